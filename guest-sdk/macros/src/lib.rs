@@ -1,0 +1,136 @@
+//! The `#[weir_sdk::function]` attribute.
+//!
+//! It leaves the marked `impl` block as it is and, when compiling for
+//! `wasm32`, adds a hidden module that generates the component bindings
+//! for the trait's world and exports the type through them. It never
+//! changes the user's code and generates nothing on native targets.
+
+use proc_macro::TokenStream;
+use proc_macro2::Span;
+use quote::quote;
+use syn::{parse_macro_input, spanned::Spanned, ItemImpl, Type};
+
+/// The WIT package, embedded so generated bindings never depend on paths.
+const WIT: &str = include_str!("../../../wit/weir.wit");
+
+/// The interfaces a world imports whose bindings the SDK already has.
+const SHARED_IMPORTS: [&str; 3] = ["types", "context", "state"];
+
+/// Which WIT world a supported trait corresponds to.
+struct Role {
+    world: &'static str,
+    imports: &'static [&'static str],
+    module: &'static str,
+}
+
+fn role_of(trait_name: &str) -> Option<Role> {
+    match trait_name {
+        "KeyFunction" => Some(Role { world: "key-function", imports: &SHARED_IMPORTS[..2], module: "__weir_export_key_fn" }),
+        "ProcessFunction" => Some(Role { world: "process-function", imports: &SHARED_IMPORTS, module: "__weir_export_process_fn" }),
+        _ => None,
+    }
+}
+
+/// Marks `impl KeyFunction for T` or `impl ProcessFunction for T` as the
+/// component's implementation of that interface. See `weir_sdk`.
+#[proc_macro_attribute]
+pub fn function(args: TokenStream, input: TokenStream) -> TokenStream {
+    if !args.is_empty() {
+        let args = proc_macro2::TokenStream::from(args);
+        return syn::Error::new(args.span(), "#[weir_sdk::function] takes no arguments").to_compile_error().into();
+    }
+    let item = parse_macro_input!(input as ItemImpl);
+    match expand(&item) {
+        Ok(glue) => quote!(#item #glue).into(),
+        Err(error) => {
+            let error = error.to_compile_error();
+            quote!(#item #error).into()
+        }
+    }
+}
+
+fn expand(item: &ItemImpl) -> syn::Result<proc_macro2::TokenStream> {
+    let Some((_, trait_path, _)) = &item.trait_ else {
+        return Err(syn::Error::new(item.self_ty.span(), "#[weir_sdk::function] goes on `impl KeyFunction for T` or `impl ProcessFunction for T`"));
+    };
+    let trait_ident = trait_path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+    let role = role_of(&trait_ident).ok_or_else(|| {
+        syn::Error::new(trait_path.span(), format!("`{trait_ident}` is not a Weir function trait: use `KeyFunction` or `ProcessFunction`"))
+    })?;
+    if !item.generics.params.is_empty() {
+        return Err(syn::Error::new(item.generics.span(), "a Weir function type cannot be generic"));
+    }
+    let self_ty = outer_type(&item.self_ty)?;
+    let module = syn::Ident::new(role.module, Span::call_site());
+    let world = format!("weir:function/{}", role.world);
+    let with = role.imports.iter().map(|name| {
+        let key = format!("weir:function/{name}@0.1.0");
+        let ident = syn::Ident::new(name, Span::call_site());
+        quote!(#key: weir_sdk::__private::wit::#ident,)
+    });
+    let export_impl = match role.world {
+        "key-function" => quote! {
+            impl exports::weir::function::key_fn::Guest for Export {
+                fn extract_keys(events: ::std::vec::Vec<weir_sdk::Event>)
+                    -> ::std::result::Result<::std::vec::Vec<::std::vec::Vec<u8>>, weir_sdk::__private::wit::types::FunctionError> {
+                    with_instance(|f| weir_sdk::__private::extract_keys(f, events))
+                }
+            }
+        },
+        _ => quote! {
+            impl exports::weir::function::process_fn::Guest for Export {
+                fn process(batch: ::std::vec::Vec<weir_sdk::__private::wit::types::KeyedEvents>)
+                    -> ::std::result::Result<(), weir_sdk::__private::wit::types::FunctionError> {
+                    with_instance(|f| weir_sdk::__private::process_batch(f, batch))
+                }
+            }
+        },
+    };
+    Ok(quote! {
+        #[cfg(target_arch = "wasm32")]
+        #[doc(hidden)]
+        #[allow(missing_docs, unsafe_code, clippy::all)]
+        mod #module {
+            weir_sdk::__private::wit_bindgen::generate!({
+                inline: #WIT,
+                world: #world,
+                with: { #(#with)* },
+                runtime_path: "weir_sdk::__private::wit_bindgen::rt",
+            });
+
+            struct Export;
+
+            ::std::thread_local! {
+                static INSTANCE: ::std::cell::RefCell<::std::option::Option<#self_ty>> =
+                    const { ::std::cell::RefCell::new(::std::option::Option::None) };
+            }
+
+            /// Run `f` on the component's one instance, creating it on first use.
+            fn with_instance<R>(f: impl FnOnce(&mut #self_ty) -> R) -> R {
+                INSTANCE.with(|cell| {
+                    let mut slot = cell.borrow_mut();
+                    f(slot.get_or_insert_with(::std::default::Default::default))
+                })
+            }
+
+            #export_impl
+
+            export!(Export);
+        }
+    })
+}
+
+/// `ty` as seen from the generated child module.
+fn outer_type(ty: &Type) -> syn::Result<proc_macro2::TokenStream> {
+    match ty {
+        Type::Path(path) if path.qself.is_none() => {
+            let first = path.path.segments.first().map(|s| s.ident.to_string()).unwrap_or_default();
+            if path.path.leading_colon.is_some() || first == "crate" {
+                Ok(quote!(#path))
+            } else {
+                Ok(quote!(super::#path))
+            }
+        }
+        other => Err(syn::Error::new(other.span(), "#[weir_sdk::function] needs a named type, like `impl KeyFunction for MyFunction`")),
+    }
+}

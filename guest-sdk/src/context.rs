@@ -1,0 +1,60 @@
+//! What a handler may ask of the host while it runs: emit outputs, read
+//! event time, log.
+
+use crate::{host, Event};
+
+/// Severity of a [`Context::log`] line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogLevel {
+    /// Very detailed tracing output.
+    Trace,
+    /// Diagnostic output for developers.
+    Debug,
+    /// Normal operational messages.
+    Info,
+    /// Something unexpected that the function recovered from.
+    Warn,
+    /// A failure the function could not recover from.
+    Error,
+}
+
+/// The handle a [`ProcessFunction`](crate::ProcessFunction) uses to talk to
+/// the host during a call.
+#[derive(Debug)]
+pub struct Context {
+    _private: (),
+}
+
+impl Context {
+    /// Send `event` to the pipeline's main output.
+    pub fn emit(&mut self, event: Event) {
+        host::emit(event);
+    }
+
+    /// Send `event` to the side output called `name` (declared in the
+    /// pipeline spec; events for undeclared outputs are counted and dropped).
+    pub fn emit_to(&mut self, name: &str, event: Event) {
+        host::emit_to(name, event);
+    }
+
+    /// The current event-time watermark (ms since the epoch); `i64::MIN`
+    /// before the first watermark.
+    pub fn current_watermark(&self) -> i64 {
+        host::current_watermark()
+    }
+
+    /// The host's processing time (ms since the epoch), fixed for one call.
+    pub fn processing_time(&self) -> i64 {
+        host::processing_time()
+    }
+
+    /// Write a line to the host's log.
+    pub fn log(&self, level: LogLevel, message: &str) {
+        host::log(level, message);
+    }
+
+    /// Create a context; only the SDK's glue and test harness do this.
+    pub(crate) fn new() -> Self {
+        Self { _private: () }
+    }
+}

@@ -1,0 +1,85 @@
+//! # weir-sdk — write Weir functions in plain Rust
+//!
+//! A Weir function is a Rust crate compiled to a WebAssembly component. It
+//! implements [`KeyFunction`] (which key does an event belong to?) and/or
+//! [`ProcessFunction`] (what happens to a key's events?), and marks each
+//! implementation with [`#[weir_sdk::function]`](macro@function). The
+//! attribute generates the component glue; there is nothing else to write.
+//!
+//! State is kept by the host, scoped to the key being processed, and typed
+//! on the guest side: [`ValueState`], [`MapState`] and [`ListState`] store
+//! any `serde` type in a compact binary encoding ([`codec`]).
+//!
+//! ```
+//! use weir_sdk::{function, Context, Error, Event, KeyFunction, ProcessFunction, ValueState};
+//!
+//! /// Counts the events of each key and emits the running count.
+//! struct Counter { count: ValueState<u64> }
+//!
+//! impl Default for Counter {
+//!     fn default() -> Self { Self { count: ValueState::new("count") } }
+//! }
+//!
+//! #[function]
+//! impl KeyFunction for Counter {
+//!     fn key(&mut self, event: &Event) -> Result<Vec<u8>, Error> {
+//!         Ok(event.value.clone())
+//!     }
+//! }
+//!
+//! #[function]
+//! impl ProcessFunction for Counter {
+//!     fn process(&mut self, _key: &[u8], events: Vec<Event>, ctx: &mut Context) -> Result<(), Error> {
+//!         let mut count = self.count.get()?.unwrap_or(0);
+//!         for event in events {
+//!             count += 1;
+//!             ctx.emit(Event::new(count.to_string().into_bytes(), event.timestamp));
+//!         }
+//!         self.count.set(&count)
+//!     }
+//! }
+//!
+//! // Natively, the same code runs against an in-memory host:
+//! let mut harness = weir_sdk::testing::Harness::<Counter>::new();
+//! let out = harness.process(b"a", vec![Event::new(b"a".to_vec(), 0); 3]).unwrap();
+//! assert_eq!(out.last().unwrap().value, b"3");
+//! ```
+//!
+//! ## Building
+//! `scripts/dev build-functions` in the Weir repository builds every crate
+//! under `functions/` to a component (see the repository README for both
+//! the rustup `wasm32-wasip2` route and the Debian `-Zbuild-std` route).
+#![deny(missing_docs)]
+
+mod bindings;
+pub mod codec;
+mod context;
+mod error;
+mod event;
+mod function;
+mod host;
+mod state;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod testing;
+
+pub use context::{Context, LogLevel};
+pub use error::Error;
+pub use event::Event;
+pub use function::{KeyFunction, ProcessFunction};
+pub use state::{ListState, MapState, ValueState};
+/// Marks an `impl KeyFunction for T` or `impl ProcessFunction for T` block
+/// as the component's implementation of that interface.
+///
+/// `T` must implement `Default`: the component creates one instance the
+/// first time it is called and keeps it for the life of the instance. On
+/// non-Wasm targets the attribute leaves the block unchanged, so the same
+/// crate builds and tests natively.
+pub use weir_sdk_macros::function;
+
+/// Glue used by the code that `#[function]` generates. Not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::bindings::weir::function as wit;
+    pub use crate::function::{extract_keys, process_batch};
+    pub use wit_bindgen;
+}

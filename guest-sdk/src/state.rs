@@ -1,0 +1,174 @@
+//! Typed keyed state: values are encoded with [`codec`](crate::codec) and
+//! kept by the host, scoped to the key being processed.
+//!
+//! A handle is cheap to create and is opened on first use; keep handles in
+//! the function's struct and reuse them for every key.
+
+use std::cell::OnceCell;
+use std::marker::PhantomData;
+
+use serde::{de::DeserializeOwned, Serialize};
+
+use crate::host::{RawList, RawMap, RawValue, MAP_PAGE};
+use crate::{codec, Error};
+
+/// Open `raw` on first use, keeping the opened handle for later calls.
+fn opened<'a, R>(cell: &'a OnceCell<R>, name: &str, open: fn(&str) -> Result<R, Error>) -> Result<&'a R, Error> {
+    if let Some(raw) = cell.get() {
+        return Ok(raw);
+    }
+    let raw = open(name)?;
+    Ok(cell.get_or_init(|| raw))
+}
+
+/// One value of type `T` per key.
+pub struct ValueState<T> {
+    name: String,
+    raw: OnceCell<RawValue>,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T: Serialize + DeserializeOwned> ValueState<T> {
+    /// A handle to the value state called `name`.
+    pub fn new(name: &str) -> Self {
+        Self { name: name.to_string(), raw: OnceCell::new(), _type: PhantomData }
+    }
+
+    fn raw(&self) -> Result<&RawValue, Error> {
+        opened(&self.raw, &self.name, RawValue::open)
+    }
+
+    /// The current key's value, if set.
+    pub fn get(&self) -> Result<Option<T>, Error> {
+        self.raw()?.get()?.map(|bytes| codec::decode(&bytes)).transpose()
+    }
+
+    /// Set the current key's value.
+    pub fn set(&self, value: &T) -> Result<(), Error> {
+        self.raw()?.set(&codec::encode(value)?)
+    }
+
+    /// Remove the current key's value.
+    pub fn clear(&self) -> Result<(), Error> {
+        self.raw()?.clear()
+    }
+}
+
+/// A map from `K` to `V` per key. Entries iterate in the byte order of the
+/// encoded keys (for unsigned integers and strings of equal length that
+/// is not always their natural order).
+pub struct MapState<K, V> {
+    name: String,
+    raw: OnceCell<RawMap>,
+    _types: PhantomData<fn() -> (K, V)>,
+}
+
+impl<K: Serialize + DeserializeOwned, V: Serialize + DeserializeOwned> MapState<K, V> {
+    /// A handle to the map state called `name`.
+    pub fn new(name: &str) -> Self {
+        Self { name: name.to_string(), raw: OnceCell::new(), _types: PhantomData }
+    }
+
+    fn raw(&self) -> Result<&RawMap, Error> {
+        opened(&self.raw, &self.name, RawMap::open)
+    }
+
+    /// The value under `key`, if any.
+    pub fn get(&self, key: &K) -> Result<Option<V>, Error> {
+        self.raw()?.get(&codec::encode(key)?)?.map(|bytes| codec::decode(&bytes)).transpose()
+    }
+
+    /// Store `value` under `key`.
+    pub fn put(&self, key: &K, value: &V) -> Result<(), Error> {
+        self.raw()?.put(&codec::encode(key)?, &codec::encode(value)?)
+    }
+
+    /// Remove `key`.
+    pub fn remove(&self, key: &K) -> Result<(), Error> {
+        self.raw()?.remove(&codec::encode(key)?)
+    }
+
+    /// Whether `key` has a value.
+    pub fn contains(&self, key: &K) -> Result<bool, Error> {
+        self.raw()?.contains(&codec::encode(key)?)
+    }
+
+    /// Every entry, fetched from the host a page at a time.
+    pub fn entries(&self) -> Result<Vec<(K, V)>, Error> {
+        let raw = self.raw()?;
+        let mut out = Vec::new();
+        let mut last: Option<Vec<u8>> = None;
+        loop {
+            let page = raw.entries(last.as_deref(), MAP_PAGE)?;
+            let full = page.len() == MAP_PAGE as usize;
+            for (k, v) in &page {
+                out.push((codec::decode(k)?, codec::decode(v)?));
+            }
+            match page.into_iter().last() {
+                Some((k, _)) if full => last = Some(k),
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    /// Whether the map is empty.
+    pub fn is_empty(&self) -> Result<bool, Error> {
+        self.raw()?.is_empty()
+    }
+
+    /// Remove every entry.
+    pub fn clear(&self) -> Result<(), Error> {
+        self.raw()?.clear()
+    }
+}
+
+/// A list of `T` per key.
+pub struct ListState<T> {
+    name: String,
+    raw: OnceCell<RawList>,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T: Serialize + DeserializeOwned> ListState<T> {
+    /// A handle to the list state called `name`.
+    pub fn new(name: &str) -> Self {
+        Self { name: name.to_string(), raw: OnceCell::new(), _type: PhantomData }
+    }
+
+    fn raw(&self) -> Result<&RawList, Error> {
+        opened(&self.raw, &self.name, RawList::open)
+    }
+
+    /// Append `value`.
+    pub fn add(&self, value: &T) -> Result<(), Error> {
+        self.raw()?.add(&codec::encode(value)?)
+    }
+
+    /// Append every item of `values`, in order.
+    pub fn add_all<'a>(&self, values: impl IntoIterator<Item = &'a T>) -> Result<(), Error>
+    where
+        T: 'a,
+    {
+        let encoded = values.into_iter().map(codec::encode).collect::<Result<Vec<_>, _>>()?;
+        self.raw()?.add_all(&encoded)
+    }
+
+    /// Every value, oldest first.
+    pub fn get(&self) -> Result<Vec<T>, Error> {
+        self.raw()?.get()?.iter().map(|bytes| codec::decode(bytes)).collect()
+    }
+
+    /// Replace the whole list.
+    pub fn update<'a>(&self, values: impl IntoIterator<Item = &'a T>) -> Result<(), Error>
+    where
+        T: 'a,
+    {
+        let encoded = values.into_iter().map(codec::encode).collect::<Result<Vec<_>, _>>()?;
+        self.raw()?.update(&encoded)
+    }
+
+    /// Remove every value.
+    pub fn clear(&self) -> Result<(), Error> {
+        self.raw()?.clear()
+    }
+}

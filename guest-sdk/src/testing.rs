@@ -1,0 +1,102 @@
+//! A native test harness: run a function's logic with `cargo test`, against
+//! an in-memory host that scopes state per key like the real one.
+//!
+//! ```
+//! # use weir_sdk::{Context, Error, Event, ProcessFunction, ValueState};
+//! # struct Sum { total: ValueState<i64> }
+//! # impl Default for Sum { fn default() -> Self { Self { total: ValueState::new("total") } } }
+//! # impl ProcessFunction for Sum {
+//! #     fn process(&mut self, _key: &[u8], events: Vec<Event>, _ctx: &mut Context) -> Result<(), Error> {
+//! #         let add: i64 = events.iter().map(|e| e.value.len() as i64).sum();
+//! #         self.total.set(&(self.total.get()?.unwrap_or(0) + add))
+//! #     }
+//! # }
+//! use weir_sdk::testing::Harness;
+//!
+//! let mut harness = Harness::<Sum>::new();
+//! harness.process(b"k", vec![Event::new(b"abc".to_vec(), 0)]).unwrap();
+//! assert_eq!(harness.value::<i64>(b"k", "total"), Some(3));
+//! assert_eq!(harness.value::<i64>(b"other", "total"), None);
+//! ```
+
+use serde::de::DeserializeOwned;
+
+use crate::__private::wit::types::KeyedEvents;
+use crate::host::native::with_mock;
+use crate::{codec, function, Error, Event, KeyFunction, LogLevel, ProcessFunction};
+
+/// One function instance wired to this thread's in-memory host.
+///
+/// Creating a harness resets the in-memory host, so each test starts with
+/// empty state.
+pub struct Harness<F> {
+    function: F,
+}
+
+impl<F: Default> Default for Harness<F> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<F: Default> Harness<F> {
+    /// A fresh function instance over empty state.
+    pub fn new() -> Self {
+        with_mock(|m| *m = crate::host::native::MockHost { watermark: i64::MIN, ..Default::default() });
+        Self { function: F::default() }
+    }
+
+    /// The function instance, to inspect or adjust it.
+    pub fn function(&mut self) -> &mut F {
+        &mut self.function
+    }
+
+    /// Set the watermark that `Context::current_watermark` reports.
+    pub fn set_watermark(&mut self, watermark: i64) {
+        with_mock(|m| m.watermark = watermark);
+    }
+
+    /// Set the time that `Context::processing_time` reports.
+    pub fn set_processing_time(&mut self, time: i64) {
+        with_mock(|m| m.processing_time = time);
+    }
+
+    /// The value state `name` of `key`, decoded, if set.
+    pub fn value<T: DeserializeOwned>(&self, key: &[u8], name: &str) -> Option<T> {
+        let bytes = with_mock(|m| m.values.get(&(name.to_string(), key.to_vec())).cloned())?;
+        Some(codec::decode(&bytes).expect("state value does not decode as the requested type"))
+    }
+
+    /// Events sent to the side output `name` so far (removing them).
+    pub fn take_side_output(&mut self, name: &str) -> Vec<Event> {
+        with_mock(|m| {
+            let (wanted, rest) = std::mem::take(&mut m.side_outputs).into_iter().partition(|(n, _)| n == name);
+            m.side_outputs = rest;
+            wanted.into_iter().map(|(_, e)| e).collect()
+        })
+    }
+
+    /// Log lines written so far.
+    pub fn logs(&self) -> Vec<(LogLevel, String)> {
+        with_mock(|m| m.logs.clone())
+    }
+}
+
+impl<F: KeyFunction> Harness<F> {
+    /// The key the function gives `event`.
+    pub fn key(&mut self, event: &Event) -> Result<Vec<u8>, Error> {
+        self.function.key(event)
+    }
+}
+
+impl<F: ProcessFunction> Harness<F> {
+    /// Process `events` of `key` as one batch, as the host would, and
+    /// return what the function emitted to the main output.
+    pub fn process(&mut self, key: &[u8], events: Vec<Event>) -> Result<Vec<Event>, Error> {
+        let batch = vec![KeyedEvents { key: key.to_vec(), events }];
+        let result = function::process_batch(&mut self.function, batch);
+        with_mock(|m| m.current_key = None);
+        result.map_err(|e| Error::msg(e.message))?;
+        Ok(with_mock(|m| std::mem::take(&mut m.emitted)))
+    }
+}

@@ -1,0 +1,152 @@
+//! The file source and sink: JSON lines.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use super::{write_lines, ConnectorError, Sink, Source};
+use crate::Event;
+
+/// Reads a file of JSON lines; each non-blank line becomes one event whose
+/// value is the line's bytes.
+pub struct FileSource {
+    path: PathBuf,
+    reader: BufReader<File>,
+    line_number: u64,
+    timestamp_field: Option<String>,
+    line: Vec<u8>,
+}
+
+impl FileSource {
+    /// Open `path`. With `timestamp_field`, each line must be a JSON object
+    /// whose field of that name holds the event time.
+    pub fn open(path: &Path, timestamp_field: Option<String>) -> Result<Self, ConnectorError> {
+        let file = File::open(path).map_err(|source| ConnectorError::Io { what: format!("opening {}", path.display()), source })?;
+        Ok(Self { path: path.to_path_buf(), reader: BufReader::new(file), line_number: 0, timestamp_field, line: Vec::new() })
+    }
+
+    fn bad(&self, message: impl Into<String>) -> ConnectorError {
+        ConnectorError::BadRecord { location: format!("{}:{}", self.path.display(), self.line_number), message: message.into() }
+    }
+
+    fn timestamp(&self, line: &[u8]) -> Result<i64, ConnectorError> {
+        let Some(field) = &self.timestamp_field else {
+            serde_json::from_slice::<serde::de::IgnoredAny>(line).map_err(|e| self.bad(format!("not JSON: {e}")))?;
+            return Ok(0);
+        };
+        let object: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_slice(line).map_err(|e| self.bad(format!("not a JSON object: {e}")))?;
+        match object.get(field) {
+            Some(serde_json::Value::String(text)) => parse_rfc3339_millis(text).ok_or_else(|| self.bad(format!("field {field:?} is not an RFC 3339 time: {text:?}"))),
+            Some(serde_json::Value::Number(n)) => n.as_i64().ok_or_else(|| self.bad(format!("field {field:?} is not integer milliseconds: {n}"))),
+            Some(other) => Err(self.bad(format!("field {field:?} is not a time: {other}"))),
+            None => Err(self.bad(format!("no timestamp field {field:?}"))),
+        }
+    }
+}
+
+/// Milliseconds since the epoch of an RFC 3339 UTC time.
+pub(crate) fn parse_rfc3339_millis(text: &str) -> Option<i64> {
+    let time = humantime::parse_rfc3339_weak(text).ok()?;
+    let millis = time.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis();
+    i64::try_from(millis).ok()
+}
+
+impl Source for FileSource {
+    fn next_batch(&mut self, max: usize, out: &mut Vec<Event>) -> Result<bool, ConnectorError> {
+        let mut added = 0;
+        while added < max {
+            self.line.clear();
+            let read = self
+                .reader
+                .read_until(b'\n', &mut self.line)
+                .map_err(|source| ConnectorError::Io { what: format!("reading {}", self.path.display()), source })?;
+            if read == 0 {
+                return Ok(false);
+            }
+            self.line_number += 1;
+            let line = self.line.trim_ascii();
+            if line.is_empty() {
+                continue;
+            }
+            let timestamp = self.timestamp(line)?;
+            out.push(Event { key: None, value: line.to_vec(), timestamp, headers: Vec::new() });
+            added += 1;
+        }
+        Ok(true)
+    }
+}
+
+/// Writes event values to a file, one per line, replacing the file.
+pub struct FileSink {
+    path: PathBuf,
+    out: BufWriter<File>,
+}
+
+impl FileSink {
+    /// Create (or truncate) `path`, creating its directory if needed.
+    pub fn create(path: &Path) -> Result<Self, ConnectorError> {
+        let io = |source| ConnectorError::Io { what: format!("creating {}", path.display()), source };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        let file = File::create(path).map_err(io)?;
+        Ok(Self { path: path.to_path_buf(), out: BufWriter::new(file) })
+    }
+
+    fn error(&self, source: std::io::Error) -> ConnectorError {
+        ConnectorError::Io { what: format!("writing {}", self.path.display()), source }
+    }
+}
+
+impl Sink for FileSink {
+    fn write(&mut self, events: &[Event]) -> Result<(), ConnectorError> {
+        write_lines(&mut self.out, events).map_err(|e| self.error(e))
+    }
+
+    fn flush(&mut self) -> Result<(), ConnectorError> {
+        self.out.flush().map_err(|e| self.error(e))?;
+        self.out.get_ref().sync_data().map_err(|e| self.error(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(text: &str, field: Option<&str>) -> Result<Vec<Event>, ConnectorError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in.jsonl");
+        std::fs::write(&path, text).unwrap();
+        let mut source = FileSource::open(&path, field.map(String::from))?;
+        let mut out = Vec::new();
+        while source.next_batch(2, &mut out)? {}
+        Ok(out)
+    }
+
+    #[test]
+    fn reads_lines_in_batches_with_timestamps() {
+        let events = read_all("{\"t\":\"2026-01-15T10:00:05Z\"}\n\n{\"t\":1000}\n{\"t\":\"2026-01-15T10:00:05.5Z\"}", Some("t")).unwrap();
+        let times: Vec<i64> = events.iter().map(|e| e.timestamp).collect();
+        assert_eq!(times, vec![1_768_471_205_000, 1000, 1_768_471_205_500]);
+        assert_eq!(events[1].value, b"{\"t\":1000}");
+    }
+
+    #[test]
+    fn bad_lines_are_reported_with_their_line_number() {
+        let err = read_all("{}\nnot json\n", None).unwrap_err().to_string();
+        assert!(err.contains("in.jsonl:2") && err.contains("not JSON"), "{err}");
+        let err = read_all("{\"x\":1}\n", Some("t")).unwrap_err().to_string();
+        assert!(err.contains(":1") && err.contains("no timestamp field"), "{err}");
+    }
+
+    #[test]
+    fn sink_writes_one_value_per_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/out.jsonl");
+        let mut sink = FileSink::create(&path).unwrap();
+        sink.write(&[Event { key: None, value: b"{\"a\":1}".to_vec(), timestamp: 0, headers: vec![] }]).unwrap();
+        sink.flush().unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\":1}\n");
+    }
+}

@@ -1,0 +1,38 @@
+//! The stdout sink: one event value per line on standard output.
+
+use std::io::{BufWriter, Stdout, Write};
+
+use super::{write_lines, ConnectorError, Sink};
+use crate::Event;
+
+/// Writes event values to standard output, one per line.
+pub struct StdoutSink {
+    out: BufWriter<Stdout>,
+}
+
+impl StdoutSink {
+    /// A sink on this process's standard output.
+    pub fn new() -> Self {
+        Self { out: BufWriter::new(std::io::stdout()) }
+    }
+}
+
+impl Default for StdoutSink {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn stdout_error(source: std::io::Error) -> ConnectorError {
+    ConnectorError::Io { what: "writing to stdout".into(), source }
+}
+
+impl Sink for StdoutSink {
+    fn write(&mut self, events: &[Event]) -> Result<(), ConnectorError> {
+        write_lines(&mut self.out, events).map_err(stdout_error)
+    }
+
+    fn flush(&mut self) -> Result<(), ConnectorError> {
+        self.out.flush().map_err(stdout_error)
+    }
+}

@@ -1,0 +1,99 @@
+//! The `weir` command: parses arguments and calls the library.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use weir_host::pipeline::{self, PipelineSpec, RunOptions};
+use weir_host::runtime::{componentize, digest, new_engine, FunctionLoader};
+
+/// Weir: a stream processor whose functions are WebAssembly components.
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a pipeline spec in this process until its sources are exhausted.
+    Run {
+        /// The pipeline spec (YAML).
+        spec: PathBuf,
+        /// Where state and compiled functions are kept.
+        #[arg(long, env = weir_host::config::DATA_DIR_ENV)]
+        data_dir: Option<PathBuf>,
+        /// Start from empty state, discarding what earlier runs left.
+        #[arg(long)]
+        fresh: bool,
+        /// Do not print the summary at the end.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Check a `.wasm` file and print which Weir worlds it implements.
+    Inspect {
+        /// A component, or a core module carrying a component type.
+        wasm: PathBuf,
+    },
+    /// Turn a core module carrying a component type into a component.
+    Componentize {
+        /// The core module (a component is copied unchanged).
+        input: PathBuf,
+        /// Where to write the component.
+        output: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("WEIR_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    match execute(Cli::parse().command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn execute(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Run { spec, data_dir, fresh, quiet } => {
+            let spec = PipelineSpec::load(&spec)?;
+            let data_dir = data_dir.unwrap_or_else(weir_host::config::default_data_dir);
+            let summary = pipeline::run(&spec, &RunOptions { data_dir, fresh })?;
+            if !quiet {
+                let seconds = summary.elapsed.as_secs_f64();
+                eprintln!(
+                    "{}: {} records in, {} out in {:.3}s ({:.0} events/s)",
+                    spec.name,
+                    summary.records_in,
+                    summary.records_out,
+                    seconds,
+                    summary.records_in as f64 / seconds.max(1e-9)
+                );
+            }
+            Ok(())
+        }
+        Command::Inspect { wasm } => {
+            let bytes = std::fs::read(&wasm).with_context(|| format!("cannot read {}", wasm.display()))?;
+            let engine = new_engine(Default::default()).map_err(|e| anyhow::anyhow!("{e:#}"))?;
+            let function = FunctionLoader::new(engine, None).load(&bytes).with_context(|| wasm.display().to_string())?;
+            println!("digest: sha256:{}", function.digest);
+            println!("worlds: {}", if function.worlds().is_empty() { "none".to_string() } else { function.worlds().join(", ") });
+            println!("exports: {}", function.exports.join(", "));
+            Ok(())
+        }
+        Command::Componentize { input, output } => {
+            let bytes = std::fs::read(&input).with_context(|| format!("cannot read {}", input.display()))?;
+            let component = componentize(&bytes).with_context(|| input.display().to_string())?;
+            std::fs::write(&output, &component).with_context(|| format!("cannot write {}", output.display()))?;
+            println!("{} (sha256:{})", output.display(), digest(&component));
+            Ok(())
+        }
+    }
+}

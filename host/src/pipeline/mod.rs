@@ -1,0 +1,7 @@
+//! Pipelines: the spec users write and the machinery that runs it.
+
+mod runner;
+pub mod spec;
+
+pub use runner::{run, RunError, RunOptions, RunSummary};
+pub use spec::{PipelineSpec, SpecError};

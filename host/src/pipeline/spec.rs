@@ -1,0 +1,271 @@
+//! The pipeline spec: what a user writes in `pipeline.yaml`.
+//!
+//! Parsing rejects unknown fields and names the field at fault
+//! (`source.path: missing field`), and [`PipelineSpec::validate`] checks
+//! what types cannot express. Relative paths are resolved against the
+//! spec file's directory.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::state::DEFAULT_MAX_PARALLELISM;
+
+/// Why a spec was rejected.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    /// The spec file could not be read.
+    #[error("cannot read spec {path}: {source}")]
+    Read {
+        /// The spec file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The YAML does not match the spec's shape; `field` says where.
+    #[error("invalid spec: {field}: {message}")]
+    Field {
+        /// Dotted path of the offending field (`.` for the whole document).
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
+}
+
+impl SpecError {
+    fn field(field: &str, message: impl Into<String>) -> Self {
+        Self::Field { field: field.to_string(), message: message.into() }
+    }
+}
+
+/// A whole pipeline: source → key function → process function → sink.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineSpec {
+    /// The pipeline's name: `[a-z0-9-]{1,63}`; names its state directory.
+    pub name: String,
+    /// Start from empty state instead of the state a previous run left.
+    #[serde(default)]
+    pub fresh: bool,
+    /// Number of key groups; fixed for the life of the pipeline's state.
+    #[serde(default = "default_max_parallelism")]
+    pub max_parallelism: u16,
+    /// Events handed to a function per call.
+    #[serde(default = "default_batch_size")]
+    pub batch_size: usize,
+    /// Where events come from.
+    pub source: SourceSpec,
+    /// The function computing each event's key.
+    pub key: FunctionSpec,
+    /// The keyed function processing each key's events with its state.
+    pub process: FunctionSpec,
+    /// Where the process function's output goes.
+    pub sink: SinkSpec,
+}
+
+fn default_max_parallelism() -> u16 {
+    DEFAULT_MAX_PARALLELISM
+}
+
+fn default_batch_size() -> usize {
+    1024
+}
+
+/// A reference to a function.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FunctionSpec {
+    /// Path of a `.wasm` file (a component, or a core module carrying a
+    /// component type).
+    pub wasm: PathBuf,
+}
+
+/// Where events come from.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum SourceSpec {
+    /// A file of JSON lines; each line is one event's value.
+    File {
+        /// The file to read.
+        path: PathBuf,
+        /// Field of each JSON object that holds the event time, as RFC 3339
+        /// text (`2026-01-15T10:00:05Z`) or integer milliseconds since the
+        /// epoch. Without it, events carry timestamp 0.
+        #[serde(default)]
+        timestamp_field: Option<String>,
+    },
+    /// Deterministic synthetic orders, for demos and benchmarks.
+    Generator {
+        /// Number of events to produce.
+        count: u64,
+        /// Number of distinct customers (keys).
+        #[serde(default = "default_keys")]
+        keys: u64,
+        /// Seed of the pseudo-random amounts and customers.
+        #[serde(default)]
+        seed: u64,
+        /// Event time of the first event, RFC 3339.
+        #[serde(default = "default_start_time")]
+        start_time: String,
+        /// Milliseconds of event time between consecutive events.
+        #[serde(default = "default_interval")]
+        interval_ms: u64,
+    },
+}
+
+fn default_keys() -> u64 {
+    100
+}
+
+fn default_start_time() -> String {
+    "2026-01-15T10:00:00Z".to_string()
+}
+
+fn default_interval() -> u64 {
+    1000
+}
+
+/// Where output goes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum SinkSpec {
+    /// A file of JSON lines (one event value per line), replaced each run.
+    File {
+        /// The file to write.
+        path: PathBuf,
+    },
+    /// Standard output, one event value per line.
+    Stdout,
+}
+
+impl PipelineSpec {
+    /// Read, parse and validate the spec at `path`, resolving relative
+    /// paths against its directory.
+    pub fn load(path: &Path) -> Result<Self, SpecError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SpecError::Read { path: path.to_path_buf(), source })?;
+        let mut spec = Self::parse(&text)?;
+        spec.resolve_paths(path.parent().unwrap_or(Path::new(".")));
+        Ok(spec)
+    }
+
+    /// Parse and validate spec text (paths stay as written).
+    pub fn parse(text: &str) -> Result<Self, SpecError> {
+        let deserializer = serde_yaml::Deserializer::from_str(text);
+        let spec: Self = serde_path_to_error::deserialize(deserializer).map_err(|e| {
+            let field = e.path().to_string();
+            SpecError::field(&field, e.into_inner().to_string())
+        })?;
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    /// Check what the types cannot.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        let name_ok = !self.name.is_empty()
+            && self.name.len() <= 63
+            && self.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if !name_ok {
+            return Err(SpecError::field("name", format!("{:?} must be 1 to 63 of a-z, 0-9 and -", self.name)));
+        }
+        if !(1..=32768).contains(&self.max_parallelism) {
+            return Err(SpecError::field("max_parallelism", "must be between 1 and 32768"));
+        }
+        if !(1..=1_000_000).contains(&self.batch_size) {
+            return Err(SpecError::field("batch_size", "must be between 1 and 1000000"));
+        }
+        if let SourceSpec::Generator { keys, start_time, .. } = &self.source {
+            if *keys == 0 {
+                return Err(SpecError::field("source.keys", "must be at least 1"));
+            }
+            if humantime::parse_rfc3339_weak(start_time).is_err() {
+                return Err(SpecError::field("source.start_time", format!("{start_time:?} is not an RFC 3339 time")));
+            }
+        }
+        Ok(())
+    }
+
+    fn resolve_paths(&mut self, base: &Path) {
+        let resolve = |path: &mut PathBuf| {
+            if path.is_relative() {
+                *path = base.join(&*path);
+            }
+        };
+        resolve(&mut self.key.wasm);
+        resolve(&mut self.process.wasm);
+        if let SourceSpec::File { path, .. } = &mut self.source {
+            resolve(path);
+        }
+        if let SinkSpec::File { path } = &mut self.sink {
+            resolve(path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "
+name: revenue
+source: { type: file, path: orders.jsonl, timestamp_field: event_time }
+key: { wasm: revenue.wasm }
+process: { wasm: revenue.wasm }
+sink: { type: stdout }
+";
+
+    fn error_of(text: &str) -> String {
+        PipelineSpec::parse(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn parses_a_good_spec_with_defaults() {
+        let spec = PipelineSpec::parse(GOOD).unwrap();
+        assert_eq!(spec.name, "revenue");
+        assert!(!spec.fresh);
+        assert_eq!(spec.max_parallelism, 128);
+        assert!(matches!(spec.source, SourceSpec::File { ref timestamp_field, .. } if timestamp_field.as_deref() == Some("event_time")));
+    }
+
+    #[test]
+    fn unknown_field_is_named() {
+        let err = error_of(&GOOD.replace("sink: { type: stdout }", "sink: { type: stdout, colour: red }"));
+        assert!(err.contains("sink") && err.contains("colour"), "{err}");
+    }
+
+    #[test]
+    fn missing_field_is_named() {
+        let err = error_of(&GOOD.replace("source: { type: file, path: orders.jsonl, timestamp_field: event_time }", "source: { type: file }"));
+        assert!(err.contains("source") && err.contains("path"), "{err}");
+    }
+
+    #[test]
+    fn unknown_source_type_is_named() {
+        let err = error_of(&GOOD.replace("type: file,", "type: carrier-pigeon,"));
+        assert!(err.contains("source") && err.contains("carrier-pigeon"), "{err}");
+    }
+
+    #[test]
+    fn wrong_type_is_named() {
+        let err = error_of(&format!("{GOOD}max_parallelism: lots\n"));
+        assert!(err.contains("max_parallelism"), "{err}");
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        assert!(error_of(&GOOD.replace("name: revenue", "name: Revenue/../x")).contains("name"));
+        assert!(error_of(&format!("{GOOD}max_parallelism: 0\n")).contains("max_parallelism"));
+        assert!(error_of(&format!("{GOOD}batch_size: 0\n")).contains("batch_size"));
+        let generator = GOOD.replace("source: { type: file, path: orders.jsonl, timestamp_field: event_time }", "source: { type: generator, count: 5, start_time: yesterday }");
+        assert!(error_of(&generator).contains("source.start_time"));
+    }
+
+    #[test]
+    fn relative_paths_resolve_against_the_spec_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pipeline.yaml");
+        std::fs::write(&path, GOOD).unwrap();
+        let spec = PipelineSpec::load(&path).unwrap();
+        assert_eq!(spec.key.wasm, dir.path().join("revenue.wasm"));
+        assert!(matches!(spec.source, SourceSpec::File { ref path, .. } if path == &dir.path().join("orders.jsonl")));
+    }
+}

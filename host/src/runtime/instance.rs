@@ -1,0 +1,124 @@
+//! Instances of functions and calls into them, one `Store` each.
+
+use wasmtime::component::Linker;
+use wasmtime::Store;
+
+use super::bindings::exports::weir::function::{key_fn, process_fn};
+use super::bindings::weir::function::types::KeyedEvents;
+use super::{HostCtx, LoadedFunction};
+use crate::Event;
+
+/// Why a call into a function failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The component could not be instantiated.
+    #[error("function `{function}` could not be instantiated: {message}")]
+    Instantiate {
+        /// The function's name.
+        function: String,
+        /// Why.
+        message: String,
+    },
+    /// The function returned an error.
+    #[error("function `{function}` failed: {message}")]
+    Failed {
+        /// The function's name.
+        function: String,
+        /// The function's message.
+        message: String,
+    },
+    /// The function trapped (panicked, hit `unreachable`, ran out of memory…).
+    #[error("function `{function}` trapped: {message}")]
+    Trapped {
+        /// The function's name.
+        function: String,
+        /// The trap and its backtrace.
+        message: String,
+    },
+    /// A key function returned the wrong number of keys.
+    #[error("key function `{function}` returned {got} keys for {expected} events")]
+    KeyCount {
+        /// The function's name.
+        function: String,
+        /// Events passed.
+        expected: usize,
+        /// Keys returned.
+        got: usize,
+    },
+}
+
+fn instantiate(linker: &Linker<HostCtx>, function: &LoadedFunction, ctx: HostCtx, name: &str) -> Result<(Store<HostCtx>, wasmtime::component::Instance), CallError> {
+    let mut store = Store::new(linker.engine(), ctx);
+    let instance = linker
+        .instantiate(&mut store, &function.component)
+        .map_err(|e| CallError::Instantiate { function: name.to_string(), message: format!("{e:#}") })?;
+    Ok((store, instance))
+}
+
+fn trapped(function: &str, error: wasmtime::Error) -> CallError {
+    CallError::Trapped { function: function.to_string(), message: format!("{error:#}") }
+}
+
+/// A live key function.
+pub struct KeyFunctionInstance {
+    name: String,
+    store: Store<HostCtx>,
+    guest: key_fn::Guest,
+}
+
+impl KeyFunctionInstance {
+    /// Instantiate `function` (which must export `key-fn`) as `name`.
+    pub fn new(linker: &Linker<HostCtx>, function: &LoadedFunction, name: &str) -> Result<Self, CallError> {
+        let (mut store, instance) = instantiate(linker, function, HostCtx::new(name, None, 1), name)?;
+        let guest = key_fn::GuestIndices::new(&instance.instance_pre(&store))
+            .and_then(|indices| indices.load(&mut store, &instance))
+            .map_err(|e| CallError::Instantiate { function: name.to_string(), message: format!("{e:#}") })?;
+        Ok(Self { name: name.to_string(), store, guest })
+    }
+
+    /// The key of each event, in order.
+    pub fn extract_keys(&mut self, events: &[Event]) -> Result<Vec<Vec<u8>>, CallError> {
+        let keys = self
+            .guest
+            .call_extract_keys(&mut self.store, events)
+            .map_err(|e| trapped(&self.name, e))?
+            .map_err(|e| CallError::Failed { function: self.name.clone(), message: e.message })?;
+        if keys.len() != events.len() {
+            return Err(CallError::KeyCount { function: self.name.clone(), expected: events.len(), got: keys.len() });
+        }
+        Ok(keys)
+    }
+}
+
+/// A live keyed process function with its state.
+pub struct ProcessFunctionInstance {
+    name: String,
+    store: Store<HostCtx>,
+    guest: process_fn::Guest,
+}
+
+impl ProcessFunctionInstance {
+    /// Instantiate `function` (which must export `process-fn`) as `name`,
+    /// with its state in `ctx`.
+    pub fn new(linker: &Linker<HostCtx>, function: &LoadedFunction, name: &str, ctx: HostCtx) -> Result<Self, CallError> {
+        let (mut store, instance) = instantiate(linker, function, ctx, name)?;
+        let guest = process_fn::GuestIndices::new(&instance.instance_pre(&store))
+            .and_then(|indices| indices.load(&mut store, &instance))
+            .map_err(|e| CallError::Instantiate { function: name.to_string(), message: format!("{e:#}") })?;
+        Ok(Self { name: name.to_string(), store, guest })
+    }
+
+    /// Process `batch` (one entry per key). Emitted events are left in
+    /// [`HostCtx::outputs`] and [`HostCtx::side_outputs`].
+    pub fn process(&mut self, batch: &[KeyedEvents]) -> Result<(), CallError> {
+        self.store.data_mut().begin_batch(batch.iter().map(|k| k.key.as_slice()));
+        let result = self.guest.call_process(&mut self.store, batch);
+        self.store.data_mut().end_batch();
+        result.map_err(|e| trapped(&self.name, e))?.map_err(|e| CallError::Failed { function: self.name.clone(), message: e.message })
+    }
+
+    /// The store's data: outputs, state backend.
+    pub fn ctx(&mut self) -> &mut HostCtx {
+        self.store.data_mut()
+    }
+}

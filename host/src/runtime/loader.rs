@@ -1,0 +1,186 @@
+//! Loading functions: turn bytes into a compiled component that is known to
+//! implement what the pipeline needs, compiling each distinct component
+//! once and caching the machine code on disk by content digest.
+
+use std::borrow::Cow;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
+use wasmtime::Engine;
+
+use super::WIT_VERSION;
+
+/// What a function is used for in a pipeline; each role needs one export.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Computes keys: exports `weir:function/key-fn`.
+    Key,
+    /// Processes keyed events: exports `weir:function/process-fn`.
+    Process,
+}
+
+impl Role {
+    /// The interface a component must export for this role.
+    pub fn interface(self) -> String {
+        match self {
+            Role::Key => format!("weir:function/key-fn@{WIT_VERSION}"),
+            Role::Process => format!("weir:function/process-fn@{WIT_VERSION}"),
+        }
+    }
+
+    /// The WIT world that corresponds to this role.
+    pub fn world(self) -> &'static str {
+        match self {
+            Role::Key => "weir:function/key-function",
+            Role::Process => "weir:function/process-function",
+        }
+    }
+}
+
+/// Why a function could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The bytes do not start with the Wasm magic number.
+    #[error("not a WebAssembly file (it does not start with the `\\0asm` magic bytes)")]
+    NotWasm,
+    /// A core module that could not be turned into a component.
+    #[error("core module cannot be made into a component: {0}")]
+    Componentize(String),
+    /// wasmtime rejected the component.
+    #[error("invalid component: {0}")]
+    Invalid(String),
+    /// The component imports something the host does not provide.
+    #[error("the component imports `{0}`, which the Weir host does not provide (it provides weir:function/state, context and types @{WIT_VERSION})")]
+    UnknownImport(String),
+    /// The component lacks the export its role needs.
+    #[error("the component does not implement the `{world}` world: it lacks the export `{needed}` (it exports: {found})")]
+    MissingExport {
+        /// The world the role needs.
+        world: &'static str,
+        /// The interface that is missing.
+        needed: String,
+        /// What the component does export.
+        found: String,
+    },
+    /// Reading or writing the compiled-code cache failed.
+    #[error("component cache {path}: {source}")]
+    Cache {
+        /// The cache file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// Hex SHA-256 of `bytes`: the identity of a component.
+pub fn digest(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Return `bytes` as a component: unchanged if it is one, or encoded from a
+/// core module that carries the component type `wit-bindgen` embeds.
+pub fn componentize(bytes: &[u8]) -> Result<Cow<'_, [u8]>, LoadError> {
+    if !bytes.starts_with(b"\0asm") {
+        return Err(LoadError::NotWasm);
+    }
+    if wasmparser::Parser::is_component(bytes) {
+        return Ok(Cow::Borrowed(bytes));
+    }
+    let encoder = wit_component::ComponentEncoder::default()
+        .validate(true)
+        .module(bytes)
+        .map_err(|e| LoadError::Componentize(format!("{e:#}")))?;
+    let mut encoder = encoder;
+    encoder.encode().map(Cow::Owned).map_err(|e| LoadError::Componentize(format!("{e:#}")))
+}
+
+/// A compiled component with what it exports.
+#[derive(Clone)]
+pub struct LoadedFunction {
+    /// Hex SHA-256 of the component bytes.
+    pub digest: String,
+    /// The compiled component.
+    pub component: Component,
+    /// Names of the component's exports.
+    pub exports: Vec<String>,
+}
+
+impl LoadedFunction {
+    /// Check that the component can serve as `role`.
+    pub fn require(&self, role: Role) -> Result<(), LoadError> {
+        let needed = role.interface();
+        if self.exports.iter().any(|e| *e == needed) {
+            return Ok(());
+        }
+        let found = if self.exports.is_empty() { "nothing".to_string() } else { self.exports.join(", ") };
+        Err(LoadError::MissingExport { world: role.world(), needed, found })
+    }
+
+    /// The worlds this component implements.
+    pub fn worlds(&self) -> Vec<&'static str> {
+        [Role::Key, Role::Process].into_iter().filter(|r| self.require(*r).is_ok()).map(Role::world).collect()
+    }
+}
+
+/// Loads and compiles functions, caching compiled code in a directory.
+pub struct FunctionLoader {
+    engine: Engine,
+    cache_dir: Option<PathBuf>,
+}
+
+impl FunctionLoader {
+    /// A loader for `engine`; with `cache_dir`, compiled code is kept there
+    /// and reused across runs.
+    pub fn new(engine: Engine, cache_dir: Option<PathBuf>) -> Self {
+        Self { engine, cache_dir }
+    }
+
+    /// The engine components are compiled for.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Validate, componentize if needed, and compile `bytes`.
+    pub fn load(&self, bytes: &[u8]) -> Result<LoadedFunction, LoadError> {
+        let bytes = componentize(bytes)?;
+        let digest = digest(&bytes);
+        let component = match &self.cache_dir {
+            Some(dir) => self.load_cached(dir, &digest, &bytes)?,
+            None => Component::new(&self.engine, &*bytes).map_err(|e| LoadError::Invalid(format!("{e:#}")))?,
+        };
+        let ty = component.component_type();
+        let provided = ["state", "context", "types"].map(|i| format!("weir:function/{i}@{WIT_VERSION}"));
+        if let Some((name, _)) = ty.imports(&self.engine).find(|(name, _)| !provided.iter().any(|p| p == name)) {
+            return Err(LoadError::UnknownImport(name.to_string()));
+        }
+        let exports = ty.exports(&self.engine).map(|(name, _)| name.to_string()).collect();
+        Ok(LoadedFunction { digest, component, exports })
+    }
+
+    fn load_cached(&self, dir: &Path, digest: &str, bytes: &[u8]) -> Result<Component, LoadError> {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.engine.precompile_compatibility_hash().hash(&mut hasher);
+        let path = dir.join(format!("{digest}-{:016x}.cwasm", hasher.finish()));
+        let io = |source| LoadError::Cache { path: path.clone(), source };
+        if path.exists() {
+            // SAFETY: the file was written by `precompile_component` below into
+            // the host's own data directory, under a name derived from the
+            // component's digest and this engine's compatibility hash.
+            #[allow(unsafe_code)]
+            if let Ok(component) = unsafe { Component::deserialize_file(&self.engine, &path) } {
+                return Ok(component);
+            }
+            tracing::warn!(path = %path.display(), "ignoring unusable compiled-code cache entry");
+        }
+        let compiled = self.engine.precompile_component(bytes).map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        std::fs::write(&tmp, &compiled).map_err(io)?;
+        std::fs::rename(&tmp, &path).map_err(io)?;
+        // SAFETY: `compiled` was produced by this engine just now.
+        #[allow(unsafe_code)]
+        unsafe { Component::deserialize(&self.engine, &compiled) }.map_err(|e| LoadError::Invalid(format!("{e:#}")))
+    }
+}

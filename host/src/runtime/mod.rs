@@ -1,0 +1,20 @@
+//! The Wasm runtime: the wasmtime engine, loading and caching components,
+//! the host side of the WIT interfaces, and calling a function's exports.
+//!
+//! It never touches sources, sinks or RocksDB directly: state goes through
+//! the [`KeyedStateBackend`](crate::state::KeyedStateBackend) trait and
+//! outputs are collected for the pipeline to forward.
+
+pub mod bindings;
+mod engine;
+pub mod host_api;
+mod instance;
+mod loader;
+
+pub use engine::{new_engine, EngineLimits};
+pub use host_api::HostCtx;
+pub use instance::{CallError, KeyFunctionInstance, ProcessFunctionInstance};
+pub use loader::{componentize, digest, FunctionLoader, LoadError, LoadedFunction, Role};
+
+/// The WIT package version this host implements.
+pub const WIT_VERSION: &str = "0.1.0";

@@ -1,0 +1,103 @@
+//! Keyed state: where the values a function keeps per key live.
+//!
+//! Owns the state backend trait, the byte layout of state keys, and the
+//! backends (RocksDB in production, in memory for tests). It knows nothing
+//! about Wasm: the runtime's `state` host interface calls into it.
+
+mod key;
+mod memory;
+mod rocks;
+
+pub use key::{key_group, StateKey, StateKind, DEFAULT_MAX_PARALLELISM, MAX_STATE_NAME_LEN};
+pub use memory::InMemoryBackend;
+pub use rocks::RocksDbBackend;
+
+/// A failure of the state backend.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// RocksDB reported an error.
+    #[error("RocksDB: {0}")]
+    Rocks(#[from] rocksdb::Error),
+    /// Stored bytes could not be decoded (corruption or a foreign database).
+    #[error("corrupt state: {0}")]
+    Corrupt(String),
+}
+
+/// One entry returned by [`KeyedStateBackend::scan`]: the part of the
+/// stored key after the scanned prefix, and the value.
+pub type ScanEntry = (Vec<u8>, Vec<u8>);
+
+/// Storage for keyed state: an ordered byte map.
+///
+/// Keys are built with [`StateKey`] so that every entry of one state of one
+/// key shares a prefix; `scan` and `delete_prefix` work on those prefixes.
+pub trait KeyedStateBackend: Send {
+    /// The value stored under `key`.
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StateError>;
+    /// Store `value` under `key`.
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError>;
+    /// Remove `key`.
+    fn delete(&mut self, key: &[u8]) -> Result<(), StateError>;
+    /// Up to `limit` entries whose key starts with `prefix`, in key order,
+    /// beginning after `prefix ++ start_after` when given. Returned keys
+    /// have `prefix` removed.
+    fn scan(&self, prefix: &[u8], start_after: Option<&[u8]>, limit: usize) -> Result<Vec<ScanEntry>, StateError>;
+    /// Remove every entry whose key starts with `prefix`.
+    fn delete_prefix(&mut self, prefix: &[u8]) -> Result<(), StateError>;
+    /// Make everything written so far durable.
+    fn flush(&mut self) -> Result<(), StateError>;
+}
+
+/// The smallest key strictly greater than every key starting with `prefix`,
+/// or `None` when no such key exists (the prefix is all `0xff`).
+pub(crate) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    //! Behaviour every backend must have, run against each of them.
+    use super::*;
+
+    pub(crate) fn exercise(backend: &mut dyn KeyedStateBackend) {
+        let a = StateKey::new(3, "total", StateKind::Value, b"c1", b"").encode();
+        let b = StateKey::new(3, "total", StateKind::Value, b"c2", b"").encode();
+        assert_eq!(backend.get(&a).unwrap(), None);
+        backend.put(&a, b"1").unwrap();
+        backend.put(&b, b"2").unwrap();
+        assert_eq!(backend.get(&a).unwrap().as_deref(), Some(&b"1"[..]));
+        backend.delete(&a).unwrap();
+        assert_eq!(backend.get(&a).unwrap(), None);
+        assert_eq!(backend.get(&b).unwrap().as_deref(), Some(&b"2"[..]));
+
+        let map = StateKey::new(3, "seen", StateKind::Map, b"c1", b"").encode();
+        let other = StateKey::new(3, "seen", StateKind::Map, b"c10", b"").encode();
+        for k in [b"x", b"a", b"m"] {
+            backend.put(&[map.as_slice(), k].concat(), k).unwrap();
+        }
+        backend.put(&[other.as_slice(), b"z"].concat(), b"z").unwrap();
+        let all = backend.scan(&map, None, 10).unwrap();
+        let keys: Vec<_> = all.iter().map(|(k, _)| k.clone()).collect();
+        assert_eq!(keys, vec![b"a".to_vec(), b"m".to_vec(), b"x".to_vec()], "scan is ordered and stays inside the prefix");
+        let page = backend.scan(&map, Some(b"a"), 1).unwrap();
+        assert_eq!(page, vec![(b"m".to_vec(), b"m".to_vec())]);
+        backend.delete_prefix(&map).unwrap();
+        assert!(backend.scan(&map, None, 10).unwrap().is_empty());
+        assert_eq!(backend.scan(&other, None, 10).unwrap().len(), 1, "delete_prefix leaves other keys alone");
+        backend.flush().unwrap();
+    }
+
+    #[test]
+    fn prefix_end_is_the_next_prefix() {
+        assert_eq!(prefix_end(b"ab"), Some(b"ac".to_vec()));
+        assert_eq!(prefix_end(&[1, 0xff]), Some(vec![2]));
+        assert_eq!(prefix_end(&[0xff, 0xff]), None);
+    }
+}

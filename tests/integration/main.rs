@@ -1,0 +1,9 @@
+//! Integration tests: run the real `weir` binary on real functions.
+//!
+//! The functions in `functions/` must be built first (`scripts/dev
+//! build-functions`, which `scripts/dev test` does); they are looked up in
+//! `$WEIR_FUNCTIONS_DIR`, else `target/functions/` of the repository.
+
+mod bad_input;
+mod revenue;
+mod support;
