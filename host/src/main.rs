@@ -54,10 +54,24 @@ fn main() -> ExitCode {
     match execute(Cli::parse().command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", one_line(&error));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error and its causes on one line, skipping causes whose text the
+/// message already contains (many errors repeat their source's message).
+fn one_line(error: &anyhow::Error) -> String {
+    let mut message = error.to_string();
+    for cause in error.chain().skip(1) {
+        let cause = cause.to_string();
+        if !message.contains(&cause) {
+            message.push_str(": ");
+            message.push_str(&cause);
+        }
+    }
+    message.replace('\n', " ")
 }
 
 fn execute(command: Command) -> anyhow::Result<()> {

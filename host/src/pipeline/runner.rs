@@ -162,7 +162,7 @@ fn open_source(spec: &SourceSpec) -> Result<Box<dyn Source>, RunError> {
 fn open_sink(spec: &SinkSpec) -> Result<Box<dyn Sink>, RunError> {
     Ok(match spec {
         SinkSpec::File { path } => Box::new(FileSink::create(path)?),
-        SinkSpec::Stdout => Box::new(StdoutSink::new()),
+        SinkSpec::Stdout {} => Box::new(StdoutSink::new()),
     })
 }
 

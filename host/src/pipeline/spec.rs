@@ -135,7 +135,7 @@ pub enum SinkSpec {
         path: PathBuf,
     },
     /// Standard output, one event value per line.
-    Stdout,
+    Stdout {},
 }
 
 impl PipelineSpec {
@@ -224,6 +224,7 @@ sink: { type: stdout }
         assert!(!spec.fresh);
         assert_eq!(spec.max_parallelism, 128);
         assert!(matches!(spec.source, SourceSpec::File { ref timestamp_field, .. } if timestamp_field.as_deref() == Some("event_time")));
+        assert!(matches!(spec.sink, SinkSpec::Stdout {}));
     }
 
     #[test]

@@ -88,12 +88,25 @@ pub fn componentize(bytes: &[u8]) -> Result<Cow<'_, [u8]>, LoadError> {
     if wasmparser::Parser::is_component(bytes) {
         return Ok(Cow::Borrowed(bytes));
     }
+    if !has_component_type(bytes) {
+        return Err(LoadError::Componentize(
+            "it carries no component type; build it with the Weir SDK (which embeds one through wit-bindgen) or pass a component".into(),
+        ));
+    }
     let encoder = wit_component::ComponentEncoder::default()
         .validate(true)
         .module(bytes)
         .map_err(|e| LoadError::Componentize(format!("{e:#}")))?;
     let mut encoder = encoder;
     encoder.encode().map(Cow::Owned).map_err(|e| LoadError::Componentize(format!("{e:#}")))
+}
+
+/// Whether a core module has a `component-type*` custom section, which is
+/// what `wit-bindgen` embeds to describe the module's world.
+fn has_component_type(bytes: &[u8]) -> bool {
+    wasmparser::Parser::new(0).parse_all(bytes).any(|payload| {
+        matches!(payload, Ok(wasmparser::Payload::CustomSection(section)) if section.name().starts_with("component-type"))
+    })
 }
 
 /// A compiled component with what it exports.
@@ -182,5 +195,78 @@ impl FunctionLoader {
         // SAFETY: `compiled` was produced by this engine just now.
         #[allow(unsafe_code)]
         unsafe { Component::deserialize(&self.engine, &compiled) }.map_err(|e| LoadError::Invalid(format!("{e:#}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::{new_engine, EngineLimits};
+
+    /// A core module implementing `world`, with the component type that
+    /// `wit-bindgen` would embed.
+    fn core_module_for(world: &str) -> Vec<u8> {
+        let mut resolve = wit_parser::Resolve::default();
+        let (package, _) = resolve.push_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../wit")).unwrap();
+        let world = resolve.select_world(&[package], Some(world)).unwrap();
+        let mangling = wit_parser::ManglingAndAbi::Legacy(wit_parser::LiftLowerAbi::Sync);
+        let mut module = wit_component::dummy_module(&resolve, world, mangling);
+        wit_component::embed_component_metadata(&mut module, &resolve, world, wit_component::StringEncoding::UTF8).unwrap();
+        module
+    }
+
+    fn loader(cache: Option<PathBuf>) -> FunctionLoader {
+        FunctionLoader::new(new_engine(EngineLimits { instances: 4, ..Default::default() }).unwrap(), cache)
+    }
+
+    #[test]
+    fn componentizes_a_core_module_with_a_component_type() {
+        let module = core_module_for("key-function");
+        assert!(!wasmparser::Parser::is_component(&module));
+        let component = componentize(&module).unwrap();
+        assert!(wasmparser::Parser::is_component(&component));
+        let function = loader(None).load(&module).unwrap();
+        assert_eq!(function.worlds(), vec!["weir:function/key-function"]);
+        function.require(Role::Key).unwrap();
+        let err = function.require(Role::Process).unwrap_err().to_string();
+        assert!(err.contains("weir:function/process-function") && err.contains("weir:function/process-fn@0.1.0") && err.contains("weir:function/key-fn@0.1.0"), "{err}");
+    }
+
+    #[test]
+    fn a_component_passes_through_unchanged() {
+        let component = componentize(&core_module_for("process-function")).unwrap().into_owned();
+        assert_eq!(componentize(&component).unwrap().as_ref(), component.as_slice());
+        assert_eq!(loader(None).load(&component).unwrap().worlds(), vec!["weir:function/process-function"]);
+    }
+
+    #[test]
+    fn rejects_what_is_not_a_function() {
+        let loader = loader(None);
+        assert!(matches!(loader.load(b"hello"), Err(LoadError::NotWasm)));
+        let plain = wat::parse_str("(module (func (export \"f\")))").unwrap();
+        assert!(matches!(loader.load(&plain), Err(LoadError::Componentize(m)) if m.contains("no component type")));
+        let component = componentize(&core_module_for("key-function")).unwrap().into_owned();
+        assert!(matches!(loader.load(&component[..component.len() - 3]), Err(LoadError::Invalid(_))));
+        let needy = wat::parse_str(r#"(component (import "example:net/socket@1.0.0" (instance)))"#).unwrap();
+        assert!(matches!(loader.load(&needy), Err(LoadError::UnknownImport(name)) if name == "example:net/socket@1.0.0"));
+    }
+
+    #[test]
+    fn compiled_code_is_cached_by_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        let module = core_module_for("key-function");
+        let first = loader(Some(dir.path().to_path_buf())).load(&module).unwrap();
+        let cached: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        assert_eq!(cached.len(), 1);
+        assert!(cached[0].starts_with(&first.digest) && cached[0].ends_with(".cwasm"));
+        let second = loader(Some(dir.path().to_path_buf())).load(&module).unwrap();
+        assert_eq!(second.digest, first.digest);
+        assert_eq!(second.worlds(), first.worlds());
+        // Cache files are mapped into memory: drop the components before
+        // damaging the file (the loader itself only ever replaces files).
+        let digest = first.digest.clone();
+        drop((first, second));
+        std::fs::write(dir.path().join(&cached[0]), b"corrupt").unwrap();
+        assert_eq!(loader(Some(dir.path().to_path_buf())).load(&module).unwrap().digest, digest, "a corrupt cache entry is recompiled");
     }
 }
