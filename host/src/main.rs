@@ -96,7 +96,7 @@ fn execute(command: Command) -> anyhow::Result<()> {
         Command::Inspect { wasm } => {
             let bytes = std::fs::read(&wasm).with_context(|| format!("cannot read {}", wasm.display()))?;
             let engine = new_engine(Default::default()).map_err(|e| anyhow::anyhow!("{e:#}"))?;
-            let function = FunctionLoader::new(engine, None).load(&bytes).with_context(|| wasm.display().to_string())?;
+            let function = FunctionLoader::new(engine, None)?.load(&bytes).with_context(|| wasm.display().to_string())?;
             println!("digest: sha256:{}", function.digest);
             println!("worlds: {}", if function.worlds().is_empty() { "none".to_string() } else { function.worlds().join(", ") });
             println!("exports: {}", function.exports.join(", "));

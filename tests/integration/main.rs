@@ -4,6 +4,8 @@
 //! build-functions`, which `scripts/dev test` does); they are looked up in
 //! `$WEIR_FUNCTIONS_DIR`, else `target/functions/` of the repository.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod bad_input;
 mod revenue;
 mod support;

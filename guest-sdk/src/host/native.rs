@@ -10,13 +10,18 @@ use crate::{Error, Event, LogLevel};
 /// Longest state name the host accepts, in bytes.
 const MAX_NAME_LEN: usize = 255;
 
+/// A state slot: (state name, key).
+type Slot = (String, Vec<u8>);
+/// Map entries as the host returns them.
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// Everything the stand-in host remembers.
 #[derive(Default)]
 pub(crate) struct MockHost {
     pub(crate) current_key: Option<Vec<u8>>,
-    pub(crate) values: HashMap<(String, Vec<u8>), Vec<u8>>,
-    pub(crate) maps: HashMap<(String, Vec<u8>), BTreeMap<Vec<u8>, Vec<u8>>>,
-    pub(crate) lists: HashMap<(String, Vec<u8>), Vec<Vec<u8>>>,
+    pub(crate) values: HashMap<Slot, Vec<u8>>,
+    pub(crate) maps: HashMap<Slot, BTreeMap<Vec<u8>, Vec<u8>>>,
+    pub(crate) lists: HashMap<Slot, Vec<Vec<u8>>>,
     pub(crate) emitted: Vec<Event>,
     pub(crate) side_outputs: Vec<(String, Event)>,
     pub(crate) watermark: i64,
@@ -41,7 +46,7 @@ fn check_name(name: &str) -> Result<String, Error> {
 }
 
 /// The (state name, current key) slot a handle refers to.
-fn slot(name: &str) -> Result<(String, Vec<u8>), Error> {
+fn slot(name: &str) -> Result<Slot, Error> {
     with_mock(|m| m.current_key.clone())
         .map(|key| (name.to_string(), key))
         .ok_or_else(|| Error::msg("state used outside of `process`"))
@@ -110,7 +115,7 @@ impl RawMap {
     pub(crate) fn contains(&self, key: &[u8]) -> Result<bool, Error> {
         self.with_map(|map| map.contains_key(key))
     }
-    pub(crate) fn entries(&self, start_after: Option<&[u8]>, limit: u32) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Error> {
+    pub(crate) fn entries(&self, start_after: Option<&[u8]>, limit: u32) -> Result<Entries, Error> {
         use std::ops::Bound;
         let lower = start_after.map_or(Bound::Unbounded, |k| Bound::Excluded(k.to_vec()));
         self.with_map(|map| {

@@ -9,13 +9,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use wasmtime::component::Linker;
-
 use super::spec::{PipelineSpec, SinkSpec, SourceSpec};
 use crate::config;
 use crate::connectors::{ConnectorError, FileSink, FileSource, GeneratorSource, Sink, Source, StdoutSink};
 use crate::runtime::bindings::weir::function::types::KeyedEvents;
-use crate::runtime::{host_api, new_engine, CallError, FunctionLoader, HostCtx, KeyFunctionInstance, LoadError, LoadedFunction, ProcessFunctionInstance, Role};
+use crate::runtime::{new_engine, CallError, FunctionLoader, HostCtx, KeyFunctionInstance, LoadError, LoadedFunction, ProcessFunctionInstance, Role};
 use crate::state::{RocksDbBackend, StateError};
 use crate::Event;
 
@@ -89,16 +87,14 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let started = Instant::now();
     let _span = tracing::info_span!("pipeline", name = %spec.name).entered();
     let engine = new_engine(Default::default()).map_err(|e| RunError::Engine(format!("{e:#}")))?;
-    let loader = FunctionLoader::new(engine.clone(), Some(config::component_cache_dir(&options.data_dir)));
+    let loader = FunctionLoader::new(engine, Some(config::component_cache_dir(&options.data_dir))).map_err(|e| RunError::Engine(e.to_string()))?;
     let key_function = load(&loader, &spec.key.wasm, Role::Key)?;
     let process_function = load(&loader, &spec.process.wasm, Role::Process)?;
 
-    let mut linker = Linker::new(&engine);
-    host_api::add_to_linker(&mut linker).map_err(|e| RunError::Engine(format!("{e:#}")))?;
     let backend = open_state(&options.data_dir, &spec.name, spec.fresh || options.fresh)?;
-    let mut keyer = KeyFunctionInstance::new(&linker, &key_function, "key")?;
+    let mut keyer = KeyFunctionInstance::new(&key_function, "key")?;
     let ctx = HostCtx::new("process", Some(Box::new(backend)), spec.max_parallelism);
-    let mut processor = ProcessFunctionInstance::new(&linker, &process_function, "process", ctx)?;
+    let mut processor = ProcessFunctionInstance::new(&process_function, "process", ctx)?;
     let mut source = open_source(&spec.source)?;
     let mut sink = open_sink(&spec.sink)?;
 

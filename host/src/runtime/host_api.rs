@@ -18,6 +18,7 @@
 //! ```
 
 use wasmtime::component::{HasSelf, Linker, Resource, ResourceTable};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::weir::function::{context, state, types};
 use crate::state::{KeyedStateBackend, StateKey, StateKind, MAX_STATE_NAME_LEN};
@@ -46,6 +47,7 @@ pub struct ListStateHandle {
 /// Everything a function instance's `Store` holds.
 pub struct HostCtx {
     table: ResourceTable,
+    wasi: WasiCtx,
     function: String,
     backend: Option<Box<dyn KeyedStateBackend>>,
     max_parallelism: u16,
@@ -67,6 +69,7 @@ impl HostCtx {
     pub fn new(function: &str, backend: Option<Box<dyn KeyedStateBackend>>, max_parallelism: u16) -> Self {
         Self {
             table: ResourceTable::new(),
+            wasi: super::wasi::sandboxed(),
             function: function.to_string(),
             backend,
             max_parallelism,
@@ -198,8 +201,16 @@ fn decode_list(mut bytes: &[u8]) -> Result<Vec<Vec<u8>>, state::StateError> {
     Ok(out)
 }
 
-/// Register the `state`, `context` and `types` interfaces in `linker`.
+impl WasiView for HostCtx {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// Register the `state`, `context` and `types` interfaces, and the
+/// sandboxed WASI (see [`super::wasi`]), in `linker`.
 pub fn add_to_linker(linker: &mut Linker<HostCtx>) -> wasmtime::Result<()> {
+    wasmtime_wasi::p2::add_to_linker_sync(linker)?;
     state::add_to_linker::<HostCtx, HasSelf<HostCtx>>(linker, |ctx| ctx)?;
     context::add_to_linker::<HostCtx, HasSelf<HostCtx>>(linker, |ctx| ctx)?;
     types::add_to_linker::<HostCtx, HasSelf<HostCtx>>(linker, |ctx| ctx)?;

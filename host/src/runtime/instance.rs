@@ -1,6 +1,5 @@
 //! Instances of functions and calls into them, one `Store` each.
 
-use wasmtime::component::Linker;
 use wasmtime::Store;
 
 use super::bindings::exports::weir::function::{key_fn, process_fn};
@@ -47,11 +46,9 @@ pub enum CallError {
     },
 }
 
-fn instantiate(linker: &Linker<HostCtx>, function: &LoadedFunction, ctx: HostCtx, name: &str) -> Result<(Store<HostCtx>, wasmtime::component::Instance), CallError> {
-    let mut store = Store::new(linker.engine(), ctx);
-    let instance = linker
-        .instantiate(&mut store, &function.component)
-        .map_err(|e| CallError::Instantiate { function: name.to_string(), message: format!("{e:#}") })?;
+fn instantiate(function: &LoadedFunction, ctx: HostCtx, name: &str) -> Result<(Store<HostCtx>, wasmtime::component::Instance), CallError> {
+    let mut store = Store::new(function.pre.engine(), ctx);
+    let instance = function.pre.instantiate(&mut store).map_err(|e| CallError::Instantiate { function: name.to_string(), message: format!("{e:#}") })?;
     Ok((store, instance))
 }
 
@@ -68,9 +65,9 @@ pub struct KeyFunctionInstance {
 
 impl KeyFunctionInstance {
     /// Instantiate `function` (which must export `key-fn`) as `name`.
-    pub fn new(linker: &Linker<HostCtx>, function: &LoadedFunction, name: &str) -> Result<Self, CallError> {
-        let (mut store, instance) = instantiate(linker, function, HostCtx::new(name, None, 1), name)?;
-        let guest = key_fn::GuestIndices::new(&instance.instance_pre(&store))
+    pub fn new(function: &LoadedFunction, name: &str) -> Result<Self, CallError> {
+        let (mut store, instance) = instantiate(function, HostCtx::new(name, None, 1), name)?;
+        let guest = key_fn::GuestIndices::new(&function.pre)
             .and_then(|indices| indices.load(&mut store, &instance))
             .map_err(|e| CallError::Instantiate { function: name.to_string(), message: format!("{e:#}") })?;
         Ok(Self { name: name.to_string(), store, guest })
@@ -100,9 +97,9 @@ pub struct ProcessFunctionInstance {
 impl ProcessFunctionInstance {
     /// Instantiate `function` (which must export `process-fn`) as `name`,
     /// with its state in `ctx`.
-    pub fn new(linker: &Linker<HostCtx>, function: &LoadedFunction, name: &str, ctx: HostCtx) -> Result<Self, CallError> {
-        let (mut store, instance) = instantiate(linker, function, ctx, name)?;
-        let guest = process_fn::GuestIndices::new(&instance.instance_pre(&store))
+    pub fn new(function: &LoadedFunction, name: &str, ctx: HostCtx) -> Result<Self, CallError> {
+        let (mut store, instance) = instantiate(function, ctx, name)?;
+        let guest = process_fn::GuestIndices::new(&function.pre)
             .and_then(|indices| indices.load(&mut store, &instance))
             .map_err(|e| CallError::Instantiate { function: name.to_string(), message: format!("{e:#}") })?;
         Ok(Self { name: name.to_string(), store, guest })

@@ -7,10 +7,10 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
-use wasmtime::component::Component;
+use wasmtime::component::{Component, InstancePre, Linker};
 use wasmtime::Engine;
 
-use super::WIT_VERSION;
+use super::{host_api, HostCtx, WIT_VERSION};
 
 /// What a function is used for in a pipeline; each role needs one export.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,8 +52,11 @@ pub enum LoadError {
     #[error("invalid component: {0}")]
     Invalid(String),
     /// The component imports something the host does not provide.
-    #[error("the component imports `{0}`, which the Weir host does not provide (it provides weir:function/state, context and types @{WIT_VERSION})")]
+    #[error("the component imports `{0}`, which the Weir host does not provide (it provides weir:function/state, context and types @{WIT_VERSION}, and WASI 0.2 without authority)")]
     UnknownImport(String),
+    /// The component's imports do not match what the host provides.
+    #[error("the component cannot be linked: {0}")]
+    Link(String),
     /// The component lacks the export its role needs.
     #[error("the component does not implement the `{world}` world: it lacks the export `{needed}` (it exports: {found})")]
     MissingExport {
@@ -109,13 +112,13 @@ fn has_component_type(bytes: &[u8]) -> bool {
     })
 }
 
-/// A compiled component with what it exports.
+/// A compiled, linked component with what it exports.
 #[derive(Clone)]
 pub struct LoadedFunction {
     /// Hex SHA-256 of the component bytes.
     pub digest: String,
-    /// The compiled component.
-    pub component: Component,
+    /// The component, linked to the host's imports and ready to instantiate.
+    pub pre: InstancePre<HostCtx>,
     /// Names of the component's exports.
     pub exports: Vec<String>,
 }
@@ -124,7 +127,7 @@ impl LoadedFunction {
     /// Check that the component can serve as `role`.
     pub fn require(&self, role: Role) -> Result<(), LoadError> {
         let needed = role.interface();
-        if self.exports.iter().any(|e| *e == needed) {
+        if self.exports.contains(&needed) {
             return Ok(());
         }
         let found = if self.exports.is_empty() { "nothing".to_string() } else { self.exports.join(", ") };
@@ -137,17 +140,27 @@ impl LoadedFunction {
     }
 }
 
-/// Loads and compiles functions, caching compiled code in a directory.
+/// Whether the host provides the import `name`: the `weir:function`
+/// interfaces of this version, and WASI 0.2 (sandboxed).
+fn is_provided(name: &str) -> bool {
+    let weir = ["state", "context", "types"].iter().any(|i| name == format!("weir:function/{i}@{WIT_VERSION}"));
+    weir || name.starts_with("wasi:") && name.contains("@0.2.")
+}
+
+/// Loads, compiles and links functions, caching compiled code in a directory.
 pub struct FunctionLoader {
     engine: Engine,
+    linker: Linker<HostCtx>,
     cache_dir: Option<PathBuf>,
 }
 
 impl FunctionLoader {
     /// A loader for `engine`; with `cache_dir`, compiled code is kept there
     /// and reused across runs.
-    pub fn new(engine: Engine, cache_dir: Option<PathBuf>) -> Self {
-        Self { engine, cache_dir }
+    pub fn new(engine: Engine, cache_dir: Option<PathBuf>) -> Result<Self, LoadError> {
+        let mut linker = Linker::new(&engine);
+        host_api::add_to_linker(&mut linker).map_err(|e| LoadError::Link(format!("{e:#}")))?;
+        Ok(Self { engine, linker, cache_dir })
     }
 
     /// The engine components are compiled for.
@@ -164,12 +177,12 @@ impl FunctionLoader {
             None => Component::new(&self.engine, &*bytes).map_err(|e| LoadError::Invalid(format!("{e:#}")))?,
         };
         let ty = component.component_type();
-        let provided = ["state", "context", "types"].map(|i| format!("weir:function/{i}@{WIT_VERSION}"));
-        if let Some((name, _)) = ty.imports(&self.engine).find(|(name, _)| !provided.iter().any(|p| p == name)) {
+        if let Some((name, _)) = ty.imports(&self.engine).find(|(name, _)| !is_provided(name)) {
             return Err(LoadError::UnknownImport(name.to_string()));
         }
         let exports = ty.exports(&self.engine).map(|(name, _)| name.to_string()).collect();
-        Ok(LoadedFunction { digest, component, exports })
+        let pre = self.linker.instantiate_pre(&component).map_err(|e| LoadError::Link(format!("{e:#}")))?;
+        Ok(LoadedFunction { digest, pre, exports })
     }
 
     fn load_cached(&self, dir: &Path, digest: &str, bytes: &[u8]) -> Result<Component, LoadError> {
@@ -216,7 +229,7 @@ mod tests {
     }
 
     fn loader(cache: Option<PathBuf>) -> FunctionLoader {
-        FunctionLoader::new(new_engine(EngineLimits { instances: 4, ..Default::default() }).unwrap(), cache)
+        FunctionLoader::new(new_engine(EngineLimits { instances: 4, ..Default::default() }).unwrap(), cache).unwrap()
     }
 
     #[test]

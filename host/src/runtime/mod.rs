@@ -10,6 +10,7 @@ mod engine;
 pub mod host_api;
 mod instance;
 mod loader;
+pub mod wasi;
 
 pub use engine::{new_engine, EngineLimits};
 pub use host_api::HostCtx;
