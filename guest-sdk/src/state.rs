@@ -172,3 +172,73 @@ impl<T: Serialize + DeserializeOwned> ListState<T> {
         self.raw()?.clear()
     }
 }
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+    use crate::host::select_key;
+    use crate::testing::Harness;
+
+    /// A function type for harness set-up; the tests drive state directly.
+    #[derive(Default)]
+    struct Nothing;
+
+    #[test]
+    fn value_state_is_scoped_to_the_selected_key() {
+        let _harness = Harness::<Nothing>::new();
+        let total = ValueState::<i64>::new("total");
+        select_key(0, b"a").unwrap();
+        assert_eq!(total.get().unwrap(), None);
+        total.set(&5).unwrap();
+        select_key(1, b"b").unwrap();
+        assert_eq!(total.get().unwrap(), None);
+        total.set(&7).unwrap();
+        select_key(0, b"a").unwrap();
+        assert_eq!(total.get().unwrap(), Some(5));
+        total.clear().unwrap();
+        assert_eq!(total.get().unwrap(), None);
+    }
+
+    #[test]
+    fn map_state_pages_through_many_entries() {
+        let _harness = Harness::<Nothing>::new();
+        let map = MapState::<u32, String>::new("m");
+        select_key(0, b"k").unwrap();
+        assert!(map.is_empty().unwrap());
+        for i in 0..1000 {
+            map.put(&i, &i.to_string()).unwrap();
+        }
+        assert!(map.contains(&999).unwrap());
+        assert_eq!(map.get(&42).unwrap().as_deref(), Some("42"));
+        map.remove(&42).unwrap();
+        let entries = map.entries().unwrap();
+        assert_eq!(entries.len(), 999, "more than one page ({MAP_PAGE}) of entries comes back");
+        assert!(entries.iter().all(|(k, v)| *v == k.to_string()));
+        map.clear().unwrap();
+        assert!(map.is_empty().unwrap());
+    }
+
+    #[test]
+    fn list_state_appends_and_replaces() {
+        let _harness = Harness::<Nothing>::new();
+        let list = ListState::<(u8, String)>::new("l");
+        select_key(0, b"k").unwrap();
+        assert!(list.get().unwrap().is_empty());
+        list.add(&(1, "a".into())).unwrap();
+        list.add_all(&[(2, "b".into()), (3, "c".into())]).unwrap();
+        assert_eq!(list.get().unwrap().len(), 3);
+        list.update(&[(9, "z".into())]).unwrap();
+        assert_eq!(list.get().unwrap(), vec![(9, "z".to_string())]);
+        list.clear().unwrap();
+        assert!(list.get().unwrap().is_empty());
+    }
+
+    #[test]
+    fn state_outside_a_key_and_bad_names_are_errors() {
+        let _harness = Harness::<Nothing>::new();
+        assert!(ValueState::<u8>::new("v").get().is_err(), "no key selected");
+        select_key(0, b"k").unwrap();
+        assert!(ValueState::<u8>::new("").get().is_err());
+        assert!(ValueState::<u8>::new(&"x".repeat(256)).set(&1).is_err());
+    }
+}

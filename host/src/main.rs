@@ -83,10 +83,12 @@ fn execute(command: Command) -> anyhow::Result<()> {
             if !quiet {
                 let seconds = summary.elapsed.as_secs_f64();
                 eprintln!(
-                    "{}: {} records in, {} out in {:.3}s ({:.0} events/s)",
+                    "{}: {} records in, {} out, {} to side outputs ({} dropped) in {:.3}s ({:.0} events/s)",
                     spec.name,
                     summary.records_in,
                     summary.records_out,
+                    summary.side_outputs_written,
+                    summary.side_outputs_dropped,
                     seconds,
                     summary.records_in as f64 / seconds.max(1e-9)
                 );

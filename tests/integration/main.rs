@@ -7,5 +7,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod bad_input;
+mod customer_profile;
 mod revenue;
 mod support;

@@ -5,7 +5,7 @@
 //! the unit that crosses the Wasm boundary, so each function is called once
 //! per batch, not once per event.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -74,6 +74,8 @@ pub struct RunSummary {
     pub records_in: u64,
     /// Events the process function emitted to the main output.
     pub records_out: u64,
+    /// Events written to declared side outputs.
+    pub side_outputs_written: u64,
     /// Events emitted to side outputs the spec does not declare (dropped).
     pub side_outputs_dropped: u64,
     /// Batches passed to the functions.
@@ -97,6 +99,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let mut processor = ProcessFunctionInstance::new(&process_function, "process", ctx)?;
     let mut source = open_source(&spec.source)?;
     let mut sink = open_sink(&spec.sink)?;
+    let mut side_sinks = SideOutputs::open(&spec.side_outputs)?;
 
     let mut summary = RunSummary::default();
     let mut events: Vec<Event> = Vec::with_capacity(spec.batch_size);
@@ -111,8 +114,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
             processor.process(batch)?;
             let ctx = processor.ctx();
             summary.records_out += ctx.outputs.len() as u64;
-            summary.side_outputs_dropped += ctx.side_outputs.len() as u64;
-            ctx.side_outputs.clear();
+            side_sinks.route(ctx.side_outputs.drain(..), &mut summary)?;
             sink.write(&ctx.outputs)?;
             ctx.outputs.clear();
         }
@@ -121,6 +123,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
         }
     }
     sink.flush()?;
+    side_sinks.flush()?;
     if let Some(backend) = processor.ctx().backend_mut() {
         backend.flush()?;
     }
@@ -160,6 +163,43 @@ fn open_sink(spec: &SinkSpec) -> Result<Box<dyn Sink>, RunError> {
         SinkSpec::File { path } => Box::new(FileSink::create(path)?),
         SinkSpec::Stdout {} => Box::new(StdoutSink::new()),
     })
+}
+
+/// The sinks of the declared side outputs.
+struct SideOutputs {
+    sinks: BTreeMap<String, Box<dyn Sink>>,
+    warned: Vec<String>,
+}
+
+impl SideOutputs {
+    fn open(specs: &BTreeMap<String, SinkSpec>) -> Result<Self, RunError> {
+        let sinks = specs.iter().map(|(name, spec)| Ok((name.clone(), open_sink(spec)?))).collect::<Result<_, RunError>>()?;
+        Ok(Self { sinks, warned: Vec::new() })
+    }
+
+    /// Write each event to its side output's sink, or count it as dropped.
+    fn route(&mut self, events: impl Iterator<Item = (String, Event)>, summary: &mut RunSummary) -> Result<(), RunError> {
+        for (name, event) in events {
+            match self.sinks.get_mut(&name) {
+                Some(sink) => {
+                    sink.write(std::slice::from_ref(&event))?;
+                    summary.side_outputs_written += 1;
+                }
+                None => {
+                    if !self.warned.contains(&name) {
+                        tracing::warn!(side_output = %name, "dropping events sent to a side output the spec does not declare");
+                        self.warned.push(name);
+                    }
+                    summary.side_outputs_dropped += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), RunError> {
+        self.sinks.values_mut().try_for_each(|sink| sink.flush().map_err(RunError::from))
+    }
 }
 
 /// Groups a batch by key, keeping keys in order of first appearance and

@@ -5,6 +5,7 @@
 //! what types cannot express. Relative paths are resolved against the
 //! spec file's directory.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -61,6 +62,10 @@ pub struct PipelineSpec {
     pub process: FunctionSpec,
     /// Where the process function's output goes.
     pub sink: SinkSpec,
+    /// Where each named side output goes (`context.emit-to(name, …)`).
+    /// Events sent to an undeclared side output are counted and dropped.
+    #[serde(default)]
+    pub side_outputs: BTreeMap<String, SinkSpec>,
 }
 
 fn default_max_parallelism() -> u16 {
@@ -161,11 +166,11 @@ impl PipelineSpec {
 
     /// Check what the types cannot.
     pub fn validate(&self) -> Result<(), SpecError> {
-        let name_ok = !self.name.is_empty()
-            && self.name.len() <= 63
-            && self.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-        if !name_ok {
+        if !is_valid_name(&self.name) {
             return Err(SpecError::field("name", format!("{:?} must be 1 to 63 of a-z, 0-9 and -", self.name)));
+        }
+        if let Some(bad) = self.side_outputs.keys().find(|name| !is_valid_name(name)) {
+            return Err(SpecError::field("side_outputs", format!("{bad:?} must be 1 to 63 of a-z, 0-9 and -")));
         }
         if !(1..=32768).contains(&self.max_parallelism) {
             return Err(SpecError::field("max_parallelism", "must be between 1 and 32768"));
@@ -185,6 +190,7 @@ impl PipelineSpec {
     }
 
     fn resolve_paths(&mut self, base: &Path) {
+        let sinks = std::iter::once(&mut self.sink).chain(self.side_outputs.values_mut());
         let resolve = |path: &mut PathBuf| {
             if path.is_relative() {
                 *path = base.join(&*path);
@@ -195,10 +201,17 @@ impl PipelineSpec {
         if let SourceSpec::File { path, .. } = &mut self.source {
             resolve(path);
         }
-        if let SinkSpec::File { path } = &mut self.sink {
-            resolve(path);
+        for sink in sinks {
+            if let SinkSpec::File { path } = sink {
+                resolve(path);
+            }
         }
     }
+}
+
+/// Pipeline and output names: 1 to 63 of `a-z`, `0-9` and `-`.
+fn is_valid_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 63 && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
 #[cfg(test)]
@@ -256,6 +269,7 @@ sink: { type: stdout }
         assert!(error_of(&GOOD.replace("name: revenue", "name: Revenue/../x")).contains("name"));
         assert!(error_of(&format!("{GOOD}max_parallelism: 0\n")).contains("max_parallelism"));
         assert!(error_of(&format!("{GOOD}batch_size: 0\n")).contains("batch_size"));
+        assert!(error_of(&format!("{GOOD}side_outputs: {{ Bad_Name: {{ type: stdout }} }}\n")).contains("side_outputs"));
         let generator = GOOD.replace("source: { type: file, path: orders.jsonl, timestamp_field: event_time }", "source: { type: generator, count: 5, start_time: yesterday }");
         assert!(error_of(&generator).contains("source.start_time"));
     }
@@ -264,9 +278,10 @@ sink: { type: stdout }
     fn relative_paths_resolve_against_the_spec_directory() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pipeline.yaml");
-        std::fs::write(&path, GOOD).unwrap();
+        std::fs::write(&path, format!("{GOOD}side_outputs: {{ late: {{ type: file, path: late.jsonl }} }}\n")).unwrap();
         let spec = PipelineSpec::load(&path).unwrap();
         assert_eq!(spec.key.wasm, dir.path().join("revenue.wasm"));
         assert!(matches!(spec.source, SourceSpec::File { ref path, .. } if path == &dir.path().join("orders.jsonl")));
+        assert!(matches!(spec.side_outputs["late"], SinkSpec::File { ref path } if path == &dir.path().join("late.jsonl")));
     }
 }
