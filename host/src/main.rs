@@ -101,6 +101,7 @@ fn execute(command: Command) -> anyhow::Result<()> {
             let function = FunctionLoader::new(engine, None)?.load(&bytes).with_context(|| wasm.display().to_string())?;
             println!("digest: sha256:{}", function.digest);
             println!("worlds: {}", if function.worlds().is_empty() { "none".to_string() } else { function.worlds().join(", ") });
+            println!("imports: {}", function.imports.join(", "));
             println!("exports: {}", function.exports.join(", "));
             Ok(())
         }

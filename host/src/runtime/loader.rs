@@ -119,6 +119,8 @@ pub struct LoadedFunction {
     pub digest: String,
     /// The component, linked to the host's imports and ready to instantiate.
     pub pre: InstancePre<HostCtx>,
+    /// Names of the component's imports.
+    pub imports: Vec<String>,
     /// Names of the component's exports.
     pub exports: Vec<String>,
 }
@@ -177,12 +179,13 @@ impl FunctionLoader {
             None => Component::new(&self.engine, &*bytes).map_err(|e| LoadError::Invalid(format!("{e:#}")))?,
         };
         let ty = component.component_type();
-        if let Some((name, _)) = ty.imports(&self.engine).find(|(name, _)| !is_provided(name)) {
-            return Err(LoadError::UnknownImport(name.to_string()));
+        let imports: Vec<String> = ty.imports(&self.engine).map(|(name, _)| name.to_string()).collect();
+        if let Some(name) = imports.iter().find(|name| !is_provided(name)) {
+            return Err(LoadError::UnknownImport(name.clone()));
         }
         let exports = ty.exports(&self.engine).map(|(name, _)| name.to_string()).collect();
         let pre = self.linker.instantiate_pre(&component).map_err(|e| LoadError::Link(format!("{e:#}")))?;
-        Ok(LoadedFunction { digest, pre, exports })
+        Ok(LoadedFunction { digest, pre, imports, exports })
     }
 
     fn load_cached(&self, dir: &Path, digest: &str, bytes: &[u8]) -> Result<Component, LoadError> {
