@@ -10,10 +10,12 @@
 //! * [`state`] — keyed state backends and the state key layout;
 //! * [`connectors`] — sources and sinks;
 //! * [`pipeline`] — the spec and running a pipeline;
-//! * [`config`] — where the host keeps its files.
+//! * [`config`] — where the host keeps its files;
+//! * [`metrics`] — process-level measurements.
 
 pub mod config;
 pub mod connectors;
+pub mod metrics;
 pub mod pipeline;
 pub mod runtime;
 pub mod state;

@@ -8,5 +8,6 @@
 
 mod bad_input;
 mod customer_profile;
+mod parallel;
 mod revenue;
 mod support;

@@ -15,6 +15,8 @@ pub struct FileSource {
     line_number: u64,
     timestamp_field: Option<String>,
     line: Vec<u8>,
+    bytes_read: u64,
+    size: u64,
 }
 
 impl FileSource {
@@ -22,7 +24,8 @@ impl FileSource {
     /// whose field of that name holds the event time.
     pub fn open(path: &Path, timestamp_field: Option<String>) -> Result<Self, ConnectorError> {
         let file = File::open(path).map_err(|source| ConnectorError::Io { what: format!("opening {}", path.display()), source })?;
-        Ok(Self { path: path.to_path_buf(), reader: BufReader::new(file), line_number: 0, timestamp_field, line: Vec::new() })
+        let size = file.metadata().map_or(0, |m| m.len());
+        Ok(Self { path: path.to_path_buf(), reader: BufReader::new(file), line_number: 0, timestamp_field, line: Vec::new(), bytes_read: 0, size })
     }
 
     fn bad(&self, message: impl Into<String>) -> ConnectorError {
@@ -64,6 +67,7 @@ impl Source for FileSource {
             if read == 0 {
                 return Ok(false);
             }
+            self.bytes_read += read as u64;
             self.line_number += 1;
             let line = self.line.trim_ascii();
             if line.is_empty() {
@@ -75,12 +79,18 @@ impl Source for FileSource {
         }
         Ok(true)
     }
+
+    fn progress(&self) -> Option<(u64, u64)> {
+        Some((self.bytes_read, self.size.max(self.bytes_read)))
+    }
 }
 
 /// Writes event values to a file, one per line, replacing the file.
 pub struct FileSink {
     path: PathBuf,
     out: BufWriter<File>,
+    /// Whether `flush` syncs to disk (regular files only, not `/dev/null`).
+    sync: bool,
 }
 
 impl FileSink {
@@ -91,7 +101,8 @@ impl FileSink {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
         let file = File::create(path).map_err(io)?;
-        Ok(Self { path: path.to_path_buf(), out: BufWriter::new(file) })
+        let sync = file.metadata().map_err(io)?.is_file();
+        Ok(Self { path: path.to_path_buf(), out: BufWriter::new(file), sync })
     }
 
     fn error(&self, source: std::io::Error) -> ConnectorError {
@@ -106,7 +117,10 @@ impl Sink for FileSink {
 
     fn flush(&mut self) -> Result<(), ConnectorError> {
         self.out.flush().map_err(|e| self.error(e))?;
-        self.out.get_ref().sync_data().map_err(|e| self.error(e))
+        if self.sync {
+            self.out.get_ref().sync_data().map_err(|e| self.error(e))?;
+        }
+        Ok(())
     }
 }
 

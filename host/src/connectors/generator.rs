@@ -15,6 +15,7 @@ use crate::Event;
 
 /// Generates synthetic orders.
 pub struct GeneratorSource {
+    count: u64,
     remaining: u64,
     next_id: u64,
     keys: u64,
@@ -27,7 +28,7 @@ impl GeneratorSource {
     /// `count` orders over `keys` customers from `seed`, the first at
     /// `start_millis` (ms since the epoch).
     pub fn new(count: u64, keys: u64, seed: u64, start_millis: i64, interval_ms: u64) -> Self {
-        Self { remaining: count, next_id: 1, keys: keys.max(1), rng: seed, start_millis, interval_ms }
+        Self { count, remaining: count, next_id: 1, keys: keys.max(1), rng: seed, start_millis, interval_ms }
     }
 
     fn next_random(&mut self) -> u64 {
@@ -61,6 +62,10 @@ impl Source for GeneratorSource {
         }
         self.remaining -= n;
         Ok(self.remaining > 0)
+    }
+
+    fn progress(&self) -> Option<(u64, u64)> {
+        Some((self.count - self.remaining, self.count))
     }
 }
 

@@ -2,10 +2,12 @@
 //! goes. Each source and sink is one module; the pipeline only sees the
 //! [`Source`] and [`Sink`] traits.
 
+mod discard;
 mod file;
 mod generator;
 mod stdout;
 
+pub use discard::DiscardSink;
 pub use file::{FileSink, FileSource};
 pub(crate) use file::parse_rfc3339_millis;
 pub use generator::GeneratorSource;
@@ -39,6 +41,12 @@ pub trait Source: Send {
     /// Append up to `max` events to `out`. Returns `false` once the source
     /// is exhausted (a bounded source has nothing more to give).
     fn next_batch(&mut self, max: usize, out: &mut Vec<Event>) -> Result<bool, ConnectorError>;
+
+    /// How far a bounded source has got, as `(done, total)` in a unit of
+    /// its choosing; `None` for an unbounded source.
+    fn progress(&self) -> Option<(u64, u64)> {
+        None
+    }
 }
 
 /// A destination for events.

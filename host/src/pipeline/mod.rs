@@ -3,5 +3,5 @@
 mod runner;
 pub mod spec;
 
-pub use runner::{run, RunError, RunOptions, RunSummary};
+pub use runner::{run, OperatorCounts, ProgressFn, RunError, RunOptions, RunSummary};
 pub use spec::{PipelineSpec, SpecError};

@@ -1,21 +1,35 @@
-//! Running a pipeline in this process: source → key function → group by
-//! key → process function (with RocksDB state) → sink, one batch at a time.
+//! Running a pipeline in this process.
 //!
-//! Everything runs on the calling thread with parallelism 1; the batch is
-//! the unit that crosses the Wasm boundary, so each function is called once
-//! per batch, not once per event.
+//! ```text
+//! source thread:   source → key function → route by key group ─┐ bounded channels
+//! subtask i (P):   group by key → process function (own Wasm    │
+//!                  store, own RocksDB + cache)  ───────────────┤ bounded channel
+//! sink thread:     main sink + side-output sinks ◄─────────────┘
+//! ```
+//!
+//! Batches, not events, cross threads and the Wasm boundary. Every channel
+//! is bounded, so a slow sink slows the subtasks and they slow the source:
+//! nothing is dropped and nothing is buffered without bound. A key always
+//! goes to the same subtask, which handles its events in arrival order.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::spec::{PipelineSpec, SinkSpec, SourceSpec};
 use crate::config;
-use crate::connectors::{ConnectorError, FileSink, FileSource, GeneratorSource, Sink, Source, StdoutSink};
+use crate::connectors::{ConnectorError, DiscardSink, FileSink, FileSource, GeneratorSource, Sink, Source, StdoutSink};
 use crate::runtime::bindings::weir::function::types::KeyedEvents;
 use crate::runtime::{new_engine, CallError, FunctionLoader, HostCtx, KeyFunctionInstance, LoadError, LoadedFunction, ProcessFunctionInstance, Role};
-use crate::state::{RocksDbBackend, StateError};
+use crate::state::layout::{self, Layout, LayoutError};
+use crate::state::{key_group, subtask_for_key_group, CachedBackend, StateError};
 use crate::Event;
+
+/// Batches a channel holds before its sender waits.
+const CHANNEL_BATCHES: usize = 4;
 
 /// Why a run failed.
 #[derive(Debug, thiserror::Error)]
@@ -24,7 +38,7 @@ pub enum RunError {
     #[error("cannot read function {path}: {source}")]
     ReadFunction {
         /// The `.wasm` file.
-        path: PathBuf,
+        path: std::path::PathBuf,
         /// The I/O error.
         source: std::io::Error,
     },
@@ -32,7 +46,7 @@ pub enum RunError {
     #[error("{path}: {source}")]
     Load {
         /// The `.wasm` file.
-        path: PathBuf,
+        path: std::path::PathBuf,
         /// Why it was rejected.
         source: LoadError,
     },
@@ -45,26 +59,48 @@ pub enum RunError {
     /// The state backend failed.
     #[error("state: {0}")]
     State(#[from] StateError),
-    /// Preparing the state directory failed.
-    #[error("state directory {path}: {source}")]
-    StateDir {
-        /// The directory.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
+    /// The state directory could not be opened.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
     /// The wasmtime engine could not be set up.
     #[error("wasm engine: {0}")]
     Engine(String),
+    /// A pipeline thread panicked (a bug in Weir).
+    #[error("{0} thread panicked")]
+    Panicked(String),
 }
 
+/// Reports how far a bounded source has got: `(done, total)` in the
+/// source's own unit (events or bytes).
+pub type ProgressFn = Arc<dyn Fn(u64, u64) + Send + Sync>;
+
 /// How to run a pipeline.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RunOptions {
     /// The host's data directory (state, compiled-code cache).
-    pub data_dir: PathBuf,
+    pub data_dir: std::path::PathBuf,
     /// Start from empty state even if the spec does not say `fresh: true`.
     pub fresh: bool,
+    /// Called after each source batch, for a progress display.
+    pub progress: Option<ProgressFn>,
+    /// Testing aid: pause this long after each batch the sink writes.
+    pub sink_delay: Option<Duration>,
+}
+
+impl RunOptions {
+    /// Options with everything else off.
+    pub fn new(data_dir: std::path::PathBuf) -> Self {
+        Self { data_dir, fresh: false, progress: None, sink_delay: None }
+    }
+}
+
+/// Records into and out of one operator.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OperatorCounts {
+    /// Records the operator received.
+    pub records_in: u64,
+    /// Records the operator emitted.
+    pub records_out: u64,
 }
 
 /// What a finished run did.
@@ -78,10 +114,29 @@ pub struct RunSummary {
     pub side_outputs_written: u64,
     /// Events emitted to side outputs the spec does not declare (dropped).
     pub side_outputs_dropped: u64,
-    /// Batches passed to the functions.
-    pub batches: u64,
+    /// The key function.
+    pub key: OperatorCounts,
+    /// Each keyed subtask of the process function.
+    pub subtasks: Vec<OperatorCounts>,
     /// Wall-clock time of the run.
     pub elapsed: Duration,
+}
+
+/// One batch of routed events for a subtask: (key, event) pairs.
+type SubtaskBatch = Vec<(Vec<u8>, Event)>;
+
+/// One batch of a subtask's output for the sink thread.
+struct SinkBatch {
+    main: Vec<Event>,
+    side: Vec<(String, Event)>,
+}
+
+/// What the sink thread counted.
+#[derive(Default)]
+struct SinkReport {
+    written: u64,
+    side_written: u64,
+    side_dropped: u64,
 }
 
 /// Run `spec` to completion (bounded sources) and report what happened.
@@ -92,60 +147,161 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let loader = FunctionLoader::new(engine, Some(config::component_cache_dir(&options.data_dir))).map_err(|e| RunError::Engine(e.to_string()))?;
     let key_function = load(&loader, &spec.key.wasm, Role::Key)?;
     let process_function = load(&loader, &spec.process.wasm, Role::Process)?;
-
-    let backend = open_state(&options.data_dir, &spec.name, spec.fresh || options.fresh)?;
+    let layout = Layout { max_parallelism: spec.max_parallelism, parallelism: spec.parallelism };
+    let state_dir = config::pipeline_state_dir(&options.data_dir, &spec.name);
+    let backends = layout::open_subtasks(&state_dir, layout, spec.fresh || options.fresh)?;
     let mut keyer = KeyFunctionInstance::new(&key_function, "key")?;
-    let ctx = HostCtx::new("process", Some(Box::new(backend)), spec.max_parallelism);
-    let mut processor = ProcessFunctionInstance::new(&process_function, "process", ctx)?;
     let mut source = open_source(&spec.source)?;
-    let mut sink = open_sink(&spec.sink)?;
-    let mut side_sinks = SideOutputs::open(&spec.side_outputs)?;
+
+    let (sink_tx, sink_rx) = sync_channel::<SinkBatch>(CHANNEL_BATCHES * usize::from(spec.parallelism));
+    let sink_thread = spawn_sink(spec, options, sink_rx)?;
+    let cache_bytes = spec.state_cache_bytes / usize::from(spec.parallelism);
+    let mut subtask_txs = Vec::new();
+    let mut subtask_threads = Vec::new();
+    for (index, backend) in backends.into_iter().enumerate() {
+        let (tx, rx) = sync_channel::<SubtaskBatch>(CHANNEL_BATCHES);
+        let ctx = HostCtx::new(&format!("process[{index}]"), Some(Box::new(CachedBackend::new(Box::new(backend), cache_bytes))), spec.max_parallelism);
+        let function = process_function.clone();
+        let sink = sink_tx.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("subtask-{index}"))
+            .spawn(move || run_subtask(&function, index, ctx, rx, sink))
+            .map_err(|e| RunError::Engine(format!("cannot start a thread: {e}")))?;
+        subtask_txs.push(tx);
+        subtask_threads.push(thread);
+    }
+    drop(sink_tx);
 
     let mut summary = RunSummary::default();
-    let mut events: Vec<Event> = Vec::with_capacity(spec.batch_size);
-    let mut grouper = KeyGrouper::default();
-    loop {
-        let more = source.next_batch(spec.batch_size, &mut events)?;
-        if !events.is_empty() {
-            summary.records_in += events.len() as u64;
-            summary.batches += 1;
-            let keys = keyer.extract_keys(&events)?;
-            let batch = grouper.group(events.drain(..), keys);
-            processor.process(batch)?;
-            let ctx = processor.ctx();
-            summary.records_out += ctx.outputs.len() as u64;
-            side_sinks.route(ctx.side_outputs.drain(..), &mut summary)?;
-            sink.write(&ctx.outputs)?;
-            ctx.outputs.clear();
-        }
-        if !more {
-            break;
+    let source_result = feed(spec, options, source.as_mut(), &mut keyer, &subtask_txs, &mut summary);
+    drop(subtask_txs);
+    let mut first_error = source_result.err();
+    for thread in subtask_threads {
+        match join(thread, "subtask") {
+            Ok(counts) => summary.subtasks.push(counts),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
         }
     }
-    sink.flush()?;
-    side_sinks.flush()?;
-    if let Some(backend) = processor.ctx().backend_mut() {
-        backend.flush()?;
+    match join(sink_thread, "sink") {
+        Ok(report) => {
+            summary.records_out = report.written;
+            summary.side_outputs_written = report.side_written;
+            summary.side_outputs_dropped = report.side_dropped;
+        }
+        Err(e) => {
+            first_error.get_or_insert(e);
+        }
+    }
+    // A subtask or sink failure makes the source see a closed channel; the
+    // root cause is the thread's own error, which wins over `Disconnected`.
+    if let Some(error) = first_error {
+        return Err(error);
     }
     summary.elapsed = started.elapsed();
     tracing::info!(records_in = summary.records_in, records_out = summary.records_out, "pipeline finished");
     Ok(summary)
 }
 
+/// Marker error: a downstream thread stopped; its own error explains why.
+fn downstream_stopped() -> RunError {
+    RunError::Panicked("downstream".into())
+}
+
+/// Read the source, key each batch and route events to their subtasks.
+fn feed(
+    spec: &PipelineSpec,
+    options: &RunOptions,
+    source: &mut dyn Source,
+    keyer: &mut KeyFunctionInstance,
+    subtasks: &[SyncSender<SubtaskBatch>],
+    summary: &mut RunSummary,
+) -> Result<(), RunError> {
+    let parallelism = spec.parallelism;
+    let per_subtask = spec.batch_size / usize::from(parallelism) + 1;
+    let mut events: Vec<Event> = Vec::with_capacity(spec.batch_size);
+    let mut routed: Vec<SubtaskBatch> = (0..parallelism).map(|_| Vec::with_capacity(per_subtask)).collect();
+    loop {
+        let more = source.next_batch(spec.batch_size, &mut events)?;
+        if !events.is_empty() {
+            summary.records_in += events.len() as u64;
+            summary.key.records_in += events.len() as u64;
+            let keys = keyer.extract_keys(&events)?;
+            summary.key.records_out += keys.len() as u64;
+            for (event, key) in events.drain(..).zip(keys) {
+                let group = key_group(&key, spec.max_parallelism);
+                let target = subtask_for_key_group(group, spec.max_parallelism, parallelism);
+                routed[usize::from(target)].push((key, event));
+            }
+            for (batch, tx) in routed.iter_mut().zip(subtasks) {
+                if !batch.is_empty() {
+                    let full = std::mem::replace(batch, Vec::with_capacity(per_subtask));
+                    tx.send(full).map_err(|_| downstream_stopped())?;
+                }
+            }
+        }
+        if let (Some(progress), Some((done, total))) = (&options.progress, source.progress()) {
+            progress(done, total);
+        }
+        if !more {
+            return Ok(());
+        }
+    }
+}
+
+/// One keyed subtask: group each batch by key and process it.
+fn run_subtask(function: &LoadedFunction, index: usize, ctx: HostCtx, input: Receiver<SubtaskBatch>, sink: SyncSender<SinkBatch>) -> Result<OperatorCounts, RunError> {
+    let _span = tracing::info_span!("subtask", index).entered();
+    let mut processor = ProcessFunctionInstance::new(function, &format!("process[{index}]"), ctx)?;
+    let mut grouper = KeyGrouper::default();
+    let mut counts = OperatorCounts::default();
+    for batch in input {
+        counts.records_in += batch.len() as u64;
+        processor.process(grouper.group(batch))?;
+        let ctx = processor.ctx();
+        counts.records_out += ctx.outputs.len() as u64;
+        let out = SinkBatch { main: std::mem::take(&mut ctx.outputs), side: std::mem::take(&mut ctx.side_outputs) };
+        sink.send(out).map_err(|_| downstream_stopped())?;
+    }
+    if let Some(backend) = processor.ctx().backend_mut() {
+        backend.flush()?;
+    }
+    Ok(counts)
+}
+
+fn spawn_sink(spec: &PipelineSpec, options: &RunOptions, input: Receiver<SinkBatch>) -> Result<JoinHandle<Result<SinkReport, RunError>>, RunError> {
+    let mut sink = open_sink(&spec.sink)?;
+    let mut side_outputs = SideOutputs::open(&spec.side_outputs)?;
+    let delay = options.sink_delay;
+    std::thread::Builder::new()
+        .name("sink".into())
+        .spawn(move || {
+            let mut report = SinkReport::default();
+            for batch in input {
+                sink.write(&batch.main)?;
+                report.written += batch.main.len() as u64;
+                side_outputs.route(batch.side, &mut report)?;
+                if let Some(delay) = delay {
+                    std::thread::sleep(delay);
+                }
+            }
+            sink.flush()?;
+            side_outputs.flush()?;
+            Ok(report)
+        })
+        .map_err(|e| RunError::Engine(format!("cannot start a thread: {e}")))
+}
+
+/// Wait for a pipeline thread, turning a panic into an error.
+fn join<T>(thread: JoinHandle<Result<T, RunError>>, what: &str) -> Result<T, RunError> {
+    thread.join().unwrap_or_else(|_| Err(RunError::Panicked(what.to_string())))
+}
+
 fn load(loader: &FunctionLoader, path: &Path, role: Role) -> Result<LoadedFunction, RunError> {
     let bytes = std::fs::read(path).map_err(|source| RunError::ReadFunction { path: path.to_path_buf(), source })?;
     let function = loader.load(&bytes).and_then(|f| f.require(role).map(|()| f));
     function.map_err(|source| RunError::Load { path: path.to_path_buf(), source })
-}
-
-fn open_state(data_dir: &Path, pipeline: &str, fresh: bool) -> Result<RocksDbBackend, RunError> {
-    let dir = config::pipeline_state_dir(data_dir, pipeline).join("subtask-0");
-    let io = |source| RunError::StateDir { path: dir.clone(), source };
-    if fresh && dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(io)?;
-    }
-    std::fs::create_dir_all(&dir).map_err(io)?;
-    Ok(RocksDbBackend::open(&dir)?)
 }
 
 fn open_source(spec: &SourceSpec) -> Result<Box<dyn Source>, RunError> {
@@ -162,6 +318,7 @@ fn open_sink(spec: &SinkSpec) -> Result<Box<dyn Sink>, RunError> {
     Ok(match spec {
         SinkSpec::File { path } => Box::new(FileSink::create(path)?),
         SinkSpec::Stdout {} => Box::new(StdoutSink::new()),
+        SinkSpec::Discard {} => Box::new(DiscardSink),
     })
 }
 
@@ -178,19 +335,19 @@ impl SideOutputs {
     }
 
     /// Write each event to its side output's sink, or count it as dropped.
-    fn route(&mut self, events: impl Iterator<Item = (String, Event)>, summary: &mut RunSummary) -> Result<(), RunError> {
+    fn route(&mut self, events: Vec<(String, Event)>, report: &mut SinkReport) -> Result<(), RunError> {
         for (name, event) in events {
             match self.sinks.get_mut(&name) {
                 Some(sink) => {
                     sink.write(std::slice::from_ref(&event))?;
-                    summary.side_outputs_written += 1;
+                    report.side_written += 1;
                 }
                 None => {
                     if !self.warned.contains(&name) {
                         tracing::warn!(side_output = %name, "dropping events sent to a side output the spec does not declare");
                         self.warned.push(name);
                     }
-                    summary.side_outputs_dropped += 1;
+                    report.side_dropped += 1;
                 }
             }
         }
@@ -211,10 +368,10 @@ struct KeyGrouper {
 }
 
 impl KeyGrouper {
-    fn group(&mut self, events: impl Iterator<Item = Event>, keys: Vec<Vec<u8>>) -> &[KeyedEvents] {
+    fn group(&mut self, batch: SubtaskBatch) -> &[KeyedEvents] {
         self.index.clear();
         self.groups.clear();
-        for (event, key) in events.zip(keys) {
+        for (key, event) in batch {
             match self.index.get(&key) {
                 Some(&i) => self.groups[i].events.push(event),
                 None => {
@@ -234,10 +391,9 @@ mod tests {
     #[test]
     fn grouping_keeps_first_appearance_and_arrival_order() {
         let event = |v: &str| Event { key: None, value: v.as_bytes().to_vec(), timestamp: 0, headers: vec![] };
-        let events = vec![event("a1"), event("b1"), event("a2"), event("c1"), event("b2")];
-        let keys = ["a", "b", "a", "c", "b"].iter().map(|k| k.as_bytes().to_vec()).collect();
+        let batch = [("a", "a1"), ("b", "b1"), ("a", "a2"), ("c", "c1"), ("b", "b2")].iter().map(|(k, v)| (k.as_bytes().to_vec(), event(v))).collect();
         let mut grouper = KeyGrouper::default();
-        let groups = grouper.group(events.into_iter(), keys);
+        let groups = grouper.group(batch);
         let shape: Vec<(String, Vec<String>)> = groups
             .iter()
             .map(|g| (String::from_utf8(g.key.clone()).unwrap(), g.events.iter().map(|e| String::from_utf8(e.value.clone()).unwrap()).collect()))

@@ -51,9 +51,17 @@ pub struct PipelineSpec {
     /// Number of key groups; fixed for the life of the pipeline's state.
     #[serde(default = "default_max_parallelism")]
     pub max_parallelism: u16,
-    /// Events handed to a function per call.
+    /// Number of keyed subtasks (threads, each with its own Wasm instance
+    /// and RocksDB); at most `max_parallelism`.
+    #[serde(default = "default_parallelism")]
+    pub parallelism: u16,
+    /// Events read from the source and handed to the key function per call.
     #[serde(default = "default_batch_size")]
     pub batch_size: usize,
+    /// Bytes of the write-back cache in front of RocksDB, shared out among
+    /// the subtasks; 0 turns it off.
+    #[serde(default = "default_state_cache_bytes")]
+    pub state_cache_bytes: usize,
     /// Where events come from.
     pub source: SourceSpec,
     /// The function computing each event's key.
@@ -72,8 +80,16 @@ fn default_max_parallelism() -> u16 {
     DEFAULT_MAX_PARALLELISM
 }
 
+fn default_parallelism() -> u16 {
+    1
+}
+
 fn default_batch_size() -> usize {
     1024
+}
+
+fn default_state_cache_bytes() -> usize {
+    64 << 20
 }
 
 /// A reference to a function.
@@ -141,6 +157,8 @@ pub enum SinkSpec {
     },
     /// Standard output, one event value per line.
     Stdout {},
+    /// Nowhere: events are counted and dropped (benchmarks, dry runs).
+    Discard {},
 }
 
 impl PipelineSpec {
@@ -174,6 +192,9 @@ impl PipelineSpec {
         }
         if !(1..=32768).contains(&self.max_parallelism) {
             return Err(SpecError::field("max_parallelism", "must be between 1 and 32768"));
+        }
+        if self.parallelism == 0 || self.parallelism > self.max_parallelism {
+            return Err(SpecError::field("parallelism", format!("must be between 1 and max_parallelism ({})", self.max_parallelism)));
         }
         if !(1..=1_000_000).contains(&self.batch_size) {
             return Err(SpecError::field("batch_size", "must be between 1 and 1000000"));
@@ -269,6 +290,8 @@ sink: { type: stdout }
         assert!(error_of(&GOOD.replace("name: revenue", "name: Revenue/../x")).contains("name"));
         assert!(error_of(&format!("{GOOD}max_parallelism: 0\n")).contains("max_parallelism"));
         assert!(error_of(&format!("{GOOD}batch_size: 0\n")).contains("batch_size"));
+        assert!(error_of(&format!("{GOOD}parallelism: 0\n")).contains("parallelism"));
+        assert!(error_of(&format!("{GOOD}max_parallelism: 4\nparallelism: 5\n")).contains("parallelism"));
         assert!(error_of(&format!("{GOOD}side_outputs: {{ Bad_Name: {{ type: stdout }} }}\n")).contains("side_outputs"));
         let generator = GOOD.replace("source: { type: file, path: orders.jsonl, timestamp_field: event_time }", "source: { type: generator, count: 5, start_time: yesterday }");
         assert!(error_of(&generator).contains("source.start_time"));

@@ -74,9 +74,40 @@ pub fn key_group(key: &[u8], max_parallelism: u16) -> u16 {
     (xxhash_rust::xxh3::xxh3_64(key) % u64::from(max_parallelism)) as u16
 }
 
+/// The subtask (of `parallelism`) that owns `key_group`: Flink's rule,
+/// `key_group * parallelism / max_parallelism`, which gives each subtask a
+/// contiguous range of key groups (see [`key_group_range`]).
+pub fn subtask_for_key_group(key_group: u16, max_parallelism: u16, parallelism: u16) -> u16 {
+    (u32::from(key_group) * u32::from(parallelism) / u32::from(max_parallelism)) as u16
+}
+
+/// The key groups `start..=end` that subtask `index` of `parallelism` owns.
+pub fn key_group_range(index: u16, max_parallelism: u16, parallelism: u16) -> std::ops::RangeInclusive<u16> {
+    let (index, max, p) = (u32::from(index), u32::from(max_parallelism), u32::from(parallelism));
+    let start = (index * max).div_ceil(p);
+    let end = ((index + 1) * max).div_ceil(p) - 1;
+    start as u16..=end as u16
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn key_group_ranges_partition_and_agree_with_routing() {
+        for (max, p) in [(128u16, 1u16), (128, 3), (128, 4), (7, 7), (32768, 5), (10, 4)] {
+            let mut next = 0u32;
+            for index in 0..p {
+                let range = key_group_range(index, max, p);
+                assert_eq!(u32::from(*range.start()), next, "ranges are contiguous ({max}, {p})");
+                for group in range.clone() {
+                    assert_eq!(subtask_for_key_group(group, max, p), index, "group {group} of ({max}, {p})");
+                }
+                next = u32::from(*range.end()) + 1;
+            }
+            assert_eq!(next, u32::from(max), "ranges cover every key group");
+        }
+    }
 
     #[test]
     fn layout_is_as_documented() {

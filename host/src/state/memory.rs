@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use super::{prefix_end, KeyedStateBackend, ScanEntry, StateError};
+use super::{prefix_end, KeyedStateBackend, ScanEntry, StateError, Write};
 
 /// Keyed state in a `BTreeMap`; lost when dropped.
 #[derive(Debug, Default)]
@@ -33,7 +33,7 @@ impl KeyedStateBackend for InMemoryBackend {
         Ok(())
     }
 
-    fn scan(&self, prefix: &[u8], start_after: Option<&[u8]>, limit: usize) -> Result<Vec<ScanEntry>, StateError> {
+    fn scan(&mut self, prefix: &[u8], start_after: Option<&[u8]>, limit: usize) -> Result<Vec<ScanEntry>, StateError> {
         let lower = match start_after {
             Some(after) => Bound::Excluded([prefix, after].concat()),
             None => Bound::Included(prefix.to_vec()),
@@ -46,6 +46,16 @@ impl KeyedStateBackend for InMemoryBackend {
         let doomed: Vec<Vec<u8>> = self.entries.range(prefix.to_vec()..).take_while(|(k, _)| k.starts_with(prefix)).map(|(k, _)| k.clone()).collect();
         for key in doomed {
             self.entries.remove(&key);
+        }
+        Ok(())
+    }
+
+    fn write_batch(&mut self, writes: &mut dyn Iterator<Item = Write<'_>>) -> Result<(), StateError> {
+        for (key, value) in writes {
+            match value {
+                Some(value) => self.entries.insert(key.to_vec(), value.to_vec()),
+                None => self.entries.remove(key),
+            };
         }
         Ok(())
     }

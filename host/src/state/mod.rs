@@ -4,11 +4,14 @@
 //! backends (RocksDB in production, in memory for tests). It knows nothing
 //! about Wasm: the runtime's `state` host interface calls into it.
 
+mod cache;
 mod key;
+pub mod layout;
 mod memory;
 mod rocks;
 
-pub use key::{key_group, StateKey, StateKind, DEFAULT_MAX_PARALLELISM, MAX_STATE_NAME_LEN};
+pub use key::{key_group, key_group_range, subtask_for_key_group, StateKey, StateKind, DEFAULT_MAX_PARALLELISM, MAX_STATE_NAME_LEN};
+pub use cache::CachedBackend;
 pub use memory::InMemoryBackend;
 pub use rocks::RocksDbBackend;
 
@@ -27,6 +30,9 @@ pub enum StateError {
 /// stored key after the scanned prefix, and the value.
 pub type ScanEntry = (Vec<u8>, Vec<u8>);
 
+/// One write of a batch: store the value, or delete the key when `None`.
+pub type Write<'a> = (&'a [u8], Option<&'a [u8]>);
+
 /// Storage for keyed state: an ordered byte map.
 ///
 /// Keys are built with [`StateKey`] so that every entry of one state of one
@@ -41,9 +47,11 @@ pub trait KeyedStateBackend: Send {
     /// Up to `limit` entries whose key starts with `prefix`, in key order,
     /// beginning after `prefix ++ start_after` when given. Returned keys
     /// have `prefix` removed.
-    fn scan(&self, prefix: &[u8], start_after: Option<&[u8]>, limit: usize) -> Result<Vec<ScanEntry>, StateError>;
+    fn scan(&mut self, prefix: &[u8], start_after: Option<&[u8]>, limit: usize) -> Result<Vec<ScanEntry>, StateError>;
     /// Remove every entry whose key starts with `prefix`.
     fn delete_prefix(&mut self, prefix: &[u8]) -> Result<(), StateError>;
+    /// Apply `writes` in order, as one atomic batch where the backend can.
+    fn write_batch(&mut self, writes: &mut dyn Iterator<Item = Write<'_>>) -> Result<(), StateError>;
     /// Make everything written so far durable.
     fn flush(&mut self) -> Result<(), StateError>;
 }
@@ -91,6 +99,10 @@ pub(crate) mod tests {
         backend.delete_prefix(&map).unwrap();
         assert!(backend.scan(&map, None, 10).unwrap().is_empty());
         assert_eq!(backend.scan(&other, None, 10).unwrap().len(), 1, "delete_prefix leaves other keys alone");
+        let writes: [Write; 3] = [(b"w1", Some(b"1")), (b"w2", Some(b"2")), (b"w1", None)];
+        backend.write_batch(&mut writes.into_iter()).unwrap();
+        assert_eq!(backend.get(b"w1").unwrap(), None, "later writes of a batch win");
+        assert_eq!(backend.get(b"w2").unwrap().as_deref(), Some(&b"2"[..]));
         backend.flush().unwrap();
     }
 

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use rocksdb::{Direction, IteratorMode, Options, ReadOptions, WriteOptions, DB};
 
-use super::{prefix_end, KeyedStateBackend, ScanEntry, StateError};
+use super::{prefix_end, KeyedStateBackend, ScanEntry, StateError, Write};
 
 /// Keyed state in a RocksDB database on local disk.
 pub struct RocksDbBackend {
@@ -39,7 +39,7 @@ impl KeyedStateBackend for RocksDbBackend {
         Ok(self.db.delete_opt(key, &self.write)?)
     }
 
-    fn scan(&self, prefix: &[u8], start_after: Option<&[u8]>, limit: usize) -> Result<Vec<ScanEntry>, StateError> {
+    fn scan(&mut self, prefix: &[u8], start_after: Option<&[u8]>, limit: usize) -> Result<Vec<ScanEntry>, StateError> {
         let mut read = ReadOptions::default();
         if let Some(end) = prefix_end(prefix) {
             read.set_iterate_upper_bound(end);
@@ -75,8 +75,30 @@ impl KeyedStateBackend for RocksDbBackend {
         }
     }
 
+    fn write_batch(&mut self, writes: &mut dyn Iterator<Item = Write<'_>>) -> Result<(), StateError> {
+        let mut batch = rocksdb::WriteBatch::default();
+        for (key, value) in writes {
+            match value {
+                Some(value) => batch.put(key, value),
+                None => batch.delete(key),
+            }
+        }
+        Ok(self.db.write_opt(batch, &self.write)?)
+    }
+
     fn flush(&mut self) -> Result<(), StateError> {
         Ok(self.db.flush()?)
+    }
+}
+
+impl RocksDbBackend {
+    /// Call `f` on every stored entry, in key order.
+    pub fn for_each(&self, mut f: impl FnMut(&[u8], &[u8]) -> Result<(), StateError>) -> Result<(), StateError> {
+        for item in self.db.iterator(IteratorMode::Start) {
+            let (key, value) = item?;
+            f(&key, &value)?;
+        }
+        Ok(())
     }
 }
 

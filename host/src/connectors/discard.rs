@@ -1,0 +1,18 @@
+//! The discard sink: drops everything (for benchmarks and dry runs).
+
+use super::{ConnectorError, Sink};
+use crate::Event;
+
+/// Accepts events and drops them.
+#[derive(Debug, Default)]
+pub struct DiscardSink;
+
+impl Sink for DiscardSink {
+    fn write(&mut self, _events: &[Event]) -> Result<(), ConnectorError> {
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), ConnectorError> {
+        Ok(())
+    }
+}

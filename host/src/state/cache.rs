@@ -1,0 +1,173 @@
+//! A write-back cache in front of a state backend, for hot keys.
+//!
+//! Reads and writes of single keys are served from memory; dirty entries
+//! reach the backend in one batch when the cache exceeds its byte budget
+//! (after which it starts empty again), before any scan or prefix delete
+//! (which read the backend directly), and on `flush`. So every read sees
+//! the latest write, and results are identical with and without it.
+
+use std::collections::HashMap;
+
+use super::{KeyedStateBackend, ScanEntry, StateError, Write};
+
+/// Bytes counted per cached entry on top of its key and value.
+const ENTRY_OVERHEAD: usize = 64;
+
+struct Slot {
+    /// The value, or `None` for a (cached) absence or a pending delete.
+    value: Option<Vec<u8>>,
+    /// Whether the backend has not seen this value yet.
+    dirty: bool,
+}
+
+/// A [`KeyedStateBackend`] that caches another one, bounded in bytes.
+pub struct CachedBackend {
+    inner: Box<dyn KeyedStateBackend>,
+    slots: HashMap<Vec<u8>, Slot>,
+    bytes: usize,
+    capacity: usize,
+}
+
+impl CachedBackend {
+    /// Cache `inner` with at most about `capacity` bytes of keys and values.
+    pub fn new(inner: Box<dyn KeyedStateBackend>, capacity: usize) -> Self {
+        Self { inner, slots: HashMap::new(), bytes: 0, capacity }
+    }
+
+    fn cost(key: &[u8], value: Option<&[u8]>) -> usize {
+        key.len() + value.map_or(0, <[u8]>::len) + ENTRY_OVERHEAD
+    }
+
+    /// Write every dirty entry to the backend (entries stay cached, clean).
+    fn write_back(&mut self) -> Result<(), StateError> {
+        if !self.slots.values().any(|s| s.dirty) {
+            return Ok(());
+        }
+        let mut writes = self.slots.iter().filter(|(_, s)| s.dirty).map(|(k, s)| (k.as_slice(), s.value.as_deref()));
+        self.inner.write_batch(&mut writes)?;
+        self.slots.values_mut().for_each(|s| s.dirty = false);
+        Ok(())
+    }
+
+    fn insert(&mut self, key: &[u8], value: Option<Vec<u8>>, dirty: bool) -> Result<(), StateError> {
+        let added = Self::cost(key, value.as_deref());
+        match self.slots.get_mut(key) {
+            Some(slot) => {
+                self.bytes -= Self::cost(key, slot.value.as_deref());
+                slot.value = value;
+                slot.dirty |= dirty;
+            }
+            None => {
+                self.slots.insert(key.to_vec(), Slot { value, dirty });
+            }
+        }
+        self.bytes += added;
+        if self.bytes > self.capacity {
+            self.write_back()?;
+            self.slots.clear();
+            self.bytes = 0;
+        }
+        Ok(())
+    }
+}
+
+impl KeyedStateBackend for CachedBackend {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StateError> {
+        match self.slots.get(key) {
+            Some(slot) => Ok(slot.value.clone()),
+            None => self.inner.get(key),
+        }
+    }
+
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {
+        self.insert(key, Some(value.to_vec()), true)
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<(), StateError> {
+        self.insert(key, None, true)
+    }
+
+    fn scan(&mut self, prefix: &[u8], start_after: Option<&[u8]>, limit: usize) -> Result<Vec<ScanEntry>, StateError> {
+        self.write_back()?;
+        self.inner.scan(prefix, start_after, limit)
+    }
+
+    fn delete_prefix(&mut self, prefix: &[u8]) -> Result<(), StateError> {
+        self.write_back()?;
+        self.slots.retain(|k, _| !k.starts_with(prefix));
+        self.bytes = self.slots.iter().map(|(k, s)| Self::cost(k, s.value.as_deref())).sum();
+        self.inner.delete_prefix(prefix)
+    }
+
+    fn write_batch(&mut self, writes: &mut dyn Iterator<Item = Write<'_>>) -> Result<(), StateError> {
+        for (key, value) in writes {
+            self.insert(key, value.map(<[u8]>::to_vec), true)?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), StateError> {
+        self.write_back()?;
+        self.inner.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::InMemoryBackend;
+
+    #[test]
+    fn behaves_like_a_backend_at_any_size() {
+        for capacity in [0, 100, 1 << 20] {
+            crate::state::tests::exercise(&mut CachedBackend::new(Box::new(InMemoryBackend::new()), capacity));
+        }
+    }
+
+    #[test]
+    fn matches_an_uncached_backend_on_random_operations() {
+        let mut cached = CachedBackend::new(Box::new(InMemoryBackend::new()), 2_000);
+        // Reads of the uncached side go through `&mut` like the cached side's.
+        let mut plain = InMemoryBackend::new();
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        for step in 0..20_000 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let key = [b'p', (rng % 3) as u8, (rng >> 8) as u8 % 40];
+            match rng >> 40 & 7 {
+                0..=2 => assert_eq!(cached.get(&key).unwrap(), plain.get(&key).unwrap(), "get at step {step}"),
+                3..=4 => {
+                    let value = (rng >> 20).to_le_bytes();
+                    cached.put(&key, &value).unwrap();
+                    plain.put(&key, &value).unwrap();
+                }
+                5 => {
+                    cached.delete(&key).unwrap();
+                    plain.delete(&key).unwrap();
+                }
+                6 => {
+                    let after = [(rng >> 30) as u8 % 40];
+                    let start = Some(&after[..]).filter(|_| rng & 1 == 0);
+                    assert_eq!(cached.scan(&key[..2], start, 7).unwrap(), plain.scan(&key[..2], start, 7).unwrap(), "scan at step {step}");
+                }
+                _ => {
+                    cached.delete_prefix(&key[..2]).unwrap();
+                    plain.delete_prefix(&key[..2]).unwrap();
+                }
+            }
+        }
+        cached.flush().unwrap();
+        assert_eq!(cached.inner.scan(b"p", None, usize::MAX).unwrap(), plain.scan(b"p", None, usize::MAX).unwrap(), "flushed state matches");
+    }
+
+    #[test]
+    fn stays_within_its_budget() {
+        let mut cached = CachedBackend::new(Box::new(InMemoryBackend::new()), 10_000);
+        for i in 0..10_000u32 {
+            cached.put(&i.to_be_bytes(), &[0; 32]).unwrap();
+            assert!(cached.bytes <= 10_000);
+        }
+        assert_eq!(cached.get(&5u32.to_be_bytes()).unwrap(), Some(vec![0; 32]), "evicted writes reached the backend");
+    }
+}
