@@ -26,9 +26,9 @@ impl Event {
         self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_slice())
     }
 
-    /// Parse the payload as JSON into `T`.
+    /// Parse the payload as JSON into `T` (which may borrow from the event).
     #[cfg(feature = "json")]
-    pub fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T, crate::Error> {
+    pub fn json<'a, T: serde::Deserialize<'a>>(&'a self) -> Result<T, crate::Error> {
         serde_json::from_slice(&self.value).map_err(|e| crate::Error::msg(format!("event value is not the expected JSON: {e}")))
     }
 

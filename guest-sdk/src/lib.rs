@@ -58,6 +58,7 @@ mod error;
 mod event;
 mod function;
 mod host;
+mod money;
 mod state;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
@@ -66,7 +67,8 @@ pub use context::{Context, LogLevel};
 pub use error::Error;
 pub use event::Event;
 pub use function::{KeyFunction, ProcessFunction};
-pub use state::{ListState, MapState, ValueState};
+pub use money::Cents;
+pub use state::{ListState, MapState, Ttl, TtlUpdate, ValueState};
 /// Marks an `impl KeyFunction for T` or `impl ProcessFunction for T` block
 /// as the component's implementation of that interface.
 ///

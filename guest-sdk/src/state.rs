@@ -6,36 +6,85 @@
 
 use std::cell::OnceCell;
 use std::marker::PhantomData;
+use std::time::Duration;
 
 use serde::{de::DeserializeOwned, Serialize};
 
 use crate::host::{RawList, RawMap, RawValue, MAP_PAGE};
 use crate::{codec, Error};
 
+/// Which accesses renew a state value's time to live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TtlUpdate {
+    /// Creating or writing a value renews it; reads do not.
+    OnCreateAndWrite,
+    /// Reads renew it too.
+    OnReadAndWrite,
+}
+
+/// A time to live: a value not renewed for `duration` of processing time
+/// reads as absent, and the host purges it in the background. The
+/// pipeline spec can override it per state name (`state_ttl`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ttl {
+    /// How long an untouched value lives (at least a millisecond).
+    pub duration: Duration,
+    /// Which accesses renew it.
+    pub update: TtlUpdate,
+}
+
+impl Ttl {
+    /// Expire `duration` after the value was last written.
+    pub fn after_write(duration: Duration) -> Self {
+        Self { duration, update: TtlUpdate::OnCreateAndWrite }
+    }
+
+    /// Expire `duration` after the value was last read or written.
+    pub fn after_access(duration: Duration) -> Self {
+        Self { duration, update: TtlUpdate::OnReadAndWrite }
+    }
+
+    /// The duration in whole milliseconds (at least 1).
+    pub(crate) fn millis(&self) -> u64 {
+        u64::try_from(self.duration.as_millis()).unwrap_or(u64::MAX).max(1)
+    }
+}
+
+/// What a handle needs to open its state: name and time to live.
+struct Descriptor {
+    name: String,
+    ttl: Option<Ttl>,
+}
+
 /// Open `raw` on first use, keeping the opened handle for later calls.
-fn opened<'a, R>(cell: &'a OnceCell<R>, name: &str, open: fn(&str) -> Result<R, Error>) -> Result<&'a R, Error> {
+fn opened<'a, R>(cell: &'a OnceCell<R>, d: &Descriptor, open: fn(&str, Option<Ttl>) -> Result<R, Error>) -> Result<&'a R, Error> {
     if let Some(raw) = cell.get() {
         return Ok(raw);
     }
-    let raw = open(name)?;
+    let raw = open(&d.name, d.ttl)?;
     Ok(cell.get_or_init(|| raw))
 }
 
 /// One value of type `T` per key.
 pub struct ValueState<T> {
-    name: String,
+    descriptor: Descriptor,
     raw: OnceCell<RawValue>,
     _type: PhantomData<fn() -> T>,
 }
 
 impl<T: Serialize + DeserializeOwned> ValueState<T> {
-    /// A handle to the value state called `name`.
+    /// A handle to the value state called `name`, kept until cleared.
     pub fn new(name: &str) -> Self {
-        Self { name: name.to_string(), raw: OnceCell::new(), _type: PhantomData }
+        Self { descriptor: Descriptor { name: name.to_string(), ttl: None }, raw: OnceCell::new(), _type: PhantomData }
+    }
+
+    /// A handle to the value state called `name`, expiring as `ttl` says.
+    pub fn with_ttl(name: &str, ttl: Ttl) -> Self {
+        Self { descriptor: Descriptor { name: name.to_string(), ttl: Some(ttl) }, raw: OnceCell::new(), _type: PhantomData }
     }
 
     fn raw(&self) -> Result<&RawValue, Error> {
-        opened(&self.raw, &self.name, RawValue::open)
+        opened(&self.raw, &self.descriptor, RawValue::open)
     }
 
     /// The current key's value, if set.
@@ -58,19 +107,25 @@ impl<T: Serialize + DeserializeOwned> ValueState<T> {
 /// encoded keys (for unsigned integers and strings of equal length that
 /// is not always their natural order).
 pub struct MapState<K, V> {
-    name: String,
+    descriptor: Descriptor,
     raw: OnceCell<RawMap>,
     _types: PhantomData<fn() -> (K, V)>,
 }
 
 impl<K: Serialize + DeserializeOwned, V: Serialize + DeserializeOwned> MapState<K, V> {
-    /// A handle to the map state called `name`.
+    /// A handle to the map state called `name`, kept until cleared.
     pub fn new(name: &str) -> Self {
-        Self { name: name.to_string(), raw: OnceCell::new(), _types: PhantomData }
+        Self { descriptor: Descriptor { name: name.to_string(), ttl: None }, raw: OnceCell::new(), _types: PhantomData }
+    }
+
+    /// A handle to the map state called `name`; each entry expires as
+    /// `ttl` says.
+    pub fn with_ttl(name: &str, ttl: Ttl) -> Self {
+        Self { descriptor: Descriptor { name: name.to_string(), ttl: Some(ttl) }, raw: OnceCell::new(), _types: PhantomData }
     }
 
     fn raw(&self) -> Result<&RawMap, Error> {
-        opened(&self.raw, &self.name, RawMap::open)
+        opened(&self.raw, &self.descriptor, RawMap::open)
     }
 
     /// The value under `key`, if any.
@@ -124,19 +179,25 @@ impl<K: Serialize + DeserializeOwned, V: Serialize + DeserializeOwned> MapState<
 
 /// A list of `T` per key.
 pub struct ListState<T> {
-    name: String,
+    descriptor: Descriptor,
     raw: OnceCell<RawList>,
     _type: PhantomData<fn() -> T>,
 }
 
 impl<T: Serialize + DeserializeOwned> ListState<T> {
-    /// A handle to the list state called `name`.
+    /// A handle to the list state called `name`, kept until cleared.
     pub fn new(name: &str) -> Self {
-        Self { name: name.to_string(), raw: OnceCell::new(), _type: PhantomData }
+        Self { descriptor: Descriptor { name: name.to_string(), ttl: None }, raw: OnceCell::new(), _type: PhantomData }
+    }
+
+    /// A handle to the list state called `name`; the whole list expires as
+    /// `ttl` says.
+    pub fn with_ttl(name: &str, ttl: Ttl) -> Self {
+        Self { descriptor: Descriptor { name: name.to_string(), ttl: Some(ttl) }, raw: OnceCell::new(), _type: PhantomData }
     }
 
     fn raw(&self) -> Result<&RawList, Error> {
-        opened(&self.raw, &self.name, RawList::open)
+        opened(&self.raw, &self.descriptor, RawList::open)
     }
 
     /// Append `value`.
@@ -231,6 +292,26 @@ mod tests {
         assert_eq!(list.get().unwrap(), vec![(9, "z".to_string())]);
         list.clear().unwrap();
         assert!(list.get().unwrap().is_empty());
+    }
+
+    #[test]
+    fn ttl_expires_values_by_processing_time() {
+        let mut harness = Harness::<Nothing>::new();
+        let written = ValueState::<u8>::with_ttl("w", Ttl::after_write(Duration::from_millis(100)));
+        let read = ValueState::<u8>::with_ttl("r", Ttl::after_access(Duration::from_millis(100)));
+        let map = MapState::<u8, u8>::with_ttl("m", Ttl::after_write(Duration::from_millis(100)));
+        select_key(0, b"k").unwrap();
+        written.set(&1).unwrap();
+        read.set(&2).unwrap();
+        map.put(&1, &1).unwrap();
+        harness.set_processing_time(90);
+        assert_eq!(read.get().unwrap(), Some(2), "renews `r` until 190");
+        map.put(&2, &2).unwrap();
+        harness.set_processing_time(150);
+        assert_eq!(written.get().unwrap(), None);
+        assert_eq!(read.get().unwrap(), Some(2));
+        assert_eq!(map.entries().unwrap(), vec![(2, 2)]);
+        assert!(!map.contains(&1).unwrap());
     }
 
     #[test]

@@ -61,9 +61,12 @@ impl<F: Default> Harness<F> {
         with_mock(|m| m.processing_time = time);
     }
 
-    /// The value state `name` of `key`, decoded, if set.
+    /// The value state `name` of `key`, decoded, if set and not expired.
     pub fn value<T: DeserializeOwned>(&self, key: &[u8], name: &str) -> Option<T> {
-        let bytes = with_mock(|m| m.values.get(&(name.to_string(), key.to_vec())).cloned())?;
+        let bytes = with_mock(|m| {
+            let stored = m.values.get(&(name.to_string(), key.to_vec()))?;
+            stored.is_live(m.processing_time).then(|| stored.value.clone())
+        })?;
         Some(codec::decode(&bytes).expect("state value does not decode as the requested type"))
     }
 

@@ -8,6 +8,7 @@
 
 mod bad_input;
 mod customer_profile;
+mod fraud_detector;
 mod parallel;
 mod revenue;
 mod support;

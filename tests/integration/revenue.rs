@@ -121,3 +121,22 @@ fn generator_source_totals_match_the_amounts() {
     assert_eq!(count, 20000);
     assert_eq!(sums.len(), 37);
 }
+
+#[test]
+fn state_not_touched_for_longer_than_its_ttl_reads_as_absent() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let output = dir.path().join("out.jsonl");
+    let short = revenue_spec(dir.path(), &revenue_orders(), &output, "state_ttl: { total: { ttl: 1s } }\n");
+    run_ok(&short, &data, &[]);
+    // Let every total outlive its one-second TTL (this waits; it asserts no timing).
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    run_ok(&short, &data, &[]);
+    assert_eq!(final_totals(&output), totals(&[(1, "50.00"), (2, "48.00"), (3, "17.00")]), "expired totals start again from zero");
+
+    let long = revenue_spec(dir.path(), &revenue_orders(), &output, "state_ttl: { total: { ttl: 1h } }\n");
+    let data = dir.path().join("data-long");
+    run_ok(&long, &data, &[]);
+    run_ok(&long, &data, &[]);
+    assert_eq!(final_totals(&output), totals(&[(1, "100.00"), (2, "96.00"), (3, "34.00")]), "live totals are kept");
+}

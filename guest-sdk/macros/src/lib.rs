@@ -11,7 +11,7 @@ use quote::quote;
 use syn::{parse_macro_input, spanned::Spanned, ItemImpl, Type};
 
 /// The WIT package, embedded so generated bindings never depend on paths.
-const WIT: &str = include_str!("../../../wit/weir.wit");
+const WIT: &str = include_str!(concat!(env!("OUT_DIR"), "/weir.wit"));
 
 /// The interfaces a world imports whose bindings the SDK already has.
 const SHARED_IMPORTS: [&str; 3] = ["types", "context", "state"];

@@ -1,11 +1,12 @@
 //! The host API off `wasm32`: an in-memory stand-in, one per thread, that
-//! behaves like the real host (state scoped to the selected key, outputs
-//! collected) so `cargo test` can exercise a function's logic.
+//! behaves like the real host (state scoped to the selected key, times to
+//! live measured in processing time, outputs collected) so `cargo test`
+//! can exercise a function's logic.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 
-use crate::{Error, Event, LogLevel};
+use crate::{Error, Event, LogLevel, Ttl, TtlUpdate};
 
 /// Longest state name the host accepts, in bytes.
 const MAX_NAME_LEN: usize = 255;
@@ -15,13 +16,37 @@ type Slot = (String, Vec<u8>);
 /// Map entries as the host returns them.
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
+/// A stored value and when it expires (processing time, ms).
+#[derive(Clone)]
+pub(crate) struct Stored<T> {
+    pub(crate) value: T,
+    expires_at: Option<i64>,
+}
+
+impl<T> Stored<T> {
+    fn new(value: T, ttl: Option<Ttl>, now: i64) -> Self {
+        Self { value, expires_at: ttl.map(|t| now.saturating_add(t.millis() as i64)) }
+    }
+
+    pub(crate) fn is_live(&self, now: i64) -> bool {
+        self.expires_at.is_none_or(|at| at > now)
+    }
+
+    /// Renew on read, when the TTL says reads count.
+    fn touch(&mut self, ttl: Option<Ttl>, now: i64) {
+        if let Some(ttl) = ttl.filter(|t| t.update == TtlUpdate::OnReadAndWrite) {
+            self.expires_at = Some(now.saturating_add(ttl.millis() as i64));
+        }
+    }
+}
+
 /// Everything the stand-in host remembers.
 #[derive(Default)]
 pub(crate) struct MockHost {
     pub(crate) current_key: Option<Vec<u8>>,
-    pub(crate) values: HashMap<Slot, Vec<u8>>,
-    pub(crate) maps: HashMap<Slot, BTreeMap<Vec<u8>, Vec<u8>>>,
-    pub(crate) lists: HashMap<Slot, Vec<Vec<u8>>>,
+    pub(crate) values: HashMap<Slot, Stored<Vec<u8>>>,
+    pub(crate) maps: HashMap<Slot, BTreeMap<Vec<u8>, Stored<Vec<u8>>>>,
+    pub(crate) lists: HashMap<Slot, Stored<Vec<Vec<u8>>>>,
     pub(crate) emitted: Vec<Event>,
     pub(crate) side_outputs: Vec<(String, Event)>,
     pub(crate) watermark: i64,
@@ -38,18 +63,29 @@ pub(crate) fn with_mock<R>(f: impl FnOnce(&mut MockHost) -> R) -> R {
     MOCK.with(|mock| f(&mut mock.borrow_mut()))
 }
 
-fn check_name(name: &str) -> Result<String, Error> {
-    if name.is_empty() || name.len() > MAX_NAME_LEN {
-        return Err(Error::msg(format!("invalid state name {name:?}")));
-    }
-    Ok(name.to_string())
+/// A handle's state: its name and time to live.
+pub(crate) struct Handle {
+    name: String,
+    ttl: Option<Ttl>,
 }
 
-/// The (state name, current key) slot a handle refers to.
-fn slot(name: &str) -> Result<Slot, Error> {
-    with_mock(|m| m.current_key.clone())
-        .map(|key| (name.to_string(), key))
-        .ok_or_else(|| Error::msg("state used outside of `process`"))
+impl Handle {
+    fn open(name: &str, ttl: Option<Ttl>) -> Result<Self, Error> {
+        if name.is_empty() || name.len() > MAX_NAME_LEN {
+            return Err(Error::msg(format!("invalid state name {name:?}")));
+        }
+        Ok(Self { name: name.to_string(), ttl })
+    }
+
+    /// Run `f` with the mock, this handle's slot for the current key, and
+    /// the processing time.
+    fn with<R>(&self, f: impl FnOnce(&mut MockHost, Slot, i64) -> R) -> Result<R, Error> {
+        with_mock(|m| {
+            let key = m.current_key.clone().ok_or_else(|| Error::msg("state used outside of `process`"))?;
+            let now = m.processing_time;
+            Ok(f(m, (self.name.clone(), key), now))
+        })
+    }
 }
 
 /// Scope state to `key` (`index` is only meaningful inside a component).
@@ -59,109 +95,128 @@ pub(crate) fn select_key(_index: u32, key: &[u8]) -> Result<(), Error> {
 }
 
 /// A value-state handle.
-pub(crate) struct RawValue(String);
+pub(crate) struct RawValue(Handle);
 
 impl RawValue {
-    pub(crate) fn open(name: &str) -> Result<Self, Error> {
-        check_name(name).map(Self)
+    pub(crate) fn open(name: &str, ttl: Option<Ttl>) -> Result<Self, Error> {
+        Handle::open(name, ttl).map(Self)
     }
     pub(crate) fn get(&self) -> Result<Option<Vec<u8>>, Error> {
-        let slot = slot(&self.0)?;
-        Ok(with_mock(|m| m.values.get(&slot).cloned()))
+        let ttl = self.0.ttl;
+        self.0.with(|m, slot, now| match m.values.get_mut(&slot) {
+            Some(stored) if stored.is_live(now) => {
+                stored.touch(ttl, now);
+                Some(stored.value.clone())
+            }
+            _ => None,
+        })
     }
     pub(crate) fn set(&self, value: &[u8]) -> Result<(), Error> {
-        let slot = slot(&self.0)?;
-        with_mock(|m| m.values.insert(slot, value.to_vec()));
-        Ok(())
+        let ttl = self.0.ttl;
+        self.0.with(|m, slot, now| {
+            m.values.insert(slot, Stored::new(value.to_vec(), ttl, now));
+        })
     }
     pub(crate) fn clear(&self) -> Result<(), Error> {
-        let slot = slot(&self.0)?;
-        with_mock(|m| m.values.remove(&slot));
-        Ok(())
+        self.0.with(|m, slot, _| {
+            m.values.remove(&slot);
+        })
     }
 }
 
 /// A map-state handle.
-pub(crate) struct RawMap(String);
+pub(crate) struct RawMap(Handle);
 
 impl RawMap {
-    pub(crate) fn open(name: &str) -> Result<Self, Error> {
-        check_name(name).map(Self)
+    pub(crate) fn open(name: &str, ttl: Option<Ttl>) -> Result<Self, Error> {
+        Handle::open(name, ttl).map(Self)
     }
-    fn with_map<R>(&self, f: impl FnOnce(&mut BTreeMap<Vec<u8>, Vec<u8>>) -> R) -> Result<R, Error> {
-        let slot = slot(&self.0)?;
-        Ok(with_mock(|m| {
+    fn with_map<R>(&self, f: impl FnOnce(&mut BTreeMap<Vec<u8>, Stored<Vec<u8>>>, i64) -> R) -> Result<R, Error> {
+        self.0.with(|m, slot, now| {
             let map = m.maps.entry(slot.clone()).or_default();
-            let result = f(map);
+            map.retain(|_, stored| stored.is_live(now));
+            let result = f(map, now);
             if map.is_empty() {
                 m.maps.remove(&slot);
             }
             result
-        }))
+        })
     }
     pub(crate) fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        self.with_map(|map| map.get(key).cloned())
+        let ttl = self.0.ttl;
+        self.with_map(|map, now| {
+            map.get_mut(key).map(|stored| {
+                stored.touch(ttl, now);
+                stored.value.clone()
+            })
+        })
     }
     pub(crate) fn put(&self, key: &[u8], value: &[u8]) -> Result<(), Error> {
-        self.with_map(|map| {
-            map.insert(key.to_vec(), value.to_vec());
+        let ttl = self.0.ttl;
+        self.with_map(|map, now| {
+            map.insert(key.to_vec(), Stored::new(value.to_vec(), ttl, now));
         })
     }
     pub(crate) fn remove(&self, key: &[u8]) -> Result<(), Error> {
-        self.with_map(|map| {
+        self.with_map(|map, _| {
             map.remove(key);
         })
     }
     pub(crate) fn contains(&self, key: &[u8]) -> Result<bool, Error> {
-        self.with_map(|map| map.contains_key(key))
+        Ok(self.get(key)?.is_some())
     }
     pub(crate) fn entries(&self, start_after: Option<&[u8]>, limit: u32) -> Result<Entries, Error> {
         use std::ops::Bound;
         let lower = start_after.map_or(Bound::Unbounded, |k| Bound::Excluded(k.to_vec()));
-        self.with_map(|map| {
-            map.range((lower, Bound::Unbounded)).take(limit as usize).map(|(k, v)| (k.clone(), v.clone())).collect()
-        })
+        self.with_map(|map, _| map.range((lower, Bound::Unbounded)).take(limit as usize).map(|(k, v)| (k.clone(), v.value.clone())).collect())
     }
     pub(crate) fn is_empty(&self) -> Result<bool, Error> {
-        self.with_map(|map| map.is_empty())
+        self.with_map(|map, _| map.is_empty())
     }
     pub(crate) fn clear(&self) -> Result<(), Error> {
-        self.with_map(|map| map.clear())
+        self.with_map(|map, _| map.clear())
     }
 }
 
 /// A list-state handle.
-pub(crate) struct RawList(String);
+pub(crate) struct RawList(Handle);
 
 impl RawList {
-    pub(crate) fn open(name: &str) -> Result<Self, Error> {
-        check_name(name).map(Self)
+    pub(crate) fn open(name: &str, ttl: Option<Ttl>) -> Result<Self, Error> {
+        Handle::open(name, ttl).map(Self)
     }
-    fn with_list<R>(&self, f: impl FnOnce(&mut Vec<Vec<u8>>) -> R) -> Result<R, Error> {
-        let slot = slot(&self.0)?;
-        Ok(with_mock(|m| {
-            let list = m.lists.entry(slot.clone()).or_default();
-            let result = f(list);
-            if list.is_empty() {
-                m.lists.remove(&slot);
+    /// Change the live list (empty if absent or expired) with `f`.
+    fn change(&self, f: impl FnOnce(&mut Vec<Vec<u8>>)) -> Result<(), Error> {
+        let ttl = self.0.ttl;
+        self.0.with(|m, slot, now| {
+            let mut list = m.lists.remove(&slot).filter(|s| s.is_live(now)).map(|s| s.value).unwrap_or_default();
+            f(&mut list);
+            if !list.is_empty() {
+                m.lists.insert(slot, Stored::new(list, ttl, now));
             }
-            result
-        }))
+        })
     }
     pub(crate) fn add(&self, value: &[u8]) -> Result<(), Error> {
-        self.with_list(|list| list.push(value.to_vec()))
+        self.change(|list| list.push(value.to_vec()))
     }
     pub(crate) fn add_all(&self, values: &[Vec<u8>]) -> Result<(), Error> {
-        self.with_list(|list| list.extend_from_slice(values))
+        self.change(|list| list.extend_from_slice(values))
     }
     pub(crate) fn get(&self) -> Result<Vec<Vec<u8>>, Error> {
-        self.with_list(|list| list.clone())
+        let ttl = self.0.ttl;
+        self.0.with(|m, slot, now| match m.lists.get_mut(&slot) {
+            Some(stored) if stored.is_live(now) => {
+                stored.touch(ttl, now);
+                stored.value.clone()
+            }
+            _ => Vec::new(),
+        })
     }
     pub(crate) fn update(&self, values: &[Vec<u8>]) -> Result<(), Error> {
-        self.with_list(|list| *list = values.to_vec())
+        self.change(|list| *list = values.to_vec())
     }
     pub(crate) fn clear(&self) -> Result<(), Error> {
-        self.with_list(|list| list.clear())
+        self.change(Vec::clear)
     }
 }
 

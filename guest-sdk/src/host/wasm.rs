@@ -1,15 +1,26 @@
 //! The host API on `wasm32`: thin calls to the component's imports.
 
 use crate::bindings::weir::function::{context, state, types};
-use crate::{Error, Event, LogLevel};
+use crate::{Error, Event, LogLevel, Ttl, TtlUpdate};
 
 fn state_error(error: state::StateError) -> Error {
     Error::msg(match error {
         state::StateError::InvalidName(name) => format!("invalid state name {name:?}"),
+        state::StateError::InvalidTtl => "a time to live must be at least a millisecond".to_string(),
         state::StateError::TooLarge(limit) => format!("state key or value larger than the host's limit of {limit} bytes"),
         state::StateError::NoCurrentKey => "state used outside of `process`".to_string(),
         state::StateError::UnknownKey(index) => format!("key index {index} is not in the current batch"),
         state::StateError::Backend(message) => format!("state backend: {message}"),
+    })
+}
+
+fn wit_ttl(ttl: Option<Ttl>) -> Option<state::Ttl> {
+    ttl.map(|ttl| state::Ttl {
+        millis: ttl.millis(),
+        update: match ttl.update {
+            TtlUpdate::OnCreateAndWrite => state::TtlUpdate::OnCreateAndWrite,
+            TtlUpdate::OnReadAndWrite => state::TtlUpdate::OnReadAndWrite,
+        },
     })
 }
 
@@ -22,8 +33,8 @@ pub(crate) fn select_key(index: u32, _key: &[u8]) -> Result<(), Error> {
 pub(crate) struct RawValue(state::ValueState);
 
 impl RawValue {
-    pub(crate) fn open(name: &str) -> Result<Self, Error> {
-        state::ValueState::open(name).map(Self).map_err(state_error)
+    pub(crate) fn open(name: &str, ttl: Option<Ttl>) -> Result<Self, Error> {
+        state::ValueState::open(name, wit_ttl(ttl)).map(Self).map_err(state_error)
     }
     pub(crate) fn get(&self) -> Result<Option<Vec<u8>>, Error> {
         self.0.get().map_err(state_error)
@@ -40,8 +51,8 @@ impl RawValue {
 pub(crate) struct RawMap(state::MapState);
 
 impl RawMap {
-    pub(crate) fn open(name: &str) -> Result<Self, Error> {
-        state::MapState::open(name).map(Self).map_err(state_error)
+    pub(crate) fn open(name: &str, ttl: Option<Ttl>) -> Result<Self, Error> {
+        state::MapState::open(name, wit_ttl(ttl)).map(Self).map_err(state_error)
     }
     pub(crate) fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
         self.0.get(key).map_err(state_error)
@@ -70,8 +81,8 @@ impl RawMap {
 pub(crate) struct RawList(state::ListState);
 
 impl RawList {
-    pub(crate) fn open(name: &str) -> Result<Self, Error> {
-        state::ListState::open(name).map(Self).map_err(state_error)
+    pub(crate) fn open(name: &str, ttl: Option<Ttl>) -> Result<Self, Error> {
+        state::ListState::open(name, wit_ttl(ttl)).map(Self).map_err(state_error)
     }
     pub(crate) fn add(&self, value: &[u8]) -> Result<(), Error> {
         self.0.add(value).map_err(state_error)

@@ -25,6 +25,7 @@ use crate::connectors::{ConnectorError, DiscardSink, FileSink, FileSource, Gener
 use crate::runtime::bindings::weir::function::types::KeyedEvents;
 use crate::runtime::{new_engine, CallError, FunctionLoader, HostCtx, KeyFunctionInstance, LoadError, LoadedFunction, ProcessFunctionInstance, Role};
 use crate::state::layout::{self, Layout, LayoutError};
+use crate::state::ttl::Ttl;
 use crate::state::{key_group, subtask_for_key_group, CachedBackend, StateError};
 use crate::Event;
 
@@ -156,11 +157,13 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let (sink_tx, sink_rx) = sync_channel::<SinkBatch>(CHANNEL_BATCHES * usize::from(spec.parallelism));
     let sink_thread = spawn_sink(spec, options, sink_rx)?;
     let cache_bytes = spec.state_cache_bytes / usize::from(spec.parallelism);
+    let ttl_overrides: HashMap<String, Ttl> = spec.state_ttl.iter().filter_map(|(name, ttl)| Some((name.clone(), ttl.to_ttl()?))).collect();
     let mut subtask_txs = Vec::new();
     let mut subtask_threads = Vec::new();
     for (index, backend) in backends.into_iter().enumerate() {
         let (tx, rx) = sync_channel::<SubtaskBatch>(CHANNEL_BATCHES);
-        let ctx = HostCtx::new(&format!("process[{index}]"), Some(Box::new(CachedBackend::new(Box::new(backend), cache_bytes))), spec.max_parallelism);
+        let backend = Box::new(CachedBackend::new(Box::new(backend), cache_bytes));
+        let ctx = HostCtx::new(&format!("process[{index}]"), Some(backend), spec.max_parallelism).with_ttl_overrides(ttl_overrides.clone());
         let function = process_function.clone();
         let sink = sink_tx.clone();
         let thread = std::thread::Builder::new()

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::state::ttl::{Ttl, TtlUpdate};
 use crate::state::DEFAULT_MAX_PARALLELISM;
 
 /// Why a spec was rejected.
@@ -70,6 +71,10 @@ pub struct PipelineSpec {
     pub process: FunctionSpec,
     /// Where the process function's output goes.
     pub sink: SinkSpec,
+    /// Time to live per state name, overriding what the function declares:
+    /// `state_ttl: { total: { ttl: 10m, update: on-read-and-write } }`.
+    #[serde(default)]
+    pub state_ttl: BTreeMap<String, TtlSpec>,
     /// Where each named side output goes (`context.emit-to(name, …)`).
     /// Events sent to an undeclared side output are counted and dropped.
     #[serde(default)]
@@ -90,6 +95,31 @@ fn default_batch_size() -> usize {
 
 fn default_state_cache_bytes() -> usize {
     64 << 20
+}
+
+/// A time to live for one state.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TtlSpec {
+    /// How long an untouched value lives, e.g. `30s`, `10m`, `1h 30m`.
+    pub ttl: String,
+    /// Which accesses renew it: `on-create-and-write` (default) or
+    /// `on-read-and-write`.
+    #[serde(default = "default_ttl_update")]
+    pub update: TtlUpdate,
+}
+
+fn default_ttl_update() -> TtlUpdate {
+    TtlUpdate::OnCreateAndWrite
+}
+
+impl TtlSpec {
+    /// The TTL, if `ttl` is a valid non-zero duration.
+    pub fn to_ttl(&self) -> Option<Ttl> {
+        let duration = humantime::parse_duration(&self.ttl).ok()?;
+        let millis = u64::try_from(duration.as_millis()).ok().filter(|m| *m > 0)?;
+        Some(Ttl { millis, update: self.update })
+    }
 }
 
 /// A reference to a function.
@@ -187,6 +217,9 @@ impl PipelineSpec {
         if !is_valid_name(&self.name) {
             return Err(SpecError::field("name", format!("{:?} must be 1 to 63 of a-z, 0-9 and -", self.name)));
         }
+        if let Some((name, spec)) = self.state_ttl.iter().find(|(_, spec)| spec.to_ttl().is_none()) {
+            return Err(SpecError::field(&format!("state_ttl.{name}.ttl"), format!("{:?} is not a duration of at least 1ms (like 30s, 10m, 1h)", spec.ttl)));
+        }
         if let Some(bad) = self.side_outputs.keys().find(|name| !is_valid_name(name)) {
             return Err(SpecError::field("side_outputs", format!("{bad:?} must be 1 to 63 of a-z, 0-9 and -")));
         }
@@ -262,6 +295,13 @@ sink: { type: stdout }
     }
 
     #[test]
+    fn state_ttl_parses_durations_and_update_modes() {
+        let spec = PipelineSpec::parse(&format!("{GOOD}state_ttl: {{ a: {{ ttl: 1h 30m }}, b: {{ ttl: 250ms, update: on-read-and-write }} }}\n")).unwrap();
+        assert_eq!(spec.state_ttl["a"].to_ttl(), Some(Ttl { millis: 5_400_000, update: TtlUpdate::OnCreateAndWrite }));
+        assert_eq!(spec.state_ttl["b"].to_ttl(), Some(Ttl { millis: 250, update: TtlUpdate::OnReadAndWrite }));
+    }
+
+    #[test]
     fn unknown_field_is_named() {
         let err = error_of(&GOOD.replace("sink: { type: stdout }", "sink: { type: stdout, colour: red }"));
         assert!(err.contains("sink") && err.contains("colour"), "{err}");
@@ -291,6 +331,9 @@ sink: { type: stdout }
         assert!(error_of(&format!("{GOOD}max_parallelism: 0\n")).contains("max_parallelism"));
         assert!(error_of(&format!("{GOOD}batch_size: 0\n")).contains("batch_size"));
         assert!(error_of(&format!("{GOOD}parallelism: 0\n")).contains("parallelism"));
+        assert!(error_of(&format!("{GOOD}state_ttl: {{ total: {{ ttl: soon }} }}\n")).contains("state_ttl.total.ttl"));
+        assert!(error_of(&format!("{GOOD}state_ttl: {{ total: {{ ttl: 0s }} }}\n")).contains("state_ttl.total.ttl"));
+        assert!(error_of(&format!("{GOOD}state_ttl: {{ total: {{ ttl: 1s, update: sometimes }} }}\n")).contains("state_ttl.total.update"));
         assert!(error_of(&format!("{GOOD}max_parallelism: 4\nparallelism: 5\n")).contains("parallelism"));
         assert!(error_of(&format!("{GOOD}side_outputs: {{ Bad_Name: {{ type: stdout }} }}\n")).contains("side_outputs"));
         let generator = GOOD.replace("source: { type: file, path: orders.jsonl, timestamp_field: event_time }", "source: { type: generator, count: 5, start_time: yesterday }");

@@ -17,10 +17,14 @@
 //! let store = wasmtime::Store::new(&engine, ctx);
 //! ```
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use wasmtime::component::{HasSelf, Linker, Resource, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::weir::function::{context, state, types};
+use crate::state::ttl::{self, Ttl, TtlUpdate};
 use crate::state::{KeyedStateBackend, StateKey, StateKind, MAX_STATE_NAME_LEN};
 use crate::Event;
 
@@ -29,20 +33,21 @@ pub const MAX_VALUE_LEN: usize = 16 << 20;
 /// Most map entries one `entries` call returns.
 pub const MAX_ENTRIES_PAGE: u32 = 4096;
 
-/// A value-state handle held by a guest.
-pub struct ValueStateHandle {
+/// What a state handle refers to: a state name and its time to live.
+#[derive(Debug)]
+pub struct Descriptor {
     name: String,
+    ttl: Option<Ttl>,
 }
+
+/// A value-state handle held by a guest.
+pub struct ValueStateHandle(Arc<Descriptor>);
 
 /// A map-state handle held by a guest.
-pub struct MapStateHandle {
-    name: String,
-}
+pub struct MapStateHandle(Arc<Descriptor>);
 
 /// A list-state handle held by a guest.
-pub struct ListStateHandle {
-    name: String,
-}
+pub struct ListStateHandle(Arc<Descriptor>);
 
 /// Everything a function instance's `Store` holds.
 pub struct HostCtx {
@@ -51,6 +56,8 @@ pub struct HostCtx {
     function: String,
     backend: Option<Box<dyn KeyedStateBackend>>,
     max_parallelism: u16,
+    /// Times to live from the pipeline spec, overriding the function's.
+    ttl_overrides: HashMap<String, Ttl>,
     /// Keys (and their key groups) of the current `process` batch.
     batch_keys: Vec<(Vec<u8>, u16)>,
     selected: Option<usize>,
@@ -60,6 +67,7 @@ pub struct HostCtx {
     /// Events the function emitted to named side outputs, in order.
     pub side_outputs: Vec<(String, Event)>,
     watermark: i64,
+    clock: fn() -> i64,
     processing_time: i64,
 }
 
@@ -73,14 +81,29 @@ impl HostCtx {
             function: function.to_string(),
             backend,
             max_parallelism,
+            ttl_overrides: HashMap::new(),
             batch_keys: Vec::new(),
             selected: None,
             key_buf: Vec::new(),
             outputs: Vec::new(),
             side_outputs: Vec::new(),
             watermark: i64::MIN,
+            clock: ttl::now_millis,
             processing_time: 0,
         }
+    }
+
+    /// Use these times to live instead of the function's, per state name.
+    pub fn with_ttl_overrides(mut self, overrides: HashMap<String, Ttl>) -> Self {
+        self.ttl_overrides = overrides;
+        self
+    }
+
+    /// Read processing time from `clock` (ms since the epoch) instead of
+    /// the system clock.
+    pub fn with_clock(mut self, clock: fn() -> i64) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Record the keys of the batch about to be passed to `process`, and fix
@@ -90,7 +113,7 @@ impl HostCtx {
         let max_parallelism = self.max_parallelism;
         self.batch_keys.extend(keys.map(|k| (k.to_vec(), crate::state::key_group(k, max_parallelism))));
         self.selected = None;
-        self.processing_time = now_millis();
+        self.processing_time = (self.clock)();
     }
 
     /// Forget the batch once the call returned.
@@ -109,57 +132,109 @@ impl HostCtx {
         self.backend.as_deref_mut()
     }
 
-    /// Build the storage key of state `name` of `kind` for the selected key.
-    fn state_key(&mut self, name: &str, kind: StateKind) -> Result<(), state::StateError> {
+    /// A descriptor for state `name`, with the spec's TTL if it sets one.
+    fn open_descriptor(&self, name: String, ttl: Option<state::Ttl>) -> Result<Arc<Descriptor>, state::StateError> {
+        if name.is_empty() || name.len() > MAX_STATE_NAME_LEN {
+            return Err(state::StateError::InvalidName(name.chars().take(64).collect()));
+        }
+        let declared = match ttl {
+            Some(state::Ttl { millis: 0, .. }) => return Err(state::StateError::InvalidTtl),
+            Some(state::Ttl { millis, update }) => Some(Ttl {
+                millis,
+                update: match update {
+                    state::TtlUpdate::OnCreateAndWrite => TtlUpdate::OnCreateAndWrite,
+                    state::TtlUpdate::OnReadAndWrite => TtlUpdate::OnReadAndWrite,
+                },
+            }),
+            None => None,
+        };
+        let ttl = self.ttl_overrides.get(&name).copied().or(declared);
+        Ok(Arc::new(Descriptor { name, ttl }))
+    }
+
+    /// Run `f` with the backend and the storage key of `descriptor`'s state
+    /// of `kind` for the selected key, followed by `suffix`.
+    fn with_key<R>(
+        &mut self,
+        descriptor: &Descriptor,
+        kind: StateKind,
+        suffix: &[u8],
+        f: impl FnOnce(&mut dyn KeyedStateBackend, &[u8]) -> Result<R, crate::state::StateError>,
+    ) -> Result<R, state::StateError> {
         let index = self.selected.ok_or(state::StateError::NoCurrentKey)?;
         let (key, group) = &self.batch_keys[index];
         self.key_buf.clear();
-        StateKey::new(*group, name, kind, key, b"").encode_into(&mut self.key_buf);
-        Ok(())
-    }
-
-    fn backend(&mut self) -> Result<&mut (dyn KeyedStateBackend + 'static), state::StateError> {
-        self.backend.as_deref_mut().ok_or_else(|| state::StateError::Backend("this function has no keyed state".into()))
-    }
-
-    fn read(&mut self, name: &str, kind: StateKind, suffix: &[u8]) -> Result<Option<Vec<u8>>, state::StateError> {
-        self.state_key(name, kind)?;
+        StateKey::new(*group, &descriptor.name, kind, key, b"").encode_into(&mut self.key_buf);
         self.key_buf.extend_from_slice(suffix);
-        let key = std::mem::take(&mut self.key_buf);
-        let result = self.backend()?.get(&key).map_err(backend_error);
-        self.key_buf = key;
-        result
+        let backend = self.backend.as_deref_mut().ok_or_else(|| state::StateError::Backend("this function has no keyed state".into()))?;
+        f(backend, &self.key_buf).map_err(backend_error)
     }
 
-    fn write(&mut self, name: &str, kind: StateKind, suffix: &[u8], value: Option<&[u8]>) -> Result<(), state::StateError> {
+    /// The live value under `suffix`, renewing it if its TTL says reads do.
+    fn read(&mut self, descriptor: &Descriptor, kind: StateKind, suffix: &[u8]) -> Result<Option<Vec<u8>>, state::StateError> {
+        let now = self.processing_time;
+        let renew = descriptor.ttl.filter(|t| t.update == TtlUpdate::OnReadAndWrite);
+        self.with_key(descriptor, kind, suffix, |backend, key| {
+            let Some(stored) = backend.get(key)? else { return Ok(None) };
+            match ttl::decode(&stored, now)? {
+                None => {
+                    backend.delete(key)?;
+                    Ok(None)
+                }
+                Some(value) => {
+                    if let Some(ttl) = renew {
+                        backend.put(key, &ttl::encode(value, Some(ttl.expiry(now))))?;
+                    }
+                    Ok(Some(value.to_vec()))
+                }
+            }
+        })
+    }
+
+    /// Store `value` under `suffix` (or delete it), stamped with its expiry.
+    fn write(&mut self, descriptor: &Descriptor, kind: StateKind, suffix: &[u8], value: Option<&[u8]>) -> Result<(), state::StateError> {
         check_len(suffix.len())?;
         if let Some(value) = value {
             check_len(value.len())?;
         }
-        self.state_key(name, kind)?;
-        self.key_buf.extend_from_slice(suffix);
-        let key = std::mem::take(&mut self.key_buf);
-        let backend = self.backend()?;
-        let result = match value {
-            Some(value) => backend.put(&key, value),
-            None => backend.delete(&key),
-        };
-        self.key_buf = key;
-        result.map_err(backend_error)
+        let expiry = descriptor.ttl.map(|t| t.expiry(self.processing_time));
+        self.with_key(descriptor, kind, suffix, |backend, key| match value {
+            Some(value) => backend.put(key, &ttl::encode(value, expiry)),
+            None => backend.delete(key),
+        })
     }
 
-    fn prefix(&mut self, name: &str, kind: StateKind) -> Result<Vec<u8>, state::StateError> {
-        self.state_key(name, kind)?;
-        Ok(self.key_buf.clone())
+    /// Up to `limit` live map entries after `start_after`.
+    fn live_entries(&mut self, descriptor: &Descriptor, start_after: Option<Vec<u8>>, limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>, state::StateError> {
+        let now = self.processing_time;
+        self.with_key(descriptor, StateKind::Map, b"", |backend, prefix| {
+            let mut live = Vec::new();
+            let mut cursor = start_after;
+            loop {
+                let page = backend.scan(prefix, cursor.as_deref(), limit)?;
+                let exhausted = page.len() < limit;
+                for (user_key, stored) in page {
+                    if let Some(value) = ttl::decode(&stored, now)? {
+                        let value = value.to_vec();
+                        cursor = Some(user_key.clone());
+                        live.push((user_key, value));
+                    } else {
+                        cursor = Some(user_key);
+                    }
+                    if live.len() == limit {
+                        return Ok(live);
+                    }
+                }
+                if exhausted {
+                    return Ok(live);
+                }
+            }
+        })
     }
 
-    fn handle_name<T: 'static>(&self, handle: &Resource<T>, name: impl Fn(&T) -> &str) -> wasmtime::Result<String> {
-        Ok(name(self.table.get(handle)?).to_string())
+    fn descriptor<T: 'static>(&self, handle: &Resource<T>, get: fn(&T) -> &Arc<Descriptor>) -> wasmtime::Result<Arc<Descriptor>> {
+        Ok(Arc::clone(get(self.table.get(handle)?)))
     }
-}
-
-fn now_millis() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
 fn backend_error(error: crate::state::StateError) -> state::StateError {
@@ -169,13 +244,6 @@ fn backend_error(error: crate::state::StateError) -> state::StateError {
 fn check_len(len: usize) -> Result<(), state::StateError> {
     if len > MAX_VALUE_LEN {
         return Err(state::StateError::TooLarge(MAX_VALUE_LEN as u64));
-    }
-    Ok(())
-}
-
-fn check_name(name: &str) -> Result<(), state::StateError> {
-    if name.is_empty() || name.len() > MAX_STATE_NAME_LEN {
-        return Err(state::StateError::InvalidName(name.chars().take(64).collect()));
     }
     Ok(())
 }
@@ -233,26 +301,26 @@ impl state::Host for HostCtx {
 }
 
 impl state::HostValueState for HostCtx {
-    fn open(&mut self, name: String) -> StateResult<Resource<ValueStateHandle>> {
-        if let Err(e) = check_name(&name) {
-            return Ok(Err(e));
+    fn open(&mut self, name: String, ttl: Option<state::Ttl>) -> StateResult<Resource<ValueStateHandle>> {
+        match self.open_descriptor(name, ttl) {
+            Ok(descriptor) => Ok(Ok(self.table.push(ValueStateHandle(descriptor))?)),
+            Err(e) => Ok(Err(e)),
         }
-        Ok(Ok(self.table.push(ValueStateHandle { name })?))
     }
 
     fn get(&mut self, handle: Resource<ValueStateHandle>) -> StateResult<Option<Vec<u8>>> {
-        let name = self.handle_name(&handle, |h| &h.name)?;
-        Ok(self.read(&name, StateKind::Value, b""))
+        let d = self.descriptor(&handle, |h| &h.0)?;
+        Ok(self.read(&d, StateKind::Value, b""))
     }
 
     fn set(&mut self, handle: Resource<ValueStateHandle>, value: Vec<u8>) -> StateResult<()> {
-        let name = self.handle_name(&handle, |h| &h.name)?;
-        Ok(self.write(&name, StateKind::Value, b"", Some(&value)))
+        let d = self.descriptor(&handle, |h| &h.0)?;
+        Ok(self.write(&d, StateKind::Value, b"", Some(&value)))
     }
 
     fn clear(&mut self, handle: Resource<ValueStateHandle>) -> StateResult<()> {
-        let name = self.handle_name(&handle, |h| &h.name)?;
-        Ok(self.write(&name, StateKind::Value, b"", None))
+        let d = self.descriptor(&handle, |h| &h.0)?;
+        Ok(self.write(&d, StateKind::Value, b"", None))
     }
 
     fn drop(&mut self, handle: Resource<ValueStateHandle>) -> wasmtime::Result<()> {
@@ -262,59 +330,47 @@ impl state::HostValueState for HostCtx {
 }
 
 impl state::HostMapState for HostCtx {
-    fn open(&mut self, name: String) -> StateResult<Resource<MapStateHandle>> {
-        if let Err(e) = check_name(&name) {
-            return Ok(Err(e));
+    fn open(&mut self, name: String, ttl: Option<state::Ttl>) -> StateResult<Resource<MapStateHandle>> {
+        match self.open_descriptor(name, ttl) {
+            Ok(descriptor) => Ok(Ok(self.table.push(MapStateHandle(descriptor))?)),
+            Err(e) => Ok(Err(e)),
         }
-        Ok(Ok(self.table.push(MapStateHandle { name })?))
     }
 
     fn get(&mut self, handle: Resource<MapStateHandle>, user_key: Vec<u8>) -> StateResult<Option<Vec<u8>>> {
-        let name = self.handle_name(&handle, |h| &h.name)?;
-        Ok(self.read(&name, StateKind::Map, &user_key))
+        let d = self.descriptor(&handle, |h| &h.0)?;
+        Ok(self.read(&d, StateKind::Map, &user_key))
     }
 
     fn put(&mut self, handle: Resource<MapStateHandle>, user_key: Vec<u8>, value: Vec<u8>) -> StateResult<()> {
-        let name = self.handle_name(&handle, |h| &h.name)?;
-        Ok(self.write(&name, StateKind::Map, &user_key, Some(&value)))
+        let d = self.descriptor(&handle, |h| &h.0)?;
+        Ok(self.write(&d, StateKind::Map, &user_key, Some(&value)))
     }
 
     fn remove(&mut self, handle: Resource<MapStateHandle>, user_key: Vec<u8>) -> StateResult<()> {
-        let name = self.handle_name(&handle, |h| &h.name)?;
-        Ok(self.write(&name, StateKind::Map, &user_key, None))
+        let d = self.descriptor(&handle, |h| &h.0)?;
+        Ok(self.write(&d, StateKind::Map, &user_key, None))
     }
 
     fn contains(&mut self, handle: Resource<MapStateHandle>, user_key: Vec<u8>) -> StateResult<bool> {
-        let name = self.handle_name(&handle, |h| &h.name)?;
-        Ok(self.read(&name, StateKind::Map, &user_key).map(|v| v.is_some()))
+        let d = self.descriptor(&handle, |h| &h.0)?;
+        Ok(self.read(&d, StateKind::Map, &user_key).map(|v| v.is_some()))
     }
 
     fn entries(&mut self, handle: Resource<MapStateHandle>, start_after: Option<Vec<u8>>, limit: u32) -> StateResult<Vec<(Vec<u8>, Vec<u8>)>> {
-        let name = self.handle_name(&handle, |h| &h.name)?;
-        let scan = |ctx: &mut Self| -> Result<_, state::StateError> {
-            let prefix = ctx.prefix(&name, StateKind::Map)?;
-            let limit = limit.min(MAX_ENTRIES_PAGE) as usize;
-            ctx.backend()?.scan(&prefix, start_after.as_deref(), limit).map_err(backend_error)
-        };
-        Ok(scan(self))
+        let d = self.descriptor(&handle, |h| &h.0)?;
+        let limit = limit.clamp(1, MAX_ENTRIES_PAGE) as usize;
+        Ok(self.live_entries(&d, start_after, limit))
     }
 
     fn is_empty(&mut self, handle: Resource<MapStateHandle>) -> StateResult<bool> {
-        let name = self.handle_name(&handle, |h| &h.name)?;
-        let scan = |ctx: &mut Self| -> Result<_, state::StateError> {
-            let prefix = ctx.prefix(&name, StateKind::Map)?;
-            Ok(ctx.backend()?.scan(&prefix, None, 1).map_err(backend_error)?.is_empty())
-        };
-        Ok(scan(self))
+        let d = self.descriptor(&handle, |h| &h.0)?;
+        Ok(self.live_entries(&d, None, 1).map(|live| live.is_empty()))
     }
 
     fn clear(&mut self, handle: Resource<MapStateHandle>) -> StateResult<()> {
-        let name = self.handle_name(&handle, |h| &h.name)?;
-        let clear = |ctx: &mut Self| -> Result<_, state::StateError> {
-            let prefix = ctx.prefix(&name, StateKind::Map)?;
-            ctx.backend()?.delete_prefix(&prefix).map_err(backend_error)
-        };
-        Ok(clear(self))
+        let d = self.descriptor(&handle, |h| &h.0)?;
+        Ok(self.with_key(&d, StateKind::Map, b"", |backend, prefix| backend.delete_prefix(prefix)))
     }
 
     fn drop(&mut self, handle: Resource<MapStateHandle>) -> wasmtime::Result<()> {
@@ -324,54 +380,58 @@ impl state::HostMapState for HostCtx {
 }
 
 impl HostCtx {
-    fn list_append(&mut self, name: &str, values: &[&[u8]]) -> Result<(), state::StateError> {
-        let mut stored = self.read(name, StateKind::List, b"")?.unwrap_or_default();
-        encode_list(&mut stored, values.iter().copied());
-        self.write(name, StateKind::List, b"", Some(&stored))
+    fn list_read(&mut self, d: &Descriptor) -> Result<Vec<Vec<u8>>, state::StateError> {
+        self.read(d, StateKind::List, b"")?.map_or(Ok(Vec::new()), |bytes| decode_list(&bytes))
     }
 
-    fn list_replace(&mut self, name: &str, values: &[Vec<u8>]) -> Result<(), state::StateError> {
+    fn list_append(&mut self, d: &Descriptor, values: &[Vec<u8>]) -> Result<(), state::StateError> {
+        let mut stored = Vec::new();
+        let existing = self.list_read(d)?;
+        encode_list(&mut stored, existing.iter().chain(values).map(Vec::as_slice));
+        self.write(d, StateKind::List, b"", Some(&stored))
+    }
+
+    fn list_replace(&mut self, d: &Descriptor, values: &[Vec<u8>]) -> Result<(), state::StateError> {
         if values.is_empty() {
-            return self.write(name, StateKind::List, b"", None);
+            return self.write(d, StateKind::List, b"", None);
         }
         let mut stored = Vec::new();
         encode_list(&mut stored, values.iter().map(Vec::as_slice));
-        self.write(name, StateKind::List, b"", Some(&stored))
+        self.write(d, StateKind::List, b"", Some(&stored))
     }
 }
 
 impl state::HostListState for HostCtx {
-    fn open(&mut self, name: String) -> StateResult<Resource<ListStateHandle>> {
-        if let Err(e) = check_name(&name) {
-            return Ok(Err(e));
+    fn open(&mut self, name: String, ttl: Option<state::Ttl>) -> StateResult<Resource<ListStateHandle>> {
+        match self.open_descriptor(name, ttl) {
+            Ok(descriptor) => Ok(Ok(self.table.push(ListStateHandle(descriptor))?)),
+            Err(e) => Ok(Err(e)),
         }
-        Ok(Ok(self.table.push(ListStateHandle { name })?))
     }
 
     fn add(&mut self, handle: Resource<ListStateHandle>, value: Vec<u8>) -> StateResult<()> {
-        let name = self.handle_name(&handle, |h| &h.name)?;
-        Ok(self.list_append(&name, &[&value]))
+        let d = self.descriptor(&handle, |h| &h.0)?;
+        Ok(self.list_append(&d, std::slice::from_ref(&value)))
     }
 
     fn add_all(&mut self, handle: Resource<ListStateHandle>, values: Vec<Vec<u8>>) -> StateResult<()> {
-        let name = self.handle_name(&handle, |h| &h.name)?;
-        let values: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
-        Ok(self.list_append(&name, &values))
+        let d = self.descriptor(&handle, |h| &h.0)?;
+        Ok(self.list_append(&d, &values))
     }
 
     fn get(&mut self, handle: Resource<ListStateHandle>) -> StateResult<Vec<Vec<u8>>> {
-        let name = self.handle_name(&handle, |h| &h.name)?;
-        Ok(self.read(&name, StateKind::List, b"").and_then(|v| v.map_or(Ok(Vec::new()), |b| decode_list(&b))))
+        let d = self.descriptor(&handle, |h| &h.0)?;
+        Ok(self.list_read(&d))
     }
 
     fn update(&mut self, handle: Resource<ListStateHandle>, values: Vec<Vec<u8>>) -> StateResult<()> {
-        let name = self.handle_name(&handle, |h| &h.name)?;
-        Ok(self.list_replace(&name, &values))
+        let d = self.descriptor(&handle, |h| &h.0)?;
+        Ok(self.list_replace(&d, &values))
     }
 
     fn clear(&mut self, handle: Resource<ListStateHandle>) -> StateResult<()> {
-        let name = self.handle_name(&handle, |h| &h.name)?;
-        Ok(self.list_replace(&name, &[]))
+        let d = self.descriptor(&handle, |h| &h.0)?;
+        Ok(self.list_replace(&d, &[]))
     }
 
     fn drop(&mut self, handle: Resource<ListStateHandle>) -> wasmtime::Result<()> {
@@ -415,6 +475,84 @@ impl context::Host for HostCtx {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::InMemoryBackend;
+    use state::{HostListState, HostMapState, HostValueState};
+    use std::cell::Cell;
+
+    thread_local! {
+        /// Each test runs on its own thread, so each has its own clock.
+        static NOW: Cell<i64> = const { Cell::new(0) };
+    }
+
+    fn clock() -> i64 {
+        NOW.with(Cell::get)
+    }
+
+    /// A context over in-memory state, processing `key` at time `now`.
+    fn ctx_at(ctx: &mut HostCtx, key: &[u8], now: i64) {
+        NOW.with(|n| n.set(now));
+        ctx.begin_batch(std::iter::once(key));
+        state::Host::select_key(ctx, 0).unwrap().unwrap();
+    }
+
+    fn new_ctx(overrides: HashMap<String, Ttl>) -> HostCtx {
+        HostCtx::new("test", Some(Box::new(InMemoryBackend::new())), 128).with_clock(clock).with_ttl_overrides(overrides)
+    }
+
+    fn ttl(millis: u64, update: state::TtlUpdate) -> Option<state::Ttl> {
+        Some(state::Ttl { millis, update })
+    }
+
+    #[test]
+    fn values_expire_after_their_ttl_unless_renewed() {
+        let mut ctx = new_ctx(HashMap::new());
+        ctx_at(&mut ctx, b"k", 0);
+        let written = HostValueState::open(&mut ctx, "w".into(), ttl(100, state::TtlUpdate::OnCreateAndWrite)).unwrap().unwrap();
+        let read = HostValueState::open(&mut ctx, "r".into(), ttl(100, state::TtlUpdate::OnReadAndWrite)).unwrap().unwrap();
+        let get = |ctx: &mut HostCtx, h: &Resource<ValueStateHandle>| HostValueState::get(ctx, Resource::new_borrow(h.rep())).unwrap().unwrap();
+        HostValueState::set(&mut ctx, Resource::new_borrow(written.rep()), b"a".to_vec()).unwrap().unwrap();
+        HostValueState::set(&mut ctx, Resource::new_borrow(read.rep()), b"b".to_vec()).unwrap().unwrap();
+        ctx_at(&mut ctx, b"k", 90);
+        assert_eq!(get(&mut ctx, &written), Some(b"a".to_vec()));
+        assert_eq!(get(&mut ctx, &read), Some(b"b".to_vec()), "the read renews `r` until 190");
+        ctx_at(&mut ctx, b"k", 150);
+        assert_eq!(get(&mut ctx, &written), None, "not written for longer than its TTL: absent");
+        assert_eq!(get(&mut ctx, &read), Some(b"b".to_vec()));
+        ctx_at(&mut ctx, b"other", 150);
+        assert_eq!(get(&mut ctx, &read), None, "another key never had a value");
+    }
+
+    #[test]
+    fn the_spec_overrides_the_function_ttl_and_zero_is_rejected() {
+        let overrides = HashMap::from([("v".to_string(), Ttl { millis: 10, update: TtlUpdate::OnCreateAndWrite })]);
+        let mut ctx = new_ctx(overrides);
+        ctx_at(&mut ctx, b"k", 0);
+        assert!(matches!(HostValueState::open(&mut ctx, "z".into(), ttl(0, state::TtlUpdate::OnCreateAndWrite)).unwrap(), Err(state::StateError::InvalidTtl)));
+        let v = HostValueState::open(&mut ctx, "v".into(), None).unwrap().unwrap();
+        HostValueState::set(&mut ctx, Resource::new_borrow(v.rep()), b"x".to_vec()).unwrap().unwrap();
+        ctx_at(&mut ctx, b"k", 11);
+        assert_eq!(HostValueState::get(&mut ctx, Resource::new_borrow(v.rep())).unwrap().unwrap(), None);
+    }
+
+    #[test]
+    fn expired_map_entries_and_lists_are_invisible() {
+        let mut ctx = new_ctx(HashMap::new());
+        ctx_at(&mut ctx, b"k", 0);
+        let map = HostMapState::open(&mut ctx, "m".into(), ttl(100, state::TtlUpdate::OnCreateAndWrite)).unwrap().unwrap();
+        let list = HostListState::open(&mut ctx, "l".into(), ttl(100, state::TtlUpdate::OnCreateAndWrite)).unwrap().unwrap();
+        let m = || Resource::<MapStateHandle>::new_borrow(map.rep());
+        HostMapState::put(&mut ctx, m(), b"old".to_vec(), b"1".to_vec()).unwrap().unwrap();
+        HostListState::add(&mut ctx, Resource::new_borrow(list.rep()), b"x".to_vec()).unwrap().unwrap();
+        ctx_at(&mut ctx, b"k", 60);
+        HostMapState::put(&mut ctx, m(), b"new".to_vec(), b"2".to_vec()).unwrap().unwrap();
+        ctx_at(&mut ctx, b"k", 120);
+        let entries = HostMapState::entries(&mut ctx, m(), None, 10).unwrap().unwrap();
+        assert_eq!(entries, vec![(b"new".to_vec(), b"2".to_vec())]);
+        assert!(!HostMapState::contains(&mut ctx, m(), b"old".to_vec()).unwrap().unwrap());
+        assert!(HostListState::get(&mut ctx, Resource::new_borrow(list.rep())).unwrap().unwrap().is_empty());
+        ctx_at(&mut ctx, b"k", 200);
+        assert!(HostMapState::is_empty(&mut ctx, m()).unwrap().unwrap());
+    }
 
     #[test]
     fn list_encoding_round_trips() {

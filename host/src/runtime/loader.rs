@@ -96,11 +96,8 @@ pub fn componentize(bytes: &[u8]) -> Result<Cow<'_, [u8]>, LoadError> {
             "it carries no component type; build it with the Weir SDK (which embeds one through wit-bindgen) or pass a component".into(),
         ));
     }
-    let encoder = wit_component::ComponentEncoder::default()
-        .validate(true)
-        .module(bytes)
-        .map_err(|e| LoadError::Componentize(format!("{e:#}")))?;
-    let mut encoder = encoder;
+    let mut encoder = wit_component::ComponentEncoder::default();
+    encoder.validate(true).module(bytes).map_err(|e| LoadError::Componentize(format!("{e:#}")))?;
     encoder.encode().map(Cow::Owned).map_err(|e| LoadError::Componentize(format!("{e:#}")))
 }
 
@@ -227,7 +224,7 @@ mod tests {
         let world = resolve.select_world(&[package], Some(world)).unwrap();
         let mangling = wit_parser::ManglingAndAbi::Legacy(wit_parser::LiftLowerAbi::Sync);
         let mut module = wit_component::dummy_module(&resolve, world, mangling);
-        wit_component::embed_component_metadata(&mut module, &resolve, world, wit_component::StringEncoding::UTF8).unwrap();
+        wit_component::embed_component_metadata(&mut module, &resolve, world, wit_component::StringEncoding::UTF8, false).unwrap();
         module
     }
 

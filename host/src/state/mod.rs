@@ -9,6 +9,7 @@ mod key;
 pub mod layout;
 mod memory;
 mod rocks;
+pub mod ttl;
 
 pub use key::{key_group, key_group_range, subtask_for_key_group, StateKey, StateKind, DEFAULT_MAX_PARALLELISM, MAX_STATE_NAME_LEN};
 pub use cache::CachedBackend;

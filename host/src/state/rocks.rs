@@ -19,6 +19,13 @@ impl RocksDbBackend {
         options.create_if_missing(true);
         options.set_compression_type(rocksdb::DBCompressionType::Lz4);
         options.increase_parallelism(2);
+        options.set_compaction_filter("weir-ttl", |_level, _key, value| {
+            if super::ttl::is_expired(value, super::ttl::now_millis()) {
+                rocksdb::CompactionDecision::Remove
+            } else {
+                rocksdb::CompactionDecision::Keep
+            }
+        });
         let db = DB::open(&options, path)?;
         let mut write = WriteOptions::default();
         write.set_sync(false);
@@ -92,6 +99,11 @@ impl KeyedStateBackend for RocksDbBackend {
 }
 
 impl RocksDbBackend {
+    /// Compact the whole database now (purging expired values).
+    pub fn compact(&self) {
+        self.db.compact_range::<&[u8], &[u8]>(None, None);
+    }
+
     /// Call `f` on every stored entry, in key order.
     pub fn for_each(&self, mut f: impl FnMut(&[u8], &[u8]) -> Result<(), StateError>) -> Result<(), StateError> {
         for item in self.db.iterator(IteratorMode::Start) {
@@ -110,6 +122,20 @@ mod tests {
     fn behaves_like_a_backend() {
         let dir = tempfile::tempdir().unwrap();
         super::super::tests::exercise(&mut RocksDbBackend::open(dir.path()).unwrap());
+    }
+
+    #[test]
+    fn compaction_purges_expired_values() {
+        use crate::state::ttl;
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = RocksDbBackend::open(dir.path()).unwrap();
+        db.put(b"old", &ttl::encode(b"x", Some(ttl::now_millis() - 1))).unwrap();
+        db.put(b"young", &ttl::encode(b"y", Some(ttl::now_millis() + 3_600_000))).unwrap();
+        db.put(b"forever", &ttl::encode(b"z", None)).unwrap();
+        db.flush().unwrap();
+        db.compact();
+        assert_eq!(db.get(b"old").unwrap(), None);
+        assert!(db.get(b"young").unwrap().is_some() && db.get(b"forever").unwrap().is_some());
     }
 
     #[test]
