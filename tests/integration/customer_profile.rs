@@ -19,7 +19,7 @@ fn spec(dir: &Path, side_outputs: &str) -> std::path::PathBuf {
 }
 
 fn last_profile_of(dir: &Path, customer: u64) -> serde_json::Value {
-    records(&dir.join("out.jsonl")).into_iter().filter(|r| r["customer_id"] == customer).last().unwrap()
+    records(&dir.join("out.jsonl")).into_iter().rfind(|r| r["customer_id"] == customer).unwrap()
 }
 
 #[test]

@@ -25,7 +25,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::weir::function::{context, state, types};
 use crate::state::ttl::{self, Ttl, TtlUpdate};
-use crate::state::{KeyedStateBackend, StateKey, StateKind, MAX_STATE_NAME_LEN};
+use crate::state::{KeyedStateBackend, ScanEntry, StateKey, StateKind, MAX_STATE_NAME_LEN};
 use crate::Event;
 
 /// Largest state value or map key a guest may store, in bytes.
@@ -205,7 +205,7 @@ impl HostCtx {
     }
 
     /// Up to `limit` live map entries after `start_after`.
-    fn live_entries(&mut self, descriptor: &Descriptor, start_after: Option<Vec<u8>>, limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>, state::StateError> {
+    fn live_entries(&mut self, descriptor: &Descriptor, start_after: Option<Vec<u8>>, limit: usize) -> Result<Vec<ScanEntry>, state::StateError> {
         let now = self.processing_time;
         self.with_key(descriptor, StateKind::Map, b"", |backend, prefix| {
             let mut live = Vec::new();
