@@ -109,3 +109,15 @@ fn a_function_error_fails_the_run_with_its_message() {
     let err = fails(&revenue_spec(dir.path(), &input, &output, ""), &dir.path().join("data"));
     assert!(err.contains("function `process[0]` failed") && err.contains("1.234"), "{err}");
 }
+
+#[test]
+fn a_function_error_early_in_a_long_input_is_the_error_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("orders.jsonl");
+    let mut lines = vec![r#"{"order_id":1,"customer_id":1,"amount":"oops","event_time":"2026-01-15T10:00:05Z"}"#.to_string()];
+    lines.extend((2..20_000).map(|i| format!(r#"{{"order_id":{i},"customer_id":{},"amount":1,"event_time":"2026-01-15T10:00:05Z"}}"#, i % 7)));
+    std::fs::write(&input, lines.join("\n")).unwrap();
+    let output = dir.path().join("out.jsonl");
+    let err = fails(&revenue_spec(dir.path(), &input, &output, "batch_size: 10\n"), &dir.path().join("data"));
+    assert!(err.contains("failed") && err.contains("oops"), "the function's own error, not a closed channel: {err}");
+}

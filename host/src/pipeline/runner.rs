@@ -69,6 +69,10 @@ pub enum RunError {
     /// A pipeline thread panicked (a bug in Weir).
     #[error("{0} thread panicked")]
     Panicked(String),
+    /// A downstream thread stopped early; its own error says why, and is
+    /// the one reported.
+    #[error("a downstream operator stopped")]
+    Stopped,
 }
 
 /// Reports how far a bounded source has got: `(done, total)` in the
@@ -178,13 +182,11 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let mut summary = RunSummary::default();
     let source_result = feed(spec, options, source.as_mut(), &mut keyer, &subtask_txs, &mut summary);
     drop(subtask_txs);
-    let mut first_error = source_result.err();
+    let mut errors: Vec<RunError> = source_result.err().into_iter().collect();
     for thread in subtask_threads {
         match join(thread, "subtask") {
             Ok(counts) => summary.subtasks.push(counts),
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
+            Err(e) => errors.push(e),
         }
     }
     match join(sink_thread, "sink") {
@@ -193,23 +195,16 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
             summary.side_outputs_written = report.side_written;
             summary.side_outputs_dropped = report.side_dropped;
         }
-        Err(e) => {
-            first_error.get_or_insert(e);
-        }
+        Err(e) => errors.push(e),
     }
-    // A subtask or sink failure makes the source see a closed channel; the
-    // root cause is the thread's own error, which wins over `Disconnected`.
-    if let Some(error) = first_error {
-        return Err(error);
+    // A failing subtask or sink makes upstream threads see a closed channel
+    // (`Stopped`); report the failure itself.
+    if let Some(index) = errors.iter().position(|e| !matches!(e, RunError::Stopped)).or((!errors.is_empty()).then_some(0)) {
+        return Err(errors.swap_remove(index));
     }
     summary.elapsed = started.elapsed();
     tracing::info!(records_in = summary.records_in, records_out = summary.records_out, "pipeline finished");
     Ok(summary)
-}
-
-/// Marker error: a downstream thread stopped; its own error explains why.
-fn downstream_stopped() -> RunError {
-    RunError::Panicked("downstream".into())
 }
 
 /// Read the source, key each batch and route events to their subtasks.
@@ -240,7 +235,7 @@ fn feed(
             for (batch, tx) in routed.iter_mut().zip(subtasks) {
                 if !batch.is_empty() {
                     let full = std::mem::replace(batch, Vec::with_capacity(per_subtask));
-                    tx.send(full).map_err(|_| downstream_stopped())?;
+                    tx.send(full).map_err(|_| RunError::Stopped)?;
                 }
             }
         }
@@ -265,7 +260,7 @@ fn run_subtask(function: &LoadedFunction, index: usize, ctx: HostCtx, input: Rec
         let ctx = processor.ctx();
         counts.records_out += ctx.outputs.len() as u64;
         let out = SinkBatch { main: std::mem::take(&mut ctx.outputs), side: std::mem::take(&mut ctx.side_outputs) };
-        sink.send(out).map_err(|_| downstream_stopped())?;
+        sink.send(out).map_err(|_| RunError::Stopped)?;
     }
     if let Some(backend) = processor.ctx().backend_mut() {
         backend.flush()?;

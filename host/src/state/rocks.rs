@@ -19,6 +19,9 @@ impl RocksDbBackend {
         options.create_if_missing(true);
         options.set_compression_type(rocksdb::DBCompressionType::Lz4);
         options.increase_parallelism(2);
+        // Bound memory per subtask: two 16 MiB memtables at most.
+        options.set_write_buffer_size(16 << 20);
+        options.set_max_write_buffer_number(2);
         options.set_compaction_filter("weir-ttl", |_level, _key, value| {
             if super::ttl::is_expired(value, super::ttl::now_millis()) {
                 rocksdb::CompactionDecision::Remove
