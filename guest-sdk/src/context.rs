@@ -1,7 +1,7 @@
 //! What a handler may ask of the host while it runs: emit outputs, read
 //! event time, log.
 
-use crate::{host, Event};
+use crate::{host, Error, Event, TimeDomain};
 
 /// Severity of a [`Context::log`] line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +46,29 @@ impl Context {
     /// The host's processing time (ms since the epoch), fixed for one call.
     pub fn processing_time(&self) -> i64 {
         host::processing_time()
+    }
+
+    /// Call [`on_timer`](crate::ProcessFunction::on_timer) for the current
+    /// key once the watermark reaches `timestamp`. Registering the same
+    /// timestamp twice fires once.
+    pub fn register_event_time_timer(&mut self, timestamp: i64) -> Result<(), Error> {
+        host::register_timer(TimeDomain::EventTime, timestamp)
+    }
+
+    /// Call `on_timer` for the current key once processing time reaches
+    /// `timestamp`.
+    pub fn register_processing_time_timer(&mut self, timestamp: i64) -> Result<(), Error> {
+        host::register_timer(TimeDomain::ProcessingTime, timestamp)
+    }
+
+    /// Cancel the current key's event-time timer at `timestamp`.
+    pub fn delete_event_time_timer(&mut self, timestamp: i64) -> Result<(), Error> {
+        host::delete_timer(TimeDomain::EventTime, timestamp)
+    }
+
+    /// Cancel the current key's processing-time timer at `timestamp`.
+    pub fn delete_processing_time_timer(&mut self, timestamp: i64) -> Result<(), Error> {
+        host::delete_timer(TimeDomain::ProcessingTime, timestamp)
     }
 
     /// Write a line to the host's log.

@@ -21,9 +21,9 @@
 
 use serde::de::DeserializeOwned;
 
-use crate::__private::wit::types::KeyedEvents;
-use crate::host::native::with_mock;
-use crate::{codec, function, Error, Event, KeyFunction, LogLevel, ProcessFunction};
+use crate::__private::wit::types::{KeyedEvents, KeyedTimers};
+use crate::host::native::{domain_index, with_mock};
+use crate::{codec, function, Error, Event, FiredTimer, KeyFunction, LogLevel, ProcessFunction, TimeDomain};
 
 /// One function instance wired to this thread's in-memory host.
 ///
@@ -101,5 +101,47 @@ impl<F: ProcessFunction> Harness<F> {
         with_mock(|m| m.current_key = None);
         result.map_err(|e| Error::msg(e.message))?;
         Ok(with_mock(|m| std::mem::take(&mut m.emitted)))
+    }
+
+    /// Move the watermark to `watermark` and fire every event-time timer at
+    /// or before it, in timestamp order (including timers registered while
+    /// firing); return what the function emitted.
+    pub fn advance_watermark(&mut self, watermark: i64) -> Result<Vec<Event>, Error> {
+        self.set_watermark(watermark);
+        self.fire_due(TimeDomain::EventTime, watermark)
+    }
+
+    /// Move processing time to `time` and fire every processing-time timer
+    /// at or before it; return what the function emitted.
+    pub fn advance_processing_time(&mut self, time: i64) -> Result<Vec<Event>, Error> {
+        self.set_processing_time(time);
+        self.fire_due(TimeDomain::ProcessingTime, time)
+    }
+
+    fn fire_due(&mut self, domain: TimeDomain, up_to: i64) -> Result<Vec<Event>, Error> {
+        let index = domain_index(domain);
+        loop {
+            let next = with_mock(|m| {
+                let due = m.timers.iter().find(|(d, ts, _)| *d == index && *ts <= up_to).cloned()?;
+                m.timers.remove(&due);
+                Some(due)
+            });
+            let Some((_, timestamp, key)) = next else { break };
+            let batch = vec![KeyedTimers { key, timers: vec![FiredTimer { timestamp, domain }] }];
+            let result = function::fire_timers(&mut self.function, batch);
+            with_mock(|m| m.current_key = None);
+            result.map_err(|e| Error::msg(e.message))?;
+        }
+        Ok(with_mock(|m| std::mem::take(&mut m.emitted)))
+    }
+
+    /// The timers registered and not yet fired, as (domain, timestamp, key).
+    pub fn pending_timers(&self) -> Vec<(TimeDomain, i64, Vec<u8>)> {
+        with_mock(|m| {
+            m.timers
+                .iter()
+                .map(|(d, ts, k)| (if *d == 0 { TimeDomain::EventTime } else { TimeDomain::ProcessingTime }, *ts, k.clone()))
+                .collect()
+        })
     }
 }

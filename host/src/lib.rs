@@ -8,6 +8,7 @@
 //! * [`runtime`] — wasmtime engine, component loading and caching, the host
 //!   side of the WIT interfaces, calling functions;
 //! * [`state`] — keyed state backends and the state key layout;
+//! * [`time`] — watermarks and timers;
 //! * [`connectors`] — sources and sinks;
 //! * [`pipeline`] — the spec and running a pipeline;
 //! * [`config`] — where the host keeps its files;
@@ -19,6 +20,7 @@ pub mod metrics;
 pub mod pipeline;
 pub mod runtime;
 pub mod state;
+pub mod time;
 
 /// The event type that flows through pipelines (the WIT `event` record).
 pub use runtime::bindings::weir::function::types::Event;

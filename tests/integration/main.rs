@@ -9,6 +9,7 @@
 mod bad_input;
 mod customer_profile;
 mod fraud_detector;
+mod minute_revenue;
 mod parallel;
 mod revenue;
 mod support;

@@ -14,7 +14,7 @@ use syn::{parse_macro_input, spanned::Spanned, ItemImpl, Type};
 const WIT: &str = include_str!(concat!(env!("OUT_DIR"), "/weir.wit"));
 
 /// The interfaces a world imports whose bindings the SDK already has.
-const SHARED_IMPORTS: [&str; 3] = ["types", "context", "state"];
+const SHARED_IMPORTS: [&str; 4] = ["types", "context", "state", "timers"];
 
 /// Which WIT world a supported trait corresponds to.
 struct Role {
@@ -82,6 +82,11 @@ fn expand(item: &ItemImpl) -> syn::Result<proc_macro2::TokenStream> {
                 fn process(batch: ::std::vec::Vec<weir_sdk::__private::wit::types::KeyedEvents>)
                     -> ::std::result::Result<(), weir_sdk::__private::wit::types::FunctionError> {
                     with_instance(|f| weir_sdk::__private::process_batch(f, batch))
+                }
+
+                fn on_timers(batch: ::std::vec::Vec<weir_sdk::__private::wit::types::KeyedTimers>)
+                    -> ::std::result::Result<(), weir_sdk::__private::wit::types::FunctionError> {
+                    with_instance(|f| weir_sdk::__private::fire_timers(f, batch))
                 }
             }
         },

@@ -4,9 +4,9 @@
 //! can exercise a function's logic.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::{Error, Event, LogLevel, Ttl, TtlUpdate};
+use crate::{Error, Event, LogLevel, TimeDomain, Ttl, TtlUpdate};
 
 /// Longest state name the host accepts, in bytes.
 const MAX_NAME_LEN: usize = 255;
@@ -52,6 +52,17 @@ pub(crate) struct MockHost {
     pub(crate) watermark: i64,
     pub(crate) processing_time: i64,
     pub(crate) logs: Vec<(LogLevel, String)>,
+    /// Registered timers: (domain as 0 = event time / 1 = processing time,
+    /// timestamp, key), so iteration is in timestamp order per domain.
+    pub(crate) timers: BTreeSet<(u8, i64, Vec<u8>)>,
+}
+
+/// The sort index of a time domain in [`MockHost::timers`].
+pub(crate) fn domain_index(domain: TimeDomain) -> u8 {
+    match domain {
+        TimeDomain::EventTime => 0,
+        TimeDomain::ProcessingTime => 1,
+    }
 }
 
 thread_local! {
@@ -218,6 +229,22 @@ impl RawList {
     pub(crate) fn clear(&self) -> Result<(), Error> {
         self.change(Vec::clear)
     }
+}
+
+pub(crate) fn register_timer(domain: TimeDomain, timestamp: i64) -> Result<(), Error> {
+    with_mock(|m| {
+        let key = m.current_key.clone().ok_or_else(|| Error::msg("timers used outside of `process`"))?;
+        m.timers.insert((domain_index(domain), timestamp, key));
+        Ok(())
+    })
+}
+
+pub(crate) fn delete_timer(domain: TimeDomain, timestamp: i64) -> Result<(), Error> {
+    with_mock(|m| {
+        let key = m.current_key.clone().ok_or_else(|| Error::msg("timers used outside of `process`"))?;
+        m.timers.remove(&(domain_index(domain), timestamp, key));
+        Ok(())
+    })
 }
 
 pub(crate) fn emit(event: Event) {

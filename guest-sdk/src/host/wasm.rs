@@ -1,6 +1,6 @@
 //! The host API on `wasm32`: thin calls to the component's imports.
 
-use crate::bindings::weir::function::{context, state, types};
+use crate::bindings::weir::function::{context, state, timers, types};
 use crate::{Error, Event, LogLevel, Ttl, TtlUpdate};
 
 fn state_error(error: state::StateError) -> Error {
@@ -99,6 +99,14 @@ impl RawList {
     pub(crate) fn clear(&self) -> Result<(), Error> {
         self.0.clear().map_err(state_error)
     }
+}
+
+pub(crate) fn register_timer(domain: types::TimeDomain, timestamp: i64) -> Result<(), Error> {
+    timers::register(domain, timestamp).map_err(state_error)
+}
+
+pub(crate) fn delete_timer(domain: types::TimeDomain, timestamp: i64) -> Result<(), Error> {
+    timers::delete(domain, timestamp).map_err(state_error)
 }
 
 pub(crate) fn emit(event: Event) {

@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -22,11 +22,12 @@ use std::time::{Duration, Instant};
 use super::spec::{PipelineSpec, SinkSpec, SourceSpec};
 use crate::config;
 use crate::connectors::{ConnectorError, DiscardSink, FileSink, FileSource, GeneratorSource, Sink, Source, StdoutSink};
-use crate::runtime::bindings::weir::function::types::KeyedEvents;
+use crate::runtime::bindings::weir::function::types::{KeyedEvents, TimeDomain};
 use crate::runtime::{new_engine, CallError, FunctionLoader, HostCtx, KeyFunctionInstance, LoadError, LoadedFunction, ProcessFunctionInstance, Role};
 use crate::state::layout::{self, Layout, LayoutError};
 use crate::state::ttl::Ttl;
 use crate::state::{key_group, subtask_for_key_group, CachedBackend, StateError};
+use crate::time::BoundedOutOfOrderness;
 use crate::Event;
 
 /// Batches a channel holds before its sender waits.
@@ -130,6 +131,17 @@ pub struct RunSummary {
 /// One batch of routed events for a subtask: (key, event) pairs.
 type SubtaskBatch = Vec<(Vec<u8>, Event)>;
 
+/// What flows from the source thread to a subtask, in order.
+enum SubtaskMessage {
+    /// Events to process.
+    Events(SubtaskBatch),
+    /// Event time has reached this watermark.
+    Watermark(i64),
+}
+
+/// How often an idle subtask checks for due processing-time timers.
+const TIMER_POLL: Duration = Duration::from_millis(50);
+
 /// One batch of a subtask's output for the sink thread.
 struct SinkBatch {
     main: Vec<Event>,
@@ -165,7 +177,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let mut subtask_txs = Vec::new();
     let mut subtask_threads = Vec::new();
     for (index, backend) in backends.into_iter().enumerate() {
-        let (tx, rx) = sync_channel::<SubtaskBatch>(CHANNEL_BATCHES);
+        let (tx, rx) = sync_channel::<SubtaskMessage>(CHANNEL_BATCHES);
         let backend = Box::new(CachedBackend::new(Box::new(backend), cache_bytes));
         let ctx = HostCtx::new(&format!("process[{index}]"), Some(backend), spec.max_parallelism).with_ttl_overrides(ttl_overrides.clone());
         let function = process_function.clone();
@@ -213,10 +225,12 @@ fn feed(
     options: &RunOptions,
     source: &mut dyn Source,
     keyer: &mut KeyFunctionInstance,
-    subtasks: &[SyncSender<SubtaskBatch>],
+    subtasks: &[SyncSender<SubtaskMessage>],
     summary: &mut RunSummary,
 ) -> Result<(), RunError> {
     let parallelism = spec.parallelism;
+    let mut watermarks = spec.watermark.as_ref().and_then(|w| w.delay_ms()).map(BoundedOutOfOrderness::new);
+    let broadcast = |message: &dyn Fn() -> SubtaskMessage| subtasks.iter().try_for_each(|tx| tx.send(message()).map_err(|_| RunError::Stopped));
     let per_subtask = spec.batch_size / usize::from(parallelism) + 1;
     let mut events: Vec<Event> = Vec::with_capacity(spec.batch_size);
     let mut routed: Vec<SubtaskBatch> = (0..parallelism).map(|_| Vec::with_capacity(per_subtask)).collect();
@@ -228,6 +242,9 @@ fn feed(
             let keys = keyer.extract_keys(&events)?;
             summary.key.records_out += keys.len() as u64;
             for (event, key) in events.drain(..).zip(keys) {
+                if let Some(generator) = &mut watermarks {
+                    generator.observe(event.timestamp);
+                }
                 let group = key_group(&key, spec.max_parallelism);
                 let target = subtask_for_key_group(group, spec.max_parallelism, parallelism);
                 routed[usize::from(target)].push((key, event));
@@ -235,37 +252,86 @@ fn feed(
             for (batch, tx) in routed.iter_mut().zip(subtasks) {
                 if !batch.is_empty() {
                     let full = std::mem::replace(batch, Vec::with_capacity(per_subtask));
-                    tx.send(full).map_err(|_| RunError::Stopped)?;
+                    tx.send(SubtaskMessage::Events(full)).map_err(|_| RunError::Stopped)?;
                 }
+            }
+            if let Some(watermark) = watermarks.as_mut().and_then(BoundedOutOfOrderness::advance) {
+                broadcast(&|| SubtaskMessage::Watermark(watermark))?;
             }
         }
         if let (Some(progress), Some((done, total))) = (&options.progress, source.progress()) {
             progress(done, total);
         }
         if !more {
-            return Ok(());
+            // A bounded source is exhausted: event time has ended.
+            return broadcast(&|| SubtaskMessage::Watermark(i64::MAX));
         }
     }
 }
 
-/// One keyed subtask: group each batch by key and process it.
-fn run_subtask(function: &LoadedFunction, index: usize, ctx: HostCtx, input: Receiver<SubtaskBatch>, sink: SyncSender<SinkBatch>) -> Result<OperatorCounts, RunError> {
+/// One keyed subtask: group each batch by key and process it, and fire
+/// timers as the watermark and processing time pass them.
+fn run_subtask(function: &LoadedFunction, index: usize, mut ctx: HostCtx, input: Receiver<SubtaskMessage>, sink: SyncSender<SinkBatch>) -> Result<OperatorCounts, RunError> {
     let _span = tracing::info_span!("subtask", index).entered();
+    ctx.load_timers()?;
     let mut processor = ProcessFunctionInstance::new(function, &format!("process[{index}]"), ctx)?;
     let mut grouper = KeyGrouper::default();
     let mut counts = OperatorCounts::default();
-    for batch in input {
-        counts.records_in += batch.len() as u64;
-        processor.process(grouper.group(batch))?;
-        let ctx = processor.ctx();
-        counts.records_out += ctx.outputs.len() as u64;
-        let out = SinkBatch { main: std::mem::take(&mut ctx.outputs), side: std::mem::take(&mut ctx.side_outputs) };
-        sink.send(out).map_err(|_| RunError::Stopped)?;
+    loop {
+        let message = match processor.ctx().next_processing_timer() {
+            Some(_) => match input.recv_timeout(TIMER_POLL) {
+                Ok(message) => Some(message),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => break,
+            },
+            None => match input.recv() {
+                Ok(message) => Some(message),
+                Err(_) => break,
+            },
+        };
+        match message {
+            Some(SubtaskMessage::Events(batch)) => {
+                counts.records_in += batch.len() as u64;
+                processor.process(grouper.group(batch))?;
+                forward_outputs(&mut processor, &sink, &mut counts)?;
+            }
+            Some(SubtaskMessage::Watermark(watermark)) => {
+                processor.ctx().set_watermark(watermark);
+                fire_due(&mut processor, &sink, &mut counts, TimeDomain::EventTime, watermark)?;
+            }
+            None => {}
+        }
+        let now = processor.ctx().now();
+        fire_due(&mut processor, &sink, &mut counts, TimeDomain::ProcessingTime, now)?;
     }
     if let Some(backend) = processor.ctx().backend_mut() {
         backend.flush()?;
     }
     Ok(counts)
+}
+
+/// Deliver every timer of `domain` due at `up_to`, including timers the
+/// function registers while handling them.
+fn fire_due(processor: &mut ProcessFunctionInstance, sink: &SyncSender<SinkBatch>, counts: &mut OperatorCounts, domain: TimeDomain, up_to: i64) -> Result<(), RunError> {
+    loop {
+        let due = processor.ctx().take_due_timers(domain, up_to)?;
+        if due.is_empty() {
+            return Ok(());
+        }
+        processor.fire_timers(&due)?;
+        forward_outputs(processor, sink, counts)?;
+    }
+}
+
+/// Send what the function emitted to the sink thread.
+fn forward_outputs(processor: &mut ProcessFunctionInstance, sink: &SyncSender<SinkBatch>, counts: &mut OperatorCounts) -> Result<(), RunError> {
+    let ctx = processor.ctx();
+    if ctx.outputs.is_empty() && ctx.side_outputs.is_empty() {
+        return Ok(());
+    }
+    counts.records_out += ctx.outputs.len() as u64;
+    let out = SinkBatch { main: std::mem::take(&mut ctx.outputs), side: std::mem::take(&mut ctx.side_outputs) };
+    sink.send(out).map_err(|_| RunError::Stopped)
 }
 
 fn spawn_sink(spec: &PipelineSpec, options: &RunOptions, input: Receiver<SinkBatch>) -> Result<JoinHandle<Result<SinkReport, RunError>>, RunError> {

@@ -63,6 +63,10 @@ pub struct PipelineSpec {
     /// the subtasks; 0 turns it off.
     #[serde(default = "default_state_cache_bytes")]
     pub state_cache_bytes: usize,
+    /// How event time advances: without it, the watermark only jumps to
+    /// the end of time when a bounded source is exhausted.
+    #[serde(default)]
+    pub watermark: Option<WatermarkSpec>,
     /// Where events come from.
     pub source: SourceSpec,
     /// The function computing each event's key.
@@ -95,6 +99,23 @@ fn default_batch_size() -> usize {
 
 fn default_state_cache_bytes() -> usize {
     64 << 20
+}
+
+/// Watermark generation.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatermarkSpec {
+    /// How late (in event time) an event may be behind the newest one and
+    /// still be on time, e.g. `5s`: the watermark is the newest timestamp
+    /// minus this, minus 1 ms.
+    pub max_out_of_orderness: String,
+}
+
+impl WatermarkSpec {
+    /// The out-of-orderness in milliseconds, if valid.
+    pub fn delay_ms(&self) -> Option<i64> {
+        humantime::parse_duration(&self.max_out_of_orderness).ok().and_then(|d| i64::try_from(d.as_millis()).ok())
+    }
 }
 
 /// A time to live for one state.
@@ -220,6 +241,9 @@ impl PipelineSpec {
         if let Some((name, spec)) = self.state_ttl.iter().find(|(_, spec)| spec.to_ttl().is_none()) {
             return Err(SpecError::field(&format!("state_ttl.{name}.ttl"), format!("{:?} is not a duration of at least 1ms (like 30s, 10m, 1h)", spec.ttl)));
         }
+        if let Some(watermark) = self.watermark.as_ref().filter(|w| w.delay_ms().is_none()) {
+            return Err(SpecError::field("watermark.max_out_of_orderness", format!("{:?} is not a duration (like 0s, 5s, 1m)", watermark.max_out_of_orderness)));
+        }
         if let Some(bad) = self.side_outputs.keys().find(|name| !is_valid_name(name)) {
             return Err(SpecError::field("side_outputs", format!("{bad:?} must be 1 to 63 of a-z, 0-9 and -")));
         }
@@ -331,6 +355,8 @@ sink: { type: stdout }
         assert!(error_of(&format!("{GOOD}max_parallelism: 0\n")).contains("max_parallelism"));
         assert!(error_of(&format!("{GOOD}batch_size: 0\n")).contains("batch_size"));
         assert!(error_of(&format!("{GOOD}parallelism: 0\n")).contains("parallelism"));
+        assert!(error_of(&format!("{GOOD}watermark: {{ max_out_of_orderness: later }}\n")).contains("watermark.max_out_of_orderness"));
+        assert_eq!(PipelineSpec::parse(&format!("{GOOD}watermark: {{ max_out_of_orderness: 5s }}\n")).unwrap().watermark.unwrap().delay_ms(), Some(5000));
         assert!(error_of(&format!("{GOOD}state_ttl: {{ total: {{ ttl: soon }} }}\n")).contains("state_ttl.total.ttl"));
         assert!(error_of(&format!("{GOOD}state_ttl: {{ total: {{ ttl: 0s }} }}\n")).contains("state_ttl.total.ttl"));
         assert!(error_of(&format!("{GOOD}state_ttl: {{ total: {{ ttl: 1s, update: sometimes }} }}\n")).contains("state_ttl.total.update"));

@@ -23,7 +23,9 @@ use std::sync::Arc;
 use wasmtime::component::{HasSelf, Linker, Resource, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use super::bindings::weir::function::{context, state, types};
+use super::bindings::weir::function::{context, state, timers, types};
+use super::bindings::weir::function::types::{KeyedTimers, TimeDomain};
+use crate::time::TimerService;
 use crate::state::ttl::{self, Ttl, TtlUpdate};
 use crate::state::{KeyedStateBackend, ScanEntry, StateKey, StateKind, MAX_STATE_NAME_LEN};
 use crate::Event;
@@ -58,6 +60,7 @@ pub struct HostCtx {
     max_parallelism: u16,
     /// Times to live from the pipeline spec, overriding the function's.
     ttl_overrides: HashMap<String, Ttl>,
+    timers: TimerService,
     /// Keys (and their key groups) of the current `process` batch.
     batch_keys: Vec<(Vec<u8>, u16)>,
     selected: Option<usize>,
@@ -82,6 +85,7 @@ impl HostCtx {
             backend,
             max_parallelism,
             ttl_overrides: HashMap::new(),
+            timers: TimerService::default(),
             batch_keys: Vec::new(),
             selected: None,
             key_buf: Vec::new(),
@@ -125,6 +129,46 @@ impl HostCtx {
     /// Set the watermark the function sees.
     pub fn set_watermark(&mut self, watermark: i64) {
         self.watermark = watermark;
+    }
+
+    /// The watermark the function sees.
+    pub fn watermark(&self) -> i64 {
+        self.watermark
+    }
+
+    /// Load the timers stored in this context's state (at subtask start).
+    pub fn load_timers(&mut self) -> Result<(), crate::state::StateError> {
+        if let Some(backend) = self.backend.as_deref_mut() {
+            self.timers = TimerService::load(backend, self.max_parallelism)?;
+        }
+        Ok(())
+    }
+
+    /// Remove and return the timers of `domain` due at `up_to`, by key.
+    pub fn take_due_timers(&mut self, domain: TimeDomain, up_to: i64) -> Result<Vec<KeyedTimers>, crate::state::StateError> {
+        match self.backend.as_deref_mut() {
+            Some(backend) => self.timers.take_due(backend, domain, up_to),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The earliest processing-time timer, if any.
+    pub fn next_processing_timer(&self) -> Option<i64> {
+        self.timers.next(TimeDomain::ProcessingTime)
+    }
+
+    /// The current processing time by this context's clock.
+    pub fn now(&self) -> i64 {
+        (self.clock)()
+    }
+
+    /// Register or delete a timer for the selected key.
+    fn change_timer(&mut self, domain: TimeDomain, timestamp: i64, register: bool) -> Result<(), state::StateError> {
+        let index = self.selected.ok_or(state::StateError::NoCurrentKey)?;
+        let key = &self.batch_keys[index].0;
+        let backend = self.backend.as_deref_mut().ok_or_else(|| state::StateError::Backend("this function has no keyed state".into()))?;
+        let result = if register { self.timers.register(backend, key, domain, timestamp) } else { self.timers.delete(backend, key, domain, timestamp) };
+        result.map_err(backend_error)
     }
 
     /// The state backend, to flush it.
@@ -275,11 +319,22 @@ impl WasiView for HostCtx {
     }
 }
 
-/// Register the `state`, `context` and `types` interfaces, and the
+impl timers::Host for HostCtx {
+    fn register(&mut self, domain: TimeDomain, timestamp: i64) -> StateResult<()> {
+        Ok(self.change_timer(domain, timestamp, true))
+    }
+
+    fn delete(&mut self, domain: TimeDomain, timestamp: i64) -> StateResult<()> {
+        Ok(self.change_timer(domain, timestamp, false))
+    }
+}
+
+/// Register the `state`, `timers`, `context` and `types` interfaces, and the
 /// sandboxed WASI (see [`super::wasi`]), in `linker`.
 pub fn add_to_linker(linker: &mut Linker<HostCtx>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_sync(linker)?;
     state::add_to_linker::<HostCtx, HasSelf<HostCtx>>(linker, |ctx| ctx)?;
+    timers::add_to_linker::<HostCtx, HasSelf<HostCtx>>(linker, |ctx| ctx)?;
     context::add_to_linker::<HostCtx, HasSelf<HostCtx>>(linker, |ctx| ctx)?;
     types::add_to_linker::<HostCtx, HasSelf<HostCtx>>(linker, |ctx| ctx)?;
     Ok(())

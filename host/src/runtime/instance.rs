@@ -3,7 +3,7 @@
 use wasmtime::Store;
 
 use super::bindings::exports::weir::function::{key_fn, process_fn};
-use super::bindings::weir::function::types::KeyedEvents;
+use super::bindings::weir::function::types::{KeyedEvents, KeyedTimers};
 use super::{HostCtx, LoadedFunction};
 use crate::Event;
 
@@ -110,6 +110,15 @@ impl ProcessFunctionInstance {
     pub fn process(&mut self, batch: &[KeyedEvents]) -> Result<(), CallError> {
         self.store.data_mut().begin_batch(batch.iter().map(|k| k.key.as_slice()));
         let result = self.guest.call_process(&mut self.store, batch);
+        self.store.data_mut().end_batch();
+        result.map_err(|e| trapped(&self.name, e))?.map_err(|e| CallError::Failed { function: self.name.clone(), message: e.message })
+    }
+
+    /// Deliver fired timers (one entry per key). Emitted events are left in
+    /// [`HostCtx::outputs`] and [`HostCtx::side_outputs`].
+    pub fn fire_timers(&mut self, batch: &[KeyedTimers]) -> Result<(), CallError> {
+        self.store.data_mut().begin_batch(batch.iter().map(|k| k.key.as_slice()));
+        let result = self.guest.call_on_timers(&mut self.store, batch);
         self.store.data_mut().end_batch();
         result.map_err(|e| trapped(&self.name, e))?.map_err(|e| CallError::Failed { function: self.name.clone(), message: e.message })
     }

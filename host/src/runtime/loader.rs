@@ -52,7 +52,7 @@ pub enum LoadError {
     #[error("invalid component: {0}")]
     Invalid(String),
     /// The component imports something the host does not provide.
-    #[error("the component imports `{0}`, which the Weir host does not provide (it provides weir:function/state, context and types @{WIT_VERSION}, and WASI 0.2 without authority)")]
+    #[error("the component imports `{0}`, which the Weir host does not provide (it provides weir:function/state, timers, context and types @{WIT_VERSION}, and WASI 0.2 without authority)")]
     UnknownImport(String),
     /// The component's imports do not match what the host provides.
     #[error("the component cannot be linked: {0}")]
@@ -142,7 +142,7 @@ impl LoadedFunction {
 /// Whether the host provides the import `name`: the `weir:function`
 /// interfaces of this version, and WASI 0.2 (sandboxed).
 fn is_provided(name: &str) -> bool {
-    let weir = ["state", "context", "types"].iter().any(|i| name == format!("weir:function/{i}@{WIT_VERSION}"));
+    let weir = ["state", "timers", "context", "types"].iter().any(|i| name == format!("weir:function/{i}@{WIT_VERSION}"));
     weir || name.starts_with("wasi:") && name.contains("@0.2.")
 }
 

@@ -24,6 +24,8 @@ pub enum StateKind {
     Map = 2,
     /// A list per key, stored as one encoded value.
     List = 3,
+    /// A timer of a key; the namespace holds its domain and timestamp.
+    Timer = 4,
 }
 
 /// The parts of a stored state key.
@@ -54,6 +56,27 @@ impl<'a> StateKey<'a> {
         out.extend_from_slice(self.key);
         out.extend_from_slice(&(self.namespace.len() as u16).to_be_bytes());
         out.extend_from_slice(self.namespace);
+    }
+
+    /// The prefix shared by every key of state `name` of `kind` in
+    /// `key_group`, whatever the key and namespace.
+    pub fn state_prefix(key_group: u16, name: &str, kind: StateKind) -> Vec<u8> {
+        let mut out = Vec::with_capacity(4 + name.len());
+        out.extend_from_slice(&key_group.to_be_bytes());
+        out.push(name.len() as u8);
+        out.extend_from_slice(name.as_bytes());
+        out.push(kind as u8);
+        out
+    }
+
+    /// Split what follows [`StateKey::state_prefix`] into key and namespace
+    /// (and any map user key after them); `None` if malformed.
+    pub fn split_rest(rest: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
+        let (len, rest) = rest.split_first_chunk::<4>()?;
+        let (key, rest) = rest.split_at_checked(u32::from_be_bytes(*len) as usize)?;
+        let (len, rest) = rest.split_first_chunk::<2>()?;
+        let (namespace, rest) = rest.split_at_checked(u16::from_be_bytes(*len) as usize)?;
+        Some((key, namespace, rest))
     }
 
     /// The encoded key.
@@ -113,6 +136,15 @@ mod tests {
     fn layout_is_as_documented() {
         let key = StateKey::new(0x0102, "ab", StateKind::Map, b"k", b"ns").encode();
         assert_eq!(key, vec![1, 2, 2, b'a', b'b', 2, 0, 0, 0, 1, b'k', 0, 2, b'n', b's']);
+    }
+
+    #[test]
+    fn prefixes_and_splitting_invert_encoding() {
+        let full = StateKey::new(9, "t", StateKind::Timer, b"key", b"ns").encode();
+        let prefix = StateKey::state_prefix(9, "t", StateKind::Timer);
+        assert!(full.starts_with(&prefix));
+        assert_eq!(StateKey::split_rest(&full[prefix.len()..]), Some((&b"key"[..], &b"ns"[..], &b""[..])));
+        assert_eq!(StateKey::split_rest(&[0, 0, 0, 9, 1]), None);
     }
 
     #[test]

@@ -1,0 +1,158 @@
+//! Timers: an in-memory queue in timestamp order, written through to keyed
+//! state so timers survive restarts.
+//!
+//! A timer is stored under the state key
+//! `StateKey(key group, "timers", Timer, key, [domain][timestamp BE])` with
+//! an empty, never-expiring value; the queue is rebuilt from those entries
+//! when a subtask starts. A (key, domain, timestamp) is one timer however
+//! often it is registered.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::runtime::bindings::weir::function::types::{FiredTimer, KeyedTimers, TimeDomain};
+use crate::state::{key_group, ttl, KeyedStateBackend, StateError, StateKey, StateKind};
+
+/// The state name timers are stored under (kind `Timer`, so no clash).
+const TIMERS: &str = "timers";
+
+fn domain_byte(domain: TimeDomain) -> u8 {
+    match domain {
+        TimeDomain::EventTime => 0,
+        TimeDomain::ProcessingTime => 1,
+    }
+}
+
+fn domain_of(byte: u8) -> Option<TimeDomain> {
+    match byte {
+        0 => Some(TimeDomain::EventTime),
+        1 => Some(TimeDomain::ProcessingTime),
+        _ => None,
+    }
+}
+
+fn storage_key(group: u16, key: &[u8], domain: u8, timestamp: i64) -> Vec<u8> {
+    let mut namespace = [0u8; 9];
+    namespace[0] = domain;
+    namespace[1..].copy_from_slice(&timestamp.to_be_bytes());
+    StateKey::new(group, TIMERS, StateKind::Timer, key, &namespace).encode()
+}
+
+/// The timers of one subtask.
+#[derive(Debug, Default)]
+pub struct TimerService {
+    /// (domain, timestamp, key): iteration is in timestamp order per domain.
+    queue: BTreeSet<(u8, i64, Vec<u8>)>,
+    max_parallelism: u16,
+}
+
+impl TimerService {
+    /// Rebuild the queue from the timers stored in `backend`.
+    pub fn load(backend: &mut dyn KeyedStateBackend, max_parallelism: u16) -> Result<Self, StateError> {
+        let mut queue = BTreeSet::new();
+        for group in 0..max_parallelism {
+            let prefix = StateKey::state_prefix(group, TIMERS, StateKind::Timer);
+            let mut after: Option<Vec<u8>> = None;
+            loop {
+                let page = backend.scan(&prefix, after.as_deref(), 1024)?;
+                let full = page.len() == 1024;
+                for (rest, _) in &page {
+                    let corrupt = || StateError::Corrupt("malformed timer entry".into());
+                    let (key, namespace, _) = StateKey::split_rest(rest).ok_or_else(corrupt)?;
+                    let (domain, timestamp) = namespace.split_first().ok_or_else(corrupt)?;
+                    let timestamp = i64::from_be_bytes(timestamp.try_into().map_err(|_| corrupt())?);
+                    domain_of(*domain).ok_or_else(corrupt)?;
+                    queue.insert((*domain, timestamp, key.to_vec()));
+                }
+                match page.into_iter().last() {
+                    Some((rest, _)) if full => after = Some(rest),
+                    _ => break,
+                }
+            }
+        }
+        Ok(Self { queue, max_parallelism })
+    }
+
+    /// Register a timer for `key` (idempotent).
+    pub fn register(&mut self, backend: &mut dyn KeyedStateBackend, key: &[u8], domain: TimeDomain, timestamp: i64) -> Result<(), StateError> {
+        let domain = domain_byte(domain);
+        if self.queue.insert((domain, timestamp, key.to_vec())) {
+            let group = key_group(key, self.max_parallelism);
+            backend.put(&storage_key(group, key, domain, timestamp), &ttl::encode(b"", None))?;
+        }
+        Ok(())
+    }
+
+    /// Cancel a timer of `key`, if registered.
+    pub fn delete(&mut self, backend: &mut dyn KeyedStateBackend, key: &[u8], domain: TimeDomain, timestamp: i64) -> Result<(), StateError> {
+        let domain = domain_byte(domain);
+        if self.queue.remove(&(domain, timestamp, key.to_vec())) {
+            let group = key_group(key, self.max_parallelism);
+            backend.delete(&storage_key(group, key, domain, timestamp))?;
+        }
+        Ok(())
+    }
+
+    /// The earliest timer of `domain`, if any.
+    pub fn next(&self, domain: TimeDomain) -> Option<i64> {
+        let domain = domain_byte(domain);
+        self.queue.range((domain, i64::MIN, Vec::new())..).next().filter(|(d, _, _)| *d == domain).map(|(_, ts, _)| *ts)
+    }
+
+    /// Remove and return every timer of `domain` at or before `up_to`,
+    /// grouped by key (keys in order of their earliest timer, each key's
+    /// timers in timestamp order).
+    pub fn take_due(&mut self, backend: &mut dyn KeyedStateBackend, domain: TimeDomain, up_to: i64) -> Result<Vec<KeyedTimers>, StateError> {
+        let byte = domain_byte(domain);
+        let mut batch: Vec<KeyedTimers> = Vec::new();
+        let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+        loop {
+            let first = self.queue.range((byte, i64::MIN, Vec::new())..).next();
+            let Some(entry) = first.filter(|(d, ts, _)| *d == byte && *ts <= up_to).cloned() else { break };
+            self.queue.remove(&entry);
+            let (_, timestamp, key) = entry;
+            backend.delete(&storage_key(key_group(&key, self.max_parallelism), &key, byte, timestamp))?;
+            let fired = FiredTimer { timestamp, domain };
+            match index.get(&key) {
+                Some(&i) => batch[i].timers.push(fired),
+                None => {
+                    index.insert(key.clone(), batch.len());
+                    batch.push(KeyedTimers { key, timers: vec![fired] });
+                }
+            }
+        }
+        Ok(batch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::InMemoryBackend;
+
+    fn fired(batch: &[KeyedTimers]) -> Vec<(String, i64)> {
+        batch.iter().flat_map(|k| k.timers.iter().map(move |t| (String::from_utf8(k.key.clone()).unwrap(), t.timestamp))).collect()
+    }
+
+    #[test]
+    fn fires_due_timers_in_order_once_and_survives_reload() {
+        let mut backend = InMemoryBackend::new();
+        let mut timers = TimerService::load(&mut backend, 8).unwrap();
+        timers.register(&mut backend, b"b", TimeDomain::EventTime, 20).unwrap();
+        timers.register(&mut backend, b"a", TimeDomain::EventTime, 10).unwrap();
+        timers.register(&mut backend, b"a", TimeDomain::EventTime, 10).unwrap();
+        timers.register(&mut backend, b"a", TimeDomain::EventTime, 30).unwrap();
+        timers.register(&mut backend, b"a", TimeDomain::ProcessingTime, 5).unwrap();
+        timers.register(&mut backend, b"c", TimeDomain::EventTime, 25).unwrap();
+        timers.delete(&mut backend, b"c", TimeDomain::EventTime, 25).unwrap();
+        assert_eq!(timers.next(TimeDomain::EventTime), Some(10));
+        assert_eq!(timers.next(TimeDomain::ProcessingTime), Some(5));
+
+        let mut reloaded = TimerService::load(&mut backend, 8).unwrap();
+        let due = reloaded.take_due(&mut backend, TimeDomain::EventTime, 25).unwrap();
+        assert_eq!(fired(&due), vec![("a".into(), 10), ("b".into(), 20)], "deduplicated, deleted one gone, in order");
+        assert!(reloaded.take_due(&mut backend, TimeDomain::EventTime, 25).unwrap().is_empty(), "fires once");
+        let rest = TimerService::load(&mut backend, 8).unwrap();
+        assert_eq!(rest.next(TimeDomain::EventTime), Some(30), "fired timers are gone from state too");
+        assert_eq!(rest.next(TimeDomain::ProcessingTime), Some(5));
+    }
+}

@@ -1,0 +1,57 @@
+//! The minute-revenue example: watermarks and event-time timers through
+//! the real host, with out-of-order and late events.
+
+use std::path::Path;
+
+use crate::support::*;
+
+fn example(file: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions/minute-revenue").join(file)
+}
+
+fn sorted_lines(path: &Path) -> Vec<String> {
+    let mut lines: Vec<String> = std::fs::read_to_string(path).unwrap().lines().map(String::from).collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn each_minute_fires_once_with_exact_totals_and_late_orders_go_aside() {
+    let wasm = function("minute-revenue");
+    for parallelism in [1, 3] {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dir.path().join("minutes.yaml");
+        std::fs::write(
+            &spec,
+            format!(
+                "name: minutes\nparallelism: {parallelism}\nbatch_size: 1\nwatermark: {{ max_out_of_orderness: 5s }}\n\
+                 source: {{ type: file, path: {:?}, timestamp_field: event_time }}\nkey: {{ wasm: {wasm:?} }}\nprocess: {{ wasm: {wasm:?} }}\n\
+                 sink: {{ type: file, path: out.jsonl }}\nside_outputs: {{ late-orders: {{ type: file, path: late.jsonl }} }}\n",
+                example("orders.jsonl")
+            ),
+        )
+        .unwrap();
+        run_ok(&spec, &dir.path().join("data"), &[]);
+        assert_eq!(sorted_lines(&dir.path().join("out.jsonl")), sorted_lines(&example("expected-output.jsonl")), "parallelism {parallelism}");
+        assert_eq!(sorted_lines(&dir.path().join("late.jsonl")), sorted_lines(&example("expected-late.jsonl")), "parallelism {parallelism}");
+    }
+}
+
+#[test]
+fn without_a_watermark_every_minute_fires_at_the_end_of_input() {
+    let wasm = function("minute-revenue");
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("minutes.yaml");
+    std::fs::write(
+        &spec,
+        format!(
+            "name: minutes\nsource: {{ type: file, path: {:?}, timestamp_field: event_time }}\nkey: {{ wasm: {wasm:?} }}\n\
+             process: {{ wasm: {wasm:?} }}\nsink: {{ type: file, path: out.jsonl }}\n",
+            revenue_orders()
+        ),
+    )
+    .unwrap();
+    run_ok(&spec, &dir.path().join("data"), &[]);
+    let records = records(&dir.path().join("out.jsonl"));
+    assert_eq!(records.len(), 7, "the seven orders fall in seven (customer, minute) pairs");
+}
