@@ -96,6 +96,9 @@ fn print_summary(name: &str, summary: &RunSummary) {
     );
     eprintln!("  {:<12} {:>12} {:>12}", "operator", "in", "out");
     eprintln!("  {:<12} {:>12} {:>12}", "source", "", summary.records_in);
+    if summary.dropped_bad_timestamps > 0 {
+        eprintln!("  {} source records dropped: no usable timestamp", summary.dropped_bad_timestamps);
+    }
     eprintln!("  {:<12} {:>12} {:>12}", "key", summary.key.records_in, summary.key.records_out);
     for (index, counts) in summary.subtasks.iter().enumerate() {
         eprintln!("  {:<12} {:>12} {:>12}", format!("process[{index}]"), counts.records_in, counts.records_out);

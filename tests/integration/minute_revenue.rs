@@ -55,3 +55,36 @@ fn without_a_watermark_every_minute_fires_at_the_end_of_input() {
     let records = records(&dir.path().join("out.jsonl"));
     assert_eq!(records.len(), 7, "the seven orders fall in seven (customer, minute) pairs");
 }
+
+#[test]
+fn a_finished_split_stops_holding_the_watermark_and_bad_timestamps_go_aside() {
+    let wasm = function("minute-revenue");
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other.jsonl");
+    std::fs::write(
+        &other,
+        "{\"order_id\":900,\"customer_id\":9,\"amount\":1.00,\"event_time\":\"2026-01-15T10:00:02Z\"}\n{\"order_id\":901,\"customer_id\":9,\"amount\":2.00}\n",
+    )
+    .unwrap();
+    let spec = dir.path().join("minutes.yaml");
+    std::fs::write(
+        &spec,
+        format!(
+            "name: minutes\nbatch_size: 1\nwatermark: {{ max_out_of_orderness: 5s }}\n\
+             source: {{ type: file, paths: [{:?}, {other:?}], timestamp_field: event_time, on_bad_timestamp: {{ side-output: no-time }} }}\n\
+             key: {{ wasm: {wasm:?} }}\nprocess: {{ wasm: {wasm:?} }}\nsink: {{ type: file, path: out.jsonl }}\n\
+             side_outputs: {{ late-orders: {{ type: file, path: late.jsonl }}, no-time: {{ type: file, path: no-time.jsonl }} }}\n",
+            example("orders.jsonl")
+        ),
+    )
+    .unwrap();
+    run_ok(&spec, &dir.path().join("data"), &[]);
+    let mut expected = sorted_lines(&example("expected-output.jsonl"));
+    expected.push(r#"{"customer_id":9,"minute_start":1768471200000,"revenue":1.00}"#.to_string());
+    expected.sort();
+    assert_eq!(sorted_lines(&dir.path().join("out.jsonl")), expected);
+    // The second file finishes early; were it still counted, its old
+    // timestamp would hold the watermark back and nothing would be late.
+    assert_eq!(sorted_lines(&dir.path().join("late.jsonl")), sorted_lines(&example("expected-late.jsonl")));
+    assert_eq!(std::fs::read_to_string(dir.path().join("no-time.jsonl")).unwrap(), "{\"order_id\":901,\"customer_id\":9,\"amount\":2.00}\n");
+}

@@ -4,8 +4,22 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use super::{write_lines, ConnectorError, Sink, Source};
+use super::{write_lines, ConnectorError, Polled, Sink, Source};
 use crate::Event;
+
+/// What to do with a line whose timestamp is missing or unusable. Never
+/// "now": event time must come from the event.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum BadTimestamps {
+    /// Fail the run, naming the file and line.
+    #[default]
+    Fail,
+    /// Drop the line and count it (the summary reports how many).
+    Drop,
+    /// Send the line to this side output (with timestamp `i64::MIN`).
+    SideOutput(String),
+}
 
 /// Reads a file of JSON lines; each non-blank line becomes one event whose
 /// value is the line's bytes.
@@ -17,6 +31,9 @@ pub struct FileSource {
     line: Vec<u8>,
     bytes_read: u64,
     size: u64,
+    bad_timestamps: BadTimestamps,
+    rejected: Vec<(String, Event)>,
+    dropped: u64,
 }
 
 impl FileSource {
@@ -25,7 +42,24 @@ impl FileSource {
     pub fn open(path: &Path, timestamp_field: Option<String>) -> Result<Self, ConnectorError> {
         let file = File::open(path).map_err(|source| ConnectorError::Io { what: format!("opening {}", path.display()), source })?;
         let size = file.metadata().map_or(0, |m| m.len());
-        Ok(Self { path: path.to_path_buf(), reader: BufReader::new(file), line_number: 0, timestamp_field, line: Vec::new(), bytes_read: 0, size })
+        Ok(Self {
+            path: path.to_path_buf(),
+            reader: BufReader::new(file),
+            line_number: 0,
+            timestamp_field,
+            line: Vec::new(),
+            bytes_read: 0,
+            size,
+            bad_timestamps: BadTimestamps::Fail,
+            rejected: Vec::new(),
+            dropped: 0,
+        })
+    }
+
+    /// Handle lines without a usable timestamp as `policy` says.
+    pub fn with_bad_timestamps(mut self, policy: BadTimestamps) -> Self {
+        self.bad_timestamps = policy;
+        self
     }
 
     fn bad(&self, message: impl Into<String>) -> ConnectorError {
@@ -56,7 +90,7 @@ pub(crate) fn parse_rfc3339_millis(text: &str) -> Option<i64> {
 }
 
 impl Source for FileSource {
-    fn next_batch(&mut self, max: usize, out: &mut Vec<Event>) -> Result<bool, ConnectorError> {
+    fn next_batch(&mut self, max: usize, out: &mut Vec<Event>) -> Result<Polled, ConnectorError> {
         let mut added = 0;
         while added < max {
             self.line.clear();
@@ -65,7 +99,7 @@ impl Source for FileSource {
                 .read_until(b'\n', &mut self.line)
                 .map_err(|source| ConnectorError::Io { what: format!("reading {}", self.path.display()), source })?;
             if read == 0 {
-                return Ok(false);
+                return Ok(Polled::single(false));
             }
             self.bytes_read += read as u64;
             self.line_number += 1;
@@ -73,11 +107,30 @@ impl Source for FileSource {
             if line.is_empty() {
                 continue;
             }
-            let timestamp = self.timestamp(line)?;
-            out.push(Event { key: None, value: line.to_vec(), timestamp, headers: Vec::new() });
-            added += 1;
+            let event = |timestamp| Event { key: None, value: line.to_vec(), timestamp, headers: Vec::new() };
+            match (self.timestamp(line), &self.bad_timestamps) {
+                (Ok(timestamp), _) => {
+                    out.push(event(timestamp));
+                    added += 1;
+                }
+                (Err(error), BadTimestamps::Fail) => return Err(error),
+                (Err(_), _) if self.timestamp_field.is_none() => return Err(self.bad("not JSON")),
+                (Err(_), BadTimestamps::Drop) => self.dropped += 1,
+                (Err(_), BadTimestamps::SideOutput(name)) => {
+                    let name = name.clone();
+                    self.rejected.push((name, event(i64::MIN)));
+                }
+            }
         }
-        Ok(true)
+        Ok(Polled::single(true))
+    }
+
+    fn take_rejected(&mut self) -> Vec<(String, Event)> {
+        std::mem::take(&mut self.rejected)
+    }
+
+    fn dropped(&self) -> u64 {
+        self.dropped
     }
 
     fn progress(&self) -> Option<(u64, u64)> {
@@ -129,13 +182,34 @@ mod tests {
     use super::*;
 
     fn read_all(text: &str, field: Option<&str>) -> Result<Vec<Event>, ConnectorError> {
+        Ok(read_with(text, field, BadTimestamps::Fail)?.0)
+    }
+
+    fn read_with(text: &str, field: Option<&str>, policy: BadTimestamps) -> Result<(Vec<Event>, Vec<(String, Event)>, u64), ConnectorError> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("in.jsonl");
         std::fs::write(&path, text).unwrap();
-        let mut source = FileSource::open(&path, field.map(String::from))?;
+        let mut source = FileSource::open(&path, field.map(String::from))?.with_bad_timestamps(policy);
         let mut out = Vec::new();
-        while source.next_batch(2, &mut out)? {}
-        Ok(out)
+        let mut rejected = Vec::new();
+        loop {
+            let polled = source.next_batch(2, &mut out)?;
+            rejected.extend(source.take_rejected());
+            if !polled.more {
+                return Ok((out, rejected, source.dropped()));
+            }
+        }
+    }
+
+    #[test]
+    fn bad_timestamps_are_dropped_or_set_aside_never_given_now() {
+        let text = "{\"t\":5}\n{\"x\":1}\n{\"t\":\"soon\"}\nnot json\n{\"t\":6}\n";
+        let (events, rejected, dropped) = read_with(text, Some("t"), BadTimestamps::Drop).unwrap();
+        assert_eq!((events.len(), rejected.len(), dropped), (2, 0, 3));
+        let (events, rejected, dropped) = read_with(text, Some("t"), BadTimestamps::SideOutput("bad".into())).unwrap();
+        assert_eq!((events.len(), rejected.len(), dropped), (2, 3, 0));
+        assert!(rejected.iter().all(|(name, e)| name == "bad" && e.timestamp == i64::MIN));
+        assert_eq!(rejected[0].1.value, b"{\"x\":1}");
     }
 
     #[test]

@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 use std::time::{Duration, UNIX_EPOCH};
 
-use super::{ConnectorError, Source};
+use super::{ConnectorError, Polled, Source};
 use crate::Event;
 
 /// Generates synthetic orders.
@@ -41,7 +41,7 @@ impl GeneratorSource {
 }
 
 impl Source for GeneratorSource {
-    fn next_batch(&mut self, max: usize, out: &mut Vec<Event>) -> Result<bool, ConnectorError> {
+    fn next_batch(&mut self, max: usize, out: &mut Vec<Event>) -> Result<Polled, ConnectorError> {
         let n = self.remaining.min(max as u64);
         for _ in 0..n {
             let id = self.next_id;
@@ -61,7 +61,7 @@ impl Source for GeneratorSource {
             self.next_id += 1;
         }
         self.remaining -= n;
-        Ok(self.remaining > 0)
+        Ok(Polled::single(self.remaining > 0))
     }
 
     fn progress(&self) -> Option<(u64, u64)> {
@@ -76,7 +76,7 @@ mod tests {
     fn generate(seed: u64) -> Vec<Event> {
         let mut source = GeneratorSource::new(5, 3, seed, 1_768_471_200_000, 1000);
         let mut out = Vec::new();
-        while source.next_batch(2, &mut out).unwrap() {}
+        while source.next_batch(2, &mut out).unwrap().more {}
         out
     }
 

@@ -5,10 +5,12 @@
 mod discard;
 mod file;
 mod generator;
+mod splits;
 mod stdout;
 
 pub use discard::DiscardSink;
-pub use file::{FileSink, FileSource};
+pub use file::{BadTimestamps, FileSink, FileSource};
+pub use splits::SplitSource;
 pub(crate) use file::parse_rfc3339_millis;
 pub use generator::GeneratorSource;
 pub use stdout::StdoutSink;
@@ -36,11 +38,44 @@ pub enum ConnectorError {
     },
 }
 
-/// A source of events, read in batches.
+/// What one [`Source::next_batch`] call produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Polled {
+    /// The split (file, partition) the batch's events came from.
+    pub split: usize,
+    /// That split will produce nothing more.
+    pub split_finished: bool,
+    /// The source as a whole has more to give.
+    pub more: bool,
+}
+
+impl Polled {
+    /// The result of a source with one split.
+    pub fn single(more: bool) -> Self {
+        Self { split: 0, split_finished: !more, more }
+    }
+}
+
+/// A source of events, read in batches; each batch comes from one split.
 pub trait Source: Send {
-    /// Append up to `max` events to `out`. Returns `false` once the source
-    /// is exhausted (a bounded source has nothing more to give).
-    fn next_batch(&mut self, max: usize, out: &mut Vec<Event>) -> Result<bool, ConnectorError>;
+    /// Append up to `max` events of one split to `out`.
+    fn next_batch(&mut self, max: usize, out: &mut Vec<Event>) -> Result<Polled, ConnectorError>;
+
+    /// Number of splits (each gets its own watermark).
+    fn splits(&self) -> usize {
+        1
+    }
+
+    /// Events set aside since the last call (for example for a bad
+    /// timestamp), with the side output they go to.
+    fn take_rejected(&mut self) -> Vec<(String, Event)> {
+        Vec::new()
+    }
+
+    /// Events dropped so far (for example for a bad timestamp).
+    fn dropped(&self) -> u64 {
+        0
+    }
 
     /// How far a bounded source has got, as `(done, total)` in a unit of
     /// its choosing; `None` for an unbounded source.

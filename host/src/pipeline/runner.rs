@@ -21,13 +21,13 @@ use std::time::{Duration, Instant};
 
 use super::spec::{PipelineSpec, SinkSpec, SourceSpec};
 use crate::config;
-use crate::connectors::{ConnectorError, DiscardSink, FileSink, FileSource, GeneratorSource, Sink, Source, StdoutSink};
+use crate::connectors::{ConnectorError, DiscardSink, FileSink, FileSource, GeneratorSource, Sink, Source, SplitSource, StdoutSink};
 use crate::runtime::bindings::weir::function::types::{KeyedEvents, TimeDomain};
 use crate::runtime::{new_engine, CallError, FunctionLoader, HostCtx, KeyFunctionInstance, LoadError, LoadedFunction, ProcessFunctionInstance, Role};
 use crate::state::layout::{self, Layout, LayoutError};
 use crate::state::ttl::Ttl;
 use crate::state::{key_group, subtask_for_key_group, CachedBackend, StateError};
-use crate::time::BoundedOutOfOrderness;
+use crate::time::SplitWatermarks;
 use crate::Event;
 
 /// Batches a channel holds before its sender waits.
@@ -120,6 +120,8 @@ pub struct RunSummary {
     pub side_outputs_written: u64,
     /// Events emitted to side outputs the spec does not declare (dropped).
     pub side_outputs_dropped: u64,
+    /// Source records dropped for lack of a usable timestamp.
+    pub dropped_bad_timestamps: u64,
     /// The key function.
     pub key: OperatorCounts,
     /// Each keyed subtask of the process function.
@@ -189,11 +191,11 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
         subtask_txs.push(tx);
         subtask_threads.push(thread);
     }
-    drop(sink_tx);
 
     let mut summary = RunSummary::default();
-    let source_result = feed(spec, options, source.as_mut(), &mut keyer, &subtask_txs, &mut summary);
+    let source_result = feed(spec, options, source.as_mut(), &mut keyer, &subtask_txs, &sink_tx, &mut summary);
     drop(subtask_txs);
+    drop(sink_tx);
     let mut errors: Vec<RunError> = source_result.err().into_iter().collect();
     for thread in subtask_threads {
         match join(thread, "subtask") {
@@ -226,24 +228,33 @@ fn feed(
     source: &mut dyn Source,
     keyer: &mut KeyFunctionInstance,
     subtasks: &[SyncSender<SubtaskMessage>],
+    sink: &SyncSender<SinkBatch>,
     summary: &mut RunSummary,
 ) -> Result<(), RunError> {
     let parallelism = spec.parallelism;
-    let mut watermarks = spec.watermark.as_ref().and_then(|w| w.delay_ms()).map(BoundedOutOfOrderness::new);
+    let mut watermarks = spec.watermark.as_ref().and_then(|w| {
+        let idle = w.idle_timeout().ok().flatten();
+        w.delay_ms().map(|delay| SplitWatermarks::new(source.splits(), delay, idle, Instant::now()))
+    });
     let broadcast = |message: &dyn Fn() -> SubtaskMessage| subtasks.iter().try_for_each(|tx| tx.send(message()).map_err(|_| RunError::Stopped));
     let per_subtask = spec.batch_size / usize::from(parallelism) + 1;
     let mut events: Vec<Event> = Vec::with_capacity(spec.batch_size);
     let mut routed: Vec<SubtaskBatch> = (0..parallelism).map(|_| Vec::with_capacity(per_subtask)).collect();
     loop {
-        let more = source.next_batch(spec.batch_size, &mut events)?;
+        let polled = source.next_batch(spec.batch_size, &mut events)?;
+        let now = Instant::now();
+        let rejected = source.take_rejected();
+        if !rejected.is_empty() {
+            sink.send(SinkBatch { main: Vec::new(), side: rejected }).map_err(|_| RunError::Stopped)?;
+        }
         if !events.is_empty() {
             summary.records_in += events.len() as u64;
             summary.key.records_in += events.len() as u64;
             let keys = keyer.extract_keys(&events)?;
             summary.key.records_out += keys.len() as u64;
             for (event, key) in events.drain(..).zip(keys) {
-                if let Some(generator) = &mut watermarks {
-                    generator.observe(event.timestamp);
+                if let Some(watermarks) = &mut watermarks {
+                    watermarks.observe(polled.split, event.timestamp, now);
                 }
                 let group = key_group(&key, spec.max_parallelism);
                 let target = subtask_for_key_group(group, spec.max_parallelism, parallelism);
@@ -255,14 +266,20 @@ fn feed(
                     tx.send(SubtaskMessage::Events(full)).map_err(|_| RunError::Stopped)?;
                 }
             }
-            if let Some(watermark) = watermarks.as_mut().and_then(BoundedOutOfOrderness::advance) {
+        }
+        if let Some(watermarks) = &mut watermarks {
+            if polled.split_finished {
+                watermarks.finish(polled.split);
+            }
+            if let Some(watermark) = watermarks.advance(now) {
                 broadcast(&|| SubtaskMessage::Watermark(watermark))?;
             }
         }
         if let (Some(progress), Some((done, total))) = (&options.progress, source.progress()) {
             progress(done, total);
         }
-        if !more {
+        if !polled.more {
+            summary.dropped_bad_timestamps = source.dropped();
             // A bounded source is exhausted: event time has ended.
             return broadcast(&|| SubtaskMessage::Watermark(i64::MAX));
         }
@@ -370,7 +387,15 @@ fn load(loader: &FunctionLoader, path: &Path, role: Role) -> Result<LoadedFuncti
 
 fn open_source(spec: &SourceSpec) -> Result<Box<dyn Source>, RunError> {
     Ok(match spec {
-        SourceSpec::File { path, timestamp_field } => Box::new(FileSource::open(path, timestamp_field.clone())?),
+        SourceSpec::File { path, paths, timestamp_field, on_bad_timestamp } => {
+            let open = |path: &std::path::PathBuf| -> Result<Box<dyn Source>, RunError> {
+                Ok(Box::new(FileSource::open(path, timestamp_field.clone())?.with_bad_timestamps(on_bad_timestamp.clone())))
+            };
+            match path {
+                Some(path) => open(path)?,
+                None => Box::new(SplitSource::new(paths.iter().map(open).collect::<Result<_, _>>()?)),
+            }
+        }
         SourceSpec::Generator { count, keys, seed, start_time, interval_ms } => {
             let start = crate::connectors::parse_rfc3339_millis(start_time).unwrap_or(0);
             Box::new(GeneratorSource::new(*count, *keys, *seed, start, *interval_ms))

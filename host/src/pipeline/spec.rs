@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::connectors::BadTimestamps;
 use crate::state::ttl::{Ttl, TtlUpdate};
 use crate::state::DEFAULT_MAX_PARALLELISM;
 
@@ -109,12 +110,21 @@ pub struct WatermarkSpec {
     /// still be on time, e.g. `5s`: the watermark is the newest timestamp
     /// minus this, minus 1 ms.
     pub max_out_of_orderness: String,
+    /// A split that produces nothing for this long (processing time, e.g.
+    /// `30s`) stops holding the watermark back until it produces again.
+    #[serde(default)]
+    pub idle_timeout: Option<String>,
 }
 
 impl WatermarkSpec {
     /// The out-of-orderness in milliseconds, if valid.
     pub fn delay_ms(&self) -> Option<i64> {
         humantime::parse_duration(&self.max_out_of_orderness).ok().and_then(|d| i64::try_from(d.as_millis()).ok())
+    }
+
+    /// The idleness timeout: `Ok(None)` when not set, `Err` when invalid.
+    pub fn idle_timeout(&self) -> Result<Option<std::time::Duration>, ()> {
+        self.idle_timeout.as_deref().map(|t| humantime::parse_duration(t).map_err(|_| ())).transpose()
     }
 }
 
@@ -159,12 +169,21 @@ pub enum SourceSpec {
     /// A file of JSON lines; each line is one event's value.
     File {
         /// The file to read.
-        path: PathBuf,
+        #[serde(default)]
+        path: Option<PathBuf>,
+        /// Several files instead of `path`, each a split with its own
+        /// watermark, read round-robin.
+        #[serde(default)]
+        paths: Vec<PathBuf>,
         /// Field of each JSON object that holds the event time, as RFC 3339
         /// text (`2026-01-15T10:00:05Z`) or integer milliseconds since the
         /// epoch. Without it, events carry timestamp 0.
         #[serde(default)]
         timestamp_field: Option<String>,
+        /// A line without a usable timestamp: `fail` (default), `drop`
+        /// (counted) or `{ side-output: name }`.
+        #[serde(default)]
+        on_bad_timestamp: BadTimestamps,
     },
     /// Deterministic synthetic orders, for demos and benchmarks.
     Generator {
@@ -244,6 +263,19 @@ impl PipelineSpec {
         if let Some(watermark) = self.watermark.as_ref().filter(|w| w.delay_ms().is_none()) {
             return Err(SpecError::field("watermark.max_out_of_orderness", format!("{:?} is not a duration (like 0s, 5s, 1m)", watermark.max_out_of_orderness)));
         }
+        if let Some(watermark) = self.watermark.as_ref().filter(|w| w.idle_timeout().is_err()) {
+            return Err(SpecError::field("watermark.idle_timeout", format!("{:?} is not a duration (like 30s)", watermark.idle_timeout.as_deref().unwrap_or(""))));
+        }
+        if let SourceSpec::File { path, paths, on_bad_timestamp, .. } = &self.source {
+            if path.is_some() == !paths.is_empty() {
+                return Err(SpecError::field("source.path", "give either `path` or a non-empty `paths`"));
+            }
+            if let BadTimestamps::SideOutput(name) = on_bad_timestamp {
+                if !self.side_outputs.contains_key(name) {
+                    return Err(SpecError::field("source.on_bad_timestamp", format!("side output {name:?} is not declared in side_outputs")));
+                }
+            }
+        }
         if let Some(bad) = self.side_outputs.keys().find(|name| !is_valid_name(name)) {
             return Err(SpecError::field("side_outputs", format!("{bad:?} must be 1 to 63 of a-z, 0-9 and -")));
         }
@@ -276,8 +308,8 @@ impl PipelineSpec {
         };
         resolve(&mut self.key.wasm);
         resolve(&mut self.process.wasm);
-        if let SourceSpec::File { path, .. } = &mut self.source {
-            resolve(path);
+        if let SourceSpec::File { path, paths, .. } = &mut self.source {
+            path.iter_mut().chain(paths.iter_mut()).for_each(resolve);
         }
         for sink in sinks {
             if let SinkSpec::File { path } = sink {
@@ -356,6 +388,12 @@ sink: { type: stdout }
         assert!(error_of(&format!("{GOOD}batch_size: 0\n")).contains("batch_size"));
         assert!(error_of(&format!("{GOOD}parallelism: 0\n")).contains("parallelism"));
         assert!(error_of(&format!("{GOOD}watermark: {{ max_out_of_orderness: later }}\n")).contains("watermark.max_out_of_orderness"));
+        assert!(error_of(&format!("{GOOD}watermark: {{ max_out_of_orderness: 1s, idle_timeout: never }}\n")).contains("watermark.idle_timeout"));
+        let both = GOOD.replace("path: orders.jsonl,", "path: orders.jsonl, paths: [a.jsonl],");
+        assert!(error_of(&both).contains("source.path"));
+        let undeclared = GOOD.replace("timestamp_field: event_time", "timestamp_field: event_time, on_bad_timestamp: { side-output: bad }");
+        assert!(error_of(&undeclared).contains("source.on_bad_timestamp"));
+        assert!(PipelineSpec::parse(&format!("{undeclared}side_outputs: {{ bad: {{ type: stdout }} }}\n")).is_ok());
         assert_eq!(PipelineSpec::parse(&format!("{GOOD}watermark: {{ max_out_of_orderness: 5s }}\n")).unwrap().watermark.unwrap().delay_ms(), Some(5000));
         assert!(error_of(&format!("{GOOD}state_ttl: {{ total: {{ ttl: soon }} }}\n")).contains("state_ttl.total.ttl"));
         assert!(error_of(&format!("{GOOD}state_ttl: {{ total: {{ ttl: 0s }} }}\n")).contains("state_ttl.total.ttl"));
@@ -373,7 +411,7 @@ sink: { type: stdout }
         std::fs::write(&path, format!("{GOOD}side_outputs: {{ late: {{ type: file, path: late.jsonl }} }}\n")).unwrap();
         let spec = PipelineSpec::load(&path).unwrap();
         assert_eq!(spec.key.wasm, dir.path().join("revenue.wasm"));
-        assert!(matches!(spec.source, SourceSpec::File { ref path, .. } if path == &dir.path().join("orders.jsonl")));
+        assert!(matches!(spec.source, SourceSpec::File { ref path, .. } if path.as_deref() == Some(dir.path().join("orders.jsonl").as_path())));
         assert!(matches!(spec.side_outputs["late"], SinkSpec::File { ref path } if path == &dir.path().join("late.jsonl")));
     }
 }

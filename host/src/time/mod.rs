@@ -8,4 +8,4 @@ mod timers;
 mod watermark;
 
 pub use timers::TimerService;
-pub use watermark::BoundedOutOfOrderness;
+pub use watermark::{BoundedOutOfOrderness, SplitWatermarks};

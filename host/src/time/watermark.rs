@@ -31,9 +31,102 @@ impl BoundedOutOfOrderness {
     }
 }
 
+/// The watermark of a source with several splits (files, partitions):
+/// the minimum over its active splits' bounded-out-of-orderness
+/// watermarks. A split that has finished, or produced nothing for
+/// `idle_timeout`, stops holding the watermark back until it produces
+/// again. The result never goes back.
+#[derive(Debug, Clone)]
+pub struct SplitWatermarks {
+    splits: Vec<SplitState>,
+    idle_timeout: Option<std::time::Duration>,
+    emitted: i64,
+}
+
+#[derive(Debug, Clone)]
+struct SplitState {
+    generator: BoundedOutOfOrderness,
+    last_event: std::time::Instant,
+    finished: bool,
+}
+
+impl SplitWatermarks {
+    /// Track `splits` splits tolerating `delay_ms` of out-of-orderness each.
+    pub fn new(splits: usize, delay_ms: i64, idle_timeout: Option<std::time::Duration>, now: std::time::Instant) -> Self {
+        let split = SplitState { generator: BoundedOutOfOrderness::new(delay_ms), last_event: now, finished: false };
+        Self { splits: vec![split; splits.max(1)], idle_timeout, emitted: i64::MIN }
+    }
+
+    /// Account for an event of `split` with `timestamp`, seen at `now`.
+    pub fn observe(&mut self, split: usize, timestamp: i64, now: std::time::Instant) {
+        if let Some(state) = self.splits.get_mut(split) {
+            state.generator.observe(timestamp);
+            state.last_event = now;
+        }
+    }
+
+    /// `split` will produce nothing more.
+    pub fn finish(&mut self, split: usize) {
+        if let Some(state) = self.splits.get_mut(split) {
+            state.finished = true;
+        }
+    }
+
+    /// The watermark at `now`, if it has advanced since the last call.
+    pub fn advance(&mut self, now: std::time::Instant) -> Option<i64> {
+        let idle = |s: &SplitState| self.idle_timeout.is_some_and(|t| now.duration_since(s.last_event) >= t);
+        let active: Vec<Option<i64>> = self.splits.iter().filter(|s| !s.finished && !idle(s)).map(|s| s.generator.current()).collect();
+        // A split that is active but has seen no event yet holds it back.
+        let watermark = if active.is_empty() { None } else { active.into_iter().min().flatten() }?;
+        (watermark > self.emitted).then(|| {
+            self.emitted = watermark;
+            watermark
+        })
+    }
+}
+
+impl BoundedOutOfOrderness {
+    /// The watermark now (without recording it as emitted).
+    fn current(&self) -> Option<i64> {
+        Some(self.max_timestamp?.saturating_sub(self.delay).saturating_sub(1))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn the_slowest_active_split_holds_the_watermark() {
+        let start = Instant::now();
+        let mut watermarks = SplitWatermarks::new(2, 0, None, start);
+        watermarks.observe(0, 100, start);
+        assert_eq!(watermarks.advance(start), None, "split 1 has seen nothing yet");
+        watermarks.observe(1, 50, start);
+        assert_eq!(watermarks.advance(start), Some(49));
+        watermarks.observe(0, 200, start);
+        assert_eq!(watermarks.advance(start), None, "split 1 still at 50");
+        watermarks.finish(1);
+        assert_eq!(watermarks.advance(start), Some(199), "a finished split no longer counts");
+    }
+
+    #[test]
+    fn an_idle_split_is_excluded_until_it_produces_again() {
+        let start = Instant::now();
+        let mut watermarks = SplitWatermarks::new(2, 0, Some(Duration::from_secs(10)), start);
+        watermarks.observe(0, 1_000, start);
+        watermarks.observe(1, 10, start);
+        assert_eq!(watermarks.advance(start), Some(9));
+        let later = start + Duration::from_secs(11);
+        watermarks.observe(0, 2_000, later);
+        assert_eq!(watermarks.advance(later), Some(1_999), "split 1 went quiet for longer than the timeout");
+        watermarks.observe(1, 20, later);
+        assert_eq!(watermarks.advance(later), None, "it rejoins, holding the watermark (which never goes back)");
+        watermarks.observe(1, 3_000, later);
+        watermarks.observe(0, 4_000, later);
+        assert_eq!(watermarks.advance(later), Some(2_999));
+    }
 
     #[test]
     fn lags_the_newest_timestamp_and_never_goes_back() {
