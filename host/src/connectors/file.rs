@@ -185,7 +185,10 @@ mod tests {
         Ok(read_with(text, field, BadTimestamps::Fail)?.0)
     }
 
-    fn read_with(text: &str, field: Option<&str>, policy: BadTimestamps) -> Result<(Vec<Event>, Vec<(String, Event)>, u64), ConnectorError> {
+    /// Events read, events set aside, and the count dropped.
+    type ReadAll = (Vec<Event>, Vec<(String, Event)>, u64);
+
+    fn read_with(text: &str, field: Option<&str>, policy: BadTimestamps) -> Result<ReadAll, ConnectorError> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("in.jsonl");
         std::fs::write(&path, text).unwrap();

@@ -123,8 +123,8 @@ impl WatermarkSpec {
     }
 
     /// The idleness timeout: `Ok(None)` when not set, `Err` when invalid.
-    pub fn idle_timeout(&self) -> Result<Option<std::time::Duration>, ()> {
-        self.idle_timeout.as_deref().map(|t| humantime::parse_duration(t).map_err(|_| ())).transpose()
+    pub fn idle_timeout(&self) -> Result<Option<std::time::Duration>, humantime::DurationError> {
+        self.idle_timeout.as_deref().map(humantime::parse_duration).transpose()
     }
 }
 
@@ -267,7 +267,7 @@ impl PipelineSpec {
             return Err(SpecError::field("watermark.idle_timeout", format!("{:?} is not a duration (like 30s)", watermark.idle_timeout.as_deref().unwrap_or(""))));
         }
         if let SourceSpec::File { path, paths, on_bad_timestamp, .. } = &self.source {
-            if path.is_some() == !paths.is_empty() {
+            if path.is_some() != paths.is_empty() {
                 return Err(SpecError::field("source.path", "give either `path` or a non-empty `paths`"));
             }
             if let BadTimestamps::SideOutput(name) = on_bad_timestamp {
