@@ -1,22 +1,14 @@
 //! The fraud-detector example: exact alerts at any parallelism.
 
-use std::path::Path;
-
 use crate::support::*;
 
 fn example(file: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions/fraud-detector").join(file)
-}
-
-fn sorted_lines(text: &str) -> Vec<String> {
-    let mut lines: Vec<String> = text.lines().map(String::from).collect();
-    lines.sort();
-    lines
+    example_file("fraud-detector", file)
 }
 
 #[test]
 fn alerts_match_the_expected_output_at_parallelism_one_and_three() {
-    let expected = sorted_lines(&std::fs::read_to_string(example("expected-alerts.jsonl")).unwrap());
+    let expected = sorted_lines(&example("expected-alerts.jsonl"));
     assert_eq!(expected.len(), 3);
     let wasm = function("fraud-detector");
     for parallelism in [1, 3] {
@@ -32,7 +24,7 @@ fn alerts_match_the_expected_output_at_parallelism_one_and_three() {
         )
         .unwrap();
         run_ok(&spec, &dir.path().join("data"), &[]);
-        let alerts = sorted_lines(&std::fs::read_to_string(dir.path().join("alerts.jsonl")).unwrap());
+        let alerts = sorted_lines(&dir.path().join("alerts.jsonl"));
         assert_eq!(alerts, expected, "parallelism {parallelism}");
     }
 }

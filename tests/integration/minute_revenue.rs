@@ -1,18 +1,10 @@
 //! The minute-revenue example: watermarks and event-time timers through
 //! the real host, with out-of-order and late events.
 
-use std::path::Path;
-
 use crate::support::*;
 
 fn example(file: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions/minute-revenue").join(file)
-}
-
-fn sorted_lines(path: &Path) -> Vec<String> {
-    let mut lines: Vec<String> = std::fs::read_to_string(path).unwrap().lines().map(String::from).collect();
-    lines.sort();
-    lines
+    example_file("minute-revenue", file)
 }
 
 #[test]

@@ -70,3 +70,16 @@ pub fn final_totals(output: &Path) -> BTreeMap<u64, String> {
     }
     totals
 }
+
+/// A file shipped with the example function `function`.
+pub fn example_file(function: &str, file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions").join(function).join(file)
+}
+
+/// The lines of a file, sorted (to compare outputs whose order across keys
+/// is not fixed).
+pub fn sorted_lines(path: &Path) -> Vec<String> {
+    let mut lines: Vec<String> = std::fs::read_to_string(path).unwrap().lines().map(String::from).collect();
+    lines.sort();
+    lines
+}
