@@ -1,6 +1,6 @@
 //! The event type and helpers to build and read it.
 
-pub use crate::bindings::weir::function::types::{Event, FiredTimer, TimeDomain};
+pub use crate::bindings::weir::function::types::{Event, FiredTimer, TimeDomain, Window};
 
 impl Event {
     /// An event with `value` as payload at event time `timestamp` (ms since

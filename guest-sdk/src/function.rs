@@ -1,8 +1,10 @@
 //! The traits a function implements, and the glue that runs them for a
 //! batch from the host.
 
-use crate::__private::wit::types::{FunctionError, KeyedEvents, KeyedTimers};
-use crate::{host, Context, Error, Event, FiredTimer};
+use serde::{de::DeserializeOwned, Serialize};
+
+use crate::__private::wit::types::{Accumulate, FunctionError, KeyedEvents, KeyedTimers, Window, WindowResult};
+use crate::{codec, host, Context, Error, Event, FiredTimer};
 
 /// Computes the key a keyed pipeline partitions events by.
 ///
@@ -25,6 +27,25 @@ pub trait ProcessFunction: Default + 'static {
         let _ = (key, timer, ctx);
         Ok(())
     }
+}
+
+/// A window aggregate: the host assigns events to windows and keeps one
+/// accumulator per (key, window); this folds events into accumulators and
+/// turns a finished window's accumulator into output.
+pub trait AggregateFunction: Default + 'static {
+    /// What is kept per window (stored by the host in the compact codec).
+    type Accumulator: Serialize + DeserializeOwned + Default;
+
+    /// Fold `event` into `accumulator`.
+    fn add(&mut self, accumulator: &mut Self::Accumulator, event: &Event) -> Result<(), Error>;
+
+    /// Combine two accumulators (when session windows merge).
+    fn merge(&mut self, a: Self::Accumulator, b: Self::Accumulator) -> Result<Self::Accumulator, Error>;
+
+    /// The output of `key`'s finished `window` (fired again with the
+    /// updated accumulator when a late event arrives within the allowed
+    /// lateness).
+    fn result(&mut self, key: &[u8], window: Window, accumulator: Self::Accumulator) -> Result<Vec<Event>, Error>;
 }
 
 fn function_error(error: Error) -> FunctionError {
@@ -60,4 +81,32 @@ pub fn fire_timers<F: ProcessFunction>(function: &mut F, batch: Vec<KeyedTimers>
         }
     }
     Ok(())
+}
+
+/// Fold each entry's events into its accumulator (called by the glue).
+pub fn aggregate_add<F: AggregateFunction>(function: &mut F, batch: Vec<Accumulate>) -> Result<Vec<Vec<u8>>, FunctionError> {
+    let fold = |function: &mut F, Accumulate { accumulator, events }: Accumulate| -> Result<Vec<u8>, Error> {
+        let mut acc: F::Accumulator = accumulator.map_or(Ok(Default::default()), |bytes| codec::decode(&bytes))?;
+        for event in &events {
+            function.add(&mut acc, event)?;
+        }
+        codec::encode(&acc)
+    };
+    batch.into_iter().map(|entry| fold(function, entry)).collect::<Result<_, _>>().map_err(function_error)
+}
+
+/// Merge two encoded accumulators (called by the glue).
+pub fn aggregate_merge<F: AggregateFunction>(function: &mut F, a: Vec<u8>, b: Vec<u8>) -> Result<Vec<u8>, FunctionError> {
+    let merged = (|| function.merge(codec::decode(&a)?, codec::decode(&b)?).and_then(|m| codec::encode(&m)))();
+    merged.map_err(function_error)
+}
+
+/// The outputs of finished windows (called by the glue).
+pub fn aggregate_results<F: AggregateFunction>(function: &mut F, batch: Vec<WindowResult>) -> Result<Vec<Event>, FunctionError> {
+    let mut out = Vec::new();
+    for WindowResult { key, window, accumulator } in batch {
+        let acc = codec::decode(&accumulator).map_err(function_error)?;
+        out.extend(function.result(&key, window, acc).map_err(function_error)?);
+    }
+    Ok(out)
 }

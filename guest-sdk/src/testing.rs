@@ -23,7 +23,7 @@ use serde::de::DeserializeOwned;
 
 use crate::__private::wit::types::{KeyedEvents, KeyedTimers};
 use crate::host::native::{domain_index, with_mock};
-use crate::{codec, function, Error, Event, FiredTimer, KeyFunction, LogLevel, ProcessFunction, TimeDomain};
+use crate::{codec, function, AggregateFunction, Error, Event, FiredTimer, KeyFunction, LogLevel, ProcessFunction, TimeDomain, Window};
 
 /// One function instance wired to this thread's in-memory host.
 ///
@@ -82,6 +82,18 @@ impl<F: Default> Harness<F> {
     /// Log lines written so far.
     pub fn logs(&self) -> Vec<(LogLevel, String)> {
         with_mock(|m| m.logs.clone())
+    }
+}
+
+impl<F: AggregateFunction> Harness<F> {
+    /// Fold `events` into a fresh accumulator for `window` of `key`, as the
+    /// host would, and return the window's result.
+    pub fn aggregate(&mut self, key: &[u8], window: Window, events: Vec<Event>) -> Result<Vec<Event>, Error> {
+        let accumulate = crate::__private::wit::types::Accumulate { accumulator: None, events };
+        let mut accumulators = function::aggregate_add(&mut self.function, vec![accumulate]).map_err(|e| Error::msg(e.message))?;
+        let accumulator = accumulators.pop().ok_or_else(|| Error::msg("no accumulator"))?;
+        let request = crate::__private::wit::types::WindowResult { key: key.to_vec(), window, accumulator };
+        function::aggregate_results(&mut self.function, vec![request]).map_err(|e| Error::msg(e.message))
     }
 }
 

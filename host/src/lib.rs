@@ -9,6 +9,7 @@
 //!   side of the WIT interfaces, calling functions;
 //! * [`state`] — keyed state backends and the state key layout;
 //! * [`time`] — watermarks and timers;
+//! * [`window`] — window assignment, accumulators, firing and lateness;
 //! * [`connectors`] — sources and sinks;
 //! * [`pipeline`] — the spec and running a pipeline;
 //! * [`config`] — where the host keeps its files;
@@ -21,6 +22,7 @@ pub mod pipeline;
 pub mod runtime;
 pub mod state;
 pub mod time;
+pub mod window;
 
 /// The event type that flows through pipelines (the WIT `event` record).
 pub use runtime::bindings::weir::function::types::Event;

@@ -103,6 +103,10 @@ fn print_summary(name: &str, summary: &RunSummary) {
     for (index, counts) in summary.subtasks.iter().enumerate() {
         eprintln!("  {:<12} {:>12} {:>12}", format!("process[{index}]"), counts.records_in, counts.records_out);
     }
+    let late: u64 = summary.subtasks.iter().map(|c| c.late_dropped).sum();
+    if late > 0 {
+        eprintln!("  {late} late records dropped (no late_output declared)");
+    }
     eprintln!("  {:<12} {:>12} {:>12}", "sink", summary.records_out + summary.side_outputs_written + summary.side_outputs_dropped, "");
     if let Some(rss) = weir_host::metrics::peak_rss_bytes() {
         eprintln!("  peak RSS {:.1} MiB", rss as f64 / f64::from(1 << 20));

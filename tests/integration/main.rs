@@ -12,4 +12,5 @@ mod fraud_detector;
 mod minute_revenue;
 mod parallel;
 mod revenue;
+mod windows;
 mod support;

@@ -27,6 +27,7 @@ fn role_of(trait_name: &str) -> Option<Role> {
     match trait_name {
         "KeyFunction" => Some(Role { world: "key-function", imports: &SHARED_IMPORTS[..2], module: "__weir_export_key_fn" }),
         "ProcessFunction" => Some(Role { world: "process-function", imports: &SHARED_IMPORTS, module: "__weir_export_process_fn" }),
+        "AggregateFunction" => Some(Role { world: "aggregate-function", imports: &SHARED_IMPORTS[..2], module: "__weir_export_aggregate_fn" }),
         _ => None,
     }
 }
@@ -51,11 +52,11 @@ pub fn function(args: TokenStream, input: TokenStream) -> TokenStream {
 
 fn expand(item: &ItemImpl) -> syn::Result<proc_macro2::TokenStream> {
     let Some((_, trait_path, _)) = &item.trait_ else {
-        return Err(syn::Error::new(item.self_ty.span(), "#[weir_sdk::function] goes on `impl KeyFunction for T` or `impl ProcessFunction for T`"));
+        return Err(syn::Error::new(item.self_ty.span(), "#[weir_sdk::function] goes on `impl KeyFunction for T`, `impl ProcessFunction for T` or `impl AggregateFunction for T`"));
     };
     let trait_ident = trait_path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
     let role = role_of(&trait_ident).ok_or_else(|| {
-        syn::Error::new(trait_path.span(), format!("`{trait_ident}` is not a Weir function trait: use `KeyFunction` or `ProcessFunction`"))
+        syn::Error::new(trait_path.span(), format!("`{trait_ident}` is not a Weir function trait: use `KeyFunction`, `ProcessFunction` or `AggregateFunction`"))
     })?;
     if !item.generics.params.is_empty() {
         return Err(syn::Error::new(item.generics.span(), "a Weir function type cannot be generic"));
@@ -74,6 +75,24 @@ fn expand(item: &ItemImpl) -> syn::Result<proc_macro2::TokenStream> {
                 fn extract_keys(events: ::std::vec::Vec<weir_sdk::Event>)
                     -> ::std::result::Result<::std::vec::Vec<::std::vec::Vec<u8>>, weir_sdk::__private::wit::types::FunctionError> {
                     with_instance(|f| weir_sdk::__private::extract_keys(f, events))
+                }
+            }
+        },
+        "aggregate-function" => quote! {
+            impl exports::weir::function::aggregate_fn::Guest for Export {
+                fn add(batch: ::std::vec::Vec<weir_sdk::__private::wit::types::Accumulate>)
+                    -> ::std::result::Result<::std::vec::Vec<::std::vec::Vec<u8>>, weir_sdk::__private::wit::types::FunctionError> {
+                    with_instance(|f| weir_sdk::__private::aggregate_add(f, batch))
+                }
+
+                fn merge(a: ::std::vec::Vec<u8>, b: ::std::vec::Vec<u8>)
+                    -> ::std::result::Result<::std::vec::Vec<u8>, weir_sdk::__private::wit::types::FunctionError> {
+                    with_instance(|f| weir_sdk::__private::aggregate_merge(f, a, b))
+                }
+
+                fn results(batch: ::std::vec::Vec<weir_sdk::__private::wit::types::WindowResult>)
+                    -> ::std::result::Result<::std::vec::Vec<weir_sdk::Event>, weir_sdk::__private::wit::types::FunctionError> {
+                    with_instance(|f| weir_sdk::__private::aggregate_results(f, batch))
                 }
             }
         },

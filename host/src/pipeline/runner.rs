@@ -19,14 +19,15 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::operator::{KeyedOperator, OperatorPlan};
 use super::spec::{PipelineSpec, SinkSpec, SourceSpec};
 use crate::config;
 use crate::connectors::{ConnectorError, DiscardSink, FileSink, FileSource, GeneratorSource, Sink, Source, SplitSource, StdoutSink};
-use crate::runtime::bindings::weir::function::types::{KeyedEvents, TimeDomain};
-use crate::runtime::{new_engine, CallError, FunctionLoader, HostCtx, KeyFunctionInstance, LoadError, LoadedFunction, ProcessFunctionInstance, Role};
+use crate::runtime::{new_engine, CallError, FunctionLoader, HostCtx, KeyFunctionInstance, LoadError, LoadedFunction, Role};
 use crate::state::layout::{self, Layout, LayoutError};
 use crate::state::ttl::Ttl;
-use crate::state::{key_group, subtask_for_key_group, CachedBackend, StateError};
+use crate::state::{key_group, subtask_for_key_group, CachedBackend, KeyedStateBackend, StateError};
+use crate::window::WindowConfig;
 use crate::time::SplitWatermarks;
 use crate::Event;
 
@@ -64,6 +65,9 @@ pub enum RunError {
     /// The state directory could not be opened.
     #[error(transparent)]
     Layout(#[from] LayoutError),
+    /// The window operator failed.
+    #[error(transparent)]
+    Window(#[from] crate::window::WindowError),
     /// The wasmtime engine could not be set up.
     #[error("wasm engine: {0}")]
     Engine(String),
@@ -107,6 +111,8 @@ pub struct OperatorCounts {
     pub records_in: u64,
     /// Records the operator emitted.
     pub records_out: u64,
+    /// Late records the operator dropped (windows with no late output).
+    pub late_dropped: u64,
 }
 
 /// What a finished run did.
@@ -165,7 +171,19 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let engine = new_engine(Default::default()).map_err(|e| RunError::Engine(format!("{e:#}")))?;
     let loader = FunctionLoader::new(engine, Some(config::component_cache_dir(&options.data_dir))).map_err(|e| RunError::Engine(e.to_string()))?;
     let key_function = load(&loader, &spec.key.wasm, Role::Key)?;
-    let process_function = load(&loader, &spec.process.wasm, Role::Process)?;
+    let plan = match (&spec.process, &spec.window, &spec.aggregate) {
+        (Some(process), _, _) => OperatorPlan::Process(load(&loader, &process.wasm, Role::Process)?),
+        (None, Some(window), Some(aggregate)) => {
+            let config = WindowConfig {
+                assigner: window.assigner().map_err(|e| RunError::Engine(e.to_string()))?,
+                allowed_lateness: window.allowed_lateness().map_err(|e| RunError::Engine(e.to_string()))?,
+                late_output: window.late_output.clone(),
+                max_parallelism: spec.max_parallelism,
+            };
+            OperatorPlan::Window(load(&loader, &aggregate.wasm, Role::Aggregate)?, config)
+        }
+        _ => return Err(RunError::Engine("the spec has neither a process function nor a window with an aggregate".into())),
+    };
     let layout = Layout { max_parallelism: spec.max_parallelism, parallelism: spec.parallelism };
     let state_dir = config::pipeline_state_dir(&options.data_dir, &spec.name);
     let backends = layout::open_subtasks(&state_dir, layout, spec.fresh || options.fresh)?;
@@ -180,13 +198,14 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let mut subtask_threads = Vec::new();
     for (index, backend) in backends.into_iter().enumerate() {
         let (tx, rx) = sync_channel::<SubtaskMessage>(CHANNEL_BATCHES);
-        let backend = Box::new(CachedBackend::new(Box::new(backend), cache_bytes));
-        let ctx = HostCtx::new(&format!("process[{index}]"), Some(backend), spec.max_parallelism).with_ttl_overrides(ttl_overrides.clone());
-        let function = process_function.clone();
+        let backend: Box<dyn KeyedStateBackend> = Box::new(CachedBackend::new(Box::new(backend), cache_bytes));
+        let (max_parallelism, ttl_overrides) = (spec.max_parallelism, ttl_overrides.clone());
+        let ctx = move |backend| HostCtx::new(&format!("process[{index}]"), Some(backend), max_parallelism).with_ttl_overrides(ttl_overrides);
+        let plan = plan.clone();
         let sink = sink_tx.clone();
         let thread = std::thread::Builder::new()
             .name(format!("subtask-{index}"))
-            .spawn(move || run_subtask(&function, index, ctx, rx, sink))
+            .spawn(move || run_subtask(KeyedOperator::new(&plan, index, backend, ctx)?, index, rx, sink))
             .map_err(|e| RunError::Engine(format!("cannot start a thread: {e}")))?;
         subtask_txs.push(tx);
         subtask_threads.push(thread);
@@ -286,16 +305,13 @@ fn feed(
     }
 }
 
-/// One keyed subtask: group each batch by key and process it, and fire
-/// timers as the watermark and processing time pass them.
-fn run_subtask(function: &LoadedFunction, index: usize, mut ctx: HostCtx, input: Receiver<SubtaskMessage>, sink: SyncSender<SinkBatch>) -> Result<OperatorCounts, RunError> {
+/// One keyed subtask: hand each batch and watermark to the operator and
+/// forward what it emits; fire processing-time timers as the clock passes.
+fn run_subtask(mut operator: KeyedOperator, index: usize, input: Receiver<SubtaskMessage>, sink: SyncSender<SinkBatch>) -> Result<OperatorCounts, RunError> {
     let _span = tracing::info_span!("subtask", index).entered();
-    ctx.load_timers()?;
-    let mut processor = ProcessFunctionInstance::new(function, &format!("process[{index}]"), ctx)?;
-    let mut grouper = KeyGrouper::default();
     let mut counts = OperatorCounts::default();
     loop {
-        let message = match processor.ctx().next_processing_timer() {
+        let message = match operator.next_processing_timer() {
             Some(_) => match input.recv_timeout(TIMER_POLL) {
                 Ok(message) => Some(message),
                 Err(RecvTimeoutError::Timeout) => None,
@@ -309,46 +325,27 @@ fn run_subtask(function: &LoadedFunction, index: usize, mut ctx: HostCtx, input:
         match message {
             Some(SubtaskMessage::Events(batch)) => {
                 counts.records_in += batch.len() as u64;
-                processor.process(grouper.group(batch))?;
-                forward_outputs(&mut processor, &sink, &mut counts)?;
+                operator.on_events(batch)?;
             }
-            Some(SubtaskMessage::Watermark(watermark)) => {
-                processor.ctx().set_watermark(watermark);
-                fire_due(&mut processor, &sink, &mut counts, TimeDomain::EventTime, watermark)?;
-            }
+            Some(SubtaskMessage::Watermark(watermark)) => operator.on_watermark(watermark)?,
             None => {}
         }
-        let now = processor.ctx().now();
-        fire_due(&mut processor, &sink, &mut counts, TimeDomain::ProcessingTime, now)?;
+        operator.on_processing_time()?;
+        forward_outputs(&mut operator, &sink, &mut counts)?;
     }
-    if let Some(backend) = processor.ctx().backend_mut() {
-        backend.flush()?;
-    }
+    operator.flush()?;
     Ok(counts)
 }
 
-/// Deliver every timer of `domain` due at `up_to`, including timers the
-/// function registers while handling them.
-fn fire_due(processor: &mut ProcessFunctionInstance, sink: &SyncSender<SinkBatch>, counts: &mut OperatorCounts, domain: TimeDomain, up_to: i64) -> Result<(), RunError> {
-    loop {
-        let due = processor.ctx().take_due_timers(domain, up_to)?;
-        if due.is_empty() {
-            return Ok(());
-        }
-        processor.fire_timers(&due)?;
-        forward_outputs(processor, sink, counts)?;
-    }
-}
-
-/// Send what the function emitted to the sink thread.
-fn forward_outputs(processor: &mut ProcessFunctionInstance, sink: &SyncSender<SinkBatch>, counts: &mut OperatorCounts) -> Result<(), RunError> {
-    let ctx = processor.ctx();
-    if ctx.outputs.is_empty() && ctx.side_outputs.is_empty() {
+/// Send what the operator emitted to the sink thread.
+fn forward_outputs(operator: &mut KeyedOperator, sink: &SyncSender<SinkBatch>, counts: &mut OperatorCounts) -> Result<(), RunError> {
+    let (main, side, late_dropped) = operator.take_outputs();
+    counts.late_dropped += late_dropped;
+    if main.is_empty() && side.is_empty() {
         return Ok(());
     }
-    counts.records_out += ctx.outputs.len() as u64;
-    let out = SinkBatch { main: std::mem::take(&mut ctx.outputs), side: std::mem::take(&mut ctx.side_outputs) };
-    sink.send(out).map_err(|_| RunError::Stopped)
+    counts.records_out += main.len() as u64;
+    sink.send(SinkBatch { main, side }).map_err(|_| RunError::Stopped)
 }
 
 fn spawn_sink(spec: &PipelineSpec, options: &RunOptions, input: Receiver<SinkBatch>) -> Result<JoinHandle<Result<SinkReport, RunError>>, RunError> {
@@ -445,52 +442,5 @@ impl SideOutputs {
 
     fn flush(&mut self) -> Result<(), RunError> {
         self.sinks.values_mut().try_for_each(|sink| sink.flush().map_err(RunError::from))
-    }
-}
-
-/// Groups a batch by key, keeping keys in order of first appearance and
-/// each key's events in arrival order. Reuses its allocations.
-#[derive(Default)]
-struct KeyGrouper {
-    index: HashMap<Vec<u8>, usize>,
-    groups: Vec<KeyedEvents>,
-}
-
-impl KeyGrouper {
-    fn group(&mut self, batch: SubtaskBatch) -> &[KeyedEvents] {
-        self.index.clear();
-        self.groups.clear();
-        for (key, event) in batch {
-            match self.index.get(&key) {
-                Some(&i) => self.groups[i].events.push(event),
-                None => {
-                    self.index.insert(key.clone(), self.groups.len());
-                    self.groups.push(KeyedEvents { key, events: vec![event] });
-                }
-            }
-        }
-        &self.groups
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn grouping_keeps_first_appearance_and_arrival_order() {
-        let event = |v: &str| Event { key: None, value: v.as_bytes().to_vec(), timestamp: 0, headers: vec![] };
-        let batch = [("a", "a1"), ("b", "b1"), ("a", "a2"), ("c", "c1"), ("b", "b2")].iter().map(|(k, v)| (k.as_bytes().to_vec(), event(v))).collect();
-        let mut grouper = KeyGrouper::default();
-        let groups = grouper.group(batch);
-        let shape: Vec<(String, Vec<String>)> = groups
-            .iter()
-            .map(|g| (String::from_utf8(g.key.clone()).unwrap(), g.events.iter().map(|e| String::from_utf8(e.value.clone()).unwrap()).collect()))
-            .collect();
-        assert_eq!(shape, vec![
-            ("a".into(), vec!["a1".into(), "a2".into()]),
-            ("b".into(), vec!["b1".into(), "b2".into()]),
-            ("c".into(), vec!["c1".into()]),
-        ]);
     }
 }

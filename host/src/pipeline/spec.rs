@@ -13,6 +13,7 @@ use serde::Deserialize;
 use crate::connectors::BadTimestamps;
 use crate::state::ttl::{Ttl, TtlUpdate};
 use crate::state::DEFAULT_MAX_PARALLELISM;
+use crate::window::WindowAssigner;
 
 /// Why a spec was rejected.
 #[derive(Debug, thiserror::Error)]
@@ -72,8 +73,16 @@ pub struct PipelineSpec {
     pub source: SourceSpec,
     /// The function computing each event's key.
     pub key: FunctionSpec,
-    /// The keyed function processing each key's events with its state.
-    pub process: FunctionSpec,
+    /// The keyed function processing each key's events with its state
+    /// (or use `window` + `aggregate`).
+    #[serde(default)]
+    pub process: Option<FunctionSpec>,
+    /// Host-assigned event-time windows, aggregated by `aggregate`.
+    #[serde(default)]
+    pub window: Option<WindowSpec>,
+    /// The window aggregate function (with `window`).
+    #[serde(default)]
+    pub aggregate: Option<FunctionSpec>,
     /// Where the process function's output goes.
     pub sink: SinkSpec,
     /// Time to live per state name, overriding what the function declares:
@@ -100,6 +109,73 @@ fn default_batch_size() -> usize {
 
 fn default_state_cache_bytes() -> usize {
     64 << 20
+}
+
+/// The kind of window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WindowKind {
+    /// Back-to-back windows of `size`.
+    Tumbling,
+    /// Windows of `size` every `slide`.
+    Sliding,
+}
+
+/// Event-time windows.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WindowSpec {
+    /// `tumbling` or `sliding`.
+    #[serde(rename = "type")]
+    pub kind: WindowKind,
+    /// Window length, e.g. `1m`.
+    pub size: String,
+    /// Distance between window starts (sliding only), e.g. `30s`.
+    #[serde(default)]
+    pub slide: Option<String>,
+    /// Shift of the window starts, e.g. `15s` (default 0).
+    #[serde(default)]
+    pub offset: Option<String>,
+    /// How long after a window's end late events still update it and fire
+    /// it again (default 0: late events are not accepted).
+    #[serde(default)]
+    pub allowed_lateness: Option<String>,
+    /// Side output for events too late for every window of theirs; without
+    /// it they are dropped and counted.
+    #[serde(default)]
+    pub late_output: Option<String>,
+}
+
+fn millis(field: &str, text: &str) -> Result<i64, SpecError> {
+    humantime::parse_duration(text)
+        .ok()
+        .and_then(|d| i64::try_from(d.as_millis()).ok())
+        .ok_or_else(|| SpecError::field(field, format!("{text:?} is not a duration (like 30s, 1m)")))
+}
+
+impl WindowSpec {
+    /// The window assigner this spec describes.
+    pub fn assigner(&self) -> Result<WindowAssigner, SpecError> {
+        let size = millis("window.size", &self.size)?;
+        if size <= 0 {
+            return Err(SpecError::field("window.size", "must be at least 1ms"));
+        }
+        let offset = self.offset.as_deref().map_or(Ok(0), |o| millis("window.offset", o))?;
+        match (self.kind, &self.slide) {
+            (WindowKind::Tumbling, None) => Ok(WindowAssigner::Tumbling { size, offset }),
+            (WindowKind::Sliding, Some(slide)) => match millis("window.slide", slide)? {
+                slide if slide > 0 => Ok(WindowAssigner::Sliding { size, slide, offset }),
+                _ => Err(SpecError::field("window.slide", "must be at least 1ms")),
+            },
+            (WindowKind::Tumbling, Some(_)) => Err(SpecError::field("window.slide", "only sliding windows have a slide")),
+            (WindowKind::Sliding, None) => Err(SpecError::field("window.slide", "sliding windows need a slide")),
+        }
+    }
+
+    /// The allowed lateness in milliseconds.
+    pub fn allowed_lateness(&self) -> Result<i64, SpecError> {
+        self.allowed_lateness.as_deref().map_or(Ok(0), |l| millis("window.allowed_lateness", l))
+    }
 }
 
 /// Watermark generation.
@@ -260,6 +336,20 @@ impl PipelineSpec {
         if let Some((name, spec)) = self.state_ttl.iter().find(|(_, spec)| spec.to_ttl().is_none()) {
             return Err(SpecError::field(&format!("state_ttl.{name}.ttl"), format!("{:?} is not a duration of at least 1ms (like 30s, 10m, 1h)", spec.ttl)));
         }
+        match (&self.process, &self.window, &self.aggregate) {
+            (Some(_), None, None) => {}
+            (None, Some(window), Some(_)) => {
+                window.assigner()?;
+                window.allowed_lateness()?;
+                if let Some(name) = window.late_output.as_ref().filter(|n| !self.side_outputs.contains_key(*n)) {
+                    return Err(SpecError::field("window.late_output", format!("side output {name:?} is not declared in side_outputs")));
+                }
+            }
+            (None, None, None) => return Err(SpecError::field("process", "give a process function, or a window and an aggregate function")),
+            (Some(_), _, _) => return Err(SpecError::field("process", "a pipeline has either a process function or a window with an aggregate, not both")),
+            (None, None, Some(_)) => return Err(SpecError::field("window", "an aggregate function needs a window")),
+            (None, Some(_), None) => return Err(SpecError::field("aggregate", "a window needs an aggregate function")),
+        }
         if let Some(watermark) = self.watermark.as_ref().filter(|w| w.delay_ms().is_none()) {
             return Err(SpecError::field("watermark.max_out_of_orderness", format!("{:?} is not a duration (like 0s, 5s, 1m)", watermark.max_out_of_orderness)));
         }
@@ -307,7 +397,7 @@ impl PipelineSpec {
             }
         };
         resolve(&mut self.key.wasm);
-        resolve(&mut self.process.wasm);
+        self.process.iter_mut().chain(self.aggregate.iter_mut()).for_each(|f| resolve(&mut f.wasm));
         if let SourceSpec::File { path, paths, .. } = &mut self.source {
             path.iter_mut().chain(paths.iter_mut()).for_each(resolve);
         }
@@ -355,6 +445,22 @@ sink: { type: stdout }
         let spec = PipelineSpec::parse(&format!("{GOOD}state_ttl: {{ a: {{ ttl: 1h 30m }}, b: {{ ttl: 250ms, update: on-read-and-write }} }}\n")).unwrap();
         assert_eq!(spec.state_ttl["a"].to_ttl(), Some(Ttl { millis: 5_400_000, update: TtlUpdate::OnCreateAndWrite }));
         assert_eq!(spec.state_ttl["b"].to_ttl(), Some(Ttl { millis: 250, update: TtlUpdate::OnReadAndWrite }));
+    }
+
+    #[test]
+    fn windows_are_validated() {
+        let windowed = GOOD.replace("process: { wasm: revenue.wasm }", "aggregate: { wasm: revenue.wasm }");
+        let with = |window: &str| format!("{windowed}window: {window}\n");
+        let spec = PipelineSpec::parse(&with("{ type: sliding, size: 1m, slide: 20s, allowed_lateness: 30s }")).unwrap();
+        let window = spec.window.unwrap();
+        assert_eq!(window.assigner().unwrap(), WindowAssigner::Sliding { size: 60_000, slide: 20_000, offset: 0 });
+        assert_eq!(window.allowed_lateness().unwrap(), 30_000);
+        assert!(error_of(&with("{ type: tumbling, size: soon }")).contains("window.size"));
+        assert!(error_of(&with("{ type: sliding, size: 1m }")).contains("window.slide"));
+        assert!(error_of(&with("{ type: tumbling, size: 1m, late_output: late }")).contains("window.late_output"));
+        assert!(error_of(&with("{ type: hopping, size: 1m }")).contains("window.type"));
+        assert!(error_of(&windowed).contains("window"));
+        assert!(error_of(&format!("{GOOD}window: {{ type: tumbling, size: 1m }}\n")).contains("process"));
     }
 
     #[test]
@@ -411,6 +517,7 @@ sink: { type: stdout }
         std::fs::write(&path, format!("{GOOD}side_outputs: {{ late: {{ type: file, path: late.jsonl }} }}\n")).unwrap();
         let spec = PipelineSpec::load(&path).unwrap();
         assert_eq!(spec.key.wasm, dir.path().join("revenue.wasm"));
+        assert_eq!(spec.process.unwrap().wasm, dir.path().join("revenue.wasm"));
         assert!(matches!(spec.source, SourceSpec::File { ref path, .. } if path.as_deref() == Some(dir.path().join("orders.jsonl").as_path())));
         assert!(matches!(spec.side_outputs["late"], SinkSpec::File { ref path } if path == &dir.path().join("late.jsonl")));
     }

@@ -139,7 +139,7 @@ impl HostCtx {
     /// Load the timers stored in this context's state (at subtask start).
     pub fn load_timers(&mut self) -> Result<(), crate::state::StateError> {
         if let Some(backend) = self.backend.as_deref_mut() {
-            self.timers = TimerService::load(backend, self.max_parallelism)?;
+            self.timers = TimerService::load(backend, self.max_parallelism, crate::time::FUNCTION_TIMERS)?;
         }
         Ok(())
     }

@@ -2,8 +2,8 @@
 
 use wasmtime::Store;
 
-use super::bindings::exports::weir::function::{key_fn, process_fn};
-use super::bindings::weir::function::types::{KeyedEvents, KeyedTimers};
+use super::bindings::exports::weir::function::{aggregate_fn, key_fn, process_fn};
+use super::bindings::weir::function::types::{Accumulate, KeyedEvents, KeyedTimers, WindowResult};
 use super::{HostCtx, LoadedFunction};
 use crate::Event;
 
@@ -126,5 +126,47 @@ impl ProcessFunctionInstance {
     /// The store's data: outputs, state backend.
     pub fn ctx(&mut self) -> &mut HostCtx {
         self.store.data_mut()
+    }
+}
+
+/// A live window aggregate function (it keeps no state of its own: the
+/// window operator passes accumulators in and out).
+pub struct AggregateFunctionInstance {
+    name: String,
+    store: Store<HostCtx>,
+    guest: aggregate_fn::Guest,
+}
+
+impl AggregateFunctionInstance {
+    /// Instantiate `function` (which must export `aggregate-fn`) as `name`.
+    pub fn new(function: &LoadedFunction, name: &str) -> Result<Self, CallError> {
+        let (mut store, instance) = instantiate(function, HostCtx::new(name, None, 1), name)?;
+        let guest = aggregate_fn::GuestIndices::new(&function.pre)
+            .and_then(|indices| indices.load(&mut store, &instance))
+            .map_err(|e| CallError::Instantiate { function: name.to_string(), message: format!("{e:#}") })?;
+        Ok(Self { name: name.to_string(), store, guest })
+    }
+
+    fn failed(&self, message: String) -> CallError {
+        CallError::Failed { function: self.name.clone(), message }
+    }
+
+    /// Fold each entry's events into its accumulator.
+    pub fn add(&mut self, batch: &[Accumulate]) -> Result<Vec<Vec<u8>>, CallError> {
+        let accumulators = self.guest.call_add(&mut self.store, batch).map_err(|e| trapped(&self.name, e))?.map_err(|e| self.failed(e.message))?;
+        if accumulators.len() != batch.len() {
+            return Err(self.failed(format!("returned {} accumulators for {} windows", accumulators.len(), batch.len())));
+        }
+        Ok(accumulators)
+    }
+
+    /// Combine two accumulators.
+    pub fn merge(&mut self, a: &[u8], b: &[u8]) -> Result<Vec<u8>, CallError> {
+        self.guest.call_merge(&mut self.store, a, b).map_err(|e| trapped(&self.name, e))?.map_err(|e| self.failed(e.message))
+    }
+
+    /// The outputs of finished windows.
+    pub fn results(&mut self, batch: &[WindowResult]) -> Result<Vec<Event>, CallError> {
+        self.guest.call_results(&mut self.store, batch).map_err(|e| trapped(&self.name, e))?.map_err(|e| self.failed(e.message))
     }
 }

@@ -19,6 +19,8 @@ pub enum Role {
     Key,
     /// Processes keyed events: exports `weir:function/process-fn`.
     Process,
+    /// Aggregates windows: exports `weir:function/aggregate-fn`.
+    Aggregate,
 }
 
 impl Role {
@@ -27,6 +29,7 @@ impl Role {
         match self {
             Role::Key => format!("weir:function/key-fn@{WIT_VERSION}"),
             Role::Process => format!("weir:function/process-fn@{WIT_VERSION}"),
+            Role::Aggregate => format!("weir:function/aggregate-fn@{WIT_VERSION}"),
         }
     }
 
@@ -35,6 +38,7 @@ impl Role {
         match self {
             Role::Key => "weir:function/key-function",
             Role::Process => "weir:function/process-function",
+            Role::Aggregate => "weir:function/aggregate-function",
         }
     }
 }
@@ -135,7 +139,7 @@ impl LoadedFunction {
 
     /// The worlds this component implements.
     pub fn worlds(&self) -> Vec<&'static str> {
-        [Role::Key, Role::Process].into_iter().filter(|r| self.require(*r).is_ok()).map(Role::world).collect()
+        [Role::Key, Role::Process, Role::Aggregate].into_iter().filter(|r| self.require(*r).is_ok()).map(Role::world).collect()
     }
 }
 

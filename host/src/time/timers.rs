@@ -12,8 +12,9 @@ use std::collections::{BTreeSet, HashMap};
 use crate::runtime::bindings::weir::function::types::{FiredTimer, KeyedTimers, TimeDomain};
 use crate::state::{key_group, ttl, KeyedStateBackend, StateError, StateKey, StateKind};
 
-/// The state name timers are stored under (kind `Timer`, so no clash).
-const TIMERS: &str = "timers";
+/// The state name a function's timers are stored under (kind `Timer`, so
+/// no clash with the function's own state names).
+pub const FUNCTION_TIMERS: &str = "timers";
 
 fn domain_byte(domain: TimeDomain) -> u8 {
     match domain {
@@ -30,11 +31,11 @@ fn domain_of(byte: u8) -> Option<TimeDomain> {
     }
 }
 
-fn storage_key(group: u16, key: &[u8], domain: u8, timestamp: i64) -> Vec<u8> {
+fn storage_key(name: &str, group: u16, key: &[u8], domain: u8, timestamp: i64) -> Vec<u8> {
     let mut namespace = [0u8; 9];
     namespace[0] = domain;
     namespace[1..].copy_from_slice(&timestamp.to_be_bytes());
-    StateKey::new(group, TIMERS, StateKind::Timer, key, &namespace).encode()
+    StateKey::new(group, name, StateKind::Timer, key, &namespace).encode()
 }
 
 /// The timers of one subtask.
@@ -43,14 +44,16 @@ pub struct TimerService {
     /// (domain, timestamp, key): iteration is in timestamp order per domain.
     queue: BTreeSet<(u8, i64, Vec<u8>)>,
     max_parallelism: u16,
+    name: &'static str,
 }
 
 impl TimerService {
-    /// Rebuild the queue from the timers stored in `backend`.
-    pub fn load(backend: &mut dyn KeyedStateBackend, max_parallelism: u16) -> Result<Self, StateError> {
+    /// Rebuild the queue of the timers stored in `backend` under `name`
+    /// (one service per name: a function's timers, a window operator's…).
+    pub fn load(backend: &mut dyn KeyedStateBackend, max_parallelism: u16, name: &'static str) -> Result<Self, StateError> {
         let mut queue = BTreeSet::new();
         for group in 0..max_parallelism {
-            let prefix = StateKey::state_prefix(group, TIMERS, StateKind::Timer);
+            let prefix = StateKey::state_prefix(group, name, StateKind::Timer);
             let mut after: Option<Vec<u8>> = None;
             loop {
                 let page = backend.scan(&prefix, after.as_deref(), 1024)?;
@@ -69,7 +72,7 @@ impl TimerService {
                 }
             }
         }
-        Ok(Self { queue, max_parallelism })
+        Ok(Self { queue, max_parallelism, name })
     }
 
     /// Register a timer for `key` (idempotent).
@@ -77,7 +80,7 @@ impl TimerService {
         let domain = domain_byte(domain);
         if self.queue.insert((domain, timestamp, key.to_vec())) {
             let group = key_group(key, self.max_parallelism);
-            backend.put(&storage_key(group, key, domain, timestamp), &ttl::encode(b"", None))?;
+            backend.put(&storage_key(self.name, group, key, domain, timestamp), &ttl::encode(b"", None))?;
         }
         Ok(())
     }
@@ -87,7 +90,7 @@ impl TimerService {
         let domain = domain_byte(domain);
         if self.queue.remove(&(domain, timestamp, key.to_vec())) {
             let group = key_group(key, self.max_parallelism);
-            backend.delete(&storage_key(group, key, domain, timestamp))?;
+            backend.delete(&storage_key(self.name, group, key, domain, timestamp))?;
         }
         Ok(())
     }
@@ -110,7 +113,7 @@ impl TimerService {
             let Some(entry) = first.filter(|(d, ts, _)| *d == byte && *ts <= up_to).cloned() else { break };
             self.queue.remove(&entry);
             let (_, timestamp, key) = entry;
-            backend.delete(&storage_key(key_group(&key, self.max_parallelism), &key, byte, timestamp))?;
+            backend.delete(&storage_key(self.name, key_group(&key, self.max_parallelism), &key, byte, timestamp))?;
             let fired = FiredTimer { timestamp, domain };
             match index.get(&key) {
                 Some(&i) => batch[i].timers.push(fired),
@@ -136,7 +139,7 @@ mod tests {
     #[test]
     fn fires_due_timers_in_order_once_and_survives_reload() {
         let mut backend = InMemoryBackend::new();
-        let mut timers = TimerService::load(&mut backend, 8).unwrap();
+        let mut timers = TimerService::load(&mut backend, 8, FUNCTION_TIMERS).unwrap();
         timers.register(&mut backend, b"b", TimeDomain::EventTime, 20).unwrap();
         timers.register(&mut backend, b"a", TimeDomain::EventTime, 10).unwrap();
         timers.register(&mut backend, b"a", TimeDomain::EventTime, 10).unwrap();
@@ -147,11 +150,11 @@ mod tests {
         assert_eq!(timers.next(TimeDomain::EventTime), Some(10));
         assert_eq!(timers.next(TimeDomain::ProcessingTime), Some(5));
 
-        let mut reloaded = TimerService::load(&mut backend, 8).unwrap();
+        let mut reloaded = TimerService::load(&mut backend, 8, FUNCTION_TIMERS).unwrap();
         let due = reloaded.take_due(&mut backend, TimeDomain::EventTime, 25).unwrap();
         assert_eq!(fired(&due), vec![("a".into(), 10), ("b".into(), 20)], "deduplicated, deleted one gone, in order");
         assert!(reloaded.take_due(&mut backend, TimeDomain::EventTime, 25).unwrap().is_empty(), "fires once");
-        let rest = TimerService::load(&mut backend, 8).unwrap();
+        let rest = TimerService::load(&mut backend, 8, FUNCTION_TIMERS).unwrap();
         assert_eq!(rest.next(TimeDomain::EventTime), Some(30), "fired timers are gone from state too");
         assert_eq!(rest.next(TimeDomain::ProcessingTime), Some(5));
     }
