@@ -74,3 +74,27 @@ fn sliding_windows_count_each_order_in_every_window_covering_it() {
     assert_eq!(revenue_of(1, t - 60_000), vec!["20.0"], "[09:59, 10:01) had closed");
     assert_eq!(revenue_of(1, t), vec!["25.0"], "[10:00, 10:02) took the out-of-order 5.00");
 }
+
+#[test]
+fn session_windows_merge_when_a_bridging_view_arrives_out_of_order() {
+    let wasm = function("sessions");
+    let example = |file: &str| example_file("sessions", file);
+    for parallelism in [1, 3] {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dir.path().join("sessions.yaml");
+        std::fs::write(
+            &spec,
+            format!(
+                "name: sessions\nparallelism: {parallelism}\nbatch_size: 1\nwatermark: {{ max_out_of_orderness: 10s }}\n\
+                 source: {{ type: file, path: {:?}, timestamp_field: time }}\nkey: {{ wasm: {wasm:?} }}\n\
+                 window: {{ type: session, gap: 30s, late_output: late-views }}\naggregate: {{ wasm: {wasm:?} }}\n\
+                 sink: {{ type: file, path: out.jsonl }}\nside_outputs: {{ late-views: {{ type: file, path: late.jsonl }} }}\n",
+                example("views.jsonl")
+            ),
+        )
+        .unwrap();
+        run_ok(&spec, &dir.path().join("data"), &[]);
+        assert_eq!(sorted_lines(&dir.path().join("out.jsonl")), sorted_lines(&example("expected-sessions.jsonl")), "parallelism {parallelism}");
+        assert_eq!(sorted_lines(&dir.path().join("late.jsonl")), sorted_lines(&example("expected-late.jsonl")), "parallelism {parallelism}");
+    }
+}

@@ -119,17 +119,23 @@ pub enum WindowKind {
     Tumbling,
     /// Windows of `size` every `slide`.
     Sliding,
+    /// Per-key sessions closed by a `gap` of inactivity.
+    Session,
 }
 
 /// Event-time windows.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WindowSpec {
-    /// `tumbling` or `sliding`.
+    /// `tumbling`, `sliding` or `session`.
     #[serde(rename = "type")]
     pub kind: WindowKind,
-    /// Window length, e.g. `1m`.
-    pub size: String,
+    /// Window length, e.g. `1m` (tumbling and sliding).
+    #[serde(default)]
+    pub size: Option<String>,
+    /// Inactivity that closes a session, e.g. `30m` (session only).
+    #[serde(default)]
+    pub gap: Option<String>,
     /// Distance between window starts (sliding only), e.g. `30s`.
     #[serde(default)]
     pub slide: Option<String>,
@@ -156,19 +162,32 @@ fn millis(field: &str, text: &str) -> Result<i64, SpecError> {
 impl WindowSpec {
     /// The window assigner this spec describes.
     pub fn assigner(&self) -> Result<WindowAssigner, SpecError> {
-        let size = millis("window.size", &self.size)?;
-        if size <= 0 {
-            return Err(SpecError::field("window.size", "must be at least 1ms"));
+        let positive = |field: &str, text: &str| match millis(field, text)? {
+            ms if ms > 0 => Ok(ms),
+            _ => Err(SpecError::field(field, "must be at least 1ms")),
+        };
+        let only = |field: &str, present: bool, kinds: &str| {
+            if present {
+                Err(SpecError::field(field, format!("only {kinds} windows have it")))
+            } else {
+                Ok(())
+            }
+        };
+        if self.kind == WindowKind::Session {
+            only("window.size", self.size.is_some(), "tumbling and sliding")?;
+            only("window.slide", self.slide.is_some(), "sliding")?;
+            only("window.offset", self.offset.is_some(), "tumbling and sliding")?;
+            let gap = self.gap.as_deref().ok_or_else(|| SpecError::field("window.gap", "session windows need a gap"))?;
+            return Ok(WindowAssigner::Session { gap: positive("window.gap", gap)? });
         }
+        only("window.gap", self.gap.is_some(), "session")?;
+        let size = positive("window.size", self.size.as_deref().ok_or_else(|| SpecError::field("window.size", "tumbling and sliding windows need a size"))?)?;
         let offset = self.offset.as_deref().map_or(Ok(0), |o| millis("window.offset", o))?;
         match (self.kind, &self.slide) {
-            (WindowKind::Tumbling, None) => Ok(WindowAssigner::Tumbling { size, offset }),
-            (WindowKind::Sliding, Some(slide)) => match millis("window.slide", slide)? {
-                slide if slide > 0 => Ok(WindowAssigner::Sliding { size, slide, offset }),
-                _ => Err(SpecError::field("window.slide", "must be at least 1ms")),
-            },
-            (WindowKind::Tumbling, Some(_)) => Err(SpecError::field("window.slide", "only sliding windows have a slide")),
+            (WindowKind::Sliding, Some(slide)) => Ok(WindowAssigner::Sliding { size, slide: positive("window.slide", slide)?, offset }),
             (WindowKind::Sliding, None) => Err(SpecError::field("window.slide", "sliding windows need a slide")),
+            (_, Some(_)) => Err(SpecError::field("window.slide", "only sliding windows have a slide")),
+            (_, None) => Ok(WindowAssigner::Tumbling { size, offset }),
         }
     }
 
@@ -459,6 +478,10 @@ sink: { type: stdout }
         assert!(error_of(&with("{ type: sliding, size: 1m }")).contains("window.slide"));
         assert!(error_of(&with("{ type: tumbling, size: 1m, late_output: late }")).contains("window.late_output"));
         assert!(error_of(&with("{ type: hopping, size: 1m }")).contains("window.type"));
+        assert_eq!(PipelineSpec::parse(&with("{ type: session, gap: 30m }")).unwrap().window.unwrap().assigner().unwrap(), WindowAssigner::Session { gap: 1_800_000 });
+        assert!(error_of(&with("{ type: session, size: 1m, gap: 1m }")).contains("window.size"));
+        assert!(error_of(&with("{ type: session }")).contains("window.gap"));
+        assert!(error_of(&with("{ type: tumbling, size: 1m, gap: 1m }")).contains("window.gap"));
         assert!(error_of(&windowed).contains("window"));
         assert!(error_of(&format!("{GOOD}window: {{ type: tumbling, size: 1m }}\n")).contains("process"));
     }

@@ -13,6 +13,12 @@ pub enum WindowAssigner {
         /// Shift of the window starts.
         offset: i64,
     },
+    /// Per-key sessions: an event opens `[timestamp, timestamp + gap)`,
+    /// and windows that overlap merge into one.
+    Session {
+        /// Inactivity that closes a session.
+        gap: i64,
+    },
     /// Windows of `size` starting every `slide`; an event belongs to
     /// `size / slide` of them.
     Sliding {
@@ -26,18 +32,29 @@ pub enum WindowAssigner {
 }
 
 impl WindowAssigner {
-    /// The window length.
-    pub fn size(&self) -> i64 {
+    /// The fixed window length (`None` for sessions, whose length varies).
+    pub fn size(&self) -> Option<i64> {
         match *self {
-            WindowAssigner::Tumbling { size, .. } | WindowAssigner::Sliding { size, .. } => size,
+            WindowAssigner::Tumbling { size, .. } | WindowAssigner::Sliding { size, .. } => Some(size),
+            WindowAssigner::Session { .. } => None,
         }
     }
 
-    /// The windows containing `timestamp`, latest first, appended to `out`.
+    /// Whether windows merge (sessions).
+    pub fn is_merging(&self) -> bool {
+        matches!(self, WindowAssigner::Session { .. })
+    }
+
+    /// The windows containing `timestamp`, latest first, appended to `out`
+    /// (for sessions: the event's own, not yet merged, window).
     pub fn assign(&self, timestamp: i64, out: &mut Vec<Window>) {
         let (size, slide, offset) = match *self {
             WindowAssigner::Tumbling { size, offset } => (size, size, offset),
             WindowAssigner::Sliding { size, slide, offset } => (size, slide, offset),
+            WindowAssigner::Session { gap } => {
+                out.push(Window { start: timestamp, end: timestamp.saturating_add(gap) });
+                return;
+            }
         };
         let mut start = timestamp - (timestamp - offset).rem_euclid(slide);
         while start > timestamp - size {

@@ -22,6 +22,7 @@ use super::WindowAssigner;
 const ACCUMULATORS: &str = "window-acc";
 const FIRE_TIMERS: &str = "window-fire";
 const CLEANUP_TIMERS: &str = "window-cleanup";
+const SESSIONS: &str = "window-sessions";
 
 /// Why the window operator failed.
 #[derive(Debug, thiserror::Error)]
@@ -101,8 +102,39 @@ impl WindowOperator {
         })
     }
 
+    fn sessions_key(&self, key: &[u8]) -> Vec<u8> {
+        StateKey::new(key_group(key, self.config.max_parallelism), SESSIONS, StateKind::Value, key, b"").encode()
+    }
+
+    /// The key's open session windows.
+    fn read_sessions(&mut self, key: &[u8]) -> Result<Vec<Window>, StateError> {
+        let Some(stored) = self.backend.get(&self.sessions_key(key))? else { return Ok(Vec::new()) };
+        let bytes = ttl::decode(&stored, i64::MIN)?.unwrap_or_default();
+        let corrupt = || StateError::Corrupt("malformed session list".into());
+        bytes
+            .chunks(16)
+            .map(|pair| {
+                let (start, end) = pair.split_first_chunk::<8>().ok_or_else(corrupt)?;
+                let end: [u8; 8] = end.try_into().map_err(|_| corrupt())?;
+                Ok(Window { start: i64::from_be_bytes(*start), end: i64::from_be_bytes(end) })
+            })
+            .collect()
+    }
+
+    fn write_sessions(&mut self, key: &[u8], sessions: &[Window]) -> Result<(), StateError> {
+        let storage = self.sessions_key(key);
+        if sessions.is_empty() {
+            return self.backend.delete(&storage);
+        }
+        let bytes: Vec<u8> = sessions.iter().flat_map(|w| w.start.to_be_bytes().into_iter().chain(w.end.to_be_bytes())).collect();
+        self.backend.put(&storage, &ttl::encode(&bytes, None))
+    }
+
     /// Add a batch of (key, event) pairs to their windows.
     pub fn process(&mut self, batch: Vec<(Vec<u8>, Event)>) -> Result<(), WindowError> {
+        if self.config.assigner.is_merging() {
+            return self.process_sessions(batch);
+        }
         let mut index: HashMap<(Vec<u8>, i64, i64), usize> = HashMap::new();
         let mut groups: Vec<(Vec<u8>, Window, Vec<Event>)> = Vec::new();
         for (key, event) in batch {
@@ -131,9 +163,16 @@ impl WindowOperator {
         for (key, window, events) in &mut groups {
             batch.push(Accumulate { accumulator: self.read_accumulator(key, *window)?, events: std::mem::take(events) });
         }
+        let windows = groups.into_iter().map(|(key, window, _)| (key, window)).collect();
+        self.store_and_schedule(windows, batch)
+    }
+
+    /// Fold `batch[i]` into window `windows[i]`, store the accumulators and
+    /// schedule (or, for windows already past the watermark, do) the firing.
+    fn store_and_schedule(&mut self, windows: Vec<(Vec<u8>, Window)>, batch: Vec<Accumulate>) -> Result<(), WindowError> {
         let accumulators = self.function.add(&batch)?;
         let mut refire = Vec::new();
-        for ((key, window, _), accumulator) in groups.into_iter().zip(accumulators) {
+        for ((key, window), accumulator) in windows.into_iter().zip(accumulators) {
             let storage = self.accumulator_key(&key, window);
             self.backend.put(&storage, &ttl::encode(&accumulator, None))?;
             if window.end - 1 <= self.watermark {
@@ -145,29 +184,129 @@ impl WindowOperator {
         self.fire_windows(refire)
     }
 
+    /// Sessions: merge each event's window with the key's overlapping
+    /// sessions (merging their accumulators), then fold in the events.
+    fn process_sessions(&mut self, batch: Vec<(Vec<u8>, Event)>) -> Result<(), WindowError> {
+        /// A session being built: its window, the stored sessions it
+        /// absorbed, and its new events.
+        struct Working {
+            window: Window,
+            sources: Vec<Window>,
+            events: Vec<Event>,
+        }
+        let overlaps = |a: Window, b: Window| a.start < b.end && b.start < a.end;
+        let mut by_key: Vec<(Vec<u8>, Vec<Event>)> = Vec::new();
+        let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+        for (key, event) in batch {
+            let slot = *index.entry(key.clone()).or_insert_with(|| {
+                by_key.push((key, Vec::new()));
+                by_key.len() - 1
+            });
+            by_key[slot].1.push(event);
+        }
+        let mut windows = Vec::new();
+        let mut adds = Vec::new();
+        for (key, events) in by_key {
+            let stored = self.read_sessions(&key)?;
+            let mut working: Vec<Working> = stored.iter().map(|w| Working { window: *w, sources: vec![*w], events: Vec::new() }).collect();
+            for event in events {
+                self.windows.clear();
+                self.config.assigner.assign(event.timestamp, &mut self.windows);
+                let mut merged = self.windows[0];
+                // Grow the window until it overlaps no other session.
+                while let Some(other) = working.iter().map(|w| w.window).find(|w| overlaps(*w, merged) && (w.start < merged.start || w.end > merged.end)) {
+                    merged = Window { start: merged.start.min(other.start), end: merged.end.max(other.end) };
+                }
+                if self.is_late(merged) {
+                    match &self.config.late_output {
+                        Some(name) => self.side_outputs.push((name.clone(), event)),
+                        None => self.dropped_late += 1,
+                    }
+                    continue;
+                }
+                let mut session = Working { window: merged, sources: Vec::new(), events: Vec::new() };
+                for absorbed in working.extract_if(.., |w| overlaps(w.window, merged)) {
+                    session.sources.extend(absorbed.sources);
+                    session.events.extend(absorbed.events);
+                }
+                session.events.push(event);
+                working.push(session);
+            }
+            for session in &mut working {
+                if session.events.is_empty() && session.sources.len() <= 1 {
+                    continue; // unchanged
+                }
+                let mut accumulator: Option<Vec<u8>> = None;
+                for source in std::mem::take(&mut session.sources) {
+                    let Some(old) = self.read_accumulator(&key, source)? else { continue };
+                    let storage = self.accumulator_key(&key, source);
+                    self.backend.delete(&storage)?;
+                    self.fire.delete(self.backend.as_mut(), &key, TimeDomain::EventTime, source.end - 1)?;
+                    let until = (source.end - 1).saturating_add(self.config.allowed_lateness);
+                    self.cleanup.delete(self.backend.as_mut(), &key, TimeDomain::EventTime, until)?;
+                    accumulator = Some(match accumulator {
+                        Some(acc) => self.function.merge(&acc, &old)?,
+                        None => old,
+                    });
+                }
+                windows.push((key.clone(), session.window));
+                adds.push(Accumulate { accumulator, events: std::mem::take(&mut session.events) });
+            }
+            let sessions: Vec<Window> = working.iter().map(|w| w.window).collect();
+            self.write_sessions(&key, &sessions)?;
+        }
+        if adds.is_empty() {
+            return Ok(());
+        }
+        self.store_and_schedule(windows, adds)
+    }
+
+    /// The window of `key` whose timer (at its last millisecond plus
+    /// `shift`) is `timestamp`.
+    fn window_for_timer(&mut self, key: &[u8], timestamp: i64, shift: i64) -> Result<Option<Window>, StateError> {
+        let end = timestamp - shift + 1;
+        match self.config.assigner.size() {
+            Some(size) => Ok(Some(Window { start: end - size, end })),
+            None => Ok(self.read_sessions(key)?.into_iter().find(|w| w.end == end)),
+        }
+    }
+
+    /// Forget `key`'s `window` entirely.
+    fn retire(&mut self, key: &[u8], window: Window) -> Result<(), StateError> {
+        let storage = self.accumulator_key(key, window);
+        self.backend.delete(&storage)?;
+        if self.config.assigner.is_merging() {
+            let mut sessions = self.read_sessions(key)?;
+            sessions.retain(|w| (w.start, w.end) != (window.start, window.end));
+            self.write_sessions(key, &sessions)?;
+        }
+        Ok(())
+    }
+
     /// Event time has reached `watermark`: fire and clean up due windows.
     pub fn on_watermark(&mut self, watermark: i64) -> Result<(), WindowError> {
         self.watermark = watermark;
-        let size = self.config.assigner.size();
         loop {
             let due = self.fire.take_due(self.backend.as_mut(), TimeDomain::EventTime, watermark)?;
             if due.is_empty() {
                 break;
             }
-            let windows = due
-                .into_iter()
-                .flat_map(|keyed| {
-                    let key = keyed.key;
-                    keyed.timers.into_iter().map(move |t| (key.clone(), Window { start: t.timestamp + 1 - size, end: t.timestamp + 1 }))
-                })
-                .collect();
+            let mut windows = Vec::new();
+            for keyed in due {
+                for timer in keyed.timers {
+                    if let Some(window) = self.window_for_timer(&keyed.key, timer.timestamp, 0)? {
+                        windows.push((keyed.key.clone(), window));
+                    }
+                }
+            }
             self.fire_windows(windows)?;
         }
+        let lateness = self.config.allowed_lateness;
         for keyed in self.cleanup.take_due(self.backend.as_mut(), TimeDomain::EventTime, watermark)? {
             for timer in keyed.timers {
-                let window = Window { start: timer.timestamp + 1 - self.config.allowed_lateness - size, end: timer.timestamp + 1 - self.config.allowed_lateness };
-                let storage = self.accumulator_key(&keyed.key, window);
-                self.backend.delete(&storage)?;
+                if let Some(window) = self.window_for_timer(&keyed.key, timer.timestamp, lateness)? {
+                    self.retire(&keyed.key, window)?;
+                }
             }
         }
         Ok(())
@@ -187,8 +326,7 @@ impl WindowOperator {
         self.outputs.extend(self.function.results(&requests)?);
         for WindowResult { key, window, .. } in requests {
             if self.config.allowed_lateness == 0 {
-                let storage = self.accumulator_key(&key, window);
-                self.backend.delete(&storage)?;
+                self.retire(&key, window)?;
             } else {
                 let until = (window.end - 1).saturating_add(self.config.allowed_lateness);
                 self.cleanup.register(self.backend.as_mut(), &key, TimeDomain::EventTime, until)?;
