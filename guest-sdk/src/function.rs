@@ -3,7 +3,7 @@
 
 use serde::{de::DeserializeOwned, Serialize};
 
-use crate::__private::wit::types::{Accumulate, FunctionError, KeyedEvents, KeyedTimers, Window, WindowResult};
+use crate::__private::wit::types::{Accumulate, FunctionError, KeyedEvents, KeyedTimers, Window, WindowEvents, WindowResult};
 use crate::{codec, host, Context, Error, Event, FiredTimer};
 
 /// Computes the key a keyed pipeline partitions events by.
@@ -46,6 +46,14 @@ pub trait AggregateFunction: Default + 'static {
     /// updated accumulator when a late event arrives within the allowed
     /// lateness).
     fn result(&mut self, key: &[u8], window: Window, accumulator: Self::Accumulator) -> Result<Vec<Event>, Error>;
+}
+
+/// A window process function: sees all events of a window at once when it
+/// fires (the host keeps them until then). Prefer [`AggregateFunction`]
+/// when an accumulator suffices: it keeps far less state.
+pub trait WindowProcessFunction: Default + 'static {
+    /// The output of `key`'s finished `window`, given all its events.
+    fn process_window(&mut self, key: &[u8], window: Window, events: Vec<Event>) -> Result<Vec<Event>, Error>;
 }
 
 fn function_error(error: Error) -> FunctionError {
@@ -107,6 +115,15 @@ pub fn aggregate_results<F: AggregateFunction>(function: &mut F, batch: Vec<Wind
     for WindowResult { key, window, accumulator } in batch {
         let acc = codec::decode(&accumulator).map_err(function_error)?;
         out.extend(function.result(&key, window, acc).map_err(function_error)?);
+    }
+    Ok(out)
+}
+
+/// The outputs of finished windows given their events (called by the glue).
+pub fn window_process<F: WindowProcessFunction>(function: &mut F, batch: Vec<WindowEvents>) -> Result<Vec<Event>, FunctionError> {
+    let mut out = Vec::new();
+    for WindowEvents { key, window, events } in batch {
+        out.extend(function.process_window(&key, window, events).map_err(function_error)?);
     }
     Ok(out)
 }

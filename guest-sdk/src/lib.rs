@@ -66,7 +66,7 @@ pub mod testing;
 pub use context::{Context, LogLevel};
 pub use error::Error;
 pub use event::{Event, FiredTimer, TimeDomain, Window};
-pub use function::{AggregateFunction, KeyFunction, ProcessFunction};
+pub use function::{AggregateFunction, KeyFunction, ProcessFunction, WindowProcessFunction};
 pub use money::Cents;
 pub use state::{ListState, MapState, Ttl, TtlUpdate, ValueState};
 /// Marks an `impl KeyFunction for T` or `impl ProcessFunction for T` block
@@ -82,6 +82,6 @@ pub use weir_sdk_macros::function;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::bindings::weir::function as wit;
-    pub use crate::function::{aggregate_add, aggregate_merge, aggregate_results, extract_keys, fire_timers, process_batch};
+    pub use crate::function::{aggregate_add, aggregate_merge, aggregate_results, extract_keys, fire_timers, process_batch, window_process};
     pub use wit_bindgen;
 }

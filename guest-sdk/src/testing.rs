@@ -23,7 +23,7 @@ use serde::de::DeserializeOwned;
 
 use crate::__private::wit::types::{KeyedEvents, KeyedTimers};
 use crate::host::native::{domain_index, with_mock};
-use crate::{codec, function, AggregateFunction, Error, Event, FiredTimer, KeyFunction, LogLevel, ProcessFunction, TimeDomain, Window};
+use crate::{codec, function, AggregateFunction, WindowProcessFunction, Error, Event, FiredTimer, KeyFunction, LogLevel, ProcessFunction, TimeDomain, Window};
 
 /// One function instance wired to this thread's in-memory host.
 ///
@@ -94,6 +94,15 @@ impl<F: AggregateFunction> Harness<F> {
         let accumulator = accumulators.pop().ok_or_else(|| Error::msg("no accumulator"))?;
         let request = crate::__private::wit::types::WindowResult { key: key.to_vec(), window, accumulator };
         function::aggregate_results(&mut self.function, vec![request]).map_err(|e| Error::msg(e.message))
+    }
+}
+
+impl<F: WindowProcessFunction> Harness<F> {
+    /// The result of `key`'s `window` holding `events`, as the host would
+    /// ask for it when the window fires.
+    pub fn process_window(&mut self, key: &[u8], window: Window, events: Vec<Event>) -> Result<Vec<Event>, Error> {
+        let request = crate::__private::wit::types::WindowEvents { key: key.to_vec(), window, events };
+        function::window_process(&mut self.function, vec![request]).map_err(|e| Error::msg(e.message))
     }
 }
 

@@ -98,3 +98,26 @@ fn session_windows_merge_when_a_bridging_view_arrives_out_of_order() {
         assert_eq!(sorted_lines(&dir.path().join("late.jsonl")), sorted_lines(&example("expected-late.jsonl")), "parallelism {parallelism}");
     }
 }
+
+#[test]
+fn a_window_process_function_sees_every_event_of_its_window() {
+    let wasm = function("window-orders");
+    for parallelism in [1, 3] {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dir.path().join("ranked.yaml");
+        std::fs::write(
+            &spec,
+            format!(
+                "name: ranked\nparallelism: {parallelism}\nbatch_size: 1\nwatermark: {{ max_out_of_orderness: 5s }}\n\
+                 source: {{ type: file, path: {:?}, timestamp_field: event_time }}\nkey: {{ wasm: {wasm:?} }}\n\
+                 window: {{ type: tumbling, size: 1m }}\nwindow_process: {{ wasm: {wasm:?} }}\nsink: {{ type: file, path: out.jsonl }}\n",
+                example("orders.jsonl")
+            ),
+        )
+        .unwrap();
+        let run = run_ok(&spec, &dir.path().join("data"), &[]);
+        assert_eq!(sorted_lines(&dir.path().join("out.jsonl")), sorted_lines(&example_file("window-orders", "expected-output.jsonl")), "parallelism {parallelism}");
+        let summary = String::from_utf8_lossy(&run.stderr);
+        assert!(summary.contains("2 late records dropped"), "orders 116 and 118 are late: {summary}");
+    }
+}

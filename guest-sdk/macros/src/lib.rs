@@ -27,6 +27,7 @@ fn role_of(trait_name: &str) -> Option<Role> {
     match trait_name {
         "KeyFunction" => Some(Role { world: "key-function", imports: &SHARED_IMPORTS[..2], module: "__weir_export_key_fn" }),
         "ProcessFunction" => Some(Role { world: "process-function", imports: &SHARED_IMPORTS, module: "__weir_export_process_fn" }),
+        "WindowProcessFunction" => Some(Role { world: "window-process-function", imports: &SHARED_IMPORTS[..2], module: "__weir_export_window_process_fn" }),
         "AggregateFunction" => Some(Role { world: "aggregate-function", imports: &SHARED_IMPORTS[..2], module: "__weir_export_aggregate_fn" }),
         _ => None,
     }
@@ -56,7 +57,7 @@ fn expand(item: &ItemImpl) -> syn::Result<proc_macro2::TokenStream> {
     };
     let trait_ident = trait_path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
     let role = role_of(&trait_ident).ok_or_else(|| {
-        syn::Error::new(trait_path.span(), format!("`{trait_ident}` is not a Weir function trait: use `KeyFunction`, `ProcessFunction` or `AggregateFunction`"))
+        syn::Error::new(trait_path.span(), format!("`{trait_ident}` is not a Weir function trait: use `KeyFunction`, `ProcessFunction`, `AggregateFunction` or `WindowProcessFunction`"))
     })?;
     if !item.generics.params.is_empty() {
         return Err(syn::Error::new(item.generics.span(), "a Weir function type cannot be generic"));
@@ -75,6 +76,14 @@ fn expand(item: &ItemImpl) -> syn::Result<proc_macro2::TokenStream> {
                 fn extract_keys(events: ::std::vec::Vec<weir_sdk::Event>)
                     -> ::std::result::Result<::std::vec::Vec<::std::vec::Vec<u8>>, weir_sdk::__private::wit::types::FunctionError> {
                     with_instance(|f| weir_sdk::__private::extract_keys(f, events))
+                }
+            }
+        },
+        "window-process-function" => quote! {
+            impl exports::weir::function::window_process_fn::Guest for Export {
+                fn process_windows(batch: ::std::vec::Vec<weir_sdk::__private::wit::types::WindowEvents>)
+                    -> ::std::result::Result<::std::vec::Vec<weir_sdk::Event>, weir_sdk::__private::wit::types::FunctionError> {
+                    with_instance(|f| weir_sdk::__private::window_process(f, batch))
                 }
             }
         },

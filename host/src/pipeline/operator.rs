@@ -6,9 +6,9 @@ use std::collections::HashMap;
 
 use super::runner::RunError;
 use crate::runtime::bindings::weir::function::types::{KeyedEvents, TimeDomain};
-use crate::runtime::{AggregateFunctionInstance, HostCtx, LoadedFunction, ProcessFunctionInstance};
+use crate::runtime::{AggregateFunctionInstance, HostCtx, LoadedFunction, ProcessFunctionInstance, Role, WindowProcessFunctionInstance};
 use crate::state::KeyedStateBackend;
-use crate::window::{WindowConfig, WindowOperator};
+use crate::window::{WindowConfig, WindowFunction, WindowOperator};
 use crate::Event;
 
 /// What a subtask runs, before it is instantiated on the subtask's thread.
@@ -16,8 +16,9 @@ use crate::Event;
 pub(crate) enum OperatorPlan {
     /// A process function.
     Process(LoadedFunction),
-    /// Windows aggregated by an aggregate function.
-    Window(LoadedFunction, WindowConfig),
+    /// Windows computed by an aggregate or window process function (the
+    /// role says which).
+    Window(LoadedFunction, Role, WindowConfig),
 }
 
 /// A subtask's live operator.
@@ -38,9 +39,13 @@ impl KeyedOperator {
                 ctx.load_timers()?;
                 KeyedOperator::Process(ProcessFunctionInstance::new(function, &name, ctx)?, KeyGrouper::default())
             }
-            OperatorPlan::Window(function, config) => {
-                let aggregate = AggregateFunctionInstance::new(function, &format!("aggregate[{index}]"))?;
-                KeyedOperator::Window(Box::new(WindowOperator::new(config.clone(), aggregate, backend)?))
+            OperatorPlan::Window(function, role, config) => {
+                let name = format!("window[{index}]");
+                let function = match role {
+                    Role::WindowProcess => WindowFunction::Process(WindowProcessFunctionInstance::new(function, &name)?),
+                    _ => WindowFunction::Aggregate(AggregateFunctionInstance::new(function, &name)?),
+                };
+                KeyedOperator::Window(Box::new(WindowOperator::new(config.clone(), function, backend)?))
             }
         })
     }

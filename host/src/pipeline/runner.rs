@@ -171,16 +171,21 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let engine = new_engine(Default::default()).map_err(|e| RunError::Engine(format!("{e:#}")))?;
     let loader = FunctionLoader::new(engine, Some(config::component_cache_dir(&options.data_dir))).map_err(|e| RunError::Engine(e.to_string()))?;
     let key_function = load(&loader, &spec.key.wasm, Role::Key)?;
-    let plan = match (&spec.process, &spec.window, &spec.aggregate) {
+    let window_function = match (&spec.aggregate, &spec.window_process) {
+        (Some(aggregate), _) => Some((aggregate, Role::Aggregate)),
+        (None, Some(process)) => Some((process, Role::WindowProcess)),
+        (None, None) => None,
+    };
+    let plan = match (&spec.process, &spec.window, window_function) {
         (Some(process), _, _) => OperatorPlan::Process(load(&loader, &process.wasm, Role::Process)?),
-        (None, Some(window), Some(aggregate)) => {
+        (None, Some(window), Some((function, role))) => {
             let config = WindowConfig {
                 assigner: window.assigner().map_err(|e| RunError::Engine(e.to_string()))?,
                 allowed_lateness: window.allowed_lateness().map_err(|e| RunError::Engine(e.to_string()))?,
                 late_output: window.late_output.clone(),
                 max_parallelism: spec.max_parallelism,
             };
-            OperatorPlan::Window(load(&loader, &aggregate.wasm, Role::Aggregate)?, config)
+            OperatorPlan::Window(load(&loader, &function.wasm, role)?, role, config)
         }
         _ => return Err(RunError::Engine("the spec has neither a process function nor a window with an aggregate".into())),
     };

@@ -83,6 +83,10 @@ pub struct PipelineSpec {
     /// The window aggregate function (with `window`).
     #[serde(default)]
     pub aggregate: Option<FunctionSpec>,
+    /// The window process function, seeing all of a window's events (with
+    /// `window`, instead of `aggregate`).
+    #[serde(default)]
+    pub window_process: Option<FunctionSpec>,
     /// Where the process function's output goes.
     pub sink: SinkSpec,
     /// Time to live per state name, overriding what the function declares:
@@ -355,7 +359,11 @@ impl PipelineSpec {
         if let Some((name, spec)) = self.state_ttl.iter().find(|(_, spec)| spec.to_ttl().is_none()) {
             return Err(SpecError::field(&format!("state_ttl.{name}.ttl"), format!("{:?} is not a duration of at least 1ms (like 30s, 10m, 1h)", spec.ttl)));
         }
-        match (&self.process, &self.window, &self.aggregate) {
+        let window_function = match (&self.aggregate, &self.window_process) {
+            (Some(_), Some(_)) => return Err(SpecError::field("window_process", "give either `aggregate` or `window_process`, not both")),
+            (aggregate, process) => aggregate.as_ref().or(process.as_ref()),
+        };
+        match (&self.process, &self.window, window_function) {
             (Some(_), None, None) => {}
             (None, Some(window), Some(_)) => {
                 window.assigner()?;
@@ -367,7 +375,7 @@ impl PipelineSpec {
             (None, None, None) => return Err(SpecError::field("process", "give a process function, or a window and an aggregate function")),
             (Some(_), _, _) => return Err(SpecError::field("process", "a pipeline has either a process function or a window with an aggregate, not both")),
             (None, None, Some(_)) => return Err(SpecError::field("window", "an aggregate function needs a window")),
-            (None, Some(_), None) => return Err(SpecError::field("aggregate", "a window needs an aggregate function")),
+            (None, Some(_), None) => return Err(SpecError::field("aggregate", "a window needs an aggregate (or window_process) function")),
         }
         if let Some(watermark) = self.watermark.as_ref().filter(|w| w.delay_ms().is_none()) {
             return Err(SpecError::field("watermark.max_out_of_orderness", format!("{:?} is not a duration (like 0s, 5s, 1m)", watermark.max_out_of_orderness)));
@@ -416,7 +424,7 @@ impl PipelineSpec {
             }
         };
         resolve(&mut self.key.wasm);
-        self.process.iter_mut().chain(self.aggregate.iter_mut()).for_each(|f| resolve(&mut f.wasm));
+        self.process.iter_mut().chain(self.aggregate.iter_mut()).chain(self.window_process.iter_mut()).for_each(|f| resolve(&mut f.wasm));
         if let SourceSpec::File { path, paths, .. } = &mut self.source {
             path.iter_mut().chain(paths.iter_mut()).for_each(resolve);
         }

@@ -2,8 +2,8 @@
 
 use wasmtime::Store;
 
-use super::bindings::exports::weir::function::{aggregate_fn, key_fn, process_fn};
-use super::bindings::weir::function::types::{Accumulate, KeyedEvents, KeyedTimers, WindowResult};
+use super::bindings::exports::weir::function::{aggregate_fn, key_fn, process_fn, window_process_fn};
+use super::bindings::weir::function::types::{Accumulate, KeyedEvents, KeyedTimers, WindowEvents, WindowResult};
 use super::{HostCtx, LoadedFunction};
 use crate::Event;
 
@@ -168,5 +168,31 @@ impl AggregateFunctionInstance {
     /// The outputs of finished windows.
     pub fn results(&mut self, batch: &[WindowResult]) -> Result<Vec<Event>, CallError> {
         self.guest.call_results(&mut self.store, batch).map_err(|e| trapped(&self.name, e))?.map_err(|e| self.failed(e.message))
+    }
+}
+
+/// A live window process function.
+pub struct WindowProcessFunctionInstance {
+    name: String,
+    store: Store<HostCtx>,
+    guest: window_process_fn::Guest,
+}
+
+impl WindowProcessFunctionInstance {
+    /// Instantiate `function` (which must export `window-process-fn`).
+    pub fn new(function: &LoadedFunction, name: &str) -> Result<Self, CallError> {
+        let (mut store, instance) = instantiate(function, HostCtx::new(name, None, 1), name)?;
+        let guest = window_process_fn::GuestIndices::new(&function.pre)
+            .and_then(|indices| indices.load(&mut store, &instance))
+            .map_err(|e| CallError::Instantiate { function: name.to_string(), message: format!("{e:#}") })?;
+        Ok(Self { name: name.to_string(), store, guest })
+    }
+
+    /// The outputs of finished windows, given their events.
+    pub fn process_windows(&mut self, batch: &[WindowEvents]) -> Result<Vec<Event>, CallError> {
+        self.guest
+            .call_process_windows(&mut self.store, batch)
+            .map_err(|e| trapped(&self.name, e))?
+            .map_err(|e| CallError::Failed { function: self.name.clone(), message: e.message })
     }
 }

@@ -21,6 +21,8 @@ pub enum Role {
     Process,
     /// Aggregates windows: exports `weir:function/aggregate-fn`.
     Aggregate,
+    /// Processes whole windows: exports `weir:function/window-process-fn`.
+    WindowProcess,
 }
 
 impl Role {
@@ -30,6 +32,7 @@ impl Role {
             Role::Key => format!("weir:function/key-fn@{WIT_VERSION}"),
             Role::Process => format!("weir:function/process-fn@{WIT_VERSION}"),
             Role::Aggregate => format!("weir:function/aggregate-fn@{WIT_VERSION}"),
+            Role::WindowProcess => format!("weir:function/window-process-fn@{WIT_VERSION}"),
         }
     }
 
@@ -39,6 +42,7 @@ impl Role {
             Role::Key => "weir:function/key-function",
             Role::Process => "weir:function/process-function",
             Role::Aggregate => "weir:function/aggregate-function",
+            Role::WindowProcess => "weir:function/window-process-function",
         }
     }
 }
@@ -139,7 +143,7 @@ impl LoadedFunction {
 
     /// The worlds this component implements.
     pub fn worlds(&self) -> Vec<&'static str> {
-        [Role::Key, Role::Process, Role::Aggregate].into_iter().filter(|r| self.require(*r).is_ok()).map(Role::world).collect()
+        [Role::Key, Role::Process, Role::Aggregate, Role::WindowProcess].into_iter().filter(|r| self.require(*r).is_ok()).map(Role::world).collect()
     }
 }
 

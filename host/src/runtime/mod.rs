@@ -14,7 +14,7 @@ pub mod wasi;
 
 pub use engine::{new_engine, EngineLimits};
 pub use host_api::HostCtx;
-pub use instance::{AggregateFunctionInstance, CallError, KeyFunctionInstance, ProcessFunctionInstance};
+pub use instance::{AggregateFunctionInstance, CallError, KeyFunctionInstance, ProcessFunctionInstance, WindowProcessFunctionInstance};
 pub use loader::{componentize, digest, FunctionLoader, LoadError, LoadedFunction, Role};
 
 /// The WIT package version this host implements.

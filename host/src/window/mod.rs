@@ -2,12 +2,15 @@
 //! accumulator per (key, window), firing results when the watermark passes
 //! a window's end, and handling late events.
 //!
-//! It calls a Wasm aggregate function through
-//! [`AggregateFunctionInstance`](crate::runtime::AggregateFunctionInstance)
-//! and keeps its state and timers in the subtask's state backend.
+//! It calls a Wasm aggregate or window process function through
+//! [`WindowFunction`] and keeps its state and timers in the subtask's
+//! state backend.
 
 mod assigner;
+mod elements;
+mod function;
 mod operator;
 
 pub use assigner::WindowAssigner;
+pub use function::WindowFunction;
 pub use operator::{WindowConfig, WindowError, WindowOperator};

@@ -12,12 +12,12 @@
 use std::collections::HashMap;
 
 use crate::runtime::bindings::weir::function::types::{Accumulate, TimeDomain, Window, WindowResult};
-use crate::runtime::{AggregateFunctionInstance, CallError};
+use crate::runtime::CallError;
 use crate::state::{key_group, ttl, KeyedStateBackend, StateError, StateKey, StateKind};
 use crate::time::TimerService;
 use crate::Event;
 
-use super::WindowAssigner;
+use super::{WindowAssigner, WindowFunction};
 
 const ACCUMULATORS: &str = "window-acc";
 const FIRE_TIMERS: &str = "window-fire";
@@ -51,7 +51,7 @@ pub struct WindowConfig {
 /// Windows and their accumulators for one subtask.
 pub struct WindowOperator {
     config: WindowConfig,
-    function: AggregateFunctionInstance,
+    function: WindowFunction,
     backend: Box<dyn KeyedStateBackend>,
     fire: TimerService,
     cleanup: TimerService,
@@ -74,7 +74,7 @@ fn window_key(group: u16, key: &[u8], window: Window) -> Vec<u8> {
 
 impl WindowOperator {
     /// An operator over `backend` calling `function`, restoring its timers.
-    pub fn new(config: WindowConfig, function: AggregateFunctionInstance, mut backend: Box<dyn KeyedStateBackend>) -> Result<Self, WindowError> {
+    pub fn new(config: WindowConfig, function: WindowFunction, mut backend: Box<dyn KeyedStateBackend>) -> Result<Self, WindowError> {
         let fire = TimerService::load(backend.as_mut(), config.max_parallelism, FIRE_TIMERS)?;
         let cleanup = TimerService::load(backend.as_mut(), config.max_parallelism, CLEANUP_TIMERS)?;
         Ok(Self { config, function, backend, fire, cleanup, watermark: i64::MIN, windows: Vec::new(), outputs: Vec::new(), side_outputs: Vec::new(), dropped_late: 0 })

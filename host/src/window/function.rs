@@ -1,0 +1,57 @@
+//! The Wasm side of a window: an aggregate function (the accumulator is
+//! the function's), or a window process function (the "accumulator" is the
+//! window's elements, kept by the host; see [`super::elements`]).
+
+use crate::runtime::bindings::weir::function::types::{Accumulate, WindowEvents, WindowResult};
+use crate::runtime::{AggregateFunctionInstance, CallError, WindowProcessFunctionInstance};
+use crate::Event;
+
+use super::elements;
+use super::operator::WindowError;
+
+/// The function computing a window's result.
+pub enum WindowFunction {
+    /// Folds events into an accumulator.
+    Aggregate(AggregateFunctionInstance),
+    /// Sees all of a window's events when it fires.
+    Process(WindowProcessFunctionInstance),
+}
+
+impl WindowFunction {
+    /// Fold each entry's events into its accumulator.
+    pub fn add(&mut self, batch: &[Accumulate]) -> Result<Vec<Vec<u8>>, WindowError> {
+        match self {
+            WindowFunction::Aggregate(function) => Ok(function.add(batch)?),
+            WindowFunction::Process(_) => Ok(batch
+                .iter()
+                .map(|entry| {
+                    let mut stored = entry.accumulator.clone().unwrap_or_default();
+                    elements::encode_into(&mut stored, &entry.events);
+                    stored
+                })
+                .collect()),
+        }
+    }
+
+    /// Combine two accumulators (merging sessions).
+    pub fn merge(&mut self, a: &[u8], b: &[u8]) -> Result<Vec<u8>, CallError> {
+        match self {
+            WindowFunction::Aggregate(function) => function.merge(a, b),
+            WindowFunction::Process(_) => Ok([a, b].concat()),
+        }
+    }
+
+    /// The outputs of finished windows.
+    pub fn results(&mut self, batch: &[WindowResult]) -> Result<Vec<Event>, WindowError> {
+        match self {
+            WindowFunction::Aggregate(function) => Ok(function.results(batch)?),
+            WindowFunction::Process(function) => {
+                let windows = batch
+                    .iter()
+                    .map(|r| Ok(WindowEvents { key: r.key.clone(), window: r.window, events: elements::decode(&r.accumulator)? }))
+                    .collect::<Result<Vec<_>, WindowError>>()?;
+                Ok(function.process_windows(&windows)?)
+            }
+        }
+    }
+}
