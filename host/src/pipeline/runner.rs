@@ -2,9 +2,11 @@
 //!
 //! ```text
 //! source thread:   source → key function → route by key group ─┐ bounded channels
-//! subtask i (P):   group by key → process function (own Wasm    │
-//!                  store, own RocksDB + cache)  ───────────────┤ bounded channel
-//! sink thread:     main sink + side-output sinks ◄─────────────┘
+//!                  (+ watermarks per split, broadcast in-band)   │ (events, watermarks)
+//! subtask i (P):   keyed operator: process function + timers,  │
+//!                  or windows + aggregate / window process      │
+//!                  (own Wasm store, own RocksDB + cache) ───────┤ bounded channel
+//! sink thread:     main sink + side-output sinks ◄──────────────┘
 //! ```
 //!
 //! Batches, not events, cross threads and the Wasm boundary. Every channel
