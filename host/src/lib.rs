@@ -8,6 +8,7 @@
 //! * [`runtime`] — wasmtime engine, component loading and caching, the host
 //!   side of the WIT interfaces, calling functions;
 //! * [`state`] — keyed state backends and the state key layout;
+//! * [`checkpoint`] — checkpoint storage (object_store);
 //! * [`time`] — watermarks and timers;
 //! * [`window`] — window assignment, accumulators, firing and lateness;
 //! * [`connectors`] — sources and sinks;
@@ -15,6 +16,7 @@
 //! * [`config`] — where the host keeps its files;
 //! * [`metrics`] — process-level measurements.
 
+pub mod checkpoint;
 pub mod config;
 pub mod connectors;
 pub mod metrics;
