@@ -46,10 +46,19 @@ pub enum CallError {
     },
 }
 
-fn instantiate(function: &LoadedFunction, ctx: HostCtx, name: &str) -> Result<(Store<HostCtx>, wasmtime::component::Instance), CallError> {
+/// Instantiate `function` over `ctx` and look up its export with `guest`
+/// (a generated `GuestIndices::new(..).load(..)`).
+fn instantiate<G>(
+    function: &LoadedFunction,
+    ctx: HostCtx,
+    name: &str,
+    guest: impl FnOnce(&mut Store<HostCtx>, &wasmtime::component::Instance) -> wasmtime::Result<G>,
+) -> Result<(Store<HostCtx>, G), CallError> {
+    let failed = |e: wasmtime::Error| CallError::Instantiate { function: name.to_string(), message: format!("{e:#}") };
     let mut store = Store::new(function.pre.engine(), ctx);
-    let instance = function.pre.instantiate(&mut store).map_err(|e| CallError::Instantiate { function: name.to_string(), message: format!("{e:#}") })?;
-    Ok((store, instance))
+    let instance = function.pre.instantiate(&mut store).map_err(failed)?;
+    let guest = guest(&mut store, &instance).map_err(failed)?;
+    Ok((store, guest))
 }
 
 fn trapped(function: &str, error: wasmtime::Error) -> CallError {
@@ -66,10 +75,8 @@ pub struct KeyFunctionInstance {
 impl KeyFunctionInstance {
     /// Instantiate `function` (which must export `key-fn`) as `name`.
     pub fn new(function: &LoadedFunction, name: &str) -> Result<Self, CallError> {
-        let (mut store, instance) = instantiate(function, HostCtx::new(name, None, 1), name)?;
-        let guest = key_fn::GuestIndices::new(&function.pre)
-            .and_then(|indices| indices.load(&mut store, &instance))
-            .map_err(|e| CallError::Instantiate { function: name.to_string(), message: format!("{e:#}") })?;
+        let pre = &function.pre;
+        let (store, guest) = instantiate(function, HostCtx::new(name, None, 1), name, |store, instance| key_fn::GuestIndices::new(pre)?.load(store, instance))?;
         Ok(Self { name: name.to_string(), store, guest })
     }
 
@@ -98,10 +105,8 @@ impl ProcessFunctionInstance {
     /// Instantiate `function` (which must export `process-fn`) as `name`,
     /// with its state in `ctx`.
     pub fn new(function: &LoadedFunction, name: &str, ctx: HostCtx) -> Result<Self, CallError> {
-        let (mut store, instance) = instantiate(function, ctx, name)?;
-        let guest = process_fn::GuestIndices::new(&function.pre)
-            .and_then(|indices| indices.load(&mut store, &instance))
-            .map_err(|e| CallError::Instantiate { function: name.to_string(), message: format!("{e:#}") })?;
+        let pre = &function.pre;
+        let (store, guest) = instantiate(function, ctx, name, |store, instance| process_fn::GuestIndices::new(pre)?.load(store, instance))?;
         Ok(Self { name: name.to_string(), store, guest })
     }
 
@@ -140,10 +145,8 @@ pub struct AggregateFunctionInstance {
 impl AggregateFunctionInstance {
     /// Instantiate `function` (which must export `aggregate-fn`) as `name`.
     pub fn new(function: &LoadedFunction, name: &str) -> Result<Self, CallError> {
-        let (mut store, instance) = instantiate(function, HostCtx::new(name, None, 1), name)?;
-        let guest = aggregate_fn::GuestIndices::new(&function.pre)
-            .and_then(|indices| indices.load(&mut store, &instance))
-            .map_err(|e| CallError::Instantiate { function: name.to_string(), message: format!("{e:#}") })?;
+        let pre = &function.pre;
+        let (store, guest) = instantiate(function, HostCtx::new(name, None, 1), name, |store, instance| aggregate_fn::GuestIndices::new(pre)?.load(store, instance))?;
         Ok(Self { name: name.to_string(), store, guest })
     }
 
@@ -181,10 +184,8 @@ pub struct WindowProcessFunctionInstance {
 impl WindowProcessFunctionInstance {
     /// Instantiate `function` (which must export `window-process-fn`).
     pub fn new(function: &LoadedFunction, name: &str) -> Result<Self, CallError> {
-        let (mut store, instance) = instantiate(function, HostCtx::new(name, None, 1), name)?;
-        let guest = window_process_fn::GuestIndices::new(&function.pre)
-            .and_then(|indices| indices.load(&mut store, &instance))
-            .map_err(|e| CallError::Instantiate { function: name.to_string(), message: format!("{e:#}") })?;
+        let pre = &function.pre;
+        let (store, guest) = instantiate(function, HostCtx::new(name, None, 1), name, |store, instance| window_process_fn::GuestIndices::new(pre)?.load(store, instance))?;
         Ok(Self { name: name.to_string(), store, guest })
     }
 

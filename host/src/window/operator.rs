@@ -148,12 +148,16 @@ impl WindowOperator {
                 }
                 continue;
             }
-            for window in live {
+            // Clone the event for all but its last window (tumbling: none).
+            let last = live.len() - 1;
+            let mut event = Some(event);
+            for (i, window) in live.into_iter().enumerate() {
                 let slot = *index.entry((key.clone(), window.start, window.end)).or_insert_with(|| {
                     groups.push((key.clone(), window, Vec::new()));
                     groups.len() - 1
                 });
-                groups[slot].2.push(event.clone());
+                let copy = if i == last { event.take() } else { event.clone() };
+                groups[slot].2.extend(copy);
             }
         }
         if groups.is_empty() {
