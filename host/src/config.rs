@@ -5,6 +5,9 @@
 //! <data dir>/
 //!   cache/components/<digest>-<engine>.cwasm   compiled functions
 //!   pipelines/<name>/state/subtask-<i>/        RocksDB keyed state
+//!   pipelines/<name>/local-checkpoints/chk-<N>/ local copy of the newest checkpoint
+//!   pipelines/<name>/control/                  requests to the running pipeline
+//!   checkpoints/<name>/…                       checkpoint storage (default)
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -35,4 +38,21 @@ pub fn component_cache_dir(data_dir: &Path) -> PathBuf {
 /// Directory of one pipeline's keyed state.
 pub fn pipeline_state_dir(data_dir: &Path, pipeline: &str) -> PathBuf {
     data_dir.join("pipelines").join(pipeline).join("state")
+}
+
+/// Directory of one pipeline's local checkpoint copies.
+pub fn local_checkpoints_dir(data_dir: &Path, pipeline: &str) -> PathBuf {
+    data_dir.join("pipelines").join(pipeline).join("local-checkpoints")
+}
+
+/// Directory through which a running pipeline takes requests.
+pub fn control_dir(data_dir: &Path, pipeline: &str) -> PathBuf {
+    data_dir.join("pipelines").join(pipeline).join("control")
+}
+
+/// The default checkpoint storage: `file://<data dir>/checkpoints`.
+pub fn default_checkpoint_storage(data_dir: &Path) -> std::io::Result<String> {
+    let dir = data_dir.join("checkpoints");
+    std::fs::create_dir_all(&dir)?;
+    Ok(format!("file://{}", std::fs::canonicalize(dir)?.display()))
 }

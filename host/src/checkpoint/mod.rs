@@ -1,12 +1,26 @@
-//! Checkpoints and savepoints.
+//! Checkpoints and savepoints: consistent snapshots of a running pipeline
+//! (keyed state, source positions, pending sink output), stored through
+//! `object_store`, and recovery from them.
 //!
-//! So far this holds the storage layer: where checkpoint files and their
-//! metadata live (through `object_store`), how a checkpoint is committed
-//! atomically (metadata written last), how completed checkpoints are
-//! found (unreadable ones skipped), and retention that deletes a shared
-//! file only when no retained checkpoint references it. The coordinator,
-//! barriers, RocksDB snapshots and restore build on it.
+//! * [`storage`](CheckpointStorage): where snapshot files and their metadata live;
+//!   metadata written last marks completion; retention.
+//! * [`coordinator`](Coordinator): triggers, barrier acknowledgements, commit.
+//! * `incremental`: RocksDB checkpoints uploaded by content, only new SSTs.
+//! * `canonical`: the backend-independent savepoint format.
+//! * `restore`: state back from a snapshot, staged then switched in.
+//! * [`control`](ControlDir): savepoint / stop requests to a running pipeline.
 
+mod canonical;
+mod control;
+mod coordinator;
+mod incremental;
+mod metadata;
+mod restore;
 mod storage;
 
-pub use storage::{CheckpointError, CheckpointMetadata, CheckpointStorage, RetainReport};
+pub use control::{ControlDir, Request, Response};
+pub use coordinator::{Ack, CompletedSnapshot, Coordinator, CoordinatorConfig, CoordinatorReport, Trigger};
+pub use incremental::KnownFiles;
+pub use metadata::{CanonicalFile, SnapshotKind, SnapshotMetadata, StateFiles, StoredFile};
+pub use restore::{restore, RestoreTarget};
+pub use storage::{CheckpointError, CheckpointStorage, LocatedSnapshot, RetainReport};

@@ -4,6 +4,7 @@
 //! <root>/<pipeline>/shared/<name>         files shared by checkpoints (SSTs…)
 //! <root>/<pipeline>/chk-<N>/<name>        files of checkpoint N alone
 //! <root>/<pipeline>/chk-<N>/_metadata     written last: N is complete
+//! <root>/<pipeline>/savepoints/sp-<N>/…   savepoints (self-contained)
 //! ```
 //!
 //! `file:///abs/dir` (the default, under the data directory) and
@@ -17,7 +18,8 @@ use std::sync::Arc;
 use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-use serde::{Deserialize, Serialize};
+
+use super::metadata::{SnapshotKind, SnapshotMetadata};
 
 /// The name of the file that marks a checkpoint complete.
 const METADATA: &str = "_metadata";
@@ -39,28 +41,26 @@ pub enum CheckpointError {
     /// Metadata could not be encoded.
     #[error("checkpoint metadata: {0}")]
     Metadata(#[from] serde_json::Error),
-    /// The async runtime for object-store calls could not start.
-    #[error("checkpoint storage runtime: {0}")]
-    Runtime(#[from] std::io::Error),
-}
-
-/// What a completed checkpoint consists of.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CheckpointMetadata {
-    /// Checkpoint number, increasing.
-    pub id: u64,
-    /// When it completed (ms since the epoch).
-    pub completed_at: i64,
-    /// Names of the shared files it references.
-    pub shared_files: BTreeSet<String>,
-    /// Names of its own files under `chk-<id>/`.
-    pub own_files: BTreeSet<String>,
-    /// Source positions to resume from (source-specific JSON).
-    pub source_positions: serde_json::Value,
-    /// Bytes of all files it references.
-    pub size_bytes: u64,
-    /// Bytes it uploaded itself (not already stored).
-    pub incremental_bytes: u64,
+    /// A local file operation failed.
+    #[error("checkpoint files: {0}")]
+    Io(#[from] std::io::Error),
+    /// A snapshot's files do not match its metadata.
+    #[error("corrupt snapshot: {0}")]
+    Corrupt(String),
+    /// Local state could not be read or written.
+    #[error(transparent)]
+    State(#[from] crate::state::StateError),
+    /// The local state directory could not be set up.
+    #[error(transparent)]
+    Layout(#[from] crate::state::layout::LayoutError),
+    /// A snapshot cannot be restored into this pipeline.
+    #[error("cannot restore {what}: {message}")]
+    Incompatible {
+        /// The snapshot.
+        what: String,
+        /// Why.
+        message: String,
+    },
 }
 
 /// What [`CheckpointStorage::retain`] deleted.
@@ -72,35 +72,92 @@ pub struct RetainReport {
     pub shared_files: Vec<String>,
 }
 
-/// One pipeline's checkpoint storage.
+/// One pipeline's checkpoint and savepoint storage.
 pub struct CheckpointStorage {
     store: Arc<dyn ObjectStore>,
+    /// How a user names the store's root: `` for the local file system,
+    /// else `scheme://host`.
+    root: String,
     base: Path,
     runtime: tokio::runtime::Runtime,
 }
 
+/// A snapshot found by [`CheckpointStorage::locate`]: its metadata, and the
+/// storage and directory holding its files.
+pub struct LocatedSnapshot {
+    /// Storage rooted at the snapshot's pipeline directory.
+    pub storage: CheckpointStorage,
+    /// The snapshot's directory.
+    pub dir: Path,
+    /// Its metadata.
+    pub metadata: SnapshotMetadata,
+}
+
 impl CheckpointStorage {
-    /// Storage at `url` (`file:///abs/dir` or `memory://`) for `pipeline`.
+    /// Storage at `url` (`file:///abs/dir`, `memory://`, `s3://…` when built
+    /// with that store) for `pipeline`.
     pub fn open(url: &str, pipeline: &str) -> Result<Self, CheckpointError> {
-        let bad = |message: String| CheckpointError::Url { url: url.to_string(), message };
-        let parsed = url::Url::parse(url).map_err(|e| bad(e.to_string()))?;
-        if parsed.scheme() == "file" {
-            // The local store needs its directory to exist.
-            let dir = parsed.to_file_path().map_err(|()| bad("not an absolute file path".into()))?;
-            std::fs::create_dir_all(&dir).map_err(|e| bad(e.to_string()))?;
+        let (store, root, prefix) = parse_store(url)?;
+        Self::with_store(store, root, prefix.join(pipeline))
+    }
+
+    fn with_store(store: Arc<dyn ObjectStore>, root: String, base: Path) -> Result<Self, CheckpointError> {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        Ok(Self { store, root, base, runtime })
+    }
+
+    /// Find the snapshot a user named for `--restore`: a checkpoint or
+    /// savepoint directory, as a local path or a URL.
+    pub fn locate(reference: &str) -> Result<LocatedSnapshot, CheckpointError> {
+        let url = if reference.contains("://") {
+            reference.to_string()
+        } else {
+            let path = std::fs::canonicalize(reference).map_err(|e| CheckpointError::Url { url: reference.to_string(), message: e.to_string() })?;
+            format!("file://{}", path.display())
+        };
+        let (store, root, dir) = parse_store(&url)?;
+        let parts: Vec<String> = dir.parts().map(|p| p.as_ref().to_string()).collect();
+        let bad = |message: &str| CheckpointError::Url { url: reference.to_string(), message: message.to_string() };
+        let name = parts.last().ok_or_else(|| bad("names no checkpoint (chk-N) or savepoint (sp-N) directory"))?;
+        // chk-N lives in <pipeline>/, sp-N in <pipeline>/savepoints/.
+        let depth = if name.starts_with("chk-") {
+            1
+        } else if name.starts_with("sp-") && parts.len() >= 2 && parts[parts.len() - 2] == "savepoints" {
+            2
+        } else {
+            return Err(bad("is not a checkpoint (…/<pipeline>/chk-N) or savepoint (…/<pipeline>/savepoints/sp-N) directory"));
+        };
+        let base = Path::from_iter(parts[..parts.len() - depth].iter().map(String::as_str));
+        let storage = Self::with_store(store, root, base)?;
+        let metadata = storage.read_metadata(&dir).map_err(|e| CheckpointError::Url { url: reference.to_string(), message: format!("no readable {METADATA}: {e}") })?;
+        Ok(LocatedSnapshot { storage, dir, metadata })
+    }
+
+    /// Where the files of checkpoint `id` go.
+    pub fn checkpoint_dir(&self, id: u64) -> Path {
+        self.base.clone().join(format!("chk-{id}"))
+    }
+
+    /// Where the files of savepoint `id` go.
+    pub fn savepoint_dir(&self, id: u64) -> Path {
+        self.base.clone().join("savepoints").join(format!("sp-{id}"))
+    }
+
+    /// The directory of a snapshot of `kind` and `id`.
+    pub fn snapshot_dir(&self, kind: SnapshotKind, id: u64) -> Path {
+        match kind {
+            SnapshotKind::Checkpoint => self.checkpoint_dir(id),
+            SnapshotKind::Savepoint => self.savepoint_dir(id),
         }
-        let (store, prefix) = object_store::parse_url(&parsed).map_err(|e| bad(e.to_string()))?;
-        let base = prefix.join(pipeline);
-        let runtime = tokio::runtime::Builder::new_current_thread().build()?;
-        Ok(Self { store: Arc::from(store), base, runtime })
+    }
+
+    /// A human-readable location of `dir` (a local path for `file://`).
+    pub fn describe(&self, dir: &Path) -> String {
+        format!("{}/{dir}", self.root)
     }
 
     fn shared_path(&self, name: &str) -> Path {
         self.base.clone().join("shared").join(name)
-    }
-
-    fn checkpoint_dir(&self, id: u64) -> Path {
-        self.base.clone().join(format!("chk-{id}"))
     }
 
     /// Store a shared file unless one of that name exists (shared files are
@@ -121,83 +178,102 @@ impl CheckpointStorage {
 
     /// Read a shared file.
     pub fn get_shared(&self, name: &str) -> Result<Vec<u8>, CheckpointError> {
-        let path = self.shared_path(name);
-        self.runtime.block_on(async { Ok(self.store.get(&path).await?.bytes().await?.to_vec()) })
+        self.get(&self.shared_path(name))
     }
 
-    /// Store a file belonging to checkpoint `id` only.
-    pub fn put_own(&self, id: u64, name: &str, bytes: Vec<u8>) -> Result<(), CheckpointError> {
-        let path = self.checkpoint_dir(id).join(name);
+    /// Store `bytes` as `name` in the snapshot directory `dir`.
+    pub fn put(&self, dir: &Path, name: &str, bytes: Vec<u8>) -> Result<(), CheckpointError> {
+        let path = join(dir, name);
         self.runtime.block_on(async { Ok(self.store.put(&path, PutPayload::from(bytes)).await.map(drop)?) })
     }
 
-    /// Read a file of checkpoint `id`.
-    pub fn get_own(&self, id: u64, name: &str) -> Result<Vec<u8>, CheckpointError> {
-        let path = self.checkpoint_dir(id).join(name);
-        self.runtime.block_on(async { Ok(self.store.get(&path).await?.bytes().await?.to_vec()) })
+    /// Read `name` from the snapshot directory `dir`.
+    pub fn get_file(&self, dir: &Path, name: &str) -> Result<Vec<u8>, CheckpointError> {
+        self.get(&join(dir, name))
     }
 
-    /// Mark a checkpoint complete by writing its metadata, last.
-    pub fn commit(&self, metadata: &CheckpointMetadata) -> Result<(), CheckpointError> {
+    fn get(&self, path: &Path) -> Result<Vec<u8>, CheckpointError> {
+        self.runtime.block_on(async { Ok(self.store.get(path).await?.bytes().await?.to_vec()) })
+    }
+
+    /// Mark a snapshot complete by writing its metadata, last.
+    pub fn commit(&self, metadata: &SnapshotMetadata) -> Result<(), CheckpointError> {
         let bytes = serde_json::to_vec_pretty(metadata)?;
-        let path = self.checkpoint_dir(metadata.id).join(METADATA);
-        self.runtime.block_on(async { Ok(self.store.put(&path, PutPayload::from(bytes)).await.map(drop)?) })
+        self.put(&self.snapshot_dir(metadata.kind, metadata.id), METADATA, bytes)
     }
 
-    /// Every completed checkpoint, newest first. A checkpoint directory
-    /// whose metadata is missing or unreadable is skipped with a warning.
-    pub fn completed(&self) -> Result<Vec<CheckpointMetadata>, CheckpointError> {
-        self.runtime.block_on(async {
-            let objects: Vec<_> = self.store.list(Some(&self.base)).try_collect().await?;
-            let mut ids: BTreeSet<u64> = BTreeSet::new();
-            for object in &objects {
-                let mut parts = object.location.parts().skip(self.base.parts().count());
-                if let Some(id) = parts.next().and_then(|dir| dir.as_ref().strip_prefix("chk-").and_then(|n| n.parse().ok())) {
-                    ids.insert(id);
-                }
-            }
-            let mut completed = Vec::new();
-            for id in ids.into_iter().rev() {
-                let path = self.checkpoint_dir(id).join(METADATA);
-                let read = match self.store.get(&path).await {
-                    Ok(result) => result.bytes().await.map_err(CheckpointError::from).and_then(|b| Ok(serde_json::from_slice::<CheckpointMetadata>(&b)?)),
-                    Err(e) => Err(e.into()),
-                };
-                match read {
-                    Ok(metadata) if metadata.id == id => completed.push(metadata),
-                    Ok(_) => tracing::warn!(checkpoint = id, "skipping checkpoint whose metadata names another id"),
-                    Err(error) => tracing::warn!(checkpoint = id, %error, "skipping checkpoint without readable metadata"),
-                }
-            }
-            Ok(completed)
-        })
+    fn read_metadata(&self, dir: &Path) -> Result<SnapshotMetadata, CheckpointError> {
+        Ok(serde_json::from_slice(&self.get(&dir.clone().join(METADATA))?)?)
     }
 
-    /// Keep the newest `keep` completed checkpoints: delete older ones
-    /// (and any incomplete one older than the newest kept), then every
-    /// shared file that neither a kept checkpoint nor `pinned` (savepoints)
-    /// references.
-    pub fn retain(&self, keep: usize, pinned: &[CheckpointMetadata]) -> Result<RetainReport, CheckpointError> {
+    /// Ids of the snapshot directories (`prefix` + id) directly under `dir`,
+    /// complete or not, in increasing order.
+    fn ids(&self, dir: &Path, prefix: &str) -> Result<BTreeSet<u64>, CheckpointError> {
+        let listing = self.runtime.block_on(self.store.list_with_delimiter(Some(dir)))?;
+        Ok(listing.common_prefixes.iter().filter_map(|p| p.filename()?.strip_prefix(prefix)?.parse().ok()).collect())
+    }
+
+    /// The highest id of any checkpoint or savepoint directory, complete or
+    /// not: new snapshots must take higher ids.
+    pub fn highest_id(&self) -> Result<u64, CheckpointError> {
+        let checkpoints = self.ids(&self.base, "chk-")?;
+        let savepoints = self.ids(&self.base.clone().join("savepoints"), "sp-")?;
+        Ok(checkpoints.last().copied().unwrap_or(0).max(savepoints.last().copied().unwrap_or(0)))
+    }
+
+    /// Every completed snapshot of `kind`, newest first. A directory whose
+    /// metadata is missing or unreadable is skipped with a warning.
+    pub fn completed_of(&self, kind: SnapshotKind) -> Result<Vec<SnapshotMetadata>, CheckpointError> {
+        let ids = match kind {
+            SnapshotKind::Checkpoint => self.ids(&self.base, "chk-")?,
+            SnapshotKind::Savepoint => self.ids(&self.base.clone().join("savepoints"), "sp-")?,
+        };
+        let mut completed = Vec::new();
+        for id in ids.into_iter().rev() {
+            match self.read_metadata(&self.snapshot_dir(kind, id)) {
+                Ok(metadata) if metadata.id == id && metadata.kind == kind => completed.push(metadata),
+                Ok(_) => tracing::warn!(id, "skipping a snapshot whose metadata names another id or kind"),
+                Err(error) => tracing::warn!(id, %error, "skipping a snapshot without readable metadata"),
+            }
+        }
+        Ok(completed)
+    }
+
+    /// Every completed checkpoint, newest first (see [`Self::completed_of`]).
+    pub fn completed(&self) -> Result<Vec<SnapshotMetadata>, CheckpointError> {
+        self.completed_of(SnapshotKind::Checkpoint)
+    }
+
+    /// Keep the newest `keep` completed checkpoints: delete older
+    /// checkpoint directories (complete or not), then every shared file
+    /// that no kept checkpoint references. Savepoints are self-contained
+    /// and never touched.
+    pub fn retain(&self, keep: usize) -> Result<RetainReport, CheckpointError> {
         let completed = self.completed()?;
-        let (kept, doomed) = completed.split_at(keep.min(completed.len()));
-        let referenced: BTreeSet<&String> = kept.iter().chain(pinned).flat_map(|m| &m.shared_files).collect();
+        let kept = &completed[..keep.min(completed.len())];
+        let oldest_kept = kept.last().map_or(0, |m| m.id);
+        let referenced: BTreeSet<&str> = kept.iter().flat_map(SnapshotMetadata::shared_files).collect();
         let mut report = RetainReport::default();
+        let doomed: Vec<u64> = self.ids(&self.base, "chk-")?.into_iter().filter(|id| *id < oldest_kept).collect();
         self.runtime.block_on(async {
-            for metadata in doomed {
+            for id in doomed {
+                let dir = self.checkpoint_dir(id);
                 // Metadata first: from then on the checkpoint is incomplete.
-                self.store.delete(&self.checkpoint_dir(metadata.id).join(METADATA)).await?;
-                let dir = self.checkpoint_dir(metadata.id);
+                match self.store.delete(&dir.clone().join(METADATA)).await {
+                    Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
                 let files: Vec<_> = self.store.list(Some(&dir)).try_collect().await?;
                 for file in files {
                     self.store.delete(&file.location).await?;
                 }
-                report.checkpoints.push(metadata.id);
+                report.checkpoints.push(id);
             }
             let shared = self.base.clone().join("shared");
             let files: Vec<_> = self.store.list(Some(&shared)).try_collect().await?;
             for file in files {
                 let name = file.location.filename().unwrap_or_default().to_string();
-                if !referenced.contains(&name) {
+                if !referenced.contains(name.as_str()) {
                     self.store.delete(&file.location).await?;
                     report.shared_files.push(name);
                 }
@@ -209,19 +285,49 @@ impl CheckpointStorage {
     }
 }
 
+/// `dir/name`, where `name` may contain `/`.
+fn join(dir: &Path, name: &str) -> Path {
+    name.split('/').fold(dir.clone(), |path, part| path.join(part))
+}
+
+/// The store at `url`, how to name its root, and the path `url` names in it.
+fn parse_store(url: &str) -> Result<(Arc<dyn ObjectStore>, String, Path), CheckpointError> {
+    let bad = |message: String| CheckpointError::Url { url: url.to_string(), message };
+    let parsed = url::Url::parse(url).map_err(|e| bad(e.to_string()))?;
+    if parsed.scheme() == "file" {
+        // The local store needs its directory to exist.
+        let dir = parsed.to_file_path().map_err(|()| bad("not an absolute file path".into()))?;
+        std::fs::create_dir_all(&dir).map_err(|e| bad(e.to_string()))?;
+    }
+    let (store, prefix) = object_store::parse_url(&parsed).map_err(|e| bad(e.to_string()))?;
+    let root = match parsed.scheme() {
+        "file" => String::new(),
+        scheme => format!("{scheme}://{}", parsed.host_str().unwrap_or_default()),
+    };
+    Ok((Arc::from(store), root, prefix))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checkpoint::metadata::{StateFiles, StoredFile};
 
-    fn metadata(id: u64, shared: &[&str]) -> CheckpointMetadata {
-        CheckpointMetadata {
+    pub(crate) fn metadata(id: u64, shared: &[&str]) -> SnapshotMetadata {
+        let files = shared.iter().map(|s| StoredFile { name: s.to_string(), shared: Some(s.to_string()), size: 1 }).collect();
+        SnapshotMetadata {
             id,
+            kind: SnapshotKind::Checkpoint,
+            pipeline: "orders".into(),
             completed_at: id as i64,
-            shared_files: shared.iter().map(|s| s.to_string()).collect(),
-            own_files: BTreeSet::new(),
-            source_positions: serde_json::json!({ "offset": id }),
+            operator_uid: "process".into(),
+            max_parallelism: 128,
+            parallelism: 1,
+            state: StateFiles::Rocksdb { subtasks: vec![files] },
+            source: serde_json::json!({ "offset": id }),
+            sink: serde_json::Value::Null,
             size_bytes: 0,
             incremental_bytes: 0,
+            duration_ms: 0,
         }
     }
 
@@ -235,14 +341,18 @@ mod tests {
         let storage = file_storage(dir.path());
         assert!(storage.put_shared("000001.sst", b"a".to_vec()).unwrap());
         assert!(!storage.put_shared("000001.sst", b"a".to_vec()).unwrap(), "already stored");
-        storage.put_own(1, "offsets", b"7".to_vec()).unwrap();
+        storage.put(&storage.checkpoint_dir(1), "subtask-0/MANIFEST", b"7".to_vec()).unwrap();
         assert!(storage.completed().unwrap().is_empty(), "no metadata, not complete");
+        assert_eq!(storage.highest_id().unwrap(), 1, "incomplete directories still take their id");
         storage.commit(&metadata(1, &["000001.sst"])).unwrap();
         assert_eq!(storage.completed().unwrap(), vec![metadata(1, &["000001.sst"])]);
         assert_eq!(storage.get_shared("000001.sst").unwrap(), b"a");
-        assert_eq!(storage.get_own(1, "offsets").unwrap(), b"7");
+        assert_eq!(storage.get_file(&storage.checkpoint_dir(1), "subtask-0/MANIFEST").unwrap(), b"7");
         assert!(dir.path().join("orders/chk-1/_metadata").exists(), "layout: <root>/<pipeline>/chk-N/");
         assert!(dir.path().join("orders/shared/000001.sst").exists());
+        let located = CheckpointStorage::locate(&storage.describe(&storage.checkpoint_dir(1))).unwrap();
+        assert_eq!(located.metadata.id, 1);
+        assert_eq!(located.storage.get_shared("000001.sst").unwrap(), b"a", "a located checkpoint finds its shared files");
     }
 
     #[test]
@@ -252,25 +362,29 @@ mod tests {
         storage.commit(&metadata(1, &[])).unwrap();
         storage.commit(&metadata(2, &[])).unwrap();
         std::fs::write(dir.path().join("orders/chk-2/_metadata"), b"{ truncated").unwrap();
-        storage.put_own(3, "state", b"x".to_vec()).unwrap();
+        storage.put(&storage.checkpoint_dir(3), "state", b"x".to_vec()).unwrap();
         let ids: Vec<u64> = storage.completed().unwrap().iter().map(|m| m.id).collect();
         assert_eq!(ids, vec![1]);
+        assert_eq!(storage.highest_id().unwrap(), 3);
     }
 
     #[test]
     fn retention_deletes_only_unreferenced_shared_files() {
         let storage = CheckpointStorage::open("memory://", "orders").unwrap();
-        for name in ["a", "b", "c", "d", "s"] {
+        for name in ["a", "b", "c", "d"] {
             storage.put_shared(name, name.as_bytes().to_vec()).unwrap();
         }
         storage.commit(&metadata(1, &["a", "b"])).unwrap();
         storage.commit(&metadata(2, &["b", "c"])).unwrap();
         storage.commit(&metadata(3, &["c", "d"])).unwrap();
-        let savepoint = metadata(0, &["s"]);
-        let report = storage.retain(2, std::slice::from_ref(&savepoint)).unwrap();
+        let mut savepoint = metadata(4, &[]);
+        savepoint.kind = SnapshotKind::Savepoint;
+        storage.commit(&savepoint).unwrap();
+        let report = storage.retain(2).unwrap();
         assert_eq!(report, RetainReport { checkpoints: vec![1], shared_files: vec!["a".to_string()] });
         let ids: Vec<u64> = storage.completed().unwrap().iter().map(|m| m.id).collect();
         assert_eq!(ids, vec![3, 2]);
-        assert!(storage.get_shared("b").is_ok() && storage.get_shared("s").is_ok() && storage.get_shared("a").is_err());
+        assert!(storage.get_shared("b").is_ok() && storage.get_shared("a").is_err());
+        assert_eq!(storage.completed_of(SnapshotKind::Savepoint).unwrap(), vec![savepoint], "savepoints are never retired");
     }
 }

@@ -104,12 +104,22 @@ impl KeyedOperator {
 
     /// Make the operator's state durable.
     pub(crate) fn flush(&mut self) -> Result<(), RunError> {
+        Ok(self.backend().map_or(Ok(()), |b| b.flush())?)
+    }
+
+    /// Write a snapshot of the operator's state into the new directory
+    /// `dir` (see [`KeyedStateBackend::checkpoint`]).
+    pub(crate) fn checkpoint(&mut self, dir: &std::path::Path) -> Result<(), RunError> {
+        match self.backend() {
+            Some(backend) => Ok(backend.checkpoint(dir)?),
+            None => Err(crate::state::StateError::Unsupported("the operator has no state backend to checkpoint".into()).into()),
+        }
+    }
+
+    fn backend(&mut self) -> Option<&mut (dyn KeyedStateBackend + 'static)> {
         match self {
-            KeyedOperator::Process(processor, _) => match processor.ctx().backend_mut() {
-                Some(backend) => Ok(backend.flush()?),
-                None => Ok(()),
-            },
-            KeyedOperator::Window(windows) => Ok(windows.backend_mut().flush()?),
+            KeyedOperator::Process(processor, _) => processor.ctx().backend_mut(),
+            KeyedOperator::Window(windows) => Some(windows.backend_mut()),
         }
     }
 }

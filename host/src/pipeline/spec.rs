@@ -97,6 +97,79 @@ pub struct PipelineSpec {
     /// Events sent to an undeclared side output are counted and dropped.
     #[serde(default)]
     pub side_outputs: BTreeMap<String, SinkSpec>,
+    /// Periodic checkpoints (off without it): state, source positions and
+    /// sink commits snapshotted together, for exactly-once recovery.
+    #[serde(default)]
+    pub checkpoint: Option<CheckpointSpec>,
+}
+
+/// Checkpointing settings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointSpec {
+    /// Time between checkpoint triggers, e.g. `2s`.
+    pub interval: String,
+    /// Least time between the end of one checkpoint and the start of the
+    /// next, e.g. `500ms` (default 0).
+    #[serde(default)]
+    pub min_pause: Option<String>,
+    /// A checkpoint not complete after this long is abandoned (default `10m`).
+    #[serde(default)]
+    pub timeout: Option<String>,
+    /// Completed checkpoints kept (default 3).
+    #[serde(default = "default_retained")]
+    pub retained: usize,
+    /// Where checkpoints and savepoints go: an `object_store` URL
+    /// (`file:///abs/dir`, `s3://bucket/prefix`, `memory://`); default
+    /// `<data dir>/checkpoints`.
+    #[serde(default)]
+    pub storage: Option<String>,
+}
+
+fn default_retained() -> usize {
+    3
+}
+
+/// Checkpointing settings with durations parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointSettings {
+    /// Time between triggers.
+    pub interval: std::time::Duration,
+    /// Least time between one checkpoint's end and the next's start.
+    pub min_pause: std::time::Duration,
+    /// Time after which an incomplete checkpoint is abandoned.
+    pub timeout: std::time::Duration,
+    /// Completed checkpoints kept.
+    pub retained: usize,
+    /// Storage URL, if not the default.
+    pub storage: Option<String>,
+}
+
+impl CheckpointSpec {
+    /// A spec with only an interval (what `--checkpoint-interval` gives).
+    pub fn every(interval: &str) -> Self {
+        Self { interval: interval.to_string(), min_pause: None, timeout: None, retained: default_retained(), storage: None }
+    }
+
+    /// The settings, or the field at fault.
+    pub fn settings(&self) -> Result<CheckpointSettings, SpecError> {
+        let duration = |field: &str, text: &str| {
+            humantime::parse_duration(text).map_err(|_| SpecError::field(field, format!("{text:?} is not a duration (like 500ms, 2s, 1m)")))
+        };
+        let interval = duration("checkpoint.interval", &self.interval)?;
+        if interval < std::time::Duration::from_millis(10) {
+            return Err(SpecError::field("checkpoint.interval", "must be at least 10ms"));
+        }
+        let min_pause = self.min_pause.as_deref().map_or(Ok(std::time::Duration::ZERO), |t| duration("checkpoint.min_pause", t))?;
+        let timeout = self.timeout.as_deref().map_or(Ok(std::time::Duration::from_secs(600)), |t| duration("checkpoint.timeout", t))?;
+        if timeout.is_zero() {
+            return Err(SpecError::field("checkpoint.timeout", "must be more than 0"));
+        }
+        if self.retained == 0 {
+            return Err(SpecError::field("checkpoint.retained", "must be at least 1"));
+        }
+        Ok(CheckpointSettings { interval, min_pause, timeout, retained: self.retained, storage: self.storage.clone() })
+    }
 }
 
 fn default_max_parallelism() -> u16 {
@@ -259,6 +332,11 @@ pub struct FunctionSpec {
     /// Path of a `.wasm` file (a component, or a core module carrying a
     /// component type).
     pub wasm: PathBuf,
+    /// Stable identity of the operator running this function, under which
+    /// savepoints keep its state (default: `process` or `window`). Keep it
+    /// when replacing the function by a new version.
+    #[serde(default)]
+    pub uid: Option<String>,
 }
 
 /// Where events come from.
@@ -351,6 +429,17 @@ impl PipelineSpec {
         Ok(spec)
     }
 
+    /// The keyed operator's identity in savepoints: the `uid` of its
+    /// function, else `process` or `window`.
+    pub fn operator_uid(&self) -> String {
+        let function = self.process.as_ref().or(self.aggregate.as_ref()).or(self.window_process.as_ref());
+        match function.and_then(|f| f.uid.clone()) {
+            Some(uid) => uid,
+            None if self.process.is_some() => "process".to_string(),
+            None => "window".to_string(),
+        }
+    }
+
     /// Check what the types cannot.
     pub fn validate(&self) -> Result<(), SpecError> {
         if !is_valid_name(&self.name) {
@@ -395,6 +484,12 @@ impl PipelineSpec {
         }
         if let Some(bad) = self.side_outputs.keys().find(|name| !is_valid_name(name)) {
             return Err(SpecError::field("side_outputs", format!("{bad:?} must be 1 to 63 of a-z, 0-9 and -")));
+        }
+        if let Some(checkpoint) = &self.checkpoint {
+            checkpoint.settings()?;
+        }
+        if !is_valid_name(&self.operator_uid()) {
+            return Err(SpecError::field("uid", format!("{:?} must be 1 to 63 of a-z, 0-9 and -", self.operator_uid())));
         }
         if !(1..=32768).contains(&self.max_parallelism) {
             return Err(SpecError::field("max_parallelism", "must be between 1 and 32768"));

@@ -110,6 +110,11 @@ impl KeyedStateBackend for CachedBackend {
         self.write_back()?;
         self.inner.flush()
     }
+
+    fn checkpoint(&mut self, dir: &std::path::Path) -> Result<(), StateError> {
+        self.write_back()?;
+        self.inner.checkpoint(dir)
+    }
 }
 
 #[cfg(test)]

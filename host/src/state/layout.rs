@@ -66,10 +66,6 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LayoutError + '_ {
     move |source| LayoutError::Io { path: path.to_path_buf(), source }
 }
 
-fn subtask_dir(dir: &Path, index: u16) -> PathBuf {
-    dir.join(format!("subtask-{index}"))
-}
-
 /// Open the state in `dir` as `layout`, one database per subtask, creating
 /// it, discarding it (`fresh`) or rescaling it as needed.
 pub fn open_subtasks(dir: &Path, layout: Layout, fresh: bool) -> Result<Vec<RocksDbBackend>, LayoutError> {
@@ -104,47 +100,84 @@ fn write_layout(file: &Path, layout: Layout) -> Result<(), LayoutError> {
     std::fs::rename(&tmp, file).map_err(io(file))
 }
 
-/// Move every entry from the `from` databases into new `to` databases.
 fn rescale(dir: &Path, from: Layout, to: Layout) -> Result<(), LayoutError> {
     tracing::info!(from = from.parallelism, to = to.parallelism, "rescaling keyed state");
     let staging = dir.join(format!("rescale-{}", to.parallelism));
-    if staging.exists() {
-        std::fs::remove_dir_all(&staging).map_err(io(&staging))?;
+    let mut distributor = Distributor::create(&staging, to)?;
+    for index in 0..from.parallelism {
+        RocksDbBackend::open(&subtask_dir(dir, index))?.for_each(|key, value| distributor.add(key, value))?;
     }
-    {
-        let mut targets = (0..to.parallelism).map(|i| RocksDbBackend::open(&subtask_dir(&staging, i))).collect::<Result<Vec<_>, _>>()?;
-        let mut pending: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); targets.len()];
-        for index in 0..from.parallelism {
-            let source = RocksDbBackend::open(&subtask_dir(dir, index))?;
-            source.for_each(|key, value| {
-                let group = key.get(..2).map_or(0, |g| u16::from_be_bytes([g[0], g[1]]));
-                let target = usize::from(subtask_for_key_group(group, to.max_parallelism, to.parallelism));
-                pending[target].push((key.to_vec(), value.to_vec()));
-                if pending[target].len() >= RESCALE_BATCH {
-                    flush_moves(&mut targets[target], &mut pending[target])?;
-                }
-                Ok(())
-            })?;
+    distributor.finish()?;
+    install(dir, &staging, to)
+}
+
+/// Builds the subtask databases of a layout from entries in any order,
+/// writing each to the subtask that owns its key group (the first two
+/// bytes of every state key), in batches.
+pub struct Distributor {
+    layout: Layout,
+    targets: Vec<RocksDbBackend>,
+    pending: Vec<Vec<(Vec<u8>, Vec<u8>)>>,
+}
+
+impl Distributor {
+    /// Empty databases for `layout` under `staging` (emptied first).
+    pub fn create(staging: &Path, layout: Layout) -> Result<Self, LayoutError> {
+        if staging.exists() {
+            std::fs::remove_dir_all(staging).map_err(io(staging))?;
         }
-        for (target, moves) in targets.iter_mut().zip(&mut pending) {
+        let targets = (0..layout.parallelism).map(|i| RocksDbBackend::open(&subtask_dir(staging, i))).collect::<Result<Vec<_>, _>>()?;
+        Ok(Self { layout, pending: vec![Vec::new(); targets.len()], targets })
+    }
+
+    /// Add one entry.
+    pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {
+        let group = key.get(..2).map_or(0, |g| u16::from_be_bytes([g[0], g[1]]));
+        let target = usize::from(subtask_for_key_group(group, self.layout.max_parallelism, self.layout.parallelism));
+        self.pending[target].push((key.to_vec(), value.to_vec()));
+        if self.pending[target].len() >= RESCALE_BATCH {
+            flush_moves(&mut self.targets[target], &mut self.pending[target])?;
+        }
+        Ok(())
+    }
+
+    /// Write what is pending and make it durable.
+    pub fn finish(mut self) -> Result<(), StateError> {
+        for (target, moves) in self.targets.iter_mut().zip(&mut self.pending) {
             flush_moves(target, moves)?;
             target.flush()?;
         }
+        Ok(())
     }
+}
+
+/// Replace the subtask databases in `dir` by those built in `staging` (its
+/// `subtask-<i>` directories, closed) and record `layout`.
+pub fn install(dir: &Path, staging: &Path, layout: Layout) -> Result<(), LayoutError> {
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
     let retired = dir.join("retired");
+    if retired.exists() {
+        std::fs::remove_dir_all(&retired).map_err(io(&retired))?;
+    }
     std::fs::create_dir_all(&retired).map_err(io(&retired))?;
-    for index in 0..from.parallelism {
-        let old = subtask_dir(dir, index);
-        if old.exists() {
-            std::fs::rename(&old, subtask_dir(&retired, index)).map_err(io(&old))?;
+    for entry in std::fs::read_dir(dir).map_err(io(dir))? {
+        let path = entry.map_err(io(dir))?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        if name.starts_with("subtask-") {
+            std::fs::rename(&path, retired.join(&name)).map_err(io(&path))?;
         }
     }
-    for index in 0..to.parallelism {
-        std::fs::rename(subtask_dir(&staging, index), subtask_dir(dir, index)).map_err(io(&staging))?;
+    for index in 0..layout.parallelism {
+        std::fs::rename(subtask_dir(staging, index), subtask_dir(dir, index)).map_err(io(staging))?;
     }
-    write_layout(&dir.join("layout.json"), to)?;
+    write_layout(&dir.join("layout.json"), layout)?;
     std::fs::remove_dir_all(&retired).map_err(io(&retired))?;
-    std::fs::remove_dir_all(&staging).map_err(io(&staging))
+    std::fs::remove_dir_all(staging).map_err(io(staging))
+}
+
+/// The directory of subtask `index`'s database under `dir`.
+pub fn subtask_dir(dir: &Path, index: u16) -> PathBuf {
+    dir.join(format!("subtask-{index}"))
 }
 
 fn flush_moves(target: &mut RocksDbBackend, moves: &mut Vec<(Vec<u8>, Vec<u8>)>) -> Result<(), StateError> {

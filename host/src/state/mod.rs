@@ -25,6 +25,9 @@ pub enum StateError {
     /// Stored bytes could not be decoded (corruption or a foreign database).
     #[error("corrupt state: {0}")]
     Corrupt(String),
+    /// The backend cannot do what was asked.
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 /// One entry returned by [`KeyedStateBackend::scan`]: the part of the
@@ -55,6 +58,12 @@ pub trait KeyedStateBackend: Send {
     fn write_batch(&mut self, writes: &mut dyn Iterator<Item = Write<'_>>) -> Result<(), StateError>;
     /// Make everything written so far durable.
     fn flush(&mut self) -> Result<(), StateError>;
+    /// Write a consistent snapshot of everything written so far into the
+    /// new directory `dir` (a RocksDB checkpoint: immutable files are hard
+    /// links, so this is cheap). Backends that cannot say so.
+    fn checkpoint(&mut self, dir: &std::path::Path) -> Result<(), StateError> {
+        Err(StateError::Unsupported(format!("this state backend cannot write a checkpoint to {}", dir.display())))
+    }
 }
 
 /// The smallest key strictly greater than every key starting with `prefix`,

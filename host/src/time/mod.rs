@@ -8,4 +8,4 @@ mod timers;
 mod watermark;
 
 pub use timers::{TimerService, FUNCTION_TIMERS};
-pub use watermark::{BoundedOutOfOrderness, SplitWatermarks};
+pub use watermark::{BoundedOutOfOrderness, SplitWatermarks, WatermarkSnapshot};

@@ -85,6 +85,41 @@ impl SplitWatermarks {
     }
 }
 
+/// What a checkpoint keeps of [`SplitWatermarks`], so that a restored
+/// source continues with the same watermark instead of starting over.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct WatermarkSnapshot {
+    /// Each split's newest timestamp, if it has seen one.
+    pub max_timestamps: Vec<Option<i64>>,
+    /// Each split's finished flag.
+    pub finished: Vec<bool>,
+    /// The last watermark emitted.
+    pub emitted: i64,
+}
+
+impl SplitWatermarks {
+    /// The state to keep in a checkpoint.
+    pub fn snapshot(&self) -> WatermarkSnapshot {
+        WatermarkSnapshot {
+            max_timestamps: self.splits.iter().map(|s| s.generator.max_timestamp).collect(),
+            finished: self.splits.iter().map(|s| s.finished).collect(),
+            emitted: self.emitted,
+        }
+    }
+
+    /// Continue from `snapshot` (splits it does not cover start afresh);
+    /// returns the watermark emitted before it was taken, to re-announce.
+    pub fn restore(&mut self, snapshot: &WatermarkSnapshot) -> Option<i64> {
+        for (state, (max, finished)) in self.splits.iter_mut().zip(snapshot.max_timestamps.iter().zip(&snapshot.finished)) {
+            state.generator.max_timestamp = *max;
+            state.generator.emitted = snapshot.emitted;
+            state.finished = *finished;
+        }
+        self.emitted = snapshot.emitted;
+        (snapshot.emitted > i64::MIN).then_some(snapshot.emitted)
+    }
+}
+
 impl BoundedOutOfOrderness {
     /// The watermark now (without recording it as emitted).
     fn current(&self) -> Option<i64> {
@@ -96,6 +131,22 @@ impl BoundedOutOfOrderness {
 mod tests {
     use super::*;
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_restored_tracker_continues_where_the_snapshot_was_taken() {
+        let start = Instant::now();
+        let mut before = SplitWatermarks::new(2, 5, None, start);
+        before.observe(0, 100, start);
+        before.observe(1, 60, start);
+        assert_eq!(before.advance(start), Some(54));
+        let snapshot = before.snapshot();
+        let mut after = SplitWatermarks::new(2, 5, None, start);
+        assert_eq!(after.restore(&snapshot), Some(54));
+        assert_eq!(after.advance(start), None, "nothing new");
+        after.observe(1, 90, start);
+        before.observe(1, 90, start);
+        assert_eq!(after.advance(start), before.advance(start));
+    }
 
     #[test]
     fn the_slowest_active_split_holds_the_watermark() {

@@ -81,7 +81,7 @@ impl WindowOperator {
     }
 
     /// The state backend, to flush it.
-    pub fn backend_mut(&mut self) -> &mut dyn KeyedStateBackend {
+    pub fn backend_mut(&mut self) -> &mut (dyn KeyedStateBackend + 'static) {
         self.backend.as_mut()
     }
 

@@ -1,0 +1,139 @@
+//! Incremental RocksDB snapshots: upload a subtask's local checkpoint,
+//! sending only SST files not stored already, and bring one back.
+//!
+//! SST files never change once written, so each is stored once under
+//! `shared/<xxh3-128 of its bytes>.sst` and referenced by every checkpoint
+//! that contains it. The small mutable files (MANIFEST, CURRENT, OPTIONS)
+//! go under the checkpoint's own directory as `subtask-<i>/<name>`. Naming
+//! shared files by content (not by RocksDB's file number) keeps a restored
+//! database, which reuses file numbers, from clashing with files a crashed
+//! run uploaded.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use object_store::path::Path as StorePath;
+
+use super::metadata::StoredFile;
+use super::{CheckpointError, CheckpointStorage};
+
+/// What one subtask's upload did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Uploaded {
+    /// The files of the checkpoint, by name.
+    pub files: Vec<StoredFile>,
+    /// Bytes of all of them.
+    pub size: u64,
+    /// Bytes actually sent.
+    pub sent: u64,
+}
+
+/// SST files of one subtask's live database already in shared storage, by
+/// local file name: reused without reading them again.
+pub type KnownFiles = HashMap<String, StoredFile>;
+
+/// Upload the RocksDB checkpoint in `local` as subtask `subtask`'s part of
+/// the snapshot in `dir`. `known` holds the SSTs earlier checkpoints of the
+/// same database stored, and is updated.
+pub fn upload(storage: &CheckpointStorage, dir: &StorePath, subtask: usize, local: &Path, known: &mut KnownFiles) -> Result<Uploaded, CheckpointError> {
+    let mut uploaded = Uploaded::default();
+    let mut now_known = KnownFiles::new();
+    let mut names: Vec<(String, PathBuf, u64)> = Vec::new();
+    for entry in std::fs::read_dir(local)? {
+        let entry = entry?;
+        let metadata = entry.metadata()?;
+        if metadata.is_file() {
+            names.push((entry.file_name().to_string_lossy().into_owned(), entry.path(), metadata.len()));
+        }
+    }
+    names.sort();
+    for (name, path, size) in names {
+        let stored = if name.ends_with(".sst") {
+            match known.get(&name).filter(|f| f.size == size) {
+                Some(file) => file.clone(),
+                None => {
+                    let bytes = std::fs::read(&path)?;
+                    let shared = format!("{:032x}.sst", xxhash_rust::xxh3::xxh3_128(&bytes));
+                    if storage.put_shared(&shared, bytes)? {
+                        uploaded.sent += size;
+                    }
+                    StoredFile { name: name.clone(), shared: Some(shared), size }
+                }
+            }
+        } else {
+            storage.put(dir, &format!("subtask-{subtask}/{name}"), std::fs::read(&path)?)?;
+            uploaded.sent += size;
+            StoredFile { name: name.clone(), shared: None, size }
+        };
+        uploaded.size += size;
+        if stored.shared.is_some() {
+            now_known.insert(name, stored.clone());
+        }
+        uploaded.files.push(stored);
+    }
+    *known = now_known;
+    Ok(uploaded)
+}
+
+/// Write subtask `subtask`'s database of the snapshot in `dir` into the new
+/// directory `target`. Files found with the right size in `local_copy` (the
+/// local checkpoint the snapshot was uploaded from) are hard-linked (SSTs)
+/// or copied instead of downloaded. Returns the SSTs now known to be stored.
+pub fn download(storage: &CheckpointStorage, dir: &StorePath, subtask: usize, files: &[StoredFile], local_copy: &Path, target: &Path) -> Result<KnownFiles, CheckpointError> {
+    std::fs::create_dir_all(target)?;
+    let mut known = KnownFiles::new();
+    for file in files {
+        if file.name.contains('/') || file.name.starts_with('.') {
+            return Err(CheckpointError::Corrupt(format!("file name {:?} in checkpoint metadata", file.name)));
+        }
+        let destination = target.join(&file.name);
+        let local = local_copy.join(&file.name);
+        let have_local = std::fs::metadata(&local).is_ok_and(|m| m.len() == file.size);
+        match (&file.shared, have_local) {
+            (Some(_), true) => std::fs::hard_link(&local, &destination).or_else(|_| std::fs::copy(&local, &destination).map(drop))?,
+            (None, true) => std::fs::copy(&local, &destination).map(drop)?,
+            (Some(shared), false) => std::fs::write(&destination, storage.get_shared(shared)?)?,
+            (None, false) => std::fs::write(&destination, storage.get_file(dir, &format!("subtask-{subtask}/{}", file.name))?)?,
+        }
+        if std::fs::metadata(&destination)?.len() != file.size {
+            return Err(CheckpointError::Corrupt(format!("{} has another size than the checkpoint recorded", file.name)));
+        }
+        if file.shared.is_some() {
+            known.insert(file.name.clone(), file.clone());
+        }
+    }
+    Ok(known)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::{KeyedStateBackend, RocksDbBackend};
+
+    #[test]
+    fn a_small_change_uploads_far_less_than_the_state_and_restores_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = CheckpointStorage::open("memory://", "p").unwrap();
+        let mut db = RocksDbBackend::open(&dir.path().join("live")).unwrap();
+        for i in 0..20_000u32 {
+            db.put(format!("key-{i:08}").as_bytes(), &[i as u8; 100]).unwrap();
+        }
+        let mut known = KnownFiles::new();
+        db.checkpoint(&dir.path().join("chk-1")).unwrap();
+        let first = upload(&storage, &storage.checkpoint_dir(1), 0, &dir.path().join("chk-1"), &mut known).unwrap();
+        assert_eq!(first.sent, first.size, "the first checkpoint sends everything");
+        db.put(b"key-00000007", b"changed").unwrap();
+        db.checkpoint(&dir.path().join("chk-2")).unwrap();
+        let second = upload(&storage, &storage.checkpoint_dir(2), 0, &dir.path().join("chk-2"), &mut known).unwrap();
+        assert!(second.sent * 10 < second.size, "incremental: sent {} of {}", second.sent, second.size);
+
+        let restored = dir.path().join("restored");
+        download(&storage, &storage.checkpoint_dir(2), 0, &second.files, &dir.path().join("nowhere"), &restored).unwrap();
+        let copy = RocksDbBackend::open(&restored).unwrap();
+        assert_eq!(copy.get(b"key-00000007").unwrap().as_deref(), Some(&b"changed"[..]));
+        assert_eq!(copy.get(b"key-00019999").unwrap().as_deref(), Some(&[19_999u32 as u8; 100][..]));
+        let linked = dir.path().join("linked");
+        download(&storage, &storage.checkpoint_dir(2), 0, &second.files, &dir.path().join("chk-2"), &linked).unwrap();
+        assert_eq!(RocksDbBackend::open(&linked).unwrap().get(b"key-00000001").unwrap().as_deref(), Some(&[1u8; 100][..]));
+    }
+}

@@ -1,0 +1,103 @@
+//! What a completed checkpoint or savepoint records: its `_metadata`.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+/// Checkpoints are taken by the host on a schedule and belong to it;
+/// savepoints are taken on request and belong to the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SnapshotKind {
+    /// Periodic, incremental, in the state backend's own format.
+    Checkpoint,
+    /// On demand, self-contained, in the canonical format.
+    Savepoint,
+}
+
+/// A file of a subtask's RocksDB checkpoint and where it is stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredFile {
+    /// The file's name inside the database directory.
+    pub name: String,
+    /// Its name under `shared/` (immutable files, named by content), or
+    /// `None` when it is stored under the checkpoint's own directory as
+    /// `subtask-<i>/<name>`.
+    pub shared: Option<String>,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// One file of a canonical savepoint: the entries of a range of key
+/// groups, in key order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CanonicalFile {
+    /// File name under the savepoint's directory.
+    pub name: String,
+    /// First key group the file may hold.
+    pub first_key_group: u16,
+    /// Last key group the file may hold.
+    pub last_key_group: u16,
+    /// Number of entries.
+    pub entries: u64,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+/// Where the keyed state of a snapshot is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "format")]
+pub enum StateFiles {
+    /// One RocksDB checkpoint per subtask (restorable at the same layout,
+    /// or rescaled after restore).
+    Rocksdb {
+        /// Files of each subtask's database, by subtask index.
+        subtasks: Vec<Vec<StoredFile>>,
+    },
+    /// Backend-independent entries by key group.
+    Canonical {
+        /// The operator's data files.
+        files: Vec<CanonicalFile>,
+    },
+}
+
+/// The `_metadata` of a completed checkpoint or savepoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotMetadata {
+    /// Checkpoint number, increasing (savepoints share the sequence).
+    pub id: u64,
+    /// Checkpoint or savepoint.
+    pub kind: SnapshotKind,
+    /// The pipeline's name.
+    pub pipeline: String,
+    /// When it completed (ms since the epoch).
+    pub completed_at: i64,
+    /// The keyed operator's uid.
+    pub operator_uid: String,
+    /// Key groups of the state.
+    pub max_parallelism: u16,
+    /// Subtasks when it was taken.
+    pub parallelism: u16,
+    /// The keyed operator's state.
+    pub state: StateFiles,
+    /// Source positions and watermarks to resume from.
+    pub source: serde_json::Value,
+    /// What the sinks need to finish or discard pending output.
+    pub sink: serde_json::Value,
+    /// Bytes of all files it references.
+    pub size_bytes: u64,
+    /// Bytes it uploaded itself (not already stored).
+    pub incremental_bytes: u64,
+    /// Milliseconds from trigger to completion.
+    pub duration_ms: u64,
+}
+
+impl SnapshotMetadata {
+    /// Names (under `shared/`) of the shared files it references.
+    pub fn shared_files(&self) -> BTreeSet<&str> {
+        match &self.state {
+            StateFiles::Rocksdb { subtasks } => subtasks.iter().flatten().filter_map(|f| f.shared.as_deref()).collect(),
+            StateFiles::Canonical { .. } => BTreeSet::new(),
+        }
+    }
+}
