@@ -13,16 +13,27 @@
 //! is bounded, so a slow sink slows the subtasks and they slow the source:
 //! nothing is dropped and nothing is buffered without bound. A key always
 //! goes to the same subtask, which handles its events in arrival order.
+//!
+//! Checkpoints (see [`crate::checkpoint`]) travel the same channels: the
+//! coordinator thread asks the source for snapshot N; the source records
+//! its positions and sends barrier N behind the events before it to every
+//! subtask and to the sink; a subtask snapshots its state when the barrier
+//! arrives and forwards it; the sink pre-commits once barrier N came from
+//! every input, and commits when the coordinator says N is complete. A
+//! subtask has one input, so its barriers need no alignment; the sink tags
+//! what each input sends with that input's epoch (the id of the next
+//! checkpoint), so it never has to hold an input back.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
-use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{channel, sync_channel, Receiver, RecvTimeoutError, Sender, SyncSender, TryRecvError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::operator::{KeyedOperator, OperatorPlan};
-use super::spec::{PipelineSpec, SinkSpec, SourceSpec};
+use super::spec::{CheckpointSettings, PipelineSpec, SinkSpec, SourceSpec};
+use crate::checkpoint::{self, Ack, CheckpointError, CheckpointStorage, CompletedSnapshot, ControlDir, Coordinator, CoordinatorConfig, KnownFiles, LocatedSnapshot, RestoreTarget, SnapshotKind, Trigger};
 use crate::config;
 use crate::connectors::{ConnectorError, DiscardSink, FileSink, FileSource, GeneratorSource, Sink, Source, SplitSource, StdoutSink};
 use crate::runtime::{new_engine, CallError, FunctionLoader, HostCtx, KeyFunctionInstance, LoadError, LoadedFunction, Role};
@@ -30,7 +41,7 @@ use crate::state::layout::{self, Layout, LayoutError};
 use crate::state::ttl::Ttl;
 use crate::state::{key_group, subtask_for_key_group, CachedBackend, KeyedStateBackend, StateError};
 use crate::window::WindowConfig;
-use crate::time::SplitWatermarks;
+use crate::time::{SplitWatermarks, WatermarkSnapshot};
 use crate::Event;
 
 /// Batches a channel holds before its sender waits.
@@ -70,6 +81,20 @@ pub enum RunError {
     /// The window operator failed.
     #[error(transparent)]
     Window(#[from] crate::window::WindowError),
+    /// Checkpointing or restoring failed.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    /// `--restore latest` found no completed checkpoint.
+    #[error("nothing to restore: pipeline {0} has no completed checkpoint")]
+    NothingToRestore(String),
+    /// A snapshot's source or sink state does not fit this pipeline.
+    #[error("cannot resume from snapshot {id}: {message}")]
+    Resume {
+        /// The snapshot.
+        id: u64,
+        /// What does not fit.
+        message: String,
+    },
     /// The wasmtime engine could not be set up.
     #[error("wasm engine: {0}")]
     Engine(String),
@@ -97,12 +122,24 @@ pub struct RunOptions {
     pub progress: Option<ProgressFn>,
     /// Testing aid: pause this long after each batch the sink writes.
     pub sink_delay: Option<Duration>,
+    /// Start from this snapshot. Without it a checkpointed pipeline resumes
+    /// from its newest completed checkpoint, if any.
+    pub restore: Option<RestoreFrom>,
+}
+
+/// Which snapshot a run starts from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RestoreFrom {
+    /// The pipeline's newest completed checkpoint (an error if none).
+    Latest,
+    /// A checkpoint or savepoint directory: local path or URL.
+    Path(String),
 }
 
 impl RunOptions {
     /// Options with everything else off.
     pub fn new(data_dir: std::path::PathBuf) -> Self {
-        Self { data_dir, fresh: false, progress: None, sink_delay: None }
+        Self { data_dir, fresh: false, progress: None, sink_delay: None, restore: None }
     }
 }
 
@@ -136,6 +173,14 @@ pub struct RunSummary {
     pub subtasks: Vec<OperatorCounts>,
     /// Wall-clock time of the run.
     pub elapsed: Duration,
+    /// The snapshot the run started from: (kind, id).
+    pub restored_from: Option<(SnapshotKind, u64)>,
+    /// Snapshots completed during the run.
+    pub snapshots: Vec<CompletedSnapshot>,
+    /// Snapshots abandoned after their timeout.
+    pub snapshots_expired: u64,
+    /// The run ended on a stop request, not at the end of its input.
+    pub stopped: bool,
 }
 
 /// One batch of routed events for a subtask: (key, event) pairs.
@@ -147,15 +192,34 @@ enum SubtaskMessage {
     Events(SubtaskBatch),
     /// Event time has reached this watermark.
     Watermark(i64),
+    /// Snapshot this state for checkpoint/savepoint `id`, then forward it.
+    Barrier(u64),
 }
 
 /// How often an idle subtask checks for due processing-time timers.
 const TIMER_POLL: Duration = Duration::from_millis(50);
 
-/// One batch of a subtask's output for the sink thread.
-struct SinkBatch {
-    main: Vec<Event>,
-    side: Vec<(String, Event)>,
+/// What flows into the sink thread, in order per input (subtask `i` is
+/// input `i`; the source, for events it sets aside, is input `P`).
+enum SinkMessage {
+    /// Output of input `from`.
+    Batch {
+        /// The input.
+        from: usize,
+        /// Main output.
+        main: Vec<Event>,
+        /// Side outputs, by name.
+        side: Vec<(String, Event)>,
+    },
+    /// Barrier `id` from input `from`: what it sends next is after `id`.
+    Barrier {
+        /// The input.
+        from: usize,
+        /// The snapshot.
+        id: u64,
+    },
+    /// Snapshot `id` is complete: commit its output.
+    Complete(u64),
 }
 
 /// What the sink thread counted.
@@ -166,62 +230,86 @@ struct SinkReport {
     side_dropped: u64,
 }
 
-/// Run `spec` to completion (bounded sources) and report what happened.
+/// Run `spec` to completion (bounded sources) or until asked to stop, and
+/// report what happened.
 pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunError> {
     let started = Instant::now();
     let _span = tracing::info_span!("pipeline", name = %spec.name).entered();
     let engine = new_engine(Default::default()).map_err(|e| RunError::Engine(format!("{e:#}")))?;
     let loader = FunctionLoader::new(engine, Some(config::component_cache_dir(&options.data_dir))).map_err(|e| RunError::Engine(e.to_string()))?;
     let key_function = load(&loader, &spec.key.wasm, Role::Key)?;
-    let window_function = match (&spec.aggregate, &spec.window_process) {
-        (Some(aggregate), _) => Some((aggregate, Role::Aggregate)),
-        (None, Some(process)) => Some((process, Role::WindowProcess)),
-        (None, None) => None,
-    };
-    let plan = match (&spec.process, &spec.window, window_function) {
-        (Some(process), _, _) => OperatorPlan::Process(load(&loader, &process.wasm, Role::Process)?),
-        (None, Some(window), Some((function, role))) => {
-            let config = WindowConfig {
-                assigner: window.assigner().map_err(|e| RunError::Engine(e.to_string()))?,
-                allowed_lateness: window.allowed_lateness().map_err(|e| RunError::Engine(e.to_string()))?,
-                late_output: window.late_output.clone(),
-                max_parallelism: spec.max_parallelism,
-            };
-            OperatorPlan::Window(load(&loader, &function.wasm, role)?, role, config)
-        }
-        _ => return Err(RunError::Engine("the spec has neither a process function nor a window with an aggregate".into())),
-    };
-    let layout = Layout { max_parallelism: spec.max_parallelism, parallelism: spec.parallelism };
-    let state_dir = config::pipeline_state_dir(&options.data_dir, &spec.name);
-    let backends = layout::open_subtasks(&state_dir, layout, spec.fresh || options.fresh)?;
+    let plan = plan(spec, &loader)?;
     let mut keyer = KeyFunctionInstance::new(&key_function, "key")?;
     let mut source = open_source(&spec.source)?;
 
-    let (sink_tx, sink_rx) = sync_channel::<SinkBatch>(CHANNEL_BATCHES * usize::from(spec.parallelism));
-    let sink_thread = spawn_sink(spec, options, sink_rx)?;
-    let cache_bytes = spec.state_cache_bytes / usize::from(spec.parallelism);
+    let settings = spec.checkpoint.as_ref().map(|c| c.settings()).transpose().map_err(|e| RunError::Engine(e.to_string()))?;
+    let start = prepare_state(spec, options, settings.as_ref())?;
+    let mut watermarks = spec.watermark.as_ref().and_then(|w| {
+        let idle = w.idle_timeout().ok().flatten();
+        w.delay_ms().map(|delay| SplitWatermarks::new(source.splits(), delay, idle, Instant::now()))
+    });
+    let mut resumed_watermark = None;
+    if let Some(snapshot) = &start.snapshot {
+        let resume = |message: String| RunError::Resume { id: snapshot.metadata.id, message };
+        let state: SourceState = serde_json::from_value(snapshot.metadata.source.clone()).map_err(|e| resume(format!("source state: {e}")))?;
+        source.seek(&state.position).map_err(|e| resume(e.to_string()))?;
+        if let (Some(watermarks), Some(saved)) = (&mut watermarks, &state.watermarks) {
+            resumed_watermark = watermarks.restore(saved);
+        }
+    }
+
+    let parallelism = usize::from(spec.parallelism);
+    let sink_inputs = parallelism + 1;
+    let (sink_tx, sink_rx) = sync_channel::<SinkMessage>(CHANNEL_BATCHES * parallelism);
+    let (ack_tx, ack_rx) = channel::<Ack>();
+    let (trigger_tx, trigger_rx) = channel::<Trigger>();
+    let sink_state = start.snapshot.as_ref().map(|s| s.metadata.sink.clone());
+    let sink_thread = spawn_sink(spec, options, settings.is_some(), sink_state.as_ref(), sink_rx, sink_inputs, start.first_id, ack_tx.clone())?;
+
+    let control = ControlDir::new(config::control_dir(&options.data_dir, &spec.name));
+    control.claim().map_err(|e| RunError::Engine(format!("cannot write the control directory: {e}")))?;
+    let complete_tx = sink_tx.clone();
+    let coordinator = Coordinator::new(
+        CoordinatorConfig {
+            pipeline: spec.name.clone(),
+            operator_uid: spec.operator_uid(),
+            max_parallelism: spec.max_parallelism,
+            parallelism: spec.parallelism,
+            schedule: settings.clone(),
+            local_dir: start.local_checkpoints.clone(),
+            control: control.clone(),
+            first_id: start.first_id,
+            known: start.known,
+        },
+        start.storage,
+        trigger_tx,
+        ack_rx,
+        Box::new(move |id| complete_tx.send(SinkMessage::Complete(id)).is_ok()),
+    );
+    let coordinator_thread = spawn("coordinator", move || Ok(coordinator.run()?))?;
+
+    let cache_bytes = spec.state_cache_bytes / parallelism;
     let ttl_overrides: HashMap<String, Ttl> = spec.state_ttl.iter().filter_map(|(name, ttl)| Some((name.clone(), ttl.to_ttl()?))).collect();
     let mut subtask_txs = Vec::new();
     let mut subtask_threads = Vec::new();
-    for (index, backend) in backends.into_iter().enumerate() {
+    for (index, backend) in start.backends.into_iter().enumerate() {
         let (tx, rx) = sync_channel::<SubtaskMessage>(CHANNEL_BATCHES);
         let backend: Box<dyn KeyedStateBackend> = Box::new(CachedBackend::new(Box::new(backend), cache_bytes));
         let (max_parallelism, ttl_overrides) = (spec.max_parallelism, ttl_overrides.clone());
         let ctx = move |backend| HostCtx::new(&format!("process[{index}]"), Some(backend), max_parallelism).with_ttl_overrides(ttl_overrides);
         let plan = plan.clone();
-        let sink = sink_tx.clone();
-        let thread = std::thread::Builder::new()
-            .name(format!("subtask-{index}"))
-            .spawn(move || run_subtask(KeyedOperator::new(&plan, index, backend, ctx)?, index, rx, sink))
-            .map_err(|e| RunError::Engine(format!("cannot start a thread: {e}")))?;
+        let links = SubtaskLinks { index, sink: sink_tx.clone(), acks: ack_tx.clone(), local_checkpoints: start.local_checkpoints.clone() };
+        subtask_threads.push(spawn(&format!("subtask-{index}"), move || run_subtask(KeyedOperator::new(&plan, index, backend, ctx)?, rx, links))?);
         subtask_txs.push(tx);
-        subtask_threads.push(thread);
     }
 
-    let mut summary = RunSummary::default();
-    let source_result = feed(spec, options, source.as_mut(), &mut keyer, &subtask_txs, &sink_tx, &mut summary);
-    drop(subtask_txs);
-    drop(sink_tx);
+    let mut summary = RunSummary { restored_from: start.snapshot.as_ref().map(|s| (s.metadata.kind, s.metadata.id)), ..RunSummary::default() };
+    let links = SourceLinks { subtasks: &subtask_txs, sink: &sink_tx, triggers: trigger_rx, acks: ack_tx.clone() };
+    let source_result = feed(spec, options, source.as_mut(), &mut keyer, watermarks.as_mut(), resumed_watermark, &links, &mut summary);
+    if source_result.is_err() {
+        let _ = ack_tx.send(Ack::Shutdown);
+    }
+    drop((links, subtask_txs, sink_tx, ack_tx));
     let mut errors: Vec<RunError> = source_result.err().into_iter().collect();
     for thread in subtask_threads {
         match join(thread, "subtask") {
@@ -237,6 +325,14 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
         }
         Err(e) => errors.push(e),
     }
+    match join(coordinator_thread, "coordinator") {
+        Ok(report) => {
+            summary.snapshots = report.completed;
+            summary.snapshots_expired = report.expired;
+        }
+        Err(e) => errors.push(e),
+    }
+    control.release();
     // A failing subtask or sink makes upstream threads see a closed channel
     // (`Stopped`); report the failure itself.
     if let Some(index) = errors.iter().position(|e| !matches!(e, RunError::Stopped)).or((!errors.is_empty()).then_some(0)) {
@@ -247,31 +343,163 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     Ok(summary)
 }
 
-/// Read the source, key each batch and route events to their subtasks.
+/// What the keyed stage runs.
+fn plan(spec: &PipelineSpec, loader: &FunctionLoader) -> Result<OperatorPlan, RunError> {
+    let window_function = match (&spec.aggregate, &spec.window_process) {
+        (Some(aggregate), _) => Some((aggregate, Role::Aggregate)),
+        (None, Some(process)) => Some((process, Role::WindowProcess)),
+        (None, None) => None,
+    };
+    Ok(match (&spec.process, &spec.window, window_function) {
+        (Some(process), _, _) => OperatorPlan::Process(load(loader, &process.wasm, Role::Process)?),
+        (None, Some(window), Some((function, role))) => {
+            let config = WindowConfig {
+                assigner: window.assigner().map_err(|e| RunError::Engine(e.to_string()))?,
+                allowed_lateness: window.allowed_lateness().map_err(|e| RunError::Engine(e.to_string()))?,
+                late_output: window.late_output.clone(),
+                max_parallelism: spec.max_parallelism,
+            };
+            OperatorPlan::Window(load(loader, &function.wasm, role)?, role, config)
+        }
+        _ => return Err(RunError::Engine("the spec has neither a process function nor a window with an aggregate".into())),
+    })
+}
+
+/// Where a run starts: its state (restored or not), the snapshot it came
+/// from, and what checkpointing needs to go on.
+struct StartingPoint {
+    backends: Vec<crate::state::RocksDbBackend>,
+    snapshot: Option<LocatedSnapshot>,
+    storage: CheckpointStorage,
+    first_id: u64,
+    known: Vec<KnownFiles>,
+    local_checkpoints: PathBuf,
+}
+
+/// Open the pipeline's state: restored from a snapshot when asked, or when
+/// checkpointing and a completed checkpoint exists; empty when
+/// checkpointing without one (the local state may be ahead of what the
+/// sinks committed); else as the last run left it.
+fn prepare_state(spec: &PipelineSpec, options: &RunOptions, settings: Option<&CheckpointSettings>) -> Result<StartingPoint, RunError> {
+    let url = match settings.and_then(|s| s.storage.clone()) {
+        Some(url) => url,
+        None => config::default_checkpoint_storage(&options.data_dir).map_err(|e| RunError::Engine(format!("checkpoint directory: {e}")))?,
+    };
+    let storage = CheckpointStorage::open(&url, &spec.name)?;
+    let fresh = spec.fresh || options.fresh;
+    let latest = |required: bool| -> Result<Option<LocatedSnapshot>, RunError> {
+        let Some(newest) = storage.completed()?.into_iter().next() else {
+            return if required { Err(RunError::NothingToRestore(spec.name.clone())) } else { Ok(None) };
+        };
+        let storage = CheckpointStorage::open(&url, &spec.name)?;
+        let dir = storage.checkpoint_dir(newest.id);
+        Ok(Some(LocatedSnapshot { storage, dir, metadata: newest }))
+    };
+    let snapshot = match &options.restore {
+        Some(RestoreFrom::Path(path)) => Some(CheckpointStorage::locate(path)?),
+        Some(RestoreFrom::Latest) => latest(true)?,
+        None if settings.is_some() && !fresh => latest(false)?,
+        None => None,
+    };
+    let layout = Layout { max_parallelism: spec.max_parallelism, parallelism: spec.parallelism };
+    let state_dir = config::pipeline_state_dir(&options.data_dir, &spec.name);
+    let local_checkpoints = config::local_checkpoints_dir(&options.data_dir, &spec.name);
+    let mut known = Vec::new();
+    if let Some(snapshot) = &snapshot {
+        let target = RestoreTarget { state_dir: &state_dir, local_checkpoints: &local_checkpoints, layout, operator_uid: &spec.operator_uid() };
+        known = checkpoint::restore(snapshot, &target)?;
+        tracing::info!(id = snapshot.metadata.id, kind = ?snapshot.metadata.kind, "restored state");
+    }
+    // Local copies served the restore; new checkpoints start a new chain.
+    if local_checkpoints.exists() {
+        std::fs::remove_dir_all(&local_checkpoints).map_err(CheckpointError::from)?;
+    }
+    let empty = snapshot.is_none() && (fresh || settings.is_some());
+    let backends = layout::open_subtasks(&state_dir, layout, empty)?;
+    let first_id = storage.highest_id()?.max(snapshot.as_ref().map_or(0, |s| s.metadata.id)) + 1;
+    Ok(StartingPoint { backends, snapshot, storage, first_id, known, local_checkpoints })
+}
+
+/// What the source records in a snapshot.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SourceState {
+    position: serde_json::Value,
+    #[serde(default)]
+    watermarks: Option<WatermarkSnapshot>,
+}
+
+/// The source thread's channels.
+struct SourceLinks<'a> {
+    subtasks: &'a [SyncSender<SubtaskMessage>],
+    sink: &'a SyncSender<SinkMessage>,
+    triggers: Receiver<Trigger>,
+    acks: Sender<Ack>,
+}
+
+impl SourceLinks<'_> {
+    fn broadcast(&self, message: impl Fn() -> SubtaskMessage) -> Result<(), RunError> {
+        self.subtasks.iter().try_for_each(|tx| tx.send(message()).map_err(|_| RunError::Stopped))
+    }
+
+    /// Record the source's state and send barrier `trigger.id` downstream.
+    fn inject_barrier(&self, trigger: Trigger, source: &dyn Source, watermarks: Option<&SplitWatermarks>) -> Result<(), RunError> {
+        let state = SourceState { position: source.position(), watermarks: watermarks.map(SplitWatermarks::snapshot) };
+        let state = serde_json::to_value(state).map_err(|e| RunError::Engine(format!("source state: {e}")))?;
+        let _ = self.acks.send(Ack::Source { id: trigger.id, state });
+        self.broadcast(|| SubtaskMessage::Barrier(trigger.id))?;
+        self.sink.send(SinkMessage::Barrier { from: self.subtasks.len(), id: trigger.id }).map_err(|_| RunError::Stopped)
+    }
+
+    /// After the input ended or a stop: take part in the snapshots the
+    /// coordinator still asks for, until it is done.
+    fn serve_remaining_triggers(&self, source: &dyn Source, watermarks: Option<&SplitWatermarks>) -> Result<(), RunError> {
+        while let Ok(trigger) = self.triggers.recv() {
+            self.inject_barrier(trigger, source, watermarks)?;
+        }
+        Ok(())
+    }
+}
+
+/// Read the source, key each batch and route events to their subtasks;
+/// inject barriers when the coordinator asks.
+#[allow(clippy::too_many_arguments)]
 fn feed(
     spec: &PipelineSpec,
     options: &RunOptions,
     source: &mut dyn Source,
     keyer: &mut KeyFunctionInstance,
-    subtasks: &[SyncSender<SubtaskMessage>],
-    sink: &SyncSender<SinkBatch>,
+    mut watermarks: Option<&mut SplitWatermarks>,
+    resumed_watermark: Option<i64>,
+    links: &SourceLinks<'_>,
     summary: &mut RunSummary,
 ) -> Result<(), RunError> {
     let parallelism = spec.parallelism;
-    let mut watermarks = spec.watermark.as_ref().and_then(|w| {
-        let idle = w.idle_timeout().ok().flatten();
-        w.delay_ms().map(|delay| SplitWatermarks::new(source.splits(), delay, idle, Instant::now()))
-    });
-    let broadcast = |message: &dyn Fn() -> SubtaskMessage| subtasks.iter().try_for_each(|tx| tx.send(message()).map_err(|_| RunError::Stopped));
     let per_subtask = spec.batch_size / usize::from(parallelism) + 1;
     let mut events: Vec<Event> = Vec::with_capacity(spec.batch_size);
     let mut routed: Vec<SubtaskBatch> = (0..parallelism).map(|_| Vec::with_capacity(per_subtask)).collect();
+    if let Some(watermark) = resumed_watermark {
+        // Operators continue from the watermark the snapshot was taken at.
+        links.broadcast(|| SubtaskMessage::Watermark(watermark))?;
+    }
     loop {
+        match links.triggers.try_recv() {
+            Ok(trigger) => {
+                links.inject_barrier(trigger, source, watermarks.as_deref())?;
+                if trigger.stop {
+                    summary.stopped = true;
+                    summary.dropped_bad_timestamps = source.dropped();
+                    return links.serve_remaining_triggers(source, watermarks.as_deref());
+                }
+            }
+            Err(TryRecvError::Empty) => {}
+            // The coordinator failed; its error is the one reported.
+            Err(TryRecvError::Disconnected) => return Err(RunError::Stopped),
+        }
         let polled = source.next_batch(spec.batch_size, &mut events)?;
         let now = Instant::now();
         let rejected = source.take_rejected();
         if !rejected.is_empty() {
-            sink.send(SinkBatch { main: Vec::new(), side: rejected }).map_err(|_| RunError::Stopped)?;
+            links.sink.send(SinkMessage::Batch { from: usize::from(parallelism), main: Vec::new(), side: rejected }).map_err(|_| RunError::Stopped)?;
         }
         if !events.is_empty() {
             summary.records_in += events.len() as u64;
@@ -279,26 +507,26 @@ fn feed(
             let keys = keyer.extract_keys(&events)?;
             summary.key.records_out += keys.len() as u64;
             for (event, key) in events.drain(..).zip(keys) {
-                if let Some(watermarks) = &mut watermarks {
+                if let Some(watermarks) = watermarks.as_deref_mut() {
                     watermarks.observe(polled.split, event.timestamp, now);
                 }
                 let group = key_group(&key, spec.max_parallelism);
                 let target = subtask_for_key_group(group, spec.max_parallelism, parallelism);
                 routed[usize::from(target)].push((key, event));
             }
-            for (batch, tx) in routed.iter_mut().zip(subtasks) {
+            for (batch, tx) in routed.iter_mut().zip(links.subtasks) {
                 if !batch.is_empty() {
                     let full = std::mem::replace(batch, Vec::with_capacity(per_subtask));
                     tx.send(SubtaskMessage::Events(full)).map_err(|_| RunError::Stopped)?;
                 }
             }
         }
-        if let Some(watermarks) = &mut watermarks {
+        if let Some(watermarks) = watermarks.as_deref_mut() {
             if polled.split_finished {
                 watermarks.finish(polled.split);
             }
             if let Some(watermark) = watermarks.advance(now) {
-                broadcast(&|| SubtaskMessage::Watermark(watermark))?;
+                links.broadcast(|| SubtaskMessage::Watermark(watermark))?;
             }
         }
         if let (Some(progress), Some((done, total))) = (&options.progress, source.progress()) {
@@ -306,16 +534,28 @@ fn feed(
         }
         if !polled.more {
             summary.dropped_bad_timestamps = source.dropped();
-            // A bounded source is exhausted: event time has ended.
-            return broadcast(&|| SubtaskMessage::Watermark(i64::MAX));
+            // A bounded source is exhausted: event time has ended, and a
+            // final checkpoint commits the rest of the output.
+            links.broadcast(|| SubtaskMessage::Watermark(i64::MAX))?;
+            let _ = links.acks.send(Ack::SourceFinished);
+            return links.serve_remaining_triggers(source, watermarks.as_deref());
         }
     }
 }
 
+/// A subtask's channels and where it writes local checkpoints.
+struct SubtaskLinks {
+    index: usize,
+    sink: SyncSender<SinkMessage>,
+    acks: Sender<Ack>,
+    local_checkpoints: PathBuf,
+}
+
 /// One keyed subtask: hand each batch and watermark to the operator and
-/// forward what it emits; fire processing-time timers as the clock passes.
-fn run_subtask(mut operator: KeyedOperator, index: usize, input: Receiver<SubtaskMessage>, sink: SyncSender<SinkBatch>) -> Result<OperatorCounts, RunError> {
-    let _span = tracing::info_span!("subtask", index).entered();
+/// forward what it emits; fire processing-time timers as the clock passes;
+/// snapshot its state at each barrier.
+fn run_subtask(mut operator: KeyedOperator, input: Receiver<SubtaskMessage>, links: SubtaskLinks) -> Result<OperatorCounts, RunError> {
+    let _span = tracing::info_span!("subtask", index = links.index).entered();
     let mut counts = OperatorCounts::default();
     loop {
         let message = match operator.next_processing_timer() {
@@ -335,47 +575,103 @@ fn run_subtask(mut operator: KeyedOperator, index: usize, input: Receiver<Subtas
                 operator.on_events(batch)?;
             }
             Some(SubtaskMessage::Watermark(watermark)) => operator.on_watermark(watermark)?,
+            Some(SubtaskMessage::Barrier(id)) => {
+                // What was emitted before the barrier belongs before it.
+                forward_outputs(&mut operator, &links, &mut counts)?;
+                let dir = links.local_checkpoints.join(format!("chk-{id}")).join(format!("subtask-{}", links.index));
+                if dir.exists() {
+                    std::fs::remove_dir_all(&dir).map_err(CheckpointError::from)?;
+                }
+                std::fs::create_dir_all(dir.parent().unwrap_or(&links.local_checkpoints)).map_err(CheckpointError::from)?;
+                operator.checkpoint(&dir)?;
+                let _ = links.acks.send(Ack::Subtask { id, index: links.index, dir });
+                links.sink.send(SinkMessage::Barrier { from: links.index, id }).map_err(|_| RunError::Stopped)?;
+            }
             None => {}
         }
         operator.on_processing_time()?;
-        forward_outputs(&mut operator, &sink, &mut counts)?;
+        forward_outputs(&mut operator, &links, &mut counts)?;
     }
     operator.flush()?;
     Ok(counts)
 }
 
 /// Send what the operator emitted to the sink thread.
-fn forward_outputs(operator: &mut KeyedOperator, sink: &SyncSender<SinkBatch>, counts: &mut OperatorCounts) -> Result<(), RunError> {
+fn forward_outputs(operator: &mut KeyedOperator, links: &SubtaskLinks, counts: &mut OperatorCounts) -> Result<(), RunError> {
     let (main, side, late_dropped) = operator.take_outputs();
     counts.late_dropped += late_dropped;
     if main.is_empty() && side.is_empty() {
         return Ok(());
     }
     counts.records_out += main.len() as u64;
-    sink.send(SinkBatch { main, side }).map_err(|_| RunError::Stopped)
+    links.sink.send(SinkMessage::Batch { from: links.index, main, side }).map_err(|_| RunError::Stopped)
 }
 
-fn spawn_sink(spec: &PipelineSpec, options: &RunOptions, input: Receiver<SinkBatch>) -> Result<JoinHandle<Result<SinkReport, RunError>>, RunError> {
-    let mut sink = open_sink(&spec.sink)?;
-    let mut side_outputs = SideOutputs::open(&spec.side_outputs)?;
+/// What the sinks record in a snapshot: each sink's pre-commit state.
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+struct SinkState {
+    main: serde_json::Value,
+    #[serde(default)]
+    side: BTreeMap<String, serde_json::Value>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn spawn_sink(
+    spec: &PipelineSpec,
+    options: &RunOptions,
+    exactly_once: bool,
+    recovered: Option<&serde_json::Value>,
+    input: Receiver<SinkMessage>,
+    inputs: usize,
+    first_epoch: u64,
+    acks: Sender<Ack>,
+) -> Result<JoinHandle<Result<SinkReport, RunError>>, RunError> {
+    let recovered: Option<SinkState> = recovered.filter(|v| !v.is_null()).map(|v| serde_json::from_value(v.clone())).transpose().map_err(|e| RunError::Engine(format!("sink state in the snapshot: {e}")))?;
+    let mode = |state: Option<&serde_json::Value>| if exactly_once { SinkMode::ExactlyOnce(state.filter(|v| !v.is_null()).cloned()) } else { SinkMode::Direct };
+    let mut sink = open_sink(&spec.sink, mode(recovered.as_ref().map(|r| &r.main)))?;
+    let mut side_outputs = SideOutputs::open(&spec.side_outputs, |name| mode(recovered.as_ref().and_then(|r| r.side.get(name))))?;
     let delay = options.sink_delay;
-    std::thread::Builder::new()
-        .name("sink".into())
-        .spawn(move || {
-            let mut report = SinkReport::default();
-            for batch in input {
-                sink.write(&batch.main)?;
-                report.written += batch.main.len() as u64;
-                side_outputs.route(batch.side, &mut report)?;
-                if let Some(delay) = delay {
-                    std::thread::sleep(delay);
+    spawn("sink", move || {
+        let mut report = SinkReport::default();
+        let mut epochs = vec![first_epoch; inputs];
+        let mut barriers: BTreeMap<u64, usize> = BTreeMap::new();
+        for message in input {
+            match message {
+                SinkMessage::Batch { from, main, side } => {
+                    let epoch = epochs[from];
+                    sink.write(epoch, &main)?;
+                    report.written += main.len() as u64;
+                    side_outputs.route(epoch, side, &mut report)?;
+                    if let Some(delay) = delay {
+                        std::thread::sleep(delay);
+                    }
+                }
+                SinkMessage::Barrier { from, id } => {
+                    epochs[from] = id + 1;
+                    let arrived = barriers.entry(id).or_default();
+                    *arrived += 1;
+                    if *arrived == inputs {
+                        barriers.remove(&id);
+                        let state = SinkState { main: sink.pre_commit(id)?, side: side_outputs.pre_commit(id)? };
+                        let state = serde_json::to_value(state).map_err(|e| RunError::Engine(format!("sink state: {e}")))?;
+                        let _ = acks.send(Ack::Sink { id, state });
+                    }
+                }
+                SinkMessage::Complete(id) => {
+                    sink.commit(id)?;
+                    side_outputs.commit(id)?;
                 }
             }
-            sink.flush()?;
-            side_outputs.flush()?;
-            Ok(report)
-        })
-        .map_err(|e| RunError::Engine(format!("cannot start a thread: {e}")))
+        }
+        sink.flush()?;
+        side_outputs.flush()?;
+        Ok(report)
+    })
+}
+
+/// Start a named pipeline thread.
+fn spawn<T: Send + 'static>(name: &str, work: impl FnOnce() -> Result<T, RunError> + Send + 'static) -> Result<JoinHandle<Result<T, RunError>>, RunError> {
+    std::thread::Builder::new().name(name.to_string()).spawn(work).map_err(|e| RunError::Engine(format!("cannot start a thread: {e}")))
 }
 
 /// Wait for a pipeline thread, turning a panic into an error.
@@ -407,11 +703,22 @@ fn open_source(spec: &SourceSpec) -> Result<Box<dyn Source>, RunError> {
     })
 }
 
-fn open_sink(spec: &SinkSpec) -> Result<Box<dyn Sink>, RunError> {
-    Ok(match spec {
-        SinkSpec::File { path } => Box::new(FileSink::create(path)?),
-        SinkSpec::Stdout {} => Box::new(StdoutSink::new()),
-        SinkSpec::Discard {} => Box::new(DiscardSink),
+/// How a sink makes output visible.
+#[derive(Debug, Clone)]
+enum SinkMode {
+    /// As it is written (no checkpointing).
+    Direct,
+    /// When the checkpoint covering it completes; recovering the pending
+    /// output recorded in the snapshot's state, if restoring.
+    ExactlyOnce(Option<serde_json::Value>),
+}
+
+fn open_sink(spec: &SinkSpec, mode: SinkMode) -> Result<Box<dyn Sink>, RunError> {
+    Ok(match (spec, mode) {
+        (SinkSpec::File { path }, SinkMode::Direct) => Box::new(FileSink::create(path)?),
+        (SinkSpec::File { path }, SinkMode::ExactlyOnce(state)) => Box::new(FileSink::exactly_once(path, state.as_ref())?),
+        (SinkSpec::Stdout {}, _) => Box::new(StdoutSink::new()),
+        (SinkSpec::Discard {}, _) => Box::new(DiscardSink),
     })
 }
 
@@ -422,17 +729,17 @@ struct SideOutputs {
 }
 
 impl SideOutputs {
-    fn open(specs: &BTreeMap<String, SinkSpec>) -> Result<Self, RunError> {
-        let sinks = specs.iter().map(|(name, spec)| Ok((name.clone(), open_sink(spec)?))).collect::<Result<_, RunError>>()?;
+    fn open(specs: &BTreeMap<String, SinkSpec>, mode: impl Fn(&str) -> SinkMode) -> Result<Self, RunError> {
+        let sinks = specs.iter().map(|(name, spec)| Ok((name.clone(), open_sink(spec, mode(name))?))).collect::<Result<_, RunError>>()?;
         Ok(Self { sinks, warned: Vec::new() })
     }
 
     /// Write each event to its side output's sink, or count it as dropped.
-    fn route(&mut self, events: Vec<(String, Event)>, report: &mut SinkReport) -> Result<(), RunError> {
+    fn route(&mut self, epoch: u64, events: Vec<(String, Event)>, report: &mut SinkReport) -> Result<(), RunError> {
         for (name, event) in events {
             match self.sinks.get_mut(&name) {
                 Some(sink) => {
-                    sink.write(std::slice::from_ref(&event))?;
+                    sink.write(epoch, std::slice::from_ref(&event))?;
                     report.side_written += 1;
                 }
                 None => {
@@ -445,6 +752,14 @@ impl SideOutputs {
             }
         }
         Ok(())
+    }
+
+    fn pre_commit(&mut self, id: u64) -> Result<BTreeMap<String, serde_json::Value>, RunError> {
+        self.sinks.iter_mut().map(|(name, sink)| Ok((name.clone(), sink.pre_commit(id)?))).collect()
+    }
+
+    fn commit(&mut self, id: u64) -> Result<(), RunError> {
+        self.sinks.values_mut().try_for_each(|sink| sink.commit(id).map_err(RunError::from))
     }
 
     fn flush(&mut self) -> Result<(), RunError> {
