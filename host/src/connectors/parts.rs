@@ -140,7 +140,7 @@ impl PendingParts {
         pending.push(name);
         pending.push(".pending");
         let dir = parent.join(pending);
-        std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
+        // Check before creating anything beside it.
         match std::fs::metadata(path) {
             Ok(meta) if !meta.is_file() => {
                 let error = std::io::Error::new(ErrorKind::InvalidInput, "not a regular file (exactly-once output needs one; use the plain file sink)");
@@ -148,6 +148,7 @@ impl PendingParts {
             }
             _ => {}
         }
+        std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
         let visible = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path);
         let visible = visible.map_err(io(format!("opening {}", path.display())))?;
         sync_dir(parent)?;
@@ -282,4 +283,298 @@ fn sync_dir(dir: &Path) -> Result<(), ConnectorError> {
 /// Wrap an I/O error, saying what was being done.
 fn io(what: String) -> impl Fn(std::io::Error) -> ConnectorError {
     move |source| ConnectorError::Io { what: what.clone(), source }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use serde_json::json;
+
+    use crate::connectors::{ConnectorError, FileSink, Sink};
+    use crate::Event;
+
+    fn events(values: &[&str]) -> Vec<Event> {
+        values.iter().map(|v| Event { key: None, value: v.as_bytes().to_vec(), timestamp: 0, headers: Vec::new() }).collect()
+    }
+
+    /// A test directory with the visible file `out.jsonl` in it.
+    struct Files {
+        _dir: tempfile::TempDir,
+        path: std::path::PathBuf,
+        pending: std::path::PathBuf,
+    }
+
+    impl Files {
+        fn new() -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("out/out.jsonl");
+            let pending = dir.path().join("out/.out.jsonl.pending");
+            Self { _dir: dir, path, pending }
+        }
+
+        fn visible(&self) -> String {
+            std::fs::read_to_string(&self.path).unwrap()
+        }
+
+        /// The names in the pending directory, sorted.
+        fn pending(&self) -> Vec<String> {
+            let mut names: Vec<String> = std::fs::read_dir(&self.pending).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+            names.sort();
+            names
+        }
+
+        fn part(&self, epoch: u64) -> std::path::PathBuf {
+            self.pending.join(format!("epoch-{epoch}"))
+        }
+
+        fn append_to_visible(&self, bytes: &[u8]) {
+            std::fs::OpenOptions::new().append(true).open(&self.path).unwrap().write_all(bytes).unwrap();
+        }
+    }
+
+    /// Stop a sink the way `kill -9` would: nothing buffered is flushed.
+    fn crash(sink: FileSink) {
+        std::mem::forget(sink);
+    }
+
+    #[test]
+    fn epochs_become_visible_only_when_their_checkpoint_commits() {
+        let files = Files::new();
+        let mut sink = FileSink::exactly_once(&files.path, None).unwrap();
+        sink.write(1, &events(&["a"])).unwrap();
+        // Epoch 2's data arrives before epoch 1's pre-commit.
+        sink.write(2, &events(&["c"])).unwrap();
+        sink.write(1, &events(&["b"])).unwrap();
+        assert_eq!(files.visible(), "");
+        let state = sink.pre_commit(1).unwrap();
+        assert_eq!(state, json!({"committed_len": 0, "parts": [{"epoch": 1, "len": 4}]}));
+        assert_eq!(files.visible(), "");
+        sink.write(2, &events(&["d"])).unwrap();
+        sink.commit(1).unwrap();
+        assert_eq!(files.visible(), "a\nb\n");
+        assert_eq!(files.pending(), vec!["epoch-2"]);
+        // Committing the same checkpoint again changes nothing.
+        sink.commit(1).unwrap();
+        assert_eq!(files.visible(), "a\nb\n");
+
+        let state = sink.pre_commit(2).unwrap();
+        assert_eq!(state, json!({"committed_len": 4, "parts": [{"epoch": 2, "len": 4}]}));
+        assert_eq!(files.visible(), "a\nb\n");
+        sink.commit(2).unwrap();
+        assert_eq!(files.visible(), "a\nb\nc\nd\n");
+        assert!(files.pending().is_empty());
+        sink.commit(3).unwrap();
+        assert_eq!(files.visible(), "a\nb\nc\nd\n");
+    }
+
+    #[test]
+    fn a_checkpoint_that_never_completes_is_covered_by_the_next() {
+        let files = Files::new();
+        let mut sink = FileSink::exactly_once(&files.path, None).unwrap();
+        sink.write(1, &events(&["a"])).unwrap();
+        sink.pre_commit(1).unwrap();
+        sink.write(2, &events(&["bb"])).unwrap();
+        let state = sink.pre_commit(2).unwrap();
+        assert_eq!(state, json!({"committed_len": 0, "parts": [{"epoch": 1, "len": 2}, {"epoch": 2, "len": 3}]}));
+        sink.commit(2).unwrap();
+        assert_eq!(files.visible(), "a\nbb\n");
+        assert!(files.pending().is_empty());
+    }
+
+    #[test]
+    fn a_write_to_a_pre_committed_epoch_is_an_error() {
+        let files = Files::new();
+        let mut sink = FileSink::exactly_once(&files.path, None).unwrap();
+        sink.write(2, &events(&["a"])).unwrap();
+        sink.pre_commit(3).unwrap();
+        for epoch in [1, 2, 3] {
+            let err = sink.write(epoch, &events(&["late"])).unwrap_err();
+            assert!(matches!(err, ConnectorError::OutOfOrder { .. }), "{err}");
+        }
+        sink.write(4, &events(&["b"])).unwrap();
+        sink.commit(3).unwrap();
+        assert_eq!(files.visible(), "a\n");
+    }
+
+    #[test]
+    fn flush_at_the_end_of_a_run_commits_every_epoch() {
+        let files = Files::new();
+        let mut sink = FileSink::exactly_once(&files.path, None).unwrap();
+        sink.write(0, &events(&["a", "b"])).unwrap();
+        assert_eq!(files.visible(), "");
+        sink.flush().unwrap();
+        assert_eq!(files.visible(), "a\nb\n");
+
+        let files = Files::new();
+        let mut sink = FileSink::exactly_once(&files.path, None).unwrap();
+        sink.write(1, &events(&["a"])).unwrap();
+        sink.pre_commit(5).unwrap();
+        sink.write(6, &events(&["b"])).unwrap();
+        sink.flush().unwrap();
+        assert_eq!(files.visible(), "a\nb\n");
+        assert!(files.pending().is_empty());
+    }
+
+    #[test]
+    fn a_fresh_start_empties_the_file_and_the_pending_directory() {
+        let files = Files::new();
+        std::fs::create_dir_all(&files.pending).unwrap();
+        std::fs::write(&files.path, "old output\n").unwrap();
+        std::fs::write(files.part(3), "stale\n").unwrap();
+        std::fs::write(files.pending.join("junk"), "?").unwrap();
+        let mut sink = FileSink::exactly_once(&files.path, None).unwrap();
+        assert_eq!(files.visible(), "");
+        assert!(files.pending().is_empty());
+        sink.write(3, &events(&["new"])).unwrap();
+        sink.pre_commit(3).unwrap();
+        sink.commit(3).unwrap();
+        assert_eq!(files.visible(), "new\n");
+    }
+
+    /// The output of checkpoint 3 of [`run_to_checkpoint_3`].
+    const AT_3: &str = "one\ntwo\nthree\nfour\n";
+
+    /// Commit checkpoint 1, pre-commit 2 (which never completes) and 3, and
+    /// write some of epoch 4 (partly flushed): the state of checkpoint 3,
+    /// and the sink, which has not committed 3.
+    fn run_to_checkpoint_3(files: &Files) -> (serde_json::Value, FileSink) {
+        let mut sink = FileSink::exactly_once(&files.path, None).unwrap();
+        sink.write(1, &events(&["one"])).unwrap();
+        sink.pre_commit(1).unwrap();
+        sink.commit(1).unwrap();
+        sink.write(2, &events(&["two"])).unwrap();
+        sink.write(3, &events(&["three"])).unwrap();
+        sink.pre_commit(2).unwrap();
+        sink.write(3, &events(&["four"])).unwrap();
+        sink.write(4, &events(&["five"])).unwrap();
+        let state = sink.pre_commit(3).unwrap();
+        assert_eq!(state, json!({"committed_len": 4, "parts": [{"epoch": 2, "len": 4}, {"epoch": 3, "len": 11}]}));
+        sink.write(4, &events(&["x".repeat(10_000).as_str()])).unwrap();
+        (state, sink)
+    }
+
+    /// Recover from `state`, check the file holds exactly checkpoint 3's
+    /// output with nothing pending, then check a new epoch commits after it.
+    fn recover_and_continue(files: &Files, state: &serde_json::Value) {
+        let mut sink = FileSink::exactly_once(&files.path, Some(state)).unwrap();
+        assert_eq!(files.visible(), AT_3);
+        assert!(files.pending().is_empty(), "{:?}", files.pending());
+        sink.write(4, &events(&["again"])).unwrap();
+        sink.write(5, &events(&["later"])).unwrap();
+        let state = sink.pre_commit(4).unwrap();
+        assert_eq!(state, json!({"committed_len": AT_3.len(), "parts": [{"epoch": 4, "len": 6}]}));
+        assert_eq!(files.visible(), AT_3);
+        sink.commit(4).unwrap();
+        assert_eq!(files.visible(), format!("{AT_3}again\n"));
+        // Recovering again from the same state (a crash during recovery, or
+        // a second restore) gives the same file.
+        crash(sink);
+        FileSink::exactly_once(&files.path, Some(&state)).unwrap();
+        assert!(files.pending().is_empty());
+        assert_eq!(files.visible(), format!("{AT_3}again\n"));
+    }
+
+    #[test]
+    fn recovery_after_pre_commit_before_commit_redoes_the_commit() {
+        let files = Files::new();
+        let (state, sink) = run_to_checkpoint_3(&files);
+        crash(sink);
+        assert_eq!(files.visible(), "one\n");
+        recover_and_continue(&files, &state);
+    }
+
+    #[test]
+    fn recovery_in_the_middle_of_the_append_redoes_it() {
+        let files = Files::new();
+        let (state, sink) = run_to_checkpoint_3(&files);
+        crash(sink);
+        files.append_to_visible(b"two\nthr");
+        recover_and_continue(&files, &state);
+    }
+
+    #[test]
+    fn recovery_after_the_append_before_deleting_parts_redoes_it() {
+        let files = Files::new();
+        let (state, sink) = run_to_checkpoint_3(&files);
+        crash(sink);
+        // The commit appended both parts and synced, then the process died.
+        files.append_to_visible(b"two\nthree\nfour\n");
+        assert_eq!(files.visible(), AT_3);
+        recover_and_continue(&files, &state);
+    }
+
+    #[test]
+    fn recovery_after_deleting_some_parts_keeps_the_append() {
+        let files = Files::new();
+        let (state, sink) = run_to_checkpoint_3(&files);
+        crash(sink);
+        files.append_to_visible(b"two\nthree\nfour\n");
+        std::fs::remove_file(files.part(2)).unwrap();
+        recover_and_continue(&files, &state);
+    }
+
+    #[test]
+    fn recovery_after_the_commit_drops_later_epochs_and_bytes() {
+        let files = Files::new();
+        let (state, mut sink) = run_to_checkpoint_3(&files);
+        sink.commit(3).unwrap();
+        assert_eq!(files.visible(), AT_3);
+        // The crashed run went on: epoch 4 pre-committed, its commit half
+        // done, epoch 5 written, and a stray file beside the parts.
+        sink.write(5, &events(&["six"])).unwrap();
+        sink.pre_commit(4).unwrap();
+        crash(sink);
+        files.append_to_visible(b"five\nxxxx");
+        std::fs::write(files.part(5), "six\n").unwrap();
+        std::fs::write(files.pending.join("junk"), "?").unwrap();
+        assert!(files.visible().len() > AT_3.len());
+        recover_and_continue(&files, &state);
+    }
+
+    #[test]
+    fn a_file_shorter_than_the_checkpoint_is_an_error() {
+        let files = Files::new();
+        let (state, mut sink) = run_to_checkpoint_3(&files);
+        sink.commit(3).unwrap();
+        crash(sink);
+        std::fs::write(&files.path, "one\ntwo\n").unwrap();
+        let err = FileSink::exactly_once(&files.path, Some(&state)).err().unwrap().to_string();
+        assert!(err.contains("out.jsonl: cannot restore: the file has 8 bytes but the checkpoint needs at least 19"), "{err}");
+        // Before the commit the file only needs its committed length.
+        std::fs::write(&files.path, "on").unwrap();
+        std::fs::write(files.part(2), "two\n").unwrap();
+        std::fs::write(files.part(3), "three\nfour\n").unwrap();
+        let err = FileSink::exactly_once(&files.path, Some(&state)).err().unwrap().to_string();
+        assert!(err.contains("the file has 2 bytes but the checkpoint needs at least 4"), "{err}");
+    }
+
+    #[test]
+    fn malformed_states_are_errors() {
+        let files = Files::new();
+        let cases = [
+            (json!(null), "malformed"),
+            (json!({"committed_len": "0", "parts": []}), "malformed"),
+            (json!({"committed_len": 0}), "malformed"),
+            (json!({"committed_len": 0, "parts": [{"epoch": 1}]}), "malformed"),
+            (json!({"committed_len": 0, "parts": [{"epoch": 2, "len": 1}, {"epoch": 1, "len": 1}]}), "out of order"),
+            (json!({"committed_len": u64::MAX, "parts": [{"epoch": 1, "len": 1}]}), "overflow"),
+        ];
+        for (state, expected) in cases {
+            let err = FileSink::exactly_once(&files.path, Some(&state)).err().unwrap().to_string();
+            assert!(err.contains("exactly-once file sink") && err.contains("cannot restore") && err.contains(expected), "{err}");
+        }
+    }
+
+    #[test]
+    fn exactly_once_needs_a_regular_file() {
+        let err = FileSink::exactly_once(std::path::Path::new("/dev/null"), None).err().unwrap().to_string();
+        assert!(err.contains("/dev/null") && err.contains("not a regular file"), "{err}");
+        assert!(!std::path::Path::new("/dev/.null.pending").exists(), "nothing is created beside a rejected path");
+        let files = Files::new();
+        std::fs::create_dir_all(&files.path).unwrap();
+        let err = FileSink::exactly_once(&files.path, None).err().unwrap().to_string();
+        assert!(err.contains("out.jsonl") && err.contains("not a regular file"), "{err}");
+        assert!(!files.pending.exists());
+    }
 }
