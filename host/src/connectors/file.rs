@@ -1,10 +1,16 @@
 //! The file source and sink: JSON lines.
+//!
+//! The source's position is `{"offset": <byte offset of the next unread
+//! line>, "line": <lines consumed so far>, "dropped": <records dropped so
+//! far>}`. The sink writes the file directly, or (exactly-once mode) through
+//! the pending part files of [`super::parts`].
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use super::{write_lines, ConnectorError, Polled, Sink, Source};
+use super::parts::PendingParts;
+use super::{decode, encode, write_lines, ConnectorError, Polled, Sink, Source};
 use crate::Event;
 
 /// What to do with a line whose timestamp is missing or unusable. Never
@@ -136,18 +142,79 @@ impl Source for FileSource {
     fn progress(&self) -> Option<(u64, u64)> {
         Some((self.bytes_read, self.size.max(self.bytes_read)))
     }
+
+    fn position(&self) -> serde_json::Value {
+        encode(&FilePosition { offset: self.bytes_read, line: self.line_number, dropped: self.dropped })
+    }
+
+    fn seek(&mut self, position: &serde_json::Value) -> Result<(), ConnectorError> {
+        let name = format!("file source {}", self.path.display());
+        let FilePosition { offset, line, dropped } = decode(|| name.clone(), position)?;
+        let misfit = |message: String| ConnectorError::Restore { what: name.clone(), message };
+        let io = |source| ConnectorError::Io { what: format!("seeking in {}", self.path.display()), source };
+        let size = self.reader.get_ref().metadata().map_err(io)?.len();
+        if offset > size {
+            return Err(misfit(format!("offset {offset} is beyond the end of the file ({size} bytes)")));
+        }
+        // Each line read takes at least one byte, and all but the last line
+        // of the file end with a newline.
+        if line > offset {
+            return Err(misfit(format!("{line} lines cannot end at byte {offset}")));
+        }
+        if offset > 0 && offset < size {
+            let mut before = [0u8];
+            self.reader.seek(SeekFrom::Start(offset - 1)).and_then(|_| self.reader.read_exact(&mut before)).map_err(io)?;
+            if before[0] != b'\n' {
+                return Err(misfit(format!("offset {offset} is not at the start of a line")));
+            }
+        }
+        self.reader.seek(SeekFrom::Start(offset)).map_err(io)?;
+        self.bytes_read = offset;
+        self.line_number = line;
+        self.dropped = dropped;
+        self.size = size;
+        self.rejected.clear();
+        Ok(())
+    }
+}
+
+/// Where a [`FileSource`] stands.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FilePosition {
+    /// Byte offset of the next unread line.
+    offset: u64,
+    /// Lines consumed so far (blank and rejected ones too), so errors keep
+    /// naming the right line.
+    line: u64,
+    /// Records dropped so far for a bad timestamp.
+    dropped: u64,
 }
 
 /// Writes event values to a file, one per line, replacing the file.
+///
+/// Made with [`FileSink::create`] it writes the file directly and ignores
+/// epochs (at-least-once: after a restore, replayed events are written
+/// again). Made with [`FileSink::exactly_once`] it keeps each epoch in a
+/// pending part file and appends it to the file only when a checkpoint
+/// covering it completes (or at the final `flush`).
 pub struct FileSink {
     path: PathBuf,
-    out: BufWriter<File>,
-    /// Whether `flush` syncs to disk (regular files only, not `/dev/null`).
-    sync: bool,
+    mode: Mode,
+}
+
+/// How a [`FileSink`] writes.
+enum Mode {
+    /// Straight into the file; `sync` says whether `flush` syncs to disk
+    /// (regular files only, not `/dev/null`).
+    Direct { out: BufWriter<File>, sync: bool },
+    /// Through pending part files, committed at checkpoints.
+    ExactlyOnce(PendingParts),
 }
 
 impl FileSink {
-    /// Create (or truncate) `path`, creating its directory if needed.
+    /// Create (or truncate) `path`, creating its directory if needed; write
+    /// it directly, ignoring epochs.
     pub fn create(path: &Path) -> Result<Self, ConnectorError> {
         let io = |source| ConnectorError::Io { what: format!("creating {}", path.display()), source };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -155,7 +222,20 @@ impl FileSink {
         }
         let file = File::create(path).map_err(io)?;
         let sync = file.metadata().map_err(io)?.is_file();
-        Ok(Self { path: path.to_path_buf(), out: BufWriter::new(file), sync })
+        Ok(Self { path: path.to_path_buf(), mode: Mode::Direct { out: BufWriter::new(file), sync } })
+    }
+
+    /// An exactly-once sink on the regular file `path`. With `recovered`
+    /// (the state a `pre_commit` returned, for the checkpoint being restored)
+    /// the file is brought back to exactly the output up to that checkpoint;
+    /// without it the file starts empty. Either way, pending data of any
+    /// other epoch is discarded.
+    pub fn exactly_once(path: &Path, recovered: Option<&serde_json::Value>) -> Result<Self, ConnectorError> {
+        let parts = match recovered {
+            None => PendingParts::start(path)?,
+            Some(state) => PendingParts::recover(path, state)?,
+        };
+        Ok(Self { path: path.to_path_buf(), mode: Mode::ExactlyOnce(parts) })
     }
 
     fn error(&self, source: std::io::Error) -> ConnectorError {
@@ -164,16 +244,38 @@ impl FileSink {
 }
 
 impl Sink for FileSink {
-    fn write(&mut self, events: &[Event]) -> Result<(), ConnectorError> {
-        write_lines(&mut self.out, events).map_err(|e| self.error(e))
+    fn write(&mut self, epoch: u64, events: &[Event]) -> Result<(), ConnectorError> {
+        match &mut self.mode {
+            Mode::Direct { out, .. } => write_lines(out, events).map_err(|e| self.error(e)),
+            Mode::ExactlyOnce(parts) => parts.write(epoch, events),
+        }
     }
 
+    /// Direct mode: flush and sync the file. Exactly-once mode: commit every
+    /// epoch written so far, which seals them (end of a run).
     fn flush(&mut self) -> Result<(), ConnectorError> {
-        self.out.flush().map_err(|e| self.error(e))?;
-        if self.sync {
-            self.out.get_ref().sync_data().map_err(|e| self.error(e))?;
+        match &mut self.mode {
+            Mode::Direct { out, sync } => {
+                let sync = *sync;
+                let result = out.flush().and_then(|()| if sync { out.get_ref().sync_data() } else { Ok(()) });
+                result.map_err(|e| self.error(e))
+            }
+            Mode::ExactlyOnce(parts) => parts.commit_all(),
         }
-        Ok(())
+    }
+
+    fn pre_commit(&mut self, checkpoint: u64) -> Result<serde_json::Value, ConnectorError> {
+        match &mut self.mode {
+            Mode::Direct { .. } => self.flush().map(|()| serde_json::Value::Null),
+            Mode::ExactlyOnce(parts) => parts.pre_commit(checkpoint),
+        }
+    }
+
+    fn commit(&mut self, checkpoint: u64) -> Result<(), ConnectorError> {
+        match &mut self.mode {
+            Mode::Direct { .. } => Ok(()),
+            Mode::ExactlyOnce(parts) => parts.commit(checkpoint),
+        }
     }
 }
 
@@ -236,8 +338,126 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/out.jsonl");
         let mut sink = FileSink::create(&path).unwrap();
-        sink.write(&[Event { key: None, value: b"{\"a\":1}".to_vec(), timestamp: 0, headers: vec![] }]).unwrap();
+        sink.write(0, &[Event { key: None, value: b"{\"a\":1}".to_vec(), timestamp: 0, headers: vec![] }]).unwrap();
         sink.flush().unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\":1}\n");
+        // Plain mode ignores epochs and checkpoints: it writes straight through.
+        sink.write(7, &[Event { key: None, value: b"2".to_vec(), timestamp: 0, headers: vec![] }]).unwrap();
+        assert_eq!(sink.pre_commit(3).unwrap(), serde_json::Value::Null);
+        sink.commit(3).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\":1}\n2\n");
+    }
+
+    #[test]
+    fn plain_sink_still_writes_to_dev_null() {
+        let mut sink = FileSink::create(Path::new("/dev/null")).unwrap();
+        sink.write(0, &[Event { key: None, value: b"x".to_vec(), timestamp: 0, headers: vec![] }]).unwrap();
+        sink.pre_commit(1).unwrap();
+        sink.flush().unwrap();
+    }
+
+    /// What a reader sees: each event's value, timestamp and side output.
+    type Seen = Vec<(Vec<u8>, i64, Option<String>)>;
+
+    /// Read `source` to the end in batches of `max`, with the side outputs
+    /// taken after every batch as the runner does.
+    fn drain(source: &mut FileSource, max: usize) -> Result<Seen, ConnectorError> {
+        let mut seen = Vec::new();
+        loop {
+            let mut out = Vec::new();
+            let polled = source.next_batch(max, &mut out)?;
+            seen.extend(out.into_iter().map(|e| (e.value, e.timestamp, None)));
+            seen.extend(source.take_rejected().into_iter().map(|(name, e)| (e.value, e.timestamp, Some(name))));
+            if !polled.more {
+                return Ok(seen);
+            }
+        }
+    }
+
+    #[test]
+    fn seeking_to_a_position_resumes_right_after_the_last_batch() {
+        let text = "{\"t\":1}\n\n{\"t\":2}\n{\"x\":0}\n   \n{\"t\":3}\n{\"t\":\"later\"}\n{\"t\":4}\n\n{\"t\":5}";
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in.jsonl");
+        std::fs::write(&path, text).unwrap();
+        for policy in [BadTimestamps::Drop, BadTimestamps::SideOutput("bad".into())] {
+            let open = || FileSource::open(&path, Some("t".into())).unwrap().with_bad_timestamps(policy.clone());
+            let whole = drain(&mut open(), 1).unwrap();
+            // Stop after every possible number of batches, of 1 and of 2.
+            for max in [1, 2] {
+                for stop in 0..6 {
+                    let mut source = open();
+                    let mut head = Vec::new();
+                    for _ in 0..stop {
+                        let mut out = Vec::new();
+                        source.next_batch(max, &mut out).unwrap();
+                        head.extend(out.into_iter().map(|e| (e.value, e.timestamp, None)));
+                        head.extend(source.take_rejected().into_iter().map(|(n, e)| (e.value, e.timestamp, Some(n))));
+                    }
+                    let position = source.position();
+                    let dropped_at = source.dropped();
+                    let rest = drain(&mut source, max).unwrap();
+                    let dropped = source.dropped();
+
+                    let mut resumed = open();
+                    resumed.seek(&position).unwrap();
+                    assert_eq!(resumed.dropped(), dropped_at);
+                    assert_eq!(drain(&mut resumed, max).unwrap(), rest, "{policy:?} max {max} stop {stop} at {position}");
+                    assert_eq!(resumed.dropped(), dropped);
+                    assert_eq!(resumed.progress(), Some((text.len() as u64, text.len() as u64)));
+                    let mut both = head;
+                    both.extend(rest);
+                    let mut expected = whole.clone();
+                    // Batches of 2 may put a rejected line before an event of its batch.
+                    both.sort();
+                    expected.sort();
+                    assert_eq!(both, expected);
+                }
+            }
+        }
+        // Mid-file, after a blank line and a dropped one: the position says
+        // where the next line starts and how many lines and drops came before.
+        let mut source = FileSource::open(&path, Some("t".into())).unwrap().with_bad_timestamps(BadTimestamps::Drop);
+        source.next_batch(2, &mut Vec::new()).unwrap();
+        assert_eq!(source.position(), serde_json::json!({"offset": 17, "line": 3, "dropped": 0}));
+        source.next_batch(1, &mut Vec::new()).unwrap();
+        assert_eq!(source.position(), serde_json::json!({"offset": 37, "line": 6, "dropped": 1}));
+    }
+
+    #[test]
+    fn errors_after_a_seek_name_the_right_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in.jsonl");
+        std::fs::write(&path, "{\"t\":1}\n\n{\"t\":2}\n{\"t\":3}\nbroken\n").unwrap();
+        let mut source = FileSource::open(&path, Some("t".into())).unwrap();
+        source.next_batch(2, &mut Vec::new()).unwrap();
+        let position = source.position();
+        let mut resumed = FileSource::open(&path, Some("t".into())).unwrap();
+        resumed.seek(&position).unwrap();
+        let err = drain(&mut resumed, 10).unwrap_err().to_string();
+        assert!(err.contains("in.jsonl:5:"), "{err}");
+    }
+
+    #[test]
+    fn positions_that_do_not_fit_are_errors_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in.jsonl");
+        std::fs::write(&path, "{}\n{}\n").unwrap();
+        let mut source = FileSource::open(&path, None).unwrap();
+        let cases = [
+            (serde_json::json!({"offset": 7, "line": 2, "dropped": 0}), "beyond the end of the file (6 bytes)"),
+            (serde_json::json!({"offset": 1, "line": 1, "dropped": 0}), "not at the start of a line"),
+            (serde_json::json!({"offset": 3, "line": 4, "dropped": 0}), "4 lines cannot end at byte 3"),
+            (serde_json::json!({"offset": 3}), "malformed"),
+            (serde_json::json!({"produced": 3}), "malformed"),
+            (serde_json::json!("3"), "malformed"),
+        ];
+        for (position, expected) in cases {
+            let err = source.seek(&position).unwrap_err().to_string();
+            assert!(err.contains("file source") && err.contains("in.jsonl: cannot restore") && err.contains(expected), "{err}");
+        }
+        // The end of the file is a fine position: nothing more to read.
+        source.seek(&serde_json::json!({"offset": 6, "line": 2, "dropped": 0})).unwrap();
+        assert!(drain(&mut source, 5).unwrap().is_empty());
     }
 }

@@ -5,6 +5,7 @@
 mod discard;
 mod file;
 mod generator;
+mod parts;
 mod splits;
 mod stdout;
 
@@ -34,6 +35,25 @@ pub enum ConnectorError {
         /// Where the record is.
         location: String,
         /// What is wrong with it.
+        message: String,
+    },
+    /// A checkpointed source position or sink state does not fit this
+    /// connector (wrong shape, beyond the end of a file, files changed
+    /// behind Weir's back).
+    #[error("{what}: cannot restore: {message}")]
+    Restore {
+        /// The connector being restored (with its file, if any).
+        what: String,
+        /// Why the position or state does not fit.
+        message: String,
+    },
+    /// A connector was driven out of order (for example, a write to an
+    /// epoch whose checkpoint was already pre-committed).
+    #[error("{what}: {message}")]
+    OutOfOrder {
+        /// The connector.
+        what: String,
+        /// What came out of order.
         message: String,
     },
 }
@@ -82,14 +102,52 @@ pub trait Source: Send {
     fn progress(&self) -> Option<(u64, u64)> {
         None
     }
+
+    /// Where the source stands: enough to resume right after the last event
+    /// `next_batch` returned (JSON, source-specific; stored in checkpoints).
+    fn position(&self) -> serde_json::Value;
+
+    /// Resume from a `position()` taken from a source with the same settings.
+    /// A position that does not fit (wrong shape, beyond the end of a file) is a
+    /// `ConnectorError` naming the source, never a panic.
+    fn seek(&mut self, position: &serde_json::Value) -> Result<(), ConnectorError>;
 }
 
-/// A destination for events.
+/// Decode a position or state stored by `what`, or say why it does not fit.
+fn decode<T: serde::de::DeserializeOwned>(what: impl FnOnce() -> String, value: &serde_json::Value) -> Result<T, ConnectorError> {
+    T::deserialize(value).map_err(|e| ConnectorError::Restore { what: what(), message: format!("malformed {value}: {e}") })
+}
+
+/// Encode a position or state (plain serde structs always encode).
+fn encode(value: &impl serde::Serialize) -> serde_json::Value {
+    serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
+}
+
+/// A destination for events, written in checkpoint epochs: sinks that can
+/// pre-commit and commit give exactly-once output; the others are
+/// at-least-once (after a restore they see replayed events again).
 pub trait Sink: Send {
-    /// Write `events` in order.
-    fn write(&mut self, events: &[Event]) -> Result<(), ConnectorError>;
-    /// Make everything written so far durable / visible.
+    /// Write `events` in order as part of checkpoint epoch `epoch` (the id of the
+    /// checkpoint that will cover them; runs without checkpoints always pass 0).
+    fn write(&mut self, epoch: u64, events: &[Event]) -> Result<(), ConnectorError>;
+
+    /// Make everything written so far durable / visible (end of a run).
     fn flush(&mut self) -> Result<(), ConnectorError>;
+
+    /// Checkpoint `checkpoint` has reached the sink: everything of epochs ≤ checkpoint
+    /// has been written. Make it durable but not yet visible, and return the state
+    /// that `recover` needs (JSON; Null for sinks without state). Default: flush, Null.
+    fn pre_commit(&mut self, checkpoint: u64) -> Result<serde_json::Value, ConnectorError> {
+        let _ = checkpoint;
+        self.flush()?;
+        Ok(serde_json::Value::Null)
+    }
+
+    /// Checkpoint `checkpoint` completed: make epochs ≤ checkpoint visible. Default: Ok.
+    fn commit(&mut self, checkpoint: u64) -> Result<(), ConnectorError> {
+        let _ = checkpoint;
+        Ok(())
+    }
 }
 
 /// Write each event's value as one line.

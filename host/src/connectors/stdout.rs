@@ -5,7 +5,9 @@ use std::io::{BufWriter, Stdout, Write};
 use super::{write_lines, ConnectorError, Sink};
 use crate::Event;
 
-/// Writes event values to standard output, one per line.
+/// Writes event values to standard output, one per line. It ignores
+/// epochs and checkpoints: output is at-least-once (after a restore, the
+/// replayed events are printed again).
 pub struct StdoutSink {
     out: BufWriter<Stdout>,
 }
@@ -28,7 +30,7 @@ fn stdout_error(source: std::io::Error) -> ConnectorError {
 }
 
 impl Sink for StdoutSink {
-    fn write(&mut self, events: &[Event]) -> Result<(), ConnectorError> {
+    fn write(&mut self, _epoch: u64, events: &[Event]) -> Result<(), ConnectorError> {
         write_lines(&mut self.out, events).map_err(stdout_error)
     }
 
