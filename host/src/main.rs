@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use weir_host::pipeline::{self, PipelineSpec, ProgressFn, RunOptions, RunSummary};
+use weir_host::checkpoint::{CheckpointStorage, ControlDir, SnapshotKind, SnapshotMetadata};
+use weir_host::pipeline::spec::CheckpointSpec;
+use weir_host::pipeline::{self, PipelineSpec, ProgressFn, RestoreFrom, RunOptions, RunSummary};
 use weir_host::runtime::{componentize, digest, new_engine, FunctionLoader};
 
 /// Weir: a stream processor whose functions are WebAssembly components.
@@ -21,7 +23,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a pipeline spec in this process until its sources are exhausted.
+    /// Run a pipeline spec in this process until its sources are exhausted
+    /// (or `weir stop` asks it to stop).
     Run {
         /// The pipeline spec (YAML).
         spec: PathBuf,
@@ -31,6 +34,14 @@ enum Command {
         /// Start from empty state, discarding what earlier runs left.
         #[arg(long)]
         fresh: bool,
+        /// Take a checkpoint this often (e.g. `2s`), overriding the spec's
+        /// `checkpoint.interval`; a restarted run resumes from the newest.
+        #[arg(long, value_name = "DURATION")]
+        checkpoint_interval: Option<String>,
+        /// Start from `latest` (the newest completed checkpoint) or a
+        /// checkpoint / savepoint directory (path or URL).
+        #[arg(long, value_name = "latest|PATH")]
+        restore: Option<String>,
         /// Do not print the summary at the end.
         #[arg(long, short)]
         quiet: bool,
@@ -38,6 +49,41 @@ enum Command {
         /// sink writes (to exercise backpressure).
         #[arg(long, hide = true)]
         sink_delay_ms: Option<u64>,
+    },
+    /// Take a savepoint of a running pipeline (started by `weir run` with
+    /// the same data directory) and print where it is.
+    Savepoint {
+        /// The pipeline spec (YAML).
+        spec: PathBuf,
+        /// Where the running pipeline keeps its state.
+        #[arg(long, env = weir_host::config::DATA_DIR_ENV)]
+        data_dir: Option<PathBuf>,
+        /// Stop the pipeline once the savepoint is taken.
+        #[arg(long)]
+        stop: bool,
+        /// How long to wait for it.
+        #[arg(long, default_value = "10m")]
+        timeout: String,
+    },
+    /// Stop a running pipeline gracefully: in-flight records are processed,
+    /// a final snapshot is taken, and `weir run` exits.
+    Stop {
+        /// The pipeline spec (YAML).
+        spec: PathBuf,
+        /// Where the running pipeline keeps its state.
+        #[arg(long, env = weir_host::config::DATA_DIR_ENV)]
+        data_dir: Option<PathBuf>,
+        /// Take a savepoint (else a checkpoint) and print where it is.
+        #[arg(long)]
+        savepoint: bool,
+        /// How long to wait.
+        #[arg(long, default_value = "10m")]
+        timeout: String,
+    },
+    /// Inspect a pipeline's checkpoints and savepoints.
+    Checkpoints {
+        #[command(subcommand)]
+        command: CheckpointsCommand,
     },
     /// Check a `.wasm` file and print which Weir worlds it implements.
     Inspect {
@@ -50,6 +96,19 @@ enum Command {
         input: PathBuf,
         /// Where to write the component.
         output: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
+enum CheckpointsCommand {
+    /// List completed checkpoints and savepoints, newest first: id, time,
+    /// size, incremental size, duration, location.
+    List {
+        /// The pipeline spec (YAML).
+        spec: PathBuf,
+        /// Where the pipeline's state is kept.
+        #[arg(long, env = weir_host::config::DATA_DIR_ENV)]
+        data_dir: Option<PathBuf>,
     },
 }
 
@@ -108,8 +167,79 @@ fn print_summary(name: &str, summary: &RunSummary) {
         eprintln!("  {late} late records dropped (no late_output declared)");
     }
     eprintln!("  {:<12} {:>12} {:>12}", "sink", summary.records_out + summary.side_outputs_written + summary.side_outputs_dropped, "");
+    if let Some((kind, id)) = summary.restored_from {
+        eprintln!("  restored from {} {id}", if kind == SnapshotKind::Savepoint { "savepoint" } else { "checkpoint" });
+    }
+    if let Some(last) = summary.snapshots.last() {
+        eprintln!(
+            "  {} snapshots completed{}; last: {} {}, {} ({} new) in {} ms",
+            summary.snapshots.len(),
+            if summary.snapshots_expired > 0 { format!(" ({} expired)", summary.snapshots_expired) } else { String::new() },
+            if last.kind == SnapshotKind::Savepoint { "savepoint" } else { "checkpoint" },
+            last.id,
+            bytes(last.size_bytes),
+            bytes(last.incremental_bytes),
+            last.duration.as_millis()
+        );
+    }
+    if summary.stopped {
+        eprintln!("  stopped on request");
+    }
     if let Some(rss) = weir_host::metrics::peak_rss_bytes() {
         eprintln!("  peak RSS {:.1} MiB", rss as f64 / f64::from(1 << 20));
+    }
+}
+
+/// The pipeline's checkpoint storage, as `weir run` would open it.
+fn checkpoint_storage(spec: &PipelineSpec, data_dir: &std::path::Path) -> anyhow::Result<CheckpointStorage> {
+    let url = match spec.checkpoint.as_ref().and_then(|c| c.storage.clone()) {
+        Some(url) => url,
+        None => weir_host::config::default_checkpoint_storage(data_dir)?,
+    };
+    Ok(CheckpointStorage::open(&url, &spec.name)?)
+}
+
+fn print_snapshot(storage: &CheckpointStorage, metadata: &SnapshotMetadata) {
+    let time = std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(metadata.completed_at).unwrap_or(0));
+    let kind = match metadata.kind {
+        SnapshotKind::Checkpoint => "checkpoint",
+        SnapshotKind::Savepoint => "savepoint",
+    };
+    println!(
+        "{:>6}  {:<10}  {:<24}  {:>10}  {:>12}  {:>6}ms  {}",
+        metadata.id,
+        kind,
+        humantime::format_rfc3339_millis(time).to_string(),
+        bytes(metadata.size_bytes),
+        bytes(metadata.incremental_bytes),
+        metadata.duration_ms,
+        storage.describe(&storage.snapshot_dir(metadata.kind, metadata.id))
+    );
+}
+
+/// Bytes in a human unit.
+fn bytes(n: u64) -> String {
+    match n {
+        n if n >= 1 << 30 => format!("{:.1} GiB", n as f64 / f64::from(1 << 30)),
+        n if n >= 1 << 20 => format!("{:.1} MiB", n as f64 / f64::from(1 << 20)),
+        n if n >= 1 << 10 => format!("{:.1} KiB", n as f64 / f64::from(1 << 10)),
+        n => format!("{n} B"),
+    }
+}
+
+/// Ask the running pipeline of `spec` for a snapshot; print where it is.
+fn request_snapshot(spec: &std::path::Path, data_dir: Option<PathBuf>, kind: SnapshotKind, stop: bool, timeout: &str) -> anyhow::Result<()> {
+    let spec = PipelineSpec::load(spec)?;
+    let data_dir = data_dir.unwrap_or_else(weir_host::config::default_data_dir);
+    let timeout = humantime::parse_duration(timeout).with_context(|| format!("--timeout {timeout:?}"))?;
+    let control = ControlDir::new(weir_host::config::control_dir(&data_dir, &spec.name));
+    let response = control.request(kind, stop, timeout).map_err(|e| anyhow::anyhow!("pipeline {}: {e}", spec.name))?;
+    match (response.ok, response.location) {
+        (true, Some(location)) => {
+            println!("{location}");
+            Ok(())
+        }
+        _ => Err(anyhow::anyhow!("pipeline {}: {}", spec.name, response.error.unwrap_or_else(|| "the snapshot failed".into()))),
     }
 }
 
@@ -129,10 +259,17 @@ fn one_line(error: &anyhow::Error) -> String {
 
 fn execute(command: Command) -> anyhow::Result<()> {
     match command {
-        Command::Run { spec, data_dir, fresh, quiet, sink_delay_ms } => {
-            let spec = PipelineSpec::load(&spec)?;
+        Command::Run { spec, data_dir, fresh, checkpoint_interval, restore, quiet, sink_delay_ms } => {
+            let mut spec = PipelineSpec::load(&spec)?;
+            if let Some(interval) = checkpoint_interval {
+                let mut checkpoint = spec.checkpoint.take().unwrap_or_else(|| CheckpointSpec::every(&interval));
+                checkpoint.interval = interval;
+                checkpoint.settings().context("--checkpoint-interval")?;
+                spec.checkpoint = Some(checkpoint);
+            }
             let mut options = RunOptions::new(data_dir.unwrap_or_else(weir_host::config::default_data_dir));
             options.fresh = fresh;
+            options.restore = restore.map(|r| if r == "latest" { RestoreFrom::Latest } else { RestoreFrom::Path(r) });
             options.sink_delay = sink_delay_ms.map(Duration::from_millis);
             if !quiet && std::io::stderr().is_terminal() {
                 options.progress = Some(progress_bar());
@@ -143,6 +280,28 @@ fn execute(command: Command) -> anyhow::Result<()> {
             }
             if !quiet {
                 print_summary(&spec.name, &summary);
+            }
+            Ok(())
+        }
+        Command::Savepoint { spec, data_dir, stop, timeout } => request_snapshot(&spec, data_dir, SnapshotKind::Savepoint, stop, &timeout),
+        Command::Stop { spec, data_dir, savepoint, timeout } => {
+            let kind = if savepoint { SnapshotKind::Savepoint } else { SnapshotKind::Checkpoint };
+            request_snapshot(&spec, data_dir, kind, true, &timeout)
+        }
+        Command::Checkpoints { command: CheckpointsCommand::List { spec, data_dir } } => {
+            let spec = PipelineSpec::load(&spec)?;
+            let data_dir = data_dir.unwrap_or_else(weir_host::config::default_data_dir);
+            let storage = checkpoint_storage(&spec, &data_dir)?;
+            let mut all = storage.completed()?;
+            all.extend(storage.completed_of(SnapshotKind::Savepoint)?);
+            all.sort_by_key(|m| std::cmp::Reverse(m.id));
+            if all.is_empty() {
+                println!("no completed checkpoints or savepoints for {}", spec.name);
+            } else {
+                println!("{:>6}  {:<10}  {:<24}  {:>10}  {:>12}  {:>8}  location", "id", "kind", "completed", "size", "incremental", "duration");
+                for metadata in &all {
+                    print_snapshot(&storage, metadata);
+                }
             }
             Ok(())
         }

@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod bad_input;
+mod checkpoints;
 mod customer_profile;
 mod fraud_detector;
 mod minute_revenue;

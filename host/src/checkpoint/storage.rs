@@ -233,7 +233,9 @@ impl CheckpointStorage {
             match self.read_metadata(&self.snapshot_dir(kind, id)) {
                 Ok(metadata) if metadata.id == id && metadata.kind == kind => completed.push(metadata),
                 Ok(_) => tracing::warn!(id, "skipping a snapshot whose metadata names another id or kind"),
-                Err(error) => tracing::warn!(id, %error, "skipping a snapshot without readable metadata"),
+                // In flight, abandoned, or being deleted: never completed.
+                Err(CheckpointError::Store(object_store::Error::NotFound { .. })) => tracing::debug!(id, "skipping a snapshot without metadata"),
+                Err(error) => tracing::warn!(id, %error, "skipping a snapshot whose metadata is unreadable"),
             }
         }
         Ok(completed)
@@ -295,15 +297,17 @@ fn parse_store(url: &str) -> Result<(Arc<dyn ObjectStore>, String, Path), Checkp
     let bad = |message: String| CheckpointError::Url { url: url.to_string(), message };
     let parsed = url::Url::parse(url).map_err(|e| bad(e.to_string()))?;
     if parsed.scheme() == "file" {
-        // The local store needs its directory to exist.
+        // The local store needs its directory to exist; it syncs what it
+        // writes (a completed checkpoint must survive a power cut) and
+        // removes directories that deleting a checkpoint empties.
         let dir = parsed.to_file_path().map_err(|()| bad("not an absolute file path".into()))?;
         std::fs::create_dir_all(&dir).map_err(|e| bad(e.to_string()))?;
+        let store = object_store::local::LocalFileSystem::new().with_automatic_cleanup(true).with_fsync(true);
+        let prefix = Path::from_url_path(parsed.path()).map_err(|e| bad(e.to_string()))?;
+        return Ok((Arc::new(store), String::new(), prefix));
     }
     let (store, prefix) = object_store::parse_url(&parsed).map_err(|e| bad(e.to_string()))?;
-    let root = match parsed.scheme() {
-        "file" => String::new(),
-        scheme => format!("{scheme}://{}", parsed.host_str().unwrap_or_default()),
-    };
+    let root = format!("{}://{}", parsed.scheme(), parsed.host_str().unwrap_or_default());
     Ok((Arc::from(store), root, prefix))
 }
 

@@ -4,5 +4,5 @@ mod operator;
 mod runner;
 pub mod spec;
 
-pub use runner::{run, OperatorCounts, ProgressFn, RunError, RunOptions, RunSummary};
+pub use runner::{run, OperatorCounts, ProgressFn, RestoreFrom, RunError, RunOptions, RunSummary};
 pub use spec::{PipelineSpec, SpecError};

@@ -304,12 +304,12 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     }
 
     let mut summary = RunSummary { restored_from: start.snapshot.as_ref().map(|s| (s.metadata.kind, s.metadata.id)), ..RunSummary::default() };
-    let links = SourceLinks { subtasks: &subtask_txs, sink: &sink_tx, triggers: trigger_rx, acks: ack_tx.clone() };
+    let links = SourceLinks { subtasks: subtask_txs, sink: sink_tx, triggers: trigger_rx, acks: ack_tx.clone() };
     let source_result = feed(spec, options, source.as_mut(), &mut keyer, watermarks.as_mut(), resumed_watermark, &links, &mut summary);
     if source_result.is_err() {
         let _ = ack_tx.send(Ack::Shutdown);
     }
-    drop((links, subtask_txs, sink_tx, ack_tx));
+    drop((links, ack_tx));
     let mut errors: Vec<RunError> = source_result.err().into_iter().collect();
     for thread in subtask_threads {
         match join(thread, "subtask") {
@@ -429,14 +429,14 @@ struct SourceState {
 }
 
 /// The source thread's channels.
-struct SourceLinks<'a> {
-    subtasks: &'a [SyncSender<SubtaskMessage>],
-    sink: &'a SyncSender<SinkMessage>,
+struct SourceLinks {
+    subtasks: Vec<SyncSender<SubtaskMessage>>,
+    sink: SyncSender<SinkMessage>,
     triggers: Receiver<Trigger>,
     acks: Sender<Ack>,
 }
 
-impl SourceLinks<'_> {
+impl SourceLinks {
     fn broadcast(&self, message: impl Fn() -> SubtaskMessage) -> Result<(), RunError> {
         self.subtasks.iter().try_for_each(|tx| tx.send(message()).map_err(|_| RunError::Stopped))
     }
@@ -470,7 +470,7 @@ fn feed(
     keyer: &mut KeyFunctionInstance,
     mut watermarks: Option<&mut SplitWatermarks>,
     resumed_watermark: Option<i64>,
-    links: &SourceLinks<'_>,
+    links: &SourceLinks,
     summary: &mut RunSummary,
 ) -> Result<(), RunError> {
     let parallelism = spec.parallelism;
@@ -514,7 +514,7 @@ fn feed(
                 let target = subtask_for_key_group(group, spec.max_parallelism, parallelism);
                 routed[usize::from(target)].push((key, event));
             }
-            for (batch, tx) in routed.iter_mut().zip(links.subtasks) {
+            for (batch, tx) in routed.iter_mut().zip(&links.subtasks) {
                 if !batch.is_empty() {
                     let full = std::mem::replace(batch, Vec::with_capacity(per_subtask));
                     tx.send(SubtaskMessage::Events(full)).map_err(|_| RunError::Stopped)?;
@@ -663,8 +663,13 @@ fn spawn_sink(
                 }
             }
         }
-        sink.flush()?;
-        side_outputs.flush()?;
+        // With checkpoints, only a completed checkpoint makes output
+        // visible (the final one at the end of the input); a run that
+        // fails leaves its pending output to recovery.
+        if !exactly_once {
+            sink.flush()?;
+            side_outputs.flush()?;
+        }
         Ok(report)
     })
 }

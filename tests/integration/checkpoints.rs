@@ -1,0 +1,187 @@
+//! Checkpoints, recovery and savepoints on the real binary: `kill -9` at
+//! random instants loses and duplicates nothing; recovery falls back past a
+//! checkpoint without metadata; a savepoint taken at parallelism 2
+//! restores at parallelism 3 with every key's state.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::*;
+
+/// A revenue pipeline over `count` generated orders, checkpointing every
+/// 100 ms, writing `out` exactly-once.
+fn checkpointed_spec(dir: &Path, name: &str, count: u64, parallelism: u16, out: &Path) -> PathBuf {
+    let wasm = function("revenue");
+    let spec = dir.join(format!("{name}-p{parallelism}.yaml"));
+    std::fs::write(
+        &spec,
+        format!(
+            "name: {name}\nparallelism: {parallelism}\nbatch_size: 200\n\
+             source: {{ type: generator, count: {count}, keys: 500, seed: 11 }}\n\
+             key: {{ wasm: {wasm:?} }}\nprocess: {{ wasm: {wasm:?} }}\nsink: {{ type: file, path: {out:?} }}\n\
+             checkpoint: {{ interval: 100ms, retained: 2 }}\n"
+        ),
+    )
+    .unwrap();
+    spec
+}
+
+/// Start `weir run` in the background.
+fn start(spec: &Path, data: &Path, extra: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["run", spec.to_str().unwrap(), "--data-dir", data.to_str().unwrap()])
+        .args(extra)
+        .env_remove("WEIR_DATA_DIR")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("weir starts")
+}
+
+/// A small deterministic generator for kill instants (xorshift64*).
+struct Dice(u64);
+
+impl Dice {
+    fn between(&mut self, low: u64, high: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        low + self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % (high - low)
+    }
+}
+
+fn seed() -> u64 {
+    std::env::var("WEIR_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
+    })
+}
+
+/// Each customer's output records, in output order.
+fn per_key(output: &Path) -> BTreeMap<u64, Vec<String>> {
+    let mut keys: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    for line in std::fs::read_to_string(output).unwrap().lines() {
+        let record: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("a torn line {line:?}: {e}"));
+        keys.entry(record["customer_id"].as_u64().unwrap()).or_default().push(line.to_string());
+    }
+    keys
+}
+
+#[test]
+fn kill_9_at_random_instants_loses_and_duplicates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let count = 60_000;
+    let expected_out = dir.path().join("expected.jsonl");
+    let expected_spec = checkpointed_spec(dir.path(), "crash", count, 2, &expected_out);
+    run_ok(&expected_spec, &dir.path().join("data-expected"), &[]);
+    let expected = per_key(&expected_out);
+    assert_eq!(expected.values().map(Vec::len).sum::<usize>(), count as usize);
+
+    let out = dir.path().join("out.jsonl");
+    let spec = checkpointed_spec(dir.path(), "crash", count, 2, &out);
+    let data = dir.path().join("data");
+    let seed = seed();
+    eprintln!("crash test seed {seed} (WEIR_CRASH_SEED={seed} repeats these kill instants)");
+    let mut dice = Dice(seed);
+    let mut kills = 0;
+    let mut attempts = 0;
+    // A slow sink stretches the run to several seconds so the kills land
+    // mid-run: between checkpoints, mid-snapshot, mid-commit.
+    let slow = ["--sink-delay-ms", "4"];
+    loop {
+        attempts += 1;
+        assert!(attempts < 60, "the pipeline never finished (seed {seed})");
+        let mut child = start(&spec, &data, &slow);
+        if kills >= 5 {
+            let output = child.wait_with_output().unwrap();
+            assert!(output.status.success(), "final run failed: {}", String::from_utf8_lossy(&output.stderr));
+            break;
+        }
+        let deadline = Instant::now() + Duration::from_millis(dice.between(150, 1_200));
+        while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        match child.try_wait().unwrap() {
+            Some(status) => {
+                assert!(status.success(), "a run failed on its own (seed {seed})");
+                // It finished before the kill: start over from scratch so
+                // every kill lands in a run that has work left.
+                std::fs::remove_dir_all(&data).unwrap();
+            }
+            None => {
+                child.kill().unwrap(); // SIGKILL
+                child.wait().unwrap();
+                kills += 1;
+                let visible = std::fs::read_to_string(&out).unwrap_or_default();
+                assert!(visible.is_empty() || visible.ends_with('\n'), "committed output ends mid-line after kill {kills}");
+            }
+        }
+    }
+    assert!(kills >= 5);
+    let actual = per_key(&out);
+    assert_eq!(actual.len(), expected.len(), "customers (seed {seed})");
+    for (customer, records) in &expected {
+        assert_eq!(actual.get(customer), Some(records), "customer {customer}'s records after {kills} kills (seed {seed})");
+    }
+}
+
+#[test]
+fn recovery_falls_back_past_a_checkpoint_without_metadata() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.jsonl");
+    let spec = checkpointed_spec(dir.path(), "fallback", 20_000, 2, &out);
+    let data = dir.path().join("data");
+    run_ok(&spec, &data, &["--sink-delay-ms", "2"]);
+    let expected = per_key(&out);
+    let root = data.join("checkpoints/fallback");
+    let mut ids: Vec<u64> = std::fs::read_dir(&root).unwrap().filter_map(|e| e.unwrap().file_name().to_str()?.strip_prefix("chk-")?.parse().ok()).collect();
+    ids.sort();
+    assert!(ids.len() >= 2, "two checkpoints retained: {ids:?}");
+    let (older, newest) = (ids[ids.len() - 2], ids[ids.len() - 1]);
+    std::fs::remove_file(root.join(format!("chk-{newest}/_metadata"))).unwrap();
+
+    let output = run_ok(&spec, &data, &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&format!("restored from checkpoint {older}")), "{stderr}");
+    assert_eq!(per_key(&out), expected, "the output is rolled back to checkpoint {older} and replayed exactly once");
+
+    let listed = weir(&["checkpoints", "list", spec.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
+    let listing = String::from_utf8_lossy(&listed.stdout);
+    assert!(listing.contains("checkpoint") && listing.contains("chk-"), "{listing}");
+}
+
+#[test]
+fn a_savepoint_at_parallelism_2_restores_at_parallelism_3_with_every_keys_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let count = 40_000;
+    let expected_out = dir.path().join("expected.jsonl");
+    run_ok(&checkpointed_spec(dir.path(), "rescale", count, 2, &expected_out), &dir.path().join("data-expected"), &[]);
+    let expected = per_key(&expected_out);
+
+    let out = dir.path().join("out.jsonl");
+    let data = dir.path().join("data");
+    let spec2 = checkpointed_spec(dir.path(), "rescale", count, 2, &out);
+    let running = start(&spec2, &data, &["--sink-delay-ms", "5"]);
+    std::thread::sleep(Duration::from_millis(700));
+    let savepoint = weir(&["savepoint", spec2.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
+    assert!(savepoint.status.success(), "{}", String::from_utf8_lossy(&savepoint.stderr));
+    let first = String::from_utf8_lossy(&savepoint.stdout).trim().to_string();
+    assert!(Path::new(&first).join("_metadata").exists(), "savepoint at {first}");
+    let stop = weir(&["stop", spec2.to_str().unwrap(), "--savepoint", "--data-dir", data.to_str().unwrap()]);
+    assert!(stop.status.success(), "{}", String::from_utf8_lossy(&stop.stderr));
+    let location = String::from_utf8_lossy(&stop.stdout).trim().to_string();
+    let stopped = running.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&stopped.stderr);
+    assert!(stopped.status.success() && stderr.contains("stopped on request"), "{stderr}");
+    let partial: usize = per_key(&out).values().map(Vec::len).sum();
+    assert!(partial > 0 && partial < count as usize, "stopped part-way: {partial} of {count}");
+
+    let spec3 = checkpointed_spec(dir.path(), "rescale", count, 3, &out);
+    let output = run_ok(&spec3, &data, &["--restore", &location]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("restored from savepoint"), "{stderr}");
+    assert_eq!(per_key(&out), expected, "running totals continue exactly at parallelism 3");
+    let missing = weir(&["stop", spec3.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
+    assert!(!missing.status.success() && String::from_utf8_lossy(&missing.stderr).contains("not running"));
+}
