@@ -7,8 +7,9 @@
 //! <root>/<pipeline>/savepoints/sp-<N>/…   savepoints (self-contained)
 //! ```
 //!
-//! `file:///abs/dir` (the default, under the data directory) and
-//! `memory://` work out of the box. Writes of one object are atomic (the
+//! `file:///abs/dir` (the default, under the data directory),
+//! `s3://bucket/prefix` (credentials, region and endpoint from the `AWS_*`
+//! environment variables) and `memory://` (tests) are supported. Writes of one object are atomic (the
 //! local store writes a temporary file and renames it), so a checkpoint
 //! without readable `_metadata` was never completed and is ignored.
 
@@ -94,8 +95,8 @@ pub struct LocatedSnapshot {
 }
 
 impl CheckpointStorage {
-    /// Storage at `url` (`file:///abs/dir`, `memory://`, `s3://…` when built
-    /// with that store) for `pipeline`.
+    /// Storage at `url` (`file:///abs/dir`, `s3://bucket/prefix`, `memory://`)
+    /// for `pipeline`.
     pub fn open(url: &str, pipeline: &str) -> Result<Self, CheckpointError> {
         let (store, root, prefix) = parse_store(url)?;
         Self::with_store(store, root, prefix.join(pipeline))
@@ -306,7 +307,11 @@ fn parse_store(url: &str) -> Result<(Arc<dyn ObjectStore>, String, Path), Checkp
         let prefix = Path::from_url_path(parsed.path()).map_err(|e| bad(e.to_string()))?;
         return Ok((Arc::new(store), String::new(), prefix));
     }
-    let (store, prefix) = object_store::parse_url(&parsed).map_err(|e| bad(e.to_string()))?;
+    // Credentials and endpoints come from the environment, as for the
+    // cloud tools: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION,
+    // AWS_ENDPOINT (an S3-compatible server), AWS_ALLOW_HTTP, …
+    let options = std::env::vars().filter(|(key, _)| key.starts_with("AWS_"));
+    let (store, prefix) = object_store::parse_url_opts(&parsed, options).map_err(|e| bad(e.to_string()))?;
     let root = format!("{}://{}", parsed.scheme(), parsed.host_str().unwrap_or_default());
     Ok((Arc::from(store), root, prefix))
 }
@@ -357,6 +362,13 @@ mod tests {
         let located = CheckpointStorage::locate(&storage.describe(&storage.checkpoint_dir(1))).unwrap();
         assert_eq!(located.metadata.id, 1);
         assert_eq!(located.storage.get_shared("000001.sst").unwrap(), b"a", "a located checkpoint finds its shared files");
+    }
+
+    #[test]
+    fn s3_urls_open_without_contacting_the_store() {
+        let storage = CheckpointStorage::open("s3://bucket/prefix", "orders").unwrap();
+        assert_eq!(storage.describe(&storage.checkpoint_dir(3)), "s3://bucket/prefix/orders/chk-3");
+        assert!(CheckpointStorage::open("ftp://host/x", "orders").is_err());
     }
 
     #[test]

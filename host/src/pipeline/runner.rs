@@ -391,6 +391,10 @@ fn prepare_state(spec: &PipelineSpec, options: &RunOptions, settings: Option<&Ch
         let Some(newest) = storage.completed()?.into_iter().next() else {
             return if required { Err(RunError::NothingToRestore(spec.name.clone())) } else { Ok(None) };
         };
+        let highest = storage.highest_id()?;
+        if highest > newest.id {
+            tracing::warn!(newest = newest.id, incomplete = highest, "checkpoints after the newest completed one have no readable metadata; restoring the newest completed one");
+        }
         let storage = CheckpointStorage::open(&url, &spec.name)?;
         let dir = storage.checkpoint_dir(newest.id);
         Ok(Some(LocatedSnapshot { storage, dir, metadata: newest }))
