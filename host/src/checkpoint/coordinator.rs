@@ -205,7 +205,12 @@ impl Coordinator {
                 if p.started.elapsed() > s.timeout {
                     let expired = pending.take().expect("checked above");
                     tracing::warn!(id = expired.trigger.id, timeout = ?s.timeout, "checkpoint expired before every task acknowledged; abandoning it");
+                    let (id, last) = (expired.trigger.id, expired.trigger.stop || expired.final_checkpoint);
                     self.abandon(expired);
+                    if last {
+                        // The source has stopped reading: nothing can follow.
+                        return Err(CheckpointError::Expired(id));
+                    }
                 }
             }
             if last_poll.elapsed() >= CONTROL_POLL {

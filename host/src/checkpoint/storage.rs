@@ -54,6 +54,10 @@ pub enum CheckpointError {
     /// The local state directory could not be set up.
     #[error(transparent)]
     Layout(#[from] crate::state::layout::LayoutError),
+    /// The final snapshot of a run (at its end, or for a stop) did not
+    /// complete within the timeout.
+    #[error("snapshot {0} expired before every task acknowledged it")]
+    Expired(u64),
     /// A snapshot cannot be restored into this pipeline.
     #[error("cannot restore {what}: {message}")]
     Incompatible {
