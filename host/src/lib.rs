@@ -19,6 +19,7 @@
 pub mod checkpoint;
 pub mod config;
 pub mod connectors;
+pub mod fault;
 pub mod metrics;
 pub mod pipeline;
 pub mod runtime;

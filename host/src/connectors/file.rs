@@ -10,6 +10,7 @@ use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::parts::PendingParts;
+use super::timestamp::json_timestamp;
 use super::{decode, encode, write_lines, ConnectorError, Polled, Sink, Source};
 use crate::Event;
 
@@ -77,22 +78,8 @@ impl FileSource {
             serde_json::from_slice::<serde::de::IgnoredAny>(line).map_err(|e| self.bad(format!("not JSON: {e}")))?;
             return Ok(0);
         };
-        let object: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_slice(line).map_err(|e| self.bad(format!("not a JSON object: {e}")))?;
-        match object.get(field) {
-            Some(serde_json::Value::String(text)) => parse_rfc3339_millis(text).ok_or_else(|| self.bad(format!("field {field:?} is not an RFC 3339 time: {text:?}"))),
-            Some(serde_json::Value::Number(n)) => n.as_i64().ok_or_else(|| self.bad(format!("field {field:?} is not integer milliseconds: {n}"))),
-            Some(other) => Err(self.bad(format!("field {field:?} is not a time: {other}"))),
-            None => Err(self.bad(format!("no timestamp field {field:?}"))),
-        }
+        json_timestamp(line, field).map_err(|message| self.bad(message))
     }
-}
-
-/// Milliseconds since the epoch of an RFC 3339 UTC time.
-pub(crate) fn parse_rfc3339_millis(text: &str) -> Option<i64> {
-    let time = humantime::parse_rfc3339_weak(text).ok()?;
-    let millis = time.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis();
-    i64::try_from(millis).ok()
 }
 
 impl Source for FileSource {

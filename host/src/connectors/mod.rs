@@ -5,14 +5,16 @@
 mod discard;
 mod file;
 mod generator;
+pub mod kafka;
 mod parts;
 mod splits;
 mod stdout;
+mod timestamp;
 
 pub use discard::DiscardSink;
 pub use file::{BadTimestamps, FileSink, FileSource};
 pub use splits::SplitSource;
-pub(crate) use file::parse_rfc3339_millis;
+pub(crate) use timestamp::parse_rfc3339_millis;
 pub use generator::GeneratorSource;
 pub use stdout::StdoutSink;
 
@@ -28,6 +30,22 @@ pub enum ConnectorError {
         what: String,
         /// The I/O error.
         source: std::io::Error,
+    },
+    /// A Kafka client call failed.
+    #[error("kafka: {what}: {message}")]
+    Kafka {
+        /// What was being done.
+        what: String,
+        /// librdkafka's error.
+        message: String,
+    },
+    /// A connector's settings cannot work.
+    #[error("{what}: {message}")]
+    Config {
+        /// The setting.
+        what: String,
+        /// Why.
+        message: String,
     },
     /// An input record is malformed; `location` says where (`file:line`).
     #[error("{location}: {message}")]
@@ -111,6 +129,13 @@ pub trait Source: Send {
     /// A position that does not fit (wrong shape, beyond the end of a file) is a
     /// `ConnectorError` naming the source, never a panic.
     fn seek(&mut self, position: &serde_json::Value) -> Result<(), ConnectorError>;
+
+    /// Barrier `position` was just recorded for a checkpoint: a source may
+    /// publish it (Kafka commits it as group offsets, for lag monitoring
+    /// only; restores always use the checkpoint's positions).
+    fn on_barrier(&mut self, position: &serde_json::Value) {
+        let _ = position;
+    }
 }
 
 /// Decode a position or state stored by `what`, or say why it does not fit.

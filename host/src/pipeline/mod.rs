@@ -1,5 +1,6 @@
 //! Pipelines: the spec users write and the machinery that runs it.
 
+mod exactly_once;
 mod operator;
 mod runner;
 pub mod spec;

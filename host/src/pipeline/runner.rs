@@ -31,10 +31,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::exactly_once;
 use super::operator::{KeyedOperator, OperatorPlan};
 use super::spec::{CheckpointSettings, PipelineSpec, SinkSpec, SourceSpec};
 use crate::checkpoint::{self, Ack, CheckpointError, CheckpointStorage, CompletedSnapshot, ControlDir, Coordinator, CoordinatorConfig, KnownFiles, LocatedSnapshot, RestoreTarget, SnapshotKind, Trigger};
 use crate::config;
+use crate::connectors::kafka::{self, KafkaSink, KafkaSinkConfig, KafkaSource, KafkaSourceConfig};
 use crate::connectors::{ConnectorError, DiscardSink, FileSink, FileSource, GeneratorSource, Sink, Source, SplitSource, StdoutSink};
 use crate::runtime::{new_engine, CallError, FunctionLoader, HostCtx, KeyFunctionInstance, LoadError, LoadedFunction, Role};
 use crate::state::layout::{self, Layout, LayoutError};
@@ -95,6 +97,9 @@ pub enum RunError {
         /// What does not fit.
         message: String,
     },
+    /// The pipeline's configuration cannot work (found before it starts).
+    #[error("cannot deploy: {0}")]
+    Deploy(String),
     /// The wasmtime engine could not be set up.
     #[error("wasm engine: {0}")]
     Engine(String),
@@ -235,15 +240,18 @@ struct SinkReport {
 pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunError> {
     let started = Instant::now();
     let _span = tracing::info_span!("pipeline", name = %spec.name).entered();
+    let settings = spec.checkpoint.as_ref().map(|c| c.settings()).transpose().map_err(|e| RunError::Deploy(e.to_string()))?;
+    let kafka_exactly_once = exactly_once::exactly_once_sink(spec)?;
+    if let Some(sink) = &kafka_exactly_once {
+        exactly_once::check(spec, sink, settings.as_ref(), &options.data_dir)?;
+    }
     let engine = new_engine(Default::default()).map_err(|e| RunError::Engine(format!("{e:#}")))?;
     let loader = FunctionLoader::new(engine, Some(config::component_cache_dir(&options.data_dir))).map_err(|e| RunError::Engine(e.to_string()))?;
     let key_function = load(&loader, &spec.key.wasm, Role::Key)?;
     let plan = plan(spec, &loader)?;
     let mut keyer = KeyFunctionInstance::new(&key_function, "key")?;
-    let mut source = open_source(&spec.source)?;
-
-    let settings = spec.checkpoint.as_ref().map(|c| c.settings()).transpose().map_err(|e| RunError::Engine(e.to_string()))?;
-    let start = prepare_state(spec, options, settings.as_ref())?;
+    let mut source = open_source(spec)?;
+    let start = prepare_state(spec, options, settings.as_ref(), kafka_exactly_once.as_ref())?;
     let mut watermarks = spec.watermark.as_ref().and_then(|w| {
         let idle = w.idle_timeout().ok().flatten();
         w.delay_ms().map(|delay| SplitWatermarks::new(source.splits(), delay, idle, Instant::now()))
@@ -380,7 +388,7 @@ struct StartingPoint {
 /// checkpointing and a completed checkpoint exists; empty when
 /// checkpointing without one (the local state may be ahead of what the
 /// sinks committed); else as the last run left it.
-fn prepare_state(spec: &PipelineSpec, options: &RunOptions, settings: Option<&CheckpointSettings>) -> Result<StartingPoint, RunError> {
+fn prepare_state(spec: &PipelineSpec, options: &RunOptions, settings: Option<&CheckpointSettings>, kafka_sink: Option<&KafkaSinkConfig>) -> Result<StartingPoint, RunError> {
     let url = match settings.and_then(|s| s.storage.clone()) {
         Some(url) => url,
         None => config::default_checkpoint_storage(&options.data_dir).map_err(|e| RunError::Engine(format!("checkpoint directory: {e}")))?,
@@ -399,11 +407,24 @@ fn prepare_state(spec: &PipelineSpec, options: &RunOptions, settings: Option<&Ch
         let dir = storage.checkpoint_dir(newest.id);
         Ok(Some(LocatedSnapshot { storage, dir, metadata: newest }))
     };
-    let snapshot = match &options.restore {
-        Some(RestoreFrom::Path(path)) => Some(CheckpointStorage::locate(path)?),
-        Some(RestoreFrom::Latest) => latest(true)?,
-        None if settings.is_some() && !fresh => latest(false)?,
+    // An exactly-once Kafka sink says which snapshot's output it holds.
+    let committed = match kafka_sink {
+        Some(sink) => Some(kafka::committed_checkpoint(sink)?),
         None => None,
+    };
+    let snapshot = match (&options.restore, committed) {
+        (Some(RestoreFrom::Path(path)), committed) => {
+            let located = CheckpointStorage::locate(path)?;
+            if let Some(Some(c)) = committed.filter(|c| c.is_some_and(|c| c > located.metadata.id)) {
+                tracing::warn!(committed = c, restoring = located.metadata.id, "the output topic already holds results through snapshot {c}; replaying from an older snapshot writes them again");
+            }
+            Some(located)
+        }
+        (Some(RestoreFrom::Latest), Some(committed)) => Some(committed_snapshot(&url, spec, committed)?.ok_or_else(|| RunError::NothingToRestore(spec.name.clone()))?),
+        (None, Some(committed)) if !fresh => committed_snapshot(&url, spec, committed)?,
+        (Some(RestoreFrom::Latest), None) => latest(true)?,
+        (None, None) if settings.is_some() && !fresh => latest(false)?,
+        (None, _) => None,
     };
     let layout = Layout { max_parallelism: spec.max_parallelism, parallelism: spec.parallelism };
     let state_dir = config::pipeline_state_dir(&options.data_dir, &spec.name);
@@ -422,6 +443,28 @@ fn prepare_state(spec: &PipelineSpec, options: &RunOptions, settings: Option<&Ch
     let backends = layout::open_subtasks(&state_dir, layout, empty)?;
     let first_id = storage.highest_id()?.max(snapshot.as_ref().map_or(0, |s| s.metadata.id)) + 1;
     Ok(StartingPoint { backends, snapshot, storage, first_id, known, local_checkpoints })
+}
+
+/// The snapshot (checkpoint or savepoint) whose output an exactly-once
+/// Kafka sink committed last, `committed`; `None` when nothing was ever
+/// committed (start empty).
+fn committed_snapshot(url: &str, spec: &PipelineSpec, committed: Option<u64>) -> Result<Option<LocatedSnapshot>, RunError> {
+    let Some(id) = committed else { return Ok(None) };
+    let storage = CheckpointStorage::open(url, &spec.name)?;
+    for kind in [SnapshotKind::Checkpoint, SnapshotKind::Savepoint] {
+        if let Some(metadata) = storage.completed_of(kind)?.into_iter().find(|m| m.id == id) {
+            let newest = storage.completed()?.first().map(|m| m.id);
+            if newest.is_some_and(|n| n > id) {
+                tracing::warn!(newest = newest, restoring = id, "the newest checkpoint's Kafka transaction never committed; restoring the snapshot whose output Kafka holds");
+            }
+            let dir = storage.snapshot_dir(kind, id);
+            return Ok(Some(LocatedSnapshot { storage, dir, metadata }));
+        }
+    }
+    Err(RunError::Resume {
+        id,
+        message: "the output topic's commit marker names this snapshot, but it is not stored (deleted?); restoring any other would lose or duplicate output — restore a snapshot explicitly with --restore, or start over with --fresh".into(),
+    })
 }
 
 /// What the source records in a snapshot.
@@ -446,8 +489,10 @@ impl SourceLinks {
     }
 
     /// Record the source's state and send barrier `trigger.id` downstream.
-    fn inject_barrier(&self, trigger: Trigger, source: &dyn Source, watermarks: Option<&SplitWatermarks>) -> Result<(), RunError> {
-        let state = SourceState { position: source.position(), watermarks: watermarks.map(SplitWatermarks::snapshot) };
+    fn inject_barrier(&self, trigger: Trigger, source: &mut dyn Source, watermarks: Option<&SplitWatermarks>) -> Result<(), RunError> {
+        let position = source.position();
+        source.on_barrier(&position);
+        let state = SourceState { position, watermarks: watermarks.map(SplitWatermarks::snapshot) };
         let state = serde_json::to_value(state).map_err(|e| RunError::Engine(format!("source state: {e}")))?;
         let _ = self.acks.send(Ack::Source { id: trigger.id, state });
         self.broadcast(|| SubtaskMessage::Barrier(trigger.id))?;
@@ -456,7 +501,7 @@ impl SourceLinks {
 
     /// After the input ended or a stop: take part in the snapshots the
     /// coordinator still asks for, until it is done.
-    fn serve_remaining_triggers(&self, source: &dyn Source, watermarks: Option<&SplitWatermarks>) -> Result<(), RunError> {
+    fn serve_remaining_triggers(&self, source: &mut dyn Source, watermarks: Option<&SplitWatermarks>) -> Result<(), RunError> {
         while let Ok(trigger) = self.triggers.recv() {
             self.inject_barrier(trigger, source, watermarks)?;
         }
@@ -694,8 +739,8 @@ fn load(loader: &FunctionLoader, path: &Path, role: Role) -> Result<LoadedFuncti
     function.map_err(|source| RunError::Load { path: path.to_path_buf(), source })
 }
 
-fn open_source(spec: &SourceSpec) -> Result<Box<dyn Source>, RunError> {
-    Ok(match spec {
+fn open_source(spec: &PipelineSpec) -> Result<Box<dyn Source>, RunError> {
+    Ok(match &spec.source {
         SourceSpec::File { path, paths, timestamp_field, on_bad_timestamp } => {
             let open = |path: &std::path::PathBuf| -> Result<Box<dyn Source>, RunError> {
                 Ok(Box::new(FileSource::open(path, timestamp_field.clone())?.with_bad_timestamps(on_bad_timestamp.clone())))
@@ -709,6 +754,16 @@ fn open_source(spec: &SourceSpec) -> Result<Box<dyn Source>, RunError> {
             let start = crate::connectors::parse_rfc3339_millis(start_time).unwrap_or(0);
             Box::new(GeneratorSource::new(*count, *keys, *seed, start, *interval_ms))
         }
+        SourceSpec::Kafka { bootstrap_servers, topics, topic_pattern, group_id, start, bounded, timestamp_field, properties } => Box::new(KafkaSource::open(&KafkaSourceConfig {
+            bootstrap_servers: bootstrap_servers.clone(),
+            topics: topics.clone(),
+            topic_pattern: topic_pattern.clone(),
+            group_id: group_id.clone().unwrap_or_else(|| format!("weir-{}", spec.name)),
+            start: start.clone(),
+            bounded: *bounded,
+            timestamp_field: timestamp_field.clone(),
+            properties: properties.clone(),
+        })?),
     })
 }
 
@@ -728,6 +783,10 @@ fn open_sink(spec: &SinkSpec, mode: SinkMode) -> Result<Box<dyn Sink>, RunError>
         (SinkSpec::File { path }, SinkMode::ExactlyOnce(state)) => Box::new(FileSink::exactly_once(path, state.as_ref())?),
         (SinkSpec::Stdout {}, _) => Box::new(StdoutSink::new()),
         (SinkSpec::Discard {}, _) => Box::new(DiscardSink),
+        (kafka @ SinkSpec::Kafka { .. }, _) => {
+            let config = kafka.kafka_config().map_err(|e| RunError::Deploy(e.to_string()))?.ok_or_else(|| RunError::Deploy("not a Kafka sink".into()))?;
+            Box::new(KafkaSink::open(&config)?)
+        }
     })
 }
 

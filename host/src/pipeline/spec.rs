@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::connectors::kafka::{Delivery, KafkaSinkConfig, KafkaStart};
 use crate::connectors::BadTimestamps;
 use crate::state::ttl::{Ttl, TtlUpdate};
 use crate::state::DEFAULT_MAX_PARALLELISM;
@@ -362,6 +363,36 @@ pub enum SourceSpec {
         #[serde(default)]
         on_bad_timestamp: BadTimestamps,
     },
+    /// Kafka topics: every partition assigned to the source, positions
+    /// kept in checkpoints.
+    Kafka {
+        /// `host:port,…`.
+        bootstrap_servers: String,
+        /// Topics to read.
+        #[serde(default)]
+        topics: Vec<String>,
+        /// Or: topics whose whole name matches this regular expression.
+        #[serde(default)]
+        topic_pattern: Option<String>,
+        /// Consumer group for `start: committed` and lag monitoring
+        /// (default `weir-<pipeline>`).
+        #[serde(default)]
+        group_id: Option<String>,
+        /// Where a fresh start begins: `earliest` (default), `latest`,
+        /// `committed`, or `{ timestamp: <RFC 3339> }`.
+        #[serde(default)]
+        start: KafkaStart,
+        /// Stop at the end offsets found at start (a bounded backfill).
+        #[serde(default)]
+        bounded: bool,
+        /// JSON field of the value holding the event time; default the
+        /// record's Kafka timestamp.
+        #[serde(default)]
+        timestamp_field: Option<String>,
+        /// librdkafka properties passed through (security, tuning).
+        #[serde(default)]
+        properties: BTreeMap<String, String>,
+    },
     /// Deterministic synthetic orders, for demos and benchmarks.
     Generator {
         /// Number of events to produce.
@@ -406,6 +437,50 @@ pub enum SinkSpec {
     Stdout {},
     /// Nowhere: events are counted and dropped (benchmarks, dry runs).
     Discard {},
+    /// A Kafka topic.
+    Kafka {
+        /// `host:port,…`.
+        bootstrap_servers: String,
+        /// The output topic.
+        topic: String,
+        /// `at-least-once` (default) or `exactly-once` (needs checkpoints
+        /// and a `transactional_id_prefix`).
+        #[serde(default)]
+        delivery: Delivery,
+        /// Exactly-once: prefix of the transactional ids; unique per
+        /// pipeline and kept across restarts.
+        #[serde(default)]
+        transactional_id_prefix: Option<String>,
+        /// Exactly-once: the transaction timeout (default `15m`); must exceed
+        /// checkpoint interval + timeout + 1m and fit the broker's
+        /// `transaction.max.timeout.ms`.
+        #[serde(default)]
+        transaction_timeout: Option<String>,
+        /// The broker's `transaction.max.timeout.ms` if it cannot be asked
+        /// (default: ask the broker; 15m if it does not say).
+        #[serde(default)]
+        broker_transaction_max_timeout: Option<String>,
+        /// librdkafka properties passed through (security, tuning).
+        #[serde(default)]
+        properties: BTreeMap<String, String>,
+    },
+}
+
+impl SinkSpec {
+    /// The Kafka sink's settings, if this is a Kafka sink.
+    pub fn kafka_config(&self) -> Result<Option<KafkaSinkConfig>, SpecError> {
+        let SinkSpec::Kafka { bootstrap_servers, topic, delivery, transactional_id_prefix, transaction_timeout, properties, .. } = self else { return Ok(None) };
+        let text = transaction_timeout.as_deref().unwrap_or("15m");
+        let transaction_timeout = humantime::parse_duration(text).map_err(|_| SpecError::field("sink.transaction_timeout", format!("{text:?} is not a duration (like 15m)")))?;
+        Ok(Some(KafkaSinkConfig {
+            bootstrap_servers: bootstrap_servers.clone(),
+            topic: topic.clone(),
+            delivery: *delivery,
+            transactional_id_prefix: transactional_id_prefix.clone(),
+            transaction_timeout,
+            properties: properties.clone(),
+        }))
+    }
 }
 
 impl PipelineSpec {
@@ -480,6 +555,22 @@ impl PipelineSpec {
                 if !self.side_outputs.contains_key(name) {
                     return Err(SpecError::field("source.on_bad_timestamp", format!("side output {name:?} is not declared in side_outputs")));
                 }
+            }
+        }
+        self.sink.kafka_config()?;
+        if let SinkSpec::Kafka { delivery: Delivery::ExactlyOnce, transactional_id_prefix, .. } = &self.sink {
+            match transactional_id_prefix {
+                None => return Err(SpecError::field("sink.transactional_id_prefix", "exactly-once delivery needs a transactional_id_prefix, unique to this pipeline")),
+                Some(prefix) if !is_valid_name(prefix) => return Err(SpecError::field("sink.transactional_id_prefix", format!("{prefix:?} must be 1 to 63 of a-z, 0-9 and -"))),
+                Some(_) => {}
+            }
+        }
+        if let Some(name) = self.side_outputs.iter().find(|(_, sink)| matches!(sink, SinkSpec::Kafka { delivery: Delivery::ExactlyOnce, .. })).map(|(name, _)| name) {
+            return Err(SpecError::field(&format!("side_outputs.{name}.delivery"), "only the main sink can be exactly-once Kafka; side outputs to Kafka are at-least-once"));
+        }
+        if let SourceSpec::Kafka { topics, topic_pattern, .. } = &self.source {
+            if topics.is_empty() == topic_pattern.is_none() {
+                return Err(SpecError::field("source.topics", "give either `topics` or `topic_pattern`"));
             }
         }
         if let Some(bad) = self.side_outputs.keys().find(|name| !is_valid_name(name)) {

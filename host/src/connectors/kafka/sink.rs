@@ -1,0 +1,313 @@
+//! The Kafka sink: at-least-once (flush at each checkpoint) or
+//! exactly-once (one Kafka transaction per checkpoint, committed when the
+//! checkpoint completes).
+//!
+//! # Exactly-once, and recovering from a crash at any instant
+//!
+//! librdkafka cannot resume or commit a transaction another process
+//! opened, so a transaction that was pre-committed for checkpoint N but not
+//! yet committed when the host died is lost: the next `init_transactions`
+//! under the same transactional id aborts it. Weir therefore never relies
+//! on finishing such a transaction. Instead every transaction carries
+//! **evidence of what it commits, written atomically with the output**:
+//! before pre-committing checkpoint N, the sink adds to the transaction
+//! (`send_offsets_to_transaction`) an offset commit of the value `N` for
+//! the marker group `weir-txn-<prefix>` on partition 0 of the output
+//! topic. The marker becomes visible exactly when, and only if, the
+//! output of checkpoint N does.
+//!
+//! On start-up the host first fences the pipeline's transactional ids
+//! (`<prefix>-0` and `<prefix>-1`; `init_transactions` aborts what a
+//! previous run left open and finishes a commit the broker had already
+//! decided), then reads the marker `C`: the last snapshot whose output is
+//! in Kafka. It restores **snapshot C** (a checkpoint or savepoint), not
+//! simply the newest completed one. Each crash window:
+//!
+//! * while writing epoch N+1, or after pre-commit of N but before its
+//!   metadata is written: checkpoint N is incomplete, the marker says C <
+//!   N, the open transactions are aborted by the fencing; replay from C.
+//! * after checkpoint N's metadata is durable, before the Kafka commit:
+//!   the newest checkpoint is N but the marker still says C (the previous
+//!   one; `retained` ≥ 2 keeps it); N's transaction is aborted by the
+//!   fencing; restoring C and replaying writes N's output again, once.
+//! * during the commit: the broker either committed (the fencing completes
+//!   it, the marker says N, restore N) or not (marker C, restore C).
+//! * after the commit, before anything else is recorded: the marker says
+//!   N; restore N. Nothing is written twice.
+//! * a transaction the broker aborted on its own (it outlived
+//!   `transaction.timeout.ms`): the commit fails, the run fails, and the
+//!   restart restores C as above.
+//!
+//! Checkpoint N is committed with one transaction, so the marker and the
+//! output are all-or-nothing. That needs at most one pre-committed
+//! transaction at a time: if checkpoint N is abandoned (its timeout) after
+//! the sink pre-committed it, the next pre-commit fails the run, which
+//! restarts from C (Flink's default of tolerating no checkpoint failure).
+//! While N waits for its commit, epoch N+1 is written by the other
+//! transactional producer, so output never waits for a commit.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use serde::Deserialize;
+
+use super::{client_config, kafka_error, CALL_TIMEOUT};
+use crate::connectors::{ConnectorError, Sink};
+use crate::Event;
+
+/// Time allowed for a restart between a checkpoint's pre-commit and its
+/// commit by the restarted host, on top of the checkpoint's own time.
+pub const RESTART_MARGIN: Duration = Duration::from_secs(60);
+
+/// What the sink promises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Delivery {
+    /// Every result at least once (after a restore, replayed results again).
+    #[default]
+    AtLeastOnce,
+    /// Every result exactly once for `read_committed` readers.
+    ExactlyOnce,
+}
+
+/// Where and how the sink writes.
+#[derive(Debug, Clone)]
+pub struct KafkaSinkConfig {
+    /// `host:port,…`.
+    pub bootstrap_servers: String,
+    /// The output topic.
+    pub topic: String,
+    /// At-least-once or exactly-once.
+    pub delivery: Delivery,
+    /// Exactly-once: prefix of the transactional ids, unique per pipeline
+    /// and stable across restarts.
+    pub transactional_id_prefix: Option<String>,
+    /// Exactly-once: `transaction.timeout.ms`.
+    pub transaction_timeout: Duration,
+    /// librdkafka properties (security, tuning), passed through.
+    pub properties: BTreeMap<String, String>,
+}
+
+impl KafkaSinkConfig {
+    /// The two transactional ids and the marker group of exactly-once.
+    fn transactional(&self) -> Result<([String; 2], String), ConnectorError> {
+        let prefix = self.transactional_id_prefix.as_deref().ok_or_else(|| ConnectorError::Config {
+            what: "sink.transactional_id_prefix".into(),
+            message: "exactly-once delivery needs a transactional_id_prefix, unique to this pipeline".into(),
+        })?;
+        Ok(([format!("{prefix}-0"), format!("{prefix}-1")], format!("weir-txn-{prefix}")))
+    }
+
+    fn producer(&self, transactional_id: Option<&str>) -> Result<BaseProducer<DeliveryErrors>, ConnectorError> {
+        let timeout = self.transaction_timeout.as_millis().to_string();
+        let mut ours = vec![("enable.idempotence", "true"), ("linger.ms", "5"), ("compression.type", "lz4")];
+        if let Some(id) = transactional_id {
+            ours.push(("transactional.id", id));
+            ours.push(("transaction.timeout.ms", timeout.as_str()));
+        }
+        client_config(&self.bootstrap_servers, &ours, &self.properties).create_with_context(DeliveryErrors::default()).map_err(kafka_error("creating the producer"))
+    }
+}
+
+/// Remembers the first failed delivery, so a flush can report it.
+#[derive(Default, Clone)]
+struct DeliveryErrors(Arc<Mutex<Option<String>>>);
+
+impl ClientContext for DeliveryErrors {}
+
+impl ProducerContext for DeliveryErrors {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        if let Err((error, _)) = result {
+            if let Ok(mut first) = self.0.lock() {
+                first.get_or_insert_with(|| error.to_string());
+            }
+        }
+    }
+}
+
+/// Fence the exactly-once sink's transactional ids (aborting what a dead
+/// run left open), then read which snapshot's output Kafka holds: the
+/// marker written atomically with it, or `None` if nothing was committed.
+pub fn committed_checkpoint(config: &KafkaSinkConfig) -> Result<Option<u64>, ConnectorError> {
+    let (ids, group) = config.transactional()?;
+    for id in &ids {
+        let producer = config.producer(Some(id))?;
+        producer.init_transactions(CALL_TIMEOUT).map_err(kafka_error(format!("fencing transactional id {id}")))?;
+    }
+    let consumer: BaseConsumer = client_config(&config.bootstrap_servers, &[("group.id", group.as_str()), ("enable.auto.commit", "false")], &config.properties)
+        .create()
+        .map_err(kafka_error("creating the marker reader"))?;
+    let mut list = TopicPartitionList::new();
+    list.add_partition(&config.topic, 0);
+    let committed = consumer.committed_offsets(list, CALL_TIMEOUT).map_err(kafka_error(format!("reading the commit marker of group {group}")))?;
+    Ok(match committed.find_partition(&config.topic, 0).map(|e| e.offset()) {
+        Some(Offset::Offset(id)) if id > 0 => Some(id as u64),
+        _ => None,
+    })
+}
+
+/// Writes events to a Kafka topic.
+pub struct KafkaSink {
+    topic: String,
+    mode: Mode,
+}
+
+enum Mode {
+    AtLeastOnce(BaseProducer<DeliveryErrors>),
+    ExactlyOnce(Transactions),
+}
+
+/// The exactly-once machinery: two transactional producers, epoch `e`
+/// written by producer `e % 2`.
+struct Transactions {
+    producers: [BaseProducer<DeliveryErrors>; 2],
+    /// The epoch whose transaction each producer has open.
+    open: [Option<u64>; 2],
+    /// The transaction pre-committed for a checkpoint: (checkpoint, producer).
+    sealed: Option<(u64, usize)>,
+    marker_group: rdkafka::consumer::ConsumerGroupMetadata,
+}
+
+impl KafkaSink {
+    /// Connect; for exactly-once, fence the transactional ids first.
+    pub fn open(config: &KafkaSinkConfig) -> Result<Self, ConnectorError> {
+        let mode = match config.delivery {
+            Delivery::AtLeastOnce => Mode::AtLeastOnce(config.producer(None)?),
+            Delivery::ExactlyOnce => {
+                let (ids, group) = config.transactional()?;
+                let producers = [config.producer(Some(&ids[0]))?, config.producer(Some(&ids[1]))?];
+                for (producer, id) in producers.iter().zip(&ids) {
+                    producer.init_transactions(CALL_TIMEOUT).map_err(kafka_error(format!("initialising transactional id {id}")))?;
+                }
+                let reader: BaseConsumer = client_config(&config.bootstrap_servers, &[("group.id", group.as_str())], &config.properties).create().map_err(kafka_error("creating the marker group"))?;
+                let marker_group = reader.group_metadata().ok_or_else(|| ConnectorError::Kafka { what: "the marker group".into(), message: "no group metadata".into() })?;
+                Mode::ExactlyOnce(Transactions { producers, open: [None, None], sealed: None, marker_group })
+            }
+        };
+        Ok(Self { topic: config.topic.clone(), mode })
+    }
+}
+
+/// Send every event, waiting for queue space when librdkafka's buffer is full.
+fn produce(producer: &BaseProducer<DeliveryErrors>, topic: &str, events: &[Event]) -> Result<(), ConnectorError> {
+    for event in events {
+        let mut headers = OwnedHeaders::new_with_capacity(event.headers.len());
+        for (key, value) in &event.headers {
+            headers = headers.insert(Header { key, value: Some(value) });
+        }
+        let mut record: BaseRecord<'_, [u8], [u8]> = BaseRecord::to(topic).payload(&event.value[..]).headers(headers);
+        if let Some(key) = &event.key {
+            record = record.key(&key[..]);
+        }
+        if event.timestamp > 0 {
+            record = record.timestamp(event.timestamp);
+        }
+        loop {
+            match producer.send(record) {
+                Ok(()) => break,
+                Err((rdkafka::error::KafkaError::MessageProduction(rdkafka::types::RDKafkaErrorCode::QueueFull), back)) => {
+                    record = back;
+                    producer.poll(Duration::from_millis(10));
+                }
+                Err((error, _)) => return Err(kafka_error(format!("producing to {topic}"))(error)),
+            }
+        }
+    }
+    producer.poll(Duration::ZERO);
+    Ok(())
+}
+
+/// Wait until everything sent is acknowledged; report a failed delivery.
+fn flush(producer: &BaseProducer<DeliveryErrors>, topic: &str) -> Result<(), ConnectorError> {
+    producer.flush(CALL_TIMEOUT).map_err(kafka_error(format!("flushing {topic}")))?;
+    match producer.context().0.lock().ok().and_then(|mut e| e.take()) {
+        Some(message) => Err(ConnectorError::Kafka { what: format!("delivering to {topic}"), message }),
+        None => Ok(()),
+    }
+}
+
+impl Transactions {
+    /// The producer for `epoch`, with its transaction begun.
+    fn for_epoch(&mut self, epoch: u64) -> Result<&BaseProducer<DeliveryErrors>, ConnectorError> {
+        let slot = (epoch % 2) as usize;
+        match self.open[slot] {
+            Some(open) if open == epoch => {}
+            Some(open) => {
+                return Err(ConnectorError::Kafka {
+                    what: "exactly-once sink".into(),
+                    message: format!("epoch {epoch} needs the producer still holding epoch {open}'s transaction"),
+                })
+            }
+            None => {
+                self.producers[slot].begin_transaction().map_err(kafka_error(format!("beginning the transaction of epoch {epoch}")))?;
+                self.open[slot] = Some(epoch);
+            }
+        }
+        Ok(&self.producers[slot])
+    }
+}
+
+impl Sink for KafkaSink {
+    fn write(&mut self, epoch: u64, events: &[Event]) -> Result<(), ConnectorError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        match &mut self.mode {
+            Mode::AtLeastOnce(producer) => produce(producer, &self.topic, events),
+            Mode::ExactlyOnce(transactions) => produce(transactions.for_epoch(epoch)?, &self.topic, events),
+        }
+    }
+
+    fn flush(&mut self) -> Result<(), ConnectorError> {
+        match &self.mode {
+            Mode::AtLeastOnce(producer) => flush(producer, &self.topic),
+            // Only a completed checkpoint makes exactly-once output visible.
+            Mode::ExactlyOnce(_) => Ok(()),
+        }
+    }
+
+    fn pre_commit(&mut self, checkpoint: u64) -> Result<serde_json::Value, ConnectorError> {
+        let transactions = match &mut self.mode {
+            Mode::AtLeastOnce(producer) => return flush(producer, &self.topic).map(|()| serde_json::Value::Null),
+            Mode::ExactlyOnce(transactions) => transactions,
+        };
+        if let Some((pending, _)) = transactions.sealed {
+            return Err(ConnectorError::Kafka {
+                what: "exactly-once sink".into(),
+                message: format!("checkpoint {pending} was pre-committed but never completed; restarting from the last committed checkpoint"),
+            });
+        }
+        if let Some(stale) = transactions.open.iter().flatten().find(|&&epoch| epoch < checkpoint) {
+            return Err(ConnectorError::Kafka { what: "exactly-once sink".into(), message: format!("epoch {stale} is still open at checkpoint {checkpoint}") });
+        }
+        // The marker goes into checkpoint N's transaction (begun here if the
+        // epoch wrote nothing): it is visible exactly when the output is.
+        transactions.for_epoch(checkpoint)?;
+        let producer = &transactions.producers[(checkpoint % 2) as usize];
+        let mut marker = TopicPartitionList::new();
+        marker.add_partition_offset(&self.topic, 0, Offset::Offset(checkpoint as i64)).map_err(kafka_error("building the commit marker"))?;
+        producer.send_offsets_to_transaction(&marker, &transactions.marker_group, CALL_TIMEOUT).map_err(kafka_error(format!("adding the marker of checkpoint {checkpoint}")))?;
+        flush(producer, &self.topic)?;
+        transactions.sealed = Some((checkpoint, (checkpoint % 2) as usize));
+        crate::fault::point("kafka-after-pre-commit");
+        Ok(serde_json::json!({ "checkpoint": checkpoint }))
+    }
+
+    fn commit(&mut self, checkpoint: u64) -> Result<(), ConnectorError> {
+        let Mode::ExactlyOnce(transactions) = &mut self.mode else { return Ok(()) };
+        let Some((sealed, slot)) = transactions.sealed.filter(|(sealed, _)| *sealed <= checkpoint) else { return Ok(()) };
+        crate::fault::point("kafka-before-commit");
+        transactions.producers[slot].commit_transaction(CALL_TIMEOUT).map_err(kafka_error(format!("committing checkpoint {sealed}")))?;
+        crate::fault::point("kafka-after-commit");
+        transactions.open[slot] = None;
+        transactions.sealed = None;
+        Ok(())
+    }
+}

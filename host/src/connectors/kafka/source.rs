@@ -1,0 +1,293 @@
+//! The Kafka source: every partition of the chosen topics is assigned
+//! explicitly (no consumer-group rebalancing) and is one split, with its
+//! own watermark. Positions are the next offset to deliver per partition
+//! and live in checkpoints; a restore seeks to them. Group offsets are
+//! committed at each barrier only so lag monitoring works.
+//!
+//! A record becomes an event as: Kafka key → `key`, value → `value`,
+//! headers → `headers`, timestamp → `timestamp` (or the JSON field
+//! `timestamp_field` of the value).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::message::{Headers, Message};
+use rdkafka::{Offset, TopicPartitionList};
+use serde::{Deserialize, Serialize};
+
+use super::{client_config, kafka_error, CALL_TIMEOUT};
+use crate::connectors::timestamp::{json_timestamp, parse_rfc3339_millis};
+use crate::connectors::{decode, encode, ConnectorError, Polled, Source};
+use crate::Event;
+
+/// How long one poll waits when nothing is buffered.
+const POLL_WAIT: Duration = Duration::from_millis(50);
+
+/// Where a fresh start (no checkpoint) begins reading.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KafkaStart {
+    /// The oldest retained record.
+    #[default]
+    Earliest,
+    /// Only records produced after the start.
+    Latest,
+    /// The group's committed offsets (earliest where it has none).
+    Committed,
+    /// The first record at or after this RFC 3339 time.
+    Timestamp(String),
+}
+
+/// What the source reads.
+#[derive(Debug, Clone)]
+pub struct KafkaSourceConfig {
+    /// `host:port,…`.
+    pub bootstrap_servers: String,
+    /// Topics to read (all their partitions).
+    pub topics: Vec<String>,
+    /// Or: every topic whose name matches this regular expression (at start).
+    pub topic_pattern: Option<String>,
+    /// Consumer group for committed offsets (start: committed, lag monitoring).
+    pub group_id: String,
+    /// Where a fresh start begins.
+    pub start: KafkaStart,
+    /// Stop at the end offsets found at start (a bounded backfill).
+    pub bounded: bool,
+    /// JSON field of the value holding the event time, instead of the
+    /// record's Kafka timestamp.
+    pub timestamp_field: Option<String>,
+    /// librdkafka properties (security, tuning), passed through.
+    pub properties: BTreeMap<String, String>,
+}
+
+/// One assigned partition.
+struct Partition {
+    topic: String,
+    partition: i32,
+    /// Next offset to deliver.
+    next: i64,
+    /// Records polled but not yet delivered.
+    buffered: VecDeque<(i64, Event)>,
+    /// Bounded: deliver up to (not including) this offset.
+    end: Option<i64>,
+}
+
+/// Reads the assigned partitions of Kafka topics.
+pub struct KafkaSource {
+    consumer: BaseConsumer,
+    partitions: Vec<Partition>,
+    timestamp_field: Option<String>,
+    cursor: usize,
+}
+
+/// The position: next offset per `topic/partition`.
+#[derive(Serialize, Deserialize)]
+struct Position {
+    offsets: BTreeMap<String, i64>,
+}
+
+impl KafkaSource {
+    /// Connect, find the partitions, and position them for a fresh start.
+    pub fn open(config: &KafkaSourceConfig) -> Result<Self, ConnectorError> {
+        let ours = [
+            ("group.id", config.group_id.as_str()),
+            ("enable.auto.commit", "false"),
+            ("enable.auto.offset.store", "false"),
+            ("isolation.level", "read_committed"),
+            ("auto.offset.reset", "earliest"),
+        ];
+        let consumer: BaseConsumer = client_config(&config.bootstrap_servers, &ours, &config.properties).create().map_err(kafka_error("creating the consumer"))?;
+        let topics = resolve_topics(&consumer, config)?;
+        let mut partitions = Vec::new();
+        for topic in &topics {
+            let metadata = consumer.fetch_metadata(Some(topic), CALL_TIMEOUT).map_err(kafka_error(format!("reading the metadata of topic {topic}")))?;
+            let found = metadata.topics().iter().find(|t| t.name() == topic).filter(|t| t.error().is_none() && !t.partitions().is_empty());
+            let found = found.ok_or_else(|| ConnectorError::Config { what: format!("kafka source topic {topic:?}"), message: "does not exist".into() })?;
+            let mut ids: Vec<i32> = found.partitions().iter().map(|p| p.id()).collect();
+            ids.sort_unstable();
+            for partition in ids {
+                let end = if config.bounded {
+                    let (_, high) = consumer.fetch_watermarks(topic, partition, CALL_TIMEOUT).map_err(kafka_error(format!("reading the end of {topic}/{partition}")))?;
+                    Some(high)
+                } else {
+                    None
+                };
+                partitions.push(Partition { topic: topic.clone(), partition, next: 0, buffered: VecDeque::new(), end });
+            }
+        }
+        let mut source = Self { consumer, partitions, timestamp_field: config.timestamp_field.clone(), cursor: 0 };
+        let start = source.fresh_offsets(&config.start)?;
+        source.assign(&start)?;
+        Ok(source)
+    }
+
+    /// The offsets a fresh start begins at, resolved to numbers.
+    fn fresh_offsets(&self, start: &KafkaStart) -> Result<Vec<i64>, ConnectorError> {
+        let mut list = TopicPartitionList::new();
+        for p in &self.partitions {
+            list.add_partition(&p.topic, p.partition);
+        }
+        let resolved = match start {
+            KafkaStart::Earliest | KafkaStart::Latest => None,
+            KafkaStart::Committed => Some(self.consumer.committed_offsets(list, CALL_TIMEOUT).map_err(kafka_error("reading the group's committed offsets"))?),
+            KafkaStart::Timestamp(text) => {
+                let millis = parse_rfc3339_millis(text).ok_or_else(|| ConnectorError::Config { what: "kafka source start.timestamp".into(), message: format!("{text:?} is not an RFC 3339 time") })?;
+                Some(self.consumer.offsets_for_timestamp(millis, CALL_TIMEOUT).map_err(kafka_error("finding offsets by timestamp"))?)
+            }
+        };
+        self.partitions
+            .iter()
+            .map(|p| {
+                let (low, high) = self.consumer.fetch_watermarks(&p.topic, p.partition, CALL_TIMEOUT).map_err(kafka_error(format!("reading the offsets of {}/{}", p.topic, p.partition)))?;
+                let found = resolved.as_ref().and_then(|list| list.find_partition(&p.topic, p.partition)).map(|e| e.offset());
+                Ok(match (start, found) {
+                    (KafkaStart::Latest, _) => high,
+                    (_, Some(Offset::Offset(offset))) => offset.clamp(low, high),
+                    (KafkaStart::Timestamp(_), Some(Offset::End)) => high,
+                    _ => low,
+                })
+            })
+            .collect()
+    }
+
+    /// Assign every partition at `offsets` (one per partition, in order).
+    fn assign(&mut self, offsets: &[i64]) -> Result<(), ConnectorError> {
+        let mut list = TopicPartitionList::new();
+        for (p, &offset) in self.partitions.iter_mut().zip(offsets) {
+            p.next = offset;
+            p.buffered.clear();
+            list.add_partition_offset(&p.topic, p.partition, Offset::Offset(offset)).map_err(kafka_error("building the assignment"))?;
+        }
+        self.consumer.assign(&list).map_err(kafka_error("assigning partitions"))
+    }
+
+    /// Poll what the consumer has into the partitions' buffers.
+    fn fill(&mut self, max: usize) -> Result<(), ConnectorError> {
+        let mut wait = POLL_WAIT;
+        for _ in 0..max {
+            let Some(result) = self.consumer.poll(wait) else { break };
+            wait = Duration::ZERO;
+            let message = result.map_err(kafka_error("reading"))?;
+            let Some(index) = self.partitions.iter().position(|p| p.partition == message.partition() && p.topic == message.topic()) else { continue };
+            let value = message.payload().unwrap_or_default().to_vec();
+            let timestamp = match &self.timestamp_field {
+                Some(field) => json_timestamp(&value, field).map_err(|reason| ConnectorError::BadRecord {
+                    location: format!("{}/{}@{}", message.topic(), message.partition(), message.offset()),
+                    message: reason,
+                })?,
+                None => message.timestamp().to_millis().unwrap_or(0),
+            };
+            let headers = message.headers().map_or_else(Vec::new, |h| h.iter().map(|h| (h.key.to_string(), h.value.unwrap_or_default().to_vec())).collect());
+            let event = Event { key: message.key().map(<[u8]>::to_vec), value, timestamp, headers };
+            let partition = &mut self.partitions[index];
+            // Records before the position (a stale fetch) are not ours to deliver.
+            let expected = partition.buffered.back().map_or(partition.next, |(offset, _)| offset + 1);
+            if message.offset() >= expected {
+                partition.buffered.push_back((message.offset(), event));
+            }
+        }
+        Ok(())
+    }
+
+    fn finished(&self, index: usize) -> bool {
+        let p = &self.partitions[index];
+        p.end.is_some_and(|end| p.next >= end && p.buffered.is_empty())
+    }
+
+    /// A bounded partition whose remaining offsets are all control records
+    /// (transaction markers) never delivers them: take the consumer's
+    /// position as the next offset once nothing is buffered.
+    fn skip_control_records(&mut self) -> Result<(), ConnectorError> {
+        if !self.partitions.iter().any(|p| p.end.is_some_and(|end| p.next < end) && p.buffered.is_empty()) {
+            return Ok(());
+        }
+        let positions = self.consumer.position().map_err(kafka_error("reading positions"))?;
+        for p in self.partitions.iter_mut().filter(|p| p.buffered.is_empty()) {
+            if let Some(Offset::Offset(position)) = positions.find_partition(&p.topic, p.partition).map(|e| e.offset()) {
+                p.next = p.next.max(position);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn resolve_topics(consumer: &BaseConsumer, config: &KafkaSourceConfig) -> Result<Vec<String>, ConnectorError> {
+    let Some(pattern) = &config.topic_pattern else { return Ok(config.topics.clone()) };
+    let regex = regex::Regex::new(&format!("^(?:{pattern})$")).map_err(|e| ConnectorError::Config { what: "kafka source topic_pattern".into(), message: e.to_string() })?;
+    let metadata = consumer.fetch_metadata(None, CALL_TIMEOUT).map_err(kafka_error("listing topics"))?;
+    let mut topics: Vec<String> = metadata.topics().iter().map(|t| t.name().to_string()).filter(|name| regex.is_match(name)).collect();
+    topics.sort();
+    if topics.is_empty() {
+        return Err(ConnectorError::Config { what: "kafka source topic_pattern".into(), message: format!("{pattern:?} matches no topic") });
+    }
+    Ok(topics)
+}
+
+impl Source for KafkaSource {
+    fn next_batch(&mut self, max: usize, out: &mut Vec<Event>) -> Result<Polled, ConnectorError> {
+        if self.partitions.iter().all(|p| p.buffered.is_empty()) {
+            self.fill(max)?;
+            self.skip_control_records()?;
+        }
+        let count = self.partitions.len();
+        let more = |source: &Self| (0..count).any(|i| !source.finished(i));
+        // Round-robin over partitions with buffered records.
+        for step in 0..count {
+            let index = (self.cursor + step) % count;
+            if self.partitions[index].buffered.is_empty() {
+                continue;
+            }
+            self.cursor = (index + 1) % count;
+            let partition = &mut self.partitions[index];
+            while out.len() < max {
+                let Some((offset, event)) = partition.buffered.pop_front() else { break };
+                if partition.end.is_some_and(|end| offset >= end) {
+                    partition.buffered.clear();
+                    break;
+                }
+                partition.next = offset + 1;
+                out.push(event);
+            }
+            return Ok(Polled { split: index, split_finished: self.finished(index), more: more(self) });
+        }
+        // Nothing buffered: report finished partitions one call at a time.
+        let split = (0..count).find(|&i| self.finished(i)).unwrap_or(0);
+        Ok(Polled { split, split_finished: self.finished(split), more: more(self) })
+    }
+
+    fn splits(&self) -> usize {
+        self.partitions.len()
+    }
+
+    fn position(&self) -> serde_json::Value {
+        encode(&Position { offsets: self.partitions.iter().map(|p| (format!("{}/{}", p.topic, p.partition), p.next)).collect() })
+    }
+
+    fn seek(&mut self, position: &serde_json::Value) -> Result<(), ConnectorError> {
+        let position: Position = decode(|| "kafka source".to_string(), position)?;
+        let offsets: Vec<i64> = self
+            .partitions
+            .iter()
+            .map(|p| {
+                // A partition added since the checkpoint starts at its beginning.
+                let (low, _) = self.consumer.fetch_watermarks(&p.topic, p.partition, CALL_TIMEOUT).map_err(kafka_error("reading offsets"))?;
+                Ok(position.offsets.get(&format!("{}/{}", p.topic, p.partition)).copied().unwrap_or(low))
+            })
+            .collect::<Result<_, ConnectorError>>()?;
+        self.assign(&offsets)
+    }
+
+    fn on_barrier(&mut self, position: &serde_json::Value) {
+        let Ok(position) = serde_json::from_value::<Position>(position.clone()) else { return };
+        let mut list = TopicPartitionList::new();
+        for p in &self.partitions {
+            if let Some(&offset) = position.offsets.get(&format!("{}/{}", p.topic, p.partition)) {
+                let _ = list.add_partition_offset(&p.topic, p.partition, Offset::Offset(offset));
+            }
+        }
+        if let Err(error) = self.consumer.commit(&list, CommitMode::Async) {
+            tracing::debug!(%error, "cannot commit group offsets (used for lag monitoring only)");
+        }
+    }
+}
