@@ -1,0 +1,308 @@
+//! Kafka source and sink on a Kafka-protocol broker (the vendored krafka
+//! FakeBroker in this process, or `$WEIR_TEST_KAFKA_BOOTSTRAP`): exactly-once
+//! output through SIGKILLs and crashes injected at each commit phase;
+//! positions from checkpoints, not group offsets; idle partitions; fencing;
+//! deploy-time refusals.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::kafka_support::TestKafka;
+use crate::support::*;
+
+/// A unique name per test run, so tests can share an external broker.
+fn unique(name: &str) -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    format!("{name}-{}-{nanos}", std::process::id())
+}
+
+/// `count` orders over `customers` customers, spread over `partitions`
+/// partitions of `topic`, a second apart from 2026-01-15T10:00:00Z.
+fn produce_orders(kafka: &TestKafka, topic: &str, partitions: i32, count: u64, customers: u64, first_id: u64) {
+    let records: Vec<(Option<i32>, Option<Vec<u8>>, Vec<u8>)> = (first_id..first_id + count)
+        .map(|id| {
+            let customer = id * 7 % customers + 1;
+            let value = format!(
+                r#"{{"order_id":{id},"customer_id":{customer},"amount":{}.{:02},"event_time":{}}}"#,
+                id % 50 + 1,
+                id % 100,
+                1_768_471_200_000 + id as i64 * 1000
+            );
+            (Some((id % partitions as u64) as i32), Some(customer.to_string().into_bytes()), value.into_bytes())
+        })
+        .collect();
+    kafka.produce_many(topic, &records);
+}
+
+struct KafkaPipeline<'a> {
+    name: String,
+    source: String,
+    sink: String,
+    extra: &'a str,
+}
+
+impl KafkaPipeline<'_> {
+    fn write(&self, dir: &Path, kafka: &TestKafka) -> PathBuf {
+        let wasm = function("revenue");
+        let bootstrap = kafka.bootstrap();
+        let spec = dir.join(format!("{}.yaml", self.name));
+        std::fs::write(
+            &spec,
+            format!(
+                "name: {}\nparallelism: 2\nbatch_size: 100\n\
+                 source: {{ type: kafka, bootstrap_servers: {bootstrap:?}, topics: [{}], bounded: true, timestamp_field: event_time }}\n\
+                 key: {{ wasm: {wasm:?} }}\nprocess: {{ wasm: {wasm:?} }}\n\
+                 sink: {{ type: kafka, bootstrap_servers: {bootstrap:?}, topic: {}, delivery: exactly-once, transactional_id_prefix: {}, transaction_timeout: 5m }}\n\
+                 checkpoint: {{ interval: 150ms, timeout: 1m }}\n{}",
+                self.name, self.source, self.sink, self.name, self.extra
+            ),
+        )
+        .unwrap();
+        spec
+    }
+}
+
+fn start(spec: &Path, data: &Path, extra: &[&str], env: &[(&str, &str)]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["run", spec.to_str().unwrap(), "--data-dir", data.to_str().unwrap()])
+        .args(extra)
+        .envs(env.iter().copied())
+        .env_remove("WEIR_DATA_DIR")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("weir starts")
+}
+
+/// Each customer's committed output values, in topic order.
+fn committed_per_key(kafka: &TestKafka, topic: &str) -> BTreeMap<u64, Vec<String>> {
+    let mut keys: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    for (_, _, _, value) in kafka.read_committed(topic) {
+        let text = String::from_utf8(value).unwrap();
+        let record: serde_json::Value = serde_json::from_str(&text).unwrap();
+        keys.entry(record["customer_id"].as_u64().unwrap()).or_default().push(text);
+    }
+    keys
+}
+
+/// Every customer's visible records are a prefix of the expected ones:
+/// nothing duplicated, nothing skipped, nothing uncommitted.
+fn assert_prefix(actual: &BTreeMap<u64, Vec<String>>, expected: &BTreeMap<u64, Vec<String>>, when: &str) {
+    for (customer, records) in actual {
+        let want = expected.get(customer).map(Vec::as_slice).unwrap_or_default();
+        assert!(records.len() <= want.len() && records[..] == want[..records.len()], "{when}: customer {customer} sees {records:?}, expected a prefix of {want:?}");
+    }
+}
+
+struct Dice(u64);
+
+impl Dice {
+    fn between(&mut self, low: u64, high: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        low + self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % (high - low)
+    }
+}
+
+#[test]
+fn kafka_to_kafka_is_exactly_once_through_kill_9_and_commit_phase_crashes() {
+    let kafka = TestKafka::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (orders, revenue, expected_topic) = (unique("orders"), unique("revenue"), unique("revenue-expected"));
+    kafka.create_topic(&orders, 3);
+    kafka.create_topic(&revenue, 1);
+    kafka.create_topic(&expected_topic, 1);
+    let count = 20_000;
+    produce_orders(&kafka, &orders, 3, count, 40, 1);
+
+    let expected_spec = KafkaPipeline { name: unique("expected"), source: orders.clone(), sink: expected_topic.clone(), extra: "" }.write(dir.path(), &kafka);
+    run_ok(&expected_spec, &dir.path().join("data-expected"), &[]);
+    let expected = committed_per_key(&kafka, &expected_topic);
+    assert_eq!(expected.values().map(Vec::len).sum::<usize>(), count as usize, "the failure-free run");
+
+    let spec = KafkaPipeline { name: unique("chaos"), source: orders.clone(), sink: revenue.clone(), extra: "" }.write(dir.path(), &kafka);
+    let data = dir.path().join("data");
+    let seed = std::env::var("WEIR_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1);
+    eprintln!("kafka chaos seed {seed}");
+    let mut dice = Dice(seed);
+    // A slow sink stretches the whole job over ~20 s of work, so every
+    // kill lands mid-run.
+    let slow = ["--sink-delay-ms", "40"];
+    // Crashes injected exactly at each commit phase, then SIGKILLs at random.
+    let faults = ["kafka-after-pre-commit:3", "kafka-before-commit:2", "kafka-after-commit:2"];
+    for fault in faults {
+        let output = start(&spec, &data, &slow, &[("WEIR_FAULT", fault)]).wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success() && stderr.contains("fault injected"), "{fault}: {stderr}");
+        assert_prefix(&committed_per_key(&kafka, &revenue), &expected, fault);
+    }
+    let mut kills = 0;
+    let mut attempts = 0;
+    while kills < 20 {
+        attempts += 1;
+        assert!(attempts < 80, "too many runs finished before their kill (seed {seed})");
+        let mut child = start(&spec, &data, &slow, &[]);
+        let deadline = Instant::now() + Duration::from_millis(dice.between(200, 1_000));
+        while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            let stderr = child.wait_with_output().unwrap().stderr;
+            assert!(status.success(), "a run failed on its own (seed {seed}): {}", String::from_utf8_lossy(&stderr));
+            break; // finished: the remaining kills would find nothing to do
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        kills += 1;
+        assert_prefix(&committed_per_key(&kafka, &revenue), &expected, &format!("after kill {kills} (seed {seed})"));
+    }
+    run_ok(&spec, &data, &[]);
+    let actual = committed_per_key(&kafka, &revenue);
+    assert_eq!(actual, expected, "read_committed sees every result exactly once after 3 injected crashes and {kills} kills (seed {seed})");
+    assert!(kills >= 5, "only {kills} kills landed mid-run (seed {seed})");
+}
+
+#[test]
+fn restores_positions_from_the_checkpoint_not_from_group_offsets() {
+    let kafka = TestKafka::start();
+    let dir = tempfile::tempdir().unwrap();
+    let orders = unique("orders");
+    kafka.create_topic(&orders, 2);
+    produce_orders(&kafka, &orders, 2, 500, 10, 1);
+    let out = dir.path().join("out.jsonl");
+    let wasm = function("revenue");
+    let name = unique("positions");
+    let spec = dir.path().join("positions.yaml");
+    std::fs::write(
+        &spec,
+        format!(
+            "name: {name}\nsource: {{ type: kafka, bootstrap_servers: {:?}, topics: [{orders}], bounded: true, start: committed, group_id: {name} }}\n\
+             key: {{ wasm: {wasm:?} }}\nprocess: {{ wasm: {wasm:?} }}\nsink: {{ type: file, path: {out:?} }}\ncheckpoint: {{ interval: 100ms }}\n",
+            kafka.bootstrap()
+        ),
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    run_ok(&spec, &data, &[]);
+    assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 500);
+    // Rewind the group's offsets: a restart must not follow them.
+    kafka.commit_offsets(&name, &orders, &[0, 0]);
+    produce_orders(&kafka, &orders, 2, 100, 10, 501);
+    let output = run_ok(&spec, &data, &[]);
+    assert!(String::from_utf8_lossy(&output.stderr).contains("restored from checkpoint"));
+    let lines = std::fs::read_to_string(&out).unwrap().lines().count();
+    assert_eq!(lines, 600, "the 500 old orders once, then only the 100 new ones");
+}
+
+#[test]
+fn an_idle_partition_does_not_stall_event_time() {
+    let kafka = TestKafka::start();
+    let dir = tempfile::tempdir().unwrap();
+    let orders = unique("orders");
+    kafka.create_topic(&orders, 2);
+    // Three minutes of orders, all on partition 0; partition 1 stays empty.
+    produce_orders(&kafka, &orders, 1, 180, 3, 1);
+    let out = dir.path().join("windows.jsonl");
+    let wasm = function("windowed-revenue");
+    let spec = dir.path().join("idle.yaml");
+    std::fs::write(
+        &spec,
+        format!(
+            "name: {}\nwatermark: {{ max_out_of_orderness: 1s, idle_timeout: 300ms }}\n\
+             source: {{ type: kafka, bootstrap_servers: {:?}, topics: [{orders}], timestamp_field: event_time }}\n\
+             key: {{ wasm: {wasm:?} }}\nwindow: {{ type: tumbling, size: 1m }}\naggregate: {{ wasm: {wasm:?} }}\n\
+             sink: {{ type: file, path: {out:?} }}\ncheckpoint: {{ interval: 100ms }}\n",
+            unique("idle"),
+            kafka.bootstrap()
+        ),
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let running = start(&spec, &data, &[], &[]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let fired = loop {
+        let lines = std::fs::read_to_string(&out).map(|t| t.lines().count()).unwrap_or(0);
+        if lines > 0 || Instant::now() > deadline {
+            break lines;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let stop = weir(&["stop", spec.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
+    let output = running.wait_with_output().unwrap();
+    assert!(fired > 0, "no window fired while partition 1 was idle: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(stop.status.success() && output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+#[test]
+fn a_second_host_with_the_same_transactional_ids_fences_the_first() {
+    let kafka = TestKafka::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (orders, revenue) = (unique("orders"), unique("revenue"));
+    kafka.create_topic(&orders, 1);
+    kafka.create_topic(&revenue, 1);
+    produce_orders(&kafka, &orders, 1, 3_000, 10, 1);
+    let spec = KafkaPipeline { name: unique("zombie"), source: orders, sink: revenue, extra: "" }.write(dir.path(), &kafka);
+    let zombie = start(&spec, &dir.path().join("data-a"), &["--sink-delay-ms", "100"], &[]);
+    std::thread::sleep(Duration::from_millis(1_500));
+    let successor = start(&spec, &dir.path().join("data-b"), &["--sink-delay-ms", "100"], &[]);
+    let zombie = zombie.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&zombie.stderr).to_lowercase();
+    let mut successor = successor;
+    let _ = successor.kill();
+    let _ = successor.wait();
+    assert!(!zombie.status.success() && stderr.contains("fenc"), "the first host is fenced: {stderr}");
+}
+
+#[test]
+fn impossible_exactly_once_settings_are_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = function("revenue");
+    let spec = |name: &str, prefix: &str, timeout: &str| {
+        let path = dir.path().join(format!("{name}.yaml"));
+        std::fs::write(
+            &path,
+            format!(
+                "name: {name}\nsource: {{ type: kafka, bootstrap_servers: 127.0.0.1:1, topics: [orders] }}\n\
+                 key: {{ wasm: {wasm:?} }}\nprocess: {{ wasm: {wasm:?} }}\n\
+                 sink: {{ type: kafka, bootstrap_servers: 127.0.0.1:1, topic: revenue, delivery: exactly-once, transactional_id_prefix: {prefix}, transaction_timeout: {timeout}, broker_transaction_max_timeout: 15m }}\n\
+                 checkpoint: {{ interval: 2s, timeout: 1m }}\n"
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let data = dir.path().join("data");
+    let short = weir(&["run", spec("short", "short", "5s").to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
+    let message = String::from_utf8_lossy(&short.stderr);
+    assert!(!short.status.success() && message.contains("transaction_timeout 5s") && message.contains("checkpoint.interval 2s"), "{message}");
+    let long = weir(&["run", spec("long", "long", "1h").to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
+    let message = String::from_utf8_lossy(&long.stderr);
+    assert!(!long.status.success() && message.contains("15m"), "{message}");
+
+    // A pipeline that ran with a prefix owns it on this host; another
+    // pipeline with the same prefix is refused.
+    let kafka = TestKafka::start();
+    let (orders, revenue) = (unique("orders"), unique("revenue"));
+    kafka.create_topic(&orders, 1);
+    kafka.create_topic(&revenue, 1);
+    produce_orders(&kafka, &orders, 1, 10, 3, 1);
+    let first = KafkaPipeline { name: "first".into(), source: orders.clone(), sink: revenue.clone(), extra: "" }.write(dir.path(), &kafka);
+    let first_text = std::fs::read_to_string(&first).unwrap().replace("transactional_id_prefix: first", "transactional_id_prefix: shared");
+    std::fs::write(&first, &first_text).unwrap();
+    run_ok(&first, &data, &[]);
+    let second = dir.path().join("second.yaml");
+    std::fs::write(&second, first_text.replace("name: first", "name: second")).unwrap();
+    let refused = weir(&["run", second.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
+    let message = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && message.contains("already used by pipeline \"first\""), "{message}");
+    let no_checkpoints = dir.path().join("none.yaml");
+    std::fs::write(&no_checkpoints, std::fs::read_to_string(spec("none", "none", "5m")).unwrap().replace("checkpoint: { interval: 2s, timeout: 1m }\n", "")).unwrap();
+    let refused = weir(&["run", no_checkpoints.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("needs checkpoints"), "{}", String::from_utf8_lossy(&refused.stderr));
+}
