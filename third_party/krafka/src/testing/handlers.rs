@@ -59,7 +59,9 @@ pub(crate) fn supported_versions() -> Vec<(ApiKey, i16, i16)> {
         (ApiKey::JoinGroup, 5, 5),
         (ApiKey::SyncGroup, 3, 3),
         (ApiKey::Heartbeat, 3, 3),
-        (ApiKey::LeaveGroup, 3, 3),
+        // WEIR-PATCH: v1–v2 (one member, no members array) are served too,
+        // because librdkafka speaks LeaveGroup v0–v1 only.
+        (ApiKey::LeaveGroup, 1, 3),
         // v8 is flexible; from v9 a KIP-848 member commits with its member
         // epoch in the generation field.
         (ApiKey::OffsetCommit, 7, 9),
@@ -74,13 +76,19 @@ pub(crate) fn supported_versions() -> Vec<(ApiKey, i16, i16)> {
         // speaks the non-flexible format there.
         (ApiKey::AddPartitionsToTxn, 0, 0),
         (ApiKey::AddOffsetsToTxn, 0, 0),
-        (ApiKey::TxnOffsetCommit, 5, 5),
+        // WEIR-PATCH: v3–v4 share v5's layout (flexible, KIP-447 fields);
+        // librdkafka speaks TxnOffsetCommit v0–v3, so v3 must be offered.
+        (ApiKey::TxnOffsetCommit, 3, 5),
         // v3–v5 share a request layout. The coordinator reads the protocol
         // from the version, as Kafka does: v5 is TV2 and bumps the epoch at
         // every completion, v4 and below is TV1 and does not.
-        (ApiKey::EndTxn, 3, 5),
+        // WEIR-PATCH: v0–v2 (non-flexible, otherwise the same fields) are
+        // decoded too, because librdkafka speaks EndTxn v0–v1 only.
+        (ApiKey::EndTxn, 0, 5),
         (ApiKey::CreateTopics, 4, 4),
-        (ApiKey::DeleteTopics, 3, 3),
+        // WEIR-PATCH: v1–v3 have one layout (v0 lacks throttle_time_ms);
+        // librdkafka speaks DeleteTopics v0–v1.
+        (ApiKey::DeleteTopics, 1, 3),
         // KIP-932 share groups. ShareFetch and ShareAcknowledge v2 add
         // ShareAcquireMode (KIP-1206) and IsRenewAck (KIP-1222).
         (ApiKey::ShareGroupHeartbeat, 1, 1),
@@ -150,7 +158,7 @@ pub(crate) fn dispatch(
         ApiKey::JoinGroup => join_group(body, node_id, client_id, state, out),
         ApiKey::SyncGroup => sync_group(body, node_id, state, out),
         ApiKey::Heartbeat => heartbeat(body, node_id, state, out),
-        ApiKey::LeaveGroup => leave_group(body, node_id, state, out),
+        ApiKey::LeaveGroup => leave_group(body, api_version, node_id, state, out),
         ApiKey::OffsetCommit => offset_commit(body, api_version, node_id, state, out),
         ApiKey::OffsetFetch => offset_fetch(body, api_version, node_id, state, out),
         ApiKey::ConsumerGroupHeartbeat => consumer_group_heartbeat(body, node_id, state, out),
@@ -374,9 +382,13 @@ pub(crate) fn dispatch_error(
             Ok(())
         }
         ApiKey::LeaveGroup => {
-            let _ = LeaveGroupReq::read(body)?;
+            let _ = LeaveGroupReq::read(body, api_version)?;
             out.put_i32(0);
             write_error(out, code);
+            // WEIR-PATCH: v1–v2 responses end after the top-level error code.
+            if api_version < 3 {
+                return Ok(());
+            }
             write_array_len(out, 0)
         }
         ApiKey::OffsetCommit => {
@@ -449,12 +461,16 @@ pub(crate) fn dispatch_error(
             write_empty_tagged_fields(out)
         }
         ApiKey::EndTxn => {
-            let _ = EndTxnReq::read(body)?;
+            let _ = EndTxnReq::read(body, api_version)?;
             out.put_i32(0);
             write_error(out, code);
             if api_version >= 5 {
                 out.put_i64(-1);
                 out.put_i16(-1);
+            }
+            // WEIR-PATCH: v0–v2 responses are not flexible: no tagged fields.
+            if api_version < 3 {
+                return Ok(());
             }
             write_empty_tagged_fields(out)
         }
@@ -2224,15 +2240,20 @@ fn heartbeat(
 
 fn leave_group(
     body: &mut Bytes,
+    api_version: i16,
     node_id: i32,
     state: &mut ClusterState,
     out: &mut BytesMut,
 ) -> Result<()> {
-    let req = LeaveGroupReq::read(body)?;
+    let req = LeaveGroupReq::read(body, api_version)?;
 
     if let Some(code) = coordinator_check(state, &req.group_id, node_id) {
         out.put_i32(0);
         write_error(out, code);
+        // WEIR-PATCH: v1–v2 responses end after the top-level error code.
+        if api_version < 3 {
+            return Ok(());
+        }
         return write_array_len(out, 0);
     }
 
@@ -2255,6 +2276,10 @@ fn leave_group(
 
     out.put_i32(0); // throttle_time_ms
     write_error(out, ErrorCode::None);
+    // WEIR-PATCH: v1–v2 responses end after the top-level error code.
+    if api_version < 3 {
+        return Ok(());
+    }
     write_array_len(out, req.members.len())?;
     for (member_id, instance) in &req.members {
         write_string(out, member_id)?;
@@ -2892,7 +2917,7 @@ fn txn_offset_commit(
     write_empty_tagged_fields(out)
 }
 
-/// Serve `EndTxn` v3–v5.
+/// Serve `EndTxn` v0–v5 (WEIR-PATCH: v0–v2 added; they are TV1 like v3–v4).
 ///
 /// The protocol is read from the request version, as Kafka's coordinator
 /// reads it: v5 is TV2 (KIP-890), v4 and below TV1.
@@ -2918,7 +2943,7 @@ fn end_txn(
     state: &mut ClusterState,
     out: &mut BytesMut,
 ) -> Result<()> {
-    let req = EndTxnReq::read(body)?;
+    let req = EndTxnReq::read(body, api_version)?;
     let outcome = end_txn_outcome(state, &req, api_version, node_id);
 
     let (producer_id, producer_epoch) =
@@ -2931,6 +2956,10 @@ fn end_txn(
     if api_version >= 5 {
         out.put_i64(producer_id);
         out.put_i16(producer_epoch);
+    }
+    // WEIR-PATCH: v0–v2 responses are not flexible: no tagged fields.
+    if api_version < 3 {
+        return Ok(());
     }
     write_empty_tagged_fields(out)
 }

@@ -965,8 +965,16 @@ pub(crate) struct LeaveGroupReq {
 }
 
 impl LeaveGroupReq {
-    pub(crate) fn read(buf: &mut impl Buf) -> Result<Self> {
+    pub(crate) fn read(buf: &mut impl Buf, api_version: i16) -> Result<Self> {
         let group_id = read_string(buf)?;
+        // WEIR-PATCH: v0–v2 carry one member ID instead of a members array.
+        if api_version < 3 {
+            let member_id = read_string(buf)?;
+            return Ok(Self {
+                group_id,
+                members: vec![(member_id, None)],
+            });
+        }
         let count = read_array_len(buf)?;
         let mut members = Vec::with_capacity(count);
         for _ in 0..count {
@@ -1287,7 +1295,7 @@ impl AddOffsetsToTxnReq {
     }
 }
 
-/// `EndTxn` request, v3–v5 wire format (flexible).
+/// `EndTxn` request, v3–v5 wire format (flexible); WEIR-PATCH: and v0–v2.
 ///
 /// Mirrors `EndTxnRequest::encode_v3`, which covers v3–v5 — the request layout
 /// is identical across them; only the *response* grows the KIP-890 bumped
@@ -1305,7 +1313,16 @@ pub(crate) struct EndTxnReq {
 }
 
 impl EndTxnReq {
-    pub(crate) fn read(buf: &mut impl Buf) -> Result<Self> {
+    pub(crate) fn read(buf: &mut impl Buf, api_version: i16) -> Result<Self> {
+        // WEIR-PATCH: v0–v2 have the same fields, non-flexible.
+        if api_version < 3 {
+            return Ok(Self {
+                transactional_id: read_string(buf)?,
+                producer_id: i64::decode(buf)?,
+                producer_epoch: i16::decode(buf)?,
+                committed: i8::decode(buf)? != 0,
+            });
+        }
         let transactional_id = read_compact_string(buf)?;
         let producer_id = i64::decode(buf)?;
         let producer_epoch = i16::decode(buf)?;
