@@ -2,10 +2,12 @@
 //! transactional behaviour an exactly-once Kafka sink relies on, and the
 //! plain producer/consumer/admin paths its tests need.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use kafka_test_broker_check::TestKafka;
+use krafka::testing::ApiKey;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, StreamConsumer};
@@ -96,6 +98,12 @@ fn committed_aborted_and_open_transactions_under_read_committed() {
     let offsets: Vec<i64> = records.iter().map(|r| r.1).collect();
     assert_eq!(offsets, [0, 1, 5]);
     assert_eq!(records[0].2.as_deref(), Some(&b"c1"[..]));
+
+    // What the WEIR-PATCH in third_party/krafka makes possible.
+    print_versions(&kafka);
+    if kafka.fake_broker().is_some() {
+        assert_eq!(versions_used(&kafka, ApiKey::EndTxn), BTreeSet::from([1]));
+    }
 }
 
 #[test]
@@ -156,6 +164,11 @@ fn offsets_sent_to_a_transaction_are_committed_only_with_it() {
     producer.abort_transaction(T).expect("abort");
     assert_eq!(kafka.committed_offsets(&group, &topic, 2), [Some(7), Some(8)]);
     assert_eq!(values(&kafka.read_committed(&out)), ["y"]);
+
+    print_versions(&kafka);
+    if kafka.fake_broker().is_some() {
+        assert_eq!(versions_used(&kafka, ApiKey::TxnOffsetCommit), BTreeSet::from([3]));
+    }
 }
 
 #[test]
@@ -298,6 +311,18 @@ fn partitions_assign_seek_and_group_commits() {
     explicit.add_partition_offset(&topic, 2, Offset::Offset(1)).unwrap();
     consumer.commit(&explicit, CommitMode::Sync).expect("commit");
     assert_eq!(kafka.committed_offsets(&group, &topic, 3), [Some(3), Some(4), Some(1)]);
+    drop(consumer);
+
+    // Deleting through the admin client (DeleteTopics v1).
+    let deleted = kafka
+        .block_on(admin.delete_topics(&[&topic], &AdminOptions::new().operation_timeout(Some(T))))
+        .expect("DeleteTopics");
+    assert_eq!(deleted, [Ok(topic.clone())]);
+    if let Some(broker) = kafka.fake_broker() {
+        assert_eq!(broker.topic_id(&topic), None);
+        assert_eq!(versions_used(&kafka, ApiKey::DeleteTopics), BTreeSet::from([1]));
+    }
+    print_versions(&kafka);
 }
 
 #[test]
@@ -337,7 +362,38 @@ fn subscribed_group_consumer_joins_consumes_and_commits() {
     assert_eq!(seen, ["v0", "v1", "v2", "v3", "v4", "v5"]);
     consumer.commit_consumer_state(CommitMode::Sync).expect("commit_consumer_state");
     assert_eq!(kafka.committed_offsets(&group, &topic, 2), [Some(3), Some(3)]);
-    drop(consumer); // leaves the group (LeaveGroup v1)
+    drop(consumer); // closes: leaves the group
+    print_versions(&kafka);
+    if let Some(broker) = kafka.fake_broker() {
+        assert_eq!(versions_used(&kafka, ApiKey::LeaveGroup), BTreeSet::from([1]));
+        let left = broker.leave_group_members();
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].group_id, group);
+    }
+}
+
+/// The versions librdkafka negotiated for `api`, as the in-process broker
+/// recorded them; empty against an external broker.
+fn versions_used(kafka: &TestKafka, api: ApiKey) -> BTreeSet<i16> {
+    kafka.fake_broker().map_or_else(BTreeSet::new, |broker| {
+        broker
+            .requests()
+            .iter()
+            .filter(|r| r.api_key == api)
+            .map(|r| r.api_version)
+            .collect()
+    })
+}
+
+/// Print every API and version librdkafka used, for the record.
+fn print_versions(kafka: &TestKafka) {
+    if let Some(broker) = kafka.fake_broker() {
+        let mut used: BTreeSet<(i16, String, i16)> = BTreeSet::new();
+        for r in broker.requests() {
+            used.insert((r.api_key.to_i16(), format!("{:?}", r.api_key), r.api_version));
+        }
+        eprintln!("APIs used (key, name, version): {used:?}");
+    }
 }
 
 /// Poll until one record arrives: `(partition, offset, value)`.
@@ -357,4 +413,57 @@ fn poll_one(consumer: &BaseConsumer) -> (i32, i64, String) {
             Some(Err(e)) => panic!("poll: {e}"),
         }
     }
+}
+
+/// Documents what the in-process broker does not do (skipped against an
+/// external broker): it serves no DescribeConfigs, and it never expires a
+/// transaction that outlives its `transaction.timeout.ms` — a real broker
+/// aborts it. It does reject a timeout above `transaction.max.timeout.ms`
+/// (15 minutes unless a test changes `ClusterState::transaction_max_timeout_ms`).
+#[test]
+fn limits_of_the_fake_broker() {
+    let kafka = TestKafka::start();
+    let Some(broker) = kafka.fake_broker() else {
+        return;
+    };
+    let topic = unique("limits");
+    kafka.create_topic(&topic, 1);
+
+    let admin: AdminClient<DefaultClientContext> =
+        kafka.client_config().create().expect("admin client");
+    let described = kafka.block_on(admin.describe_configs(
+        [&rdkafka::admin::ResourceSpecifier::Broker(0)],
+        &AdminOptions::new().request_timeout(Some(Duration::from_secs(5))),
+    ));
+    eprintln!("DescribeConfigs(broker 0): {described:?}");
+    let served = matches!(&described, Ok(results) if results.iter().all(Result::is_ok));
+    assert!(!served, "DescribeConfigs is not advertised by the FakeBroker");
+
+    // A transaction timeout above the broker maximum is refused.
+    let too_long: TxnProducer = kafka
+        .client_config()
+        .set("transactional.id", unique("tid"))
+        .set("transaction.timeout.ms", "900001")
+        .create()
+        .expect("producer");
+    let err = too_long.init_transactions(T).expect_err("timeout above the maximum");
+    eprintln!("transaction.timeout.ms=900001: {err}");
+
+    // A transaction older than its timeout is still open and still commits.
+    let tid = unique("tid");
+    let producer: TxnProducer = kafka
+        .client_config()
+        .set("transactional.id", &tid)
+        .set("transaction.timeout.ms", "1000")
+        .set("message.timeout.ms", "1000")
+        .create()
+        .expect("producer");
+    producer.init_transactions(T).expect("init_transactions");
+    producer.begin_transaction().expect("begin");
+    send(&producer, &topic, 0, "late");
+    producer.flush(T).expect("flush");
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(broker.transaction_is_open(&tid), "not expired by the broker");
+    producer.commit_transaction(T).expect("commit after the timeout");
+    assert_eq!(values(&kafka.read_committed(&topic)), ["late"]);
 }
