@@ -195,7 +195,10 @@ impl TestKafka {
         let consumer: BaseConsumer = self
             .client_config()
             // assign() needs a group id; nothing joins or commits with it.
-            .set("group.id", format!("test-kafka-reader-{}", std::process::id()))
+            .set(
+                "group.id",
+                format!("test-kafka-reader-{}", std::process::id()),
+            )
             .set("isolation.level", "read_committed")
             .set("enable.partition.eof", "true")
             .set("enable.auto.commit", "false")
@@ -259,7 +262,10 @@ impl TestKafka {
             .expect("OffsetFetch");
         (0..partitions)
             .map(|partition| {
-                match committed.find_partition(topic, partition).map(|e| e.offset()) {
+                match committed
+                    .find_partition(topic, partition)
+                    .map(|e| e.offset())
+                {
                     Some(Offset::Offset(offset)) => Some(offset),
                     _ => None,
                 }

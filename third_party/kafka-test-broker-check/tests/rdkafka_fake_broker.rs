@@ -77,16 +77,24 @@ fn committed_aborted_and_open_transactions_under_read_committed() {
 
     producer.begin_transaction().expect("begin");
     send(&producer, &topic, 0, "a1");
-    producer.flush(T).expect("flush aborted records to the broker");
+    producer
+        .flush(T)
+        .expect("flush aborted records to the broker");
     producer.abort_transaction(T).expect("abort");
 
     producer.begin_transaction().expect("begin");
     send(&producer, &topic, 0, "o1");
-    producer.flush(T).expect("flush open-transaction records to the broker");
+    producer
+        .flush(T)
+        .expect("flush open-transaction records to the broker");
 
     // The open transaction's record is written but not visible.
     if let Some(broker) = kafka.fake_broker() {
-        assert!(broker.all_records(&topic).expect("log").iter().any(|r| r.value_str() == Some("o1")));
+        assert!(broker
+            .all_records(&topic)
+            .expect("log")
+            .iter()
+            .any(|r| r.value_str() == Some("o1")));
     }
     assert_eq!(values(&kafka.read_committed(&topic)), ["c1", "c2"]);
 
@@ -125,8 +133,10 @@ fn offsets_sent_to_a_transaction_are_committed_only_with_it() {
 
     let offsets = |p0: i64, p1: i64| {
         let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(&topic, 0, Offset::Offset(p0)).unwrap();
-        tpl.add_partition_offset(&topic, 1, Offset::Offset(p1)).unwrap();
+        tpl.add_partition_offset(&topic, 0, Offset::Offset(p0))
+            .unwrap();
+        tpl.add_partition_offset(&topic, 1, Offset::Offset(p1))
+            .unwrap();
         tpl
     };
 
@@ -148,13 +158,21 @@ fn offsets_sent_to_a_transaction_are_committed_only_with_it() {
         .expect("send_offsets_to_transaction");
     assert_eq!(kafka.committed_offsets(&group, &topic, 2), [None, None]);
     producer.commit_transaction(T).expect("commit");
-    assert_eq!(kafka.committed_offsets(&group, &topic, 2), [Some(7), Some(8)]);
+    assert_eq!(
+        kafka.committed_offsets(&group, &topic, 2),
+        [Some(7), Some(8)]
+    );
     // Read back through an rdkafka consumer of the group too.
     let mut query = TopicPartitionList::new();
     query.add_partition(&topic, 0);
     query.add_partition(&topic, 1);
-    let committed = consumer.committed_offsets(query, T).expect("committed_offsets");
-    assert_eq!(committed.find_partition(&topic, 1).unwrap().offset(), Offset::Offset(8));
+    let committed = consumer
+        .committed_offsets(query, T)
+        .expect("committed_offsets");
+    assert_eq!(
+        committed.find_partition(&topic, 1).unwrap().offset(),
+        Offset::Offset(8)
+    );
 
     // A later aborted transaction leaves the committed offsets alone.
     producer.begin_transaction().expect("begin");
@@ -162,12 +180,18 @@ fn offsets_sent_to_a_transaction_are_committed_only_with_it() {
         .send_offsets_to_transaction(&offsets(9, 9), &metadata, T)
         .expect("send_offsets_to_transaction");
     producer.abort_transaction(T).expect("abort");
-    assert_eq!(kafka.committed_offsets(&group, &topic, 2), [Some(7), Some(8)]);
+    assert_eq!(
+        kafka.committed_offsets(&group, &topic, 2),
+        [Some(7), Some(8)]
+    );
     assert_eq!(values(&kafka.read_committed(&out)), ["y"]);
 
     print_versions(&kafka);
     if kafka.fake_broker().is_some() {
-        assert_eq!(versions_used(&kafka, ApiKey::TxnOffsetCommit), BTreeSet::from([3]));
+        assert_eq!(
+            versions_used(&kafka, ApiKey::TxnOffsetCommit),
+            BTreeSet::from([3])
+        );
     }
 }
 
@@ -226,13 +250,19 @@ fn a_crashed_producers_open_transaction_is_aborted_by_its_successor() {
     crashed.flush(T).expect("flush");
     drop(crashed);
     if let Some(broker) = kafka.fake_broker() {
-        assert!(broker.transaction_is_open(&tid), "dropping a producer does not end its transaction");
+        assert!(
+            broker.transaction_is_open(&tid),
+            "dropping a producer does not end its transaction"
+        );
     }
     assert_eq!(values(&kafka.read_committed(&topic)), Vec::<String>::new());
 
     let successor = txn_producer(&kafka, &tid);
     if let Some(broker) = kafka.fake_broker() {
-        assert!(!broker.transaction_is_open(&tid), "init_transactions aborted it");
+        assert!(
+            !broker.transaction_is_open(&tid),
+            "init_transactions aborted it"
+        );
     }
     assert_eq!(values(&kafka.read_committed(&topic)), Vec::<String>::new());
     successor.begin_transaction().expect("begin");
@@ -261,7 +291,12 @@ fn partitions_assign_seek_and_group_commits() {
     for partition in 0..3 {
         for i in 0..4 {
             let value = format!("p{partition}-{i}");
-            kafka.produce(&topic, Some(partition), Some(value.as_bytes()), value.as_bytes());
+            kafka.produce(
+                &topic,
+                Some(partition),
+                Some(value.as_bytes()),
+                value.as_bytes(),
+            );
         }
     }
     kafka.produce(&topic, None, None, b"anywhere");
@@ -286,31 +321,56 @@ fn partitions_assign_seek_and_group_commits() {
         .create()
         .expect("consumer");
     let mut assignment = TopicPartitionList::new();
-    assignment.add_partition_offset(&topic, 2, Offset::Beginning).unwrap();
+    assignment
+        .add_partition_offset(&topic, 2, Offset::Beginning)
+        .unwrap();
     consumer.assign(&assignment).expect("assign");
     let first = poll_one(&consumer);
     assert_eq!((first.0, first.1, first.2.as_str()), (2, 0, "p2-0"));
-    consumer.seek(&topic, 2, Offset::Offset(3), T).expect("seek");
+    consumer
+        .seek(&topic, 2, Offset::Offset(3), T)
+        .expect("seek");
     let after_seek = poll_one(&consumer);
-    assert_eq!((after_seek.0, after_seek.1, after_seek.2.as_str()), (2, 3, "p2-3"));
+    assert_eq!(
+        (after_seek.0, after_seek.1, after_seek.2.as_str()),
+        (2, 3, "p2-3")
+    );
 
     // Assigning at an offset is the other way to start from one.
     let mut at = TopicPartitionList::new();
-    at.add_partition_offset(&topic, 0, Offset::Offset(2)).unwrap();
+    at.add_partition_offset(&topic, 0, Offset::Offset(2))
+        .unwrap();
     consumer.assign(&at).expect("assign at offset");
     let from_two = poll_one(&consumer);
-    assert_eq!((from_two.0, from_two.1, from_two.2.as_str()), (0, 2, "p0-2"));
+    assert_eq!(
+        (from_two.0, from_two.1, from_two.2.as_str()),
+        (0, 2, "p0-2")
+    );
 
     // commit_consumer_state commits the consumed position (offset + 1).
-    consumer.commit_consumer_state(CommitMode::Sync).expect("commit_consumer_state");
-    assert_eq!(kafka.committed_offsets(&group, &topic, 3), [Some(3), None, None]);
+    consumer
+        .commit_consumer_state(CommitMode::Sync)
+        .expect("commit_consumer_state");
+    assert_eq!(
+        kafka.committed_offsets(&group, &topic, 3),
+        [Some(3), None, None]
+    );
 
     // commit() with explicit offsets.
     let mut explicit = TopicPartitionList::new();
-    explicit.add_partition_offset(&topic, 1, Offset::Offset(4)).unwrap();
-    explicit.add_partition_offset(&topic, 2, Offset::Offset(1)).unwrap();
-    consumer.commit(&explicit, CommitMode::Sync).expect("commit");
-    assert_eq!(kafka.committed_offsets(&group, &topic, 3), [Some(3), Some(4), Some(1)]);
+    explicit
+        .add_partition_offset(&topic, 1, Offset::Offset(4))
+        .unwrap();
+    explicit
+        .add_partition_offset(&topic, 2, Offset::Offset(1))
+        .unwrap();
+    consumer
+        .commit(&explicit, CommitMode::Sync)
+        .expect("commit");
+    assert_eq!(
+        kafka.committed_offsets(&group, &topic, 3),
+        [Some(3), Some(4), Some(1)]
+    );
     drop(consumer);
 
     // Deleting through the admin client (DeleteTopics v1).
@@ -320,7 +380,10 @@ fn partitions_assign_seek_and_group_commits() {
     assert_eq!(deleted, [Ok(topic.clone())]);
     if let Some(broker) = kafka.fake_broker() {
         assert_eq!(broker.topic_id(&topic), None);
-        assert_eq!(versions_used(&kafka, ApiKey::DeleteTopics), BTreeSet::from([1]));
+        assert_eq!(
+            versions_used(&kafka, ApiKey::DeleteTopics),
+            BTreeSet::from([1])
+        );
     }
     print_versions(&kafka);
 }
@@ -360,12 +423,20 @@ fn subscribed_group_consumer_joins_consumes_and_commits() {
     });
     seen.sort();
     assert_eq!(seen, ["v0", "v1", "v2", "v3", "v4", "v5"]);
-    consumer.commit_consumer_state(CommitMode::Sync).expect("commit_consumer_state");
-    assert_eq!(kafka.committed_offsets(&group, &topic, 2), [Some(3), Some(3)]);
+    consumer
+        .commit_consumer_state(CommitMode::Sync)
+        .expect("commit_consumer_state");
+    assert_eq!(
+        kafka.committed_offsets(&group, &topic, 2),
+        [Some(3), Some(3)]
+    );
     drop(consumer); // closes: leaves the group
     print_versions(&kafka);
     if let Some(broker) = kafka.fake_broker() {
-        assert_eq!(versions_used(&kafka, ApiKey::LeaveGroup), BTreeSet::from([1]));
+        assert_eq!(
+            versions_used(&kafka, ApiKey::LeaveGroup),
+            BTreeSet::from([1])
+        );
         let left = broker.leave_group_members();
         assert_eq!(left.len(), 1);
         assert_eq!(left[0].group_id, group);
@@ -390,7 +461,11 @@ fn print_versions(kafka: &TestKafka) {
     if let Some(broker) = kafka.fake_broker() {
         let mut used: BTreeSet<(i16, String, i16)> = BTreeSet::new();
         for r in broker.requests() {
-            used.insert((r.api_key.to_i16(), format!("{:?}", r.api_key), r.api_version));
+            used.insert((
+                r.api_key.to_i16(),
+                format!("{:?}", r.api_key),
+                r.api_version,
+            ));
         }
         eprintln!("APIs used (key, name, version): {used:?}");
     }
@@ -400,7 +475,10 @@ fn print_versions(kafka: &TestKafka) {
 fn poll_one(consumer: &BaseConsumer) -> (i32, i64, String) {
     let deadline = std::time::Instant::now() + T;
     loop {
-        assert!(std::time::Instant::now() < deadline, "no record within {T:?}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no record within {T:?}"
+        );
         match consumer.poll(Duration::from_millis(100)) {
             None => {}
             Some(Ok(m)) => {
@@ -437,7 +515,10 @@ fn limits_of_the_fake_broker() {
     ));
     eprintln!("DescribeConfigs(broker 0): {described:?}");
     let served = matches!(&described, Ok(results) if results.iter().all(Result::is_ok));
-    assert!(!served, "DescribeConfigs is not advertised by the FakeBroker");
+    assert!(
+        !served,
+        "DescribeConfigs is not advertised by the FakeBroker"
+    );
 
     // A transaction timeout above the broker maximum is refused.
     let too_long: TxnProducer = kafka
@@ -446,7 +527,9 @@ fn limits_of_the_fake_broker() {
         .set("transaction.timeout.ms", "900001")
         .create()
         .expect("producer");
-    let err = too_long.init_transactions(T).expect_err("timeout above the maximum");
+    let err = too_long
+        .init_transactions(T)
+        .expect_err("timeout above the maximum");
     eprintln!("transaction.timeout.ms=900001: {err}");
 
     // A transaction older than its timeout is still open and still commits.
@@ -463,7 +546,12 @@ fn limits_of_the_fake_broker() {
     send(&producer, &topic, 0, "late");
     producer.flush(T).expect("flush");
     std::thread::sleep(Duration::from_millis(2500));
-    assert!(broker.transaction_is_open(&tid), "not expired by the broker");
-    producer.commit_transaction(T).expect("commit after the timeout");
+    assert!(
+        broker.transaction_is_open(&tid),
+        "not expired by the broker"
+    );
+    producer
+        .commit_transaction(T)
+        .expect("commit after the timeout");
     assert_eq!(values(&kafka.read_committed(&topic)), ["late"]);
 }
