@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::kafka_support::TestKafka;
+use crate::kafka_support::{Record, TestKafka};
 use crate::support::*;
 
 /// A unique name per test run, so tests can share an external broker.
@@ -18,10 +18,11 @@ fn unique(name: &str) -> String {
     format!("{name}-{}-{nanos}", std::process::id())
 }
 
-/// `count` orders over `customers` customers, spread over `partitions`
-/// partitions of `topic`, a second apart from 2026-01-15T10:00:00Z.
+/// `count` orders over `customers` customers on `partitions` partitions
+/// of `topic` (a customer's orders all on one partition, as keyed records
+/// are), a second apart from 2026-01-15T10:00:00Z.
 fn produce_orders(kafka: &TestKafka, topic: &str, partitions: i32, count: u64, customers: u64, first_id: u64) {
-    let records: Vec<(Option<i32>, Option<Vec<u8>>, Vec<u8>)> = (first_id..first_id + count)
+    let records: Vec<Record> = (first_id..first_id + count)
         .map(|id| {
             let customer = id * 7 % customers + 1;
             let value = format!(
@@ -30,7 +31,7 @@ fn produce_orders(kafka: &TestKafka, topic: &str, partitions: i32, count: u64, c
                 id % 100,
                 1_768_471_200_000 + id as i64 * 1000
             );
-            (Some((id % partitions as u64) as i32), Some(customer.to_string().into_bytes()), value.into_bytes())
+            (Some((customer % partitions as u64) as i32), Some(customer.to_string().into_bytes()), value.into_bytes())
         })
         .collect();
     kafka.produce_many(topic, &records);
@@ -92,7 +93,21 @@ fn committed_per_key(kafka: &TestKafka, topic: &str) -> BTreeMap<u64, Vec<String
 fn assert_prefix(actual: &BTreeMap<u64, Vec<String>>, expected: &BTreeMap<u64, Vec<String>>, when: &str) {
     for (customer, records) in actual {
         let want = expected.get(customer).map(Vec::as_slice).unwrap_or_default();
-        assert!(records.len() <= want.len() && records[..] == want[..records.len()], "{when}: customer {customer} sees {records:?}, expected a prefix of {want:?}");
+        if let Some(i) = (0..records.len()).find(|&i| records.get(i) != want.get(i)) {
+            panic!("{when}: customer {customer}'s result {i} is {:?}, expected {:?} (a prefix of the expected results)", records[i], want.get(i));
+        }
+    }
+}
+
+/// The same records per customer, reporting the first difference briefly.
+fn assert_same(actual: &BTreeMap<u64, Vec<String>>, expected: &BTreeMap<u64, Vec<String>>, when: &str) {
+    let total = |m: &BTreeMap<u64, Vec<String>>| m.values().map(Vec::len).sum::<usize>();
+    assert_eq!(total(actual), total(expected), "{when}: number of results");
+    for (customer, want) in expected {
+        let got = actual.get(customer).map(Vec::as_slice).unwrap_or_default();
+        if let Some(i) = (0..want.len().max(got.len())).find(|&i| got.get(i) != want.get(i)) {
+            panic!("{when}: customer {customer}'s result {i} is {:?}, expected {:?}", got.get(i), want.get(i));
+        }
     }
 }
 
@@ -115,7 +130,7 @@ fn kafka_to_kafka_is_exactly_once_through_kill_9_and_commit_phase_crashes() {
     kafka.create_topic(&orders, 3);
     kafka.create_topic(&revenue, 1);
     kafka.create_topic(&expected_topic, 1);
-    let count = 20_000;
+    let count = 60_000;
     produce_orders(&kafka, &orders, 3, count, 40, 1);
 
     let expected_spec = KafkaPipeline { name: unique("expected"), source: orders.clone(), sink: expected_topic.clone(), extra: "" }.write(dir.path(), &kafka);
@@ -131,16 +146,19 @@ fn kafka_to_kafka_is_exactly_once_through_kill_9_and_commit_phase_crashes() {
         .unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1);
     eprintln!("kafka chaos seed {seed}");
     let mut dice = Dice(seed);
-    // A slow sink stretches the whole job over ~20 s of work, so every
-    // kill lands mid-run.
-    let slow = ["--sink-delay-ms", "40"];
+    // A slow sink stretches the job over ~12 s of sink time, so the kills
+    // land mid-run (a much slower sink would make barriers slow, as
+    // backpressure delays aligned barriers).
+    let slow = ["--sink-delay-ms", "10"];
     // Crashes injected exactly at each commit phase, then SIGKILLs at random.
     let faults = ["kafka-after-pre-commit:3", "kafka-before-commit:2", "kafka-after-commit:2"];
     for fault in faults {
         let output = start(&spec, &data, &slow, &[("WEIR_FAULT", fault)]).wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!output.status.success() && stderr.contains("fault injected"), "{fault}: {stderr}");
-        assert_prefix(&committed_per_key(&kafka, &revenue), &expected, fault);
+        let visible = committed_per_key(&kafka, &revenue);
+        assert_prefix(&visible, &expected, fault);
+        eprintln!("crash at {fault}: {} results visible", visible.values().map(Vec::len).sum::<usize>());
     }
     let mut kills = 0;
     let mut attempts = 0;
@@ -148,7 +166,7 @@ fn kafka_to_kafka_is_exactly_once_through_kill_9_and_commit_phase_crashes() {
         attempts += 1;
         assert!(attempts < 80, "too many runs finished before their kill (seed {seed})");
         let mut child = start(&spec, &data, &slow, &[]);
-        let deadline = Instant::now() + Duration::from_millis(dice.between(200, 1_000));
+        let deadline = Instant::now() + Duration::from_millis(dice.between(300, 2_500));
         while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -160,11 +178,13 @@ fn kafka_to_kafka_is_exactly_once_through_kill_9_and_commit_phase_crashes() {
         child.kill().unwrap();
         child.wait().unwrap();
         kills += 1;
-        assert_prefix(&committed_per_key(&kafka, &revenue), &expected, &format!("after kill {kills} (seed {seed})"));
+        let visible = committed_per_key(&kafka, &revenue);
+        assert_prefix(&visible, &expected, &format!("after kill {kills} (seed {seed})"));
+        eprintln!("kill {kills}: {} results visible", visible.values().map(Vec::len).sum::<usize>());
     }
     run_ok(&spec, &data, &[]);
     let actual = committed_per_key(&kafka, &revenue);
-    assert_eq!(actual, expected, "read_committed sees every result exactly once after 3 injected crashes and {kills} kills (seed {seed})");
+    assert_same(&actual, &expected, &format!("after 3 injected crashes and {kills} kills (seed {seed})"));
     assert!(kills >= 5, "only {kills} kills landed mid-run (seed {seed})");
 }
 
@@ -206,8 +226,8 @@ fn an_idle_partition_does_not_stall_event_time() {
     let dir = tempfile::tempdir().unwrap();
     let orders = unique("orders");
     kafka.create_topic(&orders, 2);
-    // Three minutes of orders, all on partition 0; partition 1 stays empty.
-    produce_orders(&kafka, &orders, 1, 180, 3, 1);
+    // Three minutes of orders, all on partition 0, produced while the
+    // pipeline runs; partition 1 stays empty.
     let out = dir.path().join("windows.jsonl");
     let wasm = function("windowed-revenue");
     let spec = dir.path().join("idle.yaml");
@@ -225,6 +245,10 @@ fn an_idle_partition_does_not_stall_event_time() {
     .unwrap();
     let data = dir.path().join("data");
     let running = start(&spec, &data, &[], &[]);
+    for minute in 0..3 {
+        produce_orders(&kafka, &orders, 1, 60, 3, 1 + minute * 60);
+        std::thread::sleep(Duration::from_millis(400));
+    }
     let deadline = Instant::now() + Duration::from_secs(60);
     let fired = loop {
         let lines = std::fs::read_to_string(&out).map(|t| t.lines().count()).unwrap_or(0);

@@ -10,6 +10,8 @@ mod bad_input;
 mod checkpoints;
 mod customer_profile;
 mod fraud_detector;
+mod kafka;
+mod kafka_support;
 mod minute_revenue;
 mod parallel;
 mod revenue;

@@ -251,7 +251,9 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let plan = plan(spec, &loader)?;
     let mut keyer = KeyFunctionInstance::new(&key_function, "key")?;
     let mut source = open_source(spec)?;
+    tracing::debug!(elapsed = ?started.elapsed(), "functions loaded, source open");
     let start = prepare_state(spec, options, settings.as_ref(), kafka_exactly_once.as_ref())?;
+    tracing::debug!(elapsed = ?started.elapsed(), "state ready");
     let mut watermarks = spec.watermark.as_ref().and_then(|w| {
         let idle = w.idle_timeout().ok().flatten();
         w.delay_ms().map(|delay| SplitWatermarks::new(source.splits(), delay, idle, Instant::now()))
@@ -313,6 +315,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
 
     let mut summary = RunSummary { restored_from: start.snapshot.as_ref().map(|s| (s.metadata.kind, s.metadata.id)), ..RunSummary::default() };
     let links = SourceLinks { subtasks: subtask_txs, sink: sink_tx, triggers: trigger_rx, acks: ack_tx.clone() };
+    tracing::debug!(elapsed = ?started.elapsed(), "pipeline started");
     let source_result = feed(spec, options, source.as_mut(), &mut keyer, watermarks.as_mut(), resumed_watermark, &links, &mut summary);
     if source_result.is_err() {
         let _ = ack_tx.send(Ack::Shutdown);

@@ -52,7 +52,7 @@ use std::time::Duration;
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
+use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use serde::Deserialize;
 
@@ -103,7 +103,7 @@ impl KafkaSinkConfig {
         Ok(([format!("{prefix}-0"), format!("{prefix}-1")], format!("weir-txn-{prefix}")))
     }
 
-    fn producer(&self, transactional_id: Option<&str>) -> Result<BaseProducer<DeliveryErrors>, ConnectorError> {
+    fn producer(&self, transactional_id: Option<&str>) -> Result<ThreadedProducer<DeliveryErrors>, ConnectorError> {
         let timeout = self.transaction_timeout.as_millis().to_string();
         let mut ours = vec![("enable.idempotence", "true"), ("linger.ms", "5"), ("compression.type", "lz4")];
         if let Some(id) = transactional_id {
@@ -160,14 +160,15 @@ pub struct KafkaSink {
 }
 
 enum Mode {
-    AtLeastOnce(BaseProducer<DeliveryErrors>),
+    AtLeastOnce(ThreadedProducer<DeliveryErrors>),
     ExactlyOnce(Transactions),
 }
 
-/// The exactly-once machinery: two transactional producers, epoch `e`
+/// The exactly-once machinery: two transactional producers (each with a
+/// thread serving its delivery reports), epoch `e`
 /// written by producer `e % 2`.
 struct Transactions {
-    producers: [BaseProducer<DeliveryErrors>; 2],
+    producers: [ThreadedProducer<DeliveryErrors>; 2],
     /// The epoch whose transaction each producer has open.
     open: [Option<u64>; 2],
     /// The transaction pre-committed for a checkpoint: (checkpoint, producer).
@@ -196,7 +197,7 @@ impl KafkaSink {
 }
 
 /// Send every event, waiting for queue space when librdkafka's buffer is full.
-fn produce(producer: &BaseProducer<DeliveryErrors>, topic: &str, events: &[Event]) -> Result<(), ConnectorError> {
+fn produce(producer: &ThreadedProducer<DeliveryErrors>, topic: &str, events: &[Event]) -> Result<(), ConnectorError> {
     for event in events {
         let mut headers = OwnedHeaders::new_with_capacity(event.headers.len());
         for (key, value) in &event.headers {
@@ -213,19 +214,19 @@ fn produce(producer: &BaseProducer<DeliveryErrors>, topic: &str, events: &[Event
             match producer.send(record) {
                 Ok(()) => break,
                 Err((rdkafka::error::KafkaError::MessageProduction(rdkafka::types::RDKafkaErrorCode::QueueFull), back)) => {
+                    // The producer's own thread drains the queue.
                     record = back;
-                    producer.poll(Duration::from_millis(10));
+                    std::thread::sleep(Duration::from_millis(5));
                 }
                 Err((error, _)) => return Err(kafka_error(format!("producing to {topic}"))(error)),
             }
         }
     }
-    producer.poll(Duration::ZERO);
     Ok(())
 }
 
 /// Wait until everything sent is acknowledged; report a failed delivery.
-fn flush(producer: &BaseProducer<DeliveryErrors>, topic: &str) -> Result<(), ConnectorError> {
+fn flush(producer: &ThreadedProducer<DeliveryErrors>, topic: &str) -> Result<(), ConnectorError> {
     producer.flush(CALL_TIMEOUT).map_err(kafka_error(format!("flushing {topic}")))?;
     match producer.context().0.lock().ok().and_then(|mut e| e.take()) {
         Some(message) => Err(ConnectorError::Kafka { what: format!("delivering to {topic}"), message }),
@@ -235,7 +236,7 @@ fn flush(producer: &BaseProducer<DeliveryErrors>, topic: &str) -> Result<(), Con
 
 impl Transactions {
     /// The producer for `epoch`, with its transaction begun.
-    fn for_epoch(&mut self, epoch: u64) -> Result<&BaseProducer<DeliveryErrors>, ConnectorError> {
+    fn for_epoch(&mut self, epoch: u64) -> Result<&ThreadedProducer<DeliveryErrors>, ConnectorError> {
         let slot = (epoch % 2) as usize;
         match self.open[slot] {
             Some(open) if open == epoch => {}
@@ -246,6 +247,7 @@ impl Transactions {
                 })
             }
             None => {
+                tracing::debug!(epoch, slot, "kafka sink begins a transaction");
                 self.producers[slot].begin_transaction().map_err(kafka_error(format!("beginning the transaction of epoch {epoch}")))?;
                 self.open[slot] = Some(epoch);
             }
@@ -296,6 +298,7 @@ impl Sink for KafkaSink {
         producer.send_offsets_to_transaction(&marker, &transactions.marker_group, CALL_TIMEOUT).map_err(kafka_error(format!("adding the marker of checkpoint {checkpoint}")))?;
         flush(producer, &self.topic)?;
         transactions.sealed = Some((checkpoint, (checkpoint % 2) as usize));
+        tracing::debug!(checkpoint, "kafka sink pre-committed");
         crate::fault::point("kafka-after-pre-commit");
         Ok(serde_json::json!({ "checkpoint": checkpoint }))
     }
@@ -305,6 +308,7 @@ impl Sink for KafkaSink {
         let Some((sealed, slot)) = transactions.sealed.filter(|(sealed, _)| *sealed <= checkpoint) else { return Ok(()) };
         crate::fault::point("kafka-before-commit");
         transactions.producers[slot].commit_transaction(CALL_TIMEOUT).map_err(kafka_error(format!("committing checkpoint {sealed}")))?;
+        tracing::debug!(checkpoint = sealed, "kafka sink committed");
         crate::fault::point("kafka-after-commit");
         transactions.open[slot] = None;
         transactions.sealed = None;

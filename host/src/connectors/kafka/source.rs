@@ -79,6 +79,10 @@ pub struct KafkaSource {
     partitions: Vec<Partition>,
     timestamp_field: Option<String>,
     cursor: usize,
+    /// The partitions are not assigned yet: the first read assigns them at
+    /// their `next` offsets (so a restore's `seek` never makes the consumer
+    /// fetch from the fresh-start offsets first).
+    unassigned: bool,
 }
 
 /// The position: next offset per `topic/partition`.
@@ -88,7 +92,8 @@ struct Position {
 }
 
 impl KafkaSource {
-    /// Connect, find the partitions, and position them for a fresh start.
+    /// Connect, find the partitions and their fresh-start offsets; `seek`
+    /// (a restore) replaces those before the first read assigns them.
     pub fn open(config: &KafkaSourceConfig) -> Result<Self, ConnectorError> {
         let ours = [
             ("group.id", config.group_id.as_str()),
@@ -116,9 +121,11 @@ impl KafkaSource {
                 partitions.push(Partition { topic: topic.clone(), partition, next: 0, buffered: VecDeque::new(), end });
             }
         }
-        let mut source = Self { consumer, partitions, timestamp_field: config.timestamp_field.clone(), cursor: 0 };
-        let start = source.fresh_offsets(&config.start)?;
-        source.assign(&start)?;
+        let mut source = Self { consumer, partitions, timestamp_field: config.timestamp_field.clone(), cursor: 0, unassigned: true };
+        let offsets = source.fresh_offsets(&config.start)?;
+        for (p, offset) in source.partitions.iter_mut().zip(offsets) {
+            p.next = offset;
+        }
         Ok(source)
     }
 
@@ -153,12 +160,14 @@ impl KafkaSource {
 
     /// Assign every partition at `offsets` (one per partition, in order).
     fn assign(&mut self, offsets: &[i64]) -> Result<(), ConnectorError> {
+        self.unassigned = false;
         let mut list = TopicPartitionList::new();
         for (p, &offset) in self.partitions.iter_mut().zip(offsets) {
             p.next = offset;
             p.buffered.clear();
             list.add_partition_offset(&p.topic, p.partition, Offset::Offset(offset)).map_err(kafka_error("building the assignment"))?;
         }
+        tracing::debug!(?offsets, "kafka source assigned");
         self.consumer.assign(&list).map_err(kafka_error("assigning partitions"))
     }
 
@@ -226,6 +235,10 @@ fn resolve_topics(consumer: &BaseConsumer, config: &KafkaSourceConfig) -> Result
 
 impl Source for KafkaSource {
     fn next_batch(&mut self, max: usize, out: &mut Vec<Event>) -> Result<Polled, ConnectorError> {
+        if self.unassigned {
+            let offsets: Vec<i64> = self.partitions.iter().map(|p| p.next).collect();
+            self.assign(&offsets)?;
+        }
         if self.partitions.iter().all(|p| p.buffered.is_empty()) {
             self.fill(max)?;
             self.skip_control_records()?;
@@ -249,6 +262,7 @@ impl Source for KafkaSource {
                 partition.next = offset + 1;
                 out.push(event);
             }
+            tracing::trace!(split = index, next = self.partitions[index].next, events = out.len(), "kafka source batch");
             return Ok(Polled { split: index, split_finished: self.finished(index), more: more(self) });
         }
         // Nothing buffered: report finished partitions one call at a time.
@@ -266,15 +280,8 @@ impl Source for KafkaSource {
 
     fn seek(&mut self, position: &serde_json::Value) -> Result<(), ConnectorError> {
         let position: Position = decode(|| "kafka source".to_string(), position)?;
-        let offsets: Vec<i64> = self
-            .partitions
-            .iter()
-            .map(|p| {
-                // A partition added since the checkpoint starts at its beginning.
-                let (low, _) = self.consumer.fetch_watermarks(&p.topic, p.partition, CALL_TIMEOUT).map_err(kafka_error("reading offsets"))?;
-                Ok(position.offsets.get(&format!("{}/{}", p.topic, p.partition)).copied().unwrap_or(low))
-            })
-            .collect::<Result<_, ConnectorError>>()?;
+        // A partition added since the checkpoint starts at its beginning.
+        let offsets: Vec<i64> = self.partitions.iter().map(|p| position.offsets.get(&format!("{}/{}", p.topic, p.partition)).copied().unwrap_or(0)).collect();
         self.assign(&offsets)
     }
 
