@@ -330,3 +330,25 @@ fn impossible_exactly_once_settings_are_refused_before_anything_runs() {
     let refused = weir(&["run", no_checkpoints.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&refused.stderr).contains("needs checkpoints"), "{}", String::from_utf8_lossy(&refused.stderr));
 }
+
+#[test]
+fn an_at_least_once_sink_without_checkpoints_delivers_everything() {
+    let kafka = TestKafka::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (orders, revenue) = (unique("orders"), unique("revenue"));
+    kafka.create_topic(&orders, 2);
+    kafka.create_topic(&revenue, 1);
+    produce_orders(&kafka, &orders, 2, 300, 5, 1);
+    let spec = KafkaPipeline { name: unique("plain"), source: orders, sink: revenue.clone(), extra: "" }.write(dir.path(), &kafka);
+    let text = std::fs::read_to_string(&spec).unwrap();
+    let text = text.replace("delivery: exactly-once, ", "delivery: at-least-once, ").replace("checkpoint: { interval: 150ms, timeout: 1m }\n", "");
+    std::fs::write(&spec, text).unwrap();
+    run_ok(&spec, &dir.path().join("data"), &[]);
+    assert_eq!(committed_per_key(&kafka, &revenue).values().map(Vec::len).sum::<usize>(), 300);
+}
+
+#[test]
+fn the_kafka_example_spec_is_valid() {
+    let spec = weir_host::pipeline::PipelineSpec::load(&example_file("revenue", "kafka-pipeline.yaml")).unwrap();
+    assert!(matches!(&spec.sink, weir_host::pipeline::spec::SinkSpec::Kafka { delivery: weir_host::connectors::kafka::Delivery::ExactlyOnce, .. }));
+}
