@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::*;
@@ -28,36 +27,6 @@ fn checkpointed_spec(dir: &Path, name: &str, count: u64, parallelism: u16, out: 
     spec
 }
 
-/// Start `weir run` in the background.
-fn start(spec: &Path, data: &Path, extra: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_weir"))
-        .args(["run", spec.to_str().unwrap(), "--data-dir", data.to_str().unwrap()])
-        .args(extra)
-        .env_remove("WEIR_DATA_DIR")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("weir starts")
-}
-
-/// A small deterministic generator for kill instants (xorshift64*).
-struct Dice(u64);
-
-impl Dice {
-    fn between(&mut self, low: u64, high: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        low + self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % (high - low)
-    }
-}
-
-fn seed() -> u64 {
-    std::env::var("WEIR_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
-    })
-}
-
 /// Each customer's output records, in output order.
 fn per_key(output: &Path) -> BTreeMap<u64, Vec<String>> {
     let mut keys: BTreeMap<u64, Vec<String>> = BTreeMap::new();
@@ -71,7 +40,7 @@ fn per_key(output: &Path) -> BTreeMap<u64, Vec<String>> {
 /// Run `spec` to completion with `data`, killing it with SIGKILL at random
 /// instants at least five times and restarting it each time.
 fn run_with_kills(spec: &Path, data: &Path, out: &Path) {
-    let seed = seed();
+    let seed = crash_seed();
     eprintln!("crash test seed {seed} (WEIR_CRASH_SEED={seed} repeats these kill instants)");
     let mut dice = Dice(seed);
     let mut kills = 0;
@@ -82,7 +51,7 @@ fn run_with_kills(spec: &Path, data: &Path, out: &Path) {
     loop {
         attempts += 1;
         assert!(attempts < 60, "the pipeline never finished (seed {seed})");
-        let mut child = start(spec, data, &slow);
+        let mut child = start_weir(spec, data, &slow, &[]);
         if kills >= 5 {
             let output = child.wait_with_output().unwrap();
             assert!(output.status.success(), "final run failed: {}", String::from_utf8_lossy(&output.stderr));
@@ -194,7 +163,7 @@ fn a_savepoint_at_parallelism_2_restores_at_parallelism_3_with_every_keys_state(
     let out = dir.path().join("out.jsonl");
     let data = dir.path().join("data");
     let spec2 = checkpointed_spec(dir.path(), "rescale", count, 2, &out);
-    let running = start(&spec2, &data, &["--sink-delay-ms", "5"]);
+    let running = start_weir(&spec2, &data, &["--sink-delay-ms", "5"], &[]);
     std::thread::sleep(Duration::from_millis(700));
     let savepoint = weir(&["savepoint", spec2.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
     assert!(savepoint.status.success(), "{}", String::from_utf8_lossy(&savepoint.stderr));

@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::kafka_support::{Record, TestKafka};
@@ -65,18 +64,6 @@ impl KafkaPipeline<'_> {
     }
 }
 
-fn start(spec: &Path, data: &Path, extra: &[&str], env: &[(&str, &str)]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_weir"))
-        .args(["run", spec.to_str().unwrap(), "--data-dir", data.to_str().unwrap()])
-        .args(extra)
-        .envs(env.iter().copied())
-        .env_remove("WEIR_DATA_DIR")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("weir starts")
-}
-
 /// Each customer's committed output values, in topic order.
 fn committed_per_key(kafka: &TestKafka, topic: &str) -> BTreeMap<u64, Vec<String>> {
     let mut keys: BTreeMap<u64, Vec<String>> = BTreeMap::new();
@@ -111,17 +98,6 @@ fn assert_same(actual: &BTreeMap<u64, Vec<String>>, expected: &BTreeMap<u64, Vec
     }
 }
 
-struct Dice(u64);
-
-impl Dice {
-    fn between(&mut self, low: u64, high: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        low + self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % (high - low)
-    }
-}
-
 #[test]
 fn kafka_to_kafka_is_exactly_once_through_kill_9_and_commit_phase_crashes() {
     let kafka = TestKafka::start();
@@ -140,10 +116,7 @@ fn kafka_to_kafka_is_exactly_once_through_kill_9_and_commit_phase_crashes() {
 
     let spec = KafkaPipeline { name: unique("chaos"), source: orders.clone(), sink: revenue.clone(), extra: "" }.write(dir.path(), &kafka);
     let data = dir.path().join("data");
-    let seed = std::env::var("WEIR_CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1);
+    let seed = crash_seed();
     eprintln!("kafka chaos seed {seed}");
     let mut dice = Dice(seed);
     // A slow sink stretches the job over ~12 s of sink time, so the kills
@@ -153,7 +126,7 @@ fn kafka_to_kafka_is_exactly_once_through_kill_9_and_commit_phase_crashes() {
     // Crashes injected exactly at each commit phase, then SIGKILLs at random.
     let faults = ["kafka-after-pre-commit:3", "kafka-before-commit:2", "kafka-after-commit:2"];
     for fault in faults {
-        let output = start(&spec, &data, &slow, &[("WEIR_FAULT", fault)]).wait_with_output().unwrap();
+        let output = start_weir(&spec, &data, &slow, &[("WEIR_FAULT", fault)]).wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!output.status.success() && stderr.contains("fault injected"), "{fault}: {stderr}");
         let visible = committed_per_key(&kafka, &revenue);
@@ -165,7 +138,7 @@ fn kafka_to_kafka_is_exactly_once_through_kill_9_and_commit_phase_crashes() {
     while kills < 20 {
         attempts += 1;
         assert!(attempts < 80, "too many runs finished before their kill (seed {seed})");
-        let mut child = start(&spec, &data, &slow, &[]);
+        let mut child = start_weir(&spec, &data, &slow, &[]);
         let deadline = Instant::now() + Duration::from_millis(dice.between(300, 2_500));
         while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
             std::thread::sleep(Duration::from_millis(5));
@@ -244,7 +217,7 @@ fn an_idle_partition_does_not_stall_event_time() {
     )
     .unwrap();
     let data = dir.path().join("data");
-    let running = start(&spec, &data, &[], &[]);
+    let running = start_weir(&spec, &data, &[], &[]);
     for minute in 0..3 {
         produce_orders(&kafka, &orders, 1, 60, 3, 1 + minute * 60);
         std::thread::sleep(Duration::from_millis(400));
@@ -272,9 +245,9 @@ fn a_second_host_with_the_same_transactional_ids_fences_the_first() {
     kafka.create_topic(&revenue, 1);
     produce_orders(&kafka, &orders, 1, 3_000, 10, 1);
     let spec = KafkaPipeline { name: unique("zombie"), source: orders, sink: revenue, extra: "" }.write(dir.path(), &kafka);
-    let zombie = start(&spec, &dir.path().join("data-a"), &["--sink-delay-ms", "100"], &[]);
+    let zombie = start_weir(&spec, &dir.path().join("data-a"), &["--sink-delay-ms", "100"], &[]);
     std::thread::sleep(Duration::from_millis(1_500));
-    let successor = start(&spec, &dir.path().join("data-b"), &["--sink-delay-ms", "100"], &[]);
+    let successor = start_weir(&spec, &dir.path().join("data-b"), &["--sink-delay-ms", "100"], &[]);
     let zombie = zombie.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&zombie.stderr).to_lowercase();
     let mut successor = successor;

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 
 /// Path of a built function component, e.g. `function("revenue")`.
 pub fn function(name: &str) -> PathBuf {
@@ -82,4 +82,40 @@ pub fn sorted_lines(path: &Path) -> Vec<String> {
     let mut lines: Vec<String> = std::fs::read_to_string(path).unwrap().lines().map(String::from).collect();
     lines.sort();
     lines
+}
+
+/// Start `weir run` on `spec` in the background, with `extra` arguments and
+/// `env` variables; its stderr is piped.
+pub fn start_weir(spec: &Path, data_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["run", spec.to_str().unwrap(), "--data-dir", data_dir.to_str().unwrap()])
+        .args(extra)
+        .envs(env.iter().copied())
+        .env_remove("WEIR_DATA_DIR")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+  
+        .spawn()
+        .expect("weir starts")
+}
+
+/// A small deterministic generator of kill instants (xorshift64*).
+pub struct Dice(pub u64);
+
+impl Dice {
+    /// A number in `low..high`.
+    pub fn between(&mut self, low: u64, high: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        low + self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % (high - low)
+    }
+}
+
+/// The seed of a crash test's kill instants: `$WEIR_CRASH_SEED`, else the
+/// clock (the tests print it, so a failure can be repeated).
+pub fn crash_seed() -> u64 {
+    std::env::var("WEIR_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
+    })
 }

@@ -1,4 +1,5 @@
-//! A Kafka broker for synchronous integration tests: [`TestKafka`].
+//! A Kafka broker for synchronous integration tests: [`TestKafka`]. Weir's
+//! integration tests include this file as their `kafka_support` module.
 //!
 //! [`TestKafka::start`] runs krafka's in-process `FakeBroker` (the vendored,
 //! patched copy in `third_party/krafka`, feature `test-broker`) on a tokio
@@ -37,6 +38,12 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
+
+/// A record to produce: (partition, key, value).
+pub type Record = (Option<i32>, Option<Vec<u8>>, Vec<u8>);
+
+/// A record read back: (partition, offset, key, value).
+pub type Consumed = (i32, i64, Option<Vec<u8>>, Vec<u8>);
 
 /// Environment variable naming an external broker's bootstrap servers.
 pub const BOOTSTRAP_ENV: &str = "WEIR_TEST_KAFKA_BOOTSTRAP";
@@ -183,6 +190,46 @@ impl TestKafka {
             .unwrap_or_else(|(e, _)| panic!("producing to {topic}: {e}"));
     }
 
+    /// Produce `records` (partition, key, value), not transactionally, and
+    /// wait until the broker has acknowledged all of them.
+    ///
+    /// # Panics
+    /// If a record is not acknowledged.
+    pub fn produce_many(&self, topic: &str, records: &[Record]) {
+        let producer = self.producer.get_or_init(|| {
+            self.client_config().set("enable.idempotence", "true").set("message.timeout.ms", "30000").create().expect("producer")
+        });
+        let sends: Vec<_> = records
+            .iter()
+            .map(|(partition, key, value)| {
+                let mut record = FutureRecord::<[u8], [u8]>::to(topic).payload(&value[..]);
+                if let Some(partition) = partition {
+                    record = record.partition(*partition);
+                }
+                if let Some(key) = key {
+                    record = record.key(&key[..]);
+                }
+                self.runtime.block_on(async { producer.send_result(record).map_err(|(e, _)| e) }).unwrap_or_else(|e| panic!("producing to {topic}: {e}"))
+            })
+            .collect();
+        for send in sends {
+            self.block_on(send).expect("delivery future").unwrap_or_else(|(e, _)| panic!("producing to {topic}: {e}"));
+        }
+    }
+
+    /// Commit `offsets` (one per partition, from 0) of `topic` for `group`.
+    ///
+    /// # Panics
+    /// If the commit fails.
+    pub fn commit_offsets(&self, group: &str, topic: &str, offsets: &[i64]) {
+        let consumer: BaseConsumer = self.client_config().set("group.id", group).set("enable.auto.commit", "false").create().expect("consumer");
+        let mut list = TopicPartitionList::new();
+        for (partition, offset) in offsets.iter().enumerate() {
+            list.add_partition_offset(topic, partition as i32, Offset::Offset(*offset)).expect("offset");
+        }
+        consumer.commit(&list, rdkafka::consumer::CommitMode::Sync).expect("commit offsets");
+    }
+
     /// Every record of `topic` that a `read_committed` consumer sees now, from
     /// the beginning of each partition up to its end (the last stable
     /// offset), as `(partition, offset, key, value)` sorted by partition and
@@ -191,7 +238,7 @@ impl TestKafka {
     /// # Panics
     /// If the topic does not exist or a partition's end is not reached
     /// within 30 s.
-    pub fn read_committed(&self, topic: &str) -> Vec<(i32, i64, Option<Vec<u8>>, Vec<u8>)> {
+    pub fn read_committed(&self, topic: &str) -> Vec<Consumed> {
         let consumer: BaseConsumer = self
             .client_config()
             // assign() needs a group id; nothing joins or commits with it.
