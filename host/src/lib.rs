@@ -22,6 +22,7 @@ pub mod connectors;
 pub mod fault;
 pub mod metrics;
 pub mod pipeline;
+pub mod registry;
 pub mod runtime;
 pub mod state;
 pub mod time;

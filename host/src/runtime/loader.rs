@@ -220,13 +220,13 @@ impl FunctionLoader {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::runtime::{new_engine, EngineLimits};
 
     /// A core module implementing `world`, with the component type that
     /// `wit-bindgen` would embed.
-    fn core_module_for(world: &str) -> Vec<u8> {
+    pub(crate) fn core_module_for(world: &str) -> Vec<u8> {
         let mut resolve = wit_parser::Resolve::default();
         let (package, _) = resolve.push_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../wit")).unwrap();
         let world = resolve.select_world(&[package], Some(world)).unwrap();

@@ -9,7 +9,7 @@ pub mod bindings;
 mod engine;
 pub mod host_api;
 mod instance;
-mod loader;
+pub(crate) mod loader;
 pub mod wasi;
 
 pub use engine::{new_engine, EngineLimits};
