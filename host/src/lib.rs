@@ -16,6 +16,7 @@
 //! * [`config`] — where the host keeps its files;
 //! * [`metrics`] — process-level measurements.
 
+pub mod api;
 pub mod checkpoint;
 pub mod config;
 pub mod connectors;

@@ -80,6 +80,21 @@ enum Command {
         #[arg(long, default_value = "10m")]
         timeout: String,
     },
+    /// Serve the HTTP API (functions: upload, list, delete).
+    Serve {
+        /// Address to listen on; port 0 picks a free one.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: std::net::SocketAddr,
+        /// Where functions, state and compiled code are kept.
+        #[arg(long, env = weir_host::config::DATA_DIR_ENV)]
+        data_dir: Option<PathBuf>,
+        /// Require `Authorization: Bearer <token>` on every route but /healthz.
+        #[arg(long, env = "WEIR_API_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// Largest accepted upload, in bytes.
+        #[arg(long, default_value_t = 64 << 20)]
+        max_upload_bytes: usize,
+    },
     /// Inspect a pipeline's checkpoints and savepoints.
     Checkpoints {
         #[command(subcommand)]
@@ -303,6 +318,16 @@ fn execute(command: Command) -> anyhow::Result<()> {
                     print_snapshot(&storage, metadata);
                 }
             }
+            Ok(())
+        }
+        Command::Serve { listen, data_dir, token, max_upload_bytes } => {
+            let data_dir = data_dir.unwrap_or_else(weir_host::config::default_data_dir);
+            let config = weir_host::api::ServeConfig { listen, data_dir, token: token.filter(|t| !t.is_empty()), max_upload_bytes };
+            weir_host::api::serve(config, |address| {
+                use std::io::Write as _;
+                println!("weir serve listening on http://{address}");
+                let _ = std::io::stdout().flush();
+            })?;
             Ok(())
         }
         Command::Inspect { wasm } => {

@@ -6,6 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod api;
 mod bad_input;
 mod checkpoints;
 mod customer_profile;

@@ -1,0 +1,62 @@
+//! API errors: a status and `{"error":{"code","message"}}`.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+
+use crate::registry::RegistryError;
+use crate::runtime::LoadError;
+
+/// An error answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// A stable machine-readable code (`invalid_name`, `not_found`, …).
+    pub code: &'static str,
+    /// What went wrong, for people.
+    pub message: String,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self { status, code, message: message.into() }
+    }
+
+    /// 404.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    /// 401.
+    pub fn unauthorized() -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", "a valid `Authorization: Bearer <token>` header is required")
+    }
+
+    /// 500.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+    }
+}
+
+impl From<RegistryError> for ApiError {
+    fn from(error: RegistryError) -> Self {
+        let message = error.to_string();
+        match error {
+            RegistryError::InvalidName(_) => Self::new(StatusCode::BAD_REQUEST, "invalid_name", message),
+            RegistryError::Invalid(LoadError::NotWasm) => Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "not_wasm", message),
+            RegistryError::Invalid(_) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_function", message),
+            RegistryError::NotFound(_) => Self::new(StatusCode::NOT_FOUND, "not_found", message),
+            RegistryError::InUse { .. } => Self::new(StatusCode::CONFLICT, "in_use", message),
+            RegistryError::Io { .. } | RegistryError::Corrupt(_) => Self::internal(message),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({ "error": { "code": self.code, "message": self.message } });
+        (self.status, Json(body)).into_response()
+    }
+}

@@ -1,0 +1,113 @@
+//! The HTTP API on the real `weir serve`: function upload, idempotence,
+//! listing, deletion, token enforcement, hostile requests, and functions
+//! surviving a `kill -9` of the server.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use crate::support::*;
+
+/// A running `weir serve` and its address.
+struct Server {
+    child: Child,
+    address: String,
+}
+
+impl Server {
+    fn start(data: &Path, extra: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir", data.to_str().unwrap()])
+            .args(extra)
+            .env_remove("WEIR_API_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("weir serve starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let address = line.trim().rsplit("http://").next().unwrap().to_string();
+        assert!(address.starts_with("127.0.0.1:"), "{line}");
+        Server { child, address }
+    }
+
+    /// One request; the status and the body.
+    fn call(&self, method: &str, path: &str, token: Option<&str>, body: &[u8]) -> (u16, serde_json::Value) {
+        let mut stream = TcpStream::connect(&self.address).unwrap();
+        let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+        let head = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n", self.address, body.len());
+        stream.write_all(head.as_bytes()).unwrap();
+        let _ = stream.write_all(body); // the server may answer (413) before reading it all
+        let mut response = Vec::new();
+        let _ = stream.read_to_end(&mut response);
+        let text = String::from_utf8_lossy(&response).to_string();
+        let status: u16 = text.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("no status in {text:?}"));
+        let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or_default();
+        (status, serde_json::from_str(body).unwrap_or(serde_json::Value::String(body.to_string())))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn functions_upload_list_delete_and_survive_a_kill() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start(&data, &["--token", "s3cret"]);
+    let wasm = std::fs::read(function("revenue")).unwrap();
+    let token = Some("s3cret");
+
+    assert_eq!(server.call("GET", "/healthz", None, b"").0, 200, "health needs no token");
+    let (status, body) = server.call("PUT", "/functions/revenue", None, &wasm);
+    assert_eq!((status, body["error"]["code"].as_str()), (401, Some("unauthorized")));
+    assert_eq!(server.call("GET", "/functions", Some("wrong"), b"").0, 401);
+
+    let (status, first) = server.call("PUT", "/functions/revenue", token, &wasm);
+    assert_eq!(status, 201, "{first}");
+    assert_eq!(first["version"], 1);
+    let worlds = first["worlds"].to_string();
+    assert!(worlds.contains("key-function") && worlds.contains("process-function"), "{worlds}");
+    let (status, again) = server.call("PUT", "/functions/revenue", token, &wasm);
+    assert_eq!((status, &again), (200, &first), "the same bytes again are the same version");
+
+    let (status, list) = server.call("GET", "/functions", token, b"");
+    assert_eq!(status, 200);
+    assert_eq!(list["functions"][0]["name"], "revenue");
+
+    // Hostile requests: each a clear 4xx, nothing stored.
+    let (status, body) = server.call("PUT", "/functions/..%2F..%2Fetc", token, &wasm);
+    assert_eq!((status, body["error"]["code"].as_str()), (400, Some("invalid_name")), "{body}");
+    assert_eq!(server.call("PUT", "/functions/BAD", token, &wasm).0, 400);
+    assert_eq!(server.call("PUT", &format!("/functions/{}", "a".repeat(200)), token, &wasm).0, 400);
+    let (status, body) = server.call("PUT", "/functions/junk", token, b"not wasm at all");
+    assert_eq!((status, body["error"]["code"].as_str()), (415, Some("not_wasm")));
+    let (status, body) = server.call("PUT", "/functions/cut", token, &wasm[..wasm.len() / 2]);
+    assert_eq!((status, body["error"]["code"].as_str()), (422, Some("invalid_function")), "{body}");
+    assert_eq!(server.call("GET", "/functions/missing", token, b"").0, 404);
+    assert_eq!(server.call("GET", "/no/such/route", token, b"").0, 404);
+    let (_, list) = server.call("GET", "/functions", token, b"");
+    assert_eq!(list["functions"].as_array().unwrap().len(), 1, "nothing else was stored: {list}");
+
+    // kill -9 and restart: the function is still there.
+    drop(server);
+    let server = Server::start(&data, &["--token", "s3cret"]);
+    let (status, one) = server.call("GET", "/functions/revenue", token, b"");
+    assert_eq!((status, one["newest"].as_u64()), (200, Some(1)), "{one}");
+    assert_eq!(server.call("DELETE", "/functions/revenue", token, b"").0, 204);
+    assert_eq!(server.call("GET", "/functions/revenue", token, b"").0, 404);
+}
+
+#[test]
+fn uploads_over_the_size_limit_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("data"), &["--max-upload-bytes", "1000"]);
+    let wasm = std::fs::read(function("revenue")).unwrap();
+    assert_eq!(server.call("PUT", "/functions/revenue", None, &wasm).0, 413);
+    assert_eq!(server.call("GET", "/functions", None, b"").1["functions"].as_array().map(Vec::len), Some(0));
+}
