@@ -95,6 +95,11 @@ enum Command {
         #[arg(long, default_value_t = 64 << 20)]
         max_upload_bytes: usize,
     },
+    /// Functions on a `weir serve`: upload, list.
+    Function {
+        #[command(subcommand)]
+        command: FunctionCommand,
+    },
     /// Inspect a pipeline's checkpoints and savepoints.
     Checkpoints {
         #[command(subcommand)]
@@ -111,6 +116,38 @@ enum Command {
         input: PathBuf,
         /// Where to write the component.
         output: PathBuf,
+    },
+}
+
+/// Which server the client commands talk to.
+#[derive(clap::Args)]
+struct ServerArgs {
+    /// The server's URL.
+    #[arg(long, env = "WEIR_SERVER", default_value = "http://127.0.0.1:8080")]
+    server: String,
+    /// Its bearer token.
+    #[arg(long, env = "WEIR_API_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Print the server's JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Subcommand)]
+enum FunctionCommand {
+    /// Upload a `.wasm` file as the next version of function NAME.
+    Upload {
+        /// The function's name (`[a-z0-9-]{1,63}`).
+        name: String,
+        /// A component, or a core module carrying a component type.
+        wasm: PathBuf,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// List the functions and their versions.
+    List {
+        #[command(flatten)]
+        server: ServerArgs,
     },
 }
 
@@ -328,6 +365,30 @@ fn execute(command: Command) -> anyhow::Result<()> {
                 println!("weir serve listening on http://{address}");
                 let _ = std::io::stdout().flush();
             })?;
+            Ok(())
+        }
+        Command::Function { command: FunctionCommand::Upload { name, wasm, server } } => {
+            let bytes = std::fs::read(&wasm).with_context(|| format!("cannot read {}", wasm.display()))?;
+            let client = weir_host::api::ApiClient::new(&server.server, server.token)?;
+            let version = client.upload_function(&name, bytes)?;
+            if server.json {
+                println!("{version}");
+            } else {
+                println!("{} version {} sha256:{} ({})", version["name"].as_str().unwrap_or(&name), version["version"], version["digest"].as_str().unwrap_or("?"), version["worlds"]);
+            }
+            Ok(())
+        }
+        Command::Function { command: FunctionCommand::List { server } } => {
+            let client = weir_host::api::ApiClient::new(&server.server, server.token)?;
+            let list = client.list_functions()?;
+            if server.json {
+                println!("{list}");
+                return Ok(());
+            }
+            for function in list["functions"].as_array().into_iter().flatten() {
+                let newest = function["versions"].as_array().and_then(|v| v.last()).cloned().unwrap_or_default();
+                println!("{:<24} v{:<4} sha256:{}  {}", function["name"].as_str().unwrap_or("?"), newest["version"], newest["digest"].as_str().unwrap_or("?"), newest["worlds"]);
+            }
             Ok(())
         }
         Command::Inspect { wasm } => {

@@ -99,6 +99,17 @@ fn functions_upload_list_delete_and_survive_a_kill() {
     let server = Server::start(&data, &["--token", "s3cret"]);
     let (status, one) = server.call("GET", "/functions/revenue", token, b"");
     assert_eq!((status, one["newest"].as_u64()), (200, Some(1)), "{one}");
+    // The CLI client talks to the same server.
+    let url = format!("http://{}", server.address);
+    let wasm_path = function("windowed-revenue");
+    let uploaded = weir(&["function", "upload", "windows", wasm_path.to_str().unwrap(), "--server", &url, "--token", "s3cret"]);
+    assert!(uploaded.status.success(), "{}", String::from_utf8_lossy(&uploaded.stderr));
+    assert!(String::from_utf8_lossy(&uploaded.stdout).starts_with("windows version 1 sha256:"));
+    let listed = weir(&["function", "list", "--server", &url, "--token", "s3cret", "--json"]);
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(listed["functions"].as_array().map(Vec::len), Some(2), "{listed}");
+    let refused = weir(&["function", "list", "--server", &url]);
+    assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("401 unauthorized"));
     assert_eq!(server.call("DELETE", "/functions/revenue", token, b"").0, 204);
     assert_eq!(server.call("GET", "/functions/revenue", token, b"").0, 404);
 }

@@ -13,6 +13,7 @@
 //! 5xx status. With a token configured, every route but `/healthz` needs
 //! `Authorization: Bearer <token>`. Uploads are limited in size.
 
+mod client;
 mod error;
 mod functions;
 
@@ -26,6 +27,7 @@ use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 
+pub use client::ApiClient;
 pub use error::ApiError;
 
 use crate::registry::FunctionStore;
