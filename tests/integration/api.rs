@@ -122,3 +122,18 @@ fn uploads_over_the_size_limit_are_refused() {
     assert_eq!(server.call("PUT", "/functions/revenue", None, &wasm).0, 413);
     assert_eq!(server.call("GET", "/functions", None, b"").1["functions"].as_array().map(Vec::len), Some(0));
 }
+
+#[test]
+fn concurrent_uploads_of_the_same_function_make_one_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("data"), &[]);
+    let wasm = std::fs::read(function("revenue")).unwrap();
+    let statuses: Vec<u16> = std::thread::scope(|scope| {
+        let uploads: Vec<_> = (0..4).map(|_| scope.spawn(|| server.call("PUT", "/functions/same", None, &wasm).0)).collect();
+        uploads.into_iter().map(|u| u.join().unwrap()).collect()
+    });
+    assert!(statuses.iter().all(|s| *s == 200 || *s == 201), "{statuses:?}");
+    assert_eq!(statuses.iter().filter(|s| **s == 201).count(), 1, "one upload creates the version: {statuses:?}");
+    let (_, one) = server.call("GET", "/functions/same", None, b"");
+    assert_eq!(one["versions"].as_array().map(Vec::len), Some(1), "{one}");
+}
