@@ -15,9 +15,7 @@ use crate::registry::FunctionVersion;
 pub(crate) async fn upload(State(state): State<Arc<AppState>>, Path(name): Path<String>, body: Bytes) -> Result<(StatusCode, Json<FunctionVersion>), ApiError> {
     // Compiling a component takes CPU time: off the async workers.
     let stored = tokio::task::spawn_blocking(move || {
-        let before = state.functions.get(&name, None).ok();
-        let version = state.functions.upload(&name, &body, &state.loader)?;
-        let created = before.as_ref() != Some(&version);
+        let (version, created) = state.functions.upload(&name, &body, &state.loader)?;
         Ok::<_, ApiError>((if created { StatusCode::CREATED } else { StatusCode::OK }, version))
     })
     .await

@@ -118,8 +118,10 @@ impl FunctionStore {
         dir.rename(&tmp, dir, name).map_err(self.io())
     }
 
-    /// Validate and store `bytes` as the next version of `name`.
-    pub fn upload(&self, name: &str, bytes: &[u8], loader: &FunctionLoader) -> Result<FunctionVersion, RegistryError> {
+    /// Validate and store `bytes` as the next version of `name`; the version,
+    /// and whether this call created it (false: the newest version already
+    /// had these bytes).
+    pub fn upload(&self, name: &str, bytes: &[u8], loader: &FunctionLoader) -> Result<(FunctionVersion, bool), RegistryError> {
         check_name(name)?;
         let component = componentize(bytes)?;
         let loaded = loader.load(&component)?;
@@ -127,7 +129,7 @@ impl FunctionStore {
         let mut index = self.read_index()?;
         let versions = index.entry(name.to_string()).or_default();
         if let Some(newest) = versions.last().filter(|v| v.digest == loaded.digest) {
-            return Ok(newest.clone());
+            return Ok((newest.clone(), false));
         }
         let blobs = self.root.open_dir(BLOBS).map_err(self.io())?;
         let blob = format!("{}.wasm", loaded.digest);
@@ -145,7 +147,7 @@ impl FunctionStore {
         versions.push(version.clone());
         let text = serde_json::to_vec_pretty(&index).map_err(|e| RegistryError::Corrupt(e.to_string()))?;
         self.write_atomically(&self.root, INDEX, &text)?;
-        Ok(version)
+        Ok((version, true))
     }
 
     /// Every function with its versions, by name.
@@ -226,11 +228,12 @@ mod tests {
         let store = FunctionStore::open(dir.path()).unwrap();
         let loader = loader();
         let key = core_module_for("key-function");
-        let first = store.upload("revenue", &key, &loader).unwrap();
+        let (first, created) = store.upload("revenue", &key, &loader).unwrap();
+        assert!(created);
         assert_eq!((first.version, first.worlds.clone()), (1, vec!["weir:function/key-function".to_string()]));
-        assert_eq!(store.upload("revenue", &key, &loader).unwrap(), first, "the same bytes again: the same version");
+        assert_eq!(store.upload("revenue", &key, &loader).unwrap(), (first.clone(), false), "the same bytes again: the same version");
         let process = core_module_for("process-function");
-        let second = store.upload("revenue", &process, &loader).unwrap();
+        let (second, _) = store.upload("revenue", &process, &loader).unwrap();
         assert_eq!(second.version, 2);
         assert_eq!(store.get("revenue", None).unwrap(), second);
         assert_eq!(store.get("revenue", Some(1)).unwrap(), first);
@@ -265,7 +268,7 @@ mod tests {
         let store = FunctionStore::open(dir.path()).unwrap();
         let loader = loader();
         let key = core_module_for("key-function");
-        let a = store.upload("a", &key, &loader).unwrap();
+        let (a, _) = store.upload("a", &key, &loader).unwrap();
         store.upload("b", &key, &loader).unwrap();
         assert!(matches!(store.delete("a", &["orders".to_string()]), Err(RegistryError::InUse { .. })));
         store.delete("a", &[]).unwrap();
