@@ -622,8 +622,8 @@ impl PipelineSpec {
     }
 }
 
-/// Pipeline and output names: 1 to 63 of `a-z`, `0-9` and `-`.
-fn is_valid_name(name: &str) -> bool {
+/// Pipeline, output and function names: 1 to 63 of `a-z`, `0-9` and `-`.
+pub(crate) fn is_valid_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= 63 && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 

@@ -202,8 +202,7 @@ impl FunctionStore {
 
 /// A function name: 1 to 63 of `a-z`, `0-9` and `-`.
 fn check_name(name: &str) -> Result<(), RegistryError> {
-    let valid = !name.is_empty() && name.len() <= 63 && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-    valid.then_some(()).ok_or_else(|| RegistryError::InvalidName(name.chars().take(80).collect()))
+    crate::pipeline::spec::is_valid_name(name).then_some(()).ok_or_else(|| RegistryError::InvalidName(name.chars().take(80).collect()))
 }
 
 /// A digest from the index, checked to be hex before it names a file.
