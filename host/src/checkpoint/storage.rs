@@ -138,6 +138,12 @@ impl CheckpointStorage {
         Ok(LocatedSnapshot { storage, dir, metadata })
     }
 
+    /// `metadata`'s snapshot in this storage, ready to restore.
+    pub fn into_located(self, metadata: SnapshotMetadata) -> LocatedSnapshot {
+        let dir = self.snapshot_dir(metadata.kind, metadata.id);
+        LocatedSnapshot { storage: self, dir, metadata }
+    }
+
     /// Where the files of checkpoint `id` go.
     pub fn checkpoint_dir(&self, id: u64) -> Path {
         self.base.clone().join(format!("chk-{id}"))

@@ -406,9 +406,7 @@ fn prepare_state(spec: &PipelineSpec, options: &RunOptions, settings: Option<&Ch
         if highest > newest.id {
             tracing::warn!(newest = newest.id, incomplete = highest, "checkpoints after the newest completed one have no readable metadata; restoring the newest completed one");
         }
-        let storage = CheckpointStorage::open(&url, &spec.name)?;
-        let dir = storage.checkpoint_dir(newest.id);
-        Ok(Some(LocatedSnapshot { storage, dir, metadata: newest }))
+        Ok(Some(CheckpointStorage::open(&url, &spec.name)?.into_located(newest)))
     };
     // An exactly-once Kafka sink says which snapshot's output it holds.
     let committed = match kafka_sink {
@@ -460,8 +458,7 @@ fn committed_snapshot(url: &str, spec: &PipelineSpec, committed: Option<u64>) ->
             if newest.is_some_and(|n| n > id) {
                 tracing::warn!(newest = newest, restoring = id, "the newest checkpoint's Kafka transaction never committed; restoring the snapshot whose output Kafka holds");
             }
-            let dir = storage.snapshot_dir(kind, id);
-            return Ok(Some(LocatedSnapshot { storage, dir, metadata }));
+            return Ok(Some(storage.into_located(metadata)));
         }
     }
     Err(RunError::Resume {
