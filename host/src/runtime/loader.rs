@@ -210,7 +210,10 @@ impl FunctionLoader {
         }
         let compiled = self.engine.precompile_component(bytes).map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
         std::fs::create_dir_all(dir).map_err(io)?;
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        // Unique per writer (threads of one server compile concurrently).
+        static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let write = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = path.with_extension(format!("tmp{}-{write}", std::process::id()));
         std::fs::write(&tmp, &compiled).map_err(io)?;
         std::fs::rename(&tmp, &path).map_err(io)?;
         // SAFETY: `compiled` was produced by this engine just now.
