@@ -80,7 +80,7 @@ enum Command {
         #[arg(long, default_value = "10m")]
         timeout: String,
     },
-    /// Serve the HTTP API (functions: upload, list, delete).
+    /// Serve the HTTP API: functions, pipelines, metrics (see the README).
     Serve {
         /// Address to listen on; port 0 picks a free one.
         #[arg(long, default_value = "127.0.0.1:8080")]
@@ -99,6 +99,12 @@ enum Command {
     Function {
         #[command(subcommand)]
         command: FunctionCommand,
+    },
+    /// Pipelines on a `weir serve`: deploy, list, status, savepoint, stop,
+    /// upgrade, delete.
+    Pipeline {
+        #[command(subcommand)]
+        command: PipelineCommand,
     },
     /// Inspect a pipeline's checkpoints and savepoints.
     Checkpoints {
@@ -146,6 +152,73 @@ enum FunctionCommand {
     },
     /// List the functions and their versions.
     List {
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+}
+
+#[derive(Subcommand)]
+enum PipelineCommand {
+    /// Deploy a spec whose functions are stored ones (`function: <name>`).
+    Deploy {
+        /// The pipeline spec (YAML or JSON).
+        spec: PathBuf,
+        /// Start from this checkpoint or savepoint (its location).
+        #[arg(long)]
+        restore: Option<String>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Every pipeline with its state.
+    List {
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// One pipeline: state, failure, counts, watermark, last checkpoint.
+    Status {
+        /// The pipeline's name.
+        name: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Take a savepoint and print where it is.
+    Savepoint {
+        /// The pipeline's name.
+        name: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Stop gracefully (final snapshot) and print where the snapshot is.
+    Stop {
+        /// The pipeline's name.
+        name: String,
+        /// Take a savepoint rather than a checkpoint.
+        #[arg(long)]
+        savepoint: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Savepoint, stop, and start again with new function versions, a new
+    /// parallelism or a new spec, keeping the state.
+    Upgrade {
+        /// The pipeline's name.
+        name: String,
+        /// `NAME` (its newest version) or `NAME=VERSION`; repeatable.
+        #[arg(long = "function", value_name = "NAME[=VERSION]")]
+        functions: Vec<String>,
+        /// New parallelism.
+        #[arg(long)]
+        parallelism: Option<u16>,
+        /// A new spec file (same name).
+        #[arg(long)]
+        spec: Option<PathBuf>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Stop and delete a pipeline (its savepoints are kept).
+    Delete {
+        /// The pipeline's name.
+        name: String,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -242,15 +315,6 @@ fn print_summary(name: &str, summary: &RunSummary) {
     }
 }
 
-/// The pipeline's checkpoint storage, as `weir run` would open it.
-fn checkpoint_storage(spec: &PipelineSpec, data_dir: &std::path::Path) -> anyhow::Result<CheckpointStorage> {
-    let url = match spec.checkpoint.as_ref().and_then(|c| c.storage.clone()) {
-        Some(url) => url,
-        None => weir_host::config::default_checkpoint_storage(data_dir)?,
-    };
-    Ok(CheckpointStorage::open(&url, &spec.name)?)
-}
-
 fn print_snapshot(storage: &CheckpointStorage, metadata: &SnapshotMetadata) {
     let time = std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(metadata.completed_at).unwrap_or(0));
     let kind = match metadata.kind {
@@ -292,6 +356,76 @@ fn request_snapshot(spec: &std::path::Path, data_dir: Option<PathBuf>, kind: Sna
             Ok(())
         }
         _ => Err(anyhow::anyhow!("pipeline {}: {}", spec.name, response.error.unwrap_or_else(|| "the snapshot failed".into()))),
+    }
+}
+
+/// `weir pipeline …`: call the server, print its answer.
+fn pipeline_command(command: PipelineCommand) -> anyhow::Result<()> {
+    let client = |server: &ServerArgs| weir_host::api::ApiClient::new(&server.server, server.token.clone());
+    let (answer, server, show): (serde_json::Value, ServerArgs, fn(&serde_json::Value)) = match command {
+        PipelineCommand::Deploy { spec, restore, server } => {
+            let text = std::fs::read_to_string(&spec).with_context(|| format!("cannot read {}", spec.display()))?;
+            (client(&server)?.deploy(text, restore.as_deref())?, server, print_status)
+        }
+        PipelineCommand::List { server } => (client(&server)?.list_pipelines()?, server, |list| {
+            println!("{:<24} {:<9} {:>4} {:>12} {:>12}  last checkpoint", "name", "state", "gen", "in", "out");
+            for p in list["pipelines"].as_array().into_iter().flatten() {
+                let last = &p["last_checkpoint"];
+                let last = if last.is_null() { "-".to_string() } else { format!("{} {}", last["kind"].as_str().unwrap_or("?"), last["id"]) };
+                println!("{:<24} {:<9} {:>4} {:>12} {:>12}  {last}", p["name"].as_str().unwrap_or("?"), p["state"].as_str().unwrap_or("?"), p["generation"], p["counts"]["source_records"], p["counts"]["sink_records"]);
+            }
+        }),
+        PipelineCommand::Status { name, server } => (client(&server)?.pipeline(&name)?, server, print_status),
+        PipelineCommand::Savepoint { name, server } => (client(&server)?.savepoint(&name)?, server, |a| println!("{}", a["location"].as_str().unwrap_or("?"))),
+        PipelineCommand::Stop { name, savepoint, server } => (client(&server)?.stop(&name, savepoint)?, server, |a| println!("stopped; snapshot at {}", a["location"].as_str().unwrap_or("?"))),
+        PipelineCommand::Upgrade { name, functions, parallelism, spec, server } => {
+            let mut versions = serde_json::Map::new();
+            for choice in functions {
+                let (function, version) = match choice.split_once('=') {
+                    Some((function, version)) => (function.to_string(), serde_json::json!(version.parse::<u32>().with_context(|| format!("--function {choice}: the version is not a number"))?)),
+                    None => (choice, serde_json::json!("latest")),
+                };
+                versions.insert(function, version);
+            }
+            let spec = spec.map(|path| std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))).transpose()?;
+            let upgrade = serde_json::json!({ "functions": versions, "parallelism": parallelism, "spec": spec });
+            (client(&server)?.upgrade(&name, &upgrade)?, server, print_status)
+        }
+        PipelineCommand::Delete { name, server } => (client(&server)?.delete_pipeline(&name)?, server, |_| println!("deleted")),
+    };
+    if server.json {
+        println!("{answer}");
+    } else {
+        show(&answer);
+    }
+    Ok(())
+}
+
+/// A pipeline's status, for people.
+fn print_status(p: &serde_json::Value) {
+    println!("{}  {}  (generation {}, parallelism {})", p["name"].as_str().unwrap_or("?"), p["state"].as_str().unwrap_or("?"), p["generation"], p["parallelism"]);
+    if let Some(failure) = p["failure"].as_str() {
+        println!("  failure: {failure}");
+    }
+    for f in p["functions"].as_array().into_iter().flatten() {
+        println!("  {:<14} {} v{}", f["field"].as_str().unwrap_or("?"), f["function"].as_str().unwrap_or("?"), f["version"]);
+    }
+    let counts = &p["counts"];
+    if !counts.is_null() {
+        println!("  {:<14} {:>12} {:>12}", "operator", "in", "out");
+        println!("  {:<14} {:>12} {:>12}", "key", counts["key"]["records_in"], counts["key"]["records_out"]);
+        for (i, c) in counts["process"].as_array().into_iter().flatten().enumerate() {
+            println!("  {:<14} {:>12} {:>12}", format!("process[{i}]"), c["records_in"], c["records_out"]);
+        }
+        println!("  {:<14} {:>12}", "sink", counts["sink_records"]);
+    }
+    if let Some(watermark) = p["watermark"].as_i64() {
+        let time = std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(watermark).unwrap_or(0));
+        println!("  watermark: {}", if watermark == i64::MAX { "end of time".to_string() } else { humantime::format_rfc3339_millis(time).to_string() });
+    }
+    let last = &p["last_checkpoint"];
+    if !last.is_null() {
+        println!("  last {} {}: {} ms, {}", last["kind"].as_str().unwrap_or("?"), last["id"], last["duration_ms"], last["location"].as_str().unwrap_or("?"));
     }
 }
 
@@ -343,7 +477,7 @@ fn execute(command: Command) -> anyhow::Result<()> {
         Command::Checkpoints { command: CheckpointsCommand::List { spec, data_dir } } => {
             let spec = PipelineSpec::load(&spec)?;
             let data_dir = data_dir.unwrap_or_else(weir_host::config::default_data_dir);
-            let storage = checkpoint_storage(&spec, &data_dir)?;
+            let storage = pipeline::checkpoint_storage(&spec, &data_dir)?;
             let mut all = storage.completed()?;
             all.extend(storage.completed_of(SnapshotKind::Savepoint)?);
             all.sort_by_key(|m| std::cmp::Reverse(m.id));
@@ -391,6 +525,7 @@ fn execute(command: Command) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Pipeline { command } => pipeline_command(command),
         Command::Inspect { wasm } => {
             let bytes = std::fs::read(&wasm).with_context(|| format!("cannot read {}", wasm.display()))?;
             let engine = new_engine(Default::default()).map_err(|e| anyhow::anyhow!("{e:#}"))?;

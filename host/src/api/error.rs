@@ -34,6 +34,27 @@ impl ApiError {
         Self::new(StatusCode::UNAUTHORIZED, "unauthorized", "a valid `Authorization: Bearer <token>` header is required")
     }
 
+    /// 400: the spec (or request body) is malformed or invalid.
+    pub fn invalid_spec(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_spec", message)
+    }
+
+    /// 422: the spec is well-formed but cannot run here (a missing
+    /// function, a function of the wrong kind, impossible settings).
+    pub fn invalid_pipeline(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_pipeline", message)
+    }
+
+    /// 409 with `code`: the request conflicts with the current state.
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, code, message)
+    }
+
+    /// 500: a savepoint or final snapshot could not be taken.
+    pub fn snapshot_failed(message: String) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "snapshot_failed", message)
+    }
+
     /// 500.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
@@ -54,9 +75,27 @@ impl From<RegistryError> for ApiError {
     }
 }
 
+/// The JSON body of every error answer.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    /// The error.
+    pub error: ErrorDetail,
+}
+
+/// What went wrong.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorDetail {
+    /// Stable machine-readable code: `invalid_name`, `invalid_spec`,
+    /// `invalid_pipeline`, `not_found`, `exists`, `busy`, `not_running`,
+    /// `in_use`, `not_wasm`, `invalid_function`, `unauthorized`, …
+    pub code: String,
+    /// For people.
+    pub message: String,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = serde_json::json!({ "error": { "code": self.code, "message": self.message } });
+        let body = ErrorBody { error: ErrorDetail { code: self.code.to_string(), message: self.message } };
         (self.status, Json(body)).into_response()
     }
 }

@@ -7,39 +7,55 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 
-use super::{ApiError, AppState};
+use super::{blocking, ApiError, AppState, ErrorBody};
 use crate::registry::FunctionVersion;
 
-/// `PUT /functions/{name}`: validate and store the body as the next version
-/// (201), or answer the existing version for the same bytes (200).
+/// Upload a function: a component, or a core module carrying a component
+/// type (componentized). It is validated and compiled before it is stored
+/// as the next version; the same bytes as the newest version answer that
+/// version (200) instead.
+#[utoipa::path(put, path = "/functions/{name}", tag = "functions", params(("name" = String, Path, description = "`[a-z0-9-]{1,63}`")),
+    request_body(content = Vec<u8>, content_type = "application/wasm"),
+    responses((status = 201, body = FunctionVersion, description = "Stored as a new version"),
+              (status = 200, body = FunctionVersion, description = "The newest version has these bytes already"),
+              (status = 400, body = ErrorBody, description = "Invalid name"),
+              (status = 413, description = "Larger than the upload limit"),
+              (status = 415, body = ErrorBody, description = "Not WebAssembly"),
+              (status = 422, body = ErrorBody, description = "Not a usable Weir function (truncated, wrong imports, …)")))]
 pub(crate) async fn upload(State(state): State<Arc<AppState>>, Path(name): Path<String>, body: Bytes) -> Result<(StatusCode, Json<FunctionVersion>), ApiError> {
-    // Compiling a component takes CPU time: off the async workers.
-    let stored = tokio::task::spawn_blocking(move || {
+    blocking(move || {
         let (version, created) = state.functions.upload(&name, &body, &state.loader)?;
-        Ok::<_, ApiError>((if created { StatusCode::CREATED } else { StatusCode::OK }, version))
+        Ok((if created { StatusCode::CREATED } else { StatusCode::OK }, Json(version)))
     })
     .await
-    .map_err(|e| ApiError::internal(format!("upload task: {e}")))??;
-    Ok((stored.0, Json(stored.1)))
 }
 
-/// `GET /functions`: every function with its versions.
+/// Every function with its versions.
+#[utoipa::path(get, path = "/functions", tag = "functions", responses((status = 200, body = Object, description = "`{\"functions\": [{\"name\", \"versions\": [FunctionVersion]}]}`")))]
 pub(crate) async fn list(State(state): State<Arc<AppState>>) -> Result<Json<serde_json::Value>, ApiError> {
     let index = state.functions.list()?;
     let functions: Vec<serde_json::Value> = index.into_iter().map(|(name, versions)| serde_json::json!({ "name": name, "versions": versions })).collect();
     Ok(Json(serde_json::json!({ "functions": functions })))
 }
 
-/// `GET /functions/{name}`: one function's versions.
+/// One function's versions.
+#[utoipa::path(get, path = "/functions/{name}", tag = "functions", params(("name" = String, Path, description = "The function")),
+    responses((status = 200, body = Object, description = "`{\"name\", \"newest\", \"versions\": [FunctionVersion]}`"), (status = 404, body = ErrorBody)))]
 pub(crate) async fn get(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
     let newest = state.functions.get(&name, None)?;
     let versions = state.functions.list()?.remove(&name).unwrap_or_default();
     Ok(Json(serde_json::json!({ "name": newest.name, "newest": newest.version, "versions": versions })))
 }
 
-/// `DELETE /functions/{name}`: remove it (204).
+/// Delete a function and its versions; refused while a deployed pipeline
+/// uses it.
+#[utoipa::path(delete, path = "/functions/{name}", tag = "functions", params(("name" = String, Path, description = "The function")),
+    responses((status = 204, description = "Deleted"), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "A pipeline uses it")))]
 pub(crate) async fn delete(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Result<StatusCode, ApiError> {
-    // No pipeline runs under the API yet, so nothing uses a function.
-    state.functions.delete(&name, &[])?;
-    Ok(StatusCode::NO_CONTENT)
+    blocking(move || {
+        let users = state.supervisor.users_of(&name);
+        state.functions.delete(&name, &users)?;
+        Ok(StatusCode::NO_CONTENT)
+    })
+    .await
 }

@@ -1,21 +1,36 @@
-//! The HTTP API (`weir serve`): functions are uploaded, listed and deleted
-//! over HTTP (pipelines follow).
+//! The HTTP API (`weir serve`): functions are uploaded and pipelines
+//! deployed and operated over HTTP.
 //!
 //! ```text
-//! GET    /healthz                 ok (never needs the token)
-//! PUT    /functions/{name}        upload a component or core module (body: the bytes)
-//! GET    /functions               every function with its versions
-//! GET    /functions/{name}        one function's versions
-//! DELETE /functions/{name}        remove it (refused while a pipeline uses it)
+//! GET    /healthz                         ok (never needs the token)
+//! GET    /openapi.json                    this API, as OpenAPI 3.1
+//! GET    /metrics                         Prometheus text
+//! PUT    /functions/{name}                upload a component or core module (body: the bytes)
+//! GET    /functions                       every function with its versions
+//! GET    /functions/{name}                one function's versions
+//! DELETE /functions/{name}                remove it (refused while a pipeline uses it)
+//! POST   /pipelines                       deploy a spec (body: YAML or JSON; ?restore=<snapshot>)
+//! GET    /pipelines                       every pipeline's status
+//! GET    /pipelines/{name}                state, failure, counts, watermark, last checkpoint
+//! POST   /pipelines/{name}/savepoints     take a savepoint
+//! POST   /pipelines/{name}/stop           stop gracefully ({"savepoint": true} for a savepoint)
+//! POST   /pipelines/{name}/upgrade        new function versions / parallelism / spec, state kept
+//! GET    /pipelines/{name}/checkpoints    completed checkpoints and savepoints
+//! DELETE /pipelines/{name}                stop and delete (savepoints are kept)
 //! ```
 //!
 //! Errors are `{"error":{"code":"…","message":"…"}}` with a fitting 4xx or
 //! 5xx status. With a token configured, every route but `/healthz` needs
-//! `Authorization: Bearer <token>`. Uploads are limited in size.
+//! `Authorization: Bearer <token>`. Request bodies are limited in size.
+//! The routes and the OpenAPI document come from the same annotations
+//! (`utoipa-axum`), so they cannot drift apart.
 
 mod client;
 mod error;
 mod functions;
+mod metrics;
+mod pipelines;
+mod supervisor;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -25,10 +40,15 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use axum::routing::get;
-use axum::Router;
+use axum::{Json, Router};
+use utoipa::OpenApi as _;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 pub use client::ApiClient;
-pub use error::ApiError;
+pub use error::{ApiError, ErrorBody, ErrorDetail};
+pub use pipelines::{PipelineStatus, SnapshotInfo};
+pub use supervisor::{Supervisor, Upgrade, VersionChoice};
 
 use crate::registry::FunctionStore;
 use crate::runtime::{new_engine, FunctionLoader};
@@ -50,6 +70,7 @@ pub struct ServeConfig {
 pub(crate) struct AppState {
     pub(crate) functions: FunctionStore,
     pub(crate) loader: FunctionLoader,
+    pub(crate) supervisor: Arc<Supervisor>,
     token: Option<String>,
 }
 
@@ -59,7 +80,8 @@ pub fn serve(config: ServeConfig, on_listening: impl FnOnce(SocketAddr)) -> Resu
     let engine = new_engine(Default::default()).map_err(|e| ApiError::internal(format!("wasm engine: {e:#}")))?;
     let loader = FunctionLoader::new(engine, Some(crate::config::component_cache_dir(&config.data_dir))).map_err(|e| ApiError::internal(e.to_string()))?;
     let functions = FunctionStore::open(&config.data_dir)?;
-    let state = Arc::new(AppState { functions, loader, token: config.token.clone() });
+    let supervisor = Supervisor::open(&config.data_dir)?;
+    let state = Arc::new(AppState { functions, loader, supervisor, token: config.token.clone() });
     let app = router(state, config.max_upload_bytes);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| ApiError::internal(format!("runtime: {e}")))?;
     runtime.block_on(async move {
@@ -70,11 +92,53 @@ pub fn serve(config: ServeConfig, on_listening: impl FnOnce(SocketAddr)) -> Resu
     })
 }
 
-/// The routes, with the token check and the upload limit.
+/// The routes with their OpenAPI document.
+fn api_routes() -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(functions::list))
+        .routes(routes!(functions::get, functions::upload, functions::delete))
+        .routes(routes!(pipelines::list, pipelines::deploy))
+        .routes(routes!(pipelines::get, pipelines::delete))
+        .routes(routes!(pipelines::savepoint))
+        .routes(routes!(pipelines::stop))
+        .routes(routes!(pipelines::upgrade))
+        .routes(routes!(pipelines::checkpoints))
+        .routes(routes!(metrics::metrics))
+        .split_for_parts()
+}
+
+/// The OpenAPI document of the API.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    api_routes().1
+}
+
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    info(title = "Weir", description = "Upload functions, deploy and operate pipelines."),
+    modifiers(&BearerToken),
+    security(("bearer" = [])),
+    tags((name = "functions", description = "WebAssembly functions, versioned by name"),
+         (name = "pipelines", description = "Deployed pipelines"),
+         (name = "operations", description = "Health, metrics, this document"))
+)]
+struct ApiDoc;
+
+/// Declares the optional bearer token.
+struct BearerToken;
+
+impl utoipa::Modify for BearerToken {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        openapi.components.get_or_insert_with(Default::default).add_security_scheme("bearer", SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()));
+    }
+}
+
+/// The routes, with the token check and the body limit.
 fn router(state: Arc<AppState>, max_upload_bytes: usize) -> Router {
-    let protected = Router::new()
-        .route("/functions", get(functions::list))
-        .route("/functions/{name}", get(functions::get).put(functions::upload).delete(functions::delete))
+    let (protected, document) = api_routes();
+    let document = Arc::new(document);
+    let protected = protected
+        .route("/openapi.json", get(move || async move { Json(document.as_ref().clone()) }))
         .layer(DefaultBodyLimit::max(max_upload_bytes))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
     Router::new()
@@ -82,6 +146,12 @@ fn router(state: Arc<AppState>, max_upload_bytes: usize) -> Router {
         .merge(protected)
         .fallback(|| async { ApiError::not_found("no such route") })
         .with_state(state)
+}
+
+/// Run blocking work (files, compiling, waiting for a pipeline) off the
+/// async workers.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T, ApiError> + Send + 'static) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(work).await.map_err(|e| ApiError::internal(format!("request task: {e}")))?
 }
 
 /// Refuse requests without the configured bearer token.

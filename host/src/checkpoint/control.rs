@@ -8,8 +8,9 @@
 //! ```
 //!
 //! The running coordinator takes requests (deleting them) and answers each
-//! with a response the client waits for. (The HTTP API will call the
-//! coordinator directly.)
+//! with a response the client waits for. Requests made in the same
+//! process (the HTTP API's) carry a channel to answer on instead of a file
+//! ([`Request::in_process`]).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -31,7 +32,16 @@ pub struct Request {
     pub kind: SnapshotKind,
     /// Stop the pipeline once it is taken.
     pub stop: bool,
-    response: PathBuf,
+    reply: Reply,
+}
+
+/// Where a request's answer goes.
+#[derive(Debug)]
+enum Reply {
+    /// A response file the client polls for.
+    File(PathBuf),
+    /// A channel the in-process caller waits on.
+    Channel(std::sync::mpsc::Sender<Response>),
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -66,10 +76,23 @@ impl Response {
 }
 
 impl Request {
+    /// A request from this process, and where its answer will arrive.
+    pub fn in_process(kind: SnapshotKind, stop: bool) -> (Self, std::sync::mpsc::Receiver<Response>) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        (Self { kind, stop, reply: Reply::Channel(tx) }, rx)
+    }
+
     /// Answer the client (best effort: it may have given up).
     pub fn respond(&self, response: &Response) {
-        if let Err(error) = serde_json::to_vec(response).map_err(std::io::Error::other).and_then(|bytes| write_atomically(&self.response, &bytes)) {
-            tracing::warn!(path = %self.response.display(), %error, "cannot answer a control request");
+        match &self.reply {
+            Reply::Channel(tx) => {
+                let _ = tx.send(response.clone());
+            }
+            Reply::File(path) => {
+                if let Err(error) = serde_json::to_vec(response).map_err(std::io::Error::other).and_then(|bytes| write_atomically(path, &bytes)) {
+                    tracing::warn!(path = %path.display(), %error, "cannot answer a control request");
+                }
+            }
         }
     }
 }
@@ -106,7 +129,7 @@ impl ControlDir {
         for path in paths {
             let parsed = std::fs::read(&path).ok().and_then(|bytes| serde_json::from_slice::<RequestFile>(&bytes).ok());
             let _ = std::fs::remove_file(&path);
-            let request = parsed.map(|r| Request { kind: r.kind, stop: r.stop, response: path.with_extension("response") });
+            let request = parsed.map(|r| Request { kind: r.kind, stop: r.stop, reply: Reply::File(path.with_extension("response")) });
             match request {
                 Some(request) => requests.push(request),
                 None => tracing::warn!(path = %path.display(), "ignoring an unreadable control request"),

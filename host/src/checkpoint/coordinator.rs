@@ -87,8 +87,12 @@ pub struct CoordinatorConfig {
     pub schedule: Option<CheckpointSettings>,
     /// Where subtasks write local checkpoints (`chk-<id>/subtask-<i>`).
     pub local_dir: PathBuf,
-    /// Where savepoint requests arrive.
+    /// Where savepoint requests arrive from other processes.
     pub control: ControlDir,
+    /// Where they arrive from this process (the HTTP API).
+    pub inbox: Option<Receiver<Request>>,
+    /// Told of each completed snapshot (live status).
+    pub on_snapshot: Box<dyn Fn(&CompletedSnapshot) + Send>,
     /// The first id to use.
     pub first_id: u64,
     /// Per subtask, SSTs already stored (from the restored checkpoint).
@@ -102,6 +106,8 @@ pub struct CompletedSnapshot {
     pub id: u64,
     /// Checkpoint or savepoint.
     pub kind: SnapshotKind,
+    /// When it completed, in milliseconds since the epoch.
+    pub completed_at: i64,
     /// Bytes of all files it references.
     pub size_bytes: u64,
     /// Bytes it uploaded.
@@ -165,7 +171,7 @@ impl Coordinator {
         let result = self.coordinate();
         if let Err(error) = &result {
             // Whoever asked for a savepoint hears why it will not come.
-            for request in self.config.control.take_requests() {
+            for request in self.take_requests() {
                 request.respond(&Response::failed(&error.to_string()));
             }
         }
@@ -215,7 +221,7 @@ impl Coordinator {
             }
             if last_poll.elapsed() >= CONTROL_POLL {
                 last_poll = Instant::now();
-                requests.extend(self.config.control.take_requests());
+                requests.extend(self.take_requests());
             }
             if pending.is_some() {
                 continue;
@@ -254,6 +260,13 @@ impl Coordinator {
         }
     }
 
+    /// Requests waiting in the control directory and the inbox.
+    fn take_requests(&self) -> Vec<Request> {
+        let mut requests = self.config.control.take_requests();
+        requests.extend(self.config.inbox.iter().flat_map(Receiver::try_iter));
+        requests
+    }
+
     /// Store a snapshot every task has acknowledged, then commit it.
     fn finish(&mut self, pending: Pending) -> Result<(), CheckpointError> {
         let Pending { trigger, started, request, source, subtasks, sink, .. } = pending;
@@ -283,14 +296,17 @@ impl Coordinator {
             duration_ms = metadata.duration_ms,
             "snapshot complete"
         );
-        self.report.completed.push(CompletedSnapshot {
+        let completed = CompletedSnapshot {
             id: trigger.id,
             kind: trigger.kind,
+            completed_at: metadata.completed_at,
             size_bytes: metadata.size_bytes,
             incremental_bytes: metadata.incremental_bytes,
             duration: started.elapsed(),
             location,
-        });
+        };
+        (self.config.on_snapshot)(&completed);
+        self.report.completed.push(completed);
         if trigger.kind == SnapshotKind::Checkpoint {
             if let Some(schedule) = &self.config.schedule {
                 self.storage.retain(schedule.retained)?;

@@ -1,9 +1,11 @@
 //! Pipelines: the spec users write and the machinery that runs it.
 
 mod exactly_once;
+mod live;
 mod operator;
 mod runner;
 pub mod spec;
 
-pub use runner::{run, OperatorCounts, ProgressFn, RestoreFrom, RunError, RunOptions, RunSummary};
+pub use live::{LiveCounts, LiveMetrics, RunHandle};
+pub use runner::{check, checkpoint_storage, run, OperatorCounts, ProgressFn, RestoreFrom, RunError, RunOptions, RunSummary};
 pub use spec::{PipelineSpec, SpecError};

@@ -27,13 +27,16 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, sync_channel, Receiver, RecvTimeoutError, Sender, SyncSender, TryRecvError};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::exactly_once;
+use super::live::{LiveCounts, LiveMetrics, RunHandle};
 use super::operator::{KeyedOperator, OperatorPlan};
-use super::spec::{CheckpointSettings, PipelineSpec, SinkSpec, SourceSpec};
+use super::spec::{CheckpointSettings, FunctionSpec, PipelineSpec, SinkSpec, SourceSpec};
+use crate::registry::{FunctionStore, RegistryError};
 use crate::checkpoint::{self, Ack, CheckpointError, CheckpointStorage, CompletedSnapshot, ControlDir, Coordinator, CoordinatorConfig, KnownFiles, LocatedSnapshot, RestoreTarget, SnapshotKind, Trigger};
 use crate::config;
 use crate::connectors::kafka::{self, KafkaSink, KafkaSinkConfig, KafkaSource, KafkaSourceConfig};
@@ -60,11 +63,19 @@ pub enum RunError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// A stored function could not be found or read.
+    #[error("{field}: {source}")]
+    StoredFunction {
+        /// The spec field naming it (`process`, …).
+        field: &'static str,
+        /// What the function store said.
+        source: RegistryError,
+    },
     /// A function could not be loaded for its role.
-    #[error("{path}: {source}")]
+    #[error("{function}: {source}")]
     Load {
-        /// The `.wasm` file.
-        path: std::path::PathBuf,
+        /// The `.wasm` file, or the stored function and version.
+        function: String,
         /// Why it was rejected.
         source: LoadError,
     },
@@ -130,6 +141,8 @@ pub struct RunOptions {
     /// Start from this snapshot. Without it a checkpointed pipeline resumes
     /// from its newest completed checkpoint, if any.
     pub restore: Option<RestoreFrom>,
+    /// The run's live counters and in-process control (savepoint, stop).
+    pub handle: Arc<RunHandle>,
 }
 
 /// Which snapshot a run starts from.
@@ -144,7 +157,7 @@ pub enum RestoreFrom {
 impl RunOptions {
     /// Options with everything else off.
     pub fn new(data_dir: std::path::PathBuf) -> Self {
-        Self { data_dir, fresh: false, progress: None, sink_delay: None, restore: None }
+        Self { data_dir, fresh: false, progress: None, sink_delay: None, restore: None, handle: RunHandle::new() }
     }
 }
 
@@ -188,6 +201,28 @@ pub struct RunSummary {
     pub stopped: bool,
 }
 
+impl From<&LiveMetrics> for RunSummary {
+    /// What the run counted so far (elapsed time, expired snapshots and
+    /// the stop flag are the runner's to fill in).
+    fn from(metrics: &LiveMetrics) -> Self {
+        let key = metrics.key.get();
+        Self {
+            records_in: key.records_in,
+            records_out: metrics.sink_written.load(Ordering::Relaxed),
+            side_outputs_written: metrics.side_written.load(Ordering::Relaxed),
+            side_outputs_dropped: metrics.side_dropped.load(Ordering::Relaxed),
+            dropped_bad_timestamps: metrics.dropped_bad_timestamps.load(Ordering::Relaxed),
+            key,
+            subtasks: metrics.subtasks(),
+            elapsed: Duration::ZERO,
+            restored_from: metrics.restored_from(),
+            snapshots: metrics.snapshots(),
+            snapshots_expired: 0,
+            stopped: false,
+        }
+    }
+}
+
 /// One batch of routed events for a subtask: (key, event) pairs.
 type SubtaskBatch = Vec<(Vec<u8>, Event)>;
 
@@ -227,28 +262,12 @@ enum SinkMessage {
     Complete(u64),
 }
 
-/// What the sink thread counted.
-#[derive(Default)]
-struct SinkReport {
-    written: u64,
-    side_written: u64,
-    side_dropped: u64,
-}
-
 /// Run `spec` to completion (bounded sources) or until asked to stop, and
 /// report what happened.
 pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunError> {
     let started = Instant::now();
     let _span = tracing::info_span!("pipeline", name = %spec.name).entered();
-    let settings = spec.checkpoint.as_ref().map(|c| c.settings()).transpose().map_err(|e| RunError::Deploy(e.to_string()))?;
-    let kafka_exactly_once = exactly_once::exactly_once_sink(spec)?;
-    if let Some(sink) = &kafka_exactly_once {
-        exactly_once::check(spec, sink, settings.as_ref(), &options.data_dir)?;
-    }
-    let engine = new_engine(Default::default()).map_err(|e| RunError::Engine(format!("{e:#}")))?;
-    let loader = FunctionLoader::new(engine, Some(config::component_cache_dir(&options.data_dir))).map_err(|e| RunError::Engine(e.to_string()))?;
-    let key_function = load(&loader, &spec.key.wasm, Role::Key)?;
-    let plan = plan(spec, &loader)?;
+    let Prepared { settings, kafka_exactly_once, key_function, plan } = prepare(spec, &options.data_dir)?;
     let mut keyer = KeyFunctionInstance::new(&key_function, "key")?;
     let mut source = open_source(spec)?;
     tracing::debug!(elapsed = ?started.elapsed(), "functions loaded, source open");
@@ -274,6 +293,8 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let (ack_tx, ack_rx) = channel::<Ack>();
     let (trigger_tx, trigger_rx) = channel::<Trigger>();
     let sink_state = start.snapshot.as_ref().map(|s| s.metadata.sink.clone());
+    let metrics = &options.handle.metrics;
+    metrics.set_restored_from(start.snapshot.as_ref().map(|s| (s.metadata.kind, s.metadata.id)));
     let sink_thread = spawn_sink(spec, options, settings.is_some(), sink_state.as_ref(), sink_rx, sink_inputs, start.first_id, ack_tx.clone())?;
 
     let control = ControlDir::new(config::control_dir(&options.data_dir, &spec.name));
@@ -288,6 +309,11 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
             schedule: settings.clone(),
             local_dir: start.local_checkpoints.clone(),
             control: control.clone(),
+            inbox: Some(options.handle.open_requests()),
+            on_snapshot: {
+                let handle = options.handle.clone();
+                Box::new(move |snapshot| handle.metrics.snapshot_completed(snapshot.clone()))
+            },
             first_id: start.first_id,
             known: start.known,
         },
@@ -302,75 +328,96 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let ttl_overrides: HashMap<String, Ttl> = spec.state_ttl.iter().filter_map(|(name, ttl)| Some((name.clone(), ttl.to_ttl()?))).collect();
     let mut subtask_txs = Vec::new();
     let mut subtask_threads = Vec::new();
-    for (index, backend) in start.backends.into_iter().enumerate() {
+    let subtask_counts = metrics.start_subtasks(parallelism);
+    for ((index, backend), counts) in start.backends.into_iter().enumerate().zip(subtask_counts) {
         let (tx, rx) = sync_channel::<SubtaskMessage>(CHANNEL_BATCHES);
         let backend: Box<dyn KeyedStateBackend> = Box::new(CachedBackend::new(Box::new(backend), cache_bytes));
         let (max_parallelism, ttl_overrides) = (spec.max_parallelism, ttl_overrides.clone());
         let ctx = move |backend| HostCtx::new(&format!("process[{index}]"), Some(backend), max_parallelism).with_ttl_overrides(ttl_overrides);
         let plan = plan.clone();
-        let links = SubtaskLinks { index, sink: sink_tx.clone(), acks: ack_tx.clone(), local_checkpoints: start.local_checkpoints.clone() };
+        let links = SubtaskLinks { index, sink: sink_tx.clone(), acks: ack_tx.clone(), local_checkpoints: start.local_checkpoints.clone(), counts };
         subtask_threads.push(spawn(&format!("subtask-{index}"), move || run_subtask(KeyedOperator::new(&plan, index, backend, ctx)?, rx, links))?);
         subtask_txs.push(tx);
     }
 
-    let mut summary = RunSummary { restored_from: start.snapshot.as_ref().map(|s| (s.metadata.kind, s.metadata.id)), ..RunSummary::default() };
-    let links = SourceLinks { subtasks: subtask_txs, sink: sink_tx, triggers: trigger_rx, acks: ack_tx.clone() };
+    let mut stopped = false;
+    let links = SourceLinks { subtasks: subtask_txs, sink: sink_tx, triggers: trigger_rx, acks: ack_tx.clone(), metrics };
     tracing::debug!(elapsed = ?started.elapsed(), "pipeline started");
-    let source_result = feed(spec, options, source.as_mut(), &mut keyer, watermarks.as_mut(), resumed_watermark, &links, &mut summary);
+    metrics.set_running();
+    let source_result = feed(spec, options, source.as_mut(), &mut keyer, watermarks.as_mut(), resumed_watermark, &links, &mut stopped);
     if source_result.is_err() {
         let _ = ack_tx.send(Ack::Shutdown);
     }
     drop((links, ack_tx));
     let mut errors: Vec<RunError> = source_result.err().into_iter().collect();
     for thread in subtask_threads {
-        match join(thread, "subtask") {
-            Ok(counts) => summary.subtasks.push(counts),
-            Err(e) => errors.push(e),
-        }
+        errors.extend(join(thread, "subtask").err());
     }
-    match join(sink_thread, "sink") {
-        Ok(report) => {
-            summary.records_out = report.written;
-            summary.side_outputs_written = report.side_written;
-            summary.side_outputs_dropped = report.side_dropped;
-        }
-        Err(e) => errors.push(e),
-    }
+    errors.extend(join(sink_thread, "sink").err());
+    let mut snapshots_expired = 0;
     match join(coordinator_thread, "coordinator") {
-        Ok(report) => {
-            summary.snapshots = report.completed;
-            summary.snapshots_expired = report.expired;
-        }
+        Ok(report) => snapshots_expired = report.expired,
         Err(e) => errors.push(e),
     }
+    options.handle.close_requests();
     control.release();
     // A failing subtask or sink makes upstream threads see a closed channel
     // (`Stopped`); report the failure itself.
     if let Some(index) = errors.iter().position(|e| !matches!(e, RunError::Stopped)).or((!errors.is_empty()).then_some(0)) {
         return Err(errors.swap_remove(index));
     }
-    summary.elapsed = started.elapsed();
+    let summary = RunSummary { elapsed: started.elapsed(), snapshots_expired, stopped, ..RunSummary::from(metrics) };
     tracing::info!(records_in = summary.records_in, records_out = summary.records_out, "pipeline finished");
     Ok(summary)
 }
 
+/// What a run needs before it starts.
+struct Prepared {
+    settings: Option<CheckpointSettings>,
+    kafka_exactly_once: Option<KafkaSinkConfig>,
+    key_function: LoadedFunction,
+    plan: OperatorPlan,
+}
+
+/// Check the settings and the exactly-once requirements, and load every
+/// function for its role.
+fn prepare(spec: &PipelineSpec, data_dir: &Path) -> Result<Prepared, RunError> {
+    let settings = spec.checkpoint.as_ref().map(|c| c.settings()).transpose().map_err(|e| RunError::Deploy(e.to_string()))?;
+    let kafka_exactly_once = exactly_once::exactly_once_sink(spec)?;
+    if let Some(sink) = &kafka_exactly_once {
+        exactly_once::check(spec, sink, settings.as_ref(), data_dir)?;
+    }
+    let engine = new_engine(Default::default()).map_err(|e| RunError::Engine(format!("{e:#}")))?;
+    let loader = FunctionLoader::new(engine, Some(config::component_cache_dir(data_dir))).map_err(|e| RunError::Engine(e.to_string()))?;
+    let key_function = load(&loader, &spec.key, "key", Role::Key, data_dir)?;
+    let plan = plan(spec, &loader, data_dir)?;
+    Ok(Prepared { settings, kafka_exactly_once, key_function, plan })
+}
+
+/// Check, without running it, that `spec` can run on this host: its
+/// settings, the exactly-once requirements of its sink, and that every
+/// function exists and implements its role. What a deploy refuses.
+pub fn check(spec: &PipelineSpec, data_dir: &Path) -> Result<(), RunError> {
+    prepare(spec, data_dir).map(drop)
+}
+
 /// What the keyed stage runs.
-fn plan(spec: &PipelineSpec, loader: &FunctionLoader) -> Result<OperatorPlan, RunError> {
+fn plan(spec: &PipelineSpec, loader: &FunctionLoader, data_dir: &Path) -> Result<OperatorPlan, RunError> {
     let window_function = match (&spec.aggregate, &spec.window_process) {
-        (Some(aggregate), _) => Some((aggregate, Role::Aggregate)),
-        (None, Some(process)) => Some((process, Role::WindowProcess)),
+        (Some(aggregate), _) => Some((aggregate, "aggregate", Role::Aggregate)),
+        (None, Some(process)) => Some((process, "window_process", Role::WindowProcess)),
         (None, None) => None,
     };
     Ok(match (&spec.process, &spec.window, window_function) {
-        (Some(process), _, _) => OperatorPlan::Process(load(loader, &process.wasm, Role::Process)?),
-        (None, Some(window), Some((function, role))) => {
+        (Some(process), _, _) => OperatorPlan::Process(load(loader, process, "process", Role::Process, data_dir)?),
+        (None, Some(window), Some((function, field, role))) => {
             let config = WindowConfig {
                 assigner: window.assigner().map_err(|e| RunError::Engine(e.to_string()))?,
                 allowed_lateness: window.allowed_lateness().map_err(|e| RunError::Engine(e.to_string()))?,
                 late_output: window.late_output.clone(),
                 max_parallelism: spec.max_parallelism,
             };
-            OperatorPlan::Window(load(loader, &function.wasm, role)?, role, config)
+            OperatorPlan::Window(load(loader, function, field, role, data_dir)?, role, config)
         }
         _ => return Err(RunError::Engine("the spec has neither a process function nor a window with an aggregate".into())),
     })
@@ -392,10 +439,7 @@ struct StartingPoint {
 /// checkpointing without one (the local state may be ahead of what the
 /// sinks committed); else as the last run left it.
 fn prepare_state(spec: &PipelineSpec, options: &RunOptions, settings: Option<&CheckpointSettings>, kafka_sink: Option<&KafkaSinkConfig>) -> Result<StartingPoint, RunError> {
-    let url = match settings.and_then(|s| s.storage.clone()) {
-        Some(url) => url,
-        None => config::default_checkpoint_storage(&options.data_dir).map_err(|e| RunError::Engine(format!("checkpoint directory: {e}")))?,
-    };
+    let url = checkpoint_url(spec, &options.data_dir)?;
     let storage = CheckpointStorage::open(&url, &spec.name)?;
     let fresh = spec.fresh || options.fresh;
     let latest = |required: bool| -> Result<Option<LocatedSnapshot>, RunError> {
@@ -446,6 +490,20 @@ fn prepare_state(spec: &PipelineSpec, options: &RunOptions, settings: Option<&Ch
     Ok(StartingPoint { backends, snapshot, storage, first_id, known, local_checkpoints })
 }
 
+/// Where `spec`'s checkpoints go: its `checkpoint.storage`, else
+/// `<data dir>/checkpoints`.
+fn checkpoint_url(spec: &PipelineSpec, data_dir: &Path) -> Result<String, RunError> {
+    match spec.checkpoint.as_ref().and_then(|c| c.storage.clone()) {
+        Some(url) => Ok(url),
+        None => config::default_checkpoint_storage(data_dir).map_err(|e| RunError::Engine(format!("checkpoint directory: {e}"))),
+    }
+}
+
+/// The checkpoint storage of `spec`'s pipeline, as its runs use it.
+pub fn checkpoint_storage(spec: &PipelineSpec, data_dir: &Path) -> Result<CheckpointStorage, RunError> {
+    Ok(CheckpointStorage::open(&checkpoint_url(spec, data_dir)?, &spec.name)?)
+}
+
 /// The snapshot (checkpoint or savepoint) whose output an exactly-once
 /// Kafka sink committed last, `committed`; `None` when nothing was ever
 /// committed (start empty).
@@ -475,17 +533,24 @@ struct SourceState {
     watermarks: Option<WatermarkSnapshot>,
 }
 
-/// The source thread's channels.
-struct SourceLinks {
+/// The source thread's channels and counters.
+struct SourceLinks<'a> {
     subtasks: Vec<SyncSender<SubtaskMessage>>,
     sink: SyncSender<SinkMessage>,
     triggers: Receiver<Trigger>,
     acks: Sender<Ack>,
+    metrics: &'a LiveMetrics,
 }
 
-impl SourceLinks {
+impl SourceLinks<'_> {
     fn broadcast(&self, message: impl Fn() -> SubtaskMessage) -> Result<(), RunError> {
         self.subtasks.iter().try_for_each(|tx| tx.send(message()).map_err(|_| RunError::Stopped))
+    }
+
+    /// Event time has reached `watermark`: tell every subtask.
+    fn broadcast_watermark(&self, watermark: i64) -> Result<(), RunError> {
+        self.metrics.set_watermark(watermark);
+        self.broadcast(|| SubtaskMessage::Watermark(watermark))
     }
 
     /// Record the source's state and send barrier `trigger.id` downstream.
@@ -520,7 +585,7 @@ fn feed(
     mut watermarks: Option<&mut SplitWatermarks>,
     resumed_watermark: Option<i64>,
     links: &SourceLinks,
-    summary: &mut RunSummary,
+    stopped: &mut bool,
 ) -> Result<(), RunError> {
     let parallelism = spec.parallelism;
     let per_subtask = spec.batch_size / usize::from(parallelism) + 1;
@@ -528,15 +593,15 @@ fn feed(
     let mut routed: Vec<SubtaskBatch> = (0..parallelism).map(|_| Vec::with_capacity(per_subtask)).collect();
     if let Some(watermark) = resumed_watermark {
         // Operators continue from the watermark the snapshot was taken at.
-        links.broadcast(|| SubtaskMessage::Watermark(watermark))?;
+        links.broadcast_watermark(watermark)?;
     }
     loop {
         match links.triggers.try_recv() {
             Ok(trigger) => {
                 links.inject_barrier(trigger, source, watermarks.as_deref())?;
                 if trigger.stop {
-                    summary.stopped = true;
-                    summary.dropped_bad_timestamps = source.dropped();
+                    *stopped = true;
+                    links.metrics.dropped_bad_timestamps.store(source.dropped(), Ordering::Relaxed);
                     return links.serve_remaining_triggers(source, watermarks.as_deref());
                 }
             }
@@ -551,10 +616,9 @@ fn feed(
             links.sink.send(SinkMessage::Batch { from: usize::from(parallelism), main: Vec::new(), side: rejected }).map_err(|_| RunError::Stopped)?;
         }
         if !events.is_empty() {
-            summary.records_in += events.len() as u64;
-            summary.key.records_in += events.len() as u64;
+            links.metrics.key.add_in(events.len());
             let keys = keyer.extract_keys(&events)?;
-            summary.key.records_out += keys.len() as u64;
+            links.metrics.key.add_out(keys.len());
             for (event, key) in events.drain(..).zip(keys) {
                 if let Some(watermarks) = watermarks.as_deref_mut() {
                     watermarks.observe(polled.split, event.timestamp, now);
@@ -575,17 +639,17 @@ fn feed(
                 watermarks.finish(polled.split);
             }
             if let Some(watermark) = watermarks.advance(now) {
-                links.broadcast(|| SubtaskMessage::Watermark(watermark))?;
+                links.broadcast_watermark(watermark)?;
             }
         }
         if let (Some(progress), Some((done, total))) = (&options.progress, source.progress()) {
             progress(done, total);
         }
         if !polled.more {
-            summary.dropped_bad_timestamps = source.dropped();
+            links.metrics.dropped_bad_timestamps.store(source.dropped(), Ordering::Relaxed);
             // A bounded source is exhausted: event time has ended, and a
             // final checkpoint commits the rest of the output.
-            links.broadcast(|| SubtaskMessage::Watermark(i64::MAX))?;
+            links.broadcast_watermark(i64::MAX)?;
             let _ = links.acks.send(Ack::SourceFinished);
             return links.serve_remaining_triggers(source, watermarks.as_deref());
         }
@@ -598,14 +662,14 @@ struct SubtaskLinks {
     sink: SyncSender<SinkMessage>,
     acks: Sender<Ack>,
     local_checkpoints: PathBuf,
+    counts: Arc<LiveCounts>,
 }
 
 /// One keyed subtask: hand each batch and watermark to the operator and
 /// forward what it emits; fire processing-time timers as the clock passes;
 /// snapshot its state at each barrier.
-fn run_subtask(mut operator: KeyedOperator, input: Receiver<SubtaskMessage>, links: SubtaskLinks) -> Result<OperatorCounts, RunError> {
+fn run_subtask(mut operator: KeyedOperator, input: Receiver<SubtaskMessage>, links: SubtaskLinks) -> Result<(), RunError> {
     let _span = tracing::info_span!("subtask", index = links.index).entered();
-    let mut counts = OperatorCounts::default();
     loop {
         let message = match operator.next_processing_timer() {
             Some(_) => match input.recv_timeout(TIMER_POLL) {
@@ -620,13 +684,13 @@ fn run_subtask(mut operator: KeyedOperator, input: Receiver<SubtaskMessage>, lin
         };
         match message {
             Some(SubtaskMessage::Events(batch)) => {
-                counts.records_in += batch.len() as u64;
+                links.counts.add_in(batch.len());
                 operator.on_events(batch)?;
             }
             Some(SubtaskMessage::Watermark(watermark)) => operator.on_watermark(watermark)?,
             Some(SubtaskMessage::Barrier(id)) => {
                 // What was emitted before the barrier belongs before it.
-                forward_outputs(&mut operator, &links, &mut counts)?;
+                forward_outputs(&mut operator, &links)?;
                 let dir = links.local_checkpoints.join(format!("chk-{id}")).join(format!("subtask-{}", links.index));
                 if dir.exists() {
                     std::fs::remove_dir_all(&dir).map_err(CheckpointError::from)?;
@@ -639,20 +703,19 @@ fn run_subtask(mut operator: KeyedOperator, input: Receiver<SubtaskMessage>, lin
             None => {}
         }
         operator.on_processing_time()?;
-        forward_outputs(&mut operator, &links, &mut counts)?;
+        forward_outputs(&mut operator, &links)?;
     }
-    operator.flush()?;
-    Ok(counts)
+    operator.flush()
 }
 
 /// Send what the operator emitted to the sink thread.
-fn forward_outputs(operator: &mut KeyedOperator, links: &SubtaskLinks, counts: &mut OperatorCounts) -> Result<(), RunError> {
+fn forward_outputs(operator: &mut KeyedOperator, links: &SubtaskLinks) -> Result<(), RunError> {
     let (main, side, late_dropped) = operator.take_outputs();
-    counts.late_dropped += late_dropped;
+    links.counts.add_late_dropped(late_dropped);
     if main.is_empty() && side.is_empty() {
         return Ok(());
     }
-    counts.records_out += main.len() as u64;
+    links.counts.add_out(main.len());
     links.sink.send(SinkMessage::Batch { from: links.index, main, side }).map_err(|_| RunError::Stopped)
 }
 
@@ -674,14 +737,15 @@ fn spawn_sink(
     inputs: usize,
     first_epoch: u64,
     acks: Sender<Ack>,
-) -> Result<JoinHandle<Result<SinkReport, RunError>>, RunError> {
+) -> Result<JoinHandle<Result<(), RunError>>, RunError> {
     let recovered: Option<SinkState> = recovered.filter(|v| !v.is_null()).map(|v| serde_json::from_value(v.clone())).transpose().map_err(|e| RunError::Engine(format!("sink state in the snapshot: {e}")))?;
     let mode = |state: Option<&serde_json::Value>| if exactly_once { SinkMode::ExactlyOnce(state.filter(|v| !v.is_null()).cloned()) } else { SinkMode::Direct };
     let mut sink = open_sink(&spec.sink, mode(recovered.as_ref().map(|r| &r.main)))?;
     let mut side_outputs = SideOutputs::open(&spec.side_outputs, |name| mode(recovered.as_ref().and_then(|r| r.side.get(name))))?;
     let delay = options.sink_delay;
+    let handle = options.handle.clone();
     spawn("sink", move || {
-        let mut report = SinkReport::default();
+        let report = &handle.metrics;
         let mut epochs = vec![first_epoch; inputs];
         let mut barriers: BTreeMap<u64, usize> = BTreeMap::new();
         for message in input {
@@ -689,8 +753,8 @@ fn spawn_sink(
                 SinkMessage::Batch { from, main, side } => {
                     let epoch = epochs[from];
                     sink.write(epoch, &main)?;
-                    report.written += main.len() as u64;
-                    side_outputs.route(epoch, side, &mut report)?;
+                    report.sink_written.fetch_add(main.len() as u64, Ordering::Relaxed);
+                    side_outputs.route(epoch, side, report)?;
                     if let Some(delay) = delay {
                         std::thread::sleep(delay);
                     }
@@ -719,7 +783,7 @@ fn spawn_sink(
             sink.flush()?;
             side_outputs.flush()?;
         }
-        Ok(report)
+        Ok(())
     })
 }
 
@@ -733,10 +797,22 @@ fn join<T>(thread: JoinHandle<Result<T, RunError>>, what: &str) -> Result<T, Run
     thread.join().unwrap_or_else(|_| Err(RunError::Panicked(what.to_string())))
 }
 
-fn load(loader: &FunctionLoader, path: &Path, role: Role) -> Result<LoadedFunction, RunError> {
-    let bytes = std::fs::read(path).map_err(|source| RunError::ReadFunction { path: path.to_path_buf(), source })?;
-    let function = loader.load(&bytes).and_then(|f| f.require(role).map(|()| f));
-    function.map_err(|source| RunError::Load { path: path.to_path_buf(), source })
+/// Load the function `field` of the spec names (a file, or a stored
+/// function of the data directory's store) and check it can play `role`.
+fn load(loader: &FunctionLoader, function: &FunctionSpec, field: &'static str, role: Role, data_dir: &Path) -> Result<LoadedFunction, RunError> {
+    let (label, bytes) = match (&function.wasm, &function.function) {
+        (Some(path), _) => (path.display().to_string(), std::fs::read(path).map_err(|source| RunError::ReadFunction { path: path.to_path_buf(), source })?),
+        (None, Some(name)) => {
+            let stored = FunctionStore::open(data_dir).and_then(|store| {
+                let version = store.get(name, function.version)?;
+                Ok((format!("function {name} version {}", version.version), store.bytes(&version)?))
+            });
+            stored.map_err(|source| RunError::StoredFunction { field, source })?
+        }
+        (None, None) => return Err(RunError::Deploy(format!("{field}: names no function"))),
+    };
+    let loaded = loader.load(&bytes).and_then(|f| f.require(role).map(|()| f));
+    loaded.map_err(|source| RunError::Load { function: label, source })
 }
 
 fn open_source(spec: &PipelineSpec) -> Result<Box<dyn Source>, RunError> {
@@ -803,19 +879,19 @@ impl SideOutputs {
     }
 
     /// Write each event to its side output's sink, or count it as dropped.
-    fn route(&mut self, epoch: u64, events: Vec<(String, Event)>, report: &mut SinkReport) -> Result<(), RunError> {
+    fn route(&mut self, epoch: u64, events: Vec<(String, Event)>, report: &LiveMetrics) -> Result<(), RunError> {
         for (name, event) in events {
             match self.sinks.get_mut(&name) {
                 Some(sink) => {
                     sink.write(epoch, std::slice::from_ref(&event))?;
-                    report.side_written += 1;
+                    report.side_written.fetch_add(1, Ordering::Relaxed);
                 }
                 None => {
                     if !self.warned.contains(&name) {
                         tracing::warn!(side_output = %name, "dropping events sent to a side output the spec does not declare");
                         self.warned.push(name);
                     }
-                    report.side_dropped += 1;
+                    report.side_dropped.fetch_add(1, Ordering::Relaxed);
                 }
             }
         }

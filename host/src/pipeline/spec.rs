@@ -326,13 +326,22 @@ impl TtlSpec {
     }
 }
 
-/// A reference to a function.
+/// A reference to a function: a `.wasm` file, or a function uploaded to
+/// the host's function store (`weir function upload`, `PUT /functions/…`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FunctionSpec {
     /// Path of a `.wasm` file (a component, or a core module carrying a
     /// component type).
-    pub wasm: PathBuf,
+    #[serde(default)]
+    pub wasm: Option<PathBuf>,
+    /// Or: the name of a stored function.
+    #[serde(default)]
+    pub function: Option<String>,
+    /// With `function`: which version (default: the newest; the HTTP API
+    /// pins the newest at deploy time).
+    #[serde(default)]
+    pub version: Option<u32>,
     /// Stable identity of the operator running this function, under which
     /// savepoints keep its state (default: `process` or `window`). Keep it
     /// when replacing the function by a new version.
@@ -515,10 +524,35 @@ impl PipelineSpec {
         }
     }
 
+    /// Every function the spec names, with its field (`key`, `process`, …).
+    pub fn functions(&self) -> Vec<(&'static str, &FunctionSpec)> {
+        [("key", Some(&self.key)), ("process", self.process.as_ref()), ("aggregate", self.aggregate.as_ref()), ("window_process", self.window_process.as_ref())]
+            .into_iter()
+            .filter_map(|(field, f)| Some((field, f?)))
+            .collect()
+    }
+
+    /// Every function the spec names, to change (resolve, pin).
+    pub fn functions_mut(&mut self) -> Vec<(&'static str, &mut FunctionSpec)> {
+        [("key", Some(&mut self.key)), ("process", self.process.as_mut()), ("aggregate", self.aggregate.as_mut()), ("window_process", self.window_process.as_mut())]
+            .into_iter()
+            .filter_map(|(field, f)| Some((field, f?)))
+            .collect()
+    }
+
     /// Check what the types cannot.
     pub fn validate(&self) -> Result<(), SpecError> {
         if !is_valid_name(&self.name) {
             return Err(SpecError::field("name", format!("{:?} must be 1 to 63 of a-z, 0-9 and -", self.name)));
+        }
+        for (field, function) in self.functions() {
+            match (&function.wasm, &function.function) {
+                (Some(_), None) if function.version.is_some() => return Err(SpecError::field(&format!("{field}.version"), "a version goes with `function`, not with `wasm`")),
+                (Some(_), None) => {}
+                (None, Some(name)) if !is_valid_name(name) => return Err(SpecError::field(&format!("{field}.function"), format!("{name:?} is not a function name (1 to 63 of a-z, 0-9 and -)"))),
+                (None, Some(_)) => {}
+                _ => return Err(SpecError::field(field, "give either `wasm` (a file) or `function` (a stored function's name)")),
+            }
         }
         if let Some((name, spec)) = self.state_ttl.iter().find(|(_, spec)| spec.to_ttl().is_none()) {
             return Err(SpecError::field(&format!("state_ttl.{name}.ttl"), format!("{:?} is not a duration of at least 1ms (like 30s, 10m, 1h)", spec.ttl)));
@@ -602,19 +636,20 @@ impl PipelineSpec {
         Ok(())
     }
 
-    fn resolve_paths(&mut self, base: &Path) {
-        let sinks = std::iter::once(&mut self.sink).chain(self.side_outputs.values_mut());
+    /// Make relative file paths relative to `base` (the spec file's directory).
+    pub(crate) fn resolve_paths(&mut self, base: &Path) {
         let resolve = |path: &mut PathBuf| {
             if path.is_relative() {
                 *path = base.join(&*path);
             }
         };
-        resolve(&mut self.key.wasm);
-        self.process.iter_mut().chain(self.aggregate.iter_mut()).chain(self.window_process.iter_mut()).for_each(|f| resolve(&mut f.wasm));
+        for (_, function) in self.functions_mut() {
+            function.wasm.iter_mut().for_each(resolve);
+        }
         if let SourceSpec::File { path, paths, .. } = &mut self.source {
             path.iter_mut().chain(paths.iter_mut()).for_each(resolve);
         }
-        for sink in sinks {
+        for sink in std::iter::once(&mut self.sink).chain(self.side_outputs.values_mut()) {
             if let SinkSpec::File { path } = sink {
                 resolve(path);
             }
@@ -733,8 +768,8 @@ sink: { type: stdout }
         let path = dir.path().join("pipeline.yaml");
         std::fs::write(&path, format!("{GOOD}side_outputs: {{ late: {{ type: file, path: late.jsonl }} }}\n")).unwrap();
         let spec = PipelineSpec::load(&path).unwrap();
-        assert_eq!(spec.key.wasm, dir.path().join("revenue.wasm"));
-        assert_eq!(spec.process.unwrap().wasm, dir.path().join("revenue.wasm"));
+        assert_eq!(spec.key.wasm, Some(dir.path().join("revenue.wasm")));
+        assert_eq!(spec.process.unwrap().wasm, Some(dir.path().join("revenue.wasm")));
         assert!(matches!(spec.source, SourceSpec::File { ref path, .. } if path.as_deref() == Some(dir.path().join("orders.jsonl").as_path())));
         assert!(matches!(spec.side_outputs["late"], SinkSpec::File { ref path } if path == &dir.path().join("late.jsonl")));
     }

@@ -14,7 +14,6 @@
 //! directory handle on the store, under names the store makes itself.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -58,7 +57,7 @@ pub enum RegistryError {
 }
 
 /// One stored version of a function.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct FunctionVersion {
     /// The function's name.
     pub name: String,
@@ -109,13 +108,8 @@ impl FunctionStore {
         }
     }
 
-    /// Write `bytes` to `name` in `dir` atomically: a synced temporary file
-    /// renamed over it.
     fn write_atomically(&self, dir: &Dir, name: &str, bytes: &[u8]) -> Result<(), RegistryError> {
-        let tmp = format!(".{name}.tmp");
-        let mut file = dir.create(&tmp).map_err(self.io())?;
-        file.write_all(bytes).and_then(|()| file.sync_all()).map_err(self.io())?;
-        dir.rename(&tmp, dir, name).map_err(self.io())
+        super::write_atomically(dir, name, bytes).map_err(self.io())
     }
 
     /// Validate and store `bytes` as the next version of `name`; the version,

@@ -1,6 +1,23 @@
-//! What the host keeps for its users between runs: uploaded functions
-//! (and, with the HTTP API, deployed pipelines).
+//! What the host keeps for its users between runs: uploaded functions and
+//! the pipelines deployed through the HTTP API. Both live in the data
+//! directory, reached only through `cap-std` directory handles under names
+//! the stores check or make themselves, and are written atomically.
 
 mod functions;
+mod pipelines;
 
 pub use functions::{FunctionStore, FunctionVersion, RegistryError};
+pub use pipelines::{PipelineRecord, PipelineState, PipelineStore, RestorePoint};
+
+use std::io::Write as _;
+
+use cap_std::fs::Dir;
+
+/// Write `bytes` to `name` in `dir` atomically: a synced temporary file
+/// renamed over it (a crash leaves the old file or the new one).
+fn write_atomically(dir: &Dir, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = format!(".{name}.tmp");
+    let mut file = dir.create(&tmp)?;
+    file.write_all(bytes).and_then(|()| file.sync_all())?;
+    dir.rename(&tmp, dir, name)
+}

@@ -1,0 +1,356 @@
+//! `/pipelines` handlers: deploy, status, savepoints, stop, upgrade,
+//! delete, checkpoints. The work is the [`Supervisor`]'s; handlers parse
+//! requests, run it off the async workers and shape the answers.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::supervisor::{PipelineView, Supervisor, Upgrade};
+use super::{blocking, ApiError, AppState, ErrorBody};
+use crate::checkpoint::{CheckpointStorage, CompletedSnapshot, SnapshotKind, SnapshotMetadata};
+use crate::pipeline::{OperatorCounts, RunSummary};
+use crate::registry::PipelineState;
+
+/// A pipeline's status.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PipelineStatus {
+    /// The pipeline's name.
+    pub name: String,
+    /// `running`, `finished`, `stopped` or `failed`.
+    pub state: PipelineState,
+    /// Why it failed.
+    pub failure: Option<String>,
+    /// 1 at deploy, +1 per upgrade.
+    pub generation: u32,
+    /// Deploy time, ms since the epoch.
+    pub deployed_at: i64,
+    /// When the current (or last) run in this server started.
+    pub started_at: Option<i64>,
+    /// Keyed subtasks.
+    pub parallelism: u16,
+    /// The stored functions it runs, with their versions.
+    pub functions: Vec<PinnedFunction>,
+    /// Records in and out of each operator in the current (or last) run
+    /// in this server; absent before it started.
+    pub counts: Option<Counts>,
+    /// Event time: the last watermark sent to the operators (ms).
+    pub watermark: Option<i64>,
+    /// The snapshot the current run started from.
+    pub restored_from: Option<SnapshotRef>,
+    /// Snapshots completed by the current run.
+    pub snapshots_completed: usize,
+    /// The newest completed checkpoint or savepoint.
+    pub last_checkpoint: Option<SnapshotInfo>,
+    /// The newest savepoint taken through the API.
+    pub last_savepoint: Option<String>,
+    /// The spec as deployed.
+    pub spec: String,
+}
+
+/// A stored function a pipeline runs.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PinnedFunction {
+    /// The spec field: `key`, `process`, `aggregate` or `window_process`.
+    pub field: String,
+    /// The function's name.
+    pub function: String,
+    /// Its version.
+    pub version: u32,
+}
+
+/// Records into and out of the operators.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Counts {
+    /// Read from the source (= into the key function).
+    pub source_records: u64,
+    /// The key function.
+    pub key: OperatorCountsView,
+    /// Each keyed subtask.
+    pub process: Vec<OperatorCountsView>,
+    /// Written to the main sink.
+    pub sink_records: u64,
+    /// Written to declared side outputs.
+    pub side_outputs_written: u64,
+    /// Sent to undeclared side outputs (dropped).
+    pub side_outputs_dropped: u64,
+    /// Source records dropped without a usable timestamp.
+    pub dropped_bad_timestamps: u64,
+}
+
+/// One operator's counts.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OperatorCountsView {
+    /// Records received.
+    pub records_in: u64,
+    /// Records emitted.
+    pub records_out: u64,
+    /// Late records dropped.
+    pub late_dropped: u64,
+}
+
+impl From<OperatorCounts> for OperatorCountsView {
+    fn from(c: OperatorCounts) -> Self {
+        Self { records_in: c.records_in, records_out: c.records_out, late_dropped: c.late_dropped }
+    }
+}
+
+/// A snapshot named by kind and id.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SnapshotRef {
+    /// `checkpoint` or `savepoint`.
+    pub kind: String,
+    /// Its id.
+    pub id: u64,
+}
+
+/// A completed checkpoint or savepoint.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SnapshotInfo {
+    /// Its id.
+    pub id: u64,
+    /// `checkpoint` or `savepoint`.
+    pub kind: String,
+    /// Completion time, ms since the epoch.
+    pub completed_at: i64,
+    /// Bytes of all files it references.
+    pub size_bytes: u64,
+    /// Bytes it uploaded.
+    pub incremental_bytes: u64,
+    /// Trigger to completion, ms.
+    pub duration_ms: u64,
+    /// Where it is (path or URL): what `restore` takes.
+    pub location: String,
+}
+
+fn kind_name(kind: SnapshotKind) -> String {
+    match kind {
+        SnapshotKind::Checkpoint => "checkpoint".into(),
+        SnapshotKind::Savepoint => "savepoint".into(),
+    }
+}
+
+impl SnapshotInfo {
+    fn from_metadata(storage: &CheckpointStorage, m: &SnapshotMetadata) -> Self {
+        let location = storage.describe(&storage.snapshot_dir(m.kind, m.id));
+        Self { id: m.id, kind: kind_name(m.kind), completed_at: m.completed_at, size_bytes: m.size_bytes, incremental_bytes: m.incremental_bytes, duration_ms: m.duration_ms, location }
+    }
+
+    fn from_completed(s: &CompletedSnapshot) -> Self {
+        let duration_ms = u64::try_from(s.duration.as_millis()).unwrap_or(u64::MAX);
+        Self { id: s.id, kind: kind_name(s.kind), completed_at: s.completed_at, size_bytes: s.size_bytes, incremental_bytes: s.incremental_bytes, duration_ms, location: s.location.clone() }
+    }
+}
+
+/// The status of `view`; `last_stored` finds the newest stored snapshot
+/// when the run has completed none.
+fn status(view: PipelineView, last_stored: impl FnOnce() -> Option<SnapshotInfo>) -> PipelineStatus {
+    let record = view.record;
+    let spec = crate::pipeline::PipelineSpec::parse(&record.spec).ok();
+    let functions = spec
+        .as_ref()
+        .map(|spec| {
+            let pinned = spec.functions().into_iter().filter_map(|(field, f)| Some((field, f.function.clone()?)));
+            pinned.map(|(field, function)| PinnedFunction { field: field.to_string(), version: record.pins.get(field).copied().unwrap_or_default(), function }).collect()
+        })
+        .unwrap_or_default();
+    let parallelism = record.parallelism.or(spec.as_ref().map(|s| s.parallelism)).unwrap_or(1);
+    let (mut counts, mut watermark, mut restored_from, mut snapshots_completed, mut last_checkpoint, mut started_at) = (None, None, None, 0, None, None);
+    if let Some((handle, started)) = &view.run {
+        let metrics = &handle.metrics;
+        let summary = RunSummary::from(metrics);
+        counts = Some(Counts {
+            source_records: summary.records_in,
+            key: summary.key.into(),
+            process: summary.subtasks.iter().copied().map(Into::into).collect(),
+            sink_records: summary.records_out,
+            side_outputs_written: summary.side_outputs_written,
+            side_outputs_dropped: summary.side_outputs_dropped,
+            dropped_bad_timestamps: summary.dropped_bad_timestamps,
+        });
+        watermark = metrics.watermark();
+        restored_from = metrics.restored_from().map(|(kind, id)| SnapshotRef { kind: kind_name(kind), id });
+        let (last, completed) = metrics.last_snapshot();
+        snapshots_completed = completed;
+        last_checkpoint = last.as_ref().map(SnapshotInfo::from_completed);
+        started_at = Some(*started);
+    }
+    if last_checkpoint.is_none() {
+        last_checkpoint = last_stored();
+    }
+    PipelineStatus {
+        name: record.name,
+        state: record.state,
+        failure: record.failure,
+        generation: record.generation,
+        deployed_at: record.deployed_at,
+        started_at,
+        parallelism,
+        functions,
+        counts,
+        watermark,
+        restored_from,
+        snapshots_completed,
+        last_checkpoint,
+        last_savepoint: record.last_savepoint,
+        spec: record.spec,
+    }
+}
+
+/// The status of a pipeline, reading its newest stored snapshot if needed.
+fn full_status(supervisor: &Supervisor, view: PipelineView) -> PipelineStatus {
+    let name = view.record.name.clone();
+    status(view, || {
+        let (storage, snapshots) = supervisor.snapshots(&name).ok()?;
+        snapshots.first().map(|m| SnapshotInfo::from_metadata(&storage, m))
+    })
+}
+
+/// Where a deploy starts.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DeployQuery {
+    /// Start from this checkpoint or savepoint (its location, as a
+    /// savepoint answer gives it).
+    pub restore: Option<String>,
+}
+
+/// Deploy a pipeline from its spec (YAML or JSON). Functions are named by
+/// `function: <name>` (uploaded with `PUT /functions/{name}`); the newest
+/// version of each is pinned unless the spec says `version`.
+#[utoipa::path(post, path = "/pipelines", tag = "pipelines", params(DeployQuery),
+    request_body(content = String, description = "The pipeline spec, YAML or JSON", content_type = "application/yaml"),
+    responses((status = 201, body = PipelineStatus, description = "Deployed and started"),
+              (status = 400, body = ErrorBody, description = "The spec is malformed: unknown field, bad duration, impossible parallelism …"),
+              (status = 409, body = ErrorBody, description = "A pipeline of that name exists"),
+              (status = 422, body = ErrorBody, description = "A function is missing or of the wrong kind, or the settings cannot work")))]
+pub(crate) async fn deploy(State(state): State<Arc<AppState>>, Query(query): Query<DeployQuery>, body: Bytes) -> Result<(StatusCode, Json<PipelineStatus>), ApiError> {
+    let text = String::from_utf8(body.to_vec()).map_err(|_| ApiError::invalid_spec("the spec is not UTF-8 text"))?;
+    blocking(move || {
+        let view = state.supervisor.deploy(&text, query.restore.as_deref(), &state.functions)?;
+        Ok((StatusCode::CREATED, Json(full_status(&state.supervisor, view))))
+    })
+    .await
+}
+
+/// Every pipeline.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PipelineList {
+    /// By name.
+    pub pipelines: Vec<PipelineStatus>,
+}
+
+/// Every pipeline with its status.
+#[utoipa::path(get, path = "/pipelines", tag = "pipelines", responses((status = 200, body = PipelineList)))]
+pub(crate) async fn list(State(state): State<Arc<AppState>>) -> Result<Json<PipelineList>, ApiError> {
+    blocking(move || {
+        let pipelines = state.supervisor.list().into_iter().map(|view| full_status(&state.supervisor, view)).collect();
+        Ok(Json(PipelineList { pipelines }))
+    })
+    .await
+}
+
+/// One pipeline's status: state, failure reason, counts per operator,
+/// watermark, last checkpoint.
+#[utoipa::path(get, path = "/pipelines/{name}", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
+    responses((status = 200, body = PipelineStatus), (status = 404, body = ErrorBody)))]
+pub(crate) async fn get(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Result<Json<PipelineStatus>, ApiError> {
+    blocking(move || Ok(Json(full_status(&state.supervisor, state.supervisor.get(&name)?)))).await
+}
+
+/// Where a snapshot was stored.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SnapshotTaken {
+    /// The pipeline's state afterwards.
+    pub state: PipelineState,
+    /// The snapshot's location (give it to `restore`).
+    pub location: String,
+}
+
+/// Take a savepoint; the pipeline keeps running.
+#[utoipa::path(post, path = "/pipelines/{name}/savepoints", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
+    responses((status = 201, body = SnapshotTaken), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "Not running, or busy")))]
+pub(crate) async fn savepoint(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Result<(StatusCode, Json<SnapshotTaken>), ApiError> {
+    blocking(move || {
+        let location = state.supervisor.savepoint(&name)?;
+        Ok((StatusCode::CREATED, Json(SnapshotTaken { state: PipelineState::Running, location })))
+    })
+    .await
+}
+
+/// How to stop.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StopRequest {
+    /// Take a savepoint (else a checkpoint) before stopping.
+    #[serde(default)]
+    pub savepoint: bool,
+}
+
+/// Stop gracefully: records in flight are processed, a final snapshot is
+/// taken and committed, then the pipeline stops. The body is optional.
+#[utoipa::path(post, path = "/pipelines/{name}/stop", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
+    request_body(content = Option<StopRequest>, content_type = "application/json"),
+    responses((status = 200, body = SnapshotTaken), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "Not running, or busy")))]
+pub(crate) async fn stop(State(state): State<Arc<AppState>>, Path(name): Path<String>, body: Bytes) -> Result<Json<SnapshotTaken>, ApiError> {
+    let request: StopRequest = optional_json(&body)?;
+    blocking(move || {
+        let location = state.supervisor.stop(&name, request.savepoint)?;
+        Ok(Json(SnapshotTaken { state: PipelineState::Stopped, location }))
+    })
+    .await
+}
+
+/// Upgrade: savepoint and stop the running pipeline, then start it again
+/// from that savepoint with new function versions, a new parallelism or a
+/// new spec; state is kept. Checked before the pipeline is touched.
+#[utoipa::path(post, path = "/pipelines/{name}/upgrade", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
+    request_body(content = Upgrade, content_type = "application/json"),
+    responses((status = 200, body = PipelineStatus), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub(crate) async fn upgrade(State(state): State<Arc<AppState>>, Path(name): Path<String>, body: Bytes) -> Result<Json<PipelineStatus>, ApiError> {
+    let upgrade: Upgrade = optional_json(&body)?;
+    blocking(move || {
+        let view = state.supervisor.upgrade(&name, &upgrade, &state.functions)?;
+        Ok(Json(full_status(&state.supervisor, view)))
+    })
+    .await
+}
+
+/// Stop the pipeline if it runs and delete it with its local state and
+/// checkpoints (savepoints are kept).
+#[utoipa::path(delete, path = "/pipelines/{name}", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
+    responses((status = 204, description = "Deleted"), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+pub(crate) async fn delete(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Result<StatusCode, ApiError> {
+    blocking(move || state.supervisor.delete(&name).map(|()| StatusCode::NO_CONTENT)).await
+}
+
+/// A pipeline's snapshots.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SnapshotList {
+    /// Completed checkpoints and savepoints, newest first.
+    pub checkpoints: Vec<SnapshotInfo>,
+}
+
+/// Completed checkpoints and savepoints, newest first.
+#[utoipa::path(get, path = "/pipelines/{name}/checkpoints", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
+    responses((status = 200, body = SnapshotList), (status = 404, body = ErrorBody)))]
+pub(crate) async fn checkpoints(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Result<Json<SnapshotList>, ApiError> {
+    blocking(move || {
+        let (storage, snapshots) = state.supervisor.snapshots(&name)?;
+        Ok(Json(SnapshotList { checkpoints: snapshots.iter().map(|m| SnapshotInfo::from_metadata(&storage, m)).collect() }))
+    })
+    .await
+}
+
+/// A JSON body, or the default when the body is empty.
+fn optional_json<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> Result<T, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body).map_err(|e| ApiError::invalid_spec(format!("request body: {e}")))
+}

@@ -1,0 +1,495 @@
+//! The pipelines a `weir serve` runs: deploy, savepoint, stop, upgrade,
+//! delete, and resuming after a restart.
+//!
+//! Each running pipeline is one [`pipeline::run`] on its own thread, with a
+//! [`RunHandle`] for its live counters and for savepoint/stop requests.
+//! Every change of a pipeline is written to the [`PipelineStore`] before it
+//! takes effect, so after a crash (even `kill -9`) of the server, every
+//! pipeline recorded as running starts again — from its newest completed
+//! checkpoint, like any restart. Requests that cannot succeed are refused
+//! before anything changes: the spec is parsed, its stored functions are
+//! resolved and loaded for their roles, and its settings are checked first.
+//!
+//! One operation at a time per pipeline: a second one while a stop or an
+//! upgrade is under way gets `409 busy`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use super::ApiError;
+use crate::checkpoint::{CheckpointStorage, SnapshotKind, SnapshotMetadata};
+use crate::config;
+use crate::pipeline::{self, PipelineSpec, RestoreFrom, RunError, RunHandle, RunOptions, RunSummary};
+use crate::registry::{FunctionStore, PipelineRecord, PipelineState, PipelineStore, RestorePoint};
+
+/// How long a savepoint (and the stop after it) may take.
+const SNAPSHOT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// A pipeline the server knows.
+struct Entry {
+    record: PipelineRecord,
+    /// The current (or last) run in this process.
+    run: Option<Run>,
+    /// A stop, upgrade or delete is under way.
+    busy: bool,
+}
+
+/// One run of a pipeline.
+struct Run {
+    id: u64,
+    handle: Arc<RunHandle>,
+    started_at: i64,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// A change to a running pipeline's function versions, parallelism or spec.
+#[derive(Debug, Default, serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Upgrade {
+    /// A whole new spec (same `name`); default: keep the deployed one.
+    #[serde(default)]
+    pub spec: Option<String>,
+    /// New versions of stored functions, by function name: a number or
+    /// `"latest"`. Functions not named keep their versions.
+    #[serde(default)]
+    #[schema(value_type = BTreeMap<String, Object>)]
+    pub functions: BTreeMap<String, VersionChoice>,
+    /// New parallelism (≤ the spec's `max_parallelism`).
+    #[serde(default)]
+    pub parallelism: Option<u16>,
+}
+
+/// A function version to upgrade to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VersionChoice {
+    /// The newest uploaded.
+    Latest,
+    /// This one.
+    Exactly(u32),
+}
+
+impl<'de> serde::Deserialize<'de> for VersionChoice {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(u32),
+            Text(String),
+        }
+        match Raw::deserialize(deserializer)? {
+            Raw::Number(n) => Ok(Self::Exactly(n)),
+            Raw::Text(t) if t == "latest" => Ok(Self::Latest),
+            Raw::Text(t) => t.parse().map(Self::Exactly).map_err(|_| serde::de::Error::custom(format!("{t:?} is neither a version number nor \"latest\""))),
+        }
+    }
+}
+
+/// A pipeline as the API shows it.
+pub struct PipelineView {
+    /// Its record.
+    pub record: PipelineRecord,
+    /// Its current or last run in this process, if any: the live handle
+    /// and when it started.
+    pub run: Option<(Arc<RunHandle>, i64)>,
+}
+
+/// Runs the deployed pipelines of one data directory.
+pub struct Supervisor {
+    data_dir: PathBuf,
+    store: PipelineStore,
+    pipelines: Mutex<BTreeMap<String, Entry>>,
+    next_run: std::sync::atomic::AtomicU64,
+}
+
+impl Supervisor {
+    /// Open the store and start every pipeline recorded as running.
+    pub fn open(data_dir: &Path) -> Result<Arc<Self>, ApiError> {
+        let store = PipelineStore::open(data_dir)?;
+        let records = store.list()?;
+        let supervisor = Arc::new(Self { data_dir: data_dir.to_path_buf(), store, pipelines: Mutex::default(), next_run: 1.into() });
+        let mut pipelines = supervisor.lock();
+        for (name, record) in records {
+            let running = record.state == PipelineState::Running;
+            pipelines.insert(name.clone(), Entry { record, run: None, busy: false });
+            if running {
+                tracing::info!(pipeline = %name, "resuming a pipeline that was running");
+                let entry = pipelines.get_mut(&name).expect("just inserted");
+                supervisor.start(entry);
+            }
+        }
+        drop(pipelines);
+        Ok(supervisor)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Entry>> {
+        self.pipelines.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The names of the pipelines using stored function `name`.
+    pub fn users_of(&self, function: &str) -> Vec<String> {
+        self.lock().values().filter(|e| e.record.uses_function(function)).map(|e| e.record.name.clone()).collect()
+    }
+
+    /// Every pipeline.
+    pub fn list(&self) -> Vec<PipelineView> {
+        self.lock().values().map(view).collect()
+    }
+
+    /// One pipeline.
+    pub fn get(&self, name: &str) -> Result<PipelineView, ApiError> {
+        self.lock().get(name).map(view).ok_or_else(|| no_pipeline(name))
+    }
+
+    /// The pipeline's completed checkpoints and savepoints, newest first.
+    pub fn snapshots(&self, name: &str) -> Result<(CheckpointStorage, Vec<SnapshotMetadata>), ApiError> {
+        let record = self.get(name)?.record;
+        let spec = record.spec(&self.data_dir).map_err(|e| ApiError::internal(format!("the stored spec no longer parses: {e}")))?;
+        let storage = checkpoint_storage(&spec, &self.data_dir)?;
+        let mut all = storage.completed().map_err(internal)?;
+        all.extend(storage.completed_of(SnapshotKind::Savepoint).map_err(internal)?);
+        all.sort_by_key(|m| std::cmp::Reverse(m.id));
+        Ok((storage, all))
+    }
+
+    /// Deploy `spec_text` (YAML or JSON) and start it, optionally from the
+    /// snapshot at `restore`.
+    pub fn deploy(self: &Arc<Self>, spec_text: &str, restore: Option<&str>, functions: &FunctionStore) -> Result<PipelineView, ApiError> {
+        let spec = PipelineSpec::parse(spec_text).map_err(|e| ApiError::invalid_spec(e.to_string()))?;
+        let mut record = PipelineRecord {
+            name: spec.name.clone(),
+            spec: spec_text.to_string(),
+            pins: BTreeMap::new(),
+            parallelism: None,
+            restore: None,
+            state: PipelineState::Running,
+            failure: None,
+            last_savepoint: None,
+            deployed_at: crate::state::ttl::now_millis(),
+            generation: 1,
+        };
+        if self.lock().contains_key(&record.name) {
+            return Err(ApiError::conflict("exists", format!("pipeline {} already exists: upgrade it, or delete it first", record.name)));
+        }
+        record.pins = pin_functions(&spec, &BTreeMap::new(), &BTreeMap::new(), functions)?;
+        self.check(&record)?;
+        if let Some(location) = restore {
+            let snapshot = CheckpointStorage::locate(location).map_err(|e| ApiError::invalid_spec(format!("restore: {e}")))?;
+            record.restore = Some(RestorePoint { location: location.to_string(), id: snapshot.metadata.id });
+        }
+        let mut pipelines = self.lock();
+        if pipelines.contains_key(&record.name) {
+            return Err(ApiError::conflict("exists", format!("pipeline {} already exists", record.name)));
+        }
+        self.store.put(&record)?;
+        let name = record.name.clone();
+        let entry = pipelines.entry(name).or_insert(Entry { record, run: None, busy: false });
+        self.start(entry);
+        Ok(view(entry))
+    }
+
+    /// Check that `record` can run: its spec with pins applied, its
+    /// functions for their roles, its settings.
+    fn check(&self, record: &PipelineRecord) -> Result<PipelineSpec, ApiError> {
+        let spec = record.spec(&self.data_dir).map_err(|e| ApiError::invalid_spec(e.to_string()))?;
+        if let Some((field, _)) = spec.functions().into_iter().find(|(_, f)| f.wasm.is_some()) {
+            return Err(ApiError::invalid_spec(format!("{field}.wasm: a deployed pipeline names stored functions (`function: <name>`), not files on the server; upload it with PUT /functions/<name>")));
+        }
+        pipeline::check(&spec, &self.data_dir).map_err(|e| match e {
+            RunError::StoredFunction { .. } | RunError::Load { .. } | RunError::Deploy(_) => ApiError::invalid_pipeline(e.to_string()),
+            other => ApiError::internal(other.to_string()),
+        })?;
+        Ok(spec)
+    }
+
+    /// Take a savepoint of a running pipeline; its location.
+    pub fn savepoint(&self, name: &str) -> Result<String, ApiError> {
+        let handle = self.running_handle(name, false)?;
+        let location = handle.request(SnapshotKind::Savepoint, false, SNAPSHOT_TIMEOUT).map_err(ApiError::snapshot_failed)?;
+        let mut pipelines = self.lock();
+        if let Some(entry) = pipelines.get_mut(name) {
+            entry.record.last_savepoint = Some(location.clone());
+            self.store.put(&entry.record)?;
+        }
+        Ok(location)
+    }
+
+    /// Stop a running pipeline gracefully (a final snapshot; a savepoint if
+    /// `savepoint`), and wait until it has stopped. The snapshot's location.
+    pub fn stop(&self, name: &str, savepoint: bool) -> Result<String, ApiError> {
+        self.running_handle(name, true)?;
+        let result = self.stop_run(name, savepoint);
+        self.finish_operation(name, |record| {
+            if let Ok(location) = &result {
+                record.state = PipelineState::Stopped;
+                if savepoint {
+                    record.last_savepoint = Some(location.clone());
+                }
+            }
+        })?;
+        result
+    }
+
+    /// Savepoint, stop, and start again with `upgrade` applied, from that
+    /// savepoint. A pipeline that is not running (stopped, failed) starts
+    /// again from its newest savepoint or checkpoint.
+    pub fn upgrade(self: &Arc<Self>, name: &str, upgrade: &Upgrade, functions: &FunctionStore) -> Result<PipelineView, ApiError> {
+        let mut record = {
+            let mut pipelines = self.lock();
+            let entry = pipelines.get_mut(name).ok_or_else(|| no_pipeline(name))?;
+            if entry.busy {
+                return Err(busy(name));
+            }
+            entry.busy = true;
+            entry.record.clone()
+        };
+        let result = self.upgraded(&mut record, upgrade, functions);
+        let mut pipelines = self.lock();
+        let entry = pipelines.get_mut(name).ok_or_else(|| no_pipeline(name))?;
+        entry.busy = false;
+        result?;
+        entry.record = record;
+        self.store.put(&entry.record)?;
+        self.start(entry);
+        Ok(view(entry))
+    }
+
+    /// Apply `upgrade` to `record` (checked before the running pipeline is
+    /// touched), then savepoint and stop the running pipeline.
+    fn upgraded(&self, record: &mut PipelineRecord, upgrade: &Upgrade, functions: &FunctionStore) -> Result<(), ApiError> {
+        let old_spec = PipelineSpec::parse(&record.spec).map_err(|e| ApiError::internal(format!("the stored spec no longer parses: {e}")))?;
+        let mut next = record.clone();
+        if let Some(text) = &upgrade.spec {
+            let spec = PipelineSpec::parse(text).map_err(|e| ApiError::invalid_spec(e.to_string()))?;
+            if spec.name != record.name {
+                return Err(ApiError::invalid_spec(format!("name: the upgraded spec names {:?}, not {:?}", spec.name, record.name)));
+            }
+            next.spec = text.clone();
+            next.parallelism = None;
+        }
+        let spec = PipelineSpec::parse(&next.spec).map_err(|e| ApiError::invalid_spec(e.to_string()))?;
+        // A field keeps its pin when it still names the same function.
+        let kept: BTreeMap<String, u32> = next
+            .pins
+            .iter()
+            .filter(|(field, _)| {
+                let named = |s: &PipelineSpec| s.functions().into_iter().find(|(f, _)| f == field).and_then(|(_, f)| f.function.clone());
+                named(&spec).is_some() && named(&spec) == named(&old_spec)
+            })
+            .map(|(f, v)| (f.clone(), *v))
+            .collect();
+        next.pins = pin_functions(&spec, &kept, &upgrade.functions, functions)?;
+        if let Some(parallelism) = upgrade.parallelism {
+            next.parallelism = Some(parallelism);
+        }
+        next.generation += 1;
+        next.failure = None;
+        self.check(&next)?;
+        if self.lock().get(&record.name).is_some_and(|e| e.record.state == PipelineState::Running) {
+            let location = self.stop_run(&record.name, true)?;
+            let id = CheckpointStorage::locate(&location).map_err(internal)?.metadata.id;
+            next.last_savepoint = Some(location.clone());
+            next.restore = Some(RestorePoint { location, id });
+        } else {
+            next.restore = newest_savepoint(&self.data_dir, &spec)?.or(next.restore);
+        }
+        next.state = PipelineState::Running;
+        *record = next;
+        Ok(())
+    }
+
+    /// Stop the pipeline if it runs, then forget it: its record, local
+    /// state and checkpoints (savepoints are kept).
+    pub fn delete(&self, name: &str) -> Result<(), ApiError> {
+        let running = {
+            let mut pipelines = self.lock();
+            let entry = pipelines.get_mut(name).ok_or_else(|| no_pipeline(name))?;
+            if entry.busy {
+                return Err(busy(name));
+            }
+            entry.busy = true;
+            entry.record.state == PipelineState::Running && entry.run.is_some()
+        };
+        if running {
+            if let Err(error) = self.stop_run(name, false) {
+                self.finish_operation(name, |_| {})?;
+                return Err(error);
+            }
+        }
+        let mut pipelines = self.lock();
+        let Some(entry) = pipelines.remove(name) else { return Ok(()) };
+        self.store.delete(name)?;
+        if let Ok(spec) = entry.record.spec(&self.data_dir) {
+            if let Ok(storage) = checkpoint_storage(&spec, &self.data_dir) {
+                if let Err(error) = storage.retain(0) {
+                    tracing::warn!(pipeline = name, %error, "cannot delete the checkpoints of a deleted pipeline");
+                }
+            }
+        }
+        let dir = config::pipeline_state_dir(&self.data_dir, name);
+        if let Some(pipeline_dir) = dir.parent() {
+            let _ = std::fs::remove_dir_all(pipeline_dir);
+        }
+        Ok(())
+    }
+
+    /// The handle of the running pipeline `name`; marks it busy if `claim`.
+    fn running_handle(&self, name: &str, claim: bool) -> Result<Arc<RunHandle>, ApiError> {
+        let mut pipelines = self.lock();
+        let entry = pipelines.get_mut(name).ok_or_else(|| no_pipeline(name))?;
+        if entry.busy {
+            return Err(busy(name));
+        }
+        let handle = match (&entry.run, entry.record.state) {
+            (Some(run), PipelineState::Running) => run.handle.clone(),
+            _ => return Err(ApiError::conflict("not_running", format!("pipeline {name} is not running (it is {})", state_name(entry.record.state)))),
+        };
+        entry.busy |= claim;
+        Ok(handle)
+    }
+
+    /// Ask the running pipeline to snapshot and stop, and wait for its
+    /// thread to end. The snapshot's location.
+    fn stop_run(&self, name: &str, savepoint: bool) -> Result<String, ApiError> {
+        let handle = self.lock().get(name).and_then(|e| e.run.as_ref()).map(|r| r.handle.clone()).ok_or_else(|| no_pipeline(name))?;
+        let kind = if savepoint { SnapshotKind::Savepoint } else { SnapshotKind::Checkpoint };
+        let location = handle.request(kind, true, SNAPSHOT_TIMEOUT).map_err(ApiError::snapshot_failed)?;
+        let thread = self.lock().get_mut(name).and_then(|e| e.run.as_mut()).and_then(|r| r.thread.take());
+        if let Some(thread) = thread {
+            let _ = thread.join();
+        }
+        Ok(location)
+    }
+
+    /// End an operation on `name`: apply `change` to its record, store it,
+    /// and clear the busy mark.
+    fn finish_operation(&self, name: &str, change: impl FnOnce(&mut PipelineRecord)) -> Result<(), ApiError> {
+        let mut pipelines = self.lock();
+        let Some(entry) = pipelines.get_mut(name) else { return Ok(()) };
+        entry.busy = false;
+        change(&mut entry.record);
+        self.store.put(&entry.record)?;
+        Ok(())
+    }
+
+    /// Start a run of `entry` on its own thread.
+    fn start(self: &Arc<Self>, entry: &mut Entry) {
+        let name = entry.record.name.clone();
+        let spec = match entry.record.spec(&self.data_dir) {
+            Ok(spec) => spec,
+            Err(error) => return self.record_end(entry, Err(format!("the stored spec no longer parses: {error}"))),
+        };
+        let mut options = RunOptions::new(self.data_dir.clone());
+        options.restore = match restore_choice(&spec, &self.data_dir, entry.record.restore.as_ref()) {
+            Ok(restore) => restore,
+            Err(error) => return self.record_end(entry, Err(error.message)),
+        };
+        let handle = options.handle.clone();
+        let id = self.next_run.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let supervisor = Arc::clone(self);
+        let thread = std::thread::Builder::new().name(format!("pipeline-{name}")).spawn(move || {
+            let result = pipeline::run(&spec, &options);
+            supervisor.run_ended(&name, id, result);
+        });
+        match thread {
+            Ok(thread) => entry.run = Some(Run { id, handle, started_at: crate::state::ttl::now_millis(), thread: Some(thread) }),
+            Err(error) => self.record_end(entry, Err(format!("cannot start a thread: {error}"))),
+        }
+    }
+
+    /// A run's thread ended with `result`.
+    fn run_ended(&self, name: &str, id: u64, result: Result<RunSummary, RunError>) {
+        let mut pipelines = self.lock();
+        let Some(entry) = pipelines.get_mut(name).filter(|e| e.run.as_ref().is_some_and(|r| r.id == id)) else { return };
+        match result {
+            Ok(summary) => self.record_end(entry, Ok(summary.stopped)),
+            Err(error) => {
+                tracing::warn!(pipeline = name, %error, "pipeline failed");
+                self.record_end(entry, Err(error.to_string()));
+            }
+        }
+    }
+
+    /// Record how a run ended: `Ok(stopped on request)` or the failure.
+    fn record_end(&self, entry: &mut Entry, outcome: Result<bool, String>) {
+        let (state, failure) = match outcome {
+            Ok(true) => (PipelineState::Stopped, None),
+            Ok(false) => (PipelineState::Finished, None),
+            Err(reason) => (PipelineState::Failed, Some(reason)),
+        };
+        entry.record.state = state;
+        entry.record.failure = failure;
+        if let Err(error) = self.store.put(&entry.record) {
+            tracing::error!(pipeline = %entry.record.name, %error, "cannot record the end of a run");
+        }
+    }
+}
+
+/// Which snapshot a (re)started pipeline begins from: the record's restore
+/// point unless a newer checkpoint exists (taken since by this pipeline);
+/// else the default (its newest checkpoint).
+fn restore_choice(spec: &PipelineSpec, data_dir: &Path, restore: Option<&RestorePoint>) -> Result<Option<RestoreFrom>, ApiError> {
+    let Some(point) = restore else { return Ok(None) };
+    let newest = checkpoint_storage(spec, data_dir)?.completed().map_err(internal)?.first().map(|m| m.id);
+    Ok(if newest.is_some_and(|n| n > point.id) { None } else { Some(RestoreFrom::Path(point.location.clone())) })
+}
+
+/// The newest savepoint of a pipeline, as a restore point.
+fn newest_savepoint(data_dir: &Path, spec: &PipelineSpec) -> Result<Option<RestorePoint>, ApiError> {
+    let storage = checkpoint_storage(spec, data_dir)?;
+    let newest = storage.completed_of(SnapshotKind::Savepoint).map_err(internal)?.into_iter().next();
+    Ok(newest.map(|m| RestorePoint { location: storage.describe(&storage.savepoint_dir(m.id)), id: m.id }))
+}
+
+/// The version of every stored function `spec` names, by field: the
+/// spec's own `version`, else a `choice` for that function, else `kept`,
+/// else the newest. Each must exist.
+fn pin_functions(spec: &PipelineSpec, kept: &BTreeMap<String, u32>, choices: &BTreeMap<String, VersionChoice>, functions: &FunctionStore) -> Result<BTreeMap<String, u32>, ApiError> {
+    if let Some(unknown) = choices.keys().find(|name| !spec.functions().iter().any(|(_, f)| f.function.as_deref() == Some(name.as_str()))) {
+        return Err(ApiError::invalid_spec(format!("functions.{unknown}: the pipeline uses no function of that name")));
+    }
+    let mut pins = BTreeMap::new();
+    for (field, function) in spec.functions() {
+        let Some(name) = &function.function else { continue };
+        let wanted = match (function.version, choices.get(name)) {
+            (Some(version), _) | (None, Some(&VersionChoice::Exactly(version))) => Some(version),
+            (None, Some(VersionChoice::Latest)) => None,
+            (None, None) => kept.get(field).copied(),
+        };
+        let stored = functions.get(name, wanted).map_err(|e| ApiError::invalid_pipeline(format!("{field}.function: {e}")))?;
+        pins.insert(field.to_string(), stored.version);
+    }
+    Ok(pins)
+}
+
+/// The pipeline's checkpoint storage, as its runs open it.
+fn checkpoint_storage(spec: &PipelineSpec, data_dir: &Path) -> Result<CheckpointStorage, ApiError> {
+    pipeline::checkpoint_storage(spec, data_dir).map_err(internal)
+}
+
+fn view(entry: &Entry) -> PipelineView {
+    PipelineView { record: entry.record.clone(), run: entry.run.as_ref().map(|r| (r.handle.clone(), r.started_at)) }
+}
+
+/// The state's name as the API spells it.
+pub(crate) fn state_name(state: PipelineState) -> &'static str {
+    match state {
+        PipelineState::Running => "running",
+        PipelineState::Finished => "finished",
+        PipelineState::Stopped => "stopped",
+        PipelineState::Failed => "failed",
+    }
+}
+
+fn no_pipeline(name: &str) -> ApiError {
+    ApiError::not_found(format!("no pipeline {:?}", name.chars().take(80).collect::<String>()))
+}
+
+fn busy(name: &str) -> ApiError {
+    ApiError::conflict("busy", format!("pipeline {name} is being stopped, upgraded or deleted; try again when that is done"))
+}
+
+fn internal(error: impl std::fmt::Display) -> ApiError {
+    ApiError::internal(error.to_string())
+}

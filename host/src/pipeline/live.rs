@@ -1,0 +1,190 @@
+//! A running pipeline seen from outside while it runs: counters the
+//! pipeline's threads update as they go (relaxed atomics, once per batch),
+//! its watermark and last snapshot, and the in-process way to ask it for a
+//! savepoint or a stop. The HTTP API reads and drives pipelines through
+//! this; `weir run` reads it once, for the summary at the end.
+//!
+//! It never blocks a pipeline thread: counters are atomics and the
+//! request channel is only read by the checkpoint coordinator.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use super::runner::OperatorCounts;
+use crate::checkpoint::{CompletedSnapshot, Request, Response, SnapshotKind};
+
+/// Records into and out of one operator, updated while it runs.
+#[derive(Debug, Default)]
+pub struct LiveCounts {
+    records_in: AtomicU64,
+    records_out: AtomicU64,
+    late_dropped: AtomicU64,
+}
+
+impl LiveCounts {
+    /// Count `n` records received.
+    pub fn add_in(&self, n: usize) {
+        self.records_in.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// Count `n` records emitted.
+    pub fn add_out(&self, n: usize) {
+        self.records_out.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// Count `n` late records dropped.
+    pub fn add_late_dropped(&self, n: u64) {
+        self.late_dropped.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The counts now.
+    pub fn get(&self) -> OperatorCounts {
+        OperatorCounts { records_in: self.records_in.load(Ordering::Relaxed), records_out: self.records_out.load(Ordering::Relaxed), late_dropped: self.late_dropped.load(Ordering::Relaxed) }
+    }
+}
+
+/// Everything a run counts, readable at any time.
+#[derive(Debug)]
+pub struct LiveMetrics {
+    /// The key function (its input is everything the source read).
+    pub key: LiveCounts,
+    /// Each keyed subtask (set when the run starts).
+    subtasks: Mutex<Vec<Arc<LiveCounts>>>,
+    /// Events the sink wrote to the main output.
+    pub sink_written: AtomicU64,
+    /// Events written to declared side outputs.
+    pub side_written: AtomicU64,
+    /// Events sent to undeclared side outputs (dropped).
+    pub side_dropped: AtomicU64,
+    /// Source records dropped for lack of a usable timestamp.
+    pub dropped_bad_timestamps: AtomicU64,
+    /// The last watermark sent to the operators (`i64::MIN`: none yet).
+    watermark: AtomicI64,
+    /// Snapshots completed, in order.
+    snapshots: Mutex<Vec<CompletedSnapshot>>,
+    /// The snapshot the run started from.
+    restored_from: Mutex<Option<(SnapshotKind, u64)>>,
+    /// Whether the run is past start-up (functions loaded, state restored).
+    running: AtomicBool,
+}
+
+impl Default for LiveMetrics {
+    fn default() -> Self {
+        Self {
+            key: LiveCounts::default(),
+            subtasks: Mutex::default(),
+            sink_written: AtomicU64::new(0),
+            side_written: AtomicU64::new(0),
+            side_dropped: AtomicU64::new(0),
+            dropped_bad_timestamps: AtomicU64::new(0),
+            watermark: AtomicI64::new(i64::MIN),
+            snapshots: Mutex::default(),
+            restored_from: Mutex::default(),
+            running: AtomicBool::new(false),
+        }
+    }
+}
+
+impl LiveMetrics {
+    /// Counters for `parallelism` subtasks, replacing any earlier ones.
+    pub(crate) fn start_subtasks(&self, parallelism: usize) -> Vec<Arc<LiveCounts>> {
+        let counts: Vec<Arc<LiveCounts>> = (0..parallelism).map(|_| Arc::default()).collect();
+        *self.subtasks.lock().unwrap_or_else(PoisonError::into_inner) = counts.clone();
+        counts
+    }
+
+    /// Each subtask's counts now.
+    pub fn subtasks(&self) -> Vec<OperatorCounts> {
+        self.subtasks.lock().unwrap_or_else(PoisonError::into_inner).iter().map(|c| c.get()).collect()
+    }
+
+    /// Record the watermark sent to the operators.
+    pub(crate) fn set_watermark(&self, watermark: i64) {
+        self.watermark.store(watermark, Ordering::Relaxed);
+    }
+
+    /// The last watermark sent to the operators, if any.
+    pub fn watermark(&self) -> Option<i64> {
+        Some(self.watermark.load(Ordering::Relaxed)).filter(|w| *w != i64::MIN)
+    }
+
+    /// Record a completed snapshot.
+    pub(crate) fn snapshot_completed(&self, snapshot: CompletedSnapshot) {
+        self.snapshots.lock().unwrap_or_else(PoisonError::into_inner).push(snapshot);
+    }
+
+    /// Snapshots completed so far, in order.
+    pub fn snapshots(&self) -> Vec<CompletedSnapshot> {
+        self.snapshots.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// The newest completed snapshot and how many completed.
+    pub fn last_snapshot(&self) -> (Option<CompletedSnapshot>, usize) {
+        let snapshots = self.snapshots.lock().unwrap_or_else(PoisonError::into_inner);
+        (snapshots.last().cloned(), snapshots.len())
+    }
+
+    pub(crate) fn set_restored_from(&self, from: Option<(SnapshotKind, u64)>) {
+        *self.restored_from.lock().unwrap_or_else(PoisonError::into_inner) = from;
+    }
+
+    /// The snapshot the run started from: (kind, id).
+    pub fn restored_from(&self) -> Option<(SnapshotKind, u64)> {
+        *self.restored_from.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn set_running(&self) {
+        self.running.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether start-up is over and events flow.
+    pub fn is_running(&self) -> bool {
+        self.running.load(Ordering::Relaxed)
+    }
+}
+
+/// One run's live view and control. Create one per run and keep a clone.
+#[derive(Debug, Default)]
+pub struct RunHandle {
+    /// What the run has counted so far.
+    pub metrics: LiveMetrics,
+    requests: Mutex<Option<Sender<Request>>>,
+}
+
+impl RunHandle {
+    /// A handle for a run that has not started.
+    pub fn new() -> Arc<Self> {
+        Arc::default()
+    }
+
+    /// Called by the run when its coordinator starts: requests go to it
+    /// from now on. The coordinator reads the returned receiver.
+    pub(crate) fn open_requests(&self) -> Receiver<Request> {
+        let (tx, rx) = channel();
+        *self.requests.lock().unwrap_or_else(PoisonError::into_inner) = Some(tx);
+        rx
+    }
+
+    /// Called by the run as it ends: later requests fail at once.
+    pub(crate) fn close_requests(&self) {
+        *self.requests.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// Ask the run for a snapshot of `kind` (stopping afterwards if `stop`)
+    /// and wait up to `timeout` for where it was stored.
+    pub fn request(&self, kind: SnapshotKind, stop: bool, timeout: Duration) -> Result<String, String> {
+        let (request, answer) = Request::in_process(kind, stop);
+        let sent = self.requests.lock().unwrap_or_else(PoisonError::into_inner).as_ref().is_some_and(|tx| tx.send(request).is_ok());
+        if !sent {
+            return Err("the pipeline is not running".into());
+        }
+        match answer.recv_timeout(timeout) {
+            Ok(Response { ok: true, location: Some(location), .. }) => Ok(location),
+            Ok(response) => Err(response.error.unwrap_or_else(|| "the snapshot failed".into())),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(format!("no answer within {}", humantime::format_duration(timeout))),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err("the pipeline stopped before the snapshot was taken".into()),
+        }
+    }
+}
