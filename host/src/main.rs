@@ -372,7 +372,7 @@ fn pipeline_command(command: PipelineCommand) -> anyhow::Result<()> {
             for p in list["pipelines"].as_array().into_iter().flatten() {
                 let last = &p["last_checkpoint"];
                 let last = if last.is_null() { "-".to_string() } else { format!("{} {}", last["kind"].as_str().unwrap_or("?"), last["id"]) };
-                println!("{:<24} {:<9} {:>4} {:>12} {:>12}  {last}", p["name"].as_str().unwrap_or("?"), p["state"].as_str().unwrap_or("?"), p["generation"], p["counts"]["source_records"], p["counts"]["sink_records"]);
+                println!("{:<24} {:<9} {:>4} {:>12} {:>12}  {last}", p["name"].as_str().unwrap_or("?"), p["state"].as_str().unwrap_or("?"), n(&p["generation"]), n(&p["counts"]["source_records"]), n(&p["counts"]["sink_records"]));
             }
         }),
         PipelineCommand::Status { name, server } => (client(&server)?.pipeline(&name)?, server, print_status),
@@ -401,6 +401,11 @@ fn pipeline_command(command: PipelineCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A JSON count for a column (0 when absent).
+fn n(value: &serde_json::Value) -> u64 {
+    value.as_u64().unwrap_or_default()
+}
+
 /// A pipeline's status, for people.
 fn print_status(p: &serde_json::Value) {
     println!("{}  {}  (generation {}, parallelism {})", p["name"].as_str().unwrap_or("?"), p["state"].as_str().unwrap_or("?"), p["generation"], p["parallelism"]);
@@ -413,11 +418,11 @@ fn print_status(p: &serde_json::Value) {
     let counts = &p["counts"];
     if !counts.is_null() {
         println!("  {:<14} {:>12} {:>12}", "operator", "in", "out");
-        println!("  {:<14} {:>12} {:>12}", "key", counts["key"]["records_in"], counts["key"]["records_out"]);
+        println!("  {:<14} {:>12} {:>12}", "key", n(&counts["key"]["records_in"]), n(&counts["key"]["records_out"]));
         for (i, c) in counts["process"].as_array().into_iter().flatten().enumerate() {
-            println!("  {:<14} {:>12} {:>12}", format!("process[{i}]"), c["records_in"], c["records_out"]);
+            println!("  {:<14} {:>12} {:>12}", format!("process[{i}]"), n(&c["records_in"]), n(&c["records_out"]));
         }
-        println!("  {:<14} {:>12}", "sink", counts["sink_records"]);
+        println!("  {:<14} {:>12}", "sink", n(&counts["sink_records"]));
     }
     if let Some(watermark) = p["watermark"].as_i64() {
         let time = std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(watermark).unwrap_or(0));

@@ -2,58 +2,7 @@
 //! listing, deletion, token enforcement, hostile requests, and functions
 //! surviving a `kill -9` of the server.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-
 use crate::support::*;
-
-/// A running `weir serve` and its address.
-struct Server {
-    child: Child,
-    address: String,
-}
-
-impl Server {
-    fn start(data: &Path, extra: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir", data.to_str().unwrap()])
-            .args(extra)
-            .env_remove("WEIR_API_TOKEN")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("weir serve starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let address = line.trim().rsplit("http://").next().unwrap().to_string();
-        assert!(address.starts_with("127.0.0.1:"), "{line}");
-        Server { child, address }
-    }
-
-    /// One request; the status and the body.
-    fn call(&self, method: &str, path: &str, token: Option<&str>, body: &[u8]) -> (u16, serde_json::Value) {
-        let mut stream = TcpStream::connect(&self.address).unwrap();
-        let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
-        let head = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n", self.address, body.len());
-        stream.write_all(head.as_bytes()).unwrap();
-        let _ = stream.write_all(body); // the server may answer (413) before reading it all
-        let mut response = Vec::new();
-        let _ = stream.read_to_end(&mut response);
-        let text = String::from_utf8_lossy(&response).to_string();
-        let status: u16 = text.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("no status in {text:?}"));
-        let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or_default();
-        (status, serde_json::from_str(body).unwrap_or(serde_json::Value::String(body.to_string())))
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 #[test]
 fn functions_upload_list_delete_and_survive_a_kill() {

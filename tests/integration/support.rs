@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
@@ -118,4 +120,96 @@ pub fn crash_seed() -> u64 {
     std::env::var("WEIR_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
     })
+}
+
+/// A running `weir serve` and its address; killed (SIGKILL) when dropped.
+pub struct Server {
+    child: Child,
+    /// `127.0.0.1:<port>`.
+    pub address: String,
+}
+
+impl Server {
+    /// Start `weir serve` on a free port with `data` as its data directory.
+    pub fn start(data: &Path, extra: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir", data.to_str().unwrap()])
+            .args(extra)
+            .env_remove("WEIR_API_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("weir serve starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let address = line.trim().rsplit("http://").next().unwrap().to_string();
+        assert!(address.starts_with("127.0.0.1:"), "{line}");
+        Server { child, address }
+    }
+
+    /// The server's URL.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// One request; the status and the body (JSON, else a JSON string).
+    pub fn call(&self, method: &str, path: &str, token: Option<&str>, body: &[u8]) -> (u16, serde_json::Value) {
+        let (status, body) = self.raw(method, path.as_bytes(), token, body);
+        let text = String::from_utf8_lossy(&body).to_string();
+        (status, serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)))
+    }
+
+    /// One request with a raw (possibly invalid UTF-8) path; the status and body bytes.
+    pub fn raw(&self, method: &str, path: &[u8], token: Option<&str>, body: &[u8]) -> (u16, Vec<u8>) {
+        let mut stream = TcpStream::connect(&self.address).unwrap();
+        let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+        let mut head = format!("{method} ").into_bytes();
+        head.extend_from_slice(path);
+        head.extend_from_slice(format!(" HTTP/1.1\r\nHost: {}\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n", self.address, body.len()).as_bytes());
+        stream.write_all(&head).unwrap();
+        let _ = stream.write_all(body); // the server may answer (413) before reading it all
+        let mut response = Vec::new();
+        let _ = stream.read_to_end(&mut response);
+        let split = response.windows(4).position(|w| w == b"\r\n\r\n").map_or(response.len(), |i| i + 4);
+        let head = String::from_utf8_lossy(&response[..split]).to_string();
+        let status: u16 = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("no status in {head:?}"));
+        let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
+        let body = response[split..].to_vec();
+        (status, if chunked { dechunk(&body) } else { body })
+    }
+
+    /// Poll `GET path` until `done` holds for its body, for up to `within`.
+    pub fn wait_for(&self, path: &str, token: Option<&str>, within: std::time::Duration, done: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            let (status, body) = self.call("GET", path, token, b"");
+            if status == 200 && done(&body) {
+                return body;
+            }
+            assert!(std::time::Instant::now() < deadline, "waited {within:?} for GET {path}; last answer {status}: {body}");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}
+
+/// The body of a chunked HTTP/1.1 response.
+fn dechunk(mut body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(end) = body.windows(2).position(|w| w == b"\r\n") {
+        let size = usize::from_str_radix(String::from_utf8_lossy(&body[..end]).trim(), 16).unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        let start = end + 2;
+        out.extend_from_slice(&body[start..(start + size).min(body.len())]);
+        body = &body[(start + size + 2).min(body.len())..];
+    }
+    out
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

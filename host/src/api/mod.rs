@@ -39,7 +39,6 @@ use std::sync::Arc;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
-use axum::routing::get;
 use axum::{Json, Router};
 use utoipa::OpenApi as _;
 use utoipa_axum::router::OpenApiRouter;
@@ -92,9 +91,12 @@ pub fn serve(config: ServeConfig, on_listening: impl FnOnce(SocketAddr)) -> Resu
     })
 }
 
-/// The routes with their OpenAPI document.
-fn api_routes() -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
+/// The routes with their OpenAPI document: those open to anyone, and
+/// those behind the token.
+fn api_routes() -> (Router<Arc<AppState>>, Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
+    let (open, open_doc) = OpenApiRouter::new().routes(routes!(healthz)).split_for_parts();
+    let (protected, mut document) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(openapi_document))
         .routes(routes!(functions::list))
         .routes(routes!(functions::get, functions::upload, functions::delete))
         .routes(routes!(pipelines::list, pipelines::deploy))
@@ -104,12 +106,26 @@ fn api_routes() -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
         .routes(routes!(pipelines::upgrade))
         .routes(routes!(pipelines::checkpoints))
         .routes(routes!(metrics::metrics))
-        .split_for_parts()
+        .split_for_parts();
+    document.merge(open_doc);
+    (open, protected, document)
+}
+
+/// Whether the server is up; never needs the token.
+#[utoipa::path(get, path = "/healthz", tag = "operations", security(()), responses((status = 200, body = String, description = "`ok`")))]
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+/// This API as an OpenAPI 3.1 document.
+#[utoipa::path(get, path = "/openapi.json", tag = "operations", responses((status = 200, body = Object, description = "The OpenAPI document")))]
+async fn openapi_document() -> Json<utoipa::openapi::OpenApi> {
+    Json(openapi())
 }
 
 /// The OpenAPI document of the API.
 pub fn openapi() -> utoipa::openapi::OpenApi {
-    api_routes().1
+    api_routes().2
 }
 
 #[derive(utoipa::OpenApi)]
@@ -135,15 +151,9 @@ impl utoipa::Modify for BearerToken {
 
 /// The routes, with the token check and the body limit.
 fn router(state: Arc<AppState>, max_upload_bytes: usize) -> Router {
-    let (protected, document) = api_routes();
-    let document = Arc::new(document);
-    let protected = protected
-        .route("/openapi.json", get(move || async move { Json(document.as_ref().clone()) }))
-        .layer(DefaultBodyLimit::max(max_upload_bytes))
-        .route_layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
-    Router::new()
-        .route("/healthz", get(|| async { "ok" }))
-        .merge(protected)
+    let (open, protected, _) = api_routes();
+    let protected = protected.layer(DefaultBodyLimit::max(max_upload_bytes)).route_layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
+    open.merge(protected)
         .fallback(|| async { ApiError::not_found("no such route") })
         .with_state(state)
 }
