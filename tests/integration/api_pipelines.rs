@@ -8,33 +8,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::kafka_support::{Record, TestKafka};
+use crate::kafka::{committed_per_key, produce_orders, unique};
+use crate::kafka_support::TestKafka;
 use crate::support::*;
 
 const TOKEN: Option<&str> = Some("t0ken");
-
-/// `count` orders from id `first` on 3 partitions of `topic`, keyed by customer.
-fn produce_orders(kafka: &TestKafka, topic: &str, first: u64, count: u64) {
-    let records: Vec<Record> = (first..first + count)
-        .map(|id| {
-            let customer = id * 7 % 40 + 1;
-            let value = format!(r#"{{"order_id":{id},"customer_id":{customer},"amount":{}.{:02},"event_time":{}}}"#, id % 50 + 1, id % 100, 1_768_471_200_000 + id as i64 * 1000);
-            (Some((customer % 3) as i32), Some(customer.to_string().into_bytes()), value.into_bytes())
-        })
-        .collect();
-    kafka.produce_many(topic, &records);
-}
-
-/// Each customer's committed output values, in topic order.
-fn committed_per_key(kafka: &TestKafka, topic: &str) -> BTreeMap<u64, Vec<String>> {
-    let mut keys: BTreeMap<u64, Vec<String>> = BTreeMap::new();
-    for (_, _, _, value) in kafka.read_committed(topic) {
-        let text = String::from_utf8(value).unwrap();
-        let record: serde_json::Value = serde_json::from_str(&text).unwrap();
-        keys.entry(record["customer_id"].as_u64().unwrap()).or_default().push(text);
-    }
-    keys
-}
 
 fn total(keys: &BTreeMap<u64, Vec<String>>) -> usize {
     keys.values().map(Vec::len).sum()
@@ -54,11 +32,6 @@ fn new_version_of(wasm: &[u8]) -> Vec<u8> {
     bytes
 }
 
-fn unique(name: &str) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-    format!("{name}-{}-{nanos}", std::process::id())
-}
-
 #[test]
 fn deploy_upgrade_survive_kill_9_and_stop_over_http() {
     let kafka = TestKafka::start();
@@ -72,7 +45,7 @@ fn deploy_upgrade_survive_kill_9_and_stop_over_http() {
     let wasm = std::fs::read(function("revenue")).unwrap();
     assert_eq!(server.call("PUT", "/functions/revenue", TOKEN, &wasm).0, 201);
 
-    produce_orders(&kafka, &orders, 1, 3000);
+    produce_orders(&kafka, &orders, 3, 3000, 40, 1);
     let bootstrap = kafka.bootstrap();
     let spec = format!(
         "name: orders\nparallelism: 2\nbatch_size: 100\n\
@@ -115,12 +88,12 @@ fn deploy_upgrade_survive_kill_9_and_stop_over_http() {
     let status = server.wait_for("/pipelines/orders", TOKEN, Duration::from_secs(30), |s| !s["restored_from"].is_null());
     assert_eq!(status["restored_from"]["kind"], "savepoint", "the upgrade started from its savepoint: {status}");
 
-    produce_orders(&kafka, &orders, 3001, 3000);
+    produce_orders(&kafka, &orders, 3, 3000, 40, 3001);
     wait_until(Duration::from_secs(60), || total(&committed_per_key(&kafka, &revenue)) >= 6000);
 
     // kill -9 of the server; more orders arrive while it is down.
     drop(server);
-    produce_orders(&kafka, &orders, 6001, 3000);
+    produce_orders(&kafka, &orders, 3, 3000, 40, 6001);
     let server = Server::start(&data, &["--token", "t0ken"]);
     let (_, status) = server.call("GET", "/pipelines/orders", TOKEN, b"");
     assert_eq!((status["state"].as_str(), status["generation"].as_u64()), (Some("running"), Some(2)), "resumed after the restart: {status}");

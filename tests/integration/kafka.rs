@@ -12,7 +12,7 @@ use crate::kafka_support::{Record, TestKafka};
 use crate::support::*;
 
 /// A unique name per test run, so tests can share an external broker.
-fn unique(name: &str) -> String {
+pub(crate) fn unique(name: &str) -> String {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
     format!("{name}-{}-{nanos}", std::process::id())
 }
@@ -20,7 +20,7 @@ fn unique(name: &str) -> String {
 /// `count` orders over `customers` customers on `partitions` partitions
 /// of `topic` (a customer's orders all on one partition, as keyed records
 /// are), a second apart from 2026-01-15T10:00:00Z.
-fn produce_orders(kafka: &TestKafka, topic: &str, partitions: i32, count: u64, customers: u64, first_id: u64) {
+pub(crate) fn produce_orders(kafka: &TestKafka, topic: &str, partitions: i32, count: u64, customers: u64, first_id: u64) {
     let records: Vec<Record> = (first_id..first_id + count)
         .map(|id| {
             let customer = id * 7 % customers + 1;
@@ -65,7 +65,7 @@ impl KafkaPipeline<'_> {
 }
 
 /// Each customer's committed output values, in topic order.
-fn committed_per_key(kafka: &TestKafka, topic: &str) -> BTreeMap<u64, Vec<String>> {
+pub(crate) fn committed_per_key(kafka: &TestKafka, topic: &str) -> BTreeMap<u64, Vec<String>> {
     let mut keys: BTreeMap<u64, Vec<String>> = BTreeMap::new();
     for (_, _, _, value) in kafka.read_committed(topic) {
         let text = String::from_utf8(value).unwrap();
