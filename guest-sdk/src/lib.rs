@@ -51,6 +51,7 @@
 //! the rustup `wasm32-wasip2` route and the Debian `-Zbuild-std` route).
 #![deny(missing_docs)]
 
+pub mod binary;
 mod bindings;
 pub mod codec;
 mod context;

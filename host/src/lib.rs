@@ -17,6 +17,7 @@
 //! * [`metrics`] — process-level measurements.
 
 pub mod api;
+pub mod bench;
 pub mod checkpoint;
 pub mod config;
 pub mod connectors;

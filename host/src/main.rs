@@ -49,6 +49,34 @@ enum Command {
         /// sink writes (to exercise backpressure).
         #[arg(long, hide = true)]
         sink_delay_ms: Option<u64>,
+        /// Print one JSON line with what the run measured (for `weir bench`).
+        #[arg(long, hide = true)]
+        report_json: bool,
+    },
+    /// Measure the standard workloads, Wasm against the same logic native
+    /// (see the README's "Benchmarks"). Build with `--release`.
+    Bench {
+        /// Events per run.
+        #[arg(long, default_value_t = 5_000_000)]
+        events: u64,
+        /// Distinct keys; repeatable.
+        #[arg(long = "keys", default_values_t = [10_000u64])]
+        keys: Vec<u64>,
+        /// Workloads (sum, window, dedup, filter); default all.
+        #[arg(long = "workload")]
+        workloads: Vec<String>,
+        /// Checkpoints: on (every 1 s), off, or both.
+        #[arg(long, default_value = "both")]
+        checkpoints: String,
+        /// Where the `bench-*.wasm` functions are.
+        #[arg(long)]
+        functions_dir: Option<PathBuf>,
+        /// Scratch space for the runs' data (default: a temporary directory).
+        #[arg(long)]
+        scratch: Option<PathBuf>,
+        /// Print one JSON object per run instead of the table.
+        #[arg(long)]
+        json: bool,
     },
     /// Take a savepoint of a running pipeline (started by `weir run` with
     /// the same data directory) and print where it is.
@@ -359,6 +387,67 @@ fn request_snapshot(spec: &std::path::Path, data_dir: Option<PathBuf>, kind: Sna
     }
 }
 
+/// `weir bench`: every case Wasm then native, a table (or JSON lines).
+fn bench(events: u64, keys: &[u64], workloads: &[String], checkpoints: &str, functions_dir: Option<PathBuf>, scratch: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
+    use weir_host::bench::{measure, Case, Implementation, Workload};
+    let workloads: Vec<Workload> = if workloads.is_empty() {
+        Workload::ALL.to_vec()
+    } else {
+        workloads.iter().map(|w| Workload::parse(w).ok_or_else(|| anyhow::anyhow!("--workload {w}: one of sum, window, dedup, filter"))).collect::<Result<_, _>>()?
+    };
+    let modes: &[bool] = match checkpoints {
+        "on" => &[true],
+        "off" => &[false],
+        "both" => &[false, true],
+        other => anyhow::bail!("--checkpoints {other}: on, off or both"),
+    };
+    let functions_dir = functions_dir.unwrap_or_else(weir_host::bench::default_functions_dir);
+    let temporary = tempfile::tempdir()?;
+    let scratch = scratch.unwrap_or_else(|| temporary.path().to_path_buf());
+    let weir = std::env::current_exe()?;
+    if !json {
+        println!("{} cores; {events} events per run; binary orders; parallelism 2; discard sink", std::thread::available_parallelism().map_or(0, |n| n.get()));
+        println!("{:<7} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}", "", "", "", "wasm", "native", "wasm/", "wasm", "wasm", "");
+        println!("{:<7} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}", "workload", "keys", "chk", "events/s", "events/s", "native", "cpu s", "peak RSS", "chk cost");
+    }
+    for workload in workloads {
+        for &k in keys {
+            let mut without_checkpoints = None;
+            for &checkpointing in modes {
+                let case = |implementation| Case { workload, implementation, events, keys: k, checkpoints: checkpointing };
+                let wasm = measure(&weir, &case(Implementation::Wasm), &functions_dir, &scratch)?;
+                let native = measure(&weir, &case(Implementation::Native), &functions_dir, &scratch)?;
+                if json {
+                    for (implementation, m) in [("wasm", &wasm), ("native", &native)] {
+                        println!("{}", serde_json::json!({ "workload": workload.name(), "keys": k, "checkpoints": checkpointing, "implementation": implementation, "measurement": m, "events_per_second": m.rate() }));
+                    }
+                    continue;
+                }
+                let cost = match (checkpointing, without_checkpoints) {
+                    (true, Some(off)) => format!("{:+.1}%", (wasm.rate() / off - 1.0) * 100.0),
+                    _ => String::new(),
+                };
+                if !checkpointing {
+                    without_checkpoints = Some(wasm.rate());
+                }
+                println!(
+                    "{:<7} {:>9} {:>5}  {:>10.2}M {:>10.2}M  {:>7.2}  {:>8.2} {:>7.0}M  {:>9}",
+                    workload.name(),
+                    k,
+                    if checkpointing { "1s" } else { "off" },
+                    wasm.rate() / 1e6,
+                    native.rate() / 1e6,
+                    wasm.rate() / native.rate().max(1e-9),
+                    wasm.cpu_seconds,
+                    wasm.peak_rss_bytes as f64 / f64::from(1 << 20),
+                    cost
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `weir pipeline …`: call the server, print its answer.
 fn pipeline_command(command: PipelineCommand) -> anyhow::Result<()> {
     let client = |server: &ServerArgs| weir_host::api::ApiClient::new(&server.server, server.token.clone());
@@ -450,7 +539,8 @@ fn one_line(error: &anyhow::Error) -> String {
 
 fn execute(command: Command) -> anyhow::Result<()> {
     match command {
-        Command::Run { spec, data_dir, fresh, checkpoint_interval, restore, quiet, sink_delay_ms } => {
+        Command::Bench { events, keys, workloads, checkpoints, functions_dir, scratch, json } => bench(events, &keys, &workloads, &checkpoints, functions_dir, scratch, json),
+        Command::Run { spec, data_dir, fresh, checkpoint_interval, restore, quiet, sink_delay_ms, report_json } => {
             let mut spec = PipelineSpec::load(&spec)?;
             if let Some(interval) = checkpoint_interval {
                 let mut checkpoint = spec.checkpoint.take().unwrap_or_else(|| CheckpointSpec::every(&interval));
@@ -471,6 +561,16 @@ fn execute(command: Command) -> anyhow::Result<()> {
             }
             if !quiet {
                 print_summary(&spec.name, &summary);
+            }
+            if report_json {
+                let measurement = weir_host::bench::Measurement {
+                    events: summary.records_in,
+                    seconds: summary.elapsed.as_secs_f64(),
+                    cpu_seconds: weir_host::metrics::cpu_seconds().unwrap_or_default(),
+                    peak_rss_bytes: weir_host::metrics::peak_rss_bytes().unwrap_or_default(),
+                    checkpoints: summary.snapshots.len(),
+                };
+                println!("{}", serde_json::to_string(&measurement)?);
             }
             Ok(())
         }

@@ -9,6 +9,16 @@ pub fn peak_rss_bytes() -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// The process's CPU time so far, user + system, all threads (Linux
+/// `/proc/self/stat`, in USER_HZ = 100 ticks a second), if known.
+pub fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may contain spaces), from field 3.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i - 3)?.parse::<u64>().ok();
+    Some((ticks(14)? + ticks(15)?) as f64 / 100.0)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -16,6 +26,9 @@ mod tests {
         if cfg!(target_os = "linux") {
             let rss = super::peak_rss_bytes().unwrap();
             assert!(rss > 1 << 20 && rss < 64 << 30, "{rss}");
+            let spin = std::time::Instant::now();
+            while spin.elapsed() < std::time::Duration::from_millis(50) {}
+            assert!(super::cpu_seconds().unwrap() > 0.0);
         }
     }
 }

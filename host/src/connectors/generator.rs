@@ -7,6 +7,11 @@
 //! stream seeded with `seed`, and `t = start_time + i * interval_ms`. The
 //! same settings always give the same events.
 //!
+//! With [`Encoding::Binary`] the same order is 24 bytes instead: `order_id`,
+//! `customer_id` (u64) and the amount in cents (i64), little-endian — the
+//! layout of `weir_sdk::binary::Order`, for benchmarks that should measure
+//! the pipeline rather than JSON parsing.
+//!
 //! Its position is `{"produced": n}`, the number of events already given
 //! out; seeking computes the random state directly, so a resumed generator
 //! continues exactly as an uninterrupted one.
@@ -23,8 +28,23 @@ const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
 /// Random numbers drawn per event (customer and amount).
 const DRAWS_PER_EVENT: u64 = 2;
 
+/// How generated orders are encoded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Encoding {
+    /// JSON text (the default).
+    #[default]
+    Json,
+    /// 24 bytes: order id, customer id, amount in cents (little-endian).
+    Binary,
+}
+
+/// Bytes of a binary-encoded order.
+pub const BINARY_ORDER_BYTES: usize = 24;
+
 /// Generates synthetic orders.
 pub struct GeneratorSource {
+    encoding: Encoding,
     count: u64,
     remaining: u64,
     next_id: u64,
@@ -39,7 +59,13 @@ impl GeneratorSource {
     /// `count` orders over `keys` customers from `seed`, the first at
     /// `start_millis` (ms since the epoch).
     pub fn new(count: u64, keys: u64, seed: u64, start_millis: i64, interval_ms: u64) -> Self {
-        Self { count, remaining: count, next_id: 1, keys: keys.max(1), seed, rng: seed, start_millis, interval_ms }
+        Self { encoding: Encoding::Json, count, remaining: count, next_id: 1, keys: keys.max(1), seed, rng: seed, start_millis, interval_ms }
+    }
+
+    /// Encode orders as `encoding`.
+    pub fn with_encoding(mut self, encoding: Encoding) -> Self {
+        self.encoding = encoding;
+        self
     }
 
     fn next_random(&mut self) -> u64 {
@@ -59,6 +85,15 @@ impl Source for GeneratorSource {
             let customer = self.next_random() % self.keys + 1;
             let cents = self.next_random() % 10_000 + 1;
             let timestamp = self.start_millis.saturating_add(((id - 1).saturating_mul(self.interval_ms)) as i64);
+            self.next_id += 1;
+            if self.encoding == Encoding::Binary {
+                let mut value = Vec::with_capacity(BINARY_ORDER_BYTES);
+                value.extend_from_slice(&id.to_le_bytes());
+                value.extend_from_slice(&customer.to_le_bytes());
+                value.extend_from_slice(&(cents as i64).to_le_bytes());
+                out.push(Event { key: None, value, timestamp, headers: Vec::new() });
+                continue;
+            }
             let time = UNIX_EPOCH + Duration::from_millis(timestamp.max(0) as u64);
             let mut value = String::with_capacity(112);
             let _ = write!(
@@ -69,7 +104,6 @@ impl Source for GeneratorSource {
                 humantime::format_rfc3339_millis(time)
             );
             out.push(Event { key: None, value: value.into_bytes(), timestamp, headers: Vec::new() });
-            self.next_id += 1;
         }
         self.remaining -= n;
         Ok(Polled::single(self.remaining > 0))

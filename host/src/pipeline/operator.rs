@@ -6,19 +6,29 @@ use std::collections::HashMap;
 
 use super::runner::RunError;
 use crate::runtime::bindings::weir::function::types::{KeyedEvents, TimeDomain};
+use crate::runtime::native::NativeRef;
 use crate::runtime::{AggregateFunctionInstance, HostCtx, LoadedFunction, ProcessFunctionInstance, Role, WindowProcessFunctionInstance};
 use crate::state::KeyedStateBackend;
 use crate::window::{WindowConfig, WindowFunction, WindowOperator};
 use crate::Event;
 
+/// A function's code: a loaded Wasm component or a native built-in.
+#[derive(Clone)]
+pub(crate) enum FunctionCode {
+    /// A component, linked and ready to instantiate.
+    Wasm(LoadedFunction),
+    /// Compiled into the host (benchmark baselines).
+    Native(NativeRef),
+}
+
 /// What a subtask runs, before it is instantiated on the subtask's thread.
 #[derive(Clone)]
 pub(crate) enum OperatorPlan {
     /// A process function.
-    Process(LoadedFunction),
+    Process(FunctionCode),
     /// Windows computed by an aggregate or window process function (the
     /// role says which).
-    Window(LoadedFunction, Role, WindowConfig),
+    Window(FunctionCode, Role, WindowConfig),
 }
 
 /// A subtask's live operator.
@@ -34,16 +44,21 @@ impl KeyedOperator {
     pub(crate) fn new(plan: &OperatorPlan, index: usize, backend: Box<dyn KeyedStateBackend>, ctx: impl FnOnce(Box<dyn KeyedStateBackend>) -> HostCtx) -> Result<Self, RunError> {
         let name = format!("process[{index}]");
         Ok(match plan {
-            OperatorPlan::Process(function) => {
+            OperatorPlan::Process(code) => {
                 let mut ctx = ctx(backend);
                 ctx.load_timers()?;
-                KeyedOperator::Process(ProcessFunctionInstance::new(function, &name, ctx)?, KeyGrouper::default())
+                let instance = match code {
+                    FunctionCode::Wasm(function) => ProcessFunctionInstance::new(function, &name, ctx)?,
+                    FunctionCode::Native(native) => ProcessFunctionInstance::native(native.process().ok_or_else(|| RunError::Deploy("not a process function".into()))?, &name, ctx),
+                };
+                KeyedOperator::Process(instance, KeyGrouper::default())
             }
-            OperatorPlan::Window(function, role, config) => {
+            OperatorPlan::Window(code, role, config) => {
                 let name = format!("window[{index}]");
-                let function = match role {
-                    Role::WindowProcess => WindowFunction::Process(WindowProcessFunctionInstance::new(function, &name)?),
-                    _ => WindowFunction::Aggregate(AggregateFunctionInstance::new(function, &name)?),
+                let function = match (code, role) {
+                    (FunctionCode::Wasm(function), Role::WindowProcess) => WindowFunction::Process(WindowProcessFunctionInstance::new(function, &name)?),
+                    (FunctionCode::Wasm(function), _) => WindowFunction::Aggregate(AggregateFunctionInstance::new(function, &name)?),
+                    (FunctionCode::Native(native), _) => WindowFunction::Aggregate(AggregateFunctionInstance::native(native.aggregate().ok_or_else(|| RunError::Deploy("not an aggregate function".into()))?, &name)),
                 };
                 KeyedOperator::Window(Box::new(WindowOperator::new(config.clone(), function, backend)?))
             }

@@ -34,14 +34,14 @@ use std::time::{Duration, Instant};
 
 use super::exactly_once;
 use super::live::{LiveCounts, LiveMetrics, RunHandle};
-use super::operator::{KeyedOperator, OperatorPlan};
+use super::operator::{FunctionCode, KeyedOperator, OperatorPlan};
 use super::spec::{CheckpointSettings, FunctionSpec, PipelineSpec, SinkSpec, SourceSpec};
 use crate::registry::{FunctionStore, RegistryError};
 use crate::checkpoint::{self, Ack, CheckpointError, CheckpointStorage, CompletedSnapshot, ControlDir, Coordinator, CoordinatorConfig, KnownFiles, LocatedSnapshot, RestoreTarget, SnapshotKind, Trigger};
 use crate::config;
 use crate::connectors::kafka::{self, KafkaSink, KafkaSinkConfig, KafkaSource, KafkaSourceConfig};
 use crate::connectors::{ConnectorError, DiscardSink, FileSink, FileSource, GeneratorSource, Sink, Source, SplitSource, StdoutSink};
-use crate::runtime::{new_engine, CallError, FunctionLoader, HostCtx, KeyFunctionInstance, LoadError, LoadedFunction, Role};
+use crate::runtime::{new_engine, CallError, FunctionLoader, HostCtx, KeyFunctionInstance, LoadError, Role};
 use crate::state::layout::{self, Layout, LayoutError};
 use crate::state::ttl::Ttl;
 use crate::state::{key_group, subtask_for_key_group, CachedBackend, KeyedStateBackend, StateError};
@@ -268,7 +268,10 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let started = Instant::now();
     let _span = tracing::info_span!("pipeline", name = %spec.name).entered();
     let Prepared { settings, kafka_exactly_once, key_function, plan } = prepare(spec, &options.data_dir)?;
-    let mut keyer = KeyFunctionInstance::new(&key_function, "key")?;
+    let mut keyer = match &key_function {
+        FunctionCode::Wasm(function) => KeyFunctionInstance::new(function, "key")?,
+        FunctionCode::Native(native) => KeyFunctionInstance::native(native.key().ok_or_else(|| RunError::Deploy("not a key function".into()))?, "key"),
+    };
     let mut source = open_source(spec)?;
     tracing::debug!(elapsed = ?started.elapsed(), "functions loaded, source open");
     let start = prepare_state(spec, options, settings.as_ref(), kafka_exactly_once.as_ref())?;
@@ -375,7 +378,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
 struct Prepared {
     settings: Option<CheckpointSettings>,
     kafka_exactly_once: Option<KafkaSinkConfig>,
-    key_function: LoadedFunction,
+    key_function: FunctionCode,
     plan: OperatorPlan,
 }
 
@@ -797,9 +800,20 @@ fn join<T>(thread: JoinHandle<Result<T, RunError>>, what: &str) -> Result<T, Run
     thread.join().unwrap_or_else(|_| Err(RunError::Panicked(what.to_string())))
 }
 
-/// Load the function `field` of the spec names (a file, or a stored
-/// function of the data directory's store) and check it can play `role`.
-fn load(loader: &FunctionLoader, function: &FunctionSpec, field: &'static str, role: Role, data_dir: &Path) -> Result<LoadedFunction, RunError> {
+/// Load the function `field` of the spec names (a file, a stored function
+/// of the data directory's store, or a native built-in) and check it can
+/// play `role`.
+fn load(loader: &FunctionLoader, function: &FunctionSpec, field: &'static str, role: Role, data_dir: &Path) -> Result<FunctionCode, RunError> {
+    if let Some(name) = &function.native {
+        let native = crate::bench::native::lookup(name).ok_or_else(|| RunError::Deploy(format!("{field}.native: no built-in function {name:?} (there are {})", crate::bench::native::NAMES.join(", "))))?;
+        let plays = match role {
+            Role::Key => native.key().is_some(),
+            Role::Process => native.process().is_some(),
+            Role::Aggregate => native.aggregate().is_some(),
+            Role::WindowProcess => false,
+        };
+        return if plays { Ok(FunctionCode::Native(native)) } else { Err(RunError::Deploy(format!("{field}.native: {name} is not a {} function", role.world()))) };
+    }
     let (label, bytes) = match (&function.wasm, &function.function) {
         (Some(path), _) => (path.display().to_string(), std::fs::read(path).map_err(|source| RunError::ReadFunction { path: path.to_path_buf(), source })?),
         (None, Some(name)) => {
@@ -812,7 +826,7 @@ fn load(loader: &FunctionLoader, function: &FunctionSpec, field: &'static str, r
         (None, None) => return Err(RunError::Deploy(format!("{field}: names no function"))),
     };
     let loaded = loader.load(&bytes).and_then(|f| f.require(role).map(|()| f));
-    loaded.map_err(|source| RunError::Load { function: label, source })
+    loaded.map(FunctionCode::Wasm).map_err(|source| RunError::Load { function: label, source })
 }
 
 fn open_source(spec: &PipelineSpec) -> Result<Box<dyn Source>, RunError> {
@@ -826,9 +840,9 @@ fn open_source(spec: &PipelineSpec) -> Result<Box<dyn Source>, RunError> {
                 None => Box::new(SplitSource::new(paths.iter().map(open).collect::<Result<_, _>>()?)),
             }
         }
-        SourceSpec::Generator { count, keys, seed, start_time, interval_ms } => {
+        SourceSpec::Generator { count, keys, seed, start_time, interval_ms, encoding } => {
             let start = crate::connectors::parse_rfc3339_millis(start_time).unwrap_or(0);
-            Box::new(GeneratorSource::new(*count, *keys, *seed, start, *interval_ms))
+            Box::new(GeneratorSource::new(*count, *keys, *seed, start, *interval_ms).with_encoding(*encoding))
         }
         SourceSpec::Kafka { bootstrap_servers, topics, topic_pattern, group_id, start, bounded, timestamp_field, properties } => Box::new(KafkaSource::open(&KafkaSourceConfig {
             bootstrap_servers: bootstrap_servers.clone(),

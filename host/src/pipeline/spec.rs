@@ -342,6 +342,10 @@ pub struct FunctionSpec {
     /// pins the newest at deploy time).
     #[serde(default)]
     pub version: Option<u32>,
+    /// Or: a function built into the host (the native baselines of
+    /// `weir bench`: `bench-sum`, `bench-dedup`, `bench-filter`).
+    #[serde(default)]
+    pub native: Option<String>,
     /// Stable identity of the operator running this function, under which
     /// savepoints keep its state (default: `process` or `window`). Keep it
     /// when replacing the function by a new version.
@@ -418,6 +422,10 @@ pub enum SourceSpec {
         /// Milliseconds of event time between consecutive events.
         #[serde(default = "default_interval")]
         interval_ms: u64,
+        /// `json` (default) or `binary` (24 bytes per order, see
+        /// `weir_sdk::binary::Order`).
+        #[serde(default)]
+        encoding: crate::connectors::Encoding,
     },
 }
 
@@ -546,12 +554,12 @@ impl PipelineSpec {
             return Err(SpecError::field("name", format!("{:?} must be 1 to 63 of a-z, 0-9 and -", self.name)));
         }
         for (field, function) in self.functions() {
-            match (&function.wasm, &function.function) {
-                (Some(_), None) if function.version.is_some() => return Err(SpecError::field(&format!("{field}.version"), "a version goes with `function`, not with `wasm`")),
-                (Some(_), None) => {}
-                (None, Some(name)) if !is_valid_name(name) => return Err(SpecError::field(&format!("{field}.function"), format!("{name:?} is not a function name (1 to 63 of a-z, 0-9 and -)"))),
-                (None, Some(_)) => {}
-                _ => return Err(SpecError::field(field, "give either `wasm` (a file) or `function` (a stored function's name)")),
+            match (&function.wasm, &function.function, &function.native) {
+                (_, None, _) if function.version.is_some() => return Err(SpecError::field(&format!("{field}.version"), "a version goes with `function`")),
+                (Some(_), None, None) | (None, None, Some(_)) => {}
+                (None, Some(name), None) if !is_valid_name(name) => return Err(SpecError::field(&format!("{field}.function"), format!("{name:?} is not a function name (1 to 63 of a-z, 0-9 and -)"))),
+                (None, Some(_), None) => {}
+                _ => return Err(SpecError::field(field, "give one of `wasm` (a file), `function` (a stored function's name) or `native` (a built-in)")),
             }
         }
         if let Some((name, spec)) = self.state_ttl.iter().find(|(_, spec)| spec.to_ttl().is_none()) {

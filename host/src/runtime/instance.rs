@@ -4,8 +4,15 @@ use wasmtime::Store;
 
 use super::bindings::exports::weir::function::{aggregate_fn, key_fn, process_fn, window_process_fn};
 use super::bindings::weir::function::types::{Accumulate, KeyedEvents, KeyedTimers, WindowEvents, WindowResult};
+use super::native::{NativeAggregateFunction, NativeKeyFunction, NativeProcessFunction};
 use super::{HostCtx, LoadedFunction};
 use crate::Event;
+
+/// A function's code: a Wasm instance in its store, or native code.
+enum Code<G, N: ?Sized> {
+    Wasm { store: Box<Store<HostCtx>>, guest: G },
+    Native { ctx: Box<HostCtx>, function: Box<N> },
+}
 
 /// Why a call into a function failed.
 #[derive(Debug, thiserror::Error)]
@@ -68,8 +75,7 @@ fn trapped(function: &str, error: wasmtime::Error) -> CallError {
 /// A live key function.
 pub struct KeyFunctionInstance {
     name: String,
-    store: Store<HostCtx>,
-    guest: key_fn::Guest,
+    code: Code<key_fn::Guest, dyn NativeKeyFunction>,
 }
 
 impl KeyFunctionInstance {
@@ -77,16 +83,21 @@ impl KeyFunctionInstance {
     pub fn new(function: &LoadedFunction, name: &str) -> Result<Self, CallError> {
         let pre = &function.pre;
         let (store, guest) = instantiate(function, HostCtx::new(name, None, 1), name, |store, instance| key_fn::GuestIndices::new(pre)?.load(store, instance))?;
-        Ok(Self { name: name.to_string(), store, guest })
+        Ok(Self { name: name.to_string(), code: Code::Wasm { store: Box::new(store), guest } })
+    }
+
+    /// A native key function as `name`.
+    pub fn native(function: Box<dyn NativeKeyFunction>, name: &str) -> Self {
+        Self { name: name.to_string(), code: Code::Native { ctx: Box::new(HostCtx::new(name, None, 1)), function } }
     }
 
     /// The key of each event, in order.
     pub fn extract_keys(&mut self, events: &[Event]) -> Result<Vec<Vec<u8>>, CallError> {
-        let keys = self
-            .guest
-            .call_extract_keys(&mut self.store, events)
-            .map_err(|e| trapped(&self.name, e))?
-            .map_err(|e| CallError::Failed { function: self.name.clone(), message: e.message })?;
+        let failed = |message| CallError::Failed { function: self.name.clone(), message };
+        let keys = match &mut self.code {
+            Code::Wasm { store, guest } => guest.call_extract_keys(store.as_mut(), events).map_err(|e| trapped(&self.name, e))?.map_err(|e| failed(e.message))?,
+            Code::Native { function, .. } => function.extract_keys(events).map_err(failed)?,
+        };
         if keys.len() != events.len() {
             return Err(CallError::KeyCount { function: self.name.clone(), expected: events.len(), got: keys.len() });
         }
@@ -97,8 +108,7 @@ impl KeyFunctionInstance {
 /// A live keyed process function with its state.
 pub struct ProcessFunctionInstance {
     name: String,
-    store: Store<HostCtx>,
-    guest: process_fn::Guest,
+    code: Code<process_fn::Guest, dyn NativeProcessFunction>,
 }
 
 impl ProcessFunctionInstance {
@@ -107,30 +117,44 @@ impl ProcessFunctionInstance {
     pub fn new(function: &LoadedFunction, name: &str, ctx: HostCtx) -> Result<Self, CallError> {
         let pre = &function.pre;
         let (store, guest) = instantiate(function, ctx, name, |store, instance| process_fn::GuestIndices::new(pre)?.load(store, instance))?;
-        Ok(Self { name: name.to_string(), store, guest })
+        Ok(Self { name: name.to_string(), code: Code::Wasm { store: Box::new(store), guest } })
+    }
+
+    /// A native process function as `name`, with its state in `ctx`.
+    pub fn native(function: Box<dyn NativeProcessFunction>, name: &str, ctx: HostCtx) -> Self {
+        Self { name: name.to_string(), code: Code::Native { ctx: Box::new(ctx), function } }
     }
 
     /// Process `batch` (one entry per key). Emitted events are left in
     /// [`HostCtx::outputs`] and [`HostCtx::side_outputs`].
     pub fn process(&mut self, batch: &[KeyedEvents]) -> Result<(), CallError> {
-        self.store.data_mut().begin_batch(batch.iter().map(|k| k.key.as_slice()));
-        let result = self.guest.call_process(&mut self.store, batch);
-        self.store.data_mut().end_batch();
-        result.map_err(|e| trapped(&self.name, e))?.map_err(|e| CallError::Failed { function: self.name.clone(), message: e.message })
+        self.ctx().begin_batch(batch.iter().map(|k| k.key.as_slice()));
+        let result = match &mut self.code {
+            Code::Wasm { store, guest } => guest.call_process(store.as_mut(), batch).map(|r| r.map_err(|e| e.message)),
+            Code::Native { ctx, function } => Ok(function.process(batch, ctx)),
+        };
+        self.ctx().end_batch();
+        result.map_err(|e| trapped(&self.name, e))?.map_err(|message| CallError::Failed { function: self.name.clone(), message })
     }
 
     /// Deliver fired timers (one entry per key). Emitted events are left in
     /// [`HostCtx::outputs`] and [`HostCtx::side_outputs`].
     pub fn fire_timers(&mut self, batch: &[KeyedTimers]) -> Result<(), CallError> {
-        self.store.data_mut().begin_batch(batch.iter().map(|k| k.key.as_slice()));
-        let result = self.guest.call_on_timers(&mut self.store, batch);
-        self.store.data_mut().end_batch();
-        result.map_err(|e| trapped(&self.name, e))?.map_err(|e| CallError::Failed { function: self.name.clone(), message: e.message })
+        self.ctx().begin_batch(batch.iter().map(|k| k.key.as_slice()));
+        let result = match &mut self.code {
+            Code::Wasm { store, guest } => guest.call_on_timers(store.as_mut(), batch).map(|r| r.map_err(|e| e.message)),
+            Code::Native { ctx, function } => Ok(function.on_timers(batch, ctx)),
+        };
+        self.ctx().end_batch();
+        result.map_err(|e| trapped(&self.name, e))?.map_err(|message| CallError::Failed { function: self.name.clone(), message })
     }
 
     /// The store's data: outputs, state backend.
     pub fn ctx(&mut self) -> &mut HostCtx {
-        self.store.data_mut()
+        match &mut self.code {
+            Code::Wasm { store, .. } => store.data_mut(),
+            Code::Native { ctx, .. } => ctx,
+        }
     }
 }
 
@@ -138,8 +162,7 @@ impl ProcessFunctionInstance {
 /// window operator passes accumulators in and out).
 pub struct AggregateFunctionInstance {
     name: String,
-    store: Store<HostCtx>,
-    guest: aggregate_fn::Guest,
+    code: Code<aggregate_fn::Guest, dyn NativeAggregateFunction>,
 }
 
 impl AggregateFunctionInstance {
@@ -147,7 +170,12 @@ impl AggregateFunctionInstance {
     pub fn new(function: &LoadedFunction, name: &str) -> Result<Self, CallError> {
         let pre = &function.pre;
         let (store, guest) = instantiate(function, HostCtx::new(name, None, 1), name, |store, instance| aggregate_fn::GuestIndices::new(pre)?.load(store, instance))?;
-        Ok(Self { name: name.to_string(), store, guest })
+        Ok(Self { name: name.to_string(), code: Code::Wasm { store: Box::new(store), guest } })
+    }
+
+    /// A native aggregate function as `name`.
+    pub fn native(function: Box<dyn NativeAggregateFunction>, name: &str) -> Self {
+        Self { name: name.to_string(), code: Code::Native { ctx: Box::new(HostCtx::new(name, None, 1)), function } }
     }
 
     fn failed(&self, message: String) -> CallError {
@@ -156,7 +184,11 @@ impl AggregateFunctionInstance {
 
     /// Fold each entry's events into its accumulator.
     pub fn add(&mut self, batch: &[Accumulate]) -> Result<Vec<Vec<u8>>, CallError> {
-        let accumulators = self.guest.call_add(&mut self.store, batch).map_err(|e| trapped(&self.name, e))?.map_err(|e| self.failed(e.message))?;
+        let accumulators = match &mut self.code {
+            Code::Wasm { store, guest } => guest.call_add(store.as_mut(), batch).map_err(|e| trapped(&self.name, e))?.map_err(|e| e.message),
+            Code::Native { function, .. } => function.add(batch),
+        }
+        .map_err(|m| self.failed(m))?;
         if accumulators.len() != batch.len() {
             return Err(self.failed(format!("returned {} accumulators for {} windows", accumulators.len(), batch.len())));
         }
@@ -165,12 +197,20 @@ impl AggregateFunctionInstance {
 
     /// Combine two accumulators.
     pub fn merge(&mut self, a: &[u8], b: &[u8]) -> Result<Vec<u8>, CallError> {
-        self.guest.call_merge(&mut self.store, a, b).map_err(|e| trapped(&self.name, e))?.map_err(|e| self.failed(e.message))
+        match &mut self.code {
+            Code::Wasm { store, guest } => guest.call_merge(store.as_mut(), a, b).map_err(|e| trapped(&self.name, e))?.map_err(|e| e.message),
+            Code::Native { function, .. } => function.merge(a, b),
+        }
+        .map_err(|m| self.failed(m))
     }
 
     /// The outputs of finished windows.
     pub fn results(&mut self, batch: &[WindowResult]) -> Result<Vec<Event>, CallError> {
-        self.guest.call_results(&mut self.store, batch).map_err(|e| trapped(&self.name, e))?.map_err(|e| self.failed(e.message))
+        match &mut self.code {
+            Code::Wasm { store, guest } => guest.call_results(store.as_mut(), batch).map_err(|e| trapped(&self.name, e))?.map_err(|e| e.message),
+            Code::Native { function, .. } => function.results(batch),
+        }
+        .map_err(|m| self.failed(m))
     }
 }
 

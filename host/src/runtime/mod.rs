@@ -10,6 +10,7 @@ mod engine;
 pub mod host_api;
 mod instance;
 pub(crate) mod loader;
+pub mod native;
 pub mod wasi;
 
 pub use engine::{new_engine, EngineLimits};

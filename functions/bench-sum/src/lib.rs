@@ -1,0 +1,90 @@
+//! Benchmark workloads (a) and (b) of `weir bench`, over binary orders
+//! (`weir_sdk::binary::Order`, what the generator makes with
+//! `encoding: binary`): keyed by customer (its id's 8 bytes),
+//!
+//! * (a) as a process function: each customer's running total in cents,
+//!   one output `(customer, total)` (16 bytes) per order;
+//! * (b) as an aggregate: the total per customer per window,
+//!   `(customer, total)` at the window's end.
+//!
+//! The host's native twin (`native: bench-sum`) does exactly the same.
+
+use weir_sdk::binary::Order;
+use weir_sdk::{function, AggregateFunction, Context, Error, Event, KeyFunction, ProcessFunction, ValueState, Window};
+
+/// `(a, b)` as 16 bytes.
+fn pair(a: u64, b: i64) -> Vec<u8> {
+    let mut value = Vec::with_capacity(16);
+    value.extend_from_slice(&a.to_le_bytes());
+    value.extend_from_slice(&b.to_le_bytes());
+    value
+}
+
+/// The function: running and windowed sums.
+pub struct BenchSum {
+    total: ValueState<i64>,
+}
+
+impl Default for BenchSum {
+    fn default() -> Self {
+        Self { total: ValueState::new("total") }
+    }
+}
+
+#[function]
+impl KeyFunction for BenchSum {
+    fn key(&mut self, event: &Event) -> Result<Vec<u8>, Error> {
+        Ok(Order::decode(&event.value)?.customer_id.to_le_bytes().to_vec())
+    }
+}
+
+#[function]
+impl ProcessFunction for BenchSum {
+    fn process(&mut self, _key: &[u8], events: Vec<Event>, ctx: &mut Context) -> Result<(), Error> {
+        let mut total = self.total.get()?.unwrap_or(0);
+        for event in events {
+            let order = Order::decode(&event.value)?;
+            total = total.checked_add(order.amount_cents).ok_or_else(|| Error::msg("total overflows"))?;
+            ctx.emit(Event::new(pair(order.customer_id, total), event.timestamp));
+        }
+        self.total.set(&total)
+    }
+}
+
+#[function]
+impl AggregateFunction for BenchSum {
+    type Accumulator = i64;
+
+    fn add(&mut self, total: &mut i64, event: &Event) -> Result<(), Error> {
+        *total = total.checked_add(Order::decode(&event.value)?.amount_cents).ok_or_else(|| Error::msg("total overflows"))?;
+        Ok(())
+    }
+
+    fn merge(&mut self, a: i64, b: i64) -> Result<i64, Error> {
+        a.checked_add(b).ok_or_else(|| Error::msg("total overflows"))
+    }
+
+    fn result(&mut self, key: &[u8], window: Window, total: i64) -> Result<Vec<Event>, Error> {
+        let customer = u64::from_le_bytes(key.try_into().map_err(|_| Error::msg("a key is 8 bytes"))?);
+        Ok(vec![Event::new(pair(customer, total), window.end - 1)])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weir_sdk::testing::Harness;
+
+    fn order(id: u64, customer: u64, cents: i64) -> Event {
+        Event::new(Order { order_id: id, customer_id: customer, amount_cents: cents }.encode().to_vec(), id as i64)
+    }
+
+    #[test]
+    fn running_and_windowed_totals() {
+        let mut harness = Harness::<BenchSum>::new();
+        let out = harness.process(&7u64.to_le_bytes(), vec![order(1, 7, 250), order(2, 7, 100)]).unwrap();
+        assert_eq!(out.iter().map(|e| e.value.clone()).collect::<Vec<_>>(), vec![pair(7, 250), pair(7, 350)]);
+        let out = harness.aggregate(&7u64.to_le_bytes(), Window { start: 0, end: 60_000 }, vec![order(1, 7, 5), order(2, 7, 6)]).unwrap();
+        assert_eq!(out[0].value, pair(7, 11));
+    }
+}

@@ -1,0 +1,177 @@
+//! `weir bench`: the standard workloads, each run with its Wasm function
+//! and with the same logic compiled into the host ([`native`]), in one
+//! invocation, so their ratio compares like with like on the same machine.
+//!
+//! Every measurement is its own `weir run` child process (generator source
+//! with binary orders → keyed operator → discard sink, parallelism 2), so
+//! its CPU time and peak RSS are its own. Workloads:
+//!
+//! | name     | logic                                                   |
+//! |----------|---------------------------------------------------------|
+//! | `sum`    | (a) running sum per customer, one output per order      |
+//! | `window` | (b) 1-minute tumbling sum per customer, 5 s watermark    |
+//! | `dedup`  | (c) first order per customer, then none for a 1 m TTL    |
+//! | `filter` | (d) stateless filter and map                             |
+
+pub mod native;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::{Deserialize, Serialize};
+
+/// A standard workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workload {
+    /// (a) keyed running sum.
+    Sum,
+    /// (b) 1-minute tumbling window sum with a 5 s watermark.
+    Window,
+    /// (c) per-key dedup with a TTL.
+    Dedup,
+    /// (d) stateless filter/map.
+    Filter,
+}
+
+impl Workload {
+    /// Every workload, in the issue's order.
+    pub const ALL: [Workload; 4] = [Workload::Sum, Workload::Window, Workload::Dedup, Workload::Filter];
+
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Sum => "sum",
+            Workload::Window => "window",
+            Workload::Dedup => "dedup",
+            Workload::Filter => "filter",
+        }
+    }
+
+    /// The workload called `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|w| w.name() == name)
+    }
+
+    /// The function implementing it (a `functions/` crate, and the native
+    /// built-in of the same name).
+    fn function(self) -> &'static str {
+        match self {
+            Workload::Sum | Workload::Window => "bench-sum",
+            Workload::Dedup => "bench-dedup",
+            Workload::Filter => "bench-filter",
+        }
+    }
+}
+
+/// Wasm, or the same logic native.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Implementation {
+    /// The function compiled to a Wasm component.
+    Wasm,
+    /// The same logic compiled into the host.
+    Native,
+}
+
+/// One run's settings.
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// What runs.
+    pub workload: Workload,
+    /// How.
+    pub implementation: Implementation,
+    /// Events generated.
+    pub events: u64,
+    /// Distinct keys (customers).
+    pub keys: u64,
+    /// Checkpoint every second to `file://` storage in the data directory.
+    pub checkpoints: bool,
+}
+
+impl Case {
+    /// The pipeline spec of this case; Wasm functions are read from
+    /// `functions_dir/<name>.wasm`.
+    pub fn spec(&self, functions_dir: &Path) -> String {
+        let function = match self.implementation {
+            Implementation::Wasm => format!("{{ wasm: {:?} }}", functions_dir.join(format!("{}.wasm", self.workload.function()))),
+            Implementation::Native => format!("{{ native: {} }}", self.workload.function()),
+        };
+        let keyed = match self.workload {
+            Workload::Window => format!("window: {{ type: tumbling, size: 1m }}\nwatermark: {{ max_out_of_orderness: 5s }}\naggregate: {function}\n"),
+            _ => format!("process: {function}\n"),
+        };
+        let checkpoint = if self.checkpoints { "checkpoint: { interval: 1s }\n" } else { "" };
+        format!(
+            "name: bench-{}\nparallelism: 2\nstate_cache_bytes: 134217728\n\
+             source: {{ type: generator, count: {}, keys: {}, seed: 7, interval_ms: 1, encoding: binary }}\n\
+             key: {function}\n{keyed}sink: {{ type: discard }}\n{checkpoint}",
+            self.workload.name(),
+            self.events,
+            self.keys,
+        )
+    }
+}
+
+/// What one run measured (printed by `weir run --report-json`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Measurement {
+    /// Events read.
+    pub events: u64,
+    /// Wall-clock seconds of the run.
+    pub seconds: f64,
+    /// CPU seconds of the process (user + system, all threads).
+    pub cpu_seconds: f64,
+    /// Peak resident set size in bytes.
+    pub peak_rss_bytes: u64,
+    /// Checkpoints completed.
+    pub checkpoints: usize,
+}
+
+impl Measurement {
+    /// Events per second.
+    pub fn rate(&self) -> f64 {
+        self.events as f64 / self.seconds.max(1e-9)
+    }
+}
+
+/// Why a benchmark could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// A file or process could not be used.
+    #[error("{0}")]
+    Io(String),
+    /// A run failed.
+    #[error("{case}: {message}")]
+    Run {
+        /// Which.
+        case: String,
+        /// Its error output.
+        message: String,
+    },
+}
+
+/// Run `case` as a child process of `weir` (the executable at `weir`),
+/// with a fresh data directory under `scratch`.
+pub fn measure(weir: &Path, case: &Case, functions_dir: &Path, scratch: &Path) -> Result<Measurement, BenchError> {
+    let label = format!("{} {:?} K={} checkpoints={}", case.workload.name(), case.implementation, case.keys, case.checkpoints);
+    let io = |e: std::io::Error| BenchError::Io(format!("{label}: {e}"));
+    let dir = scratch.join(format!("{}-{:?}-{}-{}", case.workload.name(), case.implementation, case.keys, case.checkpoints));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(io)?;
+    }
+    std::fs::create_dir_all(&dir).map_err(io)?;
+    let spec = dir.join("pipeline.yaml");
+    std::fs::write(&spec, case.spec(functions_dir)).map_err(io)?;
+    let output = Command::new(weir).arg("run").arg(&spec).arg("--data-dir").arg(dir.join("data")).args(["--quiet", "--report-json"]).env_remove("WEIR_FAULT").output().map_err(io)?;
+    let _ = std::fs::remove_dir_all(&dir);
+    if !output.status.success() {
+        return Err(BenchError::Run { case: label, message: String::from_utf8_lossy(&output.stderr).trim().to_string() });
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    serde_json::from_str(text.trim()).map_err(|e| BenchError::Run { case: label, message: format!("unreadable report {text:?}: {e}") })
+}
+
+/// Default directory of the Wasm functions: `target/functions` of the
+/// current directory.
+pub fn default_functions_dir() -> PathBuf {
+    PathBuf::from("target").join("functions")
+}

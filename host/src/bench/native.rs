@@ -1,0 +1,236 @@
+//! The benchmark workloads' user logic in native Rust, run by the host
+//! where their Wasm versions (`functions/bench-*`) run: the baseline of the
+//! Wasm/native ratio. Each does exactly what its Wasm twin does, through
+//! the same host state calls.
+//!
+//! Events are binary orders (`weir_sdk::binary::Order`: order id,
+//! customer id, amount in cents; 24 bytes little-endian); keys are the
+//! customer id's 8 bytes.
+
+use std::sync::Arc;
+
+use wasmtime::component::Resource;
+
+use crate::runtime::bindings::weir::function::context::Host as _;
+use crate::runtime::bindings::weir::function::state::{self, HostValueState};
+use crate::runtime::bindings::weir::function::types::{Accumulate, KeyedEvents, WindowResult};
+use crate::runtime::host_api::ValueStateHandle;
+use crate::runtime::native::{NativeAggregateFunction, NativeFunction, NativeKeyFunction, NativeProcessFunction, NativeRef};
+use crate::runtime::HostCtx;
+use crate::Event;
+
+/// The native function called `name`, if there is one.
+pub fn lookup(name: &str) -> Option<NativeRef> {
+    let function: NativeRef = match name {
+        "bench-sum" => Arc::new(Sum),
+        "bench-dedup" => Arc::new(Dedup),
+        "bench-filter" => Arc::new(FilterMap),
+        _ => return None,
+    };
+    Some(function)
+}
+
+/// The names [`lookup`] knows.
+pub const NAMES: [&str; 3] = ["bench-sum", "bench-dedup", "bench-filter"];
+
+/// (customer, amount in cents) of a binary order.
+fn order(event: &Event) -> Result<(u64, i64), String> {
+    let bytes: &[u8; 24] = event.value.as_slice().try_into().map_err(|_| format!("a binary order is 24 bytes, not {}", event.value.len()))?;
+    let field = |i: usize| <[u8; 8]>::try_from(&bytes[i * 8..i * 8 + 8]).unwrap_or_default();
+    Ok((u64::from_le_bytes(field(1)), i64::from_le_bytes(field(2))))
+}
+
+/// Two numbers as a 16-byte event value.
+fn pair(a: u64, b: i64) -> Vec<u8> {
+    let mut value = Vec::with_capacity(16);
+    value.extend_from_slice(&a.to_le_bytes());
+    value.extend_from_slice(&b.to_le_bytes());
+    value
+}
+
+fn state_error<E: std::fmt::Debug>(error: E) -> String {
+    format!("state: {error:?}")
+}
+
+/// A value state opened on first use, like the SDK's `ValueState`.
+#[derive(Default)]
+struct Value {
+    rep: Option<u32>,
+}
+
+impl Value {
+    fn handle(&mut self, ctx: &mut HostCtx, name: &str, ttl: Option<state::Ttl>) -> Result<Resource<ValueStateHandle>, String> {
+        let rep = match self.rep {
+            Some(rep) => rep,
+            None => {
+                let opened = HostValueState::open(ctx, name.to_string(), ttl).map_err(state_error)?.map_err(state_error)?;
+                *self.rep.insert(opened.rep())
+            }
+        };
+        Ok(Resource::new_borrow(rep))
+    }
+
+    fn get(&mut self, ctx: &mut HostCtx, name: &str, ttl: Option<state::Ttl>) -> Result<Option<Vec<u8>>, String> {
+        let handle = self.handle(ctx, name, ttl)?;
+        HostValueState::get(ctx, handle).map_err(state_error)?.map_err(state_error)
+    }
+
+    fn set(&mut self, ctx: &mut HostCtx, name: &str, ttl: Option<state::Ttl>, value: Vec<u8>) -> Result<(), String> {
+        let handle = self.handle(ctx, name, ttl)?;
+        HostValueState::set(ctx, handle, value).map_err(state_error)?.map_err(state_error)
+    }
+}
+
+fn select(ctx: &mut HostCtx, index: usize) -> Result<(), String> {
+    state::Host::select_key(ctx, index as u32).map_err(state_error)?.map_err(state_error)
+}
+
+/// Key: the customer id.
+struct CustomerKey;
+
+impl NativeKeyFunction for CustomerKey {
+    fn extract_keys(&mut self, events: &[Event]) -> Result<Vec<Vec<u8>>, String> {
+        events.iter().map(|e| Ok(order(e)?.0.to_le_bytes().to_vec())).collect()
+    }
+}
+
+/// (a) Running sum per customer: emit (customer, total) per order.
+struct Sum;
+
+impl NativeFunction for Sum {
+    fn key(&self) -> Option<Box<dyn NativeKeyFunction>> {
+        Some(Box::new(CustomerKey))
+    }
+    fn process(&self) -> Option<Box<dyn NativeProcessFunction>> {
+        Some(Box::new(SumProcess::default()))
+    }
+    fn aggregate(&self) -> Option<Box<dyn NativeAggregateFunction>> {
+        Some(Box::new(SumAggregate))
+    }
+}
+
+#[derive(Default)]
+struct SumProcess {
+    total: Value,
+}
+
+impl NativeProcessFunction for SumProcess {
+    fn process(&mut self, batch: &[KeyedEvents], ctx: &mut HostCtx) -> Result<(), String> {
+        for (index, keyed) in batch.iter().enumerate() {
+            select(ctx, index)?;
+            let stored = self.total.get(ctx, "total", None)?;
+            let mut total = stored.and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok()).map_or(0, i64::from_le_bytes);
+            for event in &keyed.events {
+                let (customer, amount) = order(event)?;
+                total = total.checked_add(amount).ok_or("total overflows")?;
+                ctx.emit(Event { key: None, value: pair(customer, total), timestamp: event.timestamp, headers: Vec::new() }).map_err(state_error)?;
+            }
+            self.total.set(ctx, "total", None, total.to_le_bytes().to_vec())?;
+        }
+        Ok(())
+    }
+}
+
+/// (b) Sum per customer per window: accumulators are i64 cents.
+struct SumAggregate;
+
+fn cents(bytes: &[u8]) -> Result<i64, String> {
+    <[u8; 8]>::try_from(bytes).map(i64::from_le_bytes).map_err(|_| "an accumulator is 8 bytes".to_string())
+}
+
+impl NativeAggregateFunction for SumAggregate {
+    fn add(&mut self, batch: &[Accumulate]) -> Result<Vec<Vec<u8>>, String> {
+        batch
+            .iter()
+            .map(|entry| {
+                let mut total = entry.accumulator.as_deref().map_or(Ok(0), cents)?;
+                for event in &entry.events {
+                    total = total.checked_add(order(event)?.1).ok_or("total overflows")?;
+                }
+                Ok(total.to_le_bytes().to_vec())
+            })
+            .collect()
+    }
+
+    fn merge(&mut self, a: &[u8], b: &[u8]) -> Result<Vec<u8>, String> {
+        Ok(cents(a)?.checked_add(cents(b)?).ok_or("total overflows")?.to_le_bytes().to_vec())
+    }
+
+    fn results(&mut self, batch: &[WindowResult]) -> Result<Vec<Event>, String> {
+        batch
+            .iter()
+            .map(|r| {
+                let customer = <[u8; 8]>::try_from(r.key.as_slice()).map(u64::from_le_bytes).map_err(|_| "a key is 8 bytes".to_string())?;
+                Ok(Event { key: None, value: pair(customer, cents(&r.accumulator)?), timestamp: r.window.end - 1, headers: Vec::new() })
+            })
+            .collect()
+    }
+}
+
+/// (c) Dedup per customer: the first order of a customer is emitted; later
+/// ones are dropped until the "seen" state expires (TTL 1 minute of
+/// processing time).
+struct Dedup;
+
+/// How long a customer stays "seen".
+pub const DEDUP_TTL_MILLIS: u64 = 60_000;
+
+impl NativeFunction for Dedup {
+    fn key(&self) -> Option<Box<dyn NativeKeyFunction>> {
+        Some(Box::new(CustomerKey))
+    }
+    fn process(&self) -> Option<Box<dyn NativeProcessFunction>> {
+        Some(Box::new(DedupProcess::default()))
+    }
+}
+
+#[derive(Default)]
+struct DedupProcess {
+    seen: Value,
+}
+
+impl NativeProcessFunction for DedupProcess {
+    fn process(&mut self, batch: &[KeyedEvents], ctx: &mut HostCtx) -> Result<(), String> {
+        let ttl = Some(state::Ttl { millis: DEDUP_TTL_MILLIS, update: state::TtlUpdate::OnCreateAndWrite });
+        for (index, keyed) in batch.iter().enumerate() {
+            select(ctx, index)?;
+            if self.seen.get(ctx, "seen", ttl)?.is_some() {
+                continue;
+            }
+            if let Some(first) = keyed.events.first() {
+                ctx.emit(first.clone()).map_err(state_error)?;
+                self.seen.set(ctx, "seen", ttl, vec![1])?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// (d) Stateless filter and map: orders of at least 10.00 become
+/// (customer, amount × 2).
+struct FilterMap;
+
+impl NativeFunction for FilterMap {
+    fn key(&self) -> Option<Box<dyn NativeKeyFunction>> {
+        Some(Box::new(CustomerKey))
+    }
+    fn process(&self) -> Option<Box<dyn NativeProcessFunction>> {
+        Some(Box::new(FilterMapProcess))
+    }
+}
+
+struct FilterMapProcess;
+
+impl NativeProcessFunction for FilterMapProcess {
+    fn process(&mut self, batch: &[KeyedEvents], ctx: &mut HostCtx) -> Result<(), String> {
+        for keyed in batch {
+            for event in &keyed.events {
+                let (customer, amount) = order(event)?;
+                if amount >= 1_000 {
+                    ctx.emit(Event { key: None, value: pair(customer, amount * 2), timestamp: event.timestamp, headers: Vec::new() }).map_err(state_error)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}

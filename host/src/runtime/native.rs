@@ -1,0 +1,61 @@
+//! Functions compiled into the host instead of loaded as Wasm: the
+//! native baselines `weir bench` measures Wasm functions against. They
+//! run where a Wasm function would — same batches, same [`HostCtx`] state
+//! calls (select the key, open a state, get, set) — so the difference
+//! between the two is what crossing the Wasm boundary costs.
+//!
+//! A spec names one with `native: <name>` in place of `wasm:` or
+//! `function:`; the host knows them by name ([`crate::bench::native`]).
+
+use std::sync::Arc;
+
+use super::bindings::weir::function::types::{Accumulate, KeyedEvents, KeyedTimers, WindowResult};
+use super::HostCtx;
+use crate::Event;
+
+/// A native key function.
+pub trait NativeKeyFunction: Send {
+    /// The key of each event, in order.
+    fn extract_keys(&mut self, events: &[Event]) -> Result<Vec<Vec<u8>>, String>;
+}
+
+/// A native keyed process function.
+pub trait NativeProcessFunction: Send {
+    /// Process each key's events; before touching key `i`'s state, call
+    /// `state::Host::select_key(ctx, i)` as the SDK's glue does.
+    fn process(&mut self, batch: &[KeyedEvents], ctx: &mut HostCtx) -> Result<(), String>;
+
+    /// Fired timers (none by default).
+    fn on_timers(&mut self, _batch: &[KeyedTimers], _ctx: &mut HostCtx) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// A native window aggregate function.
+pub trait NativeAggregateFunction: Send {
+    /// Fold each entry's events into its accumulator.
+    fn add(&mut self, batch: &[Accumulate]) -> Result<Vec<Vec<u8>>, String>;
+    /// Combine two accumulators.
+    fn merge(&mut self, a: &[u8], b: &[u8]) -> Result<Vec<u8>, String>;
+    /// The outputs of finished windows.
+    fn results(&mut self, batch: &[WindowResult]) -> Result<Vec<Event>, String>;
+}
+
+/// A named native function: the roles it can play.
+pub trait NativeFunction: Send + Sync {
+    /// A key function, if it is one.
+    fn key(&self) -> Option<Box<dyn NativeKeyFunction>> {
+        None
+    }
+    /// A process function, if it is one.
+    fn process(&self) -> Option<Box<dyn NativeProcessFunction>> {
+        None
+    }
+    /// An aggregate function, if it is one.
+    fn aggregate(&self) -> Option<Box<dyn NativeAggregateFunction>> {
+        None
+    }
+}
+
+/// Shared handle on a native function.
+pub type NativeRef = Arc<dyn NativeFunction>;
