@@ -402,13 +402,14 @@ fn bench(events: u64, keys: &[u64], workloads: &[String], checkpoints: &str, fun
         other => anyhow::bail!("--checkpoints {other}: on, off or both"),
     };
     let functions_dir = functions_dir.unwrap_or_else(weir_host::bench::default_functions_dir);
+    let functions_dir = std::fs::canonicalize(&functions_dir).with_context(|| format!("functions directory {} (build the functions with `scripts/dev build-functions`, or pass --functions-dir)", functions_dir.display()))?;
     let temporary = tempfile::tempdir()?;
     let scratch = scratch.unwrap_or_else(|| temporary.path().to_path_buf());
     let weir = std::env::current_exe()?;
     if !json {
         println!("{} cores; {events} events per run; binary orders; parallelism 2; discard sink", std::thread::available_parallelism().map_or(0, |n| n.get()));
-        println!("{:<7} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}", "", "", "", "wasm", "native", "wasm/", "wasm", "wasm", "");
-        println!("{:<7} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}", "workload", "keys", "chk", "events/s", "events/s", "native", "cpu s", "peak RSS", "chk cost");
+        println!("{:<8} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}", "", "", "", "wasm", "native", "wasm/", "wasm", "wasm", "");
+        println!("{:<8} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}", "workload", "keys", "chk", "events/s", "events/s", "native", "cpu s", "peak RSS", "chk cost");
     }
     for workload in workloads {
         for &k in keys {
@@ -431,7 +432,7 @@ fn bench(events: u64, keys: &[u64], workloads: &[String], checkpoints: &str, fun
                     without_checkpoints = Some(wasm.rate());
                 }
                 println!(
-                    "{:<7} {:>9} {:>5}  {:>10.2}M {:>10.2}M  {:>7.2}  {:>8.2} {:>7.0}M  {:>9}",
+                    "{:<8} {:>9} {:>5}  {:>10.2}M {:>10.2}M  {:>7.2}  {:>8.2} {:>7.0}M  {:>9}",
                     workload.name(),
                     k,
                     if checkpointing { "1s" } else { "off" },

@@ -8,6 +8,7 @@
 
 mod api;
 mod api_pipelines;
+mod bench;
 mod bad_input;
 mod checkpoints;
 mod customer_profile;
