@@ -20,15 +20,28 @@ pub enum LogLevel {
 
 /// The handle a [`ProcessFunction`](crate::ProcessFunction) uses to talk to
 /// the host during a call.
+///
+/// Outputs are buffered and handed to the host once per call, so a
+/// function emitting one output per event crosses the Wasm boundary once
+/// per batch, not once per output.
 #[derive(Debug)]
 pub struct Context {
-    _private: (),
+    outputs: Vec<Event>,
 }
 
 impl Context {
     /// Send `event` to the pipeline's main output.
     pub fn emit(&mut self, event: Event) {
-        host::emit(event);
+        self.outputs.push(event);
+    }
+
+    /// Hand the buffered outputs to the host (the glue calls this at the
+    /// end of each call).
+    pub(crate) fn flush(&mut self) {
+        if !self.outputs.is_empty() {
+            host::emit_all(&self.outputs);
+            self.outputs.clear();
+        }
     }
 
     /// Send `event` to the side output called `name` (declared in the
@@ -78,6 +91,6 @@ impl Context {
 
     /// Create a context; only the SDK's glue and test harness do this.
     pub(crate) fn new() -> Self {
-        Self { _private: () }
+        Self { outputs: Vec::new() }
     }
 }

@@ -74,6 +74,7 @@ pub fn process_batch<F: ProcessFunction>(function: &mut F, batch: Vec<KeyedEvent
         host::select_key(index, &key).map_err(function_error)?;
         function.process(&key, events, &mut ctx).map_err(function_error)?;
     }
+    ctx.flush();
     Ok(())
 }
 
@@ -88,6 +89,7 @@ pub fn fire_timers<F: ProcessFunction>(function: &mut F, batch: Vec<KeyedTimers>
             function.on_timer(&key, timer, &mut ctx).map_err(function_error)?;
         }
     }
+    ctx.flush();
     Ok(())
 }
 

@@ -247,8 +247,8 @@ pub(crate) fn delete_timer(domain: TimeDomain, timestamp: i64) -> Result<(), Err
     })
 }
 
-pub(crate) fn emit(event: Event) {
-    with_mock(|m| m.emitted.push(event));
+pub(crate) fn emit_all(events: &[Event]) {
+    with_mock(|m| m.emitted.extend_from_slice(events));
 }
 
 pub(crate) fn emit_to(name: &str, event: Event) {

@@ -61,8 +61,10 @@ pub struct HostCtx {
     /// Times to live from the pipeline spec, overriding the function's.
     ttl_overrides: HashMap<String, Ttl>,
     timers: TimerService,
-    /// Keys (and their key groups) of the current `process` batch.
-    batch_keys: Vec<(Vec<u8>, u16)>,
+    /// The current `process` batch's keys, back to back, …
+    batch_key_bytes: Vec<u8>,
+    /// … and where each key ends in it, with its key group.
+    batch_keys: Vec<(usize, u16)>,
     selected: Option<usize>,
     key_buf: Vec<u8>,
     /// Events the function emitted to the main output, in order.
@@ -86,6 +88,7 @@ impl HostCtx {
             max_parallelism,
             ttl_overrides: HashMap::new(),
             timers: TimerService::default(),
+            batch_key_bytes: Vec::new(),
             batch_keys: Vec::new(),
             selected: None,
             key_buf: Vec::new(),
@@ -114,8 +117,11 @@ impl HostCtx {
     /// processing time for the call.
     pub fn begin_batch<'a>(&mut self, keys: impl Iterator<Item = &'a [u8]>) {
         self.batch_keys.clear();
-        let max_parallelism = self.max_parallelism;
-        self.batch_keys.extend(keys.map(|k| (k.to_vec(), crate::state::key_group(k, max_parallelism))));
+        self.batch_key_bytes.clear();
+        for key in keys {
+            self.batch_key_bytes.extend_from_slice(key);
+            self.batch_keys.push((self.batch_key_bytes.len(), crate::state::key_group(key, self.max_parallelism)));
+        }
         self.selected = None;
         self.processing_time = (self.clock)();
     }
@@ -165,7 +171,7 @@ impl HostCtx {
     /// Register or delete a timer for the selected key.
     fn change_timer(&mut self, domain: TimeDomain, timestamp: i64, register: bool) -> Result<(), state::StateError> {
         let index = self.selected.ok_or(state::StateError::NoCurrentKey)?;
-        let key = &self.batch_keys[index].0;
+        let (key, _) = batch_key(&self.batch_keys, &self.batch_key_bytes, index);
         let backend = self.backend.as_deref_mut().ok_or_else(|| state::StateError::Backend("this function has no keyed state".into()))?;
         let result = if register { self.timers.register(backend, key, domain, timestamp) } else { self.timers.delete(backend, key, domain, timestamp) };
         result.map_err(backend_error)
@@ -206,9 +212,9 @@ impl HostCtx {
         f: impl FnOnce(&mut dyn KeyedStateBackend, &[u8]) -> Result<R, crate::state::StateError>,
     ) -> Result<R, state::StateError> {
         let index = self.selected.ok_or(state::StateError::NoCurrentKey)?;
-        let (key, group) = &self.batch_keys[index];
+        let (key, group) = batch_key(&self.batch_keys, &self.batch_key_bytes, index);
         self.key_buf.clear();
-        StateKey::new(*group, &descriptor.name, kind, key, b"").encode_into(&mut self.key_buf);
+        StateKey::new(group, &descriptor.name, kind, key, b"").encode_into(&mut self.key_buf);
         self.key_buf.extend_from_slice(suffix);
         let backend = self.backend.as_deref_mut().ok_or_else(|| state::StateError::Backend("this function has no keyed state".into()))?;
         f(backend, &self.key_buf).map_err(backend_error)
@@ -279,6 +285,14 @@ impl HostCtx {
     fn descriptor<T: 'static>(&self, handle: &Resource<T>, get: fn(&T) -> &Arc<Descriptor>) -> wasmtime::Result<Arc<Descriptor>> {
         Ok(Arc::clone(get(self.table.get(handle)?)))
     }
+}
+
+/// Key `index` of a batch (keys back to back in `bytes`, `ends` saying
+/// where each ends) and its key group.
+fn batch_key<'a>(ends: &[(usize, u16)], bytes: &'a [u8], index: usize) -> (&'a [u8], u16) {
+    let (end, group) = ends[index];
+    let start = index.checked_sub(1).map_or(0, |previous| ends[previous].0);
+    (&bytes[start..end], group)
 }
 
 fn backend_error(error: crate::state::StateError) -> state::StateError {
@@ -498,6 +512,11 @@ impl state::HostListState for HostCtx {
 impl context::Host for HostCtx {
     fn emit(&mut self, output: Event) -> wasmtime::Result<()> {
         self.outputs.push(output);
+        Ok(())
+    }
+
+    fn emit_all(&mut self, outputs: Vec<Event>) -> wasmtime::Result<()> {
+        self.outputs.extend(outputs);
         Ok(())
     }
 
