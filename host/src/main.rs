@@ -74,6 +74,9 @@ enum Command {
         /// Scratch space for the runs' data (default: a temporary directory).
         #[arg(long)]
         scratch: Option<PathBuf>,
+        /// Runs per case; the table shows the median by events/s.
+        #[arg(long, default_value_t = 3)]
+        repeat: usize,
         /// Print one JSON object per run instead of the table.
         #[arg(long)]
         json: bool,
@@ -387,43 +390,67 @@ fn request_snapshot(spec: &std::path::Path, data_dir: Option<PathBuf>, kind: Sna
     }
 }
 
-/// `weir bench`: every case Wasm then native, a table (or JSON lines).
-fn bench(events: u64, keys: &[u64], workloads: &[String], checkpoints: &str, functions_dir: Option<PathBuf>, scratch: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
-    use weir_host::bench::{measure, Case, Implementation, Workload};
+/// What `weir bench` was asked.
+struct BenchArgs {
+    events: u64,
+    keys: Vec<u64>,
+    workloads: Vec<String>,
+    checkpoints: String,
+    functions_dir: Option<PathBuf>,
+    scratch: Option<PathBuf>,
+    repeat: usize,
+    json: bool,
+}
+
+/// `weir bench`: every case Wasm then native, `repeat` times each; a table
+/// of the medians (or JSON lines, one per run).
+fn bench(args: &BenchArgs) -> anyhow::Result<()> {
+    use weir_host::bench::{measure, Case, Implementation, Measurement, Workload};
+    let BenchArgs { events, ref keys, ref workloads, ref checkpoints, .. } = *args;
+    let json = args.json;
     let workloads: Vec<Workload> = if workloads.is_empty() {
         Workload::ALL.to_vec()
     } else {
         workloads.iter().map(|w| Workload::parse(w).ok_or_else(|| anyhow::anyhow!("--workload {w}: one of sum, window, dedup, filter"))).collect::<Result<_, _>>()?
     };
-    let modes: &[bool] = match checkpoints {
+    let modes: &[bool] = match checkpoints.as_str() {
         "on" => &[true],
         "off" => &[false],
         "both" => &[false, true],
         other => anyhow::bail!("--checkpoints {other}: on, off or both"),
     };
-    let functions_dir = functions_dir.unwrap_or_else(weir_host::bench::default_functions_dir);
+    let functions_dir = args.functions_dir.clone().unwrap_or_else(weir_host::bench::default_functions_dir);
     let functions_dir = std::fs::canonicalize(&functions_dir).with_context(|| format!("functions directory {} (build the functions with `scripts/dev build-functions`, or pass --functions-dir)", functions_dir.display()))?;
     let temporary = tempfile::tempdir()?;
-    let scratch = scratch.unwrap_or_else(|| temporary.path().to_path_buf());
+    let scratch = args.scratch.clone().unwrap_or_else(|| temporary.path().to_path_buf());
+    let repeat = args.repeat.max(1);
     let weir = std::env::current_exe()?;
     if !json {
-        println!("{} cores; {events} events per run; binary orders; parallelism 2; discard sink", std::thread::available_parallelism().map_or(0, |n| n.get()));
+        println!("{} cores; {events} events per run; median of {repeat} runs; binary orders; parallelism 2; discard sink", std::thread::available_parallelism().map_or(0, |n| n.get()));
         println!("{:<8} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}", "", "", "", "wasm", "native", "wasm/", "wasm", "wasm", "");
         println!("{:<8} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}", "workload", "keys", "chk", "events/s", "events/s", "native", "cpu s", "peak RSS", "chk cost");
     }
     for workload in workloads {
-        for &k in keys {
+        for &k in keys.iter() {
             let mut without_checkpoints = None;
             for &checkpointing in modes {
                 let case = |implementation| Case { workload, implementation, events, keys: k, checkpoints: checkpointing };
-                let wasm = measure(&weir, &case(Implementation::Wasm), &functions_dir, &scratch)?;
-                let native = measure(&weir, &case(Implementation::Native), &functions_dir, &scratch)?;
-                if json {
-                    for (implementation, m) in [("wasm", &wasm), ("native", &native)] {
-                        println!("{}", serde_json::json!({ "workload": workload.name(), "keys": k, "checkpoints": checkpointing, "implementation": implementation, "measurement": m, "events_per_second": m.rate() }));
+                let mut runs: [Vec<Measurement>; 2] = [Vec::new(), Vec::new()];
+                for _ in 0..repeat {
+                    // Interleaved, so a slow spell of the machine hits both.
+                    for (slot, implementation) in [Implementation::Wasm, Implementation::Native].into_iter().enumerate() {
+                        let m = measure(&weir, &case(implementation), &functions_dir, &scratch)?;
+                        if json {
+                            let name = if slot == 0 { "wasm" } else { "native" };
+                            println!("{}", serde_json::json!({ "workload": workload.name(), "keys": k, "checkpoints": checkpointing, "implementation": name, "measurement": m, "events_per_second": m.rate() }));
+                        }
+                        runs[slot].push(m);
                     }
+                }
+                if json {
                     continue;
                 }
+                let [wasm, native] = runs.map(median);
                 let cost = match (checkpointing, without_checkpoints) {
                     (true, Some(off)) => format!("{:+.1}%", (wasm.rate() / off - 1.0) * 100.0),
                     _ => String::new(),
@@ -447,6 +474,12 @@ fn bench(events: u64, keys: &[u64], workloads: &[String], checkpoints: &str, fun
         }
     }
     Ok(())
+}
+
+/// The run with the median rate.
+fn median(mut runs: Vec<weir_host::bench::Measurement>) -> weir_host::bench::Measurement {
+    runs.sort_by(|a, b| a.rate().total_cmp(&b.rate()));
+    runs.swap_remove(runs.len() / 2)
 }
 
 /// `weir pipeline …`: call the server, print its answer.
@@ -540,7 +573,7 @@ fn one_line(error: &anyhow::Error) -> String {
 
 fn execute(command: Command) -> anyhow::Result<()> {
     match command {
-        Command::Bench { events, keys, workloads, checkpoints, functions_dir, scratch, json } => bench(events, &keys, &workloads, &checkpoints, functions_dir, scratch, json),
+        Command::Bench { events, keys, workloads, checkpoints, functions_dir, scratch, repeat, json } => bench(&BenchArgs { events, keys, workloads, checkpoints, functions_dir, scratch, repeat, json }),
         Command::Run { spec, data_dir, fresh, checkpoint_interval, restore, quiet, sink_delay_ms, report_json } => {
             let mut spec = PipelineSpec::load(&spec)?;
             if let Some(interval) = checkpoint_interval {

@@ -29,7 +29,7 @@ fn native_twins_produce_the_same_output_as_the_wasm_functions() {
 #[test]
 fn the_harness_reports_every_case() {
     let functions = function("bench-sum").parent().unwrap().to_path_buf();
-    let output = weir(&["bench", "--events", "20000", "--keys", "100", "--workload", "sum", "--workload", "filter", "--checkpoints", "both", "--json", "--functions-dir", functions.to_str().unwrap()]);
+    let output = weir(&["bench", "--events", "20000", "--keys", "100", "--workload", "sum", "--workload", "filter", "--checkpoints", "both", "--repeat", "1", "--json", "--functions-dir", functions.to_str().unwrap()]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.len(), 2 * 2 * 2, "workloads × checkpoint modes × implementations");
