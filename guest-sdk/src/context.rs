@@ -39,7 +39,7 @@ impl Context {
     /// end of each call).
     pub(crate) fn flush(&mut self) {
         if !self.outputs.is_empty() {
-            host::emit_all(&self.outputs);
+            host::emit_batch(&crate::packing::pack(&self.outputs));
             self.outputs.clear();
         }
     }

@@ -3,8 +3,8 @@
 
 use serde::{de::DeserializeOwned, Serialize};
 
-use crate::__private::wit::types::{Accumulate, FunctionError, KeyedEvents, KeyedTimers, Window, WindowEvents, WindowResult};
-use crate::{codec, host, Context, Error, Event, FiredTimer};
+use crate::__private::wit::types::{Accumulate, EventBatch, FunctionError, KeyedBatch, KeyedEvents, KeyedTimers, PackedKeys, Window, WindowEvents, WindowResult};
+use crate::{codec, host, packing, Context, Error, Event, FiredTimer};
 
 /// Computes the key a keyed pipeline partitions events by.
 ///
@@ -60,9 +60,26 @@ fn function_error(error: Error) -> FunctionError {
     FunctionError { message: error.message().to_string() }
 }
 
-/// Run `function`'s key extraction over a batch (called by the glue).
+/// Run `function`'s key extraction over a batch (called by the test harness).
 pub fn extract_keys<F: KeyFunction>(function: &mut F, events: Vec<Event>) -> Result<Vec<Vec<u8>>, FunctionError> {
     events.iter().map(|event| function.key(event)).collect::<Result<_, _>>().map_err(function_error)
+}
+
+/// Run `function`'s key extraction over a packed batch (called by the glue):
+/// one reused `Event`, keys packed as they come.
+pub fn extract_packed_keys<F: KeyFunction>(function: &mut F, events: EventBatch) -> Result<PackedKeys, FunctionError> {
+    let mut keys = packing::KeyPacker::default();
+    packing::for_each_event(&events, |event| {
+        keys.push(&function.key(event)?);
+        Ok(())
+    })
+    .map_err(function_error)?;
+    Ok(keys.finish())
+}
+
+/// Run `function` over a packed batch (called by the glue).
+pub fn process_packed<F: ProcessFunction>(function: &mut F, batch: KeyedBatch) -> Result<(), FunctionError> {
+    process_batch(function, packing::unpack_keyed(&batch).map_err(function_error)?)
 }
 
 /// Run `function` over a batch, one key at a time (called by the glue and

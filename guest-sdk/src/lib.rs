@@ -60,6 +60,7 @@ mod event;
 mod function;
 mod host;
 mod money;
+mod packing;
 mod state;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
@@ -83,6 +84,6 @@ pub use weir_sdk_macros::function;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::bindings::weir::function as wit;
-    pub use crate::function::{aggregate_add, aggregate_merge, aggregate_results, extract_keys, fire_timers, process_batch, window_process};
+    pub use crate::function::{aggregate_add, aggregate_merge, aggregate_results, extract_keys, extract_packed_keys, fire_timers, process_batch, process_packed, window_process};
     pub use wit_bindgen;
 }

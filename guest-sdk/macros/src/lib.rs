@@ -73,9 +73,9 @@ fn expand(item: &ItemImpl) -> syn::Result<proc_macro2::TokenStream> {
     let export_impl = match role.world {
         "key-function" => quote! {
             impl exports::weir::function::key_fn::Guest for Export {
-                fn extract_keys(events: ::std::vec::Vec<weir_sdk::Event>)
-                    -> ::std::result::Result<::std::vec::Vec<::std::vec::Vec<u8>>, weir_sdk::__private::wit::types::FunctionError> {
-                    with_instance(|f| weir_sdk::__private::extract_keys(f, events))
+                fn extract_keys(events: weir_sdk::__private::wit::types::EventBatch)
+                    -> ::std::result::Result<weir_sdk::__private::wit::types::PackedKeys, weir_sdk::__private::wit::types::FunctionError> {
+                    with_instance(|f| weir_sdk::__private::extract_packed_keys(f, events))
                 }
             }
         },
@@ -107,9 +107,9 @@ fn expand(item: &ItemImpl) -> syn::Result<proc_macro2::TokenStream> {
         },
         _ => quote! {
             impl exports::weir::function::process_fn::Guest for Export {
-                fn process(batch: ::std::vec::Vec<weir_sdk::__private::wit::types::KeyedEvents>)
+                fn process(batch: weir_sdk::__private::wit::types::KeyedBatch)
                     -> ::std::result::Result<(), weir_sdk::__private::wit::types::FunctionError> {
-                    with_instance(|f| weir_sdk::__private::process_batch(f, batch))
+                    with_instance(|f| weir_sdk::__private::process_packed(f, batch))
                 }
 
                 fn on_timers(batch: ::std::vec::Vec<weir_sdk::__private::wit::types::KeyedTimers>)

@@ -247,8 +247,9 @@ pub(crate) fn delete_timer(domain: TimeDomain, timestamp: i64) -> Result<(), Err
     })
 }
 
-pub(crate) fn emit_all(events: &[Event]) {
-    with_mock(|m| m.emitted.extend_from_slice(events));
+pub(crate) fn emit_batch(batch: &crate::bindings::weir::function::types::EventBatch) {
+    let events = crate::packing::unpack(batch).unwrap_or_else(|e| panic!("the SDK packed a malformed batch: {e}"));
+    with_mock(|m| m.emitted.extend(events));
 }
 
 pub(crate) fn emit_to(name: &str, event: Event) {

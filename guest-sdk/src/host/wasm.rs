@@ -109,8 +109,8 @@ pub(crate) fn delete_timer(domain: types::TimeDomain, timestamp: i64) -> Result<
     timers::delete(domain, timestamp).map_err(state_error)
 }
 
-pub(crate) fn emit_all(events: &[Event]) {
-    context::emit_all(events);
+pub(crate) fn emit_batch(batch: &crate::bindings::weir::function::types::EventBatch) {
+    context::emit_batch(batch);
 }
 
 pub(crate) fn emit_to(name: &str, event: Event) {

@@ -515,7 +515,8 @@ impl context::Host for HostCtx {
         Ok(())
     }
 
-    fn emit_all(&mut self, outputs: Vec<Event>) -> wasmtime::Result<()> {
+    fn emit_batch(&mut self, outputs: types::EventBatch) -> wasmtime::Result<()> {
+        let outputs = super::packing::unpack(outputs).map_err(|e| wasmtime::Error::msg(format!("function {} emitted a malformed batch: {e}", self.function)))?;
         self.outputs.extend(outputs);
         Ok(())
     }

@@ -3,7 +3,8 @@
 use wasmtime::Store;
 
 use super::bindings::exports::weir::function::{aggregate_fn, key_fn, process_fn, window_process_fn};
-use super::bindings::weir::function::types::{Accumulate, KeyedEvents, KeyedTimers, WindowEvents, WindowResult};
+use super::bindings::weir::function::types::{Accumulate, EventBatch, KeyedBatch, KeyedEvents, KeyedTimers, WindowEvents, WindowResult};
+use super::packing;
 use super::native::{NativeAggregateFunction, NativeKeyFunction, NativeProcessFunction};
 use super::{HostCtx, LoadedFunction};
 use crate::Event;
@@ -76,6 +77,8 @@ fn trapped(function: &str, error: wasmtime::Error) -> CallError {
 pub struct KeyFunctionInstance {
     name: String,
     code: Code<key_fn::Guest, dyn NativeKeyFunction>,
+    /// The batch as it crosses the boundary (buffers reused).
+    packed: EventBatch,
 }
 
 impl KeyFunctionInstance {
@@ -83,19 +86,23 @@ impl KeyFunctionInstance {
     pub fn new(function: &LoadedFunction, name: &str) -> Result<Self, CallError> {
         let pre = &function.pre;
         let (store, guest) = instantiate(function, HostCtx::new(name, None, 1), name, |store, instance| key_fn::GuestIndices::new(pre)?.load(store, instance))?;
-        Ok(Self { name: name.to_string(), code: Code::Wasm { store: Box::new(store), guest } })
+        Ok(Self { name: name.to_string(), code: Code::Wasm { store: Box::new(store), guest }, packed: packing::empty_batch() })
     }
 
     /// A native key function as `name`.
     pub fn native(function: Box<dyn NativeKeyFunction>, name: &str) -> Self {
-        Self { name: name.to_string(), code: Code::Native { ctx: Box::new(HostCtx::new(name, None, 1)), function } }
+        Self { name: name.to_string(), code: Code::Native { ctx: Box::new(HostCtx::new(name, None, 1)), function }, packed: packing::empty_batch() }
     }
 
     /// The key of each event, in order.
     pub fn extract_keys(&mut self, events: &[Event]) -> Result<Vec<Vec<u8>>, CallError> {
         let failed = |message| CallError::Failed { function: self.name.clone(), message };
         let keys = match &mut self.code {
-            Code::Wasm { store, guest } => guest.call_extract_keys(store.as_mut(), events).map_err(|e| trapped(&self.name, e))?.map_err(|e| failed(e.message))?,
+            Code::Wasm { store, guest } => {
+                packing::pack(events, &mut self.packed);
+                let keys = guest.call_extract_keys(store.as_mut(), &self.packed).map_err(|e| trapped(&self.name, e))?.map_err(|e| failed(e.message))?;
+                packing::unpack_keys(&keys).map_err(failed)?
+            }
             Code::Native { function, .. } => function.extract_keys(events).map_err(failed)?,
         };
         if keys.len() != events.len() {
@@ -109,6 +116,8 @@ impl KeyFunctionInstance {
 pub struct ProcessFunctionInstance {
     name: String,
     code: Code<process_fn::Guest, dyn NativeProcessFunction>,
+    /// The batch as it crosses the boundary (buffers reused).
+    packed: KeyedBatch,
 }
 
 impl ProcessFunctionInstance {
@@ -117,12 +126,12 @@ impl ProcessFunctionInstance {
     pub fn new(function: &LoadedFunction, name: &str, ctx: HostCtx) -> Result<Self, CallError> {
         let pre = &function.pre;
         let (store, guest) = instantiate(function, ctx, name, |store, instance| process_fn::GuestIndices::new(pre)?.load(store, instance))?;
-        Ok(Self { name: name.to_string(), code: Code::Wasm { store: Box::new(store), guest } })
+        Ok(Self { name: name.to_string(), code: Code::Wasm { store: Box::new(store), guest }, packed: packing::empty_keyed_batch() })
     }
 
     /// A native process function as `name`, with its state in `ctx`.
     pub fn native(function: Box<dyn NativeProcessFunction>, name: &str, ctx: HostCtx) -> Self {
-        Self { name: name.to_string(), code: Code::Native { ctx: Box::new(ctx), function } }
+        Self { name: name.to_string(), code: Code::Native { ctx: Box::new(ctx), function }, packed: packing::empty_keyed_batch() }
     }
 
     /// Process `batch` (one entry per key). Emitted events are left in
@@ -130,7 +139,10 @@ impl ProcessFunctionInstance {
     pub fn process(&mut self, batch: &[KeyedEvents]) -> Result<(), CallError> {
         self.ctx().begin_batch(batch.iter().map(|k| k.key.as_slice()));
         let result = match &mut self.code {
-            Code::Wasm { store, guest } => guest.call_process(store.as_mut(), batch).map(|r| r.map_err(|e| e.message)),
+            Code::Wasm { store, guest } => {
+                packing::pack_keyed(batch, &mut self.packed);
+                guest.call_process(store.as_mut(), &self.packed).map(|r| r.map_err(|e| e.message))
+            }
             Code::Native { ctx, function } => Ok(function.process(batch, ctx)),
         };
         self.ctx().end_batch();

@@ -11,6 +11,7 @@ pub mod host_api;
 mod instance;
 pub(crate) mod loader;
 pub mod native;
+pub mod packing;
 pub mod wasi;
 
 pub use engine::{new_engine, EngineLimits};

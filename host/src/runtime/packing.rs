@@ -1,0 +1,170 @@
+//! Events packed into the flat lists of the WIT `event-batch` (and keys
+//! into `packed-keys`), and back: what crosses the Wasm boundary, so a
+//! batch costs a few copies instead of an allocation per event.
+//!
+//! Packing reuses the buffers it is given. Unpacking checks everything a
+//! guest could get wrong — ends that go backwards or past the data, counts
+//! that disagree, indices out of range — and never panics on it.
+
+use super::bindings::weir::function::types::{EventBatch, KeyedBatch, KeyedEvents, PackedKeys};
+use crate::Event;
+
+/// An empty batch.
+pub fn empty_batch() -> EventBatch {
+    EventBatch { values: Vec::new(), value_ends: Vec::new(), timestamps: Vec::new(), keyed: Vec::new(), keys: Vec::new(), key_ends: Vec::new(), headers: Vec::new() }
+}
+
+/// An empty keyed batch.
+pub fn empty_keyed_batch() -> KeyedBatch {
+    KeyedBatch { keys: PackedKeys { bytes: Vec::new(), ends: Vec::new() }, event_ends: Vec::new(), events: empty_batch() }
+}
+
+fn clear(batch: &mut EventBatch) {
+    batch.values.clear();
+    batch.value_ends.clear();
+    batch.timestamps.clear();
+    batch.keyed.clear();
+    batch.keys.clear();
+    batch.key_ends.clear();
+    batch.headers.clear();
+}
+
+/// An offset into a packed list (lists over 4 GiB cannot cross anyway).
+fn end(len: usize) -> u32 {
+    u32::try_from(len).unwrap_or(u32::MAX)
+}
+
+fn push(batch: &mut EventBatch, event: &Event) {
+    let index = end(batch.timestamps.len());
+    batch.values.extend_from_slice(&event.value);
+    batch.value_ends.push(end(batch.values.len()));
+    batch.timestamps.push(event.timestamp);
+    if let Some(key) = &event.key {
+        batch.keyed.push(index);
+        batch.keys.extend_from_slice(key);
+        batch.key_ends.push(end(batch.keys.len()));
+    }
+    batch.headers.extend(event.headers.iter().map(|(name, value)| (index, name.clone(), value.clone())));
+}
+
+/// Pack `events` into `into` (cleared first).
+pub fn pack(events: &[Event], into: &mut EventBatch) {
+    clear(into);
+    events.iter().for_each(|event| push(into, event));
+}
+
+/// Pack per-key groups of events into `into` (cleared first).
+pub fn pack_keyed(groups: &[KeyedEvents], into: &mut KeyedBatch) {
+    clear(&mut into.events);
+    into.keys.bytes.clear();
+    into.keys.ends.clear();
+    into.event_ends.clear();
+    for group in groups {
+        into.keys.bytes.extend_from_slice(&group.key);
+        into.keys.ends.push(end(into.keys.bytes.len()));
+        group.events.iter().for_each(|event| push(&mut into.events, event));
+        into.event_ends.push(end(into.events.timestamps.len()));
+    }
+}
+
+/// The slices `ends` cuts `bytes` into, checked.
+fn slices<'a>(bytes: &'a [u8], ends: &'a [u32], what: &'static str) -> impl Iterator<Item = Result<&'a [u8], String>> + 'a {
+    let mut start = 0usize;
+    ends.iter().map(move |&end| {
+        let end = end as usize;
+        if end < start || end > bytes.len() {
+            return Err(format!("{what}: end {end} is outside {start}..={}", bytes.len()));
+        }
+        let slice = &bytes[start..end];
+        start = end;
+        Ok(slice)
+    })
+}
+
+/// The events of `batch`, checked.
+pub fn unpack(batch: EventBatch) -> Result<Vec<Event>, String> {
+    let count = batch.timestamps.len();
+    if batch.value_ends.len() != count {
+        return Err(format!("event batch: {} value ends for {count} events", batch.value_ends.len()));
+    }
+    if batch.keyed.len() != batch.key_ends.len() {
+        return Err(format!("event batch: {} keyed events but {} key ends", batch.keyed.len(), batch.key_ends.len()));
+    }
+    let mut events = Vec::with_capacity(count);
+    for (value, timestamp) in slices(&batch.values, &batch.value_ends, "event values").zip(&batch.timestamps) {
+        events.push(Event { key: None, value: value?.to_vec(), timestamp: *timestamp, headers: Vec::new() });
+    }
+    let mut previous = None;
+    for (&index, key) in batch.keyed.iter().zip(slices(&batch.keys, &batch.key_ends, "event keys")) {
+        if previous.is_some_and(|p| p >= index) {
+            return Err("event batch: keyed indices must ascend".into());
+        }
+        previous = Some(index);
+        let event = events.get_mut(index as usize).ok_or_else(|| format!("event batch: keyed index {index} of {count} events"))?;
+        event.key = Some(key?.to_vec());
+    }
+    for (index, name, value) in batch.headers {
+        let event = events.get_mut(index as usize).ok_or_else(|| format!("event batch: header of event {index} of {count}"))?;
+        event.headers.push((name, value));
+    }
+    Ok(events)
+}
+
+/// The keys of `keys`, checked.
+pub fn unpack_keys(keys: &PackedKeys) -> Result<Vec<Vec<u8>>, String> {
+    slices(&keys.bytes, &keys.ends, "keys").map(|key| key.map(<[u8]>::to_vec)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(value: &str, key: Option<&str>, headers: &[(&str, &str)]) -> Event {
+        Event {
+            key: key.map(|k| k.as_bytes().to_vec()),
+            value: value.as_bytes().to_vec(),
+            timestamp: value.len() as i64,
+            headers: headers.iter().map(|(n, v)| (n.to_string(), v.as_bytes().to_vec())).collect(),
+        }
+    }
+
+    type Shape = (Option<Vec<u8>>, Vec<u8>, i64, Vec<(String, Vec<u8>)>);
+
+    fn shape(events: &[Event]) -> Vec<Shape> {
+        events.iter().map(|e| (e.key.clone(), e.value.clone(), e.timestamp, e.headers.clone())).collect()
+    }
+
+    #[test]
+    fn events_round_trip() {
+        let events = vec![event("a", None, &[]), event("", Some(""), &[("h", "1")]), event("ccc", Some("k"), &[("x", ""), ("y", "2")]), event("d", None, &[])];
+        let mut batch = empty_batch();
+        pack(&events, &mut batch);
+        assert_eq!(shape(&unpack(batch.clone()).unwrap()), shape(&events));
+        pack(&events[..1], &mut batch);
+        assert_eq!(shape(&unpack(batch).unwrap()), shape(&events[..1]), "packing clears what was there");
+    }
+
+    #[test]
+    fn bad_batches_are_errors_not_panics() {
+        let mut batch = empty_batch();
+        pack(&[event("ab", Some("k"), &[("h", "v")])], &mut batch);
+        let broken: Vec<Box<dyn Fn(&mut EventBatch)>> = vec![
+            Box::new(|b| b.value_ends[0] = 9),
+            Box::new(|b| b.value_ends.push(2)),
+            Box::new(|b| b.keyed[0] = 5),
+            Box::new(|b| b.key_ends.clear()),
+            Box::new(|b| b.headers[0].0 = 3),
+            Box::new(|b| {
+                b.keyed.push(0);
+                b.key_ends.push(1);
+            }),
+        ];
+        for (i, breaking) in broken.iter().enumerate() {
+            let mut bad = batch.clone();
+            breaking(&mut bad);
+            assert!(unpack(bad).is_err(), "case {i}");
+        }
+        assert!(unpack_keys(&PackedKeys { bytes: vec![1, 2], ends: vec![2, 1] }).is_err());
+        assert_eq!(unpack_keys(&PackedKeys { bytes: vec![1, 2, 3], ends: vec![1, 1, 3] }).unwrap(), vec![vec![1], vec![], vec![2, 3]]);
+    }
+}
