@@ -90,25 +90,20 @@ pub(crate) fn unpack_keyed(batch: &KeyedBatch) -> Result<Vec<KeyedEvents>, Error
 /// Keys packed for the host.
 #[derive(Default)]
 pub(crate) struct KeyPacker {
-    keys: PackedKeys,
-}
-
-impl Default for PackedKeys {
-    fn default() -> Self {
-        Self { bytes: Vec::new(), ends: Vec::new() }
-    }
+    bytes: Vec<u8>,
+    ends: Vec<u32>,
 }
 
 impl KeyPacker {
     /// Add a key.
     pub(crate) fn push(&mut self, key: &[u8]) {
-        self.keys.bytes.extend_from_slice(key);
-        self.keys.ends.push(end(self.keys.bytes.len()));
+        self.bytes.extend_from_slice(key);
+        self.ends.push(end(self.bytes.len()));
     }
 
     /// The packed keys.
     pub(crate) fn finish(self) -> PackedKeys {
-        self.keys
+        PackedKeys { bytes: self.bytes, ends: self.ends }
     }
 }
 

@@ -34,8 +34,8 @@ pub(crate) enum OperatorPlan {
 /// A subtask's live operator.
 pub(crate) enum KeyedOperator {
     /// A process function with its state and timers.
-    Process(ProcessFunctionInstance, KeyGrouper),
-    /// A window operator (boxed: it is much larger than the other variant).
+    Process(Box<ProcessFunctionInstance>, KeyGrouper),
+    /// A window operator.
     Window(Box<WindowOperator>),
 }
 
@@ -51,7 +51,7 @@ impl KeyedOperator {
                     FunctionCode::Wasm(function) => ProcessFunctionInstance::new(function, &name, ctx)?,
                     FunctionCode::Native(native) => ProcessFunctionInstance::native(native.process().ok_or_else(|| RunError::Deploy("not a process function".into()))?, &name, ctx),
                 };
-                KeyedOperator::Process(instance, KeyGrouper::default())
+                KeyedOperator::Process(Box::new(instance), KeyGrouper::default())
             }
             OperatorPlan::Window(code, role, config) => {
                 let name = format!("window[{index}]");

@@ -148,16 +148,16 @@ mod tests {
     fn bad_batches_are_errors_not_panics() {
         let mut batch = empty_batch();
         pack(&[event("ab", Some("k"), &[("h", "v")])], &mut batch);
-        let broken: Vec<Box<dyn Fn(&mut EventBatch)>> = vec![
-            Box::new(|b| b.value_ends[0] = 9),
-            Box::new(|b| b.value_ends.push(2)),
-            Box::new(|b| b.keyed[0] = 5),
-            Box::new(|b| b.key_ends.clear()),
-            Box::new(|b| b.headers[0].0 = 3),
-            Box::new(|b| {
+        let broken: [fn(&mut EventBatch); 6] = [
+            |b| b.value_ends[0] = 9,
+            |b| b.value_ends.push(2),
+            |b| b.keyed[0] = 5,
+            |b| b.key_ends.clear(),
+            |b| b.headers[0].0 = 3,
+            |b| {
                 b.keyed.push(0);
                 b.key_ends.push(1);
-            }),
+            },
         ];
         for (i, breaking) in broken.iter().enumerate() {
             let mut bad = batch.clone();
