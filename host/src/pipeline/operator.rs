@@ -2,7 +2,7 @@
 //! operator with an aggregate function. The subtask loop drives either
 //! through the same calls.
 
-use std::collections::HashMap;
+use crate::state::hash::KeyMap;
 
 use super::runner::RunError;
 use crate::runtime::bindings::weir::function::types::{KeyedEvents, TimeDomain};
@@ -155,7 +155,7 @@ fn fire_due(processor: &mut ProcessFunctionInstance, domain: TimeDomain, up_to: 
 /// each key's events in arrival order. Reuses its allocations.
 #[derive(Default)]
 pub(crate) struct KeyGrouper {
-    index: HashMap<Vec<u8>, usize>,
+    index: KeyMap<Vec<u8>, usize>,
     groups: Vec<KeyedEvents>,
 }
 

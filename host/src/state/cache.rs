@@ -6,7 +6,7 @@
 //! (which read the backend directly), and on `flush`. So every read sees
 //! the latest write, and results are identical with and without it.
 
-use std::collections::HashMap;
+use super::hash::KeyMap;
 
 use super::{KeyedStateBackend, ScanEntry, StateError, Write};
 
@@ -23,7 +23,7 @@ struct Slot {
 /// A [`KeyedStateBackend`] that caches another one, bounded in bytes.
 pub struct CachedBackend {
     inner: Box<dyn KeyedStateBackend>,
-    slots: HashMap<Vec<u8>, Slot>,
+    slots: KeyMap<Vec<u8>, Slot>,
     bytes: usize,
     capacity: usize,
 }
@@ -31,7 +31,7 @@ pub struct CachedBackend {
 impl CachedBackend {
     /// Cache `inner` with at most about `capacity` bytes of keys and values.
     pub fn new(inner: Box<dyn KeyedStateBackend>, capacity: usize) -> Self {
-        Self { inner, slots: HashMap::new(), bytes: 0, capacity }
+        Self { inner, slots: KeyMap::default(), bytes: 0, capacity }
     }
 
     fn cost(key: &[u8], value: Option<&[u8]>) -> usize {

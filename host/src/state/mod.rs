@@ -5,6 +5,7 @@
 //! about Wasm: the runtime's `state` host interface calls into it.
 
 mod cache;
+pub mod hash;
 mod key;
 pub mod layout;
 mod memory;
