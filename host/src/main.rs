@@ -324,14 +324,14 @@ fn print_summary(name: &str, summary: &RunSummary) {
     }
     eprintln!("  {:<12} {:>12} {:>12}", "sink", summary.records_out + summary.side_outputs_written + summary.side_outputs_dropped, "");
     if let Some((kind, id)) = summary.restored_from {
-        eprintln!("  restored from {} {id}", if kind == SnapshotKind::Savepoint { "savepoint" } else { "checkpoint" });
+        eprintln!("  restored from {} {id}", kind.name());
     }
-    if let Some(last) = summary.snapshots.last() {
+    if let Some(last) = &summary.last_snapshot {
         eprintln!(
             "  {} snapshots completed{}; last: {} {}, {} ({} new) in {} ms",
-            summary.snapshots.len(),
+            summary.snapshots_completed,
             if summary.snapshots_expired > 0 { format!(" ({} expired)", summary.snapshots_expired) } else { String::new() },
-            if last.kind == SnapshotKind::Savepoint { "savepoint" } else { "checkpoint" },
+            last.kind.name(),
             last.id,
             bytes(last.size_bytes),
             bytes(last.incremental_bytes),
@@ -348,14 +348,10 @@ fn print_summary(name: &str, summary: &RunSummary) {
 
 fn print_snapshot(storage: &CheckpointStorage, metadata: &SnapshotMetadata) {
     let time = std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(metadata.completed_at).unwrap_or(0));
-    let kind = match metadata.kind {
-        SnapshotKind::Checkpoint => "checkpoint",
-        SnapshotKind::Savepoint => "savepoint",
-    };
     println!(
         "{:>6}  {:<10}  {:<24}  {:>10}  {:>12}  {:>6}ms  {}",
         metadata.id,
-        kind,
+        metadata.kind.name(),
         humantime::format_rfc3339_millis(time).to_string(),
         bytes(metadata.size_bytes),
         bytes(metadata.incremental_bytes),
@@ -602,7 +598,7 @@ fn execute(command: Command) -> anyhow::Result<()> {
                     seconds: summary.elapsed.as_secs_f64(),
                     cpu_seconds: weir_host::metrics::cpu_seconds().unwrap_or_default(),
                     peak_rss_bytes: weir_host::metrics::peak_rss_bytes().unwrap_or_default(),
-                    checkpoints: summary.snapshots.len(),
+                    checkpoints: summary.snapshots_completed,
                 };
                 println!("{}", serde_json::to_string(&measurement)?);
             }

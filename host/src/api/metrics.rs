@@ -8,7 +8,6 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 
-use super::supervisor::state_name;
 use super::{blocking, ApiError, AppState};
 use crate::pipeline::RunSummary;
 use crate::registry::PipelineState;
@@ -52,8 +51,8 @@ fn render(state: &AppState) -> String {
     functions.add(String::new(), state.functions.list().map_or(0, |l| l.len()) as f64);
     for view in state.supervisor.list() {
         let pipeline = escape(&view.record.name);
-        for s in [PipelineState::Running, PipelineState::Finished, PipelineState::Stopped, PipelineState::Failed] {
-            up.add(format!("pipeline=\"{pipeline}\",state=\"{}\"", state_name(s)), u8::from(view.record.state == s));
+        for s in PipelineState::ALL {
+            up.add(format!("pipeline=\"{pipeline}\",state=\"{}\"", s.name()), u8::from(view.record.state == s));
         }
         let Some((handle, _)) = view.run else { continue };
         let summary = RunSummary::from(&handle.metrics);
@@ -71,8 +70,8 @@ fn render(state: &AppState) -> String {
         if let Some(w) = handle.metrics.watermark() {
             watermark.add(format!("pipeline=\"{pipeline}\""), w as f64);
         }
-        snapshots.add(format!("pipeline=\"{pipeline}\""), summary.snapshots.len() as f64);
-        if let Some(last) = summary.snapshots.last() {
+        snapshots.add(format!("pipeline=\"{pipeline}\""), summary.snapshots_completed as f64);
+        if let Some(last) = &summary.last_snapshot {
             last_duration.add(format!("pipeline=\"{pipeline}\""), last.duration.as_secs_f64());
             last_size.add(format!("pipeline=\"{pipeline}\""), last.size_bytes as f64);
         }

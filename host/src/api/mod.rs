@@ -119,13 +119,14 @@ async fn healthz() -> &'static str {
 
 /// This API as an OpenAPI 3.1 document.
 #[utoipa::path(get, path = "/openapi.json", tag = "operations", responses((status = 200, body = Object, description = "The OpenAPI document")))]
-async fn openapi_document() -> Json<utoipa::openapi::OpenApi> {
+async fn openapi_document() -> Json<&'static utoipa::openapi::OpenApi> {
     Json(openapi())
 }
 
-/// The OpenAPI document of the API.
-pub fn openapi() -> utoipa::openapi::OpenApi {
-    api_routes().2
+/// The OpenAPI document of the API (built once).
+pub fn openapi() -> &'static utoipa::openapi::OpenApi {
+    static DOCUMENT: std::sync::OnceLock<utoipa::openapi::OpenApi> = std::sync::OnceLock::new();
+    DOCUMENT.get_or_init(|| api_routes().2)
 }
 
 #[derive(utoipa::OpenApi)]

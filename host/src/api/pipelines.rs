@@ -13,7 +13,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::supervisor::{PipelineView, Supervisor, Upgrade};
 use super::{blocking, ApiError, AppState, ErrorBody};
-use crate::checkpoint::{CheckpointStorage, CompletedSnapshot, SnapshotKind, SnapshotMetadata};
+use crate::checkpoint::{CheckpointStorage, CompletedSnapshot, SnapshotMetadata};
 use crate::pipeline::{OperatorCounts, RunSummary};
 use crate::registry::PipelineState;
 
@@ -128,22 +128,15 @@ pub struct SnapshotInfo {
     pub location: String,
 }
 
-fn kind_name(kind: SnapshotKind) -> String {
-    match kind {
-        SnapshotKind::Checkpoint => "checkpoint".into(),
-        SnapshotKind::Savepoint => "savepoint".into(),
-    }
-}
-
 impl SnapshotInfo {
     fn from_metadata(storage: &CheckpointStorage, m: &SnapshotMetadata) -> Self {
         let location = storage.describe(&storage.snapshot_dir(m.kind, m.id));
-        Self { id: m.id, kind: kind_name(m.kind), completed_at: m.completed_at, size_bytes: m.size_bytes, incremental_bytes: m.incremental_bytes, duration_ms: m.duration_ms, location }
+        Self { id: m.id, kind: m.kind.name().to_string(), completed_at: m.completed_at, size_bytes: m.size_bytes, incremental_bytes: m.incremental_bytes, duration_ms: m.duration_ms, location }
     }
 
     fn from_completed(s: &CompletedSnapshot) -> Self {
         let duration_ms = u64::try_from(s.duration.as_millis()).unwrap_or(u64::MAX);
-        Self { id: s.id, kind: kind_name(s.kind), completed_at: s.completed_at, size_bytes: s.size_bytes, incremental_bytes: s.incremental_bytes, duration_ms, location: s.location.clone() }
+        Self { id: s.id, kind: s.kind.name().to_string(), completed_at: s.completed_at, size_bytes: s.size_bytes, incremental_bytes: s.incremental_bytes, duration_ms, location: s.location.clone() }
     }
 }
 
@@ -174,7 +167,7 @@ fn status(view: PipelineView, last_stored: impl FnOnce() -> Option<SnapshotInfo>
             dropped_bad_timestamps: summary.dropped_bad_timestamps,
         });
         watermark = metrics.watermark();
-        restored_from = metrics.restored_from().map(|(kind, id)| SnapshotRef { kind: kind_name(kind), id });
+        restored_from = metrics.restored_from().map(|(kind, id)| SnapshotRef { kind: kind.name().to_string(), id });
         let (last, completed) = metrics.last_snapshot();
         snapshots_completed = completed;
         last_checkpoint = last.as_ref().map(SnapshotInfo::from_completed);

@@ -343,7 +343,7 @@ impl Supervisor {
         }
         let handle = match (&entry.run, entry.record.state) {
             (Some(run), PipelineState::Running) => run.handle.clone(),
-            _ => return Err(ApiError::conflict("not_running", format!("pipeline {name} is not running (it is {})", state_name(entry.record.state)))),
+            _ => return Err(ApiError::conflict("not_running", format!("pipeline {name} is not running (it is {})", entry.record.state.name()))),
         };
         entry.busy |= claim;
         Ok(handle)
@@ -470,16 +470,6 @@ fn checkpoint_storage(spec: &PipelineSpec, data_dir: &Path) -> Result<Checkpoint
 
 fn view(entry: &Entry) -> PipelineView {
     PipelineView { record: entry.record.clone(), run: entry.run.as_ref().map(|r| (r.handle.clone(), r.started_at)) }
-}
-
-/// The state's name as the API spells it.
-pub(crate) fn state_name(state: PipelineState) -> &'static str {
-    match state {
-        PipelineState::Running => "running",
-        PipelineState::Finished => "finished",
-        PipelineState::Stopped => "stopped",
-        PipelineState::Failed => "failed",
-    }
 }
 
 fn no_pipeline(name: &str) -> ApiError {

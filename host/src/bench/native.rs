@@ -17,6 +17,7 @@ use crate::runtime::bindings::weir::function::types::{Accumulate, KeyedEvents, W
 use crate::runtime::host_api::ValueStateHandle;
 use crate::runtime::native::{NativeAggregateFunction, NativeFunction, NativeKeyFunction, NativeProcessFunction, NativeRef};
 use crate::runtime::HostCtx;
+use crate::connectors::decode_binary_order;
 use crate::Event;
 
 /// The native function called `name`, if there is one.
@@ -35,9 +36,7 @@ pub const NAMES: [&str; 3] = ["bench-sum", "bench-dedup", "bench-filter"];
 
 /// (customer, amount in cents) of a binary order.
 fn order(event: &Event) -> Result<(u64, i64), String> {
-    let bytes: &[u8; 24] = event.value.as_slice().try_into().map_err(|_| format!("a binary order is 24 bytes, not {}", event.value.len()))?;
-    let field = |i: usize| <[u8; 8]>::try_from(&bytes[i * 8..i * 8 + 8]).unwrap_or_default();
-    Ok((u64::from_le_bytes(field(1)), i64::from_le_bytes(field(2))))
+    decode_binary_order(&event.value).map(|(_, customer, cents)| (customer, cents))
 }
 
 /// Two numbers as a 16-byte event value.

@@ -15,6 +15,16 @@ pub enum SnapshotKind {
     Savepoint,
 }
 
+impl SnapshotKind {
+    /// `checkpoint` or `savepoint`, as users read it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SnapshotKind::Checkpoint => "checkpoint",
+            SnapshotKind::Savepoint => "savepoint",
+        }
+    }
+}
+
 /// A file of a subtask's RocksDB checkpoint and where it is stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredFile {

@@ -42,6 +42,24 @@ pub enum Encoding {
 /// Bytes of a binary-encoded order.
 pub const BINARY_ORDER_BYTES: usize = 24;
 
+/// A binary order's bytes: `order_id`, `customer_id`, amount in cents.
+pub fn encode_binary_order(order_id: u64, customer_id: u64, amount_cents: i64) -> Vec<u8> {
+    let mut value = Vec::with_capacity(BINARY_ORDER_BYTES);
+    value.extend_from_slice(&order_id.to_le_bytes());
+    value.extend_from_slice(&customer_id.to_le_bytes());
+    value.extend_from_slice(&amount_cents.to_le_bytes());
+    value
+}
+
+/// `(order_id, customer_id, amount_cents)` of a binary order, or why not.
+pub fn decode_binary_order(bytes: &[u8]) -> Result<(u64, u64, i64), String> {
+    let field = |i: usize| bytes.get(i * 8..i * 8 + 8).and_then(|b| <[u8; 8]>::try_from(b).ok());
+    match (bytes.len(), field(0), field(1), field(2)) {
+        (BINARY_ORDER_BYTES, Some(id), Some(customer), Some(cents)) => Ok((u64::from_le_bytes(id), u64::from_le_bytes(customer), i64::from_le_bytes(cents))),
+        (len, ..) => Err(format!("a binary order is {BINARY_ORDER_BYTES} bytes, not {len}")),
+    }
+}
+
 /// Generates synthetic orders.
 pub struct GeneratorSource {
     encoding: Encoding,
@@ -87,11 +105,7 @@ impl Source for GeneratorSource {
             let timestamp = self.start_millis.saturating_add(((id - 1).saturating_mul(self.interval_ms)) as i64);
             self.next_id += 1;
             if self.encoding == Encoding::Binary {
-                let mut value = Vec::with_capacity(BINARY_ORDER_BYTES);
-                value.extend_from_slice(&id.to_le_bytes());
-                value.extend_from_slice(&customer.to_le_bytes());
-                value.extend_from_slice(&(cents as i64).to_le_bytes());
-                out.push(Event { key: None, value, timestamp, headers: Vec::new() });
+                out.push(Event { key: None, value: encode_binary_order(id, customer, cents as i64), timestamp, headers: Vec::new() });
                 continue;
             }
             let time = UNIX_EPOCH + Duration::from_millis(timestamp.max(0) as u64);

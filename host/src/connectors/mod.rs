@@ -15,7 +15,7 @@ pub use discard::DiscardSink;
 pub use file::{BadTimestamps, FileSink, FileSource};
 pub use splits::SplitSource;
 pub(crate) use timestamp::parse_rfc3339_millis;
-pub use generator::{Encoding, GeneratorSource, BINARY_ORDER_BYTES};
+pub use generator::{decode_binary_order, encode_binary_order, Encoding, GeneratorSource, BINARY_ORDER_BYTES};
 pub use stdout::StdoutSink;
 
 use crate::Event;

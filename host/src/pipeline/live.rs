@@ -7,7 +7,7 @@
 //! It never blocks a pipeline thread: counters are atomics and the
 //! request channel is only read by the checkpoint coordinator.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -62,12 +62,11 @@ pub struct LiveMetrics {
     pub dropped_bad_timestamps: AtomicU64,
     /// The last watermark sent to the operators (`i64::MIN`: none yet).
     watermark: AtomicI64,
-    /// Snapshots completed, in order.
-    snapshots: Mutex<Vec<CompletedSnapshot>>,
+    /// The newest completed snapshot and how many completed (a long
+    /// run completes one a second: it keeps no list).
+    snapshots: Mutex<(Option<CompletedSnapshot>, usize)>,
     /// The snapshot the run started from.
     restored_from: Mutex<Option<(SnapshotKind, u64)>>,
-    /// Whether the run is past start-up (functions loaded, state restored).
-    running: AtomicBool,
 }
 
 impl Default for LiveMetrics {
@@ -82,7 +81,6 @@ impl Default for LiveMetrics {
             watermark: AtomicI64::new(i64::MIN),
             snapshots: Mutex::default(),
             restored_from: Mutex::default(),
-            running: AtomicBool::new(false),
         }
     }
 }
@@ -111,19 +109,14 @@ impl LiveMetrics {
     }
 
     /// Record a completed snapshot.
-    pub(crate) fn snapshot_completed(&self, snapshot: CompletedSnapshot) {
-        self.snapshots.lock().unwrap_or_else(PoisonError::into_inner).push(snapshot);
-    }
-
-    /// Snapshots completed so far, in order.
-    pub fn snapshots(&self) -> Vec<CompletedSnapshot> {
-        self.snapshots.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    pub(crate) fn snapshot_completed(&self, snapshot: &CompletedSnapshot) {
+        let mut snapshots = self.snapshots.lock().unwrap_or_else(PoisonError::into_inner);
+        *snapshots = (Some(snapshot.clone()), snapshots.1 + 1);
     }
 
     /// The newest completed snapshot and how many completed.
     pub fn last_snapshot(&self) -> (Option<CompletedSnapshot>, usize) {
-        let snapshots = self.snapshots.lock().unwrap_or_else(PoisonError::into_inner);
-        (snapshots.last().cloned(), snapshots.len())
+        self.snapshots.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     pub(crate) fn set_restored_from(&self, from: Option<(SnapshotKind, u64)>) {
@@ -133,15 +126,6 @@ impl LiveMetrics {
     /// The snapshot the run started from: (kind, id).
     pub fn restored_from(&self) -> Option<(SnapshotKind, u64)> {
         *self.restored_from.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    pub(crate) fn set_running(&self) {
-        self.running.store(true, Ordering::Relaxed);
-    }
-
-    /// Whether start-up is over and events flow.
-    pub fn is_running(&self) -> bool {
-        self.running.load(Ordering::Relaxed)
     }
 }
 

@@ -194,7 +194,9 @@ pub struct RunSummary {
     /// The snapshot the run started from: (kind, id).
     pub restored_from: Option<(SnapshotKind, u64)>,
     /// Snapshots completed during the run.
-    pub snapshots: Vec<CompletedSnapshot>,
+    pub snapshots_completed: usize,
+    /// The last of them.
+    pub last_snapshot: Option<CompletedSnapshot>,
     /// Snapshots abandoned after their timeout.
     pub snapshots_expired: u64,
     /// The run ended on a stop request, not at the end of its input.
@@ -206,6 +208,7 @@ impl From<&LiveMetrics> for RunSummary {
     /// the stop flag are the runner's to fill in).
     fn from(metrics: &LiveMetrics) -> Self {
         let key = metrics.key.get();
+        let (last_snapshot, snapshots_completed) = metrics.last_snapshot();
         Self {
             records_in: key.records_in,
             records_out: metrics.sink_written.load(Ordering::Relaxed),
@@ -216,7 +219,8 @@ impl From<&LiveMetrics> for RunSummary {
             subtasks: metrics.subtasks(),
             elapsed: Duration::ZERO,
             restored_from: metrics.restored_from(),
-            snapshots: metrics.snapshots(),
+            snapshots_completed,
+            last_snapshot,
             snapshots_expired: 0,
             stopped: false,
         }
@@ -315,7 +319,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
             inbox: Some(options.handle.open_requests()),
             on_snapshot: {
                 let handle = options.handle.clone();
-                Box::new(move |snapshot| handle.metrics.snapshot_completed(snapshot.clone()))
+                Box::new(move |snapshot| handle.metrics.snapshot_completed(snapshot))
             },
             first_id: start.first_id,
             known: start.known,
@@ -346,7 +350,6 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let mut stopped = false;
     let links = SourceLinks { subtasks: subtask_txs, sink: sink_tx, triggers: trigger_rx, acks: ack_tx.clone(), metrics };
     tracing::debug!(elapsed = ?started.elapsed(), "pipeline started");
-    metrics.set_running();
     let source_result = feed(spec, options, source.as_mut(), &mut keyer, watermarks.as_mut(), resumed_watermark, &links, &mut stopped);
     if source_result.is_err() {
         let _ = ack_tx.send(Ack::Shutdown);
@@ -894,21 +897,25 @@ impl SideOutputs {
 
     /// Write each event to its side output's sink, or count it as dropped.
     fn route(&mut self, epoch: u64, events: Vec<(String, Event)>, report: &LiveMetrics) -> Result<(), RunError> {
+        let (mut written, mut dropped) = (0, 0);
         for (name, event) in events {
             match self.sinks.get_mut(&name) {
                 Some(sink) => {
                     sink.write(epoch, std::slice::from_ref(&event))?;
-                    report.side_written.fetch_add(1, Ordering::Relaxed);
+                    written += 1;
                 }
                 None => {
                     if !self.warned.contains(&name) {
                         tracing::warn!(side_output = %name, "dropping events sent to a side output the spec does not declare");
                         self.warned.push(name);
                     }
-                    report.side_dropped.fetch_add(1, Ordering::Relaxed);
+                    dropped += 1;
                 }
             }
         }
+        // Counted once per batch, not per event.
+        report.side_written.fetch_add(written, Ordering::Relaxed);
+        report.side_dropped.fetch_add(dropped, Ordering::Relaxed);
         Ok(())
     }
 

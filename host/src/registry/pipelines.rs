@@ -34,6 +34,21 @@ pub enum PipelineState {
     Failed,
 }
 
+impl PipelineState {
+    /// Every state.
+    pub const ALL: [PipelineState; 4] = [PipelineState::Running, PipelineState::Finished, PipelineState::Stopped, PipelineState::Failed];
+
+    /// Its name, as the API spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            PipelineState::Running => "running",
+            PipelineState::Finished => "finished",
+            PipelineState::Stopped => "stopped",
+            PipelineState::Failed => "failed",
+        }
+    }
+}
+
 /// A snapshot a pipeline is to start from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RestorePoint {
