@@ -107,7 +107,7 @@ fn a_function_error_fails_the_run_with_its_message() {
     std::fs::write(&input, "{\"order_id\":1,\"customer_id\":1,\"amount\":\"1.234\",\"event_time\":\"2026-01-15T10:00:05Z\"}\n").unwrap();
     let output = dir.path().join("out.jsonl");
     let err = fails(&revenue_spec(dir.path(), &input, &output, ""), &dir.path().join("data"));
-    assert!(err.contains("function `process[0]` failed") && err.contains("1.234"), "{err}");
+    assert!(err.contains("function `revenue.wasm (process[0])` failed while processing key \"1\"") && err.contains("1.234"), "{err}");
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! Pipelines: the spec users write and the machinery that runs it.
 
+pub mod dead_letter;
 mod exactly_once;
 mod live;
 mod operator;

@@ -2,13 +2,19 @@
 //! operator with an aggregate function. The subtask loop drives either
 //! through the same calls.
 
+use std::collections::HashMap;
+use std::path::PathBuf;
+
 use crate::state::hash::KeyMap;
+use crate::state::ttl::Ttl;
+use super::dead_letter;
+use super::spec::{OnError, PipelineSpec};
 
 use super::runner::RunError;
 use crate::runtime::bindings::weir::function::types::{KeyedEvents, TimeDomain};
 use crate::runtime::native::NativeRef;
-use crate::runtime::{AggregateFunctionInstance, HostCtx, LoadedFunction, ProcessFunctionInstance, Role, WindowProcessFunctionInstance};
-use crate::state::KeyedStateBackend;
+use crate::runtime::{AggregateFunctionInstance, FunctionLimits, HostCtx, LoadedFunction, ProcessFunctionInstance, Role, WindowProcessFunctionInstance};
+use crate::state::{JournaledBackend, KeyedStateBackend};
 use crate::window::{WindowConfig, WindowFunction, WindowOperator};
 use crate::Event;
 
@@ -19,6 +25,53 @@ pub(crate) enum FunctionCode {
     Wasm(LoadedFunction),
     /// Compiled into the host (benchmark baselines).
     Native(NativeRef),
+}
+
+/// Most keys whose timers are fired in one call of the function.
+const TIMER_CHUNK: usize = 1024;
+
+/// What every function instance of a pipeline gets: its limits, the
+/// resources directory it may read, and (keyed functions) its state
+/// settings.
+#[derive(Clone, Debug)]
+pub(crate) struct FunctionEnv {
+    pub(crate) limits: FunctionLimits,
+    pub(crate) resources: Option<PathBuf>,
+    pub(crate) max_parallelism: u16,
+    pub(crate) ttl_overrides: HashMap<String, Ttl>,
+    /// The side output of the `dead-letter` failure policy, if chosen.
+    pub(crate) dead_letter: Option<String>,
+}
+
+impl FunctionEnv {
+    /// The environment `spec` sets.
+    pub(crate) fn of(spec: &PipelineSpec) -> Result<Self, RunError> {
+        let limits = spec.limits.to_limits().map_err(|e| RunError::Deploy(e.to_string()))?;
+        if let Some(dir) = spec.resources.as_ref().filter(|dir| !dir.is_dir()) {
+            return Err(RunError::Deploy(format!("resources: {} is not a directory", dir.display())));
+        }
+        let ttl_overrides = spec.state_ttl.iter().filter_map(|(name, ttl)| Some((name.clone(), ttl.to_ttl()?))).collect();
+        let dead_letter = match &spec.on_error {
+            OnError::Fail => None,
+            OnError::DeadLetter(output) => Some(output.clone()),
+        };
+        Ok(Self { limits, resources: spec.resources.clone(), max_parallelism: spec.max_parallelism, ttl_overrides, dead_letter })
+    }
+
+    /// The context of function instance `name`, over `backend` if it keeps
+    /// keyed state (journaled, so a failed call can be undone, under the
+    /// dead-letter policy).
+    pub(crate) fn ctx(&self, name: &str, backend: Option<Box<dyn KeyedStateBackend>>) -> Result<HostCtx, RunError> {
+        let backend = match (backend, &self.dead_letter) {
+            (Some(backend), Some(_)) => Some(Box::new(JournaledBackend::new(backend)) as Box<dyn KeyedStateBackend>),
+            (backend, _) => backend,
+        };
+        HostCtx::new(name, backend, self.max_parallelism)
+            .with_ttl_overrides(self.ttl_overrides.clone())
+            .with_limits(self.limits)
+            .with_resources(self.resources.as_deref())
+            .map_err(RunError::Deploy)
+    }
 }
 
 /// What a subtask runs, before it is instantiated on the subtask's thread.
@@ -33,31 +86,35 @@ pub(crate) enum OperatorPlan {
 
 /// A subtask's live operator.
 pub(crate) enum KeyedOperator {
-    /// A process function with its state and timers.
-    Process(Box<ProcessFunctionInstance>, KeyGrouper),
+    /// A process function with its state and timers, and the dead-letter
+    /// output if failures go there.
+    Process(Box<ProcessFunctionInstance>, KeyGrouper, Option<String>),
     /// A window operator.
     Window(Box<WindowOperator>),
 }
 
 impl KeyedOperator {
     /// Instantiate `plan` for subtask `index` over `backend`.
-    pub(crate) fn new(plan: &OperatorPlan, index: usize, backend: Box<dyn KeyedStateBackend>, ctx: impl FnOnce(Box<dyn KeyedStateBackend>) -> HostCtx) -> Result<Self, RunError> {
-        let name = format!("process[{index}]");
+    pub(crate) fn new(plan: &OperatorPlan, index: usize, backend: Box<dyn KeyedStateBackend>, env: &FunctionEnv) -> Result<Self, RunError> {
+        let role = if matches!(plan, OperatorPlan::Process(_)) { "process" } else { "window" };
+        let name = match plan {
+            OperatorPlan::Process(FunctionCode::Wasm(function)) | OperatorPlan::Window(FunctionCode::Wasm(function), ..) => format!("{} ({role}[{index}])", function.label),
+            _ => format!("{role}[{index}]"),
+        };
         Ok(match plan {
             OperatorPlan::Process(code) => {
-                let mut ctx = ctx(backend);
+                let mut ctx = env.ctx(&name, Some(backend))?;
                 ctx.load_timers()?;
                 let instance = match code {
                     FunctionCode::Wasm(function) => ProcessFunctionInstance::new(function, &name, ctx)?,
                     FunctionCode::Native(native) => ProcessFunctionInstance::native(native.process().ok_or_else(|| RunError::Deploy("not a process function".into()))?, &name, ctx),
                 };
-                KeyedOperator::Process(Box::new(instance), KeyGrouper::default())
+                KeyedOperator::Process(Box::new(instance), KeyGrouper::default(), env.dead_letter.clone())
             }
             OperatorPlan::Window(code, role, config) => {
-                let name = format!("window[{index}]");
                 let function = match (code, role) {
-                    (FunctionCode::Wasm(function), Role::WindowProcess) => WindowFunction::Process(WindowProcessFunctionInstance::new(function, &name)?),
-                    (FunctionCode::Wasm(function), _) => WindowFunction::Aggregate(AggregateFunctionInstance::new(function, &name)?),
+                    (FunctionCode::Wasm(function), Role::WindowProcess) => WindowFunction::Process(WindowProcessFunctionInstance::new(function, &name, env.ctx(&name, None)?)?),
+                    (FunctionCode::Wasm(function), _) => WindowFunction::Aggregate(AggregateFunctionInstance::new(function, &name, env.ctx(&name, None)?)?),
                     (FunctionCode::Native(native), _) => WindowFunction::Aggregate(AggregateFunctionInstance::native(native.aggregate().ok_or_else(|| RunError::Deploy("not an aggregate function".into()))?, &name)),
                 };
                 KeyedOperator::Window(Box::new(WindowOperator::new(config.clone(), function, backend)?))
@@ -68,7 +125,8 @@ impl KeyedOperator {
     /// Handle a batch of (key, event) pairs.
     pub(crate) fn on_events(&mut self, batch: Vec<(Vec<u8>, Event)>) -> Result<(), RunError> {
         match self {
-            KeyedOperator::Process(processor, grouper) => Ok(processor.process(grouper.group(batch))?),
+            KeyedOperator::Process(processor, grouper, None) => Ok(processor.process(grouper.group(batch))?),
+            KeyedOperator::Process(processor, grouper, Some(output)) => dead_letter::process(processor, grouper.group(batch), output),
             KeyedOperator::Window(windows) => Ok(windows.process(batch)?),
         }
     }
@@ -76,9 +134,9 @@ impl KeyedOperator {
     /// Event time has reached `watermark`.
     pub(crate) fn on_watermark(&mut self, watermark: i64) -> Result<(), RunError> {
         match self {
-            KeyedOperator::Process(processor, _) => {
+            KeyedOperator::Process(processor, _, dead_letter) => {
                 processor.ctx().set_watermark(watermark);
-                fire_due(processor, TimeDomain::EventTime, watermark)
+                fire_due(processor, TimeDomain::EventTime, watermark, dead_letter.as_deref())
             }
             KeyedOperator::Window(windows) => Ok(windows.on_watermark(watermark)?),
         }
@@ -87,9 +145,9 @@ impl KeyedOperator {
     /// Fire processing-time timers due at the operator's clock.
     pub(crate) fn on_processing_time(&mut self) -> Result<(), RunError> {
         match self {
-            KeyedOperator::Process(processor, _) => {
+            KeyedOperator::Process(processor, _, dead_letter) => {
                 let now = processor.ctx().now();
-                fire_due(processor, TimeDomain::ProcessingTime, now)
+                fire_due(processor, TimeDomain::ProcessingTime, now, dead_letter.as_deref())
             }
             KeyedOperator::Window(_) => Ok(()),
         }
@@ -98,7 +156,7 @@ impl KeyedOperator {
     /// The earliest pending processing-time timer.
     pub(crate) fn next_processing_timer(&mut self) -> Option<i64> {
         match self {
-            KeyedOperator::Process(processor, _) => processor.ctx().next_processing_timer(),
+            KeyedOperator::Process(processor, ..) => processor.ctx().next_processing_timer(),
             KeyedOperator::Window(_) => None,
         }
     }
@@ -107,7 +165,7 @@ impl KeyedOperator {
     /// number of late events it dropped.
     pub(crate) fn take_outputs(&mut self) -> (Vec<Event>, Vec<(String, Event)>, u64) {
         match self {
-            KeyedOperator::Process(processor, _) => {
+            KeyedOperator::Process(processor, ..) => {
                 let ctx = processor.ctx();
                 (std::mem::take(&mut ctx.outputs), std::mem::take(&mut ctx.side_outputs), 0)
             }
@@ -133,21 +191,29 @@ impl KeyedOperator {
 
     fn backend(&mut self) -> Option<&mut (dyn KeyedStateBackend + 'static)> {
         match self {
-            KeyedOperator::Process(processor, _) => processor.ctx().backend_mut(),
+            KeyedOperator::Process(processor, ..) => processor.ctx().backend_mut(),
             KeyedOperator::Window(windows) => Some(windows.backend_mut()),
         }
     }
 }
 
 /// Deliver every timer of `domain` due at `up_to`, including timers the
-/// function registers while handling them.
-fn fire_due(processor: &mut ProcessFunctionInstance, domain: TimeDomain, up_to: i64) -> Result<(), RunError> {
+/// function registers while handling them (failures to `dead_letter`, if
+/// given).
+fn fire_due(processor: &mut ProcessFunctionInstance, domain: TimeDomain, up_to: i64, dead_letter: Option<&str>) -> Result<(), RunError> {
     loop {
         let due = processor.ctx().take_due_timers(domain, up_to)?;
         if due.is_empty() {
             return Ok(());
         }
-        processor.fire_timers(&due)?;
+        // In chunks, so no single call grows with the number of keys (each
+        // call has a deadline).
+        for chunk in due.chunks(TIMER_CHUNK) {
+            match dead_letter {
+                None => processor.fire_timers(chunk)?,
+                Some(output) => dead_letter::fire_timers(processor, chunk, output)?,
+            }
+        }
     }
 }
 

@@ -24,7 +24,7 @@
 //! what each input sends with that input's epoch (the id of the next
 //! checkpoint), so it never has to hold an input back.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, sync_channel, Receiver, RecvTimeoutError, Sender, SyncSender, TryRecvError};
 use std::sync::atomic::Ordering;
@@ -32,18 +32,17 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::exactly_once;
+use super::{dead_letter, exactly_once};
 use super::live::{LiveCounts, LiveMetrics, RunHandle};
-use super::operator::{FunctionCode, KeyedOperator, OperatorPlan};
+use super::operator::{FunctionCode, FunctionEnv, KeyedOperator, OperatorPlan};
 use super::spec::{CheckpointSettings, FunctionSpec, PipelineSpec, SinkSpec, SourceSpec};
 use crate::registry::{FunctionStore, RegistryError};
 use crate::checkpoint::{self, Ack, CheckpointError, CheckpointStorage, CompletedSnapshot, ControlDir, Coordinator, CoordinatorConfig, KnownFiles, LocatedSnapshot, RestoreTarget, SnapshotKind, Trigger};
 use crate::config;
 use crate::connectors::kafka::{self, KafkaSink, KafkaSinkConfig, KafkaSource, KafkaSourceConfig};
 use crate::connectors::{ConnectorError, DiscardSink, FileSink, FileSource, GeneratorSource, Sink, Source, SplitSource, StdoutSink};
-use crate::runtime::{new_engine, CallError, FunctionLoader, HostCtx, KeyFunctionInstance, LoadError, Role};
+use crate::runtime::{new_engine, CallError, EngineLimits, FunctionLoader, KeyFunctionInstance, LoadError, LoadedFunction, Role};
 use crate::state::layout::{self, Layout, LayoutError};
-use crate::state::ttl::Ttl;
 use crate::state::{key_group, subtask_for_key_group, CachedBackend, KeyedStateBackend, StateError};
 use crate::window::WindowConfig;
 use crate::time::{SplitWatermarks, WatermarkSnapshot};
@@ -271,9 +270,12 @@ enum SinkMessage {
 pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunError> {
     let started = Instant::now();
     let _span = tracing::info_span!("pipeline", name = %spec.name).entered();
-    let Prepared { settings, kafka_exactly_once, key_function, plan } = prepare(spec, &options.data_dir)?;
+    let Prepared { settings, kafka_exactly_once, key_function, plan, env } = prepare(spec, &options.data_dir)?;
     let mut keyer = match &key_function {
-        FunctionCode::Wasm(function) => KeyFunctionInstance::new(function, "key")?,
+        FunctionCode::Wasm(function) => {
+            let name = format!("{} (key)", function.label);
+            KeyFunctionInstance::new(function, &name, env.ctx(&name, None)?)?
+        }
         FunctionCode::Native(native) => KeyFunctionInstance::native(native.key().ok_or_else(|| RunError::Deploy("not a key function".into()))?, "key"),
     };
     let mut source = open_source(spec)?;
@@ -332,25 +334,22 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let coordinator_thread = spawn("coordinator", move || Ok(coordinator.run()?))?;
 
     let cache_bytes = spec.state_cache_bytes / parallelism;
-    let ttl_overrides: HashMap<String, Ttl> = spec.state_ttl.iter().filter_map(|(name, ttl)| Some((name.clone(), ttl.to_ttl()?))).collect();
     let mut subtask_txs = Vec::new();
     let mut subtask_threads = Vec::new();
     let subtask_counts = metrics.start_subtasks(parallelism);
     for ((index, backend), counts) in start.backends.into_iter().enumerate().zip(subtask_counts) {
         let (tx, rx) = sync_channel::<SubtaskMessage>(CHANNEL_BATCHES);
         let backend: Box<dyn KeyedStateBackend> = Box::new(CachedBackend::new(Box::new(backend), cache_bytes));
-        let (max_parallelism, ttl_overrides) = (spec.max_parallelism, ttl_overrides.clone());
-        let ctx = move |backend| HostCtx::new(&format!("process[{index}]"), Some(backend), max_parallelism).with_ttl_overrides(ttl_overrides);
-        let plan = plan.clone();
+        let (plan, env) = (plan.clone(), env.clone());
         let links = SubtaskLinks { index, sink: sink_tx.clone(), acks: ack_tx.clone(), local_checkpoints: start.local_checkpoints.clone(), counts };
-        subtask_threads.push(spawn(&format!("subtask-{index}"), move || run_subtask(KeyedOperator::new(&plan, index, backend, ctx)?, rx, links))?);
+        subtask_threads.push(spawn(&format!("subtask-{index}"), move || run_subtask(KeyedOperator::new(&plan, index, backend, &env)?, rx, links))?);
         subtask_txs.push(tx);
     }
 
     let mut stopped = false;
     let links = SourceLinks { subtasks: subtask_txs, sink: sink_tx, triggers: trigger_rx, acks: ack_tx.clone(), metrics };
     tracing::debug!(elapsed = ?started.elapsed(), "pipeline started");
-    let source_result = feed(spec, options, source.as_mut(), &mut keyer, watermarks.as_mut(), resumed_watermark, &links, &mut stopped);
+    let source_result = feed(spec, options, source.as_mut(), &mut keyer, &env, watermarks.as_mut(), resumed_watermark, &links, &mut stopped);
     if source_result.is_err() {
         let _ = ack_tx.send(Ack::Shutdown);
     }
@@ -383,6 +382,7 @@ struct Prepared {
     kafka_exactly_once: Option<KafkaSinkConfig>,
     key_function: FunctionCode,
     plan: OperatorPlan,
+    env: FunctionEnv,
 }
 
 /// Check the settings and the exactly-once requirements, and load every
@@ -393,11 +393,15 @@ fn prepare(spec: &PipelineSpec, data_dir: &Path) -> Result<Prepared, RunError> {
     if let Some(sink) = &kafka_exactly_once {
         exactly_once::check(spec, sink, settings.as_ref(), data_dir)?;
     }
-    let engine = new_engine(Default::default()).map_err(|e| RunError::Engine(format!("{e:#}")))?;
+    let env = FunctionEnv::of(spec)?;
+    // One key function instance and one per subtask, each replaced (the old
+    // one freed first) after a trap.
+    let instances = u32::from(spec.parallelism) + 1;
+    let engine = new_engine(EngineLimits::for_functions(instances, &env.limits)).map_err(|e| RunError::Engine(format!("{e:#}")))?;
     let loader = FunctionLoader::new(engine, Some(config::component_cache_dir(data_dir))).map_err(|e| RunError::Engine(e.to_string()))?;
     let key_function = load(&loader, &spec.key, "key", Role::Key, data_dir)?;
     let plan = plan(spec, &loader, data_dir)?;
-    Ok(Prepared { settings, kafka_exactly_once, key_function, plan })
+    Ok(Prepared { settings, kafka_exactly_once, key_function, plan, env })
 }
 
 /// Check, without running it, that `spec` can run on this host: its
@@ -588,6 +592,7 @@ fn feed(
     options: &RunOptions,
     source: &mut dyn Source,
     keyer: &mut KeyFunctionInstance,
+    env: &FunctionEnv,
     mut watermarks: Option<&mut SplitWatermarks>,
     resumed_watermark: Option<i64>,
     links: &SourceLinks,
@@ -623,7 +628,16 @@ fn feed(
         }
         if !events.is_empty() {
             links.metrics.key.add_in(events.len());
-            let keys = keyer.extract_keys(&events)?;
+            let keys = match &env.dead_letter {
+                None => keyer.extract_keys(&events)?,
+                Some(output) => {
+                    let (keys, letters) = dead_letter::extract_keys(keyer, &mut events, output)?;
+                    if !letters.is_empty() {
+                        links.sink.send(SinkMessage::Batch { from: usize::from(parallelism), main: Vec::new(), side: letters }).map_err(|_| RunError::Stopped)?;
+                    }
+                    keys
+                }
+            };
             links.metrics.key.add_out(keys.len());
             for (event, key) in events.drain(..).zip(keys) {
                 if let Some(watermarks) = watermarks.as_deref_mut() {
@@ -829,7 +843,11 @@ fn load(loader: &FunctionLoader, function: &FunctionSpec, field: &'static str, r
         (None, None) => return Err(RunError::Deploy(format!("{field}: names no function"))),
     };
     let loaded = loader.load(&bytes).and_then(|f| f.require(role).map(|()| f));
-    loaded.map(FunctionCode::Wasm).map_err(|source| RunError::Load { function: label, source })
+    let short = match (&function.wasm, &function.function) {
+        (Some(path), _) => path.file_name().map_or_else(|| label.clone(), |name| name.to_string_lossy().into_owned()),
+        _ => label.replace("function ", "").replace(" version ", " v"),
+    };
+    loaded.map(|f| FunctionCode::Wasm(LoadedFunction { label: short, ..f })).map_err(|source| RunError::Load { function: label, source })
 }
 
 fn open_source(spec: &PipelineSpec) -> Result<Box<dyn Source>, RunError> {

@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use crate::connectors::kafka::{Delivery, KafkaSinkConfig, KafkaStart};
 use crate::connectors::BadTimestamps;
+use crate::runtime::FunctionLimits;
 use crate::state::ttl::{Ttl, TtlUpdate};
 use crate::state::DEFAULT_MAX_PARALLELISM;
 use crate::window::WindowAssigner;
@@ -102,6 +103,95 @@ pub struct PipelineSpec {
     /// sink commits snapshotted together, for exactly-once recovery.
     #[serde(default)]
     pub checkpoint: Option<CheckpointSpec>,
+    /// What each function instance may use:
+    /// `limits: { call_timeout: 100ms, memory: 64MiB, fuel: 100000000 }`.
+    #[serde(default)]
+    pub limits: LimitsSpec,
+    /// What happens when a function fails (returns an error, traps or hits
+    /// a limit): `fail` (default) stops the pipeline; `{ dead-letter: NAME }`
+    /// sends each offending event, with the error, to side output NAME and
+    /// goes on.
+    #[serde(default)]
+    pub on_error: OnError,
+    /// A directory the functions may read, read-only, as `/resources`
+    /// (through WASI); nothing else of the host's file system is visible.
+    #[serde(default)]
+    pub resources: Option<PathBuf>,
+}
+
+/// Resource limits of every function instance of a pipeline.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsSpec {
+    /// CPU time one call (one batch) may use (default `100ms`); past it the
+    /// function is stopped. Time spent waiting (for a core, for the disk)
+    /// does not count.
+    #[serde(default)]
+    pub call_timeout: Option<String>,
+    /// Largest linear memory of one instance: `64MiB` (the default), `1GiB`,
+    /// or a number of bytes.
+    #[serde(default)]
+    pub memory: Option<Size>,
+    /// Fuel (about one unit per Wasm instruction) one call may burn; off
+    /// by default (counting costs a little on every instruction).
+    #[serde(default)]
+    pub fuel: Option<u64>,
+}
+
+/// A size: a number of bytes or text like `64MiB`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Size {
+    /// Bytes.
+    Bytes(u64),
+    /// `64MiB`, `512KiB`, `1GiB`.
+    Text(String),
+}
+
+impl LimitsSpec {
+    /// The limits, or the field at fault.
+    pub fn to_limits(&self) -> Result<FunctionLimits, SpecError> {
+        let mut limits = FunctionLimits::default();
+        if let Some(text) = &self.call_timeout {
+            let timeout = humantime::parse_duration(text).map_err(|_| SpecError::field("limits.call_timeout", format!("{text:?} is not a duration (like 100ms, 2s)")))?;
+            if !(std::time::Duration::from_millis(1)..=std::time::Duration::from_secs(3600)).contains(&timeout) {
+                return Err(SpecError::field("limits.call_timeout", "must be between 1ms and 1h"));
+            }
+            limits.call_timeout = timeout;
+        }
+        if let Some(size) = &self.memory {
+            let bytes = match size {
+                Size::Bytes(bytes) => usize::try_from(*bytes).ok(),
+                Size::Text(text) => crate::runtime::limits::parse_bytes(text),
+            };
+            let bytes = bytes.ok_or_else(|| SpecError::field("limits.memory", format!("{size:?} is not a size (like 64MiB, 1GiB)")))?;
+            if !(1 << 20..=4 << 30).contains(&bytes) {
+                return Err(SpecError::field("limits.memory", "must be between 1MiB and 4GiB"));
+            }
+            limits.memory_bytes = bytes;
+        }
+        if let Some(fuel) = self.fuel {
+            if fuel == 0 {
+                return Err(SpecError::field("limits.fuel", "must be at least 1"));
+            }
+            limits.fuel = Some(fuel);
+        }
+        Ok(limits)
+    }
+}
+
+/// What happens when a function fails on some input.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum OnError {
+    /// Stop the pipeline with the error; state and output stay as of the
+    /// last checkpoint, and a restart replays from there.
+    #[default]
+    Fail,
+    /// Send each offending event (with headers `weir.error` and
+    /// `weir.function`) to this side output, undo what the function did for
+    /// it, and go on.
+    DeadLetter(String),
 }
 
 /// Checkpointing settings.
@@ -621,6 +711,15 @@ impl PipelineSpec {
         if let Some(checkpoint) = &self.checkpoint {
             checkpoint.settings()?;
         }
+        self.limits.to_limits()?;
+        if let OnError::DeadLetter(name) = &self.on_error {
+            if !self.side_outputs.contains_key(name) {
+                return Err(SpecError::field("on_error.dead-letter", format!("side output {name:?} is not declared in side_outputs")));
+            }
+            if self.process.is_none() {
+                return Err(SpecError::field("on_error", "dead-letter works with a process function; window pipelines use `fail`"));
+            }
+        }
         if !is_valid_name(&self.operator_uid()) {
             return Err(SpecError::field("uid", format!("{:?} must be 1 to 63 of a-z, 0-9 and -", self.operator_uid())));
         }
@@ -654,6 +753,7 @@ impl PipelineSpec {
         for (_, function) in self.functions_mut() {
             function.wasm.iter_mut().for_each(resolve);
         }
+        self.resources.iter_mut().for_each(resolve);
         if let SourceSpec::File { path, paths, .. } = &mut self.source {
             path.iter_mut().chain(paths.iter_mut()).for_each(resolve);
         }

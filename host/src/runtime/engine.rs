@@ -10,16 +10,27 @@ pub struct EngineLimits {
     pub instances: u32,
     /// Largest linear memory of one instance, in bytes.
     pub max_memory_bytes: usize,
+    /// Count fuel, so stores can be given a fuel budget per call.
+    pub fuel: bool,
 }
 
 impl Default for EngineLimits {
     fn default() -> Self {
-        Self { instances: 64, max_memory_bytes: 256 << 20 }
+        Self { instances: 64, max_memory_bytes: super::limits::DEFAULT_MEMORY_BYTES, fuel: false }
     }
 }
 
-/// An engine with the component model and the pooling allocator, so
-/// instantiating a function reuses pre-reserved memory slots.
+impl EngineLimits {
+    /// What a pipeline with `instances` function instances under `limits`
+    /// needs.
+    pub fn for_functions(instances: u32, limits: &super::FunctionLimits) -> Self {
+        Self { instances, max_memory_bytes: limits.memory_bytes, fuel: limits.fuel.is_some() }
+    }
+}
+
+/// An engine with the component model, the pooling allocator (so
+/// instantiating a function reuses pre-reserved memory slots) and epoch
+/// interruption, with its epoch ticker running (see [`super::limits`]).
 pub fn new_engine(limits: EngineLimits) -> wasmtime::Result<Engine> {
     let mut pooling = PoolingAllocationConfig::default();
     pooling
@@ -33,6 +44,10 @@ pub fn new_engine(limits: EngineLimits) -> wasmtime::Result<Engine> {
     let mut config = Config::new();
     config
         .wasm_component_model(true)
+        .epoch_interruption(true)
+        .consume_fuel(limits.fuel)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
-    Engine::new(&config)
+    let engine = Engine::new(&config)?;
+    super::limits::start_epoch_ticker(&engine)?;
+    Ok(engine)
 }

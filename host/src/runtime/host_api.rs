@@ -27,11 +27,20 @@ use super::bindings::weir::function::{context, state, timers, types};
 use super::bindings::weir::function::types::{KeyedTimers, TimeDomain};
 use crate::time::TimerService;
 use crate::state::ttl::{self, Ttl, TtlUpdate};
+use super::limits::{FunctionLimits, InstanceLimiter};
 use crate::state::{KeyedStateBackend, ScanEntry, StateKey, StateKind, MAX_STATE_NAME_LEN};
 use crate::Event;
 
 /// Largest state value or map key a guest may store, in bytes.
 pub const MAX_VALUE_LEN: usize = 16 << 20;
+/// Largest key a key function may return, in bytes.
+pub const MAX_KEY_LEN: usize = 1 << 20;
+/// Most bytes (values, keys and headers) one call may emit.
+pub const MAX_EMITTED_BYTES_PER_CALL: usize = 256 << 20;
+/// Most events one call may emit.
+pub const MAX_EMITTED_EVENTS_PER_CALL: usize = 1 << 20;
+/// Most state handles a function may hold open at once.
+pub const MAX_OPEN_HANDLES: usize = 10_000;
 /// Most map entries one `entries` call returns.
 pub const MAX_ENTRIES_PAGE: u32 = 4096;
 
@@ -74,6 +83,18 @@ pub struct HostCtx {
     watermark: i64,
     clock: fn() -> i64,
     processing_time: i64,
+    /// Limits of the instance over this context.
+    pub(crate) limits: FunctionLimits,
+    /// Enforces the memory limit (the store's `ResourceLimiter`).
+    pub(crate) limiter: InstanceLimiter,
+    /// What the current call emitted so far: events, bytes.
+    emitted: (usize, usize),
+    /// The calling thread's CPU time when the current call started.
+    pub(crate) call_started: std::time::Duration,
+    /// Since the last [`HostCtx::mark`]: output lengths then, and each
+    /// timer change (registered?, key, domain, timestamp).
+    marked_outputs: (usize, usize),
+    timer_changes: Vec<(bool, Vec<u8>, TimeDomain, i64)>,
 }
 
 impl HostCtx {
@@ -81,13 +102,13 @@ impl HostCtx {
     /// (key functions have none).
     pub fn new(function: &str, backend: Option<Box<dyn KeyedStateBackend>>, max_parallelism: u16) -> Self {
         Self {
-            table: ResourceTable::new(),
+            table: handle_table(),
             wasi: super::wasi::sandboxed(),
             function: function.to_string(),
             backend,
             max_parallelism,
             ttl_overrides: HashMap::new(),
-            timers: TimerService::default(),
+            timers: TimerService::new(max_parallelism, crate::time::FUNCTION_TIMERS),
             batch_key_bytes: Vec::new(),
             batch_keys: Vec::new(),
             selected: None,
@@ -97,7 +118,92 @@ impl HostCtx {
             watermark: i64::MIN,
             clock: ttl::now_millis,
             processing_time: 0,
+            limits: FunctionLimits::default(),
+            limiter: InstanceLimiter::new(&FunctionLimits::default()),
+            emitted: (0, 0),
+            call_started: std::time::Duration::ZERO,
+            marked_outputs: (0, 0),
+            timer_changes: Vec::new(),
         }
+    }
+
+    /// Remember where state, timers and outputs stand, so a failed call's
+    /// effects can be undone with [`HostCtx::roll_back`] (state needs a
+    /// journaling backend).
+    pub fn mark(&mut self) {
+        if let Some(backend) = self.backend.as_deref_mut() {
+            backend.mark();
+        }
+        self.marked_outputs = (self.outputs.len(), self.side_outputs.len());
+        self.timer_changes.clear();
+    }
+
+    /// Undo everything since [`HostCtx::mark`]: state writes, timer
+    /// changes, emitted events.
+    pub fn roll_back(&mut self) -> Result<(), crate::state::StateError> {
+        if let Some(backend) = self.backend.as_deref_mut() {
+            backend.roll_back()?;
+        }
+        self.outputs.truncate(self.marked_outputs.0);
+        self.side_outputs.truncate(self.marked_outputs.1);
+        while let Some((registered, key, domain, timestamp)) = self.timer_changes.pop() {
+            self.timers.undo(registered, key, domain, timestamp);
+        }
+        Ok(())
+    }
+
+    /// Run the instance over this context under `limits`.
+    pub fn with_limits(mut self, limits: FunctionLimits) -> Self {
+        self.limits = limits;
+        self.limiter = InstanceLimiter::new(&limits);
+        self
+    }
+
+    /// Grant the function read-only access to `dir`, seen as `/resources`.
+    pub fn with_resources(mut self, dir: Option<&std::path::Path>) -> Result<Self, String> {
+        if let Some(dir) = dir {
+            self.wasi = super::wasi::with_resources(dir)?;
+        }
+        Ok(self)
+    }
+
+    /// Drop every handle the guest held: a new instance starts without any.
+    pub(crate) fn forget_guest_handles(&mut self) {
+        self.table = handle_table();
+    }
+
+    /// What a call was doing, by the key it had selected:
+    /// `while processing key "c1"` (long keys cut, bytes escaped).
+    pub fn describe_selected_key(&self) -> String {
+        match self.selected {
+            Some(index) if index < self.batch_keys.len() => {
+                let (key, _) = batch_key(&self.batch_keys, &self.batch_key_bytes, index);
+                let shown: String = key.iter().take(64).flat_map(|b| std::ascii::escape_default(*b)).map(char::from).collect();
+                let more = if key.len() > 64 { format!("… ({} bytes)", key.len()) } else { String::new() };
+                format!("while processing key \"{shown}\"{more}")
+            }
+            _ => format!("while processing a batch of {} keys", self.batch_keys.len()),
+        }
+    }
+
+    /// A call is about to start: its emit budget starts afresh.
+    pub(crate) fn start_call(&mut self) {
+        self.emitted = (0, 0);
+    }
+
+    /// Count `events` emitted events of `bytes` bytes against the per-call
+    /// bounds; past them, the call traps.
+    fn count_emitted(&mut self, events: usize, bytes: usize) -> wasmtime::Result<()> {
+        self.emitted.0 += events;
+        self.emitted.1 += bytes;
+        if self.emitted.0 > MAX_EMITTED_EVENTS_PER_CALL || self.emitted.1 > MAX_EMITTED_BYTES_PER_CALL {
+            return Err(wasmtime::Error::msg(format!(
+                "function {} emitted more than {MAX_EMITTED_EVENTS_PER_CALL} events or {} in one call",
+                self.function,
+                super::limits::human_bytes(MAX_EMITTED_BYTES_PER_CALL)
+            )));
+        }
+        Ok(())
     }
 
     /// Use these times to live instead of the function's, per state name.
@@ -123,6 +229,7 @@ impl HostCtx {
             self.batch_keys.push((self.batch_key_bytes.len(), crate::state::key_group(key, self.max_parallelism)));
         }
         self.selected = None;
+        self.emitted = (0, 0);
         self.processing_time = (self.clock)();
     }
 
@@ -174,7 +281,10 @@ impl HostCtx {
         let (key, _) = batch_key(&self.batch_keys, &self.batch_key_bytes, index);
         let backend = self.backend.as_deref_mut().ok_or_else(|| state::StateError::Backend("this function has no keyed state".into()))?;
         let result = if register { self.timers.register(backend, key, domain, timestamp) } else { self.timers.delete(backend, key, domain, timestamp) };
-        result.map_err(backend_error)
+        if result.as_ref().is_ok_and(|changed| *changed) {
+            self.timer_changes.push((register, key.to_vec(), domain, timestamp));
+        }
+        result.map(drop).map_err(backend_error)
     }
 
     /// The state backend, to flush it.
@@ -287,12 +397,24 @@ impl HostCtx {
     }
 }
 
+/// A table for a guest's handles, holding at most [`MAX_OPEN_HANDLES`].
+fn handle_table() -> ResourceTable {
+    let mut table = ResourceTable::new();
+    table.set_max_capacity(MAX_OPEN_HANDLES);
+    table
+}
+
 /// Key `index` of a batch (keys back to back in `bytes`, `ends` saying
 /// where each ends) and its key group.
 fn batch_key<'a>(ends: &[(usize, u16)], bytes: &'a [u8], index: usize) -> (&'a [u8], u16) {
     let (end, group) = ends[index];
     let start = index.checked_sub(1).map_or(0, |previous| ends[previous].0);
     (&bytes[start..end], group)
+}
+
+/// Bytes an event occupies: value, key and headers.
+fn event_bytes(event: &Event) -> usize {
+    event.value.len() + event.key.as_ref().map_or(0, Vec::len) + event.headers.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>()
 }
 
 fn backend_error(error: crate::state::StateError) -> state::StateError {
@@ -511,17 +633,24 @@ impl state::HostListState for HostCtx {
 
 impl context::Host for HostCtx {
     fn emit(&mut self, output: Event) -> wasmtime::Result<()> {
+        self.count_emitted(1, event_bytes(&output))?;
         self.outputs.push(output);
         Ok(())
     }
 
     fn emit_batch(&mut self, outputs: types::EventBatch) -> wasmtime::Result<()> {
+        self.count_emitted(outputs.timestamps.len(), outputs.values.len() + outputs.keys.len() + outputs.headers.iter().map(|(_, k, v)| k.len() + v.len()).sum::<usize>())?;
         let outputs = super::packing::unpack(outputs).map_err(|e| wasmtime::Error::msg(format!("function {} emitted a malformed batch: {e}", self.function)))?;
         self.outputs.extend(outputs);
         Ok(())
     }
 
     fn emit_to(&mut self, name: String, output: Event) -> wasmtime::Result<()> {
+        if !crate::pipeline::spec::is_valid_name(&name) {
+            let shown: String = name.chars().take(64).collect();
+            return Err(wasmtime::Error::msg(format!("function {} emitted to {shown:?}, which is not a side output name (1 to 63 of a-z, 0-9 and -)", self.function)));
+        }
+        self.count_emitted(1, event_bytes(&output))?;
         self.side_outputs.push((name, output));
         Ok(())
     }

@@ -6,14 +6,20 @@ use super::bindings::exports::weir::function::{aggregate_fn, key_fn, process_fn,
 use super::bindings::weir::function::types::{Accumulate, EventBatch, KeyedBatch, KeyedEvents, KeyedTimers, WindowEvents, WindowResult};
 use super::packing;
 use super::native::{NativeAggregateFunction, NativeKeyFunction, NativeProcessFunction};
+use super::host_api::MAX_KEY_LEN;
 use super::{HostCtx, LoadedFunction};
 use crate::Event;
 
-/// A function's code: a Wasm instance in its store, or native code.
+/// A function's code: a Wasm instance in its store (with the component,
+/// to instantiate it again after a trap), or native code.
 enum Code<G, N: ?Sized> {
-    Wasm { store: Box<Store<HostCtx>>, guest: G },
+    Wasm { store: Box<Store<HostCtx>>, guest: G, function: LoadedFunction },
     Native { ctx: Box<HostCtx>, function: Box<N> },
 }
+
+/// Looks up a role's export in a new instance (a generated
+/// `GuestIndices::new(..).load(..)`).
+type LoadGuest<G> = fn(&LoadedFunction, &mut Store<HostCtx>, &wasmtime::component::Instance) -> wasmtime::Result<G>;
 
 /// Why a call into a function failed.
 #[derive(Debug, thiserror::Error)]
@@ -27,20 +33,36 @@ pub enum CallError {
         message: String,
     },
     /// The function returned an error.
-    #[error("function `{function}` failed: {message}")]
+    #[error("function `{function}` failed {activity}: {message}")]
     Failed {
         /// The function's name.
         function: String,
+        /// What it was doing (`while processing key "c1"`).
+        activity: String,
         /// The function's message.
         message: String,
     },
-    /// The function trapped (panicked, hit `unreachable`, ran out of memory…).
-    #[error("function `{function}` trapped: {message}")]
+    /// The function trapped (panicked, hit `unreachable`, misused a host
+    /// call…).
+    #[error("function `{function}` trapped {activity}: {message}")]
     Trapped {
         /// The function's name.
         function: String,
+        /// What it was doing.
+        activity: String,
         /// The trap and its backtrace.
         message: String,
+    },
+    /// The function ran into one of its limits (deadline, memory, fuel) and
+    /// was stopped.
+    #[error("function `{function}` stopped: {limit} {activity}")]
+    LimitExceeded {
+        /// The function's name.
+        function: String,
+        /// Which limit (`deadline of 100ms exceeded`).
+        limit: String,
+        /// What it was doing.
+        activity: String,
     },
     /// A key function returned the wrong number of keys.
     #[error("key function `{function}` returned {got} keys for {expected} events")]
@@ -54,24 +76,75 @@ pub enum CallError {
     },
 }
 
-/// Instantiate `function` over `ctx` and look up its export with `guest`
-/// (a generated `GuestIndices::new(..).load(..)`).
-fn instantiate<G>(
-    function: &LoadedFunction,
-    ctx: HostCtx,
-    name: &str,
-    guest: impl FnOnce(&mut Store<HostCtx>, &wasmtime::component::Instance) -> wasmtime::Result<G>,
-) -> Result<(Store<HostCtx>, G), CallError> {
-    let failed = |e: wasmtime::Error| CallError::Instantiate { function: name.to_string(), message: format!("{e:#}") };
+impl CallError {
+    /// Whether the instance must be replaced before it is called again
+    /// (after a trap, a component instance cannot be entered).
+    pub fn poisons_instance(&self) -> bool {
+        matches!(self, CallError::Trapped { .. } | CallError::LimitExceeded { .. })
+    }
+}
+
+/// A new instance of `function` in a new store over `ctx`, its limits
+/// applied, with its export looked up by `load`.
+fn instantiate<G>(function: &LoadedFunction, ctx: HostCtx, name: &str, load: LoadGuest<G>) -> Result<(Store<HostCtx>, G), CallError> {
+    let limits = ctx.limits;
+    let failed = |e: wasmtime::Error| {
+        let message = super::limits::limit_hit(&e, &limits).unwrap_or_else(|| format!("{e:#}"));
+        CallError::Instantiate { function: name.to_string(), message }
+    };
     let mut store = Store::new(function.pre.engine(), ctx);
+    store.limiter(|ctx| &mut ctx.limiter);
+    limits.enforce(&mut store);
+    limits.arm(&mut store);
     let instance = function.pre.instantiate(&mut store).map_err(failed)?;
-    let guest = guest(&mut store, &instance).map_err(failed)?;
+    let guest = load(function, &mut store, &instance).map_err(failed)?;
     Ok((store, guest))
 }
 
-fn trapped(function: &str, error: wasmtime::Error) -> CallError {
-    CallError::Trapped { function: function.to_string(), message: format!("{error:#}") }
+/// Call into a Wasm instance with its limits armed; name what stopped it
+/// and what it was doing (`activity`, or else the key it had selected).
+fn call_wasm<R>(store: &mut Store<HostCtx>, name: &str, activity: Option<&str>, call: impl FnOnce(&mut Store<HostCtx>) -> wasmtime::Result<R>) -> Result<R, CallError> {
+    let limits = store.data().limits;
+    limits.arm(store);
+    store.data_mut().start_call();
+    call(store).map_err(|error| {
+        let activity = activity.map_or_else(|| store.data().describe_selected_key(), str::to_string);
+        match super::limits::limit_hit(&error, &limits) {
+            Some(limit) => CallError::LimitExceeded { function: name.to_string(), limit, activity },
+            None => CallError::Trapped { function: name.to_string(), activity, message: format!("{error:#}") },
+        }
+    })
 }
+
+impl<G, N: ?Sized> Code<G, N> {
+    fn wasm(function: &LoadedFunction, ctx: HostCtx, name: &str, load: LoadGuest<G>) -> Result<Self, CallError> {
+        let (store, guest) = instantiate(function, ctx, name, load)?;
+        Ok(Code::Wasm { store: Box::new(store), guest, function: function.clone() })
+    }
+
+    fn ctx(&mut self) -> &mut HostCtx {
+        match self {
+            Code::Wasm { store, .. } => store.data_mut(),
+            Code::Native { ctx, .. } => ctx,
+        }
+    }
+
+    /// Replace a (trapped) Wasm instance by a new one over the same
+    /// context; the guest's own memory starts afresh. Native code is kept.
+    fn reinstantiate(&mut self, name: &str, load: LoadGuest<G>) -> Result<(), CallError> {
+        let Code::Wasm { store, guest, function } = self else { return Ok(()) };
+        let mut ctx = HostCtx::new(name, None, 1);
+        std::mem::swap(&mut ctx, store.data_mut());
+        ctx.forget_guest_handles();
+        // Free the old instance's pool slot before taking a new one.
+        **store = Store::new(function.pre.engine(), HostCtx::new(name, None, 1));
+        let (new_store, new_guest) = instantiate(function, ctx, name, load)?;
+        **store = new_store;
+        *guest = new_guest;
+        Ok(())
+    }
+}
+
 
 /// A live key function.
 pub struct KeyFunctionInstance {
@@ -81,12 +154,15 @@ pub struct KeyFunctionInstance {
     packed: EventBatch,
 }
 
+fn load_key(function: &LoadedFunction, store: &mut Store<HostCtx>, instance: &wasmtime::component::Instance) -> wasmtime::Result<key_fn::Guest> {
+    key_fn::GuestIndices::new(&function.pre)?.load(store, instance)
+}
+
 impl KeyFunctionInstance {
-    /// Instantiate `function` (which must export `key-fn`) as `name`.
-    pub fn new(function: &LoadedFunction, name: &str) -> Result<Self, CallError> {
-        let pre = &function.pre;
-        let (store, guest) = instantiate(function, HostCtx::new(name, None, 1), name, |store, instance| key_fn::GuestIndices::new(pre)?.load(store, instance))?;
-        Ok(Self { name: name.to_string(), code: Code::Wasm { store: Box::new(store), guest }, packed: packing::empty_batch() })
+    /// Instantiate `function` (which must export `key-fn`) as `name`, over
+    /// `ctx` (which holds no state: its limits and grants apply).
+    pub fn new(function: &LoadedFunction, name: &str, ctx: HostCtx) -> Result<Self, CallError> {
+        Ok(Self { name: name.to_string(), code: Code::wasm(function, ctx, name, load_key)?, packed: packing::empty_batch() })
     }
 
     /// A native key function as `name`.
@@ -96,11 +172,12 @@ impl KeyFunctionInstance {
 
     /// The key of each event, in order.
     pub fn extract_keys(&mut self, events: &[Event]) -> Result<Vec<Vec<u8>>, CallError> {
-        let failed = |message| CallError::Failed { function: self.name.clone(), message };
+        let activity = format!("while computing the keys of {} events", events.len());
+        let failed = |message| CallError::Failed { function: self.name.clone(), activity: activity.clone(), message };
         let keys = match &mut self.code {
-            Code::Wasm { store, guest } => {
+            Code::Wasm { store, guest, .. } => {
                 packing::pack(events, &mut self.packed);
-                let keys = guest.call_extract_keys(store.as_mut(), &self.packed).map_err(|e| trapped(&self.name, e))?.map_err(|e| failed(e.message))?;
+                let keys = call_wasm(store, &self.name, Some(&activity), |store| guest.call_extract_keys(store, &self.packed))?.map_err(|e| failed(e.message))?;
                 packing::unpack_keys(&keys).map_err(failed)?
             }
             Code::Native { function, .. } => function.extract_keys(events).map_err(failed)?,
@@ -108,7 +185,15 @@ impl KeyFunctionInstance {
         if keys.len() != events.len() {
             return Err(CallError::KeyCount { function: self.name.clone(), expected: events.len(), got: keys.len() });
         }
+        if let Some(key) = keys.iter().find(|key| key.len() > MAX_KEY_LEN) {
+            return Err(failed(format!("returned a key of {} bytes; keys may have at most {}", key.len(), super::limits::human_bytes(MAX_KEY_LEN))));
+        }
         Ok(keys)
+    }
+
+    /// After a trap: continue with a new instance.
+    pub fn recover(&mut self) -> Result<(), CallError> {
+        self.code.reinstantiate(&self.name, load_key)
     }
 }
 
@@ -120,13 +205,15 @@ pub struct ProcessFunctionInstance {
     packed: KeyedBatch,
 }
 
+fn load_process(function: &LoadedFunction, store: &mut Store<HostCtx>, instance: &wasmtime::component::Instance) -> wasmtime::Result<process_fn::Guest> {
+    process_fn::GuestIndices::new(&function.pre)?.load(store, instance)
+}
+
 impl ProcessFunctionInstance {
     /// Instantiate `function` (which must export `process-fn`) as `name`,
     /// with its state in `ctx`.
     pub fn new(function: &LoadedFunction, name: &str, ctx: HostCtx) -> Result<Self, CallError> {
-        let pre = &function.pre;
-        let (store, guest) = instantiate(function, ctx, name, |store, instance| process_fn::GuestIndices::new(pre)?.load(store, instance))?;
-        Ok(Self { name: name.to_string(), code: Code::Wasm { store: Box::new(store), guest }, packed: packing::empty_keyed_batch() })
+        Ok(Self { name: name.to_string(), code: Code::wasm(function, ctx, name, load_process)?, packed: packing::empty_keyed_batch() })
     }
 
     /// A native process function as `name`, with its state in `ctx`.
@@ -139,14 +226,13 @@ impl ProcessFunctionInstance {
     pub fn process(&mut self, batch: &[KeyedEvents]) -> Result<(), CallError> {
         self.ctx().begin_batch(batch.iter().map(|k| k.key.as_slice()));
         let result = match &mut self.code {
-            Code::Wasm { store, guest } => {
+            Code::Wasm { store, guest, .. } => {
                 packing::pack_keyed(batch, &mut self.packed);
-                guest.call_process(store.as_mut(), &self.packed).map(|r| r.map_err(|e| e.message))
+                call_wasm(store, &self.name, None, |store| guest.call_process(store, &self.packed)).map(|r| r.map_err(|e| e.message))
             }
             Code::Native { ctx, function } => Ok(function.process(batch, ctx)),
         };
-        self.ctx().end_batch();
-        result.map_err(|e| trapped(&self.name, e))?.map_err(|message| CallError::Failed { function: self.name.clone(), message })
+        self.finish_call(result)
     }
 
     /// Deliver fired timers (one entry per key). Emitted events are left in
@@ -154,19 +240,31 @@ impl ProcessFunctionInstance {
     pub fn fire_timers(&mut self, batch: &[KeyedTimers]) -> Result<(), CallError> {
         self.ctx().begin_batch(batch.iter().map(|k| k.key.as_slice()));
         let result = match &mut self.code {
-            Code::Wasm { store, guest } => guest.call_on_timers(store.as_mut(), batch).map(|r| r.map_err(|e| e.message)),
+            Code::Wasm { store, guest, .. } => call_wasm(store, &self.name, None, |store| guest.call_on_timers(store, batch)).map(|r| r.map_err(|e| e.message)),
             Code::Native { ctx, function } => Ok(function.on_timers(batch, ctx)),
         };
+        self.finish_call(result)
+    }
+
+    /// Name what the call was doing when it failed, and forget the batch.
+    fn finish_call(&mut self, result: Result<Result<(), String>, CallError>) -> Result<(), CallError> {
+        let outcome = match result {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(message)) => Err(CallError::Failed { function: self.name.clone(), activity: self.ctx().describe_selected_key(), message }),
+            Err(error) => Err(error),
+        };
         self.ctx().end_batch();
-        result.map_err(|e| trapped(&self.name, e))?.map_err(|message| CallError::Failed { function: self.name.clone(), message })
+        outcome
+    }
+
+    /// After a trap: continue with a new instance over the same state.
+    pub fn recover(&mut self) -> Result<(), CallError> {
+        self.code.reinstantiate(&self.name, load_process)
     }
 
     /// The store's data: outputs, state backend.
     pub fn ctx(&mut self) -> &mut HostCtx {
-        match &mut self.code {
-            Code::Wasm { store, .. } => store.data_mut(),
-            Code::Native { ctx, .. } => ctx,
-        }
+        self.code.ctx()
     }
 }
 
@@ -177,12 +275,15 @@ pub struct AggregateFunctionInstance {
     code: Code<aggregate_fn::Guest, dyn NativeAggregateFunction>,
 }
 
+fn load_aggregate(function: &LoadedFunction, store: &mut Store<HostCtx>, instance: &wasmtime::component::Instance) -> wasmtime::Result<aggregate_fn::Guest> {
+    aggregate_fn::GuestIndices::new(&function.pre)?.load(store, instance)
+}
+
 impl AggregateFunctionInstance {
-    /// Instantiate `function` (which must export `aggregate-fn`) as `name`.
-    pub fn new(function: &LoadedFunction, name: &str) -> Result<Self, CallError> {
-        let pre = &function.pre;
-        let (store, guest) = instantiate(function, HostCtx::new(name, None, 1), name, |store, instance| aggregate_fn::GuestIndices::new(pre)?.load(store, instance))?;
-        Ok(Self { name: name.to_string(), code: Code::Wasm { store: Box::new(store), guest } })
+    /// Instantiate `function` (which must export `aggregate-fn`) as `name`
+    /// over `ctx` (no state: its limits and grants apply).
+    pub fn new(function: &LoadedFunction, name: &str, ctx: HostCtx) -> Result<Self, CallError> {
+        Ok(Self { name: name.to_string(), code: Code::wasm(function, ctx, name, load_aggregate)? })
     }
 
     /// A native aggregate function as `name`.
@@ -190,39 +291,42 @@ impl AggregateFunctionInstance {
         Self { name: name.to_string(), code: Code::Native { ctx: Box::new(HostCtx::new(name, None, 1)), function } }
     }
 
-    fn failed(&self, message: String) -> CallError {
-        CallError::Failed { function: self.name.clone(), message }
+    fn failed(&self, activity: String, message: String) -> CallError {
+        CallError::Failed { function: self.name.clone(), activity, message }
     }
 
     /// Fold each entry's events into its accumulator.
     pub fn add(&mut self, batch: &[Accumulate]) -> Result<Vec<Vec<u8>>, CallError> {
+        let activity = format!("while aggregating {} windows", batch.len());
         let accumulators = match &mut self.code {
-            Code::Wasm { store, guest } => guest.call_add(store.as_mut(), batch).map_err(|e| trapped(&self.name, e))?.map_err(|e| e.message),
+            Code::Wasm { store, guest, .. } => call_wasm(store, &self.name, Some(&activity), |store| guest.call_add(store, batch))?.map_err(|e| e.message),
             Code::Native { function, .. } => function.add(batch),
         }
-        .map_err(|m| self.failed(m))?;
+        .map_err(|m| self.failed(activity.clone(), m))?;
         if accumulators.len() != batch.len() {
-            return Err(self.failed(format!("returned {} accumulators for {} windows", accumulators.len(), batch.len())));
+            return Err(self.failed(activity, format!("returned {} accumulators for {} windows", accumulators.len(), batch.len())));
         }
         Ok(accumulators)
     }
 
     /// Combine two accumulators.
     pub fn merge(&mut self, a: &[u8], b: &[u8]) -> Result<Vec<u8>, CallError> {
+        let activity = "while merging two windows".to_string();
         match &mut self.code {
-            Code::Wasm { store, guest } => guest.call_merge(store.as_mut(), a, b).map_err(|e| trapped(&self.name, e))?.map_err(|e| e.message),
+            Code::Wasm { store, guest, .. } => call_wasm(store, &self.name, Some(&activity), |store| guest.call_merge(store, a, b))?.map_err(|e| e.message),
             Code::Native { function, .. } => function.merge(a, b),
         }
-        .map_err(|m| self.failed(m))
+        .map_err(|m| self.failed(activity.clone(), m))
     }
 
     /// The outputs of finished windows.
     pub fn results(&mut self, batch: &[WindowResult]) -> Result<Vec<Event>, CallError> {
+        let activity = format!("while computing the results of {} windows", batch.len());
         match &mut self.code {
-            Code::Wasm { store, guest } => guest.call_results(store.as_mut(), batch).map_err(|e| trapped(&self.name, e))?.map_err(|e| e.message),
+            Code::Wasm { store, guest, .. } => call_wasm(store, &self.name, Some(&activity), |store| guest.call_results(store, batch))?.map_err(|e| e.message),
             Code::Native { function, .. } => function.results(batch),
         }
-        .map_err(|m| self.failed(m))
+        .map_err(|m| self.failed(activity.clone(), m))
     }
 }
 
@@ -233,19 +337,80 @@ pub struct WindowProcessFunctionInstance {
     guest: window_process_fn::Guest,
 }
 
+fn load_window_process(function: &LoadedFunction, store: &mut Store<HostCtx>, instance: &wasmtime::component::Instance) -> wasmtime::Result<window_process_fn::Guest> {
+    window_process_fn::GuestIndices::new(&function.pre)?.load(store, instance)
+}
+
 impl WindowProcessFunctionInstance {
-    /// Instantiate `function` (which must export `window-process-fn`).
-    pub fn new(function: &LoadedFunction, name: &str) -> Result<Self, CallError> {
-        let pre = &function.pre;
-        let (store, guest) = instantiate(function, HostCtx::new(name, None, 1), name, |store, instance| window_process_fn::GuestIndices::new(pre)?.load(store, instance))?;
+    /// Instantiate `function` (which must export `window-process-fn`) over
+    /// `ctx` (no state: its limits and grants apply).
+    pub fn new(function: &LoadedFunction, name: &str, ctx: HostCtx) -> Result<Self, CallError> {
+        let (store, guest) = instantiate(function, ctx, name, load_window_process)?;
         Ok(Self { name: name.to_string(), store, guest })
     }
 
     /// The outputs of finished windows, given their events.
     pub fn process_windows(&mut self, batch: &[WindowEvents]) -> Result<Vec<Event>, CallError> {
-        self.guest
-            .call_process_windows(&mut self.store, batch)
-            .map_err(|e| trapped(&self.name, e))?
-            .map_err(|e| CallError::Failed { function: self.name.clone(), message: e.message })
+        let activity = format!("while processing {} windows", batch.len());
+        let guest = &self.guest;
+        call_wasm(&mut self.store, &self.name, Some(&activity), |store| guest.call_process_windows(store, batch))?
+            .map_err(|e| CallError::Failed { function: self.name.clone(), activity, message: e.message })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::{new_engine, EngineLimits, FunctionLimits, FunctionLoader};
+    use std::time::{Duration, Instant};
+
+    /// A component exporting `spin` (an endless loop) and `grow` (asks for
+    /// `pages` more 64 KiB pages, returns the old size or -1).
+    const MISBEHAVES: &str = r#"(component
+        (core module $m
+            (memory (export "memory") 1)
+            (func (export "spin") (loop $l (br $l)))
+            (func (export "grow") (param i32) (result i32) (memory.grow (local.get 0))))
+        (core instance $i (instantiate $m))
+        (func (export "spin") (canon lift (core func $i "spin")))
+        (func (export "grow") (param "pages" u32) (result s32) (canon lift (core func $i "grow"))))"#;
+
+    fn instance(limits: FunctionLimits) -> (Store<HostCtx>, wasmtime::component::Instance) {
+        let engine = new_engine(EngineLimits::for_functions(2, &limits)).unwrap();
+        let function = FunctionLoader::new(engine, None).unwrap().load(&wat::parse_str(MISBEHAVES).unwrap()).unwrap();
+        instantiate(&function, HostCtx::new("misbehaves", None, 1).with_limits(limits), "misbehaves", |_, _, instance| Ok(*instance)).unwrap()
+    }
+
+    #[test]
+    fn an_endless_loop_is_stopped_after_its_cpu_budget() {
+        let limits = FunctionLimits { call_timeout: Duration::from_millis(50), ..Default::default() };
+        let (mut store, instance) = instance(limits);
+        let spin = instance.get_typed_func::<(), ()>(&mut store, "spin").unwrap();
+        let started = Instant::now();
+        let error = call_wasm(&mut store, "misbehaves", Some("while testing"), |store| spin.call(store, ())).unwrap_err();
+        assert!(error.to_string().contains("deadline exceeded: a call used more than 50ms of CPU time while testing"), "{error}");
+        assert!(error.poisons_instance());
+        assert!(started.elapsed() < Duration::from_secs(30), "stopped in {:?}", started.elapsed());
+    }
+
+    #[test]
+    fn fuel_runs_out() {
+        let limits = FunctionLimits { fuel: Some(1_000_000), call_timeout: Duration::from_secs(60), ..Default::default() };
+        let (mut store, instance) = instance(limits);
+        let spin = instance.get_typed_func::<(), ()>(&mut store, "spin").unwrap();
+        let error = call_wasm(&mut store, "misbehaves", Some("while testing"), |store| spin.call(store, ())).unwrap_err();
+        assert!(error.to_string().contains("fuel of 1000000 exhausted"), "{error}");
+    }
+
+    #[test]
+    fn memory_beyond_the_limit_traps_with_the_limit() {
+        let limits = FunctionLimits { memory_bytes: 2 << 20, ..Default::default() };
+        let (mut store, instance) = instance(limits);
+        let grow = instance.get_typed_func::<(u32,), (i32,)>(&mut store, "grow").unwrap();
+        let within = call_wasm(&mut store, "misbehaves", Some("while testing"), |store| grow.call(store, (15,))).unwrap();
+        assert_eq!(within, (1,), "1 + 15 pages = 1 MiB fits");
+        grow.post_return(&mut store).unwrap();
+        let error = call_wasm(&mut store, "misbehaves", Some("while testing"), |store| grow.call(store, (32,))).unwrap_err();
+        assert!(error.to_string().contains("memory limit of 2 MiB exceeded (it asked for 3 MiB)"), "{error}");
     }
 }

@@ -62,6 +62,9 @@ pub enum LoadError {
     /// The component imports something the host does not provide.
     #[error("the component imports `{0}`, which the Weir host does not provide (it provides weir:function/state, timers, context and types @{WIT_VERSION}, and WASI 0.2 without authority)")]
     UnknownImport(String),
+    /// The component imports an interface functions are never granted.
+    #[error("the component imports `{0}`, which Weir never grants functions: they get no network (wasi:sockets, wasi:http); state, time and output come through weir:function")]
+    ForbiddenImport(String),
     /// The component's imports do not match what the host provides.
     #[error("the component cannot be linked: {0}")]
     Link(String),
@@ -128,6 +131,9 @@ pub struct LoadedFunction {
     pub imports: Vec<String>,
     /// Names of the component's exports.
     pub exports: Vec<String>,
+    /// How a pipeline names it in errors (`revenue v2`, `revenue.wasm`);
+    /// empty unless set.
+    pub label: String,
 }
 
 impl LoadedFunction {
@@ -152,6 +158,11 @@ impl LoadedFunction {
 fn is_provided(name: &str) -> bool {
     let weir = ["state", "timers", "context", "types"].iter().any(|i| name == format!("weir:function/{i}@{WIT_VERSION}"));
     weir || name.starts_with("wasi:") && name.contains("@0.2.")
+}
+
+/// Whether `name` is a WASI interface no function may import: the network.
+fn is_forbidden(name: &str) -> bool {
+    name.starts_with("wasi:sockets/") || name.starts_with("wasi:http/")
 }
 
 /// Loads, compiles and links functions, caching compiled code in a directory.
@@ -185,12 +196,15 @@ impl FunctionLoader {
         };
         let ty = component.component_type();
         let imports: Vec<String> = ty.imports(&self.engine).map(|(name, _)| name.to_string()).collect();
+        if let Some(name) = imports.iter().find(|name| is_forbidden(name)) {
+            return Err(LoadError::ForbiddenImport(name.clone()));
+        }
         if let Some(name) = imports.iter().find(|name| !is_provided(name)) {
             return Err(LoadError::UnknownImport(name.clone()));
         }
         let exports = ty.exports(&self.engine).map(|(name, _)| name.to_string()).collect();
         let pre = self.linker.instantiate_pre(&component).map_err(|e| LoadError::Link(format!("{e:#}")))?;
-        Ok(LoadedFunction { digest, pre, imports, exports })
+        Ok(LoadedFunction { digest, pre, imports, exports, label: String::new() })
     }
 
     fn load_cached(&self, dir: &Path, digest: &str, bytes: &[u8]) -> Result<Component, LoadError> {
@@ -273,6 +287,9 @@ pub(crate) mod tests {
         assert!(matches!(loader.load(&component[..component.len() - 3]), Err(LoadError::Invalid(_))));
         let needy = wat::parse_str(r#"(component (import "example:net/socket@1.0.0" (instance)))"#).unwrap();
         assert!(matches!(loader.load(&needy), Err(LoadError::UnknownImport(name)) if name == "example:net/socket@1.0.0"));
+        let networked = wat::parse_str(r#"(component (import "wasi:sockets/tcp-create-socket@0.2.0" (instance)))"#).unwrap();
+        let error = loader.load(&networked).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(error.contains("wasi:sockets/tcp-create-socket@0.2.0") && error.contains("no network"), "{error}");
     }
 
     #[test]

@@ -9,6 +9,9 @@ pub mod bindings;
 mod engine;
 pub mod host_api;
 mod instance;
+pub mod limits;
+#[doc(hidden)]
+pub mod fuzz;
 pub(crate) mod loader;
 pub mod native;
 pub mod packing;
@@ -16,6 +19,7 @@ pub mod wasi;
 
 pub use engine::{new_engine, EngineLimits};
 pub use host_api::HostCtx;
+pub use limits::FunctionLimits;
 pub use instance::{AggregateFunctionInstance, CallError, KeyFunctionInstance, ProcessFunctionInstance, WindowProcessFunctionInstance};
 pub use loader::{componentize, digest, FunctionLoader, LoadError, LoadedFunction, Role};
 

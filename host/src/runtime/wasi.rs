@@ -7,11 +7,22 @@
 //! discarded, clocks frozen at the Unix epoch and randomness a fixed
 //! sequence — so a function's output stays a deterministic function of
 //! its input and state, and replay gives the same result. Time comes from
-//! `context.processing-time` and the watermark instead.
+//! `context.processing-time` and the watermark instead. The network
+//! interfaces are never granted: the loader refuses components importing
+//! them.
+//!
+//! The one grant a pipeline spec can make is `resources: <dir>`: that
+//! directory, read-only, preopened as `/resources` (reference data such as
+//! rate tables or models). It goes through cap-std, so nothing outside it
+//! (`..`, symlinks leading out) can be reached.
 
+use std::path::Path;
 use std::time::Duration;
 
-use wasmtime_wasi::{Deterministic, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder};
+use wasmtime_wasi::{Deterministic, FsPerms, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder};
+
+/// Where a granted resources directory appears to a function.
+pub const RESOURCES_GUEST_PATH: &str = "/resources";
 
 /// A clock that always reads zero.
 struct FrozenClock;
@@ -36,14 +47,28 @@ impl HostMonotonicClock for FrozenClock {
 
 /// A WASI context that grants nothing and behaves deterministically.
 pub fn sandboxed() -> WasiCtx {
+    deterministic().build()
+}
+
+/// A sandboxed WASI context that may read `dir` (as `/resources`).
+pub fn with_resources(dir: &Path) -> Result<WasiCtx, String> {
+    let mut builder = deterministic();
+    builder
+        .preopened_dir(dir, RESOURCES_GUEST_PATH, FsPerms::ReadOnly)
+        .map_err(|e| format!("cannot open the resources directory {}: {e:#}", dir.display()))?;
+    Ok(builder.build())
+}
+
+fn deterministic() -> WasiCtxBuilder {
     let sequence: Vec<u8> = (0..=255).collect();
-    WasiCtxBuilder::new()
+    let mut builder = WasiCtxBuilder::new();
+    builder
         .secure_random(Deterministic::new(sequence.clone()))
         .insecure_random(Deterministic::new(sequence))
         .insecure_random_seed(0)
         .wall_clock(FrozenClock)
-        .monotonic_clock(FrozenClock)
-        .build()
+        .monotonic_clock(FrozenClock);
+    builder
 }
 
 #[cfg(test)]
@@ -67,6 +92,7 @@ mod tests {
         let loader = FunctionLoader::new(engine.clone(), None).unwrap();
         let function = loader.load(&wat::parse_str(READS_CLOCK).unwrap()).unwrap();
         let mut store = wasmtime::Store::new(&engine, HostCtx::new("clock", None, 1));
+        store.set_epoch_deadline(1000);
         let instance = function.pre.instantiate(&mut store).unwrap();
         let go = instance.get_typed_func::<(), (u64,)>(&mut store, "go").unwrap();
         assert_eq!(go.call(&mut store, ()).unwrap(), (0,));

@@ -6,6 +6,7 @@
 
 mod cache;
 pub mod hash;
+mod journal;
 mod key;
 pub mod layout;
 mod memory;
@@ -14,6 +15,7 @@ pub mod ttl;
 
 pub use key::{key_group, key_group_range, subtask_for_key_group, StateKey, StateKind, DEFAULT_MAX_PARALLELISM, MAX_STATE_NAME_LEN};
 pub use cache::CachedBackend;
+pub use journal::JournaledBackend;
 pub use memory::InMemoryBackend;
 pub use rocks::RocksDbBackend;
 
@@ -64,6 +66,15 @@ pub trait KeyedStateBackend: Send {
     /// links, so this is cheap). Backends that cannot say so.
     fn checkpoint(&mut self, dir: &std::path::Path) -> Result<(), StateError> {
         Err(StateError::Unsupported(format!("this state backend cannot write a checkpoint to {}", dir.display())))
+    }
+    /// Start remembering what writes replace, for [`Self::roll_back`]
+    /// (forgetting what was remembered before). Only a journaling backend
+    /// ([`JournaledBackend`]) does anything.
+    fn mark(&mut self) {}
+    /// Undo every write since the last [`Self::mark`]. Backends that keep
+    /// no journal cannot.
+    fn roll_back(&mut self) -> Result<(), StateError> {
+        Err(StateError::Unsupported("this state backend keeps no journal to roll back".into()))
     }
 }
 

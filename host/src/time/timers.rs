@@ -39,7 +39,7 @@ fn storage_key(name: &str, group: u16, key: &[u8], domain: u8, timestamp: i64) -
 }
 
 /// The timers of one subtask.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct TimerService {
     /// (domain, timestamp, key): iteration is in timestamp order per domain.
     queue: BTreeSet<(u8, i64, Vec<u8>)>,
@@ -48,6 +48,12 @@ pub struct TimerService {
 }
 
 impl TimerService {
+    /// No timers yet, for keys of `max_parallelism` key groups, stored
+    /// under `name`.
+    pub fn new(max_parallelism: u16, name: &'static str) -> Self {
+        Self { queue: BTreeSet::new(), max_parallelism, name }
+    }
+
     /// Rebuild the queue of the timers stored in `backend` under `name`
     /// (one service per name: a function's timers, a window operator's…).
     pub fn load(backend: &mut dyn KeyedStateBackend, max_parallelism: u16, name: &'static str) -> Result<Self, StateError> {
@@ -75,24 +81,38 @@ impl TimerService {
         Ok(Self { queue, max_parallelism, name })
     }
 
-    /// Register a timer for `key` (idempotent).
-    pub fn register(&mut self, backend: &mut dyn KeyedStateBackend, key: &[u8], domain: TimeDomain, timestamp: i64) -> Result<(), StateError> {
+    /// Register a timer for `key` (idempotent); whether it was new.
+    pub fn register(&mut self, backend: &mut dyn KeyedStateBackend, key: &[u8], domain: TimeDomain, timestamp: i64) -> Result<bool, StateError> {
         let domain = domain_byte(domain);
-        if self.queue.insert((domain, timestamp, key.to_vec())) {
+        let new = self.queue.insert((domain, timestamp, key.to_vec()));
+        if new {
             let group = key_group(key, self.max_parallelism);
             backend.put(&storage_key(self.name, group, key, domain, timestamp), &ttl::encode(b"", None))?;
         }
-        Ok(())
+        Ok(new)
     }
 
-    /// Cancel a timer of `key`, if registered.
-    pub fn delete(&mut self, backend: &mut dyn KeyedStateBackend, key: &[u8], domain: TimeDomain, timestamp: i64) -> Result<(), StateError> {
+    /// Cancel a timer of `key`, if registered; whether it was.
+    pub fn delete(&mut self, backend: &mut dyn KeyedStateBackend, key: &[u8], domain: TimeDomain, timestamp: i64) -> Result<bool, StateError> {
         let domain = domain_byte(domain);
-        if self.queue.remove(&(domain, timestamp, key.to_vec())) {
+        let existed = self.queue.remove(&(domain, timestamp, key.to_vec()));
+        if existed {
             let group = key_group(key, self.max_parallelism);
             backend.delete(&storage_key(self.name, group, key, domain, timestamp))?;
         }
-        Ok(())
+        Ok(existed)
+    }
+
+    /// Undo a [`register`](Self::register) (`registered`) or a
+    /// [`delete`](Self::delete) in the queue only, when the backend's own
+    /// journal restores the stored timer.
+    pub fn undo(&mut self, registered: bool, key: Vec<u8>, domain: TimeDomain, timestamp: i64) {
+        let entry = (domain_byte(domain), timestamp, key);
+        if registered {
+            self.queue.remove(&entry);
+        } else {
+            self.queue.insert(entry);
+        }
     }
 
     /// The earliest timer of `domain`, if any.

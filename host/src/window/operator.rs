@@ -22,6 +22,8 @@ use super::{WindowAssigner, WindowFunction};
 const ACCUMULATORS: &str = "window-acc";
 const FIRE_TIMERS: &str = "window-fire";
 const CLEANUP_TIMERS: &str = "window-cleanup";
+/// Most windows fired in one call of the function.
+const FIRE_CHUNK: usize = 1024;
 const SESSIONS: &str = "window-sessions";
 
 /// Why the window operator failed.
@@ -303,7 +305,12 @@ impl WindowOperator {
                     }
                 }
             }
-            self.fire_windows(windows)?;
+            // In chunks, so no single call grows with the number of keys
+            // (each call has a deadline).
+            let mut windows = windows.into_iter().peekable();
+            while windows.peek().is_some() {
+                self.fire_windows(windows.by_ref().take(FIRE_CHUNK).collect())?;
+            }
         }
         let lateness = self.config.allowed_lateness;
         for keyed in self.cleanup.take_due(self.backend.as_mut(), TimeDomain::EventTime, watermark)? {

@@ -1,0 +1,123 @@
+//! The `dead-letter` failure policy (`on_error: { dead-letter: NAME }`).
+//!
+//! Functions take batches, so when a call fails the host does not know
+//! which event was at fault. It undoes the whole call — state writes
+//! (through a [`JournaledBackend`](crate::state::JournaledBackend)), timer
+//! changes and emitted events — replaces the instance if it trapped, and
+//! calls the function again one event at a time (one timer key at a time).
+//! An event it still fails on is undone the same way and sent to side
+//! output NAME with the error; the others are processed as usual. So an
+//! offending event leaves no trace in state or output, and everything
+//! else is processed exactly as if it had never been there.
+
+use crate::runtime::bindings::weir::function::types::{KeyedEvents, KeyedTimers, TimeDomain};
+use crate::runtime::{CallError, KeyFunctionInstance, ProcessFunctionInstance};
+use crate::Event;
+
+use super::runner::RunError;
+
+/// Header naming why an event was dead-lettered.
+pub const ERROR_HEADER: &str = "weir.error";
+/// Header carrying the key the event was processed under.
+pub const KEY_HEADER: &str = "weir.key";
+/// Header carrying a failed timer's timestamp (decimal ms).
+pub const TIMER_HEADER: &str = "weir.timer";
+
+/// `event` as a dead letter: the same event, with the error (and the key it
+/// was processed under) in headers.
+fn letter(event: &Event, key: Option<&[u8]>, error: &CallError) -> Event {
+    let mut letter = event.clone();
+    letter.headers.push((ERROR_HEADER.to_string(), error.to_string().into_bytes()));
+    if let Some(key) = key {
+        letter.headers.push((KEY_HEADER.to_string(), key.to_vec()));
+    }
+    letter
+}
+
+/// Undo a failed call's effects and make the instance usable again.
+fn undo(processor: &mut ProcessFunctionInstance, error: &CallError) -> Result<(), RunError> {
+    processor.ctx().roll_back()?;
+    if error.poisons_instance() {
+        processor.recover()?;
+    }
+    Ok(())
+}
+
+/// Process `groups`, sending the events the function fails on to
+/// `output` (into the context's side outputs, in order).
+pub(crate) fn process(processor: &mut ProcessFunctionInstance, groups: &[KeyedEvents], output: &str) -> Result<(), RunError> {
+    processor.ctx().mark();
+    let Err(error) = processor.process(groups) else { return Ok(()) };
+    undo(processor, &error)?;
+    let mut one = [KeyedEvents { key: Vec::new(), events: Vec::with_capacity(1) }];
+    for group in groups {
+        one[0].key.clone_from(&group.key);
+        for event in &group.events {
+            one[0].events.clear();
+            one[0].events.push(event.clone());
+            processor.ctx().mark();
+            if let Err(error) = processor.process(&one) {
+                undo(processor, &error)?;
+                tracing::warn!(%error, output, "dead-lettered an event");
+                processor.ctx().side_outputs.push((output.to_string(), letter(event, Some(&group.key), &error)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Fire `due` timers, sending the timers of keys whose call fails to
+/// `output` (one event per timer, empty value, at the timer's time).
+pub(crate) fn fire_timers(processor: &mut ProcessFunctionInstance, due: &[KeyedTimers], output: &str) -> Result<(), RunError> {
+    processor.ctx().mark();
+    let Err(error) = processor.fire_timers(due) else { return Ok(()) };
+    undo(processor, &error)?;
+    for keyed in due {
+        processor.ctx().mark();
+        if let Err(error) = processor.fire_timers(std::slice::from_ref(keyed)) {
+            undo(processor, &error)?;
+            for timer in &keyed.timers {
+                let domain = match timer.domain {
+                    TimeDomain::EventTime => "event-time",
+                    TimeDomain::ProcessingTime => "processing-time",
+                };
+                let mut event = Event { key: None, value: Vec::new(), timestamp: timer.timestamp, headers: vec![("weir.timer-domain".to_string(), domain.as_bytes().to_vec())] };
+                event.headers.push((TIMER_HEADER.to_string(), timer.timestamp.to_string().into_bytes()));
+                processor.ctx().side_outputs.push((output.to_string(), letter(&event, Some(&keyed.key), &error)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The keys of `events`. Events the key function fails on are taken out
+/// of `events` and returned as dead letters for `output`.
+pub(crate) fn extract_keys(keyer: &mut KeyFunctionInstance, events: &mut Vec<Event>, output: &str) -> Result<(Vec<Vec<u8>>, Vec<(String, Event)>), RunError> {
+    let error = match keyer.extract_keys(events) {
+        Ok(keys) => return Ok((keys, Vec::new())),
+        Err(error) => error,
+    };
+    if error.poisons_instance() {
+        keyer.recover()?;
+    }
+    let mut keys = Vec::with_capacity(events.len());
+    let mut letters = Vec::new();
+    let mut kept = Vec::with_capacity(events.len());
+    for event in events.drain(..) {
+        match keyer.extract_keys(std::slice::from_ref(&event)) {
+            Ok(mut key) => {
+                keys.append(&mut key);
+                kept.push(event);
+            }
+            Err(error) => {
+                if error.poisons_instance() {
+                    keyer.recover()?;
+                }
+                tracing::warn!(%error, output, "dead-lettered an event");
+                letters.push((output.to_string(), letter(&event, None, &error)));
+            }
+        }
+    }
+    *events = kept;
+    Ok((keys, letters))
+}

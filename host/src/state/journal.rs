@@ -1,0 +1,130 @@
+//! A backend wrapper that can undo recent writes: what lets a pipeline
+//! with a dead-letter output take back everything a failed call did to its
+//! state before it goes on.
+
+use super::{KeyedStateBackend, ScanEntry, StateError, Write};
+
+/// Wraps a backend and remembers, since the last [`mark`](KeyedStateBackend::mark),
+/// the value each write replaced, so [`roll_back`](KeyedStateBackend::roll_back)
+/// can restore them.
+pub struct JournaledBackend {
+    inner: Box<dyn KeyedStateBackend>,
+    /// (key, value before the write), oldest first.
+    undo: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+}
+
+impl JournaledBackend {
+    /// Journal the writes to `inner`.
+    pub fn new(inner: Box<dyn KeyedStateBackend>) -> Self {
+        Self { inner, undo: Vec::new() }
+    }
+
+    fn remember(&mut self, key: &[u8]) -> Result<(), StateError> {
+        let before = self.inner.get(key)?;
+        self.undo.push((key.to_vec(), before));
+        Ok(())
+    }
+}
+
+impl KeyedStateBackend for JournaledBackend {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StateError> {
+        self.inner.get(key)
+    }
+
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {
+        self.remember(key)?;
+        self.inner.put(key, value)
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<(), StateError> {
+        self.remember(key)?;
+        self.inner.delete(key)
+    }
+
+    fn scan(&mut self, prefix: &[u8], start_after: Option<&[u8]>, limit: usize) -> Result<Vec<ScanEntry>, StateError> {
+        self.inner.scan(prefix, start_after, limit)
+    }
+
+    fn delete_prefix(&mut self, prefix: &[u8]) -> Result<(), StateError> {
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            let page = self.inner.scan(prefix, after.as_deref(), 1024)?;
+            let full = page.len() == 1024;
+            for (rest, value) in &page {
+                self.undo.push(([prefix, rest].concat(), Some(value.clone())));
+            }
+            match page.into_iter().last() {
+                Some((rest, _)) if full => after = Some(rest),
+                _ => break,
+            }
+        }
+        self.inner.delete_prefix(prefix)
+    }
+
+    fn write_batch(&mut self, writes: &mut dyn Iterator<Item = Write<'_>>) -> Result<(), StateError> {
+        let writes: Vec<Write<'_>> = writes.collect();
+        for (key, _) in &writes {
+            self.remember(key)?;
+        }
+        self.inner.write_batch(&mut writes.into_iter())
+    }
+
+    fn flush(&mut self) -> Result<(), StateError> {
+        self.inner.flush()
+    }
+
+    fn checkpoint(&mut self, dir: &std::path::Path) -> Result<(), StateError> {
+        self.inner.checkpoint(dir)
+    }
+
+    fn mark(&mut self) {
+        self.undo.clear();
+    }
+
+    fn roll_back(&mut self) -> Result<(), StateError> {
+        while let Some((key, before)) = self.undo.pop() {
+            match before {
+                Some(value) => self.inner.put(&key, &value)?,
+                None => self.inner.delete(&key)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::InMemoryBackend;
+
+    fn journaled() -> JournaledBackend {
+        JournaledBackend::new(Box::new(InMemoryBackend::new()))
+    }
+
+    #[test]
+    fn behaves_like_the_backend_it_wraps() {
+        crate::state::tests::exercise(&mut journaled());
+    }
+
+    #[test]
+    fn rolls_back_to_the_mark() {
+        let mut state = journaled();
+        state.put(b"a", b"1").unwrap();
+        state.put(b"p/x", b"x").unwrap();
+        state.put(b"p/y", b"y").unwrap();
+        state.mark();
+        state.put(b"a", b"2").unwrap();
+        state.put(b"a", b"3").unwrap();
+        state.put(b"b", b"new").unwrap();
+        state.delete_prefix(b"p/").unwrap();
+        state.write_batch(&mut [(&b"c"[..], Some(&b"c"[..])), (&b"p/x"[..], None)].into_iter()).unwrap();
+        state.roll_back().unwrap();
+        assert_eq!(state.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+        assert_eq!(state.get(b"b").unwrap(), None);
+        assert_eq!(state.get(b"c").unwrap(), None);
+        assert_eq!(state.scan(b"p/", None, 10).unwrap(), vec![(b"x".to_vec(), b"x".to_vec()), (b"y".to_vec(), b"y".to_vec())]);
+        state.mark();
+        state.roll_back().unwrap();
+        assert_eq!(state.get(b"a").unwrap().as_deref(), Some(&b"1"[..]), "nothing to undo after a new mark");
+    }
+}
