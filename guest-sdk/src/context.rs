@@ -94,3 +94,12 @@ impl Context {
         Self { outputs: Vec::new() }
     }
 }
+
+/// Make a panic log its message (as an error, through `context.log`)
+/// before the function traps, so the pipeline's failure says what
+/// panicked and where. The SDK's glue installs it with the instance.
+pub fn report_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| std::panic::set_hook(Box::new(|info| host::log(LogLevel::Error, &info.to_string().replace('\n', " ")))));
+}
+

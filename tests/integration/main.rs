@@ -13,6 +13,7 @@ mod bad_input;
 mod checkpoints;
 mod customer_profile;
 mod fraud_detector;
+mod isolation;
 mod kafka;
 // The broker helper lives with the check of the broker patch, so there is
 // one copy; the integration tests use part of it.

@@ -147,6 +147,11 @@ impl Server {
         Server { child, address }
     }
 
+    /// Whether the server process is still running (it never exited).
+    pub fn is_alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
     /// The server's URL.
     pub fn url(&self) -> String {
         format!("http://{}", self.address)

@@ -142,7 +142,10 @@ fn expand(item: &ItemImpl) -> syn::Result<proc_macro2::TokenStream> {
             fn with_instance<R>(f: impl FnOnce(&mut #self_ty) -> R) -> R {
                 INSTANCE.with(|cell| {
                     let mut slot = cell.borrow_mut();
-                    f(slot.get_or_insert_with(::std::default::Default::default))
+                    f(slot.get_or_insert_with(|| {
+                        weir_sdk::__private::report_panics();
+                        ::std::default::Default::default()
+                    }))
                 })
             }
 

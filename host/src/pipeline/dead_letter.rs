@@ -6,7 +6,8 @@
 //! changes and emitted events — replaces the instance if it trapped, and
 //! calls the function again one event at a time (one timer key at a time).
 //! An event it still fails on is undone the same way and sent to side
-//! output NAME with the error; the others are processed as usual. So an
+//! output NAME as a JSON record `{"error", "key", "timestamp", "value"}`
+//! (see [`letter`]); the others are processed as usual. So an
 //! offending event leaves no trace in state or output, and everything
 //! else is processed exactly as if it had never been there.
 
@@ -23,15 +24,26 @@ pub const KEY_HEADER: &str = "weir.key";
 /// Header carrying a failed timer's timestamp (decimal ms).
 pub const TIMER_HEADER: &str = "weir.timer";
 
-/// `event` as a dead letter: the same event, with the error (and the key it
-/// was processed under) in headers.
+/// `event` as a dead letter: a JSON record of the error, the key it was
+/// processed under, its timestamp and its value (as text when it is UTF-8,
+/// else as hex), so any sink shows what failed and why; the event's
+/// headers are kept, and the error and key added as headers too.
 fn letter(event: &Event, key: Option<&[u8]>, error: &CallError) -> Event {
-    let mut letter = event.clone();
-    letter.headers.push((ERROR_HEADER.to_string(), error.to_string().into_bytes()));
+    let mut record = serde_json::json!({ "error": error.to_string(), "timestamp": event.timestamp });
+    let mut text = |field: &str, bytes: &[u8]| match std::str::from_utf8(bytes) {
+        Ok(text) => record[field] = text.into(),
+        Err(_) => record[format!("{field}_hex")] = hex::encode(bytes).into(),
+    };
+    text("value", &event.value);
     if let Some(key) = key {
-        letter.headers.push((KEY_HEADER.to_string(), key.to_vec()));
+        text("key", key);
     }
-    letter
+    let mut headers = event.headers.clone();
+    headers.push((ERROR_HEADER.to_string(), error.to_string().into_bytes()));
+    if let Some(key) = key {
+        headers.push((KEY_HEADER.to_string(), key.to_vec()));
+    }
+    Event { key: event.key.clone(), value: record.to_string().into_bytes(), timestamp: event.timestamp, headers }
 }
 
 /// Undo a failed call's effects and make the instance usable again.
@@ -67,7 +79,7 @@ pub(crate) fn process(processor: &mut ProcessFunctionInstance, groups: &[KeyedEv
 }
 
 /// Fire `due` timers, sending the timers of keys whose call fails to
-/// `output` (one event per timer, empty value, at the timer's time).
+/// `output` (one per timer, value `timer <domain> <timestamp>`).
 pub(crate) fn fire_timers(processor: &mut ProcessFunctionInstance, due: &[KeyedTimers], output: &str) -> Result<(), RunError> {
     processor.ctx().mark();
     let Err(error) = processor.fire_timers(due) else { return Ok(()) };
@@ -81,8 +93,7 @@ pub(crate) fn fire_timers(processor: &mut ProcessFunctionInstance, due: &[KeyedT
                     TimeDomain::EventTime => "event-time",
                     TimeDomain::ProcessingTime => "processing-time",
                 };
-                let mut event = Event { key: None, value: Vec::new(), timestamp: timer.timestamp, headers: vec![("weir.timer-domain".to_string(), domain.as_bytes().to_vec())] };
-                event.headers.push((TIMER_HEADER.to_string(), timer.timestamp.to_string().into_bytes()));
+                let event = Event { key: None, value: format!("timer {domain} {}", timer.timestamp).into_bytes(), timestamp: timer.timestamp, headers: vec![(TIMER_HEADER.to_string(), timer.timestamp.to_string().into_bytes())] };
                 processor.ctx().side_outputs.push((output.to_string(), letter(&event, Some(&keyed.key), &error)));
             }
         }

@@ -182,7 +182,7 @@ impl LimitsSpec {
 
 /// What happens when a function fails on some input.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[serde(try_from = "OnErrorText")]
 pub enum OnError {
     /// Stop the pipeline with the error; state and output stay as of the
     /// last checkpoint, and a restart replays from there.
@@ -192,6 +192,29 @@ pub enum OnError {
     /// `weir.function`) to this side output, undo what the function did for
     /// it, and go on.
     DeadLetter(String),
+}
+
+/// How [`OnError`] is written: `fail`, or `{ dead-letter: NAME }`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OnErrorText {
+    Word(String),
+    DeadLetter {
+        #[serde(rename = "dead-letter")]
+        dead_letter: String,
+    },
+}
+
+impl TryFrom<OnErrorText> for OnError {
+    type Error = String;
+
+    fn try_from(text: OnErrorText) -> Result<Self, String> {
+        match text {
+            OnErrorText::Word(word) if word == "fail" => Ok(OnError::Fail),
+            OnErrorText::Word(word) => Err(format!("{word:?} is not a failure policy: give `fail` or `{{ dead-letter: <side output> }}`")),
+            OnErrorText::DeadLetter { dead_letter } => Ok(OnError::DeadLetter(dead_letter)),
+        }
+    }
 }
 
 /// Checkpointing settings.
@@ -845,6 +868,25 @@ sink: { type: stdout }
     fn wrong_type_is_named() {
         let err = error_of(&format!("{GOOD}max_parallelism: lots\n"));
         assert!(err.contains("max_parallelism"), "{err}");
+    }
+
+    #[test]
+    fn limits_and_failure_policy_parse_and_are_checked() {
+        let spec = PipelineSpec::parse(&format!("{GOOD}limits: {{ call_timeout: 250ms, memory: 128MiB, fuel: 5000 }}\non_error: fail\n")).unwrap();
+        let limits = spec.limits.to_limits().unwrap();
+        assert_eq!((limits.call_timeout, limits.memory_bytes, limits.fuel), (std::time::Duration::from_millis(250), 128 << 20, Some(5000)));
+        assert_eq!(spec.on_error, OnError::Fail);
+        assert_eq!(PipelineSpec::parse(&format!("{GOOD}limits: {{ memory: 33554432 }}\n")).unwrap().limits.to_limits().unwrap().memory_bytes, 32 << 20);
+        let dead = PipelineSpec::parse(&format!("{GOOD}on_error: {{ dead-letter: dead }}\nside_outputs: {{ dead: {{ type: stdout }} }}\n")).unwrap();
+        assert_eq!(dead.on_error, OnError::DeadLetter("dead".into()));
+        assert!(error_of(&format!("{GOOD}on_error: {{ dead-letter: missing }}\n")).contains("on_error.dead-letter"));
+        assert!(error_of(&format!("{GOOD}on_error: retry\n")).contains("not a failure policy"));
+        assert!(error_of(&format!("{GOOD}limits: {{ call_timeout: soon }}\n")).contains("limits.call_timeout"));
+        assert!(error_of(&format!("{GOOD}limits: {{ call_timeout: 2h }}\n")).contains("between 1ms and 1h"));
+        assert!(error_of(&format!("{GOOD}limits: {{ memory: 12 parsecs }}\n")).contains("limits.memory"));
+        assert!(error_of(&format!("{GOOD}limits: {{ memory: 512KiB }}\n")).contains("between 1MiB and 4GiB"));
+        assert!(error_of(&format!("{GOOD}limits: {{ fuel: 0 }}\n")).contains("limits.fuel"));
+        assert!(error_of(&format!("{GOOD}limits: {{ cpu: 1 }}\n")).contains("cpu"));
     }
 
     #[test]

@@ -91,6 +91,9 @@ pub struct HostCtx {
     emitted: (usize, usize),
     /// The calling thread's CPU time when the current call started.
     pub(crate) call_started: std::time::Duration,
+    /// The last error the function logged in the current call (a panic
+    /// message, reported with the trap that follows).
+    pub(crate) logged_error: Option<String>,
     /// Since the last [`HostCtx::mark`]: output lengths then, and each
     /// timer change (registered?, key, domain, timestamp).
     marked_outputs: (usize, usize),
@@ -122,6 +125,7 @@ impl HostCtx {
             limiter: InstanceLimiter::new(&FunctionLimits::default()),
             emitted: (0, 0),
             call_started: std::time::Duration::ZERO,
+            logged_error: None,
             marked_outputs: (0, 0),
             timer_changes: Vec::new(),
         }
@@ -189,6 +193,7 @@ impl HostCtx {
     /// A call is about to start: its emit budget starts afresh.
     pub(crate) fn start_call(&mut self) {
         self.emitted = (0, 0);
+        self.logged_error = None;
     }
 
     /// Count `events` emitted events of `bytes` bytes against the per-call
@@ -671,6 +676,9 @@ impl context::Host for HostCtx {
             types::LogLevel::Info => tracing::info!(function, "{message}"),
             types::LogLevel::Warn => tracing::warn!(function, "{message}"),
             types::LogLevel::Error => tracing::error!(function, "{message}"),
+        }
+        if level == types::LogLevel::Error {
+            self.logged_error = Some(message.chars().take(1024).collect());
         }
         Ok(())
     }

@@ -111,7 +111,14 @@ fn call_wasm<R>(store: &mut Store<HostCtx>, name: &str, activity: Option<&str>, 
         let activity = activity.map_or_else(|| store.data().describe_selected_key(), str::to_string);
         match super::limits::limit_hit(&error, &limits) {
             Some(limit) => CallError::LimitExceeded { function: name.to_string(), limit, activity },
-            None => CallError::Trapped { function: name.to_string(), activity, message: format!("{error:#}") },
+            None => {
+                tracing::debug!(function = name, "trap: {error:?}");
+                let mut message = error.root_cause().to_string();
+                if let Some(logged) = store.data_mut().logged_error.take() {
+                    message = format!("{message}; it logged: {logged}");
+                }
+                CallError::Trapped { function: name.to_string(), activity, message }
+            }
         }
     })
 }
