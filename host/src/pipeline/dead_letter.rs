@@ -101,9 +101,12 @@ pub(crate) fn fire_timers(processor: &mut ProcessFunctionInstance, due: &[KeyedT
     Ok(())
 }
 
+/// Events for named side outputs.
+type SideEvents = Vec<(String, Event)>;
+
 /// The keys of `events`. Events the key function fails on are taken out
 /// of `events` and returned as dead letters for `output`.
-pub(crate) fn extract_keys(keyer: &mut KeyFunctionInstance, events: &mut Vec<Event>, output: &str) -> Result<(Vec<Vec<u8>>, Vec<(String, Event)>), RunError> {
+pub(crate) fn extract_keys(keyer: &mut KeyFunctionInstance, events: &mut Vec<Event>, output: &str) -> Result<(Vec<Vec<u8>>, SideEvents), RunError> {
     let error = match keyer.extract_keys(events) {
         Ok(keys) => return Ok((keys, Vec::new())),
         Err(error) => error,

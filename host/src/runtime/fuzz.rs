@@ -72,7 +72,7 @@ impl Input<'_> {
     }
 
     fn domain(&mut self) -> TimeDomain {
-        if self.byte() % 2 == 0 { TimeDomain::EventTime } else { TimeDomain::ProcessingTime }
+        if self.byte().is_multiple_of(2) { TimeDomain::EventTime } else { TimeDomain::ProcessingTime }
     }
 
     /// A packed batch whose lists need not agree with each other.
@@ -145,7 +145,7 @@ pub fn host_api_calls(data: &[u8]) {
             }
             12 => {
                 let handle = input.handle::<MapStateHandle>(&maps);
-                let start = if input.byte() % 2 == 0 { None } else { Some(input.bytes()) };
+                let start = if input.byte().is_multiple_of(2) { None } else { Some(input.bytes()) };
                 drop(HostMapState::entries(&mut ctx, handle, start, input.u32()));
             }
             13 => drop(HostMapState::is_empty(&mut ctx, input.handle::<MapStateHandle>(&maps))),
@@ -178,7 +178,7 @@ pub fn host_api_calls(data: &[u8]) {
             21 => drop(HostListState::clear(&mut ctx, input.handle::<ListStateHandle>(&lists))),
             22 => {
                 let (domain, timestamp) = (input.domain(), i64::from(input.u32()) - i64::from(i32::MAX));
-                drop(if input.byte() % 2 == 0 { ctx.register(domain, timestamp) } else { ctx.delete(domain, timestamp) });
+                drop(if input.byte().is_multiple_of(2) { ctx.register(domain, timestamp) } else { ctx.delete(domain, timestamp) });
             }
             23 => {
                 let (domain, up_to) = (input.domain(), i64::from(input.u32()));
