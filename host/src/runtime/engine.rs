@@ -47,6 +47,10 @@ pub fn new_engine(limits: EngineLimits) -> wasmtime::Result<Engine> {
         .epoch_interruption(true)
         .consume_fuel(limits.fuel)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
+    if std::env::var_os("WEIR_PERF_MAP").is_some() {
+        // For `perf record`: name compiled functions in /tmp/perf-<pid>.map.
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
     let engine = Engine::new(&config)?;
     super::limits::start_epoch_ticker(&engine)?;
     Ok(engine)
