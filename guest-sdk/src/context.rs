@@ -1,6 +1,9 @@
 //! What a handler may ask of the host while it runs: emit outputs, read
 //! event time, log.
 
+use std::borrow::Borrow;
+
+use crate::packing::BatchPacker;
 use crate::{host, Error, Event, TimeDomain};
 
 /// Severity of a [`Context::log`] line.
@@ -26,28 +29,41 @@ pub enum LogLevel {
 /// per batch, not once per output.
 #[derive(Debug)]
 pub struct Context {
-    outputs: Vec<Event>,
+    outputs: BatchPacker,
 }
 
 impl Context {
-    /// Send `event` to the pipeline's main output.
-    pub fn emit(&mut self, event: Event) {
-        self.outputs.push(event);
+    /// Send `event` (owned or borrowed) to the pipeline's main output.
+    pub fn emit(&mut self, event: impl Borrow<Event>) {
+        self.outputs.push_event(event.borrow());
+    }
+
+    /// Send an event with payload `value` at event time `timestamp` (no
+    /// source key, no headers) to the main output: [`Context::emit`]
+    /// without building an [`Event`] (the bytes are copied into the batch
+    /// for the host right away).
+    pub fn emit_value(&mut self, value: &[u8], timestamp: i64) {
+        self.outputs.push(value, timestamp, None, &[]);
     }
 
     /// Hand the buffered outputs to the host (the glue calls this at the
     /// end of each call).
     pub(crate) fn flush(&mut self) {
         if !self.outputs.is_empty() {
-            host::emit_batch(&crate::packing::pack(&self.outputs));
+            host::emit_batch(self.outputs.batch());
             self.outputs.clear();
         }
     }
 
+    /// Drop what is buffered (a failed call's outputs).
+    pub(crate) fn clear(&mut self) {
+        self.outputs.clear();
+    }
+
     /// Send `event` to the side output called `name` (declared in the
     /// pipeline spec; events for undeclared outputs are counted and dropped).
-    pub fn emit_to(&mut self, name: &str, event: Event) {
-        host::emit_to(name, event);
+    pub fn emit_to(&mut self, name: &str, event: impl Borrow<Event>) {
+        host::emit_to(name, event.borrow());
     }
 
     /// The current event-time watermark (ms since the epoch); `i64::MIN`
@@ -91,7 +107,7 @@ impl Context {
 
     /// Create a context; only the SDK's glue and test harness do this.
     pub(crate) fn new() -> Self {
-        Self { outputs: Vec::new() }
+        Self { outputs: BatchPacker::default() }
     }
 }
 

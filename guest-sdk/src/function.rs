@@ -4,6 +4,9 @@
 use serde::{de::DeserializeOwned, Serialize};
 
 use crate::__private::wit::types::{Accumulate, EventBatch, FunctionError, KeyedBatch, KeyedEvents, KeyedTimers, PackedKeys, Window, WindowEvents, WindowResult};
+use std::cell::RefCell;
+
+use crate::packing::EventBuffer;
 use crate::{codec, host, packing, Context, Error, Event, FiredTimer};
 
 /// Computes the key a keyed pipeline partitions events by.
@@ -18,8 +21,9 @@ pub trait KeyFunction: Default + 'static {
 /// Processes the events of one key with that key's state.
 pub trait ProcessFunction: Default + 'static {
     /// Handle `events` (oldest first) of `key`. State handles read and write
-    /// `key`'s state; outputs go through `ctx`.
-    fn process(&mut self, key: &[u8], events: Vec<Event>, ctx: &mut Context) -> Result<(), Error>;
+    /// `key`'s state; outputs go through `ctx`. The events are borrowed:
+    /// the SDK reuses their buffers for the next batch.
+    fn process(&mut self, key: &[u8], events: &[Event], ctx: &mut Context) -> Result<(), Error>;
 
     /// A timer registered for `key` (with `Context::register_*_timer`) has
     /// fired. State handles are scoped to `key`. Does nothing by default.
@@ -65,49 +69,82 @@ pub fn extract_keys<F: KeyFunction>(function: &mut F, events: Vec<Event>) -> Res
     events.iter().map(|event| function.key(event)).collect::<Result<_, _>>().map_err(function_error)
 }
 
+thread_local! {
+    /// The input events and the output context, reused from call to call
+    /// (a component instance runs one call at a time).
+    static SCRATCH: RefCell<(EventBuffer, Context)> = RefCell::new((EventBuffer::default(), Context::new()));
+}
+
+/// Run `f` with the reused input buffer and a context emptied of what an
+/// earlier (failed) call may have left.
+fn with_scratch<R>(f: impl FnOnce(&mut EventBuffer, &mut Context) -> R) -> R {
+    SCRATCH.with_borrow_mut(|(input, ctx)| {
+        ctx.clear();
+        f(input, ctx)
+    })
+}
+
 /// Run `function`'s key extraction over a packed batch (called by the glue):
-/// one reused `Event`, keys packed as they come.
+/// events unpacked into reused buffers, keys packed as they come.
 pub fn extract_packed_keys<F: KeyFunction>(function: &mut F, events: EventBatch) -> Result<PackedKeys, FunctionError> {
-    let mut keys = packing::KeyPacker::default();
-    packing::for_each_event(&events, |event| {
-        keys.push(&function.key(event)?);
+    with_scratch(|input, _| {
+        let mut keys = packing::KeyPacker::default();
+        for event in input.fill(&events)? {
+            keys.push(&function.key(event)?);
+        }
+        Ok(keys.finish())
+    })
+    .map_err(function_error)
+}
+
+/// Run `function` over a packed batch, one key at a time (called by the
+/// glue): no allocation per event once the buffers have grown.
+pub fn process_packed<F: ProcessFunction>(function: &mut F, batch: KeyedBatch) -> Result<(), FunctionError> {
+    with_scratch(|input, ctx| {
+        let events = input.fill(&batch.events)?;
+        for (index, group) in packing::groups(&batch, events).enumerate() {
+            let (key, events) = group?;
+            host::select_key(key_index(index)?, key)?;
+            function.process(key, events, ctx)?;
+        }
+        ctx.flush();
         Ok(())
     })
-    .map_err(function_error)?;
-    Ok(keys.finish())
+    .map_err(function_error)
 }
 
-/// Run `function` over a packed batch (called by the glue).
-pub fn process_packed<F: ProcessFunction>(function: &mut F, batch: KeyedBatch) -> Result<(), FunctionError> {
-    process_batch(function, packing::unpack_keyed(&batch).map_err(function_error)?)
+fn key_index(index: usize) -> Result<u32, Error> {
+    u32::try_from(index).map_err(|_| Error::msg("batch too large"))
 }
 
-/// Run `function` over a batch, one key at a time (called by the glue and
-/// by the native test harness).
+/// Run `function` over a batch, one key at a time (called by the native
+/// test harness).
 pub fn process_batch<F: ProcessFunction>(function: &mut F, batch: Vec<KeyedEvents>) -> Result<(), FunctionError> {
-    let mut ctx = Context::new();
-    for (index, KeyedEvents { key, events }) in batch.into_iter().enumerate() {
-        let index = u32::try_from(index).map_err(|_| FunctionError { message: "batch too large".into() })?;
-        host::select_key(index, &key).map_err(function_error)?;
-        function.process(&key, events, &mut ctx).map_err(function_error)?;
-    }
-    ctx.flush();
-    Ok(())
+    with_scratch(|_, ctx| {
+        for (index, KeyedEvents { key, events }) in batch.iter().enumerate() {
+            host::select_key(key_index(index)?, key)?;
+            function.process(key, events, ctx)?;
+        }
+        ctx.flush();
+        Ok(())
+    })
+    .map_err(function_error)
 }
 
 /// Deliver fired timers to `function`, one key at a time (called by the
 /// glue and by the native test harness).
 pub fn fire_timers<F: ProcessFunction>(function: &mut F, batch: Vec<KeyedTimers>) -> Result<(), FunctionError> {
-    let mut ctx = Context::new();
-    for (index, KeyedTimers { key, timers }) in batch.into_iter().enumerate() {
-        let index = u32::try_from(index).map_err(|_| FunctionError { message: "batch too large".into() })?;
-        host::select_key(index, &key).map_err(function_error)?;
-        for timer in timers {
-            function.on_timer(&key, timer, &mut ctx).map_err(function_error)?;
+    with_scratch(|_, ctx| {
+        for (index, KeyedTimers { key, timers }) in batch.into_iter().enumerate() {
+            host::select_key(key_index(index)?, &key)?;
+            for timer in timers {
+                function.on_timer(&key, timer, ctx)?;
+            }
         }
-    }
-    ctx.flush();
-    Ok(())
+        ctx.flush();
+        Ok(())
+    })
+    .map_err(function_error)
 }
 
 /// Fold each entry's events into its accumulator (called by the glue).

@@ -29,7 +29,7 @@
 //!
 //! #[function]
 //! impl ProcessFunction for Counter {
-//!     fn process(&mut self, _key: &[u8], events: Vec<Event>, ctx: &mut Context) -> Result<(), Error> {
+//!     fn process(&mut self, _key: &[u8], events: &[Event], ctx: &mut Context) -> Result<(), Error> {
 //!         let mut count = self.count.get()?.unwrap_or(0);
 //!         for event in events {
 //!             count += 1;

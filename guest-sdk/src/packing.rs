@@ -4,7 +4,7 @@
 //! checks what it receives; what the host sends is checked here too, and a
 //! malformed batch is an error, never a panic.
 
-use crate::bindings::weir::function::types::{EventBatch, KeyedBatch, KeyedEvents, PackedKeys};
+use crate::bindings::weir::function::types::{EventBatch, KeyedBatch, PackedKeys};
 use crate::{Error, Event};
 
 /// An offset into a packed list.
@@ -12,22 +12,69 @@ fn end(len: usize) -> u32 {
     u32::try_from(len).unwrap_or(u32::MAX)
 }
 
-/// Pack `events` for the host.
-pub(crate) fn pack(events: &[Event]) -> EventBatch {
-    let mut batch = EventBatch { values: Vec::new(), value_ends: Vec::with_capacity(events.len()), timestamps: Vec::with_capacity(events.len()), keyed: Vec::new(), keys: Vec::new(), key_ends: Vec::new(), headers: Vec::new() };
-    batch.values.reserve(events.iter().map(|e| e.value.len()).sum());
-    for (index, event) in events.iter().enumerate() {
-        batch.values.extend_from_slice(&event.value);
+/// Packs events for the host as they come, reusing its buffers from batch
+/// to batch (what [`Context`](crate::Context) emits into).
+#[derive(Debug)]
+pub(crate) struct BatchPacker {
+    batch: EventBatch,
+}
+
+impl Default for BatchPacker {
+    fn default() -> Self {
+        Self { batch: EventBatch { values: Vec::new(), value_ends: Vec::new(), timestamps: Vec::new(), keyed: Vec::new(), keys: Vec::new(), key_ends: Vec::new(), headers: Vec::new() } }
+    }
+}
+
+impl BatchPacker {
+    /// Add an event made of its parts.
+    pub(crate) fn push(&mut self, value: &[u8], timestamp: i64, key: Option<&[u8]>, headers: &[(String, Vec<u8>)]) {
+        let batch = &mut self.batch;
+        let index = end(batch.timestamps.len());
+        batch.values.extend_from_slice(value);
         batch.value_ends.push(end(batch.values.len()));
-        batch.timestamps.push(event.timestamp);
-        if let Some(key) = &event.key {
-            batch.keyed.push(end(index));
+        batch.timestamps.push(timestamp);
+        if let Some(key) = key {
+            batch.keyed.push(index);
             batch.keys.extend_from_slice(key);
             batch.key_ends.push(end(batch.keys.len()));
         }
-        batch.headers.extend(event.headers.iter().map(|(name, value)| (end(index), name.clone(), value.clone())));
+        batch.headers.extend(headers.iter().map(|(name, value)| (index, name.clone(), value.clone())));
     }
-    batch
+
+    /// Add `event`.
+    pub(crate) fn push_event(&mut self, event: &Event) {
+        self.push(&event.value, event.timestamp, event.key.as_deref(), &event.headers);
+    }
+
+    /// Whether nothing was added since the last [`Self::clear`].
+    pub(crate) fn is_empty(&self) -> bool {
+        self.batch.timestamps.is_empty()
+    }
+
+    /// The packed batch.
+    pub(crate) fn batch(&self) -> &EventBatch {
+        &self.batch
+    }
+
+    /// Forget the events, keep the buffers.
+    pub(crate) fn clear(&mut self) {
+        let batch = &mut self.batch;
+        batch.values.clear();
+        batch.value_ends.clear();
+        batch.timestamps.clear();
+        batch.keyed.clear();
+        batch.keys.clear();
+        batch.key_ends.clear();
+        batch.headers.clear();
+    }
+}
+
+/// Pack `events` for the host.
+#[cfg(test)]
+pub(crate) fn pack(events: &[Event]) -> EventBatch {
+    let mut packer = BatchPacker::default();
+    events.iter().for_each(|event| packer.push_event(event));
+    packer.batch
 }
 
 /// Cut `bytes` at `ends`, checked.
@@ -41,50 +88,64 @@ fn cut<'a>(bytes: &'a [u8], ends: &'a [u32]) -> impl Iterator<Item = Result<&'a 
     })
 }
 
-/// Call `each` with every event of `batch` in order, reusing one `Event`
-/// (no allocation per event once its buffers have grown).
-pub(crate) fn for_each_event(batch: &EventBatch, mut each: impl FnMut(&Event) -> Result<(), Error>) -> Result<(), Error> {
-    let mut event = Event { key: None, value: Vec::new(), timestamp: 0, headers: Vec::new() };
-    let (mut keyed, mut headers) = (batch.keyed.iter().zip(cut(&batch.keys, &batch.key_ends)).peekable(), batch.headers.iter().peekable());
-    for (index, (value, timestamp)) in cut(&batch.values, &batch.value_ends).zip(&batch.timestamps).enumerate() {
-        let index = end(index);
-        event.value.clear();
-        event.value.extend_from_slice(value?);
-        event.timestamp = *timestamp;
-        event.key = match keyed.next_if(|(i, _)| **i == index) {
-            Some((_, key)) => Some(key?.to_vec()),
-            None => None,
-        };
-        event.headers.clear();
-        while let Some((_, name, value)) = headers.next_if(|(i, _, _)| *i == index) {
-            event.headers.push((name.clone(), value.clone()));
+/// The events of packed batches as [`Event`]s whose buffers are reused
+/// from batch to batch: no allocation per event once they have grown.
+#[derive(Default)]
+pub(crate) struct EventBuffer {
+    events: Vec<Event>,
+}
+
+impl EventBuffer {
+    /// Unpack `batch` (checked) and return its events.
+    pub(crate) fn fill(&mut self, batch: &EventBatch) -> Result<&[Event], Error> {
+        let count = batch.timestamps.len();
+        if batch.value_ends.len() != count {
+            return Err(Error::msg(format!("malformed batch: {} values for {count} timestamps", batch.value_ends.len())));
         }
-        each(&event)?;
+        if self.events.len() < count {
+            self.events.resize_with(count, || Event { key: None, value: Vec::new(), timestamp: 0, headers: Vec::new() });
+        }
+        let (mut keyed, mut headers) = (batch.keyed.iter().zip(cut(&batch.keys, &batch.key_ends)).peekable(), batch.headers.iter().peekable());
+        for (index, (event, (value, timestamp))) in self.events.iter_mut().zip(cut(&batch.values, &batch.value_ends).zip(&batch.timestamps)).enumerate() {
+            let index = end(index);
+            event.value.clear();
+            event.value.extend_from_slice(value?);
+            event.timestamp = *timestamp;
+            match (keyed.next_if(|(i, _)| **i == index), &mut event.key) {
+                (Some((_, key)), Some(buffer)) => {
+                    buffer.clear();
+                    buffer.extend_from_slice(key?);
+                }
+                (Some((_, key)), slot) => *slot = Some(key?.to_vec()),
+                (None, slot) => *slot = None,
+            }
+            event.headers.clear();
+            while let Some((_, name, value)) = headers.next_if(|(i, _, _)| *i == index) {
+                event.headers.push((name.clone(), value.clone()));
+            }
+        }
+        if keyed.next().is_some() || headers.next().is_some() {
+            return Err(Error::msg("malformed batch: keys or headers of events it does not have"));
+        }
+        Ok(&self.events[..count])
     }
-    Ok(())
 }
 
-/// The events of `batch`, owned.
+/// The events of `batch`, owned (the native test host's `emit-batch`).
+#[cfg(any(test, not(target_arch = "wasm32")))]
 pub(crate) fn unpack(batch: &EventBatch) -> Result<Vec<Event>, Error> {
-    let mut events = Vec::with_capacity(batch.timestamps.len());
-    for_each_event(batch, |event| {
-        events.push(event.clone());
-        Ok(())
-    })?;
-    Ok(events)
+    EventBuffer::default().fill(batch).map(<[Event]>::to_vec)
 }
 
-/// A keyed batch as per-key groups.
-pub(crate) fn unpack_keyed(batch: &KeyedBatch) -> Result<Vec<KeyedEvents>, Error> {
-    let mut events = unpack(&batch.events)?.into_iter();
+/// Each key of a keyed batch with its events (slices of `events`, the
+/// batch's events unpacked).
+pub(crate) fn groups<'a>(batch: &'a KeyedBatch, events: &'a [Event]) -> impl Iterator<Item = Result<(&'a [u8], &'a [Event]), Error>> + 'a {
     let mut taken = 0usize;
-    let mut groups = Vec::with_capacity(batch.event_ends.len());
-    for (key, &event_end) in cut(&batch.keys.bytes, &batch.keys.ends).zip(&batch.event_ends) {
-        let count = (event_end as usize).checked_sub(taken).ok_or_else(|| Error::msg("malformed batch: event ends go backwards"))?;
+    cut(&batch.keys.bytes, &batch.keys.ends).zip(&batch.event_ends).map(move |(key, &event_end)| {
+        let group = events.get(taken..event_end as usize).ok_or_else(|| Error::msg("malformed batch: event ends out of order or past the events"))?;
         taken = event_end as usize;
-        groups.push(KeyedEvents { key: key?.to_vec(), events: events.by_ref().take(count).collect() });
-    }
-    Ok(groups)
+        Ok((key?, group))
+    })
 }
 
 /// Keys packed for the host.
@@ -130,9 +191,15 @@ mod tests {
         let batch = pack(&events);
         assert_eq!(shape(&unpack(&batch).unwrap()), shape(&events));
         let keyed = KeyedBatch { keys: PackedKeys { bytes: b"k1k2".to_vec(), ends: vec![2, 4] }, event_ends: vec![3, 4], events: batch };
-        let groups = unpack_keyed(&keyed).unwrap();
-        assert_eq!((groups[0].key.as_slice(), groups[0].events.len(), groups[1].key.as_slice(), groups[1].events.len()), (&b"k1"[..], 3, &b"k2"[..], 1));
-        assert_eq!(shape(&groups[1].events), shape(&events[3..]));
+        let mut buffer = EventBuffer::default();
+        let unpacked = buffer.fill(&keyed.events).unwrap().to_vec();
+        let groups: Vec<(&[u8], &[Event])> = groups(&keyed, &unpacked).collect::<Result<_, _>>().unwrap();
+        assert_eq!((groups[0].0, groups[0].1.len(), groups[1].0, groups[1].1.len()), (&b"k1"[..], 3, &b"k2"[..], 1));
+        assert_eq!(shape(groups[1].1), shape(&events[3..]));
+        // Reused buffers give the same events, keys and headers cleared.
+        let again = pack(&[event("x", None, &[]), event("yy", Some("k"), &[("h", "1")])]);
+        assert_eq!(shape(buffer.fill(&again).unwrap()), shape(&unpack(&again).unwrap()));
+        assert_eq!(buffer.fill(&again).unwrap()[0].key, None);
     }
 
     #[test]
@@ -140,5 +207,14 @@ mod tests {
         let mut batch = pack(&[event("ab", None, &[])]);
         batch.value_ends[0] = 7;
         assert!(unpack(&batch).is_err());
+        let mut batch = pack(&[event("ab", Some("k"), &[])]);
+        batch.keyed[0] = 3;
+        assert!(unpack(&batch).is_err(), "a key of an event the batch does not have");
+        let mut batch = pack(&[event("ab", None, &[])]);
+        batch.timestamps.push(1);
+        assert!(unpack(&batch).is_err(), "more timestamps than values");
+        let keyed = KeyedBatch { keys: PackedKeys { bytes: b"k".to_vec(), ends: vec![1] }, event_ends: vec![5], events: pack(&[event("a", None, &[])]) };
+        let events = unpack(&keyed.events).unwrap();
+        assert!(groups(&keyed, &events).any(|g| g.is_err()));
     }
 }

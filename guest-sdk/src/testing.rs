@@ -6,7 +6,7 @@
 //! # struct Sum { total: ValueState<i64> }
 //! # impl Default for Sum { fn default() -> Self { Self { total: ValueState::new("total") } } }
 //! # impl ProcessFunction for Sum {
-//! #     fn process(&mut self, _key: &[u8], events: Vec<Event>, _ctx: &mut Context) -> Result<(), Error> {
+//! #     fn process(&mut self, _key: &[u8], events: &[Event], _ctx: &mut Context) -> Result<(), Error> {
 //! #         let add: i64 = events.iter().map(|e| e.value.len() as i64).sum();
 //! #         self.total.set(&(self.total.get()?.unwrap_or(0) + add))
 //! #     }

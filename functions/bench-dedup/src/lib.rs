@@ -28,11 +28,11 @@ impl KeyFunction for BenchDedup {
 
 #[function]
 impl ProcessFunction for BenchDedup {
-    fn process(&mut self, _key: &[u8], events: Vec<Event>, ctx: &mut Context) -> Result<(), Error> {
+    fn process(&mut self, _key: &[u8], events: &[Event], ctx: &mut Context) -> Result<(), Error> {
         if self.seen.get()?.is_some() {
             return Ok(());
         }
-        if let Some(first) = events.into_iter().next() {
+        if let Some(first) = events.first() {
             ctx.emit(first);
             self.seen.set(&true)?;
         }

@@ -19,14 +19,14 @@ impl KeyFunction for BenchFilter {
 
 #[function]
 impl ProcessFunction for BenchFilter {
-    fn process(&mut self, _key: &[u8], events: Vec<Event>, ctx: &mut Context) -> Result<(), Error> {
+    fn process(&mut self, _key: &[u8], events: &[Event], ctx: &mut Context) -> Result<(), Error> {
         for event in events {
             let order = Order::decode(&event.value)?;
             if order.amount_cents >= 1_000 {
-                let mut value = Vec::with_capacity(16);
-                value.extend_from_slice(&order.customer_id.to_le_bytes());
-                value.extend_from_slice(&(order.amount_cents * 2).to_le_bytes());
-                ctx.emit(Event::new(value, event.timestamp));
+                let mut value = [0; 16];
+                value[..8].copy_from_slice(&order.customer_id.to_le_bytes());
+                value[8..].copy_from_slice(&(order.amount_cents * 2).to_le_bytes());
+                ctx.emit_value(&value, event.timestamp);
             }
         }
         Ok(())

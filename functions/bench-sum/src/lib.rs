@@ -13,10 +13,10 @@ use weir_sdk::binary::Order;
 use weir_sdk::{function, AggregateFunction, Context, Error, Event, KeyFunction, ProcessFunction, ValueState, Window};
 
 /// `(a, b)` as 16 bytes.
-fn pair(a: u64, b: i64) -> Vec<u8> {
-    let mut value = Vec::with_capacity(16);
-    value.extend_from_slice(&a.to_le_bytes());
-    value.extend_from_slice(&b.to_le_bytes());
+fn pair(a: u64, b: i64) -> [u8; 16] {
+    let mut value = [0; 16];
+    value[..8].copy_from_slice(&a.to_le_bytes());
+    value[8..].copy_from_slice(&b.to_le_bytes());
     value
 }
 
@@ -40,12 +40,12 @@ impl KeyFunction for BenchSum {
 
 #[function]
 impl ProcessFunction for BenchSum {
-    fn process(&mut self, _key: &[u8], events: Vec<Event>, ctx: &mut Context) -> Result<(), Error> {
+    fn process(&mut self, _key: &[u8], events: &[Event], ctx: &mut Context) -> Result<(), Error> {
         let mut total = self.total.get()?.unwrap_or(0);
         for event in events {
             let order = Order::decode(&event.value)?;
             total = total.checked_add(order.amount_cents).ok_or_else(|| Error::msg("total overflows"))?;
-            ctx.emit(Event::new(pair(order.customer_id, total), event.timestamp));
+            ctx.emit_value(&pair(order.customer_id, total), event.timestamp);
         }
         self.total.set(&total)
     }
@@ -66,7 +66,7 @@ impl AggregateFunction for BenchSum {
 
     fn result(&mut self, key: &[u8], window: Window, total: i64) -> Result<Vec<Event>, Error> {
         let customer = u64::from_le_bytes(key.try_into().map_err(|_| Error::msg("a key is 8 bytes"))?);
-        Ok(vec![Event::new(pair(customer, total), window.end - 1)])
+        Ok(vec![Event::new(pair(customer, total).to_vec(), window.end - 1)])
     }
 }
 

@@ -147,7 +147,7 @@ impl KeyFunction for Currency {
 
 #[function]
 impl ProcessFunction for Currency {
-    fn process(&mut self, _key: &[u8], events: Vec<Event>, ctx: &mut Context) -> Result<(), Error> {
+    fn process(&mut self, _key: &[u8], events: &[Event], ctx: &mut Context) -> Result<(), Error> {
         let rates = match self.rates.take() {
             Some(rates) => rates,
             None => load_rates()?,

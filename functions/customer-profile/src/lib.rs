@@ -58,7 +58,7 @@ impl KeyFunction for CustomerProfile {
 
 #[function]
 impl ProcessFunction for CustomerProfile {
-    fn process(&mut self, key: &[u8], events: Vec<Event>, ctx: &mut Context) -> Result<(), Error> {
+    fn process(&mut self, key: &[u8], events: &[Event], ctx: &mut Context) -> Result<(), Error> {
         let mut recent = self.recent.get()?;
         for event in events {
             let order: Order = event.json()?;

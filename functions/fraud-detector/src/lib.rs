@@ -63,7 +63,7 @@ impl KeyFunction for FraudDetector {
 
 #[function]
 impl ProcessFunction for FraudDetector {
-    fn process(&mut self, _key: &[u8], events: Vec<Event>, ctx: &mut Context) -> Result<(), Error> {
+    fn process(&mut self, _key: &[u8], events: &[Event], ctx: &mut Context) -> Result<(), Error> {
         let mut pending = self.pending_small.get()?;
         for event in events {
             let tx: Transaction = serde_json::from_slice(&event.value)?;

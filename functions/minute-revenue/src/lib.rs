@@ -53,7 +53,7 @@ impl KeyFunction for MinuteRevenueFn {
 
 #[function]
 impl ProcessFunction for MinuteRevenueFn {
-    fn process(&mut self, _key: &[u8], events: Vec<Event>, ctx: &mut Context) -> Result<(), Error> {
+    fn process(&mut self, _key: &[u8], events: &[Event], ctx: &mut Context) -> Result<(), Error> {
         for event in events {
             let order: Order = event.json()?;
             let start = event.timestamp.div_euclid(MINUTE) * MINUTE;

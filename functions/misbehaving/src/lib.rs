@@ -112,7 +112,7 @@ impl KeyFunction for Misbehaving {
 
 #[function]
 impl ProcessFunction for Misbehaving {
-    fn process(&mut self, _key: &[u8], events: Vec<Event>, ctx: &mut Context) -> Result<(), Error> {
+    fn process(&mut self, _key: &[u8], events: &[Event], ctx: &mut Context) -> Result<(), Error> {
         let mut count = self.count.get()?.unwrap_or(0);
         for event in events {
             let input = Input::parse(&event)?;

@@ -51,7 +51,7 @@ impl KeyFunction for Revenue {
 
 #[function]
 impl ProcessFunction for Revenue {
-    fn process(&mut self, _key: &[u8], events: Vec<Event>, ctx: &mut Context) -> Result<(), Error> {
+    fn process(&mut self, _key: &[u8], events: &[Event], ctx: &mut Context) -> Result<(), Error> {
         let mut total = Cents(self.total.get()?.unwrap_or(0));
         for event in events {
             let order: Order = serde_json::from_slice(&event.value)?;

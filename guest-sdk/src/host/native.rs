@@ -252,8 +252,8 @@ pub(crate) fn emit_batch(batch: &crate::bindings::weir::function::types::EventBa
     with_mock(|m| m.emitted.extend(events));
 }
 
-pub(crate) fn emit_to(name: &str, event: Event) {
-    with_mock(|m| m.side_outputs.push((name.to_string(), event)));
+pub(crate) fn emit_to(name: &str, event: &Event) {
+    with_mock(|m| m.side_outputs.push((name.to_string(), event.clone())));
 }
 
 pub(crate) fn current_watermark() -> i64 {

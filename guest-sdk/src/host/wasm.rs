@@ -113,8 +113,8 @@ pub(crate) fn emit_batch(batch: &crate::bindings::weir::function::types::EventBa
     context::emit_batch(batch);
 }
 
-pub(crate) fn emit_to(name: &str, event: Event) {
-    context::emit_to(name, &event);
+pub(crate) fn emit_to(name: &str, event: &Event) {
+    context::emit_to(name, event);
 }
 
 pub(crate) fn current_watermark() -> i64 {
