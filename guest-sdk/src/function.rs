@@ -99,18 +99,21 @@ pub fn extract_packed_keys<F: KeyFunction>(function: &mut F, events: EventBatch)
 
 /// Run `function` over a packed batch, one key at a time (called by the
 /// glue): no allocation per event once the buffers have grown.
-pub fn process_packed<F: ProcessFunction>(function: &mut F, batch: KeyedBatch) -> Result<(), FunctionError> {
-    with_scratch(|input, ctx| {
+pub fn process_packed<F: ProcessFunction>(function: &mut F, mut batch: KeyedBatch) -> Result<(), FunctionError> {
+    host::begin_batch(std::mem::replace(&mut batch.prefetched, packing::no_cells()), batch.event_ends.len());
+    let processed = with_scratch(|input, ctx| {
         let events = input.fill(&batch.events)?;
         for (index, group) in packing::groups(&batch, events).enumerate() {
             let (key, events) = group?;
             host::select_key(key_index(index)?, key)?;
-            function.process(key, events, ctx)?;
+            function.process(key, events, ctx).inspect_err(|_| host::report_current_key())?;
         }
         ctx.flush();
         Ok(())
-    })
-    .map_err(function_error)
+    });
+    // State written before an error is kept, as without read-ahead.
+    let written = host::end_batch();
+    processed.and(written).map_err(function_error)
 }
 
 fn key_index(index: usize) -> Result<u32, Error> {
@@ -138,7 +141,7 @@ pub fn fire_timers<F: ProcessFunction>(function: &mut F, batch: Vec<KeyedTimers>
         for (index, KeyedTimers { key, timers }) in batch.into_iter().enumerate() {
             host::select_key(key_index(index)?, &key)?;
             for timer in timers {
-                function.on_timer(&key, timer, ctx)?;
+                function.on_timer(&key, timer, ctx).inspect_err(|_| host::report_current_key())?;
             }
         }
         ctx.flush();

@@ -4,7 +4,7 @@
 //! checks what it receives; what the host sends is checked here too, and a
 //! malformed batch is an error, never a panic.
 
-use crate::bindings::weir::function::types::{EventBatch, KeyedBatch, PackedKeys};
+use crate::bindings::weir::function::types::{EventBatch, KeyedBatch, PackedKeys, ValueCells};
 use crate::{Error, Event};
 
 /// An offset into a packed list.
@@ -148,6 +148,11 @@ pub(crate) fn groups<'a>(batch: &'a KeyedBatch, events: &'a [Event]) -> impl Ite
     })
 }
 
+/// No value cells.
+pub(crate) fn no_cells() -> ValueCells {
+    ValueCells { states: Vec::new(), present: Vec::new(), values: Vec::new(), ends: Vec::new() }
+}
+
 /// Keys packed for the host.
 #[derive(Default)]
 pub(crate) struct KeyPacker {
@@ -190,7 +195,7 @@ mod tests {
         let events = vec![event("a", None, &[]), event("", Some(""), &[("h", "1"), ("i", "2")]), event("ccc", Some("k"), &[]), event("d", None, &[("x", "")])];
         let batch = pack(&events);
         assert_eq!(shape(&unpack(&batch).unwrap()), shape(&events));
-        let keyed = KeyedBatch { keys: PackedKeys { bytes: b"k1k2".to_vec(), ends: vec![2, 4] }, event_ends: vec![3, 4], events: batch };
+        let keyed = KeyedBatch { keys: PackedKeys { bytes: b"k1k2".to_vec(), ends: vec![2, 4] }, event_ends: vec![3, 4], events: batch, prefetched: no_cells() };
         let mut buffer = EventBuffer::default();
         let unpacked = buffer.fill(&keyed.events).unwrap().to_vec();
         let groups: Vec<(&[u8], &[Event])> = groups(&keyed, &unpacked).collect::<Result<_, _>>().unwrap();
@@ -213,7 +218,7 @@ mod tests {
         let mut batch = pack(&[event("ab", None, &[])]);
         batch.timestamps.push(1);
         assert!(unpack(&batch).is_err(), "more timestamps than values");
-        let keyed = KeyedBatch { keys: PackedKeys { bytes: b"k".to_vec(), ends: vec![1] }, event_ends: vec![5], events: pack(&[event("a", None, &[])]) };
+        let keyed = KeyedBatch { keys: PackedKeys { bytes: b"k".to_vec(), ends: vec![1] }, event_ends: vec![5], events: pack(&[event("a", None, &[])]), prefetched: no_cells() };
         let events = unpack(&keyed.events).unwrap();
         assert!(groups(&keyed, &events).any(|g| g.is_err()));
     }

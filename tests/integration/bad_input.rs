@@ -65,7 +65,7 @@ fn a_component_exporting_the_wrong_world_is_rejected() {
     std::fs::write(&other, wat::parse_str(component).unwrap()).unwrap();
     let err = fails(&spec_with(dir.path(), &function("revenue"), &other), &dir.path().join("data"));
     assert!(err.contains("other.wasm"), "{err}");
-    assert!(err.contains("weir:function/process-function") && err.contains("weir:function/process-fn@0.1.0"), "{err}");
+    assert!(err.contains("weir:function/process-function") && err.contains("weir:function/process-fn@0.2.0"), "{err}");
     assert!(err.contains("example:other/thing@1.0.0"), "names what it does export: {err}");
 }
 

@@ -66,7 +66,7 @@ fn expand(item: &ItemImpl) -> syn::Result<proc_macro2::TokenStream> {
     let module = syn::Ident::new(role.module, Span::call_site());
     let world = format!("weir:function/{}", role.world);
     let with = role.imports.iter().map(|name| {
-        let key = format!("weir:function/{name}@0.1.0");
+        let key = format!("weir:function/{name}@0.2.0");
         let ident = syn::Ident::new(name, Span::call_site());
         quote!(#key: weir_sdk::__private::wit::#ident,)
     });

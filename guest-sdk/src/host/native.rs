@@ -247,6 +247,17 @@ pub(crate) fn delete_timer(domain: TimeDomain, timestamp: i64) -> Result<(), Err
     })
 }
 
+/// A `process` batch begins (the native stand-in reads nothing ahead).
+pub(crate) fn begin_batch(_prefetched: crate::bindings::weir::function::types::ValueCells, _keys: usize) {}
+
+/// Tell the host which key the function is on (natively it always knows).
+pub(crate) fn report_current_key() {}
+
+/// The batch ends (nothing buffered natively).
+pub(crate) fn end_batch() -> Result<(), Error> {
+    Ok(())
+}
+
 pub(crate) fn emit_batch(batch: &crate::bindings::weir::function::types::EventBatch) {
     let events = crate::packing::unpack(batch).unwrap_or_else(|e| panic!("the SDK packed a malformed batch: {e}"));
     with_mock(|m| m.emitted.extend(events));

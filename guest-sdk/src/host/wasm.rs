@@ -1,7 +1,114 @@
-//! The host API on `wasm32`: thin calls to the component's imports.
+//! The host API on `wasm32`: calls to the component's imports, with value
+//! state served from the batch.
+//!
+//! The host sends, with each `process` batch, the values of the value
+//! states the function has opened for every key of the batch
+//! (`keyed-batch.prefetched`). Reads of those states are answered from
+//! there and writes are collected and sent back with one
+//! `state.write-values` call at the end of the batch, so the common
+//! read-modify-write of a value per key costs no host call. Selecting the
+//! key is lazy too: `state.select-key` is called only before a call that
+//! needs it (map and list state, timers, value states not read ahead).
+
+use std::cell::{Cell, RefCell};
 
 use crate::bindings::weir::function::{context, state, timers, types};
 use crate::{Error, Event, LogLevel, Ttl, TtlUpdate};
+
+/// No write to a cell in this batch.
+const UNWRITTEN: u32 = u32::MAX;
+
+/// The current batch, as far as state is concerned.
+struct Batch {
+    /// Counts batches, so handles know when their cell index is stale.
+    generation: u64,
+    /// The key index the function is processing.
+    current: Option<u32>,
+    /// The key index the host has selected.
+    selected: Option<u32>,
+    /// Keys in the batch.
+    keys: usize,
+    /// What the host read ahead; `None` outside `process`.
+    prefetched: Option<types::ValueCells>,
+    /// Per prefetched cell, the index of its latest write in `writes`.
+    latest: Vec<u32>,
+    /// Writes to send back: (state, key) cells and their values.
+    cells: Vec<(u32, u32)>,
+    writes: types::ValueCells,
+}
+
+thread_local! {
+    static BATCH: RefCell<Batch> = RefCell::new(Batch {
+        generation: 0,
+        current: None,
+        selected: None,
+        keys: 0,
+        prefetched: None,
+        latest: Vec::new(),
+        cells: Vec::new(),
+        writes: crate::packing::no_cells(),
+    });
+}
+
+/// A `process` batch begins: `prefetched` holds the host's read-ahead
+/// values for its `keys` keys.
+pub(crate) fn begin_batch(prefetched: types::ValueCells, keys: usize) {
+    BATCH.with_borrow_mut(|batch| {
+        batch.generation += 1;
+        batch.current = None;
+        batch.selected = None;
+        batch.keys = keys;
+        batch.latest.clear();
+        batch.latest.resize(prefetched.states.len() * keys, UNWRITTEN);
+        batch.prefetched = Some(prefetched);
+        batch.cells.clear();
+        batch.writes.states.clear();
+        batch.writes.present.clear();
+        batch.writes.values.clear();
+        batch.writes.ends.clear();
+    });
+}
+
+/// The batch ends: send the buffered value writes to the host.
+pub(crate) fn end_batch() -> Result<(), Error> {
+    BATCH.with_borrow_mut(|batch| {
+        let prefetched = batch.prefetched.take();
+        batch.current = None;
+        batch.selected = None;
+        if batch.cells.is_empty() {
+            return Ok(());
+        }
+        batch.writes.states = prefetched.map(|p| p.states).unwrap_or_default();
+        let result = state::write_values(&batch.cells, &batch.writes).map_err(state_error);
+        batch.cells.clear();
+        result
+    })
+}
+
+/// Scope state to entry `index` of the current batch (`key` is only used
+/// natively). The host hears of it when a call needs it.
+pub(crate) fn select_key(index: u32, _key: &[u8]) -> Result<(), Error> {
+    BATCH.with_borrow_mut(|batch| batch.current = Some(index));
+    Ok(())
+}
+
+/// Tell the host which key the function is on (before reporting an error,
+/// so the host can name the key).
+pub(crate) fn report_current_key() {
+    let _ = selected();
+}
+
+/// Make sure the host has the current key selected before a state call.
+fn selected() -> Result<(), Error> {
+    BATCH.with_borrow_mut(|batch| match batch.current {
+        Some(current) if batch.selected != Some(current) => {
+            state::select_key(current).map_err(state_error)?;
+            batch.selected = Some(current);
+            Ok(())
+        }
+        _ => Ok(()),
+    })
+}
 
 fn state_error(error: state::StateError) -> Error {
     Error::msg(match error {
@@ -24,26 +131,90 @@ fn wit_ttl(ttl: Option<Ttl>) -> Option<state::Ttl> {
     })
 }
 
-/// Scope state to entry `index` of the current batch (`key` is only used natively).
-pub(crate) fn select_key(index: u32, _key: &[u8]) -> Result<(), Error> {
-    state::select_key(index).map_err(state_error)
-}
-
 /// A value-state handle.
-pub(crate) struct RawValue(state::ValueState);
+pub(crate) struct RawValue {
+    handle: state::ValueState,
+    name: String,
+    /// (batch generation, index of this state among the read-ahead ones).
+    slot: Cell<(u64, Option<u32>)>,
+}
 
 impl RawValue {
     pub(crate) fn open(name: &str, ttl: Option<Ttl>) -> Result<Self, Error> {
-        state::ValueState::open(name, wit_ttl(ttl)).map(Self).map_err(state_error)
+        let handle = state::ValueState::open(name, wit_ttl(ttl)).map_err(state_error)?;
+        Ok(Self { handle, name: name.to_string(), slot: Cell::new((0, None)) })
     }
+
+    /// The current key's cell, when the host read this state ahead.
+    fn cell(&self, batch: &Batch) -> Option<usize> {
+        let (generation, state) = self.slot.get();
+        let state = if generation == batch.generation {
+            state
+        } else {
+            let found = batch.prefetched.as_ref()?.states.iter().position(|s| *s == self.name).map(|i| i as u32);
+            self.slot.set((batch.generation, found));
+            found
+        };
+        Some(state? as usize * batch.keys + batch.current? as usize)
+    }
+
     pub(crate) fn get(&self) -> Result<Option<Vec<u8>>, Error> {
-        self.0.get().map_err(state_error)
+        let served = BATCH.with_borrow(|batch| {
+            let cell = self.cell(batch)?;
+            // `None`: not served (a cell the host did not send).
+            let value = |present: &[bool], values: &[u8], ends: &[u32], i: usize| -> Option<Option<Vec<u8>>> {
+                let start = match i.checked_sub(1) {
+                    Some(previous) => *ends.get(previous)? as usize,
+                    None => 0,
+                };
+                let bytes = values.get(start..*ends.get(i)? as usize)?;
+                Some(present.get(i)?.then(|| bytes.to_vec()))
+            };
+            match *batch.latest.get(cell)? {
+                UNWRITTEN => {
+                    let p = batch.prefetched.as_ref()?;
+                    value(&p.present, &p.values, &p.ends, cell)
+                }
+                write => value(&batch.writes.present, &batch.writes.values, &batch.writes.ends, write as usize),
+            }
+        });
+        match served {
+            Some(value) => Ok(value),
+            None => {
+                selected()?;
+                self.handle.get().map_err(state_error)
+            }
+        }
     }
+
+    fn write(&self, value: Option<&[u8]>) -> Result<(), Error> {
+        let buffered = BATCH.with_borrow_mut(|batch| {
+            let cell = self.cell(batch)?;
+            let (state, key) = ((cell / batch.keys) as u32, batch.current?);
+            *batch.latest.get_mut(cell)? = batch.cells.len() as u32;
+            batch.cells.push((state, key));
+            batch.writes.present.push(value.is_some());
+            batch.writes.values.extend_from_slice(value.unwrap_or_default());
+            batch.writes.ends.push(u32::try_from(batch.writes.values.len()).unwrap_or(u32::MAX));
+            Some(())
+        });
+        if buffered.is_some() {
+            return Ok(());
+        }
+        selected()?;
+        match value {
+            Some(value) => self.handle.set(value),
+            None => self.handle.clear(),
+        }
+        .map_err(state_error)
+    }
+
     pub(crate) fn set(&self, value: &[u8]) -> Result<(), Error> {
-        self.0.set(value).map_err(state_error)
+        self.write(Some(value))
     }
+
     pub(crate) fn clear(&self) -> Result<(), Error> {
-        self.0.clear().map_err(state_error)
+        self.write(None)
     }
 }
 
@@ -55,24 +226,31 @@ impl RawMap {
         state::MapState::open(name, wit_ttl(ttl)).map(Self).map_err(state_error)
     }
     pub(crate) fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        selected()?;
         self.0.get(key).map_err(state_error)
     }
     pub(crate) fn put(&self, key: &[u8], value: &[u8]) -> Result<(), Error> {
+        selected()?;
         self.0.put(key, value).map_err(state_error)
     }
     pub(crate) fn remove(&self, key: &[u8]) -> Result<(), Error> {
+        selected()?;
         self.0.remove(key).map_err(state_error)
     }
     pub(crate) fn contains(&self, key: &[u8]) -> Result<bool, Error> {
+        selected()?;
         self.0.contains(key).map_err(state_error)
     }
     pub(crate) fn entries(&self, start_after: Option<&[u8]>, limit: u32) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Error> {
+        selected()?;
         self.0.entries(start_after, limit).map_err(state_error)
     }
     pub(crate) fn is_empty(&self) -> Result<bool, Error> {
+        selected()?;
         self.0.is_empty().map_err(state_error)
     }
     pub(crate) fn clear(&self) -> Result<(), Error> {
+        selected()?;
         self.0.clear().map_err(state_error)
     }
 }
@@ -85,27 +263,34 @@ impl RawList {
         state::ListState::open(name, wit_ttl(ttl)).map(Self).map_err(state_error)
     }
     pub(crate) fn add(&self, value: &[u8]) -> Result<(), Error> {
+        selected()?;
         self.0.add(value).map_err(state_error)
     }
     pub(crate) fn add_all(&self, values: &[Vec<u8>]) -> Result<(), Error> {
+        selected()?;
         self.0.add_all(values).map_err(state_error)
     }
     pub(crate) fn get(&self) -> Result<Vec<Vec<u8>>, Error> {
+        selected()?;
         self.0.get().map_err(state_error)
     }
     pub(crate) fn update(&self, values: &[Vec<u8>]) -> Result<(), Error> {
+        selected()?;
         self.0.update(values).map_err(state_error)
     }
     pub(crate) fn clear(&self) -> Result<(), Error> {
+        selected()?;
         self.0.clear().map_err(state_error)
     }
 }
 
 pub(crate) fn register_timer(domain: types::TimeDomain, timestamp: i64) -> Result<(), Error> {
+    selected()?;
     timers::register(domain, timestamp).map_err(state_error)
 }
 
 pub(crate) fn delete_timer(domain: types::TimeDomain, timestamp: i64) -> Result<(), Error> {
+    selected()?;
     timers::delete(domain, timestamp).map_err(state_error)
 }
 

@@ -1,6 +1,6 @@
 //! Pipelines: the spec users write and the machinery that runs it.
 
-pub mod dead_letter;
+pub mod failures;
 mod exactly_once;
 mod live;
 mod operator;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use crate::state::hash::KeyMap;
 use crate::state::ttl::Ttl;
-use super::dead_letter;
+use super::failures;
 use super::spec::{OnError, PipelineSpec};
 
 use super::runner::RunError;
@@ -59,13 +59,10 @@ impl FunctionEnv {
     }
 
     /// The context of function instance `name`, over `backend` if it keeps
-    /// keyed state (journaled, so a failed call can be undone, under the
-    /// dead-letter policy).
+    /// keyed state (journaled, so a failed call can be undone; it records
+    /// only when asked).
     pub(crate) fn ctx(&self, name: &str, backend: Option<Box<dyn KeyedStateBackend>>) -> Result<HostCtx, RunError> {
-        let backend = match (backend, &self.dead_letter) {
-            (Some(backend), Some(_)) => Some(Box::new(JournaledBackend::new(backend)) as Box<dyn KeyedStateBackend>),
-            (backend, _) => backend,
-        };
+        let backend = backend.map(|backend| Box::new(JournaledBackend::new(backend)) as Box<dyn KeyedStateBackend>);
         HostCtx::new(name, backend, self.max_parallelism)
             .with_ttl_overrides(self.ttl_overrides.clone())
             .with_limits(self.limits)
@@ -125,8 +122,11 @@ impl KeyedOperator {
     /// Handle a batch of (key, event) pairs.
     pub(crate) fn on_events(&mut self, batch: Vec<(Vec<u8>, Event)>) -> Result<(), RunError> {
         match self {
-            KeyedOperator::Process(processor, grouper, None) => Ok(processor.process(grouper.group(batch))?),
-            KeyedOperator::Process(processor, grouper, Some(output)) => dead_letter::process(processor, grouper.group(batch), output),
+            KeyedOperator::Process(processor, grouper, None) => {
+                let groups = grouper.group(batch);
+                processor.process(groups).map_err(|error| failures::pinpoint(processor, groups.len(), error, |p, i| p.process(&groups[i..=i])).into())
+            }
+            KeyedOperator::Process(processor, grouper, Some(output)) => failures::dead_letter_process(processor, grouper.group(batch), output),
             KeyedOperator::Window(windows) => Ok(windows.process(batch)?),
         }
     }
@@ -210,8 +210,8 @@ fn fire_due(processor: &mut ProcessFunctionInstance, domain: TimeDomain, up_to: 
         // call has a deadline).
         for chunk in due.chunks(TIMER_CHUNK) {
             match dead_letter {
-                None => processor.fire_timers(chunk)?,
-                Some(output) => dead_letter::fire_timers(processor, chunk, output)?,
+                None => processor.fire_timers(chunk).map_err(|error| failures::pinpoint(processor, chunk.len(), error, |p, i| p.fire_timers(&chunk[i..=i])))?,
+                Some(output) => failures::dead_letter_timers(processor, chunk, output)?,
             }
         }
     }

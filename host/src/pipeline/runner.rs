@@ -32,7 +32,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::{dead_letter, exactly_once};
+use super::{exactly_once, failures};
 use super::live::{LiveCounts, LiveMetrics, RunHandle};
 use super::operator::{FunctionCode, FunctionEnv, KeyedOperator, OperatorPlan};
 use super::spec::{CheckpointSettings, FunctionSpec, PipelineSpec, SinkSpec, SourceSpec};
@@ -631,7 +631,7 @@ fn feed(
             let keys = match &env.dead_letter {
                 None => keyer.extract_keys(&events)?,
                 Some(output) => {
-                    let (keys, letters) = dead_letter::extract_keys(keyer, &mut events, output)?;
+                    let (keys, letters) = failures::dead_letter_keys(keyer, &mut events, output)?;
                     if !letters.is_empty() {
                         links.sink.send(SinkMessage::Batch { from: usize::from(parallelism), main: Vec::new(), side: letters }).map_err(|_| RunError::Stopped)?;
                     }

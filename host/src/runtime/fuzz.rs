@@ -75,6 +75,17 @@ impl Input<'_> {
         if self.byte().is_multiple_of(2) { TimeDomain::EventTime } else { TimeDomain::ProcessingTime }
     }
 
+    /// Value cells whose lists need not agree with each other or `count`.
+    fn batch_cells(&mut self, count: usize) -> super::bindings::weir::function::types::ValueCells {
+        let count = count + usize::from(self.byte() % 2);
+        super::bindings::weir::function::types::ValueCells {
+            states: Vec::new(),
+            present: (0..count).map(|_| self.byte().is_multiple_of(2)).collect(),
+            values: self.bytes(),
+            ends: (0..count).map(|_| self.u32() % 32).collect(),
+        }
+    }
+
     /// A packed batch whose lists need not agree with each other.
     fn batch(&mut self) -> EventBatch {
         let count = usize::from(self.byte() % 6);
@@ -105,7 +116,7 @@ pub fn host_api_calls(data: &[u8]) {
     let (mut values, mut maps, mut lists) = (Vec::new(), Vec::new(), Vec::new());
     let mut marked: Option<Vec<(Vec<u8>, Vec<u8>)>> = None;
     while !input.is_empty() {
-        match input.byte() % 30 {
+        match input.byte() % 32 {
             0 => {
                 let keys: Vec<Vec<u8>> = (0..input.byte() % 4).map(|_| input.bytes()).collect();
                 ctx.begin_batch(keys.iter().map(Vec::as_slice));
@@ -196,11 +207,25 @@ pub fn host_api_calls(data: &[u8]) {
                 let (name, value) = (input.text(), input.bytes());
                 drop(ctx.emit_to(name, Event { key: None, value, timestamp: 0, headers: Vec::new() }));
             }
+            27 if input.byte().is_multiple_of(2) => {
+                let mut cells = super::packing::empty_cells();
+                ctx.prefetch_values(&mut cells);
+                let keys = cells.present.len().checked_div(cells.states.len()).unwrap_or(0);
+                assert_eq!(cells.present.len(), cells.states.len() * keys, "one cell per state and key");
+                assert_eq!(cells.ends.len(), cells.present.len());
+            }
             27 => {
+                let count = usize::from(input.byte() % 4);
+                let cells: Vec<(u32, u32)> = (0..count).map(|_| (input.u32() % 3, input.u32() % 5)).collect();
+                let mut writes = input.batch_cells(count);
+                writes.states = (0..input.byte() % 3).map(|_| input.text()).collect();
+                drop(ctx.write_values(cells, writes));
+            }
+            31 => {
                 ctx.mark();
                 marked = Some(all_state(&mut ctx));
             }
-            28 => {
+            30 => {
                 ctx.roll_back().expect("a journaled context can always roll back");
                 if let Some(before) = marked.take() {
                     assert_eq!(all_state(&mut ctx), before, "a roll-back restores the state at the mark");

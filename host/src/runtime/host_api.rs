@@ -39,6 +39,8 @@ pub const MAX_KEY_LEN: usize = 1 << 20;
 pub const MAX_EMITTED_BYTES_PER_CALL: usize = 256 << 20;
 /// Most events one call may emit.
 pub const MAX_EMITTED_EVENTS_PER_CALL: usize = 1 << 20;
+/// Most value states read ahead per batch.
+pub const MAX_PREFETCHED_STATES: usize = 16;
 /// Most state handles a function may hold open at once.
 pub const MAX_OPEN_HANDLES: usize = 10_000;
 /// Most map entries one `entries` call returns.
@@ -89,6 +91,9 @@ pub struct HostCtx {
     pub(crate) limiter: InstanceLimiter,
     /// What the current call emitted so far: events, bytes.
     emitted: (usize, usize),
+    /// The value states the function has opened, by name: what
+    /// [`HostCtx::prefetch_values`] reads ahead and `write-values` writes.
+    value_states: Vec<Arc<Descriptor>>,
     /// The calling thread's CPU time when the current call started.
     pub(crate) call_started: std::time::Duration,
     /// The last error the function logged in the current call (a panic
@@ -124,6 +129,7 @@ impl HostCtx {
             limits: FunctionLimits::default(),
             limiter: InstanceLimiter::new(&FunctionLimits::default()),
             emitted: (0, 0),
+            value_states: Vec::new(),
             call_started: std::time::Duration::ZERO,
             logged_error: None,
             marked_outputs: (0, 0),
@@ -139,6 +145,14 @@ impl HostCtx {
             backend.mark();
         }
         self.marked_outputs = (self.outputs.len(), self.side_outputs.len());
+        self.timer_changes.clear();
+    }
+
+    /// Stop remembering for [`HostCtx::roll_back`].
+    pub fn unmark(&mut self) {
+        if let Some(backend) = self.backend.as_deref_mut() {
+            backend.unmark();
+        }
         self.timer_changes.clear();
     }
 
@@ -179,15 +193,94 @@ impl HostCtx {
     /// What a call was doing, by the key it had selected:
     /// `while processing key "c1"` (long keys cut, bytes escaped).
     pub fn describe_selected_key(&self) -> String {
-        match self.selected {
-            Some(index) if index < self.batch_keys.len() => {
+        let keys = self.batch_keys.len();
+        let index = match self.selected {
+            Some(index) if index < keys => Some(index),
+            // The SDK selects keys lazily: a batch of one has only one.
+            _ if keys == 1 => Some(0),
+            _ => None,
+        };
+        match index {
+            Some(index) => {
                 let (key, _) = batch_key(&self.batch_keys, &self.batch_key_bytes, index);
                 let shown: String = key.iter().take(64).flat_map(|b| std::ascii::escape_default(*b)).map(char::from).collect();
                 let more = if key.len() > 64 { format!("… ({} bytes)", key.len()) } else { String::new() };
                 format!("while processing key \"{shown}\"{more}")
             }
-            _ => format!("while processing a batch of {} keys", self.batch_keys.len()),
+            None => format!("while processing a batch of {keys} keys"),
         }
+    }
+
+    /// Read ahead, for every key of the current batch, the value states the
+    /// function has opened (except those whose reads renew a time to live,
+    /// which must see each read) into `cells`. A state whose read fails is
+    /// left out, so the function's own read meets the error.
+    pub fn prefetch_values(&mut self, cells: &mut types::ValueCells) {
+        cells.states.clear();
+        cells.present.clear();
+        cells.values.clear();
+        cells.ends.clear();
+        let keys = self.batch_keys.len();
+        for index in 0..self.value_states.len() {
+            let descriptor = Arc::clone(&self.value_states[index]);
+            if descriptor.ttl.is_some_and(|t| t.update == TtlUpdate::OnReadAndWrite) {
+                continue;
+            }
+            let (present, values) = (cells.present.len(), cells.values.len());
+            let mut failed = false;
+            for key in 0..keys {
+                self.selected = Some(key);
+                match self.read(&descriptor, StateKind::Value, b"") {
+                    Ok(value) => {
+                        cells.present.push(value.is_some());
+                        cells.values.extend_from_slice(value.as_deref().unwrap_or_default());
+                        cells.ends.push(u32::try_from(cells.values.len()).unwrap_or(u32::MAX));
+                    }
+                    Err(_) => {
+                        failed = true;
+                        break;
+                    }
+                }
+            }
+            if failed {
+                cells.present.truncate(present);
+                cells.ends.truncate(present);
+                cells.values.truncate(values);
+            } else {
+                cells.states.push(descriptor.name.clone());
+            }
+        }
+        self.selected = None;
+    }
+
+    /// Apply the guest's buffered value-state writes (`write-values`).
+    fn write_value_cells(&mut self, cells: &[(u32, u32)], writes: &types::ValueCells) -> wasmtime::Result<Result<(), state::StateError>> {
+        let function = self.function.clone();
+        let malformed = |what: &str| wasmtime::Error::msg(format!("function {function} sent malformed value writes: {what}"));
+        if writes.present.len() != cells.len() || writes.ends.len() != cells.len() {
+            return Err(malformed("the lists disagree in length"));
+        }
+        let descriptors = writes
+            .states
+            .iter()
+            .map(|name| self.value_states.iter().find(|d| d.name == *name).cloned().ok_or_else(|| malformed(&format!("state {:?} is not open", name.chars().take(64).collect::<String>()))))
+            .collect::<wasmtime::Result<Vec<_>>>()?;
+        let mut start = 0usize;
+        for (i, &(state, key)) in cells.iter().enumerate() {
+            let end = writes.ends[i] as usize;
+            let value = writes.values.get(start..end).ok_or_else(|| malformed("a value end is out of order or past the values"))?;
+            start = end;
+            let descriptor = descriptors.get(state as usize).ok_or_else(|| malformed("a state index is past the states"))?;
+            if key as usize >= self.batch_keys.len() {
+                return Ok(Err(state::StateError::UnknownKey(key)));
+            }
+            self.selected = Some(key as usize);
+            if let Err(error) = self.write(descriptor, StateKind::Value, b"", writes.present[i].then_some(value)) {
+                return Ok(Err(error));
+            }
+        }
+        self.selected = None;
+        Ok(Ok(()))
     }
 
     /// A call is about to start: its emit budget starts afresh.
@@ -486,6 +579,10 @@ type StateResult<T> = wasmtime::Result<Result<T, state::StateError>>;
 impl types::Host for HostCtx {}
 
 impl state::Host for HostCtx {
+    fn write_values(&mut self, cells: Vec<(u32, u32)>, writes: types::ValueCells) -> StateResult<()> {
+        self.write_value_cells(&cells, &writes)
+    }
+
     fn select_key(&mut self, index: u32) -> StateResult<()> {
         if (index as usize) < self.batch_keys.len() {
             self.selected = Some(index as usize);
@@ -499,7 +596,12 @@ impl state::Host for HostCtx {
 impl state::HostValueState for HostCtx {
     fn open(&mut self, name: String, ttl: Option<state::Ttl>) -> StateResult<Resource<ValueStateHandle>> {
         match self.open_descriptor(name, ttl) {
-            Ok(descriptor) => Ok(Ok(self.table.push(ValueStateHandle(descriptor))?)),
+            Ok(descriptor) => {
+                if !self.value_states.iter().any(|d| d.name == descriptor.name) && self.value_states.len() < MAX_PREFETCHED_STATES {
+                    self.value_states.push(Arc::clone(&descriptor));
+                }
+                Ok(Ok(self.table.push(ValueStateHandle(descriptor))?))
+            }
             Err(e) => Ok(Err(e)),
         }
     }
@@ -764,6 +866,32 @@ mod tests {
         assert!(HostListState::get(&mut ctx, Resource::new_borrow(list.rep())).unwrap().unwrap().is_empty());
         ctx_at(&mut ctx, b"k", 200);
         assert!(HostMapState::is_empty(&mut ctx, m()).unwrap().unwrap());
+    }
+
+    #[test]
+    fn value_states_are_read_ahead_and_written_back_per_batch() {
+        let mut ctx = new_ctx(HashMap::new());
+        ctx_at(&mut ctx, b"a", 0);
+        let v = HostValueState::open(&mut ctx, "v".into(), None).unwrap().unwrap();
+        HostValueState::open(&mut ctx, "renewed".into(), ttl(100, state::TtlUpdate::OnReadAndWrite)).unwrap().unwrap();
+        HostValueState::set(&mut ctx, Resource::new_borrow(v.rep()), b"1".to_vec()).unwrap().unwrap();
+        ctx.begin_batch([&b"a"[..], b"b"].into_iter());
+        let mut cells = super::super::packing::empty_cells();
+        ctx.prefetch_values(&mut cells);
+        assert_eq!(cells.states, vec!["v".to_string()], "states whose reads renew a TTL are not read ahead");
+        assert_eq!((cells.present, cells.values, cells.ends), (vec![true, false], b"1".to_vec(), vec![1, 1]));
+
+        let writes = |states: &[&str], present: Vec<bool>, values: &[u8], ends: Vec<u32>| types::ValueCells { states: states.iter().map(|s| s.to_string()).collect(), present, values: values.to_vec(), ends };
+        state::Host::write_values(&mut ctx, vec![(0, 1), (0, 0)], writes(&["v"], vec![true, false], b"22", vec![2, 2])).unwrap().unwrap();
+        state::Host::select_key(&mut ctx, 1).unwrap().unwrap();
+        assert_eq!(HostValueState::get(&mut ctx, Resource::new_borrow(v.rep())).unwrap().unwrap(), Some(b"22".to_vec()));
+        state::Host::select_key(&mut ctx, 0).unwrap().unwrap();
+        assert_eq!(HostValueState::get(&mut ctx, Resource::new_borrow(v.rep())).unwrap().unwrap(), None, "cleared");
+
+        assert!(matches!(state::Host::write_values(&mut ctx, vec![(0, 5)], writes(&["v"], vec![true], b"x", vec![1])).unwrap(), Err(state::StateError::UnknownKey(5))));
+        assert!(state::Host::write_values(&mut ctx, vec![(0, 0)], writes(&["never-opened"], vec![true], b"x", vec![1])).is_err(), "a trap");
+        assert!(state::Host::write_values(&mut ctx, vec![(0, 0)], writes(&["v"], vec![true], b"x", vec![9])).is_err(), "an end past the values");
+        assert!(state::Host::write_values(&mut ctx, vec![(3, 0)], writes(&["v"], vec![true], b"x", vec![1])).is_err(), "a state index past the states");
     }
 
     #[test]

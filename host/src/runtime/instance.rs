@@ -235,6 +235,7 @@ impl ProcessFunctionInstance {
         let result = match &mut self.code {
             Code::Wasm { store, guest, .. } => {
                 packing::pack_keyed(batch, &mut self.packed);
+                store.data_mut().prefetch_values(&mut self.packed.prefetched);
                 call_wasm(store, &self.name, None, |store| guest.call_process(store, &self.packed)).map(|r| r.map_err(|e| e.message))
             }
             Code::Native { ctx, function } => Ok(function.process(batch, ctx)),

@@ -267,7 +267,7 @@ pub(crate) mod tests {
         assert_eq!(function.worlds(), vec!["weir:function/key-function"]);
         function.require(Role::Key).unwrap();
         let err = function.require(Role::Process).unwrap_err().to_string();
-        assert!(err.contains("weir:function/process-function") && err.contains("weir:function/process-fn@0.1.0") && err.contains("weir:function/key-fn@0.1.0"), "{err}");
+        assert!(err.contains("weir:function/process-function") && err.contains("weir:function/process-fn@0.2.0") && err.contains("weir:function/key-fn@0.2.0"), "{err}");
     }
 
     #[test]

@@ -24,4 +24,4 @@ pub use instance::{AggregateFunctionInstance, CallError, KeyFunctionInstance, Pr
 pub use loader::{componentize, digest, FunctionLoader, LoadError, LoadedFunction, Role};
 
 /// The WIT package version this host implements.
-pub const WIT_VERSION: &str = "0.1.0";
+pub const WIT_VERSION: &str = "0.2.0";

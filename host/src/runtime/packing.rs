@@ -6,7 +6,7 @@
 //! guest could get wrong — ends that go backwards or past the data, counts
 //! that disagree, indices out of range — and never panics on it.
 
-use super::bindings::weir::function::types::{EventBatch, KeyedBatch, KeyedEvents, PackedKeys};
+use super::bindings::weir::function::types::{EventBatch, KeyedBatch, KeyedEvents, PackedKeys, ValueCells};
 use crate::Event;
 
 /// An empty batch.
@@ -14,9 +14,14 @@ pub fn empty_batch() -> EventBatch {
     EventBatch { values: Vec::new(), value_ends: Vec::new(), timestamps: Vec::new(), keyed: Vec::new(), keys: Vec::new(), key_ends: Vec::new(), headers: Vec::new() }
 }
 
-/// An empty keyed batch.
+/// No value cells.
+pub fn empty_cells() -> ValueCells {
+    ValueCells { states: Vec::new(), present: Vec::new(), values: Vec::new(), ends: Vec::new() }
+}
+
+/// An empty keyed batch, to fill with [`pack_keyed`].
 pub fn empty_keyed_batch() -> KeyedBatch {
-    KeyedBatch { keys: PackedKeys { bytes: Vec::new(), ends: Vec::new() }, event_ends: Vec::new(), events: empty_batch() }
+    KeyedBatch { keys: PackedKeys { bytes: Vec::new(), ends: Vec::new() }, event_ends: Vec::new(), events: empty_batch(), prefetched: empty_cells() }
 }
 
 fn clear(batch: &mut EventBatch) {

@@ -1,6 +1,10 @@
 //! A backend wrapper that can undo recent writes: what lets a pipeline
 //! with a dead-letter output take back everything a failed call did to its
-//! state before it goes on.
+//! state before it goes on, and lets the host re-run a failed batch to
+//! find the key at fault without leaving a trace. It records only between
+//! a [`mark`](KeyedStateBackend::mark) and an
+//! [`unmark`](KeyedStateBackend::unmark); otherwise writes pass straight
+//! through.
 
 use super::{KeyedStateBackend, ScanEntry, StateError, Write};
 
@@ -11,15 +15,20 @@ pub struct JournaledBackend {
     inner: Box<dyn KeyedStateBackend>,
     /// (key, value before the write), oldest first.
     undo: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    /// Whether writes are being recorded.
+    recording: bool,
 }
 
 impl JournaledBackend {
     /// Journal the writes to `inner`.
     pub fn new(inner: Box<dyn KeyedStateBackend>) -> Self {
-        Self { inner, undo: Vec::new() }
+        Self { inner, undo: Vec::new(), recording: false }
     }
 
     fn remember(&mut self, key: &[u8]) -> Result<(), StateError> {
+        if !self.recording {
+            return Ok(());
+        }
         let before = self.inner.get(key)?;
         self.undo.push((key.to_vec(), before));
         Ok(())
@@ -47,7 +56,7 @@ impl KeyedStateBackend for JournaledBackend {
 
     fn delete_prefix(&mut self, prefix: &[u8]) -> Result<(), StateError> {
         let mut after: Option<Vec<u8>> = None;
-        loop {
+        while self.recording {
             let page = self.inner.scan(prefix, after.as_deref(), 1024)?;
             let full = page.len() == 1024;
             for (rest, value) in &page {
@@ -62,6 +71,9 @@ impl KeyedStateBackend for JournaledBackend {
     }
 
     fn write_batch(&mut self, writes: &mut dyn Iterator<Item = Write<'_>>) -> Result<(), StateError> {
+        if !self.recording {
+            return self.inner.write_batch(writes);
+        }
         let writes: Vec<Write<'_>> = writes.collect();
         for (key, _) in &writes {
             self.remember(key)?;
@@ -79,6 +91,12 @@ impl KeyedStateBackend for JournaledBackend {
 
     fn mark(&mut self) {
         self.undo.clear();
+        self.recording = true;
+    }
+
+    fn unmark(&mut self) {
+        self.undo.clear();
+        self.recording = false;
     }
 
     fn roll_back(&mut self) -> Result<(), StateError> {
@@ -126,5 +144,9 @@ mod tests {
         state.mark();
         state.roll_back().unwrap();
         assert_eq!(state.get(b"a").unwrap().as_deref(), Some(&b"1"[..]), "nothing to undo after a new mark");
+        state.unmark();
+        state.put(b"a", b"unrecorded").unwrap();
+        state.roll_back().unwrap();
+        assert_eq!(state.get(b"a").unwrap().as_deref(), Some(&b"unrecorded"[..]), "writes after unmark are not recorded");
     }
 }

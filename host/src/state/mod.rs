@@ -71,6 +71,8 @@ pub trait KeyedStateBackend: Send {
     /// (forgetting what was remembered before). Only a journaling backend
     /// ([`JournaledBackend`]) does anything.
     fn mark(&mut self) {}
+    /// Stop remembering (and forget what was remembered).
+    fn unmark(&mut self) {}
     /// Undo every write since the last [`Self::mark`]. Backends that keep
     /// no journal cannot.
     fn roll_back(&mut self) -> Result<(), StateError> {

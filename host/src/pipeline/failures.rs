@@ -1,6 +1,12 @@
-//! The `dead-letter` failure policy (`on_error: { dead-letter: NAME }`).
+//! What happens when a function fails on a batch.
 //!
-//! Functions take batches, so when a call fails the host does not know
+//! Under the `fail` policy the pipeline stops; when the call trapped
+//! before the SDK told the host its key (the SDK selects keys lazily, as
+//! state is read ahead), [`pinpoint`] re-runs the batch one key at a time
+//! on a new instance, with every effect undone, to name the key.
+//!
+//! Under `dead-letter` (`on_error: { dead-letter: NAME }`): functions take
+//! batches, so when a call fails the host does not know
 //! which event was at fault. It undoes the whole call — state writes
 //! (through a [`JournaledBackend`](crate::state::JournaledBackend)), timer
 //! changes and emitted events — replaces the instance if it trapped, and
@@ -46,6 +52,28 @@ fn letter(event: &Event, key: Option<&[u8]>, error: &CallError) -> Event {
     Event { key: event.key.clone(), value: record.to_string().into_bytes(), timestamp: event.timestamp, headers }
 }
 
+/// `error` stopped a call over `keys` keys; when it does not say which
+/// key, and there were several, run them one at a time (`call(processor,
+/// i)` for key `i`) on a new instance, undoing everything afterwards, and
+/// return the error the key at fault gives (or `error` itself).
+pub(crate) fn pinpoint(processor: &mut ProcessFunctionInstance, keys: usize, error: CallError, call: impl Fn(&mut ProcessFunctionInstance, usize) -> Result<(), CallError>) -> CallError {
+    let named = match &error {
+        CallError::Trapped { activity, .. } | CallError::LimitExceeded { activity, .. } | CallError::Failed { activity, .. } => activity.contains("while processing key"),
+        _ => true,
+    };
+    if named || keys < 2 || (error.poisons_instance() && processor.recover().is_err()) {
+        return error;
+    }
+    processor.ctx().mark();
+    let found = (0..keys).find_map(|key| call(processor, key).err());
+    let undone = processor.ctx().roll_back();
+    processor.ctx().unmark();
+    match (found, undone) {
+        (Some(found), Ok(())) => found,
+        _ => error,
+    }
+}
+
 /// Undo a failed call's effects and make the instance usable again.
 fn undo(processor: &mut ProcessFunctionInstance, error: &CallError) -> Result<(), RunError> {
     processor.ctx().roll_back()?;
@@ -57,7 +85,7 @@ fn undo(processor: &mut ProcessFunctionInstance, error: &CallError) -> Result<()
 
 /// Process `groups`, sending the events the function fails on to
 /// `output` (into the context's side outputs, in order).
-pub(crate) fn process(processor: &mut ProcessFunctionInstance, groups: &[KeyedEvents], output: &str) -> Result<(), RunError> {
+pub(crate) fn dead_letter_process(processor: &mut ProcessFunctionInstance, groups: &[KeyedEvents], output: &str) -> Result<(), RunError> {
     processor.ctx().mark();
     let Err(error) = processor.process(groups) else { return Ok(()) };
     undo(processor, &error)?;
@@ -80,7 +108,7 @@ pub(crate) fn process(processor: &mut ProcessFunctionInstance, groups: &[KeyedEv
 
 /// Fire `due` timers, sending the timers of keys whose call fails to
 /// `output` (one per timer, value `timer <domain> <timestamp>`).
-pub(crate) fn fire_timers(processor: &mut ProcessFunctionInstance, due: &[KeyedTimers], output: &str) -> Result<(), RunError> {
+pub(crate) fn dead_letter_timers(processor: &mut ProcessFunctionInstance, due: &[KeyedTimers], output: &str) -> Result<(), RunError> {
     processor.ctx().mark();
     let Err(error) = processor.fire_timers(due) else { return Ok(()) };
     undo(processor, &error)?;
@@ -106,7 +134,7 @@ type SideEvents = Vec<(String, Event)>;
 
 /// The keys of `events`. Events the key function fails on are taken out
 /// of `events` and returned as dead letters for `output`.
-pub(crate) fn extract_keys(keyer: &mut KeyFunctionInstance, events: &mut Vec<Event>, output: &str) -> Result<(Vec<Vec<u8>>, SideEvents), RunError> {
+pub(crate) fn dead_letter_keys(keyer: &mut KeyFunctionInstance, events: &mut Vec<Event>, output: &str) -> Result<(Vec<Vec<u8>>, SideEvents), RunError> {
     let error = match keyer.extract_keys(events) {
         Ok(keys) => return Ok((keys, Vec::new())),
         Err(error) => error,
