@@ -137,7 +137,10 @@ pub fn process_batch<F: ProcessFunction>(function: &mut F, batch: Vec<KeyedEvent
 /// Deliver fired timers to `function`, one key at a time (called by the
 /// glue and by the native test harness).
 pub fn fire_timers<F: ProcessFunction>(function: &mut F, batch: Vec<KeyedTimers>) -> Result<(), FunctionError> {
-    with_scratch(|_, ctx| {
+    // Nothing is read ahead for timers; the batch scope still starts the
+    // call's key selection afresh.
+    host::begin_batch(packing::no_cells(), batch.len());
+    let fired = with_scratch(|_, ctx| {
         for (index, KeyedTimers { key, timers }) in batch.into_iter().enumerate() {
             host::select_key(key_index(index)?, &key)?;
             for timer in timers {
@@ -146,8 +149,9 @@ pub fn fire_timers<F: ProcessFunction>(function: &mut F, batch: Vec<KeyedTimers>
         }
         ctx.flush();
         Ok(())
-    })
-    .map_err(function_error)
+    });
+    let written = host::end_batch();
+    fired.and(written).map_err(function_error)
 }
 
 /// Fold each entry's events into its accumulator (called by the glue).

@@ -80,3 +80,26 @@ fn a_finished_split_stops_holding_the_watermark_and_bad_timestamps_go_aside() {
     assert_eq!(sorted_lines(&dir.path().join("late.jsonl")), sorted_lines(&example("expected-late.jsonl")));
     assert_eq!(std::fs::read_to_string(dir.path().join("no-time.jsonl")).unwrap(), "{\"order_id\":901,\"customer_id\":9,\"amount\":2.00}\n");
 }
+
+#[test]
+fn thousands_of_keys_firing_at_once_fire_in_chunks_with_their_state() {
+    // 3000 customers' minutes all fire at the end of input: more keys than
+    // one timer call takes, so the host fires them in consecutive calls,
+    // each reading the keys' map state.
+    let dir = tempfile::tempdir().unwrap();
+    let source = "source: { type: generator, count: 6000, keys: 3000, seed: 3, interval_ms: 1 }";
+    let spec = |name: &str, wasm: &std::path::Path, sink: &str| {
+        let path = dir.path().join(format!("{name}.yaml"));
+        std::fs::write(&path, format!("name: {name}\n{source}\nkey: {{ wasm: {wasm:?} }}\nprocess: {{ wasm: {wasm:?} }}\nsink: {{ type: file, path: {sink} }}\n")).unwrap();
+        path
+    };
+    run_ok(&spec("minutes", &function("minute-revenue"), "minutes.jsonl"), &dir.path().join("data"), &[]);
+    run_ok(&spec("totals", &function("revenue"), "totals.jsonl"), &dir.path().join("data"), &[]);
+    let mut per_customer: std::collections::BTreeMap<u64, i64> = Default::default();
+    for record in records(&dir.path().join("minutes.jsonl")) {
+        *per_customer.entry(record["customer_id"].as_u64().unwrap()).or_default() += cents(&record["revenue"].to_string());
+    }
+    let totals: std::collections::BTreeMap<u64, i64> = final_totals(&dir.path().join("totals.jsonl")).into_iter().map(|(customer, total)| (customer, cents(&total))).collect();
+    assert!(per_customer.len() > 1024, "{} customers", per_customer.len());
+    assert_eq!(per_customer, totals, "every customer's minutes add up to their total");
+}
