@@ -13,6 +13,12 @@ pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, Error> {
     postcard::to_allocvec(value).map_err(|e| Error::msg(format!("cannot encode state value: {e}")))
 }
 
+/// Encode `value` for storage in state, appended to `out`.
+pub fn encode_into<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -> Result<(), Error> {
+    *out = postcard::to_extend(value, std::mem::take(out)).map_err(|e| Error::msg(format!("cannot encode state value: {e}")))?;
+    Ok(())
+}
+
 /// Decode a value that [`encode`] produced.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
     postcard::from_bytes(bytes).map_err(|e| Error::msg(format!("cannot decode state value: {e}")))
@@ -29,6 +35,9 @@ mod tests {
         assert_eq!(decode::<u64>(&bytes).unwrap(), 300);
         let pair = (String::from("c1"), -5i64);
         assert_eq!(decode::<(String, i64)>(&encode(&pair).unwrap()).unwrap(), pair);
+        let mut out = vec![9];
+        encode_into(&300u64, &mut out).unwrap();
+        assert_eq!(out, [&[9][..], &encode(&300u64).unwrap()].concat());
     }
 
     #[test]

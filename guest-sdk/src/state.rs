@@ -50,6 +50,11 @@ impl Ttl {
     }
 }
 
+thread_local! {
+    /// Where values are encoded before they go to the host (reused).
+    static ENCODED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// What a handle needs to open its state: name and time to live.
 struct Descriptor {
     name: String,
@@ -89,12 +94,17 @@ impl<T: Serialize + DeserializeOwned> ValueState<T> {
 
     /// The current key's value, if set.
     pub fn get(&self) -> Result<Option<T>, Error> {
-        self.raw()?.get()?.map(|bytes| codec::decode(&bytes)).transpose()
+        self.raw()?.get_with(|bytes| bytes.map(codec::decode).transpose())?
     }
 
     /// Set the current key's value.
     pub fn set(&self, value: &T) -> Result<(), Error> {
-        self.raw()?.set(&codec::encode(value)?)
+        let raw = self.raw()?;
+        ENCODED.with_borrow_mut(|buffer| {
+            buffer.clear();
+            codec::encode_into(value, buffer)?;
+            raw.set(buffer)
+        })
     }
 
     /// Remove the current key's value.

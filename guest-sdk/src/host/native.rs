@@ -122,6 +122,9 @@ impl RawValue {
             _ => None,
         })
     }
+    pub(crate) fn get_with<R>(&self, f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R, Error> {
+        Ok(f(self.get()?.as_deref()))
+    }
     pub(crate) fn set(&self, value: &[u8]) -> Result<(), Error> {
         let ttl = self.0.ttl;
         self.0.with(|m, slot, now| {

@@ -131,6 +131,17 @@ fn wit_ttl(ttl: Option<Ttl>) -> Option<state::Ttl> {
     })
 }
 
+/// Cell `i` of packed value cells: `None` when the host did not send it,
+/// else the value if present.
+fn value<'a>(present: &[bool], values: &'a [u8], ends: &[u32], i: usize) -> Option<Option<&'a [u8]>> {
+    let start = match i.checked_sub(1) {
+        Some(previous) => *ends.get(previous)? as usize,
+        None => 0,
+    };
+    let bytes = values.get(start..*ends.get(i)? as usize)?;
+    Some(present.get(i)?.then_some(bytes))
+}
+
 /// A value-state handle.
 pub(crate) struct RawValue {
     handle: state::ValueState,
@@ -158,32 +169,28 @@ impl RawValue {
         Some(state? as usize * batch.keys + batch.current? as usize)
     }
 
-    pub(crate) fn get(&self) -> Result<Option<Vec<u8>>, Error> {
+    /// Run `f` on the current key's value (served from the batch when the
+    /// host read this state ahead: no copy, no host call).
+    pub(crate) fn get_with<R>(&self, f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R, Error> {
+        let mut f = Some(f);
         let served = BATCH.with_borrow(|batch| {
             let cell = self.cell(batch)?;
-            // `None`: not served (a cell the host did not send).
-            let value = |present: &[bool], values: &[u8], ends: &[u32], i: usize| -> Option<Option<Vec<u8>>> {
-                let start = match i.checked_sub(1) {
-                    Some(previous) => *ends.get(previous)? as usize,
-                    None => 0,
-                };
-                let bytes = values.get(start..*ends.get(i)? as usize)?;
-                Some(present.get(i)?.then(|| bytes.to_vec()))
-            };
-            match *batch.latest.get(cell)? {
+            let found = match *batch.latest.get(cell)? {
                 UNWRITTEN => {
                     let p = batch.prefetched.as_ref()?;
                     value(&p.present, &p.values, &p.ends, cell)
                 }
                 write => value(&batch.writes.present, &batch.writes.values, &batch.writes.ends, write as usize),
-            }
+            }?;
+            f.take().map(|f| f(found))
         });
-        match served {
-            Some(value) => Ok(value),
-            None => {
+        match (served, f) {
+            (Some(result), _) => Ok(result),
+            (None, Some(f)) => {
                 selected()?;
-                self.handle.get().map_err(state_error)
+                Ok(f(self.handle.get().map_err(state_error)?.as_deref()))
             }
+            (None, None) => Err(Error::msg("unreachable: a served read without a result")),
         }
     }
 

@@ -78,6 +78,9 @@ pub struct HostCtx {
     batch_keys: Vec<(usize, u16)>,
     selected: Option<usize>,
     key_buf: Vec<u8>,
+    /// Buffers reused by every state read and write.
+    read_buf: Vec<u8>,
+    write_buf: Vec<u8>,
     /// Events the function emitted to the main output, in order.
     pub outputs: Vec<Event>,
     /// Events the function emitted to named side outputs, in order.
@@ -121,6 +124,8 @@ impl HostCtx {
             batch_keys: Vec::new(),
             selected: None,
             key_buf: Vec::new(),
+            read_buf: Vec::new(),
+            write_buf: Vec::new(),
             outputs: Vec::new(),
             side_outputs: Vec::new(),
             watermark: i64::MIN,
@@ -230,16 +235,14 @@ impl HostCtx {
             let mut failed = false;
             for key in 0..keys {
                 self.selected = Some(key);
-                match self.read(&descriptor, StateKind::Value, b"") {
-                    Ok(value) => {
-                        cells.present.push(value.is_some());
-                        cells.values.extend_from_slice(value.as_deref().unwrap_or_default());
-                        cells.ends.push(u32::try_from(cells.values.len()).unwrap_or(u32::MAX));
-                    }
-                    Err(_) => {
-                        failed = true;
-                        break;
-                    }
+                let read = self.read_with(&descriptor, StateKind::Value, b"", |value| {
+                    cells.present.push(value.is_some());
+                    cells.values.extend_from_slice(value.unwrap_or_default());
+                    cells.ends.push(u32::try_from(cells.values.len()).unwrap_or(u32::MAX));
+                });
+                if read.is_err() {
+                    failed = true;
+                    break;
                 }
             }
             if failed {
@@ -430,10 +433,20 @@ impl HostCtx {
 
     /// The live value under `suffix`, renewing it if its TTL says reads do.
     fn read(&mut self, descriptor: &Descriptor, kind: StateKind, suffix: &[u8]) -> Result<Option<Vec<u8>>, state::StateError> {
+        self.read_with(descriptor, kind, suffix, |value| value.map(<[u8]>::to_vec))
+    }
+
+    /// Run `f` on the live value under `suffix` (renewing it if its TTL
+    /// says reads do), read into a buffer reused from read to read.
+    fn read_with<R>(&mut self, descriptor: &Descriptor, kind: StateKind, suffix: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R, state::StateError> {
         let now = self.processing_time;
         let renew = descriptor.ttl.filter(|t| t.update == TtlUpdate::OnReadAndWrite);
-        self.with_key(descriptor, kind, suffix, |backend, key| {
-            let Some(stored) = backend.get(key)? else { return Ok(None) };
+        let mut stored = std::mem::take(&mut self.read_buf);
+        stored.clear();
+        let found = self.with_key(descriptor, kind, suffix, |backend, key| {
+            if !backend.get_into(key, &mut stored)? {
+                return Ok(None);
+            }
             match ttl::decode(&stored, now)? {
                 None => {
                     backend.delete(key)?;
@@ -443,10 +456,13 @@ impl HostCtx {
                     if let Some(ttl) = renew {
                         backend.put(key, &ttl::encode(value, Some(ttl.expiry(now))))?;
                     }
-                    Ok(Some(value.to_vec()))
+                    Ok(Some(stored.len() - value.len()))
                 }
             }
-        })
+        });
+        let result = found.map(|start| f(start.map(|start| &stored[start..])));
+        self.read_buf = stored;
+        result
     }
 
     /// Store `value` under `suffix` (or delete it), stamped with its expiry.
@@ -456,10 +472,17 @@ impl HostCtx {
             check_len(value.len())?;
         }
         let expiry = descriptor.ttl.map(|t| t.expiry(self.processing_time));
-        self.with_key(descriptor, kind, suffix, |backend, key| match value {
-            Some(value) => backend.put(key, &ttl::encode(value, expiry)),
+        let mut stored = std::mem::take(&mut self.write_buf);
+        stored.clear();
+        if let Some(value) = value {
+            ttl::encode_into(&mut stored, value, expiry);
+        }
+        let result = self.with_key(descriptor, kind, suffix, |backend, key| match value {
+            Some(_) => backend.put(key, &stored),
             None => backend.delete(key),
-        })
+        });
+        self.write_buf = stored;
+        result
     }
 
     /// Up to `limit` live map entries after `start_after`.

@@ -62,6 +62,11 @@ impl CachedBackend {
             }
         }
         self.bytes += added;
+        self.check_capacity()
+    }
+
+    /// Over budget: write everything back and start empty.
+    fn check_capacity(&mut self) -> Result<(), StateError> {
         if self.bytes > self.capacity {
             self.write_back()?;
             self.slots.clear();
@@ -79,7 +84,28 @@ impl KeyedStateBackend for CachedBackend {
         }
     }
 
+    fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, StateError> {
+        match self.slots.get(key) {
+            Some(Slot { value: Some(value), .. }) => {
+                out.extend_from_slice(value);
+                Ok(true)
+            }
+            Some(Slot { value: None, .. }) => Ok(false),
+            None => self.inner.get_into(key, out),
+        }
+    }
+
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {
+        // Overwrite a cached value in place: no allocation.
+        if let Some(slot) = self.slots.get_mut(key) {
+            if let Some(cached) = slot.value.as_mut() {
+                self.bytes = self.bytes - cached.len() + value.len();
+                cached.clear();
+                cached.extend_from_slice(value);
+                slot.dirty = true;
+                return self.check_capacity();
+            }
+        }
         self.insert(key, Some(value.to_vec()), true)
     }
 

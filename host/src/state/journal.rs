@@ -40,6 +40,10 @@ impl KeyedStateBackend for JournaledBackend {
         self.inner.get(key)
     }
 
+    fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, StateError> {
+        self.inner.get_into(key, out)
+    }
+
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {
         self.remember(key)?;
         self.inner.put(key, value)

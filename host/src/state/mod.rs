@@ -47,6 +47,17 @@ pub type Write<'a> = (&'a [u8], Option<&'a [u8]>);
 pub trait KeyedStateBackend: Send {
     /// The value stored under `key`.
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StateError>;
+    /// Append the value stored under `key` to `out`; whether there is one.
+    /// (Backends that can avoid a copy override it.)
+    fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, StateError> {
+        match self.get(key)? {
+            Some(value) => {
+                out.extend_from_slice(&value);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
     /// Store `value` under `key`.
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError>;
     /// Remove `key`.
@@ -108,6 +119,13 @@ pub(crate) mod tests {
         backend.delete(&a).unwrap();
         assert_eq!(backend.get(&a).unwrap(), None);
         assert_eq!(backend.get(&b).unwrap().as_deref(), Some(&b"2"[..]));
+        let mut out = b"x".to_vec();
+        assert!(backend.get_into(&b, &mut out).unwrap() && out == b"x2", "get_into appends");
+        assert!(!backend.get_into(&a, &mut out).unwrap() && out == b"x2");
+        backend.put(&b, b"22").unwrap();
+        backend.put(&b, b"3").unwrap();
+        assert_eq!(backend.get(&b).unwrap().as_deref(), Some(&b"3"[..]), "an overwrite in place replaces the whole value");
+        backend.put(&b, b"2").unwrap();
 
         let map = StateKey::new(3, "seen", StateKind::Map, b"c1", b"").encode();
         let other = StateKey::new(3, "seen", StateKind::Map, b"c10", b"").encode();

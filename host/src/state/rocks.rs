@@ -41,6 +41,17 @@ impl KeyedStateBackend for RocksDbBackend {
         Ok(self.db.get(key)?)
     }
 
+    fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, StateError> {
+        // Pinned: read from RocksDB's block cache without an owned copy.
+        match self.db.get_pinned(key)? {
+            Some(value) => {
+                out.extend_from_slice(&value);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {
         Ok(self.db.put_opt(key, value, &self.write)?)
     }
