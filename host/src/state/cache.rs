@@ -18,6 +18,10 @@ struct Slot {
     value: Option<Vec<u8>>,
     /// Whether the backend has not seen this value yet.
     dirty: bool,
+    /// Whether the backend holds nothing under this key (the slot was made
+    /// by `insert_new` and not written back): deleting it needs no
+    /// tombstone.
+    fresh: bool,
 }
 
 /// A [`KeyedStateBackend`] that caches another one, bounded in bytes.
@@ -45,7 +49,10 @@ impl CachedBackend {
         }
         let mut writes = self.slots.iter().filter(|(_, s)| s.dirty).map(|(k, s)| (k.as_slice(), s.value.as_deref()));
         self.inner.write_batch(&mut writes)?;
-        self.slots.values_mut().for_each(|s| s.dirty = false);
+        self.slots.values_mut().for_each(|s| {
+            s.dirty = false;
+            s.fresh = false;
+        });
         Ok(())
     }
 
@@ -58,7 +65,7 @@ impl CachedBackend {
                 slot.dirty |= dirty;
             }
             None => {
-                self.slots.insert(key.to_vec(), Slot { value, dirty });
+                self.slots.insert(key.to_vec(), Slot { value, dirty, fresh: false });
             }
         }
         self.bytes += added;
@@ -109,7 +116,23 @@ impl KeyedStateBackend for CachedBackend {
         self.insert(key, Some(value.to_vec()), true)
     }
 
+    fn insert_new(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {
+        if self.slots.contains_key(key) {
+            return self.put(key, value);
+        }
+        self.bytes += Self::cost(key, Some(value));
+        self.slots.insert(key.to_vec(), Slot { value: Some(value.to_vec()), dirty: true, fresh: true });
+        self.check_capacity()
+    }
+
     fn delete(&mut self, key: &[u8]) -> Result<(), StateError> {
+        if self.slots.get(key).is_some_and(|slot| slot.fresh) {
+            // Never written back: the backend has nothing to delete.
+            if let Some(slot) = self.slots.remove(key) {
+                self.bytes -= Self::cost(key, slot.value.as_deref());
+            }
+            return Ok(());
+        }
         self.insert(key, None, true)
     }
 
@@ -170,7 +193,12 @@ mod tests {
                 0..=2 => assert_eq!(cached.get(&key).unwrap(), plain.get(&key).unwrap(), "get at step {step}"),
                 3..=4 => {
                     let value = (rng >> 20).to_le_bytes();
-                    cached.put(&key, &value).unwrap();
+                    // `insert_new` only where the key really holds nothing.
+                    if rng & 2 == 0 && plain.get(&key).unwrap().is_none() {
+                        cached.insert_new(&key, &value).unwrap();
+                    } else {
+                        cached.put(&key, &value).unwrap();
+                    }
                     plain.put(&key, &value).unwrap();
                 }
                 5 => {
@@ -190,6 +218,21 @@ mod tests {
         }
         cached.flush().unwrap();
         assert_eq!(cached.inner.scan(b"p", None, usize::MAX).unwrap(), plain.scan(b"p", None, usize::MAX).unwrap(), "flushed state matches");
+    }
+
+    #[test]
+    fn a_new_value_deleted_before_write_back_leaves_no_tombstone() {
+        let mut cached = CachedBackend::new(Box::new(InMemoryBackend::new()), 1 << 20);
+        cached.insert_new(b"timer", b"").unwrap();
+        cached.delete(b"timer").unwrap();
+        cached.put(b"kept", b"1").unwrap();
+        assert_eq!((cached.slots.len(), cached.get(b"timer").unwrap()), (1, None));
+        cached.insert_new(b"later", b"x").unwrap();
+        cached.flush().unwrap();
+        cached.delete(b"later").unwrap();
+        assert!(cached.slots.get(&b"later"[..]).is_some_and(|s| s.value.is_none() && s.dirty), "written back once: a delete is a tombstone");
+        cached.flush().unwrap();
+        assert_eq!(cached.inner.get(b"later").unwrap(), None);
     }
 
     #[test]

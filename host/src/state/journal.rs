@@ -49,6 +49,11 @@ impl KeyedStateBackend for JournaledBackend {
         self.inner.put(key, value)
     }
 
+    fn insert_new(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {
+        self.remember(key)?;
+        self.inner.insert_new(key, value)
+    }
+
     fn delete(&mut self, key: &[u8]) -> Result<(), StateError> {
         self.remember(key)?;
         self.inner.delete(key)

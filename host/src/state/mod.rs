@@ -60,6 +60,13 @@ pub trait KeyedStateBackend: Send {
     }
     /// Store `value` under `key`.
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError>;
+    /// Store `value` under `key`, which the caller knows holds nothing (a
+    /// new timer, a new window's accumulator): a cache can then forget a
+    /// value deleted before it reached the backend instead of writing a
+    /// tombstone. Default: [`Self::put`].
+    fn insert_new(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {
+        self.put(key, value)
+    }
     /// Remove `key`.
     fn delete(&mut self, key: &[u8]) -> Result<(), StateError>;
     /// Up to `limit` entries whose key starts with `prefix`, in key order,

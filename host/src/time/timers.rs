@@ -87,7 +87,7 @@ impl TimerService {
         let new = self.queue.insert((domain, timestamp, key.to_vec()));
         if new {
             let group = key_group(key, self.max_parallelism);
-            backend.put(&storage_key(self.name, group, key, domain, timestamp), &ttl::encode(b"", None))?;
+            backend.insert_new(&storage_key(self.name, group, key, domain, timestamp), &ttl::encode(b"", None))?;
         }
         Ok(new)
     }

@@ -178,9 +178,14 @@ impl WindowOperator {
     fn store_and_schedule(&mut self, windows: Vec<(Vec<u8>, Window)>, batch: Vec<Accumulate>) -> Result<(), WindowError> {
         let accumulators = self.function.add(&batch)?;
         let mut refire = Vec::new();
-        for ((key, window), accumulator) in windows.into_iter().zip(accumulators) {
+        for (((key, window), accumulator), entry) in windows.into_iter().zip(accumulators).zip(&batch) {
             let storage = self.accumulator_key(&key, window);
-            self.backend.put(&storage, &ttl::encode(&accumulator, None))?;
+            let stored = ttl::encode(&accumulator, None);
+            match entry.accumulator {
+                // A window's first accumulator: nothing is stored under it.
+                None => self.backend.insert_new(&storage, &stored)?,
+                Some(_) => self.backend.put(&storage, &stored)?,
+            }
             if window.end - 1 <= self.watermark {
                 refire.push((key, window));
             } else {
