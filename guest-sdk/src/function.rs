@@ -3,7 +3,7 @@
 
 use serde::{de::DeserializeOwned, Serialize};
 
-use crate::__private::wit::types::{Accumulate, EventBatch, FunctionError, KeyedBatch, KeyedEvents, KeyedTimers, PackedKeys, Window, WindowEvents, WindowResult};
+use crate::__private::wit::types::{Accumulate, AccumulateBatch, EventBatch, FunctionError, KeyedBatch, KeyedEvents, KeyedTimers, PackedKeys, ValueCells, Window, WindowEvents, WindowResult};
 use std::cell::RefCell;
 
 use crate::packing::EventBuffer;
@@ -154,16 +154,43 @@ pub fn fire_timers<F: ProcessFunction>(function: &mut F, batch: Vec<KeyedTimers>
     fired.and(written).map_err(function_error)
 }
 
-/// Fold each entry's events into its accumulator (called by the glue).
+/// Fold `events` into the encoded accumulator (`None`: a new window's),
+/// appending the new one to `out`.
+fn fold<F: AggregateFunction>(function: &mut F, accumulator: Option<&[u8]>, events: &[Event], out: &mut Vec<u8>) -> Result<(), Error> {
+    let mut acc: F::Accumulator = accumulator.map_or(Ok(Default::default()), codec::decode)?;
+    for event in events {
+        function.add(&mut acc, event)?;
+    }
+    codec::encode_into(&acc, out)
+}
+
+/// Fold each entry's events into its accumulator (called by the native
+/// test harness).
 pub fn aggregate_add<F: AggregateFunction>(function: &mut F, batch: Vec<Accumulate>) -> Result<Vec<Vec<u8>>, FunctionError> {
-    let fold = |function: &mut F, Accumulate { accumulator, events }: Accumulate| -> Result<Vec<u8>, Error> {
-        let mut acc: F::Accumulator = accumulator.map_or(Ok(Default::default()), |bytes| codec::decode(&bytes))?;
-        for event in &events {
-            function.add(&mut acc, event)?;
+    let mut out = Vec::with_capacity(batch.len());
+    for Accumulate { accumulator, events } in &batch {
+        let mut encoded = Vec::new();
+        fold(function, accumulator.as_deref(), events, &mut encoded).map_err(function_error)?;
+        out.push(encoded);
+    }
+    Ok(out)
+}
+
+/// Fold each window's events into its accumulator, packed both ways
+/// (called by the glue): no allocation per event.
+pub fn aggregate_add_packed<F: AggregateFunction>(function: &mut F, batch: AccumulateBatch) -> Result<ValueCells, FunctionError> {
+    with_scratch(|input, _| {
+        let events = input.fill(&batch.events)?;
+        let mut out = packing::no_cells();
+        for (accumulator, events) in packing::accumulate_groups(&batch, events) {
+            let (accumulator, events) = (accumulator?, events?);
+            fold(function, accumulator, events, &mut out.values)?;
+            out.present.push(true);
+            out.ends.push(u32::try_from(out.values.len()).map_err(|_| Error::msg("accumulators over 4 GiB"))?);
         }
-        codec::encode(&acc)
-    };
-    batch.into_iter().map(|entry| fold(function, entry)).collect::<Result<_, _>>().map_err(function_error)
+        Ok(out)
+    })
+    .map_err(function_error)
 }
 
 /// Merge two encoded accumulators (called by the glue).

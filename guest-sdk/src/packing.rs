@@ -4,7 +4,7 @@
 //! checks what it receives; what the host sends is checked here too, and a
 //! malformed batch is an error, never a panic.
 
-use crate::bindings::weir::function::types::{EventBatch, KeyedBatch, PackedKeys, ValueCells};
+use crate::bindings::weir::function::types::{AccumulateBatch, EventBatch, KeyedBatch, PackedKeys, ValueCells};
 use crate::{Error, Event};
 
 /// An offset into a packed list.
@@ -145,6 +145,20 @@ pub(crate) fn groups<'a>(batch: &'a KeyedBatch, events: &'a [Event]) -> impl Ite
         let group = events.get(taken..event_end as usize).ok_or_else(|| Error::msg("malformed batch: event ends out of order or past the events"))?;
         taken = event_end as usize;
         Ok((key?, group))
+    })
+}
+
+/// Each window of an accumulate batch: its accumulator so far (checked;
+/// `None` for a new window) and its events (slices of `events`, the
+/// batch's events unpacked).
+pub(crate) fn accumulate_groups<'a>(batch: &'a AccumulateBatch, events: &'a [Event]) -> impl Iterator<Item = (Result<Option<&'a [u8]>, Error>, Result<&'a [Event], Error>)> + 'a {
+    let cells = &batch.accumulators;
+    let mut taken = 0usize;
+    let accumulators = cut(&cells.values, &cells.ends).zip(cells.present.iter().chain(std::iter::repeat(&false))).map(|(value, present)| value.map(|v| present.then_some(v)));
+    accumulators.zip(&batch.event_ends).map(move |(accumulator, &event_end)| {
+        let group = events.get(taken..event_end as usize).ok_or_else(|| Error::msg("malformed batch: event ends out of order or past the events"));
+        taken = event_end as usize;
+        (accumulator, group)
     })
 }
 

@@ -89,9 +89,9 @@ fn expand(item: &ItemImpl) -> syn::Result<proc_macro2::TokenStream> {
         },
         "aggregate-function" => quote! {
             impl exports::weir::function::aggregate_fn::Guest for Export {
-                fn add(batch: ::std::vec::Vec<weir_sdk::__private::wit::types::Accumulate>)
-                    -> ::std::result::Result<::std::vec::Vec<::std::vec::Vec<u8>>, weir_sdk::__private::wit::types::FunctionError> {
-                    with_instance(|f| weir_sdk::__private::aggregate_add(f, batch))
+                fn add(batch: weir_sdk::__private::wit::types::AccumulateBatch)
+                    -> ::std::result::Result<weir_sdk::__private::wit::types::ValueCells, weir_sdk::__private::wit::types::FunctionError> {
+                    with_instance(|f| weir_sdk::__private::aggregate_add_packed(f, batch))
                 }
 
                 fn merge(a: ::std::vec::Vec<u8>, b: ::std::vec::Vec<u8>)

@@ -3,7 +3,7 @@
 use wasmtime::Store;
 
 use super::bindings::exports::weir::function::{aggregate_fn, key_fn, process_fn, window_process_fn};
-use super::bindings::weir::function::types::{Accumulate, EventBatch, KeyedBatch, KeyedEvents, KeyedTimers, WindowEvents, WindowResult};
+use super::bindings::weir::function::types::{Accumulate, AccumulateBatch, EventBatch, KeyedBatch, KeyedEvents, KeyedTimers, WindowEvents, WindowResult};
 use super::packing;
 use super::native::{NativeAggregateFunction, NativeKeyFunction, NativeProcessFunction};
 use super::host_api::MAX_KEY_LEN;
@@ -281,6 +281,8 @@ impl ProcessFunctionInstance {
 pub struct AggregateFunctionInstance {
     name: String,
     code: Code<aggregate_fn::Guest, dyn NativeAggregateFunction>,
+    /// The batch as it crosses the boundary (buffers reused).
+    packed: AccumulateBatch,
 }
 
 fn load_aggregate(function: &LoadedFunction, store: &mut Store<HostCtx>, instance: &wasmtime::component::Instance) -> wasmtime::Result<aggregate_fn::Guest> {
@@ -291,12 +293,12 @@ impl AggregateFunctionInstance {
     /// Instantiate `function` (which must export `aggregate-fn`) as `name`
     /// over `ctx` (no state: its limits and grants apply).
     pub fn new(function: &LoadedFunction, name: &str, ctx: HostCtx) -> Result<Self, CallError> {
-        Ok(Self { name: name.to_string(), code: Code::wasm(function, ctx, name, load_aggregate)? })
+        Ok(Self { name: name.to_string(), code: Code::wasm(function, ctx, name, load_aggregate)?, packed: packing::empty_accumulate_batch() })
     }
 
     /// A native aggregate function as `name`.
     pub fn native(function: Box<dyn NativeAggregateFunction>, name: &str) -> Self {
-        Self { name: name.to_string(), code: Code::Native { ctx: Box::new(HostCtx::new(name, None, 1)), function } }
+        Self { name: name.to_string(), code: Code::Native { ctx: Box::new(HostCtx::new(name, None, 1)), function }, packed: packing::empty_accumulate_batch() }
     }
 
     fn failed(&self, activity: String, message: String) -> CallError {
@@ -307,7 +309,11 @@ impl AggregateFunctionInstance {
     pub fn add(&mut self, batch: &[Accumulate]) -> Result<Vec<Vec<u8>>, CallError> {
         let activity = format!("while aggregating {} windows", batch.len());
         let accumulators = match &mut self.code {
-            Code::Wasm { store, guest, .. } => call_wasm(store, &self.name, Some(&activity), |store| guest.call_add(store, batch))?.map_err(|e| e.message),
+            Code::Wasm { store, guest, .. } => {
+                packing::pack_accumulate(batch, &mut self.packed);
+                let cells = call_wasm(store, &self.name, Some(&activity), |store| guest.call_add(store, &self.packed))?.map_err(|e| e.message);
+                cells.and_then(|cells| packing::unpack_values(&cells))
+            }
             Code::Native { function, .. } => function.add(batch),
         }
         .map_err(|m| self.failed(activity.clone(), m))?;

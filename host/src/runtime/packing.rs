@@ -6,7 +6,7 @@
 //! guest could get wrong — ends that go backwards or past the data, counts
 //! that disagree, indices out of range — and never panics on it.
 
-use super::bindings::weir::function::types::{EventBatch, KeyedBatch, KeyedEvents, PackedKeys, ValueCells};
+use super::bindings::weir::function::types::{Accumulate, AccumulateBatch, EventBatch, KeyedBatch, KeyedEvents, PackedKeys, ValueCells};
 use crate::Event;
 
 /// An empty batch.
@@ -70,6 +70,36 @@ pub fn pack_keyed(groups: &[KeyedEvents], into: &mut KeyedBatch) {
         group.events.iter().for_each(|event| push(&mut into.events, event));
         into.event_ends.push(end(into.events.timestamps.len()));
     }
+}
+
+/// An empty accumulate batch, to fill with [`pack_accumulate`].
+pub fn empty_accumulate_batch() -> AccumulateBatch {
+    AccumulateBatch { accumulators: empty_cells(), event_ends: Vec::new(), events: empty_batch() }
+}
+
+/// Pack windows' accumulators and events into `into` (cleared first).
+pub fn pack_accumulate(batch: &[Accumulate], into: &mut AccumulateBatch) {
+    clear(&mut into.events);
+    let cells = &mut into.accumulators;
+    cells.present.clear();
+    cells.values.clear();
+    cells.ends.clear();
+    into.event_ends.clear();
+    for entry in batch {
+        cells.present.push(entry.accumulator.is_some());
+        cells.values.extend_from_slice(entry.accumulator.as_deref().unwrap_or_default());
+        cells.ends.push(end(cells.values.len()));
+        entry.events.iter().for_each(|event| push(&mut into.events, event));
+        into.event_ends.push(end(into.events.timestamps.len()));
+    }
+}
+
+/// The values of `cells`, which must all be present, checked.
+pub fn unpack_values(cells: &ValueCells) -> Result<Vec<Vec<u8>>, String> {
+    if cells.present.len() != cells.ends.len() || cells.present.contains(&false) {
+        return Err("values: every cell must be present, one end each".into());
+    }
+    slices(&cells.values, &cells.ends, "values").map(|value| value.map(<[u8]>::to_vec)).collect()
 }
 
 /// The slices `ends` cuts `bytes` into, checked.
@@ -137,6 +167,23 @@ mod tests {
 
     fn shape(events: &[Event]) -> Vec<Shape> {
         events.iter().map(|e| (e.key.clone(), e.value.clone(), e.timestamp, e.headers.clone())).collect()
+    }
+
+    #[test]
+    fn accumulate_batches_pack_and_values_unpack_checked() {
+        let batch = vec![
+            Accumulate { accumulator: None, events: vec![event("a", None, &[]), event("b", None, &[])] },
+            Accumulate { accumulator: Some(b"acc".to_vec()), events: vec![event("c", Some("k"), &[])] },
+        ];
+        let mut packed = empty_accumulate_batch();
+        pack_accumulate(&batch, &mut packed);
+        assert_eq!((packed.accumulators.present.clone(), packed.accumulators.values.clone(), packed.event_ends.clone()), (vec![false, true], b"acc".to_vec(), vec![2, 3]));
+        assert_eq!(shape(&unpack(packed.events.clone()).unwrap()), shape(&[batch[0].events.clone(), batch[1].events.clone()].concat()));
+        let values = ValueCells { states: vec![], present: vec![true, true], values: b"xyz".to_vec(), ends: vec![1, 3] };
+        assert_eq!(unpack_values(&values).unwrap(), vec![b"x".to_vec(), b"yz".to_vec()]);
+        assert!(unpack_values(&ValueCells { present: vec![true, false], ..values.clone() }).is_err(), "an absent accumulator");
+        assert!(unpack_values(&ValueCells { ends: vec![1, 9], ..values.clone() }).is_err(), "an end past the values");
+        assert!(unpack_values(&ValueCells { ends: vec![1], ..values }).is_err(), "counts disagree");
     }
 
     #[test]
