@@ -5,7 +5,9 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use crate::state::hash::KeyMap;
+use std::hash::BuildHasher as _;
+
+use crate::state::hash::KeyHashBuilder;
 use crate::state::ttl::Ttl;
 use super::failures;
 use super::spec::{OnError, PipelineSpec};
@@ -218,27 +220,79 @@ fn fire_due(processor: &mut ProcessFunctionInstance, domain: TimeDomain, up_to: 
 }
 
 /// Groups a batch by key, keeping keys in order of first appearance and
-/// each key's events in arrival order. Reuses its allocations.
+/// each key's events in arrival order. Reuses its allocations: groups (and
+/// their event lists) from batch to batch, and it never copies a key.
 #[derive(Default)]
 pub(crate) struct KeyGrouper {
-    index: KeyMap<Vec<u8>, usize>,
+    /// The first group of each key hash.
+    index: std::collections::HashMap<u64, usize, IdentityHash>,
+    /// Per group, the next group whose key has the same hash.
+    chained: Vec<Option<usize>>,
     groups: Vec<KeyedEvents>,
+    hasher: KeyHashBuilder,
 }
 
 impl KeyGrouper {
     pub(crate) fn group(&mut self, batch: Vec<(Vec<u8>, Event)>) -> &[KeyedEvents] {
+        let hasher = self.hasher;
+        self.group_by_hash(batch, |key| hasher.hash_one(key))
+    }
+
+    /// [`Self::group`] with keys hashed by `hash` (tests force collisions).
+    fn group_by_hash(&mut self, batch: Vec<(Vec<u8>, Event)>, hash: impl Fn(&[u8]) -> u64) -> &[KeyedEvents] {
         self.index.clear();
-        self.groups.clear();
+        self.chained.clear();
+        let mut len = 0;
         for (key, event) in batch {
-            match self.index.get(&key) {
-                Some(&i) => self.groups[i].events.push(event),
+            let hash = hash(&key);
+            let mut candidate = self.index.get(&hash).copied();
+            while let Some(i) = candidate.filter(|&i| self.groups[i].key != key) {
+                candidate = self.chained[i];
+            }
+            match candidate {
+                Some(i) => self.groups[i].events.push(event),
                 None => {
-                    self.index.insert(key.clone(), self.groups.len());
-                    self.groups.push(KeyedEvents { key, events: vec![event] });
+                    if len == self.groups.len() {
+                        self.groups.push(KeyedEvents { key: Vec::new(), events: Vec::new() });
+                    }
+                    let group = &mut self.groups[len];
+                    group.key = key;
+                    group.events.clear();
+                    group.events.push(event);
+                    self.chained.push(self.index.insert(hash, len));
+                    len += 1;
                 }
             }
         }
-        &self.groups
+        // Keep the spare groups' buffers for the next batch, not their events.
+        self.groups[len..].iter_mut().for_each(|g| g.events.clear());
+        &self.groups[..len]
+    }
+}
+
+/// A hasher for keys that are hashes already.
+#[derive(Default, Clone, Copy)]
+struct IdentityHash;
+
+impl std::hash::BuildHasher for IdentityHash {
+    type Hasher = IdentityHasher;
+    fn build_hasher(&self) -> IdentityHasher {
+        IdentityHasher(0)
+    }
+}
+
+/// Passes a `u64` through.
+struct IdentityHasher(u64);
+
+impl std::hash::Hasher for IdentityHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = bytes.iter().fold(self.0, |h, &b| h.rotate_left(8) ^ u64::from(b));
+    }
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value;
     }
 }
 
@@ -249,17 +303,26 @@ mod tests {
     #[test]
     fn grouping_keeps_first_appearance_and_arrival_order() {
         let event = |v: &str| Event { key: None, value: v.as_bytes().to_vec(), timestamp: 0, headers: vec![] };
-        let batch = [("a", "a1"), ("b", "b1"), ("a", "a2"), ("c", "c1"), ("b", "b2")].iter().map(|(k, v)| (k.as_bytes().to_vec(), event(v))).collect();
+        let batch: Vec<(Vec<u8>, Event)> = [("a", "a1"), ("b", "b1"), ("a", "a2"), ("c", "c1"), ("b", "b2")].iter().map(|(k, v)| (k.as_bytes().to_vec(), event(v))).collect();
         let mut grouper = KeyGrouper::default();
-        let groups = grouper.group(batch);
+        let groups = grouper.group(batch.clone());
         let shape: Vec<(String, Vec<String>)> = groups
             .iter()
             .map(|g| (String::from_utf8(g.key.clone()).unwrap(), g.events.iter().map(|e| String::from_utf8(e.value.clone()).unwrap()).collect()))
             .collect();
-        assert_eq!(shape, vec![
+        let expected: Vec<(String, Vec<String>)> = vec![
             ("a".into(), vec!["a1".into(), "a2".into()]),
             ("b".into(), vec!["b1".into(), "b2".into()]),
             ("c".into(), vec!["c1".into()]),
-        ]);
+        ];
+        assert_eq!(shape, expected);
+        // Every key colliding, and the grouper reused: the same groups.
+        let groups = grouper.group_by_hash(batch, |_| 42);
+        let shape: Vec<(String, Vec<String>)> = groups
+            .iter()
+            .map(|g| (String::from_utf8(g.key.clone()).unwrap(), g.events.iter().map(|e| String::from_utf8(e.value.clone()).unwrap()).collect()))
+            .collect();
+        assert_eq!(shape, expected);
+        assert_eq!(grouper.group(vec![(b"z".to_vec(), event("z1"))]).len(), 1, "a smaller batch reuses fewer groups");
     }
 }
