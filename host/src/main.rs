@@ -398,84 +398,36 @@ struct BenchArgs {
     json: bool,
 }
 
-/// `weir bench`: every case Wasm then native, `repeat` times each; a table
-/// of the medians (or JSON lines, one per run).
+/// `weir bench`: the arguments checked, the suite run (see
+/// `weir_host::bench::run_suite`).
 fn bench(args: &BenchArgs) -> anyhow::Result<()> {
-    use weir_host::bench::{measure, Case, Implementation, Measurement, Workload};
-    let BenchArgs { events, ref keys, ref workloads, ref checkpoints, .. } = *args;
-    let json = args.json;
-    let workloads: Vec<Workload> = if workloads.is_empty() {
+    use weir_host::bench::{run_suite, Suite, Workload};
+    let workloads: Vec<Workload> = if args.workloads.is_empty() {
         Workload::ALL.to_vec()
     } else {
-        workloads.iter().map(|w| Workload::parse(w).ok_or_else(|| anyhow::anyhow!("--workload {w}: one of sum, window, dedup, filter"))).collect::<Result<_, _>>()?
+        args.workloads.iter().map(|w| Workload::parse(w).ok_or_else(|| anyhow::anyhow!("--workload {w}: one of sum, window, dedup, filter"))).collect::<Result<_, _>>()?
     };
-    let modes: &[bool] = match checkpoints.as_str() {
-        "on" => &[true],
-        "off" => &[false],
-        "both" => &[false, true],
+    let checkpoints = match args.checkpoints.as_str() {
+        "on" => vec![true],
+        "off" => vec![false],
+        "both" => vec![false, true],
         other => anyhow::bail!("--checkpoints {other}: on, off or both"),
     };
     let functions_dir = args.functions_dir.clone().unwrap_or_else(weir_host::bench::default_functions_dir);
     let functions_dir = std::fs::canonicalize(&functions_dir).with_context(|| format!("functions directory {} (build the functions with `scripts/dev build-functions`, or pass --functions-dir)", functions_dir.display()))?;
     let temporary = tempfile::tempdir()?;
-    let scratch = args.scratch.clone().unwrap_or_else(|| temporary.path().to_path_buf());
-    let repeat = args.repeat.max(1);
-    let weir = std::env::current_exe()?;
-    if !json {
-        println!("{} cores; {events} events per run; median of {repeat} runs; binary orders; parallelism 2; discard sink", std::thread::available_parallelism().map_or(0, |n| n.get()));
-        println!("{:<8} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}", "", "", "", "wasm", "native", "wasm/", "wasm", "wasm", "");
-        println!("{:<8} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}", "workload", "keys", "chk", "events/s", "events/s", "native", "cpu s", "peak RSS", "chk cost");
-    }
-    for workload in workloads {
-        for &k in keys.iter() {
-            let mut without_checkpoints = None;
-            for &checkpointing in modes {
-                let case = |implementation| Case { workload, implementation, events, keys: k, checkpoints: checkpointing };
-                let mut runs: [Vec<Measurement>; 2] = [Vec::new(), Vec::new()];
-                for _ in 0..repeat {
-                    // Interleaved, so a slow spell of the machine hits both.
-                    for (slot, implementation) in [Implementation::Wasm, Implementation::Native].into_iter().enumerate() {
-                        let m = measure(&weir, &case(implementation), &functions_dir, &scratch)?;
-                        if json {
-                            let name = if slot == 0 { "wasm" } else { "native" };
-                            println!("{}", serde_json::json!({ "workload": workload.name(), "keys": k, "checkpoints": checkpointing, "implementation": name, "measurement": m, "events_per_second": m.rate() }));
-                        }
-                        runs[slot].push(m);
-                    }
-                }
-                if json {
-                    continue;
-                }
-                let [wasm, native] = runs.map(median);
-                let cost = match (checkpointing, without_checkpoints) {
-                    (true, Some(off)) => format!("{:+.1}%", (wasm.rate() / off - 1.0) * 100.0),
-                    _ => String::new(),
-                };
-                if !checkpointing {
-                    without_checkpoints = Some(wasm.rate());
-                }
-                println!(
-                    "{:<8} {:>9} {:>5}  {:>10.2}M {:>10.2}M  {:>7.2}  {:>8.2} {:>7.0}M  {:>9}",
-                    workload.name(),
-                    k,
-                    if checkpointing { "1s" } else { "off" },
-                    wasm.rate() / 1e6,
-                    native.rate() / 1e6,
-                    wasm.rate() / native.rate().max(1e-9),
-                    wasm.cpu_seconds,
-                    wasm.peak_rss_bytes as f64 / f64::from(1 << 20),
-                    cost
-                );
-            }
-        }
-    }
+    let suite = Suite {
+        events: args.events,
+        keys: args.keys.clone(),
+        workloads,
+        checkpoints,
+        functions_dir,
+        scratch: args.scratch.clone().unwrap_or_else(|| temporary.path().to_path_buf()),
+        repeat: args.repeat.max(1),
+        json: args.json,
+    };
+    run_suite(&suite, &std::env::current_exe()?, &mut std::io::stdout().lock())?;
     Ok(())
-}
-
-/// The run with the median rate.
-fn median(mut runs: Vec<weir_host::bench::Measurement>) -> weir_host::bench::Measurement {
-    runs.sort_by(|a, b| a.rate().total_cmp(&b.rate()));
-    runs.swap_remove(runs.len() / 2)
 }
 
 /// `weir pipeline …`: call the server, print its answer.

@@ -175,3 +175,92 @@ pub fn measure(weir: &Path, case: &Case, functions_dir: &Path, scratch: &Path) -
 pub fn default_functions_dir() -> PathBuf {
     PathBuf::from("target").join("functions")
 }
+
+/// What `weir bench` runs: every workload × key count × checkpoint mode,
+/// Wasm and native, `repeat` times each.
+#[derive(Debug, Clone)]
+pub struct Suite {
+    /// Events per run.
+    pub events: u64,
+    /// Distinct keys, one row each.
+    pub keys: Vec<u64>,
+    /// Workloads to run.
+    pub workloads: Vec<Workload>,
+    /// Checkpoint modes (`false`: off, `true`: every second).
+    pub checkpoints: Vec<bool>,
+    /// Where the `bench-*.wasm` functions are.
+    pub functions_dir: PathBuf,
+    /// Scratch space for the runs' data directories.
+    pub scratch: PathBuf,
+    /// Runs per case; the table shows the median by events/s.
+    pub repeat: usize,
+    /// Print one JSON object per run instead of the table.
+    pub json: bool,
+}
+
+/// Run `suite` with the `weir` binary at `weir`, writing the table (or
+/// JSON lines) to `out`. Wasm and native runs are interleaved, so a slow
+/// spell of the machine hits both.
+pub fn run_suite(suite: &Suite, weir: &Path, out: &mut dyn std::io::Write) -> Result<(), BenchError> {
+    let write = |e: std::io::Error| BenchError::Io(format!("writing the results: {e}"));
+    if !suite.json {
+        let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+        writeln!(out, "{cores} cores; {} events per run; median of {} runs; binary orders; parallelism 2; discard sink", suite.events, suite.repeat).map_err(write)?;
+        writeln!(out, "{:<8} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}", "", "", "", "wasm", "native", "wasm/", "wasm", "wasm", "").map_err(write)?;
+        writeln!(out, "{:<8} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}", "workload", "keys", "chk", "events/s", "events/s", "native", "cpu s", "peak RSS", "chk cost").map_err(write)?;
+    }
+    for &workload in &suite.workloads {
+        for &keys in &suite.keys {
+            let mut without_checkpoints = None;
+            for &checkpoints in &suite.checkpoints {
+                let case = |implementation| Case { workload, implementation, events: suite.events, keys, checkpoints };
+                let mut runs: [Vec<Measurement>; 2] = [Vec::new(), Vec::new()];
+                for _ in 0..suite.repeat.max(1) {
+                    for (slot, implementation) in [Implementation::Wasm, Implementation::Native].into_iter().enumerate() {
+                        let m = measure(weir, &case(implementation), &suite.functions_dir, &suite.scratch)?;
+                        if suite.json {
+                            let name = if slot == 0 { "wasm" } else { "native" };
+                            let line = serde_json::json!({ "workload": workload.name(), "keys": keys, "checkpoints": checkpoints, "implementation": name, "measurement": m, "events_per_second": m.rate() });
+                            writeln!(out, "{line}").map_err(write)?;
+                        }
+                        runs[slot].push(m);
+                    }
+                }
+                if suite.json {
+                    continue;
+                }
+                let [wasm, native] = runs.map(median);
+                let cost = match (checkpoints, without_checkpoints) {
+                    (true, Some(off)) => format!("{:+.1}%", (wasm.rate() / off - 1.0) * 100.0),
+                    _ => String::new(),
+                };
+                if !checkpoints {
+                    without_checkpoints = Some(wasm.rate());
+                }
+                writeln!(
+                    out,
+                    "{:<8} {:>9} {:>5}  {:>10.2}M {:>10.2}M  {:>7.2}  {:>8.2} {:>7.0}M  {:>9}",
+                    workload.name(),
+                    keys,
+                    if checkpoints { "1s" } else { "off" },
+                    wasm.rate() / 1e6,
+                    native.rate() / 1e6,
+                    wasm.rate() / native.rate().max(1e-9),
+                    wasm.cpu_seconds,
+                    wasm.peak_rss_bytes as f64 / f64::from(1 << 20),
+                    cost
+                )
+                .map_err(write)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The run with the median rate.
+fn median(mut runs: Vec<Measurement>) -> Measurement {
+    runs.sort_by(|a, b| a.rate().total_cmp(&b.rate()));
+    runs.swap_remove(runs.len() / 2)
+}
+
+

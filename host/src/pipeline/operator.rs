@@ -113,8 +113,8 @@ impl KeyedOperator {
             OperatorPlan::Window(code, role, config) => {
                 let function = match (code, role) {
                     (FunctionCode::Wasm(function), Role::WindowProcess) => WindowFunction::Process(WindowProcessFunctionInstance::new(function, &name, env.ctx(&name, None)?)?),
-                    (FunctionCode::Wasm(function), _) => WindowFunction::Aggregate(AggregateFunctionInstance::new(function, &name, env.ctx(&name, None)?)?),
-                    (FunctionCode::Native(native), _) => WindowFunction::Aggregate(AggregateFunctionInstance::native(native.aggregate().ok_or_else(|| RunError::Deploy("not an aggregate function".into()))?, &name)),
+                    (FunctionCode::Wasm(function), _) => WindowFunction::Aggregate(Box::new(AggregateFunctionInstance::new(function, &name, env.ctx(&name, None)?)?)),
+                    (FunctionCode::Native(native), _) => WindowFunction::Aggregate(Box::new(AggregateFunctionInstance::native(native.aggregate().ok_or_else(|| RunError::Deploy("not an aggregate function".into()))?, &name))),
                 };
                 KeyedOperator::Window(Box::new(WindowOperator::new(config.clone(), function, backend)?))
             }

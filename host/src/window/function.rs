@@ -12,7 +12,7 @@ use super::operator::WindowError;
 /// The function computing a window's result.
 pub enum WindowFunction {
     /// Folds events into an accumulator.
-    Aggregate(AggregateFunctionInstance),
+    Aggregate(Box<AggregateFunctionInstance>),
     /// Sees all of a window's events when it fires.
     Process(WindowProcessFunctionInstance),
 }
