@@ -172,25 +172,26 @@ impl RawValue {
     /// Run `f` on the current key's value (served from the batch when the
     /// host read this state ahead: no copy, no host call).
     pub(crate) fn get_with<R>(&self, f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R, Error> {
-        let mut f = Some(f);
+        // `Err(f)`: not served (a state or cell the host did not send).
         let served = BATCH.with_borrow(|batch| {
-            let cell = self.cell(batch)?;
-            let found = match *batch.latest.get(cell)? {
+            let found = self.cell(batch).and_then(|cell| match *batch.latest.get(cell)? {
                 UNWRITTEN => {
                     let p = batch.prefetched.as_ref()?;
                     value(&p.present, &p.values, &p.ends, cell)
                 }
                 write => value(&batch.writes.present, &batch.writes.values, &batch.writes.ends, write as usize),
-            }?;
-            f.take().map(|f| f(found))
+            });
+            match found {
+                Some(found) => Ok(f(found)),
+                None => Err(f),
+            }
         });
-        match (served, f) {
-            (Some(result), _) => Ok(result),
-            (None, Some(f)) => {
+        match served {
+            Ok(result) => Ok(result),
+            Err(f) => {
                 selected()?;
                 Ok(f(self.handle.get().map_err(state_error)?.as_deref()))
             }
-            (None, None) => Err(Error::msg("unreachable: a served read without a result")),
         }
     }
 
