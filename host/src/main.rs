@@ -125,6 +125,14 @@ enum Command {
         /// Largest accepted upload, in bytes.
         #[arg(long, default_value_t = 64 << 20)]
         max_upload_bytes: usize,
+        /// The most CPU time per call a pipeline's `limits.call_timeout`
+        /// may grant its functions.
+        #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+        max_call_timeout: std::time::Duration,
+        /// The most linear memory a pipeline's `limits.memory` may grant
+        /// each function instance (`512MiB`, `1GiB`, bytes).
+        #[arg(long, default_value = "1GiB", value_parser = parse_size)]
+        max_function_memory: usize,
     },
     /// Functions on a `weir serve`: upload, list.
     Function {
@@ -386,6 +394,11 @@ fn request_snapshot(spec: &std::path::Path, data_dir: Option<PathBuf>, kind: Sna
     }
 }
 
+/// A size argument: `512MiB`, `1GiB` or bytes.
+fn parse_size(text: &str) -> Result<usize, String> {
+    weir_host::runtime::limits::parse_bytes(text).ok_or_else(|| format!("{text:?} is not a size (like 512MiB, 1GiB)"))
+}
+
 /// What `weir bench` was asked.
 struct BenchArgs {
     events: u64,
@@ -578,9 +591,10 @@ fn execute(command: Command) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Serve { listen, data_dir, token, max_upload_bytes } => {
+        Command::Serve { listen, data_dir, token, max_upload_bytes, max_call_timeout, max_function_memory } => {
             let data_dir = data_dir.unwrap_or_else(weir_host::config::default_data_dir);
-            let config = weir_host::api::ServeConfig { listen, data_dir, token: token.filter(|t| !t.is_empty()), max_upload_bytes };
+            let max_limits = weir_host::runtime::FunctionLimits { call_timeout: max_call_timeout, memory_bytes: max_function_memory, fuel: None };
+            let config = weir_host::api::ServeConfig { listen, data_dir, token: token.filter(|t| !t.is_empty()), max_upload_bytes, max_limits };
             weir_host::api::serve(config, |address| {
                 use std::io::Write as _;
                 println!("weir serve listening on http://{address}");

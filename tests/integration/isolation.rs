@@ -64,6 +64,15 @@ fn misbehaving_functions_fail_only_their_own_pipelines() {
     let message = refused["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("wasi:sockets/") && message.contains("no network"), "{refused}");
 
+    // A pipeline may not grant its functions more than the server allows.
+    for (limits, field, flag) in [("{ memory: 2GiB }", "limits.memory", "--max-function-memory"), ("{ call_timeout: 30s }", "limits.call_timeout", "--max-call-timeout")] {
+        let spec = format!("name: greedy\nsource: {{ type: generator, count: 10 }}\nkey: {{ function: revenue }}\nprocess: {{ function: revenue }}\nsink: {{ type: discard }}\nlimits: {limits}\n");
+        let (code, refused) = server.call("POST", "/pipelines", TOKEN, spec.as_bytes());
+        let message = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(code == 422 && message.contains(field) && message.contains(flag), "{code}: {refused}");
+    }
+    assert_eq!(server.call("GET", "/pipelines/greedy", TOKEN, b"").0, 404);
+
     let healthy_out = dir.path().join("healthy.jsonl");
     let (code, body) = server.call("POST", "/pipelines", TOKEN, healthy_spec(&healthy_out, "function: revenue").as_bytes());
     assert_eq!(code, 201, "{body}");

@@ -63,6 +63,9 @@ pub struct ServeConfig {
     pub token: Option<String>,
     /// Largest accepted upload, in bytes.
     pub max_upload_bytes: usize,
+    /// The most a pipeline may grant its functions (`limits:`): deploys
+    /// and upgrades asking for more are refused.
+    pub max_limits: crate::runtime::FunctionLimits,
 }
 
 /// What every handler shares.
@@ -79,7 +82,7 @@ pub fn serve(config: ServeConfig, on_listening: impl FnOnce(SocketAddr)) -> Resu
     let engine = new_engine(Default::default()).map_err(|e| ApiError::internal(format!("wasm engine: {e:#}")))?;
     let loader = FunctionLoader::new(engine, Some(crate::config::component_cache_dir(&config.data_dir))).map_err(|e| ApiError::internal(e.to_string()))?;
     let functions = FunctionStore::open(&config.data_dir)?;
-    let supervisor = Supervisor::open(&config.data_dir)?;
+    let supervisor = Supervisor::open(&config.data_dir, config.max_limits)?;
     let state = Arc::new(AppState { functions, loader, supervisor, token: config.token.clone() });
     let app = router(state, config.max_upload_bytes);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| ApiError::internal(format!("runtime: {e}")))?;

@@ -15,6 +15,9 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use crate::runtime::limits::human_bytes;
+use crate::runtime::FunctionLimits;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -98,17 +101,20 @@ pub struct PipelineView {
 /// Runs the deployed pipelines of one data directory.
 pub struct Supervisor {
     data_dir: PathBuf,
+    /// The most a pipeline's `limits` may grant its functions.
+    max_limits: FunctionLimits,
     store: PipelineStore,
     pipelines: Mutex<BTreeMap<String, Entry>>,
     next_run: std::sync::atomic::AtomicU64,
 }
 
 impl Supervisor {
-    /// Open the store and start every pipeline recorded as running.
-    pub fn open(data_dir: &Path) -> Result<Arc<Self>, ApiError> {
+    /// Open the store and start every pipeline recorded as running;
+    /// deploys and upgrades may grant functions at most `max_limits`.
+    pub fn open(data_dir: &Path, max_limits: FunctionLimits) -> Result<Arc<Self>, ApiError> {
         let store = PipelineStore::open(data_dir)?;
         let records = store.list()?;
-        let supervisor = Arc::new(Self { data_dir: data_dir.to_path_buf(), store, pipelines: Mutex::default(), next_run: 1.into() });
+        let supervisor = Arc::new(Self { data_dir: data_dir.to_path_buf(), max_limits, store, pipelines: Mutex::default(), next_run: 1.into() });
         let mut pipelines = supervisor.lock();
         for (name, record) in records {
             let running = record.state == PipelineState::Running;
@@ -195,6 +201,16 @@ impl Supervisor {
         let spec = record.spec(&self.data_dir).map_err(|e| ApiError::invalid_spec(e.to_string()))?;
         if let Some((field, _)) = spec.functions().into_iter().find(|(_, f)| f.wasm.is_some()) {
             return Err(ApiError::invalid_spec(format!("{field}.wasm: a deployed pipeline names stored functions (`function: <name>`), not files on the server; upload it with PUT /functions/<name>")));
+        }
+        let limits = spec.limits.to_limits().map_err(|e| ApiError::invalid_spec(e.to_string()))?;
+        let max = &self.max_limits;
+        if limits.call_timeout > max.call_timeout {
+            let (asked, allowed) = (humantime::format_duration(limits.call_timeout), humantime::format_duration(max.call_timeout));
+            return Err(ApiError::invalid_pipeline(format!("limits.call_timeout: {asked} is more than this server grants ({allowed}; weir serve --max-call-timeout)")));
+        }
+        if limits.memory_bytes > max.memory_bytes {
+            let (asked, allowed) = (human_bytes(limits.memory_bytes), human_bytes(max.memory_bytes));
+            return Err(ApiError::invalid_pipeline(format!("limits.memory: {asked} is more than this server grants ({allowed}; weir serve --max-function-memory)")));
         }
         pipeline::check(&spec, &self.data_dir).map_err(|e| match e {
             RunError::StoredFunction { .. } | RunError::Load { .. } | RunError::Deploy(_) => ApiError::invalid_pipeline(e.to_string()),
