@@ -162,6 +162,37 @@ fn kafka_to_kafka_is_exactly_once_through_kill_9_and_commit_phase_crashes() {
 }
 
 #[test]
+fn restarts_that_die_before_their_first_commit_keep_the_committed_checkpoint() {
+    // Seen in CI: after many kills each landing before the run's first
+    // Kafka commit, retention had retired the checkpoint the commit marker
+    // names, and the next start could not resume. Here: commit twice, then
+    // five runs that each complete a checkpoint and die before committing
+    // it (more than `retained` = 3), then a clean run.
+    let kafka = TestKafka::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (orders, revenue, expected_topic) = (unique("orders"), unique("revenue"), unique("revenue-expected"));
+    kafka.create_topic(&orders, 2);
+    kafka.create_topic(&revenue, 1);
+    kafka.create_topic(&expected_topic, 1);
+    produce_orders(&kafka, &orders, 2, 20_000, 40, 1);
+    let expected_spec = KafkaPipeline { name: unique("expected"), source: orders.clone(), sink: expected_topic.clone(), extra: "" }.write(dir.path(), &kafka);
+    run_ok(&expected_spec, &dir.path().join("data-expected"), &[]);
+    let expected = committed_per_key(&kafka, &expected_topic);
+
+    let spec = KafkaPipeline { name: unique("pinned"), source: orders, sink: revenue.clone(), extra: "" }.write(dir.path(), &kafka);
+    let data = dir.path().join("data");
+    let slow = ["--sink-delay-ms", "10"];
+    for fault in ["kafka-after-commit:2", "kafka-before-commit:1", "kafka-before-commit:1", "kafka-before-commit:1", "kafka-before-commit:1", "kafka-before-commit:1"] {
+        let output = start_weir(&spec, &data, &slow, &[("WEIR_FAULT", fault)]).wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success() && stderr.contains("fault injected"), "{fault}: {stderr}");
+        assert_prefix(&committed_per_key(&kafka, &revenue), &expected, fault);
+    }
+    run_ok(&spec, &data, &[]);
+    assert_same(&committed_per_key(&kafka, &revenue), &expected, "after five runs that died before their first commit");
+}
+
+#[test]
 fn restores_positions_from_the_checkpoint_not_from_group_offsets() {
     let kafka = TestKafka::start();
     let dir = tempfile::tempdir().unwrap();

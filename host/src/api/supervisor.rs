@@ -338,7 +338,7 @@ impl Supervisor {
         self.store.delete(name)?;
         if let Ok(spec) = entry.record.spec(&self.data_dir) {
             if let Ok(storage) = checkpoint_storage(&spec, &self.data_dir) {
-                if let Err(error) = storage.retain(0) {
+                if let Err(error) = storage.retain(0, None) {
                     tracing::warn!(pipeline = name, %error, "cannot delete the checkpoints of a deleted pipeline");
                 }
             }

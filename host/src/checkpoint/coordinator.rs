@@ -95,6 +95,12 @@ pub struct CoordinatorConfig {
     pub on_snapshot: Box<dyn Fn(&CompletedSnapshot) + Send>,
     /// The first id to use.
     pub first_id: u64,
+    /// The checkpoint this run restored from. Retention keeps it until two
+    /// checkpoints of this run have completed: until then it may be the
+    /// last one whose output an exactly-once sink committed (the Kafka
+    /// commit marker's), which the next restart must find, however many
+    /// newer checkpoints runs killed before their first commit completed.
+    pub restored_checkpoint: Option<u64>,
     /// Per subtask, SSTs already stored (from the restored checkpoint).
     pub known: Vec<KnownFiles>,
 }
@@ -155,6 +161,8 @@ pub struct Coordinator {
     complete: Box<dyn FnMut(u64) -> bool + Send>,
     next_id: u64,
     report: CoordinatorReport,
+    /// Checkpoints completed by this run.
+    checkpoints_completed: usize,
 }
 
 impl Coordinator {
@@ -163,7 +171,7 @@ impl Coordinator {
     /// sinks commit (it returns false once the sink is gone).
     pub fn new(config: CoordinatorConfig, storage: CheckpointStorage, triggers: Sender<Trigger>, acks: Receiver<Ack>, complete: Box<dyn FnMut(u64) -> bool + Send>) -> Self {
         let next_id = config.first_id;
-        Self { config, storage, triggers, acks, complete, next_id, report: CoordinatorReport::default() }
+        Self { config, storage, triggers, acks, complete, next_id, report: CoordinatorReport::default(), checkpoints_completed: 0 }
     }
 
     /// Coordinate until the pipeline ends.
@@ -308,8 +316,12 @@ impl Coordinator {
         (self.config.on_snapshot)(&completed);
         self.report.completed += 1;
         if trigger.kind == SnapshotKind::Checkpoint {
+            self.checkpoints_completed += 1;
+            // Two completed here mean the sink committed the first of them
+            // (it pre-commits one checkpoint at a time).
+            let pinned = self.config.restored_checkpoint.filter(|_| self.checkpoints_completed < 2);
             if let Some(schedule) = &self.config.schedule {
-                self.storage.retain(schedule.retained)?;
+                self.storage.retain(schedule.retained, pinned)?;
             }
         }
         self.remove_local_copies(trigger.id, trigger.kind == SnapshotKind::Checkpoint);

@@ -257,17 +257,19 @@ impl CheckpointStorage {
         self.completed_of(SnapshotKind::Checkpoint)
     }
 
-    /// Keep the newest `keep` completed checkpoints: delete older
-    /// checkpoint directories (complete or not), then every shared file
-    /// that no kept checkpoint references. Savepoints are self-contained
-    /// and never touched.
-    pub fn retain(&self, keep: usize) -> Result<RetainReport, CheckpointError> {
+    /// Keep the newest `keep` completed checkpoints, and checkpoint
+    /// `pinned` (one a restart may need): delete older checkpoint
+    /// directories (complete or not), then every shared file that no kept
+    /// checkpoint references. Savepoints are self-contained and never
+    /// touched.
+    pub fn retain(&self, keep: usize, pinned: Option<u64>) -> Result<RetainReport, CheckpointError> {
         let completed = self.completed()?;
         let kept = &completed[..keep.min(completed.len())];
         let oldest_kept = kept.last().map_or(0, |m| m.id);
-        let referenced: BTreeSet<&str> = kept.iter().flat_map(SnapshotMetadata::shared_files).collect();
+        let pinned_metadata = completed.iter().find(|m| Some(m.id) == pinned);
+        let referenced: BTreeSet<&str> = kept.iter().chain(pinned_metadata).flat_map(SnapshotMetadata::shared_files).collect();
         let mut report = RetainReport::default();
-        let doomed: Vec<u64> = self.ids(&self.base, "chk-")?.into_iter().filter(|id| *id < oldest_kept).collect();
+        let doomed: Vec<u64> = self.ids(&self.base, "chk-")?.into_iter().filter(|id| *id < oldest_kept && Some(*id) != pinned).collect();
         self.runtime.block_on(async {
             for id in doomed {
                 let dir = self.checkpoint_dir(id);
@@ -406,11 +408,31 @@ mod tests {
         let mut savepoint = metadata(4, &[]);
         savepoint.kind = SnapshotKind::Savepoint;
         storage.commit(&savepoint).unwrap();
-        let report = storage.retain(2).unwrap();
+        let report = storage.retain(2, None).unwrap();
         assert_eq!(report, RetainReport { checkpoints: vec![1], shared_files: vec!["a".to_string()] });
         let ids: Vec<u64> = storage.completed().unwrap().iter().map(|m| m.id).collect();
         assert_eq!(ids, vec![3, 2]);
         assert!(storage.get_shared("b").is_ok() && storage.get_shared("a").is_err());
         assert_eq!(storage.completed_of(SnapshotKind::Savepoint).unwrap(), vec![savepoint], "savepoints are never retired");
+    }
+
+    #[test]
+    fn retention_keeps_a_pinned_checkpoint_and_its_files() {
+        // A run restored checkpoint 1 (the last one whose output is
+        // committed); runs killed before their first commit completed 2..4.
+        let storage = CheckpointStorage::open("memory://", "orders").unwrap();
+        for name in ["a", "b", "c", "d"] {
+            storage.put_shared(name, name.as_bytes().to_vec()).unwrap();
+        }
+        for (id, files) in [(1, ["a", "b"]), (2, ["b", "c"]), (3, ["c", "d"]), (4, ["d", "d"])] {
+            storage.commit(&metadata(id, &files)).unwrap();
+        }
+        let report = storage.retain(2, Some(1)).unwrap();
+        assert_eq!(report, RetainReport { checkpoints: vec![2], shared_files: vec![] }, "c stays for 3, a and b for the pinned 1");
+        let ids: Vec<u64> = storage.completed().unwrap().iter().map(|m| m.id).collect();
+        assert_eq!(ids, vec![4, 3, 1]);
+        assert!(storage.get_shared("a").is_ok());
+        let report = storage.retain(2, None).unwrap();
+        assert_eq!(report.checkpoints, vec![1], "unpinned, it goes");
     }
 }

@@ -324,6 +324,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
                 Box::new(move |snapshot| handle.metrics.snapshot_completed(snapshot))
             },
             first_id: start.first_id,
+            restored_checkpoint: start.snapshot.as_ref().filter(|s| s.metadata.kind == SnapshotKind::Checkpoint).map(|s| s.metadata.id),
             known: start.known,
         },
         start.storage,

@@ -28,7 +28,9 @@
 //!   N, the open transactions are aborted by the fencing; replay from C.
 //! * after checkpoint N's metadata is durable, before the Kafka commit:
 //!   the newest checkpoint is N but the marker still says C (the previous
-//!   one; `retained` ≥ 2 keeps it); N's transaction is aborted by the
+//!   one; `retained` ≥ 2 keeps it, and a run keeps the checkpoint it
+//!   restored until two of its own complete, so restarts killed before
+//!   their first commit cannot retire it); N's transaction is aborted by the
 //!   fencing; restoring C and replaying writes N's output again, once.
 //! * during the commit: the broker either committed (the fencing completes
 //!   it, the marker says N, restore N) or not (marker C, restore C).
