@@ -52,16 +52,13 @@ fn letter(event: &Event, key: Option<&[u8]>, error: &CallError) -> Event {
     Event { key: event.key.clone(), value: record.to_string().into_bytes(), timestamp: event.timestamp, headers }
 }
 
-/// `error` stopped a call over `keys` keys; when it does not say which
-/// key, and there were several, run them one at a time (`call(processor,
-/// i)` for key `i`) on a new instance, undoing everything afterwards, and
-/// return the error the key at fault gives (or `error` itself).
+/// `error` stopped a call over `keys` keys. A function's own error names
+/// its key (the SDK reports it first); a trap in a batch of several may
+/// not, so run the keys one at a time (`call(processor, i)` for key `i`)
+/// on a new instance, undoing everything afterwards, and return the error
+/// the key at fault gives (or `error` itself).
 pub(crate) fn pinpoint(processor: &mut ProcessFunctionInstance, keys: usize, error: CallError, call: impl Fn(&mut ProcessFunctionInstance, usize) -> Result<(), CallError>) -> CallError {
-    let named = match &error {
-        CallError::Trapped { activity, .. } | CallError::LimitExceeded { activity, .. } | CallError::Failed { activity, .. } => activity.contains("while processing key"),
-        _ => true,
-    };
-    if named || keys < 2 || (error.poisons_instance() && processor.recover().is_err()) {
+    if !error.poisons_instance() || keys < 2 || processor.recover().is_err() {
         return error;
     }
     processor.ctx().mark();

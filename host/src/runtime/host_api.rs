@@ -27,7 +27,7 @@ use super::bindings::weir::function::{context, state, timers, types};
 use super::bindings::weir::function::types::{KeyedTimers, TimeDomain};
 use crate::time::TimerService;
 use crate::state::ttl::{self, Ttl, TtlUpdate};
-use super::limits::{FunctionLimits, InstanceLimiter};
+use super::limits::FunctionLimits;
 use crate::state::{KeyedStateBackend, ScanEntry, StateKey, StateKind, MAX_STATE_NAME_LEN};
 use crate::Event;
 
@@ -88,10 +88,9 @@ pub struct HostCtx {
     watermark: i64,
     clock: fn() -> i64,
     processing_time: i64,
-    /// Limits of the instance over this context.
+    /// Limits of the instance over this context (also its store's
+    /// `ResourceLimiter`).
     pub(crate) limits: FunctionLimits,
-    /// Enforces the memory limit (the store's `ResourceLimiter`).
-    pub(crate) limiter: InstanceLimiter,
     /// What the current call emitted so far: events, bytes.
     emitted: (usize, usize),
     /// The value states the function has opened, by name: what
@@ -132,7 +131,6 @@ impl HostCtx {
             clock: ttl::now_millis,
             processing_time: 0,
             limits: FunctionLimits::default(),
-            limiter: InstanceLimiter::new(&FunctionLimits::default()),
             emitted: (0, 0),
             value_states: Vec::new(),
             call_started: std::time::Duration::ZERO,
@@ -178,7 +176,6 @@ impl HostCtx {
     /// Run the instance over this context under `limits`.
     pub fn with_limits(mut self, limits: FunctionLimits) -> Self {
         self.limits = limits;
-        self.limiter = InstanceLimiter::new(&limits);
         self
     }
 
@@ -232,57 +229,61 @@ impl HostCtx {
                 continue;
             }
             let (present, values) = (cells.present.len(), cells.values.len());
-            let mut failed = false;
-            for key in 0..keys {
+            let read = (0..keys).try_for_each(|key| {
                 self.selected = Some(key);
-                let read = self.read_with(&descriptor, StateKind::Value, b"", |value| {
+                self.read_with(&descriptor, StateKind::Value, b"", |value| {
                     cells.present.push(value.is_some());
                     cells.values.extend_from_slice(value.unwrap_or_default());
                     cells.ends.push(u32::try_from(cells.values.len()).unwrap_or(u32::MAX));
-                });
-                if read.is_err() {
-                    failed = true;
-                    break;
+                })
+            });
+            match read {
+                Ok(()) => cells.states.push(descriptor.name.clone()),
+                Err(_) => {
+                    cells.present.truncate(present);
+                    cells.ends.truncate(present);
+                    cells.values.truncate(values);
                 }
-            }
-            if failed {
-                cells.present.truncate(present);
-                cells.ends.truncate(present);
-                cells.values.truncate(values);
-            } else {
-                cells.states.push(descriptor.name.clone());
             }
         }
         self.selected = None;
     }
 
-    /// Apply the guest's buffered value-state writes (`write-values`).
+    /// Apply the guest's buffered value-state writes (`write-values`). The
+    /// writes select their own keys; the function's selection (the key it
+    /// reports before returning an error) stays.
     fn write_value_cells(&mut self, cells: &[(u32, u32)], writes: &types::ValueCells) -> wasmtime::Result<Result<(), state::StateError>> {
-        let function = self.function.clone();
-        let malformed = |what: &str| wasmtime::Error::msg(format!("function {function} sent malformed value writes: {what}"));
+        let selected = self.selected;
+        let result = self.apply_value_writes(cells, writes);
+        self.selected = selected;
+        result
+    }
+
+    fn apply_value_writes(&mut self, cells: &[(u32, u32)], writes: &types::ValueCells) -> wasmtime::Result<Result<(), state::StateError>> {
+        let malformed = |function: &str, what: &str| wasmtime::Error::msg(format!("function {function} sent malformed value writes: {what}"));
         if writes.present.len() != cells.len() || writes.ends.len() != cells.len() {
-            return Err(malformed("the lists disagree in length"));
+            return Err(malformed(&self.function, "the lists disagree in length"));
         }
         let descriptors = writes
             .states
             .iter()
-            .map(|name| self.value_states.iter().find(|d| d.name == *name).cloned().ok_or_else(|| malformed(&format!("state {:?} is not open", name.chars().take(64).collect::<String>()))))
+            .map(|name| {
+                let open = self.value_states.iter().find(|d| d.name == *name).cloned();
+                open.ok_or_else(|| malformed(&self.function, &format!("state {:?} is not open", name.chars().take(64).collect::<String>())))
+            })
             .collect::<wasmtime::Result<Vec<_>>>()?;
-        let mut start = 0usize;
-        for (i, &(state, key)) in cells.iter().enumerate() {
-            let end = writes.ends[i] as usize;
-            let value = writes.values.get(start..end).ok_or_else(|| malformed("a value end is out of order or past the values"))?;
-            start = end;
-            let descriptor = descriptors.get(state as usize).ok_or_else(|| malformed("a state index is past the states"))?;
+        let values = super::packing::slices(&writes.values, &writes.ends, "value writes");
+        for ((&(state, key), value), &present) in cells.iter().zip(values).zip(&writes.present) {
+            let value = value.map_err(|e| malformed(&self.function, &e))?;
+            let descriptor = descriptors.get(state as usize).ok_or_else(|| malformed(&self.function, "a state index is past the states"))?;
             if key as usize >= self.batch_keys.len() {
                 return Ok(Err(state::StateError::UnknownKey(key)));
             }
             self.selected = Some(key as usize);
-            if let Err(error) = self.write(descriptor, StateKind::Value, b"", writes.present[i].then_some(value)) {
+            if let Err(error) = self.write(descriptor, StateKind::Value, b"", present.then_some(value)) {
                 return Ok(Err(error));
             }
         }
-        self.selected = None;
         Ok(Ok(()))
     }
 
@@ -330,7 +331,7 @@ impl HostCtx {
             self.batch_keys.push((self.batch_key_bytes.len(), crate::state::key_group(key, self.max_parallelism)));
         }
         self.selected = None;
-        self.emitted = (0, 0);
+        self.start_call();
         self.processing_time = (self.clock)();
     }
 

@@ -93,7 +93,7 @@ fn instantiate<G>(function: &LoadedFunction, ctx: HostCtx, name: &str, load: Loa
         CallError::Instantiate { function: name.to_string(), message }
     };
     let mut store = Store::new(function.pre.engine(), ctx);
-    store.limiter(|ctx| &mut ctx.limiter);
+    store.limiter(|ctx| &mut ctx.limits);
     limits.enforce(&mut store);
     limits.arm(&mut store);
     let instance = function.pre.instantiate(&mut store).map_err(failed)?;
@@ -101,14 +101,29 @@ fn instantiate<G>(function: &LoadedFunction, ctx: HostCtx, name: &str, load: Loa
     Ok((store, guest))
 }
 
+/// What a call without a current key was doing (`while aggregating 3
+/// windows`), put into words only when it fails.
+#[derive(Clone, Copy)]
+struct Doing {
+    what: &'static str,
+    count: usize,
+    unit: &'static str,
+}
+
+impl Doing {
+    fn text(self) -> String {
+        format!("while {} {} {}", self.what, self.count, self.unit)
+    }
+}
+
 /// Call into a Wasm instance with its limits armed; name what stopped it
-/// and what it was doing (`activity`, or else the key it had selected).
-fn call_wasm<R>(store: &mut Store<HostCtx>, name: &str, activity: Option<&str>, call: impl FnOnce(&mut Store<HostCtx>) -> wasmtime::Result<R>) -> Result<R, CallError> {
+/// and what it was doing (`doing`, or else the key it had selected).
+fn call_wasm<R>(store: &mut Store<HostCtx>, name: &str, doing: Option<Doing>, call: impl FnOnce(&mut Store<HostCtx>) -> wasmtime::Result<R>) -> Result<R, CallError> {
     let limits = store.data().limits;
     limits.arm(store);
     store.data_mut().start_call();
     call(store).map_err(|error| {
-        let activity = activity.map_or_else(|| store.data().describe_selected_key(), str::to_string);
+        let activity = doing.map_or_else(|| store.data().describe_selected_key(), Doing::text);
         match super::limits::limit_hit(&error, &limits) {
             Some(limit) => CallError::LimitExceeded { function: name.to_string(), limit, activity },
             None => {
@@ -179,12 +194,12 @@ impl KeyFunctionInstance {
 
     /// The key of each event, in order.
     pub fn extract_keys(&mut self, events: &[Event]) -> Result<Vec<Vec<u8>>, CallError> {
-        let activity = format!("while computing the keys of {} events", events.len());
-        let failed = |message| CallError::Failed { function: self.name.clone(), activity: activity.clone(), message };
+        let doing = Doing { what: "computing the keys of", count: events.len(), unit: "events" };
+        let failed = |message| CallError::Failed { function: self.name.clone(), activity: doing.text(), message };
         let keys = match &mut self.code {
             Code::Wasm { store, guest, .. } => {
                 packing::pack(events, &mut self.packed);
-                let keys = call_wasm(store, &self.name, Some(&activity), |store| guest.call_extract_keys(store, &self.packed))?.map_err(|e| failed(e.message))?;
+                let keys = call_wasm(store, &self.name, Some(doing), |store| guest.call_extract_keys(store, &self.packed))?.map_err(|e| failed(e.message))?;
                 packing::unpack_keys(&keys).map_err(failed)?
             }
             Code::Native { function, .. } => function.extract_keys(events).map_err(failed)?,
@@ -301,46 +316,46 @@ impl AggregateFunctionInstance {
         Self { name: name.to_string(), code: Code::Native { ctx: Box::new(HostCtx::new(name, None, 1)), function }, packed: packing::empty_accumulate_batch() }
     }
 
-    fn failed(&self, activity: String, message: String) -> CallError {
-        CallError::Failed { function: self.name.clone(), activity, message }
+    fn failed(&self, doing: Doing, message: String) -> CallError {
+        CallError::Failed { function: self.name.clone(), activity: doing.text(), message }
     }
 
     /// Fold each entry's events into its accumulator.
     pub fn add(&mut self, batch: &[Accumulate]) -> Result<Vec<Vec<u8>>, CallError> {
-        let activity = format!("while aggregating {} windows", batch.len());
+        let doing = Doing { what: "aggregating", count: batch.len(), unit: "windows" };
         let accumulators = match &mut self.code {
             Code::Wasm { store, guest, .. } => {
                 packing::pack_accumulate(batch, &mut self.packed);
-                let cells = call_wasm(store, &self.name, Some(&activity), |store| guest.call_add(store, &self.packed))?.map_err(|e| e.message);
+                let cells = call_wasm(store, &self.name, Some(doing), |store| guest.call_add(store, &self.packed))?.map_err(|e| e.message);
                 cells.and_then(|cells| packing::unpack_values(&cells))
             }
             Code::Native { function, .. } => function.add(batch),
         }
-        .map_err(|m| self.failed(activity.clone(), m))?;
+        .map_err(|m| self.failed(doing, m))?;
         if accumulators.len() != batch.len() {
-            return Err(self.failed(activity, format!("returned {} accumulators for {} windows", accumulators.len(), batch.len())));
+            return Err(self.failed(doing, format!("returned {} accumulators for {} windows", accumulators.len(), batch.len())));
         }
         Ok(accumulators)
     }
 
     /// Combine two accumulators.
     pub fn merge(&mut self, a: &[u8], b: &[u8]) -> Result<Vec<u8>, CallError> {
-        let activity = "while merging two windows".to_string();
+        let doing = Doing { what: "merging", count: 2, unit: "windows" };
         match &mut self.code {
-            Code::Wasm { store, guest, .. } => call_wasm(store, &self.name, Some(&activity), |store| guest.call_merge(store, a, b))?.map_err(|e| e.message),
+            Code::Wasm { store, guest, .. } => call_wasm(store, &self.name, Some(doing), |store| guest.call_merge(store, a, b))?.map_err(|e| e.message),
             Code::Native { function, .. } => function.merge(a, b),
         }
-        .map_err(|m| self.failed(activity.clone(), m))
+        .map_err(|m| self.failed(doing, m))
     }
 
     /// The outputs of finished windows.
     pub fn results(&mut self, batch: &[WindowResult]) -> Result<Vec<Event>, CallError> {
-        let activity = format!("while computing the results of {} windows", batch.len());
+        let doing = Doing { what: "computing the results of", count: batch.len(), unit: "windows" };
         match &mut self.code {
-            Code::Wasm { store, guest, .. } => call_wasm(store, &self.name, Some(&activity), |store| guest.call_results(store, batch))?.map_err(|e| e.message),
+            Code::Wasm { store, guest, .. } => call_wasm(store, &self.name, Some(doing), |store| guest.call_results(store, batch))?.map_err(|e| e.message),
             Code::Native { function, .. } => function.results(batch),
         }
-        .map_err(|m| self.failed(activity.clone(), m))
+        .map_err(|m| self.failed(doing, m))
     }
 }
 
@@ -365,10 +380,10 @@ impl WindowProcessFunctionInstance {
 
     /// The outputs of finished windows, given their events.
     pub fn process_windows(&mut self, batch: &[WindowEvents]) -> Result<Vec<Event>, CallError> {
-        let activity = format!("while processing {} windows", batch.len());
+        let doing = Doing { what: "processing", count: batch.len(), unit: "windows" };
         let guest = &self.guest;
-        call_wasm(&mut self.store, &self.name, Some(&activity), |store| guest.call_process_windows(store, batch))?
-            .map_err(|e| CallError::Failed { function: self.name.clone(), activity, message: e.message })
+        call_wasm(&mut self.store, &self.name, Some(doing), |store| guest.call_process_windows(store, batch))?
+            .map_err(|e| CallError::Failed { function: self.name.clone(), activity: doing.text(), message: e.message })
     }
 }
 
@@ -389,6 +404,9 @@ mod tests {
         (func (export "spin") (canon lift (core func $i "spin")))
         (func (export "grow") (param "pages" u32) (result s32) (canon lift (core func $i "grow"))))"#;
 
+    /// What the test calls are doing.
+    const TESTING: Doing = Doing { what: "testing", count: 1, unit: "call" };
+
     fn instance(limits: FunctionLimits) -> (Store<HostCtx>, wasmtime::component::Instance) {
         let engine = new_engine(EngineLimits::for_functions(2, &limits)).unwrap();
         let function = FunctionLoader::new(engine, None).unwrap().load(&wat::parse_str(MISBEHAVES).unwrap()).unwrap();
@@ -401,7 +419,7 @@ mod tests {
         let (mut store, instance) = instance(limits);
         let spin = instance.get_typed_func::<(), ()>(&mut store, "spin").unwrap();
         let started = Instant::now();
-        let error = call_wasm(&mut store, "misbehaves", Some("while testing"), |store| spin.call(store, ())).unwrap_err();
+        let error = call_wasm(&mut store, "misbehaves", Some(TESTING), |store| spin.call(store, ())).unwrap_err();
         assert!(error.to_string().contains("deadline exceeded: a call used more than 50ms of CPU time while testing"), "{error}");
         assert!(error.poisons_instance());
         assert!(started.elapsed() < Duration::from_secs(30), "stopped in {:?}", started.elapsed());
@@ -412,7 +430,7 @@ mod tests {
         let limits = FunctionLimits { fuel: Some(1_000_000), call_timeout: Duration::from_secs(60), ..Default::default() };
         let (mut store, instance) = instance(limits);
         let spin = instance.get_typed_func::<(), ()>(&mut store, "spin").unwrap();
-        let error = call_wasm(&mut store, "misbehaves", Some("while testing"), |store| spin.call(store, ())).unwrap_err();
+        let error = call_wasm(&mut store, "misbehaves", Some(TESTING), |store| spin.call(store, ())).unwrap_err();
         assert!(error.to_string().contains("fuel of 1000000 exhausted"), "{error}");
     }
 
@@ -421,9 +439,9 @@ mod tests {
         let limits = FunctionLimits { memory_bytes: 2 << 20, ..Default::default() };
         let (mut store, instance) = instance(limits);
         let grow = instance.get_typed_func::<(u32,), (i32,)>(&mut store, "grow").unwrap();
-        let within = call_wasm(&mut store, "misbehaves", Some("while testing"), |store| grow.call(store, (15,))).unwrap();
+        let within = call_wasm(&mut store, "misbehaves", Some(TESTING), |store| grow.call(store, (15,))).unwrap();
         assert_eq!(within, (1,), "1 + 15 pages = 1 MiB fits");
-        let error = call_wasm(&mut store, "misbehaves", Some("while testing"), |store| grow.call(store, (32,))).unwrap_err();
+        let error = call_wasm(&mut store, "misbehaves", Some(TESTING), |store| grow.call(store, (32,))).unwrap_err();
         assert!(error.to_string().contains("memory limit of 2 MiB exceeded (it asked for 3 MiB)"), "{error}");
     }
 }

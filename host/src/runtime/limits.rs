@@ -144,20 +144,9 @@ pub fn parse_bytes(text: &str) -> Option<usize> {
     number.checked_mul(1 << shift)
 }
 
-/// The `ResourceLimiter` of one instance's store.
-#[derive(Debug)]
-pub struct InstanceLimiter {
-    memory_bytes: usize,
-}
-
-impl InstanceLimiter {
-    /// A limiter enforcing `limits`.
-    pub fn new(limits: &FunctionLimits) -> Self {
-        Self { memory_bytes: limits.memory_bytes }
-    }
-}
-
-impl ResourceLimiter for InstanceLimiter {
+/// The limits are their store's `ResourceLimiter` (memory; tables are
+/// capped at [`MAX_TABLE_ELEMENTS`]).
+impl ResourceLimiter for FunctionLimits {
     fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         if desired > self.memory_bytes {
             return Err(LimitExceeded::Memory { limit: self.memory_bytes, requested: desired }.into());

@@ -103,7 +103,7 @@ pub fn unpack_values(cells: &ValueCells) -> Result<Vec<Vec<u8>>, String> {
 }
 
 /// The slices `ends` cuts `bytes` into, checked.
-fn slices<'a>(bytes: &'a [u8], ends: &'a [u32], what: &'static str) -> impl Iterator<Item = Result<&'a [u8], String>> + 'a {
+pub(crate) fn slices<'a>(bytes: &'a [u8], ends: &'a [u32], what: &'static str) -> impl Iterator<Item = Result<&'a [u8], String>> + 'a {
     let mut start = 0usize;
     ends.iter().map(move |&end| {
         let end = end as usize;
