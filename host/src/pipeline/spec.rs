@@ -295,7 +295,7 @@ fn default_parallelism() -> u16 {
 }
 
 fn default_batch_size() -> usize {
-    1024
+    4096
 }
 
 fn default_state_cache_bytes() -> usize {

@@ -6,6 +6,8 @@
 //! (which read the backend directly), and on `flush`. So every read sees
 //! the latest write, and results are identical with and without it.
 
+use smallvec::SmallVec;
+
 use super::hash::KeyMap;
 
 use super::{KeyedStateBackend, ScanEntry, StateError, Write};
@@ -13,9 +15,17 @@ use super::{KeyedStateBackend, ScanEntry, StateError, Write};
 /// Bytes counted per cached entry on top of its key and value.
 const ENTRY_OVERHEAD: usize = 64;
 
+/// A cached key: stored in the map's own slot up to 48 bytes (state keys
+/// of short names and keys are), so a lookup compares bytes in place
+/// instead of following a pointer to somewhere else in the heap.
+type CachedKey = SmallVec<[u8; 48]>;
+
+/// A cached value, in place up to 24 bytes (counters, sums, timers).
+type CachedValue = SmallVec<[u8; 24]>;
+
 struct Slot {
     /// The value, or `None` for a (cached) absence or a pending delete.
-    value: Option<Vec<u8>>,
+    value: Option<CachedValue>,
     /// Whether the backend has not seen this value yet.
     dirty: bool,
     /// Whether the backend holds nothing under this key (the slot was made
@@ -27,7 +37,7 @@ struct Slot {
 /// A [`KeyedStateBackend`] that caches another one, bounded in bytes.
 pub struct CachedBackend {
     inner: Box<dyn KeyedStateBackend>,
-    slots: KeyMap<Vec<u8>, Slot>,
+    slots: KeyMap<CachedKey, Slot>,
     bytes: usize,
     capacity: usize,
 }
@@ -47,7 +57,7 @@ impl CachedBackend {
         if !self.slots.values().any(|s| s.dirty) {
             return Ok(());
         }
-        let mut writes = self.slots.iter().filter(|(_, s)| s.dirty).map(|(k, s)| (k.as_slice(), s.value.as_deref()));
+        let mut writes = self.slots.iter().filter(|(_, s)| s.dirty).map(|(k, s)| (&k[..], s.value.as_deref()));
         self.inner.write_batch(&mut writes)?;
         self.slots.values_mut().for_each(|s| {
             s.dirty = false;
@@ -56,7 +66,7 @@ impl CachedBackend {
         Ok(())
     }
 
-    fn insert(&mut self, key: &[u8], value: Option<Vec<u8>>, dirty: bool) -> Result<(), StateError> {
+    fn insert(&mut self, key: &[u8], value: Option<CachedValue>, dirty: bool) -> Result<(), StateError> {
         let added = Self::cost(key, value.as_deref());
         match self.slots.get_mut(key) {
             Some(slot) => {
@@ -65,7 +75,7 @@ impl CachedBackend {
                 slot.dirty |= dirty;
             }
             None => {
-                self.slots.insert(key.to_vec(), Slot { value, dirty, fresh: false });
+                self.slots.insert(CachedKey::from_slice(key), Slot { value, dirty, fresh: false });
             }
         }
         self.bytes += added;
@@ -86,7 +96,7 @@ impl CachedBackend {
 impl KeyedStateBackend for CachedBackend {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StateError> {
         match self.slots.get(key) {
-            Some(slot) => Ok(slot.value.clone()),
+            Some(slot) => Ok(slot.value.as_deref().map(<[u8]>::to_vec)),
             None => self.inner.get(key),
         }
     }
@@ -113,7 +123,7 @@ impl KeyedStateBackend for CachedBackend {
                 return self.check_capacity();
             }
         }
-        self.insert(key, Some(value.to_vec()), true)
+        self.insert(key, Some(CachedValue::from_slice(value)), true)
     }
 
     fn insert_new(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {
@@ -121,7 +131,7 @@ impl KeyedStateBackend for CachedBackend {
             return self.put(key, value);
         }
         self.bytes += Self::cost(key, Some(value));
-        self.slots.insert(key.to_vec(), Slot { value: Some(value.to_vec()), dirty: true, fresh: true });
+        self.slots.insert(CachedKey::from_slice(key), Slot { value: Some(CachedValue::from_slice(value)), dirty: true, fresh: true });
         self.check_capacity()
     }
 
@@ -150,7 +160,7 @@ impl KeyedStateBackend for CachedBackend {
 
     fn write_batch(&mut self, writes: &mut dyn Iterator<Item = Write<'_>>) -> Result<(), StateError> {
         for (key, value) in writes {
-            self.insert(key, value.map(<[u8]>::to_vec), true)?;
+            self.insert(key, value.map(CachedValue::from_slice), true)?;
         }
         Ok(())
     }

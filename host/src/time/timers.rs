@@ -7,9 +7,10 @@
 //! when a subtask starts. A (key, domain, timestamp) is one timer however
 //! often it is registered.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::runtime::bindings::weir::function::types::{FiredTimer, KeyedTimers, TimeDomain};
+use crate::state::hash::KeyHashBuilder;
 use crate::state::{key_group, ttl, KeyedStateBackend, StateError, StateKey, StateKind};
 
 /// The state name a function's timers are stored under (kind `Timer`, so
@@ -32,17 +33,29 @@ fn domain_of(byte: u8) -> Option<TimeDomain> {
 }
 
 fn storage_key(name: &str, group: u16, key: &[u8], domain: u8, timestamp: i64) -> Vec<u8> {
+    let mut out = Vec::new();
+    storage_key_into(&mut out, name, group, key, domain, timestamp);
+    out
+}
+
+fn storage_key_into(out: &mut Vec<u8>, name: &str, group: u16, key: &[u8], domain: u8, timestamp: i64) {
     let mut namespace = [0u8; 9];
     namespace[0] = domain;
     namespace[1..].copy_from_slice(&timestamp.to_be_bytes());
-    StateKey::new(group, name, StateKind::Timer, key, &namespace).encode()
+    StateKey::new(group, name, StateKind::Timer, key, &namespace).encode_into(out);
 }
+
+/// The keys with a timer at one (domain, timestamp).
+type KeySet = HashSet<Vec<u8>, KeyHashBuilder>;
 
 /// The timers of one subtask.
 #[derive(Debug)]
 pub struct TimerService {
-    /// (domain, timestamp, key): iteration is in timestamp order per domain.
-    queue: BTreeSet<(u8, i64, Vec<u8>)>,
+    /// (domain, timestamp) → the keys with a timer then: iteration is in
+    /// timestamp order per domain, and registering a timer that exists (a
+    /// window's timer, for every event of the window) is one hash lookup
+    /// with no allocation.
+    queue: BTreeMap<(u8, i64), KeySet>,
     max_parallelism: u16,
     name: &'static str,
 }
@@ -51,13 +64,13 @@ impl TimerService {
     /// No timers yet, for keys of `max_parallelism` key groups, stored
     /// under `name`.
     pub fn new(max_parallelism: u16, name: &'static str) -> Self {
-        Self { queue: BTreeSet::new(), max_parallelism, name }
+        Self { queue: BTreeMap::new(), max_parallelism, name }
     }
 
     /// Rebuild the queue of the timers stored in `backend` under `name`
     /// (one service per name: a function's timers, a window operator's…).
     pub fn load(backend: &mut dyn KeyedStateBackend, max_parallelism: u16, name: &'static str) -> Result<Self, StateError> {
-        let mut queue = BTreeSet::new();
+        let mut timers = Self::new(max_parallelism, name);
         for group in 0..max_parallelism {
             let prefix = StateKey::state_prefix(group, name, StateKind::Timer);
             let mut after: Option<Vec<u8>> = None;
@@ -70,7 +83,7 @@ impl TimerService {
                     let (domain, timestamp) = namespace.split_first().ok_or_else(corrupt)?;
                     let timestamp = i64::from_be_bytes(timestamp.try_into().map_err(|_| corrupt())?);
                     domain_of(*domain).ok_or_else(corrupt)?;
-                    queue.insert((*domain, timestamp, key.to_vec()));
+                    timers.insert(*domain, timestamp, key);
                 }
                 match page.into_iter().last() {
                     Some((rest, _)) if full => after = Some(rest),
@@ -78,13 +91,29 @@ impl TimerService {
                 }
             }
         }
-        Ok(Self { queue, max_parallelism, name })
+        Ok(timers)
+    }
+
+    /// Add to the queue; whether the timer is new.
+    fn insert(&mut self, domain: u8, timestamp: i64, key: &[u8]) -> bool {
+        let keys = self.queue.entry((domain, timestamp)).or_default();
+        !keys.contains(key) && keys.insert(key.to_vec())
+    }
+
+    /// Remove from the queue; whether the timer was there.
+    fn remove(&mut self, domain: u8, timestamp: i64, key: &[u8]) -> bool {
+        let Some(keys) = self.queue.get_mut(&(domain, timestamp)) else { return false };
+        let removed = keys.remove(key);
+        if keys.is_empty() {
+            self.queue.remove(&(domain, timestamp));
+        }
+        removed
     }
 
     /// Register a timer for `key` (idempotent); whether it was new.
     pub fn register(&mut self, backend: &mut dyn KeyedStateBackend, key: &[u8], domain: TimeDomain, timestamp: i64) -> Result<bool, StateError> {
         let domain = domain_byte(domain);
-        let new = self.queue.insert((domain, timestamp, key.to_vec()));
+        let new = self.insert(domain, timestamp, key);
         if new {
             let group = key_group(key, self.max_parallelism);
             backend.insert_new(&storage_key(self.name, group, key, domain, timestamp), &ttl::encode(b"", None))?;
@@ -95,7 +124,7 @@ impl TimerService {
     /// Cancel a timer of `key`, if registered; whether it was.
     pub fn delete(&mut self, backend: &mut dyn KeyedStateBackend, key: &[u8], domain: TimeDomain, timestamp: i64) -> Result<bool, StateError> {
         let domain = domain_byte(domain);
-        let existed = self.queue.remove(&(domain, timestamp, key.to_vec()));
+        let existed = self.remove(domain, timestamp, key);
         if existed {
             let group = key_group(key, self.max_parallelism);
             backend.delete(&storage_key(self.name, group, key, domain, timestamp))?;
@@ -107,39 +136,44 @@ impl TimerService {
     /// [`delete`](Self::delete) in the queue only, when the backend's own
     /// journal restores the stored timer.
     pub fn undo(&mut self, registered: bool, key: Vec<u8>, domain: TimeDomain, timestamp: i64) {
-        let entry = (domain_byte(domain), timestamp, key);
+        let domain = domain_byte(domain);
         if registered {
-            self.queue.remove(&entry);
+            self.remove(domain, timestamp, &key);
         } else {
-            self.queue.insert(entry);
+            self.insert(domain, timestamp, &key);
         }
     }
 
     /// The earliest timer of `domain`, if any.
     pub fn next(&self, domain: TimeDomain) -> Option<i64> {
         let domain = domain_byte(domain);
-        self.queue.range((domain, i64::MIN, Vec::new())..).next().filter(|(d, _, _)| *d == domain).map(|(_, ts, _)| *ts)
+        self.queue.range((domain, i64::MIN)..).next().filter(|((d, _), _)| *d == domain).map(|((_, ts), _)| *ts)
     }
 
     /// Remove and return every timer of `domain` at or before `up_to`,
-    /// grouped by key (keys in order of their earliest timer, each key's
-    /// timers in timestamp order).
+    /// grouped by key (keys in order of their earliest timer, keys of the
+    /// same timestamp in byte order; each key's timers in timestamp order).
     pub fn take_due(&mut self, backend: &mut dyn KeyedStateBackend, domain: TimeDomain, up_to: i64) -> Result<Vec<KeyedTimers>, StateError> {
         let byte = domain_byte(domain);
         let mut batch: Vec<KeyedTimers> = Vec::new();
-        let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+        let mut index: HashMap<Vec<u8>, usize, KeyHashBuilder> = HashMap::default();
+        let mut storage = Vec::new();
         loop {
-            let first = self.queue.range((byte, i64::MIN, Vec::new())..).next();
-            let Some(entry) = first.filter(|(d, ts, _)| *d == byte && *ts <= up_to).cloned() else { break };
-            self.queue.remove(&entry);
-            let (_, timestamp, key) = entry;
-            backend.delete(&storage_key(self.name, key_group(&key, self.max_parallelism), &key, byte, timestamp))?;
+            let first = self.queue.range((byte, i64::MIN)..).next().map(|(&at, _)| at);
+            let Some((_, timestamp)) = first.filter(|&(d, ts)| d == byte && ts <= up_to) else { break };
+            let mut keys: Vec<Vec<u8>> = self.queue.remove(&(byte, timestamp)).unwrap_or_default().into_iter().collect();
+            keys.sort_unstable();
             let fired = FiredTimer { timestamp, domain };
-            match index.get(&key) {
-                Some(&i) => batch[i].timers.push(fired),
-                None => {
-                    index.insert(key.clone(), batch.len());
-                    batch.push(KeyedTimers { key, timers: vec![fired] });
+            for key in keys {
+                storage.clear();
+                storage_key_into(&mut storage, self.name, key_group(&key, self.max_parallelism), &key, byte, timestamp);
+                backend.delete(&storage)?;
+                match index.get(&key) {
+                    Some(&i) => batch[i].timers.push(fired),
+                    None => {
+                        index.insert(key.clone(), batch.len());
+                        batch.push(KeyedTimers { key, timers: vec![fired] });
+                    }
                 }
             }
         }

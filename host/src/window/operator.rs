@@ -13,6 +13,7 @@ use std::collections::HashMap;
 
 use crate::runtime::bindings::weir::function::types::{Accumulate, TimeDomain, Window, WindowResult};
 use crate::runtime::CallError;
+use crate::state::hash::KeyHashBuilder;
 use crate::state::{key_group, ttl, KeyedStateBackend, StateError, StateKey, StateKind};
 use crate::time::TimerService;
 use crate::Event;
@@ -67,11 +68,11 @@ pub struct WindowOperator {
     pub dropped_late: u64,
 }
 
-fn window_key(group: u16, key: &[u8], window: Window) -> Vec<u8> {
+fn window_key_into(out: &mut Vec<u8>, group: u16, key: &[u8], window: Window) {
     let mut namespace = [0u8; 16];
     namespace[..8].copy_from_slice(&window.start.to_be_bytes());
     namespace[8..].copy_from_slice(&window.end.to_be_bytes());
-    StateKey::new(group, ACCUMULATORS, StateKind::Value, key, &namespace).encode()
+    StateKey::new(group, ACCUMULATORS, StateKind::Value, key, &namespace).encode_into(out);
 }
 
 impl WindowOperator {
@@ -93,7 +94,13 @@ impl WindowOperator {
     }
 
     fn accumulator_key(&self, key: &[u8], window: Window) -> Vec<u8> {
-        window_key(key_group(key, self.config.max_parallelism), key, window)
+        let mut out = Vec::new();
+        self.accumulator_key_into(key, window, &mut out);
+        out
+    }
+
+    fn accumulator_key_into(&self, key: &[u8], window: Window, out: &mut Vec<u8>) {
+        window_key_into(out, key_group(key, self.config.max_parallelism), key, window);
     }
 
     fn read_accumulator(&mut self, key: &[u8], window: Window) -> Result<Option<Vec<u8>>, StateError> {
@@ -137,13 +144,17 @@ impl WindowOperator {
         if self.config.assigner.is_merging() {
             return self.process_sessions(batch);
         }
-        let mut index: HashMap<(Vec<u8>, i64, i64), usize> = HashMap::new();
-        let mut groups: Vec<(Vec<u8>, Window, Vec<Event>)> = Vec::new();
-        for (key, event) in batch {
+        let (keys, events): (Vec<Vec<u8>>, Vec<Event>) = batch.into_iter().unzip();
+        // (key, window start) → its entry: windows of one size are told
+        // apart by their start. Keys are borrowed from the batch.
+        let mut index: HashMap<(&[u8], i64), usize, KeyHashBuilder> = HashMap::with_capacity_and_hasher(keys.len(), KeyHashBuilder::default());
+        let mut windows: Vec<(&[u8], Window)> = Vec::new();
+        let mut adds: Vec<Accumulate> = Vec::new();
+        for (key, event) in keys.iter().zip(events) {
             self.windows.clear();
             self.config.assigner.assign(event.timestamp, &mut self.windows);
-            let live: Vec<Window> = self.windows.iter().copied().filter(|w| !self.is_late(*w)).collect();
-            if live.is_empty() {
+            let mut remaining = self.windows.iter().filter(|w| !self.is_late(**w)).count();
+            if remaining == 0 {
                 match &self.config.late_output {
                     Some(name) => self.side_outputs.push((name.clone(), event)),
                     None => self.dropped_late += 1,
@@ -151,45 +162,55 @@ impl WindowOperator {
                 continue;
             }
             // Clone the event for all but its last window (tumbling: none).
-            let last = live.len() - 1;
             let mut event = Some(event);
-            for (i, window) in live.into_iter().enumerate() {
-                let slot = *index.entry((key.clone(), window.start, window.end)).or_insert_with(|| {
-                    groups.push((key.clone(), window, Vec::new()));
-                    groups.len() - 1
+            for &window in self.windows.iter().filter(|w| !self.is_late(**w)) {
+                let slot = *index.entry((key.as_slice(), window.start)).or_insert_with(|| {
+                    windows.push((key.as_slice(), window));
+                    adds.push(Accumulate { accumulator: None, events: Vec::new() });
+                    adds.len() - 1
                 });
-                let copy = if i == last { event.take() } else { event.clone() };
-                groups[slot].2.extend(copy);
+                remaining -= 1;
+                let copy = if remaining == 0 { event.take() } else { event.clone() };
+                adds[slot].events.extend(copy);
             }
         }
-        if groups.is_empty() {
+        if adds.is_empty() {
             return Ok(());
         }
-        let mut batch = Vec::with_capacity(groups.len());
-        for (key, window, events) in &mut groups {
-            batch.push(Accumulate { accumulator: self.read_accumulator(key, *window)?, events: std::mem::take(events) });
+        let mut storage = Vec::new();
+        let mut stored = Vec::new();
+        for (&(key, window), add) in windows.iter().zip(&mut adds) {
+            storage.clear();
+            self.accumulator_key_into(key, window, &mut storage);
+            stored.clear();
+            if self.backend.get_into(&storage, &mut stored)? {
+                add.accumulator = ttl::decode(&stored, i64::MIN)?.map(<[u8]>::to_vec);
+            }
         }
-        let windows = groups.into_iter().map(|(key, window, _)| (key, window)).collect();
-        self.store_and_schedule(windows, batch)
+        self.store_and_schedule(&windows, adds)
     }
 
     /// Fold `batch[i]` into window `windows[i]`, store the accumulators and
     /// schedule (or, for windows already past the watermark, do) the firing.
-    fn store_and_schedule(&mut self, windows: Vec<(Vec<u8>, Window)>, batch: Vec<Accumulate>) -> Result<(), WindowError> {
+    fn store_and_schedule(&mut self, windows: &[(&[u8], Window)], batch: Vec<Accumulate>) -> Result<(), WindowError> {
         let accumulators = self.function.add(&batch)?;
         let mut refire = Vec::new();
-        for (((key, window), accumulator), entry) in windows.into_iter().zip(accumulators).zip(&batch) {
-            let storage = self.accumulator_key(&key, window);
-            let stored = ttl::encode(&accumulator, None);
+        let (mut storage, mut stored) = (Vec::new(), Vec::new());
+        for ((&(key, window), accumulator), entry) in windows.iter().zip(accumulators).zip(&batch) {
+            storage.clear();
+            self.accumulator_key_into(key, window, &mut storage);
+            stored.clear();
+            ttl::encode_into(&mut stored, &accumulator, None);
             match entry.accumulator {
                 // A window's first accumulator: nothing is stored under it.
                 None => self.backend.insert_new(&storage, &stored)?,
                 Some(_) => self.backend.put(&storage, &stored)?,
             }
             if window.end - 1 <= self.watermark {
-                refire.push((key, window));
+                refire.push((key.to_vec(), window));
             } else {
-                self.fire.register(self.backend.as_mut(), &key, TimeDomain::EventTime, window.end - 1)?;
+                // Idempotent, and cheap for a timer that exists.
+                self.fire.register(self.backend.as_mut(), key, TimeDomain::EventTime, window.end - 1)?;
             }
         }
         self.fire_windows(refire)
@@ -269,7 +290,8 @@ impl WindowOperator {
         if adds.is_empty() {
             return Ok(());
         }
-        self.store_and_schedule(windows, adds)
+        let windows: Vec<(&[u8], Window)> = windows.iter().map(|(key, window)| (key.as_slice(), *window)).collect();
+        self.store_and_schedule(&windows, adds)
     }
 
     /// The window of `key` whose timer (at its last millisecond plus
