@@ -177,6 +177,12 @@ impl KeyedOperator {
         }
     }
 
+    /// Between batches: let the state backend do what it kept off the hot
+    /// path (see [`KeyedStateBackend::relieve`]).
+    pub(crate) fn relieve(&mut self) -> Result<(), RunError> {
+        Ok(self.backend().map_or(Ok(()), |b| b.relieve())?)
+    }
+
     /// Make the operator's state durable.
     pub(crate) fn flush(&mut self) -> Result<(), RunError> {
         Ok(self.backend().map_or(Ok(()), |b| b.flush())?)

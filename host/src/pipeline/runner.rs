@@ -725,6 +725,7 @@ fn run_subtask(mut operator: KeyedOperator, input: Receiver<SubtaskMessage>, lin
         }
         operator.on_processing_time()?;
         forward_outputs(&mut operator, &links)?;
+        operator.relieve()?;
     }
     operator.flush()
 }

@@ -1,10 +1,12 @@
 //! A write-back cache in front of a state backend, for hot keys.
 //!
 //! Reads and writes of single keys are served from memory; dirty entries
-//! reach the backend in one batch when the cache exceeds its byte budget
-//! (after which it starts empty again), before any scan or prefix delete
-//! (which read the backend directly), and on `flush`. So every read sees
-//! the latest write, and results are identical with and without it.
+//! reach the backend in one batch when the cache is over its byte budget
+//! at [`KeyedStateBackend::relieve`] (between calls into functions, never
+//! inside one: a call's CPU budget is the function's), before any scan or
+//! prefix delete (which read the backend directly), and on `flush`. So
+//! every read sees the latest write, and results are identical with and
+//! without it.
 
 use smallvec::SmallVec;
 
@@ -14,6 +16,12 @@ use super::{KeyedStateBackend, ScanEntry, StateError, Write};
 
 /// Bytes counted per cached entry on top of its key and value.
 const ENTRY_OVERHEAD: usize = 64;
+
+/// Entries the map can take without growing, kept free at each
+/// [`KeyedStateBackend::relieve`]: growing a map of a million entries
+/// copies them all at once (≈100 ms), which would otherwise land inside
+/// whichever call into a function wrote the entry that made it grow.
+const HEADROOM: usize = 1 << 15;
 
 /// A cached key: stored in the map's own slot up to 48 bytes (state keys
 /// of short names and keys are), so a lookup compares bytes in place
@@ -43,9 +51,10 @@ pub struct CachedBackend {
 }
 
 impl CachedBackend {
-    /// Cache `inner` with at most about `capacity` bytes of keys and values.
+    /// Cache `inner` with at most about `capacity` bytes of keys and values
+    /// (plus what one batch adds between two [`KeyedStateBackend::relieve`]s).
     pub fn new(inner: Box<dyn KeyedStateBackend>, capacity: usize) -> Self {
-        Self { inner, slots: KeyMap::default(), bytes: 0, capacity }
+        Self { inner, slots: KeyMap::with_capacity_and_hasher(HEADROOM, Default::default()), bytes: 0, capacity }
     }
 
     fn cost(key: &[u8], value: Option<&[u8]>) -> usize {
@@ -79,16 +88,6 @@ impl CachedBackend {
             }
         }
         self.bytes += added;
-        self.check_capacity()
-    }
-
-    /// Over budget: write everything back and start empty.
-    fn check_capacity(&mut self) -> Result<(), StateError> {
-        if self.bytes > self.capacity {
-            self.write_back()?;
-            self.slots.clear();
-            self.bytes = 0;
-        }
         Ok(())
     }
 }
@@ -120,7 +119,7 @@ impl KeyedStateBackend for CachedBackend {
                 cached.clear();
                 cached.extend_from_slice(value);
                 slot.dirty = true;
-                return self.check_capacity();
+                return Ok(());
             }
         }
         self.insert(key, Some(CachedValue::from_slice(value)), true)
@@ -132,7 +131,7 @@ impl KeyedStateBackend for CachedBackend {
         }
         self.bytes += Self::cost(key, Some(value));
         self.slots.insert(CachedKey::from_slice(key), Slot { value: Some(CachedValue::from_slice(value)), dirty: true, fresh: true });
-        self.check_capacity()
+        Ok(())
     }
 
     fn delete(&mut self, key: &[u8]) -> Result<(), StateError> {
@@ -174,6 +173,29 @@ impl KeyedStateBackend for CachedBackend {
         self.write_back()?;
         self.inner.checkpoint(dir)
     }
+
+    /// Make room for the next batch's entries; over budget, write every
+    /// dirty entry back, then forget entries until half the budget is left
+    /// (what stays is arbitrary; it is all clean, so forgetting loses
+    /// nothing).
+    fn relieve(&mut self) -> Result<(), StateError> {
+        if self.slots.capacity() - self.slots.len() < HEADROOM {
+            self.slots.reserve(HEADROOM.max(self.slots.len()));
+        }
+        if self.bytes <= self.capacity {
+            return Ok(());
+        }
+        self.write_back()?;
+        let mut keep = self.capacity / 2;
+        self.slots.retain(|key, slot| {
+            let cost = Self::cost(key, slot.value.as_deref());
+            let kept = cost <= keep;
+            keep = keep.saturating_sub(cost);
+            kept
+        });
+        self.bytes = self.slots.iter().map(|(k, s)| Self::cost(k, s.value.as_deref())).sum();
+        self.inner.relieve()
+    }
 }
 
 #[cfg(test)]
@@ -195,6 +217,9 @@ mod tests {
         let mut plain = InMemoryBackend::new();
         let mut rng = 0x2545_f491_4f6c_dd1du64;
         for step in 0..20_000 {
+            if step % 7 == 0 {
+                cached.relieve().unwrap();
+            }
             rng ^= rng << 13;
             rng ^= rng >> 7;
             rng ^= rng << 17;
@@ -250,6 +275,7 @@ mod tests {
         let mut cached = CachedBackend::new(Box::new(InMemoryBackend::new()), 10_000);
         for i in 0..10_000u32 {
             cached.put(&i.to_be_bytes(), &[0; 32]).unwrap();
+            cached.relieve().unwrap();
             assert!(cached.bytes <= 10_000);
         }
         assert_eq!(cached.get(&5u32.to_be_bytes()).unwrap(), Some(vec![0; 32]), "evicted writes reached the backend");

@@ -98,6 +98,10 @@ impl KeyedStateBackend for JournaledBackend {
         self.inner.checkpoint(dir)
     }
 
+    fn relieve(&mut self) -> Result<(), StateError> {
+        self.inner.relieve()
+    }
+
     fn mark(&mut self) {
         self.undo.clear();
         self.recording = true;

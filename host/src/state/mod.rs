@@ -85,6 +85,11 @@ pub trait KeyedStateBackend: Send {
     fn checkpoint(&mut self, dir: &std::path::Path) -> Result<(), StateError> {
         Err(StateError::Unsupported(format!("this state backend cannot write a checkpoint to {}", dir.display())))
     }
+    /// Do work kept off the hot path (a cache over its budget writes back
+    /// and forgets entries). Called between calls into functions.
+    fn relieve(&mut self) -> Result<(), StateError> {
+        Ok(())
+    }
     /// Start remembering what writes replace, for [`Self::roll_back`]
     /// (forgetting what was remembered before). Only a journaling backend
     /// ([`JournaledBackend`]) does anything.
