@@ -16,6 +16,14 @@ use crate::{codec, host, packing, Context, Error, Event, FiredTimer};
 pub trait KeyFunction: Default + 'static {
     /// The key of `event`.
     fn key(&mut self, event: &Event) -> Result<Vec<u8>, Error>;
+
+    /// Append the key of `event` to `out` (which may hold other keys
+    /// before it: only append). What the host calls; override it to make
+    /// keys without allocating one per event. By default, [`Self::key`].
+    fn key_into(&mut self, event: &Event, out: &mut Vec<u8>) -> Result<(), Error> {
+        out.extend_from_slice(&self.key(event)?);
+        Ok(())
+    }
 }
 
 /// Processes the events of one key with that key's state.
@@ -90,7 +98,7 @@ pub fn extract_packed_keys<F: KeyFunction>(function: &mut F, events: EventBatch)
     with_scratch(|input, _| {
         let mut keys = packing::KeyPacker::default();
         for event in input.fill(&events)? {
-            keys.push(&function.key(event)?);
+            keys.push_with(|out| function.key_into(event, out))?;
         }
         Ok(keys.finish())
     })

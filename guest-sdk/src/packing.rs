@@ -105,6 +105,17 @@ impl EventBuffer {
         if self.events.len() < count {
             self.events.resize_with(count, || Event { key: None, value: Vec::new(), timestamp: 0, headers: Vec::new() });
         }
+        if batch.keyed.is_empty() && batch.headers.is_empty() {
+            // The common case: values and timestamps only.
+            for (event, (value, timestamp)) in self.events.iter_mut().zip(cut(&batch.values, &batch.value_ends).zip(&batch.timestamps)) {
+                event.value.clear();
+                event.value.extend_from_slice(value?);
+                event.timestamp = *timestamp;
+                event.key = None;
+                event.headers.clear();
+            }
+            return Ok(&self.events[..count]);
+        }
         let (mut keyed, mut headers) = (batch.keyed.iter().zip(cut(&batch.keys, &batch.key_ends)).peekable(), batch.headers.iter().peekable());
         for (index, (event, (value, timestamp))) in self.events.iter_mut().zip(cut(&batch.values, &batch.value_ends).zip(&batch.timestamps)).enumerate() {
             let index = end(index);
@@ -175,10 +186,15 @@ pub(crate) struct KeyPacker {
 }
 
 impl KeyPacker {
-    /// Add a key.
-    pub(crate) fn push(&mut self, key: &[u8]) {
-        self.bytes.extend_from_slice(key);
+    /// Add the key `write` appends to the packed bytes.
+    pub(crate) fn push_with(&mut self, write: impl FnOnce(&mut Vec<u8>) -> Result<(), Error>) -> Result<(), Error> {
+        let start = self.bytes.len();
+        write(&mut self.bytes)?;
+        if self.bytes.len() < start {
+            return Err(Error::msg("a key function removed bytes it did not append"));
+        }
         self.ends.push(end(self.bytes.len()));
+        Ok(())
     }
 
     /// The packed keys.

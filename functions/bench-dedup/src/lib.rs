@@ -22,7 +22,14 @@ impl Default for BenchDedup {
 #[function]
 impl KeyFunction for BenchDedup {
     fn key(&mut self, event: &Event) -> Result<Vec<u8>, Error> {
-        Ok(Order::decode(&event.value)?.customer_id.to_le_bytes().to_vec())
+        let mut key = Vec::with_capacity(8);
+        self.key_into(event, &mut key)?;
+        Ok(key)
+    }
+
+    fn key_into(&mut self, event: &Event, out: &mut Vec<u8>) -> Result<(), Error> {
+        out.extend_from_slice(&Order::decode(&event.value)?.customer_id.to_le_bytes());
+        Ok(())
     }
 }
 

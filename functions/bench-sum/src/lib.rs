@@ -34,7 +34,14 @@ impl Default for BenchSum {
 #[function]
 impl KeyFunction for BenchSum {
     fn key(&mut self, event: &Event) -> Result<Vec<u8>, Error> {
-        Ok(Order::decode(&event.value)?.customer_id.to_le_bytes().to_vec())
+        let mut key = Vec::with_capacity(8);
+        self.key_into(event, &mut key)?;
+        Ok(key)
+    }
+
+    fn key_into(&mut self, event: &Event, out: &mut Vec<u8>) -> Result<(), Error> {
+        out.extend_from_slice(&Order::decode(&event.value)?.customer_id.to_le_bytes());
+        Ok(())
     }
 }
 

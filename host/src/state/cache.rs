@@ -23,7 +23,7 @@ const ENTRY_OVERHEAD: usize = 64;
 /// [`KeyedStateBackend::relieve`]: growing a map of a million entries
 /// copies them all at once (≈100 ms), which would otherwise land inside
 /// whichever call into a function wrote the entry that made it grow.
-const HEADROOM: usize = 1 << 15;
+const HEADROOM: usize = 1 << 13;
 
 /// A cached key: stored in the map's own slot up to 48 bytes (state keys
 /// of short names and keys are), so a lookup compares bytes in place
