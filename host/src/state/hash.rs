@@ -7,7 +7,9 @@
 use std::hash::{BuildHasher, Hasher};
 use std::sync::OnceLock;
 
-/// Builds [`KeyHasher`]s sharing this process's seed.
+/// Builds [`KeyHasher`]s sharing this process's seed. For maps keyed by
+/// byte strings (with fixed-size integers beside them, not `usize`s:
+/// those are taken for length prefixes and left out).
 #[derive(Clone, Copy, Debug)]
 pub struct KeyHashBuilder {
     seed: u64,
@@ -26,35 +28,37 @@ impl BuildHasher for KeyHashBuilder {
     type Hasher = KeyHasher;
 
     fn build_hasher(&self) -> KeyHasher {
-        KeyHasher { seed: self.seed, buffer: [0; 64], len: 0, spill: Vec::new() }
+        KeyHasher { state: self.seed }
     }
 }
 
-/// Collects the bytes written (keys are short: inline up to 64 bytes) and
-/// hashes them once at `finish`.
+/// Hashes each write as it comes, chained through the seed: a key (one
+/// slice) is one XXH3 call, with nothing copied. Length prefixes are left
+/// out (a map key is one slice, or a slice and fixed-size numbers): two
+/// keys they alone would tell apart merely collide.
 pub struct KeyHasher {
-    seed: u64,
-    buffer: [u8; 64],
-    len: usize,
-    spill: Vec<u8>,
+    state: u64,
 }
 
 impl Hasher for KeyHasher {
     fn write(&mut self, bytes: &[u8]) {
-        if self.spill.is_empty() && self.len + bytes.len() <= self.buffer.len() {
-            self.buffer[self.len..self.len + bytes.len()].copy_from_slice(bytes);
-            self.len += bytes.len();
-        } else {
-            if self.spill.is_empty() {
-                self.spill.extend_from_slice(&self.buffer[..self.len]);
-            }
-            self.spill.extend_from_slice(bytes);
-        }
+        self.state = xxhash_rust::xxh3::xxh3_64_with_seed(bytes, self.state);
     }
 
+    fn write_u64(&mut self, value: u64) {
+        // One multiply-fold round (as wyhash/foldhash mix).
+        let mixed = u128::from(self.state ^ value) * u128::from(0x9e37_79b9_7f4a_7c15u64);
+        self.state = (mixed as u64) ^ ((mixed >> 64) as u64);
+    }
+
+    fn write_i64(&mut self, value: i64) {
+        self.write_u64(value as u64);
+    }
+
+    fn write_usize(&mut self, _length_prefix: usize) {}
+
     fn finish(&self) -> u64 {
-        let bytes = if self.spill.is_empty() { &self.buffer[..self.len] } else { &self.spill[..] };
-        xxhash_rust::xxh3::xxh3_64_with_seed(bytes, self.seed)
+        self.state
     }
 }
 
@@ -76,5 +80,7 @@ mod tests {
         let builder = KeyHashBuilder::default();
         assert_eq!(builder.hash_one(b"key".to_vec()), builder.hash_one(b"key".to_vec()));
         assert_ne!(builder.hash_one(b"key".to_vec()), builder.hash_one(b"kez".to_vec()));
+        assert_eq!(builder.hash_one(&b"key"[..]), builder.hash_one(b"key".to_vec()), "slices hash as their owned forms");
+        assert_ne!(builder.hash_one((&b"k"[..], 1i64)), builder.hash_one((&b"k"[..], 2i64)), "numbers beside the bytes count");
     }
 }
