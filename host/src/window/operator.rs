@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use crate::runtime::bindings::weir::function::types::{Accumulate, TimeDomain, Window, WindowResult};
+use crate::runtime::bindings::weir::function::types::{Accumulate, KeyedTimers, TimeDomain, Window, WindowResult};
 use crate::runtime::CallError;
 use crate::state::hash::KeyHashBuilder;
 use crate::state::{key_group, ttl, KeyedStateBackend, StateError, StateKey, StateKind};
@@ -66,6 +66,9 @@ pub struct WindowOperator {
     pub side_outputs: Vec<(String, Event)>,
     /// Late events dropped (no late side output declared).
     pub dropped_late: u64,
+    /// Reused for the storage key and the stored value of an accumulator.
+    key_buf: Vec<u8>,
+    read_buf: Vec<u8>,
 }
 
 fn window_key_into(out: &mut Vec<u8>, group: u16, key: &[u8], window: Window) {
@@ -80,7 +83,7 @@ impl WindowOperator {
     pub fn new(config: WindowConfig, function: WindowFunction, mut backend: Box<dyn KeyedStateBackend>) -> Result<Self, WindowError> {
         let fire = TimerService::load(backend.as_mut(), config.max_parallelism, FIRE_TIMERS)?;
         let cleanup = TimerService::load(backend.as_mut(), config.max_parallelism, CLEANUP_TIMERS)?;
-        Ok(Self { config, function, backend, fire, cleanup, watermark: i64::MIN, windows: Vec::new(), outputs: Vec::new(), side_outputs: Vec::new(), dropped_late: 0 })
+        Ok(Self { config, function, backend, fire, cleanup, watermark: i64::MIN, windows: Vec::new(), outputs: Vec::new(), side_outputs: Vec::new(), dropped_late: 0, key_buf: Vec::new(), read_buf: Vec::new() })
     }
 
     /// The state backend, to flush it.
@@ -104,11 +107,17 @@ impl WindowOperator {
     }
 
     fn read_accumulator(&mut self, key: &[u8], window: Window) -> Result<Option<Vec<u8>>, StateError> {
-        let stored = self.backend.get(&self.accumulator_key(key, window))?;
-        Ok(match stored {
-            Some(bytes) => ttl::decode(&bytes, i64::MIN)?.map(<[u8]>::to_vec),
-            None => None,
-        })
+        let (mut storage, mut stored) = (std::mem::take(&mut self.key_buf), std::mem::take(&mut self.read_buf));
+        storage.clear();
+        stored.clear();
+        self.accumulator_key_into(key, window, &mut storage);
+        let read = match self.backend.get_into(&storage, &mut stored) {
+            Ok(true) => ttl::decode(&stored, i64::MIN).map(|value| value.map(<[u8]>::to_vec)),
+            Ok(false) => Ok(None),
+            Err(error) => Err(error),
+        };
+        (self.key_buf, self.read_buf) = (storage, stored);
+        read
     }
 
     fn sessions_key(&self, key: &[u8]) -> Vec<u8> {
@@ -177,15 +186,8 @@ impl WindowOperator {
         if adds.is_empty() {
             return Ok(());
         }
-        let mut storage = Vec::new();
-        let mut stored = Vec::new();
         for (&(key, window), add) in windows.iter().zip(&mut adds) {
-            storage.clear();
-            self.accumulator_key_into(key, window, &mut storage);
-            stored.clear();
-            if self.backend.get_into(&storage, &mut stored)? {
-                add.accumulator = ttl::decode(&stored, i64::MIN)?.map(<[u8]>::to_vec);
-            }
+            add.accumulator = self.read_accumulator(key, window)?;
         }
         self.store_and_schedule(&windows, adds)
     }
@@ -306,8 +308,12 @@ impl WindowOperator {
 
     /// Forget `key`'s `window` entirely.
     fn retire(&mut self, key: &[u8], window: Window) -> Result<(), StateError> {
-        let storage = self.accumulator_key(key, window);
-        self.backend.delete(&storage)?;
+        let mut storage = std::mem::take(&mut self.key_buf);
+        storage.clear();
+        self.accumulator_key_into(key, window, &mut storage);
+        let deleted = self.backend.delete(&storage);
+        self.key_buf = storage;
+        deleted?;
         if self.config.assigner.is_merging() {
             let mut sessions = self.read_sessions(key)?;
             sessions.retain(|w| (w.start, w.end) != (window.start, window.end));
@@ -325,10 +331,14 @@ impl WindowOperator {
                 break;
             }
             let mut windows = Vec::new();
-            for keyed in due {
-                for timer in keyed.timers {
-                    if let Some(window) = self.window_for_timer(&keyed.key, timer.timestamp, 0)? {
-                        windows.push((keyed.key.clone(), window));
+            for KeyedTimers { key, timers } in due {
+                // The key moves into the last of its windows.
+                let mut key = Some(key);
+                for (i, timer) in timers.iter().enumerate() {
+                    let Some(owned) = key.as_deref() else { break };
+                    if let Some(window) = self.window_for_timer(owned, timer.timestamp, 0)? {
+                        let key = if i + 1 == timers.len() { key.take().unwrap_or_default() } else { owned.to_vec() };
+                        windows.push((key, window));
                     }
                 }
             }
