@@ -24,6 +24,17 @@ impl RocksDbBackend {
         // Bound memory per subtask: two 16 MiB memtables at most.
         options.set_write_buffer_size(16 << 20);
         options.set_max_write_buffer_number(2);
+        // Bloom filters in every SST file and over the memtable: most reads
+        // that reach RocksDB are of keys it does not hold (a key's first
+        // event, a new window's accumulator), and without them each one
+        // searches the index of every file (one per checkpoint until
+        // compaction) — ≈ 15 % of the CPU of windows over 10⁶ keys.
+        let mut table = rocksdb::BlockBasedOptions::default();
+        table.set_bloom_filter(10.0, false);
+        table.set_whole_key_filtering(true);
+        options.set_block_based_table_factory(&table);
+        options.set_memtable_whole_key_filtering(true);
+        options.set_memtable_prefix_bloom_ratio(0.1);
         options.set_compaction_filter("weir-ttl", |_level, _key, value| {
             if super::ttl::is_expired(value, super::ttl::now_millis()) {
                 rocksdb::CompactionDecision::Remove
