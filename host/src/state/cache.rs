@@ -82,8 +82,11 @@ impl CachedBackend {
         if !self.slots.values().any(|s| s.dirty) {
             return Ok(());
         }
-        let mut writes = self.slots.iter().filter(|(_, s)| s.dirty).map(|(k, s)| (&k[..], s.value.as_deref()));
-        self.inner.write_batch(&mut writes)?;
+        // In key order: RocksDB's memtable then inserts each entry next to
+        // the previous one instead of searching from the top.
+        let mut writes: Vec<Write<'_>> = self.slots.iter().filter(|(_, s)| s.dirty).map(|(k, s)| (&k[..], s.value.as_deref())).collect();
+        writes.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        self.inner.write_batch(&mut writes.into_iter())?;
         self.slots.values_mut().for_each(|s| {
             s.dirty = false;
             s.fresh = false;

@@ -149,8 +149,7 @@ impl KeyedStateBackend for RocksDbBackend {
     fn checkpoint_with(&mut self, writes: Vec<OwnedWrite>, dir: &Path) -> Result<CheckpointJob, StateError> {
         let (db, dir) = (Arc::clone(&self.db), dir.to_path_buf());
         Ok(CheckpointJob::new(move || {
-            // In key order, RocksDB's memtable inserts each next to the
-            // previous one instead of searching from the top.
+            // In key order, as the cache's write-back.
             let mut writes = writes;
             writes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
             db.write_opt(batch_of(writes.iter().map(|(key, value)| (key.as_slice(), value.as_deref()))), &write_options())?;
