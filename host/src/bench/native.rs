@@ -16,6 +16,7 @@ use crate::runtime::bindings::weir::function::state::{self, HostValueState};
 use crate::runtime::bindings::weir::function::types::{Accumulate, KeyedEvents, WindowResult};
 use crate::runtime::host_api::ValueStateHandle;
 use crate::runtime::native::{NativeAggregateFunction, NativeFunction, NativeKeyFunction, NativeProcessFunction, NativeRef};
+use crate::runtime::packing::KeyList;
 use crate::runtime::HostCtx;
 use crate::connectors::decode_binary_order;
 use crate::Event;
@@ -88,8 +89,8 @@ fn select(ctx: &mut HostCtx, index: usize) -> Result<(), String> {
 struct CustomerKey;
 
 impl NativeKeyFunction for CustomerKey {
-    fn extract_keys(&mut self, events: &[Event]) -> Result<Vec<Vec<u8>>, String> {
-        events.iter().map(|e| Ok(order(e)?.0.to_le_bytes().to_vec())).collect()
+    fn extract_keys(&mut self, events: &[Event], keys: &mut KeyList) -> Result<(), String> {
+        events.iter().try_for_each(|e| Ok(keys.push(&order(e)?.0.to_le_bytes())))
     }
 }
 

@@ -18,6 +18,7 @@
 //! else is processed exactly as if it had never been there.
 
 use crate::runtime::bindings::weir::function::types::{KeyedEvents, KeyedTimers, TimeDomain};
+use crate::runtime::packing::KeyList;
 use crate::runtime::{CallError, KeyFunctionInstance, ProcessFunctionInstance};
 use crate::Event;
 
@@ -131,7 +132,7 @@ type SideEvents = Vec<(String, Event)>;
 
 /// The keys of `events`. Events the key function fails on are taken out
 /// of `events` and returned as dead letters for `output`.
-pub(crate) fn dead_letter_keys(keyer: &mut KeyFunctionInstance, events: &mut Vec<Event>, output: &str) -> Result<(Vec<Vec<u8>>, SideEvents), RunError> {
+pub(crate) fn dead_letter_keys(keyer: &mut KeyFunctionInstance, events: &mut Vec<Event>, output: &str) -> Result<(KeyList, SideEvents), RunError> {
     let error = match keyer.extract_keys(events) {
         Ok(keys) => return Ok((keys, Vec::new())),
         Err(error) => error,
@@ -139,13 +140,13 @@ pub(crate) fn dead_letter_keys(keyer: &mut KeyFunctionInstance, events: &mut Vec
     if error.poisons_instance() {
         keyer.recover()?;
     }
-    let mut keys = Vec::with_capacity(events.len());
+    let mut keys = KeyList::default();
     let mut letters = Vec::new();
     let mut kept = Vec::with_capacity(events.len());
     for event in events.drain(..) {
         match keyer.extract_keys(std::slice::from_ref(&event)) {
-            Ok(mut key) => {
-                keys.append(&mut key);
+            Ok(key) => {
+                key.iter().for_each(|key| keys.push(key));
                 kept.push(event);
             }
             Err(error) => {

@@ -15,6 +15,7 @@ use super::spec::{OnError, PipelineSpec};
 use super::runner::RunError;
 use crate::runtime::bindings::weir::function::types::{KeyedEvents, TimeDomain};
 use crate::runtime::native::NativeRef;
+use crate::runtime::packing::KeyList;
 use crate::runtime::{AggregateFunctionInstance, FunctionLimits, HostCtx, LoadedFunction, ProcessFunctionInstance, Role, WindowProcessFunctionInstance};
 use crate::state::{CheckpointJob, JournaledBackend, KeyedStateBackend};
 use crate::window::{WindowConfig, WindowFunction, WindowOperator};
@@ -121,15 +122,15 @@ impl KeyedOperator {
         })
     }
 
-    /// Handle a batch of (key, event) pairs.
-    pub(crate) fn on_events(&mut self, batch: Vec<(Vec<u8>, Event)>) -> Result<(), RunError> {
+    /// Handle a batch of keyed events.
+    pub(crate) fn on_events(&mut self, batch: RoutedBatch) -> Result<(), RunError> {
         match self {
             KeyedOperator::Process(processor, grouper, None) => {
                 let groups = grouper.group(batch);
                 processor.process(groups).map_err(|error| failures::pinpoint(processor, groups.len(), error, |p, i| p.process(&groups[i..=i])).into())
             }
             KeyedOperator::Process(processor, grouper, Some(output)) => failures::dead_letter_process(processor, grouper.group(batch), output),
-            KeyedOperator::Window(windows) => Ok(windows.process(batch)?),
+            KeyedOperator::Window(windows) => Ok(windows.process(&batch.keys, batch.events)?),
         }
     }
 
@@ -226,6 +227,38 @@ fn fire_due(processor: &mut ProcessFunctionInstance, domain: TimeDomain, up_to: 
     }
 }
 
+/// Events routed to one subtask, each with its key (the keys packed: no
+/// allocation per key).
+#[derive(Default)]
+pub(crate) struct RoutedBatch {
+    /// Key `i` is event `i`'s.
+    pub(crate) keys: KeyList,
+    pub(crate) events: Vec<Event>,
+}
+
+impl RoutedBatch {
+    /// Room for `capacity` events.
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        Self { keys: KeyList::default(), events: Vec::with_capacity(capacity) }
+    }
+
+    /// Add `event` with its `key`.
+    pub(crate) fn push(&mut self, key: &[u8], event: Event) {
+        self.keys.push(key);
+        self.events.push(event);
+    }
+
+    /// How many events.
+    pub(crate) fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Whether there are none.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+}
+
 /// Groups a batch by key, keeping keys in order of first appearance and
 /// each key's events in arrival order. Reuses its allocations: groups (and
 /// their event lists) from batch to batch, and it never copies a key.
@@ -240,18 +273,19 @@ pub(crate) struct KeyGrouper {
 }
 
 impl KeyGrouper {
-    pub(crate) fn group(&mut self, batch: Vec<(Vec<u8>, Event)>) -> &[KeyedEvents] {
+    pub(crate) fn group(&mut self, batch: RoutedBatch) -> &[KeyedEvents] {
         let hasher = self.hasher;
         self.group_by_hash(batch, |key| hasher.hash_one(key))
     }
 
     /// [`Self::group`] with keys hashed by `hash` (tests force collisions).
-    fn group_by_hash(&mut self, batch: Vec<(Vec<u8>, Event)>, hash: impl Fn(&[u8]) -> u64) -> &[KeyedEvents] {
+    fn group_by_hash(&mut self, batch: RoutedBatch, hash: impl Fn(&[u8]) -> u64) -> &[KeyedEvents] {
         self.index.clear();
         self.chained.clear();
         let mut len = 0;
-        for (key, event) in batch {
-            let hash = hash(&key);
+        let RoutedBatch { keys, events } = batch;
+        for (key, event) in keys.iter().zip(events) {
+            let hash = hash(key);
             let mut candidate = self.index.get(&hash).copied();
             while let Some(i) = candidate.filter(|&i| self.groups[i].key != key) {
                 candidate = self.chained[i];
@@ -263,7 +297,8 @@ impl KeyGrouper {
                         self.groups.push(KeyedEvents { key: Vec::new(), events: Vec::new() });
                     }
                     let group = &mut self.groups[len];
-                    group.key = key;
+                    group.key.clear();
+                    group.key.extend_from_slice(key);
                     group.events.clear();
                     group.events.push(event);
                     self.chained.push(self.index.insert(hash, len));
@@ -310,9 +345,13 @@ mod tests {
     #[test]
     fn grouping_keeps_first_appearance_and_arrival_order() {
         let event = |v: &str| Event { key: None, value: v.as_bytes().to_vec(), timestamp: 0, headers: vec![] };
-        let batch: Vec<(Vec<u8>, Event)> = [("a", "a1"), ("b", "b1"), ("a", "a2"), ("c", "c1"), ("b", "b2")].iter().map(|(k, v)| (k.as_bytes().to_vec(), event(v))).collect();
+        let batch = || {
+            let mut batch = RoutedBatch::default();
+            [("a", "a1"), ("b", "b1"), ("a", "a2"), ("c", "c1"), ("b", "b2")].iter().for_each(|(k, v)| batch.push(k.as_bytes(), event(v)));
+            batch
+        };
         let mut grouper = KeyGrouper::default();
-        let groups = grouper.group(batch.clone());
+        let groups = grouper.group(batch());
         let shape: Vec<(String, Vec<String>)> = groups
             .iter()
             .map(|g| (String::from_utf8(g.key.clone()).unwrap(), g.events.iter().map(|e| String::from_utf8(e.value.clone()).unwrap()).collect()))
@@ -324,12 +363,14 @@ mod tests {
         ];
         assert_eq!(shape, expected);
         // Every key colliding, and the grouper reused: the same groups.
-        let groups = grouper.group_by_hash(batch, |_| 42);
+        let groups = grouper.group_by_hash(batch(), |_| 42);
         let shape: Vec<(String, Vec<String>)> = groups
             .iter()
             .map(|g| (String::from_utf8(g.key.clone()).unwrap(), g.events.iter().map(|e| String::from_utf8(e.value.clone()).unwrap()).collect()))
             .collect();
         assert_eq!(shape, expected);
-        assert_eq!(grouper.group(vec![(b"z".to_vec(), event("z1"))]).len(), 1, "a smaller batch reuses fewer groups");
+        let mut small = RoutedBatch::default();
+        small.push(b"z", event("z1"));
+        assert_eq!(grouper.group(small).len(), 1, "a smaller batch reuses fewer groups");
     }
 }

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use super::{exactly_once, failures};
 use super::live::{LiveCounts, LiveMetrics, RunHandle};
-use super::operator::{FunctionCode, FunctionEnv, KeyedOperator, OperatorPlan};
+use super::operator::{FunctionCode, FunctionEnv, KeyedOperator, OperatorPlan, RoutedBatch};
 use super::spec::{CheckpointSettings, FunctionSpec, PipelineSpec, SinkSpec, SourceSpec};
 use crate::registry::{FunctionStore, RegistryError};
 use crate::checkpoint::{self, Ack, CheckpointError, CheckpointStorage, CompletedSnapshot, ControlDir, Coordinator, CoordinatorConfig, KnownFiles, LocatedSnapshot, RestoreTarget, SnapshotKind, Trigger};
@@ -226,13 +226,11 @@ impl From<&LiveMetrics> for RunSummary {
     }
 }
 
-/// One batch of routed events for a subtask: (key, event) pairs.
-type SubtaskBatch = Vec<(Vec<u8>, Event)>;
 
 /// What flows from the source thread to a subtask, in order.
 enum SubtaskMessage {
     /// Events to process.
-    Events(SubtaskBatch),
+    Events(RoutedBatch),
     /// Event time has reached this watermark.
     Watermark(i64),
     /// Snapshot this state for checkpoint/savepoint `id`, then forward it.
@@ -602,7 +600,7 @@ fn feed(
     let parallelism = spec.parallelism;
     let per_subtask = spec.batch_size / usize::from(parallelism) + 1;
     let mut events: Vec<Event> = Vec::with_capacity(spec.batch_size);
-    let mut routed: Vec<SubtaskBatch> = (0..parallelism).map(|_| Vec::with_capacity(per_subtask)).collect();
+    let mut routed: Vec<RoutedBatch> = (0..parallelism).map(|_| RoutedBatch::with_capacity(per_subtask)).collect();
     if let Some(watermark) = resumed_watermark {
         // Operators continue from the watermark the snapshot was taken at.
         links.broadcast_watermark(watermark)?;
@@ -640,17 +638,17 @@ fn feed(
                 }
             };
             links.metrics.key.add_out(keys.len());
-            for (event, key) in events.drain(..).zip(keys) {
+            for (event, key) in events.drain(..).zip(keys.iter()) {
                 if let Some(watermarks) = watermarks.as_deref_mut() {
                     watermarks.observe(polled.split, event.timestamp, now);
                 }
-                let group = key_group(&key, spec.max_parallelism);
+                let group = key_group(key, spec.max_parallelism);
                 let target = subtask_for_key_group(group, spec.max_parallelism, parallelism);
-                routed[usize::from(target)].push((key, event));
+                routed[usize::from(target)].push(key, event);
             }
             for (batch, tx) in routed.iter_mut().zip(&links.subtasks) {
                 if !batch.is_empty() {
-                    let full = std::mem::replace(batch, Vec::with_capacity(per_subtask));
+                    let full = std::mem::replace(batch, RoutedBatch::with_capacity(per_subtask));
                     tx.send(SubtaskMessage::Events(full)).map_err(|_| RunError::Stopped)?;
                 }
             }

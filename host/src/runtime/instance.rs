@@ -4,7 +4,7 @@ use wasmtime::Store;
 
 use super::bindings::exports::weir::function::{aggregate_fn, key_fn, process_fn, window_process_fn};
 use super::bindings::weir::function::types::{Accumulate, AccumulateBatch, EventBatch, KeyedBatch, KeyedEvents, KeyedTimers, WindowEvents, WindowResult};
-use super::packing;
+use super::packing::{self, KeyList};
 use super::native::{NativeAggregateFunction, NativeKeyFunction, NativeProcessFunction};
 use super::host_api::MAX_KEY_LEN;
 use super::{HostCtx, LoadedFunction};
@@ -193,16 +193,20 @@ impl KeyFunctionInstance {
     }
 
     /// The key of each event, in order.
-    pub fn extract_keys(&mut self, events: &[Event]) -> Result<Vec<Vec<u8>>, CallError> {
+    pub fn extract_keys(&mut self, events: &[Event]) -> Result<KeyList, CallError> {
         let doing = Doing { what: "computing the keys of", count: events.len(), unit: "events" };
         let failed = |message| CallError::Failed { function: self.name.clone(), activity: doing.text(), message };
         let keys = match &mut self.code {
             Code::Wasm { store, guest, .. } => {
                 packing::pack(events, &mut self.packed);
                 let keys = call_wasm(store, &self.name, Some(doing), |store| guest.call_extract_keys(store, &self.packed))?.map_err(|e| failed(e.message))?;
-                packing::unpack_keys(&keys).map_err(failed)?
+                KeyList::from_packed(keys).map_err(failed)?
             }
-            Code::Native { function, .. } => function.extract_keys(events).map_err(failed)?,
+            Code::Native { function, .. } => {
+                let mut keys = KeyList::default();
+                function.extract_keys(events, &mut keys).map_err(failed)?;
+                keys
+            }
         };
         if keys.len() != events.len() {
             return Err(CallError::KeyCount { function: self.name.clone(), expected: events.len(), got: keys.len() });

@@ -10,13 +10,14 @@
 use std::sync::Arc;
 
 use super::bindings::weir::function::types::{Accumulate, KeyedEvents, KeyedTimers, WindowResult};
+use super::packing::KeyList;
 use super::HostCtx;
 use crate::Event;
 
 /// A native key function.
 pub trait NativeKeyFunction: Send {
-    /// The key of each event, in order.
-    fn extract_keys(&mut self, events: &[Event]) -> Result<Vec<Vec<u8>>, String>;
+    /// Add the key of each event to `keys`, in order.
+    fn extract_keys(&mut self, events: &[Event], keys: &mut KeyList) -> Result<(), String>;
 }
 
 /// A native keyed process function.

@@ -116,6 +116,55 @@ pub(crate) fn slices<'a>(bytes: &'a [u8], ends: &'a [u32], what: &'static str) -
     })
 }
 
+/// Byte strings (keys) packed in one buffer: no allocation per key. Its
+/// ends are valid by construction.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct KeyList {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl KeyList {
+    /// The keys of `packed`, checked.
+    pub fn from_packed(packed: PackedKeys) -> Result<Self, String> {
+        slices(&packed.bytes, &packed.ends, "keys").try_for_each(|key| key.map(drop))?;
+        Ok(Self { ends: packed.ends.iter().map(|&end| end as usize).collect(), bytes: packed.bytes })
+    }
+
+    /// Add `key`.
+    pub fn push(&mut self, key: &[u8]) {
+        self.bytes.extend_from_slice(key);
+        self.ends.push(self.bytes.len());
+    }
+
+    /// Key `index`.
+    pub fn get(&self, index: usize) -> &[u8] {
+        let start = index.checked_sub(1).map_or(0, |previous| self.ends[previous]);
+        &self.bytes[start..self.ends[index]]
+    }
+
+    /// Every key, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        (0..self.ends.len()).map(|index| self.get(index))
+    }
+
+    /// How many keys.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Forget the keys, keep the buffers.
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
+}
+
 /// The events of `batch`, checked.
 pub fn unpack(batch: EventBatch) -> Result<Vec<Event>, String> {
     let count = batch.timestamps.len();
@@ -146,9 +195,6 @@ pub fn unpack(batch: EventBatch) -> Result<Vec<Event>, String> {
 }
 
 /// The keys of `keys`, checked.
-pub fn unpack_keys(keys: &PackedKeys) -> Result<Vec<Vec<u8>>, String> {
-    slices(&keys.bytes, &keys.ends, "keys").map(|key| key.map(<[u8]>::to_vec)).collect()
-}
 
 #[cfg(test)]
 mod tests {
@@ -216,7 +262,12 @@ mod tests {
             breaking(&mut bad);
             assert!(unpack(bad).is_err(), "case {i}");
         }
-        assert!(unpack_keys(&PackedKeys { bytes: vec![1, 2], ends: vec![2, 1] }).is_err());
-        assert_eq!(unpack_keys(&PackedKeys { bytes: vec![1, 2, 3], ends: vec![1, 1, 3] }).unwrap(), vec![vec![1], vec![], vec![2, 3]]);
+        assert!(KeyList::from_packed(PackedKeys { bytes: vec![1, 2], ends: vec![2, 1] }).is_err());
+        assert!(KeyList::from_packed(PackedKeys { bytes: vec![1, 2], ends: vec![3] }).is_err());
+        let keys = KeyList::from_packed(PackedKeys { bytes: vec![1, 2, 3], ends: vec![1, 1, 3] }).unwrap();
+        assert_eq!(keys.iter().collect::<Vec<_>>(), vec![&[1][..], &[], &[2, 3]]);
+        let mut pushed = KeyList::default();
+        keys.iter().for_each(|key| pushed.push(key));
+        assert_eq!((pushed.len(), pushed), (3, keys));
     }
 }

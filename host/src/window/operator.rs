@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 
 use crate::runtime::bindings::weir::function::types::{Accumulate, KeyedTimers, TimeDomain, Window, WindowResult};
+use crate::runtime::packing::KeyList;
 use crate::runtime::CallError;
 use crate::state::hash::KeyHashBuilder;
 use crate::state::{key_group, ttl, KeyedStateBackend, StateError, StateKey, StateKind};
@@ -148,12 +149,11 @@ impl WindowOperator {
         self.backend.put(&storage, &ttl::encode(&bytes, None))
     }
 
-    /// Add a batch of (key, event) pairs to their windows.
-    pub fn process(&mut self, batch: Vec<(Vec<u8>, Event)>) -> Result<(), WindowError> {
+    /// Add a batch of events to their windows (`keys[i]` is event `i`'s).
+    pub fn process(&mut self, keys: &KeyList, events: Vec<Event>) -> Result<(), WindowError> {
         if self.config.assigner.is_merging() {
-            return self.process_sessions(batch);
+            return self.process_sessions(keys, events);
         }
-        let (keys, events): (Vec<Vec<u8>>, Vec<Event>) = batch.into_iter().unzip();
         // (key, window start) → its entry: windows of one size are told
         // apart by their start. Keys are borrowed from the batch.
         let mut index: HashMap<(&[u8], i64), usize, KeyHashBuilder> = HashMap::with_capacity_and_hasher(keys.len(), KeyHashBuilder::default());
@@ -173,8 +173,8 @@ impl WindowOperator {
             // Clone the event for all but its last window (tumbling: none).
             let mut event = Some(event);
             for &window in self.windows.iter().filter(|w| !self.is_late(**w)) {
-                let slot = *index.entry((key.as_slice(), window.start)).or_insert_with(|| {
-                    windows.push((key.as_slice(), window));
+                let slot = *index.entry((key, window.start)).or_insert_with(|| {
+                    windows.push((key, window));
                     adds.push(Accumulate { accumulator: None, events: Vec::new() });
                     adds.len() - 1
                 });
@@ -220,7 +220,7 @@ impl WindowOperator {
 
     /// Sessions: merge each event's window with the key's overlapping
     /// sessions (merging their accumulators), then fold in the events.
-    fn process_sessions(&mut self, batch: Vec<(Vec<u8>, Event)>) -> Result<(), WindowError> {
+    fn process_sessions(&mut self, keys: &KeyList, events: Vec<Event>) -> Result<(), WindowError> {
         /// A session being built: its window, the stored sessions it
         /// absorbed, and its new events.
         struct Working {
@@ -231,9 +231,9 @@ impl WindowOperator {
         let overlaps = |a: Window, b: Window| a.start < b.end && b.start < a.end;
         let mut by_key: Vec<(Vec<u8>, Vec<Event>)> = Vec::new();
         let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
-        for (key, event) in batch {
-            let slot = *index.entry(key.clone()).or_insert_with(|| {
-                by_key.push((key, Vec::new()));
+        for (key, event) in keys.iter().zip(events) {
+            let slot = *index.entry(key.to_vec()).or_insert_with(|| {
+                by_key.push((key.to_vec(), Vec::new()));
                 by_key.len() - 1
             });
             by_key[slot].1.push(event);
