@@ -6,9 +6,8 @@
 //! coordinator ── Trigger(N) ──► source: records positions, injects barrier N
 //!      ▲                          │ in-band, behind the events before it
 //!      │ Ack::Source(N)           ▼
-//!      │ Ack::Subtask(N, i) ◄── subtask i: copies its cache's dirty entries,
-//!      │                          forwards N and goes on; its snapshot thread
-//!      │                          writes them, RocksDB checkpoint (hard links)
+//!      │ Ack::Subtask(N, i) ◄── subtask i: flushes its cache, RocksDB
+//!      │                          checkpoint (hard links), forwards N
 //!      │ Ack::Sink(N)       ◄── sink: barrier N from every input →
 //!      │                          pre-commit (durable, invisible)
 //!      └─ all acks: upload (off the hot path), `_metadata` last,

@@ -17,7 +17,7 @@ use crate::runtime::bindings::weir::function::types::{KeyedEvents, TimeDomain};
 use crate::runtime::native::NativeRef;
 use crate::runtime::packing::KeyList;
 use crate::runtime::{AggregateFunctionInstance, FunctionLimits, HostCtx, LoadedFunction, ProcessFunctionInstance, Role, WindowProcessFunctionInstance};
-use crate::state::{CheckpointJob, JournaledBackend, KeyedStateBackend};
+use crate::state::{JournaledBackend, KeyedStateBackend};
 use crate::window::{WindowConfig, WindowFunction, WindowOperator};
 use crate::Event;
 
@@ -189,12 +189,11 @@ impl KeyedOperator {
         Ok(self.backend().map_or(Ok(()), |b| b.flush())?)
     }
 
-    /// Begin a snapshot of the operator's state into the new directory
-    /// `dir`; the returned job finishes it, on any thread (see
-    /// [`KeyedStateBackend::begin_checkpoint`]).
-    pub(crate) fn begin_checkpoint(&mut self, dir: &std::path::Path) -> Result<CheckpointJob, RunError> {
+    /// Write a snapshot of the operator's state into the new directory
+    /// `dir` (see [`KeyedStateBackend::checkpoint`]).
+    pub(crate) fn checkpoint(&mut self, dir: &std::path::Path) -> Result<(), RunError> {
         match self.backend() {
-            Some(backend) => Ok(backend.begin_checkpoint(dir)?),
+            Some(backend) => Ok(backend.checkpoint(dir)?),
             None => Err(crate::state::StateError::Unsupported("the operator has no state backend to checkpoint".into()).into()),
         }
     }

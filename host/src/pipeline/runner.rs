@@ -715,17 +715,8 @@ fn run_subtask(mut operator: KeyedOperator, input: Receiver<SubtaskMessage>, lin
                     std::fs::remove_dir_all(&dir).map_err(CheckpointError::from)?;
                 }
                 std::fs::create_dir_all(dir.parent().unwrap_or(&links.local_checkpoints)).map_err(CheckpointError::from)?;
-                // The state is taken now; writing it out goes on beside
-                // the next batches, and acknowledges the checkpoint when done.
-                let job = operator.begin_checkpoint(&dir)?;
-                let (acks, index) = (links.acks.clone(), links.index);
-                let finish = move || match job.run() {
-                    Ok(()) => drop(acks.send(Ack::Subtask { id, index, dir })),
-                    // Unacknowledged, the checkpoint times out; the
-                    // operator fails at its next write to the backend.
-                    Err(error) => tracing::error!(checkpoint = id, subtask = index, %error, "writing the subtask's checkpoint failed"),
-                };
-                std::thread::Builder::new().name(format!("snapshot-{index}")).spawn(finish).map_err(|e| RunError::Engine(format!("cannot start a thread: {e}")))?;
+                operator.checkpoint(&dir)?;
+                let _ = links.acks.send(Ack::Subtask { id, index: links.index, dir });
                 links.sink.send(SinkMessage::Barrier { from: links.index, id }).map_err(|_| RunError::Stopped)?;
             }
             None => {}

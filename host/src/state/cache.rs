@@ -12,9 +12,7 @@ use smallvec::SmallVec;
 
 use super::hash::KeyMap;
 
-use std::sync::mpsc::{sync_channel, Receiver};
-
-use super::{CheckpointJob, KeyedStateBackend, ScanEntry, StateError, Write};
+use super::{KeyedStateBackend, ScanEntry, StateError, Write};
 
 /// Bytes counted per cached entry on top of its key and value.
 const ENTRY_OVERHEAD: usize = 64;
@@ -50,35 +48,21 @@ pub struct CachedBackend {
     slots: KeyMap<CachedKey, Slot>,
     bytes: usize,
     capacity: usize,
-    /// The outcome of the begun checkpoint still being written, if any:
-    /// nothing else is written to `inner` before it is in.
-    in_flight: Option<Receiver<Result<(), String>>>,
 }
 
 impl CachedBackend {
     /// Cache `inner` with at most about `capacity` bytes of keys and values
     /// (plus what one batch adds between two [`KeyedStateBackend::relieve`]s).
     pub fn new(inner: Box<dyn KeyedStateBackend>, capacity: usize) -> Self {
-        Self { inner, slots: KeyMap::with_capacity_and_hasher(HEADROOM, Default::default()), bytes: 0, capacity, in_flight: None }
+        Self { inner, slots: KeyMap::with_capacity_and_hasher(HEADROOM, Default::default()), bytes: 0, capacity }
     }
 
     fn cost(key: &[u8], value: Option<&[u8]>) -> usize {
         key.len() + value.map_or(0, <[u8]>::len) + ENTRY_OVERHEAD
     }
 
-    /// Wait for the begun checkpoint's writes to be in the backend.
-    fn await_checkpoint(&mut self) -> Result<(), StateError> {
-        match self.in_flight.take().map(|outcome| outcome.recv()) {
-            None | Some(Ok(Ok(()))) => Ok(()),
-            Some(Ok(Err(message))) => Err(StateError::Unsupported(format!("writing a checkpoint failed: {message}"))),
-            // Dropped unrun: its writes never reached the backend.
-            Some(Err(_)) => Err(StateError::Unsupported("a checkpoint's writes were dropped before they were made".into())),
-        }
-    }
-
     /// Write every dirty entry to the backend (entries stay cached, clean).
     fn write_back(&mut self) -> Result<(), StateError> {
-        self.await_checkpoint()?;
         if !self.slots.values().any(|s| s.dirty) {
             return Ok(());
         }
@@ -193,29 +177,6 @@ impl KeyedStateBackend for CachedBackend {
         self.inner.checkpoint(dir)
     }
 
-    /// Copies the dirty entries (they stay cached, clean) and leaves
-    /// writing them to the backend, and its checkpoint, to the job: the
-    /// subtask goes on from its cache meanwhile. Anything that would write
-    /// to the backend (a write-back, a scan) waits for the job first, so
-    /// the checkpoint holds exactly the state at this call.
-    fn begin_checkpoint(&mut self, dir: &std::path::Path) -> Result<CheckpointJob, StateError> {
-        self.await_checkpoint()?;
-        let mut writes = Vec::new();
-        for (key, slot) in self.slots.iter_mut().filter(|(_, s)| s.dirty) {
-            writes.push((key.to_vec(), slot.value.as_deref().map(<[u8]>::to_vec)));
-            slot.dirty = false;
-            slot.fresh = false;
-        }
-        let job = self.inner.checkpoint_with(writes, dir)?;
-        let (outcome, receiver) = sync_channel(1);
-        self.in_flight = Some(receiver);
-        Ok(CheckpointJob::new(move || {
-            let result = job.run();
-            let _ = outcome.send(result.as_ref().map(|_| ()).map_err(ToString::to_string));
-            result
-        }))
-    }
-
     /// Make room for the next batch's entries; over budget, write every
     /// dirty entry back, then forget entries until half the budget is left
     /// (what stays is arbitrary; it is all clean, so forgetting loses
@@ -321,36 +282,5 @@ mod tests {
             assert!(cached.bytes <= 10_000);
         }
         assert_eq!(cached.get(&5u32.to_be_bytes()).unwrap(), Some(vec![0; 32]), "evicted writes reached the backend");
-    }
-
-    #[test]
-    fn a_begun_checkpoint_holds_the_state_when_it_began() {
-        use crate::state::RocksDbBackend;
-        let dir = tempfile::tempdir().unwrap();
-        let mut cached = CachedBackend::new(Box::new(RocksDbBackend::open(&dir.path().join("live")).unwrap()), 1 << 20);
-        cached.put(b"a", b"1").unwrap();
-        cached.put(b"gone", b"x").unwrap();
-        cached.flush().unwrap();
-        cached.delete(b"gone").unwrap();
-        cached.insert_new(b"new", b"n").unwrap();
-        let job = cached.begin_checkpoint(&dir.path().join("chk")).unwrap();
-        // Written after it began, before it is written: not in it.
-        cached.put(b"a", b"2").unwrap();
-        cached.put(b"b", b"3").unwrap();
-        std::thread::spawn(move || job.run()).join().unwrap().unwrap();
-        cached.flush().unwrap();
-        let chk = RocksDbBackend::open_read_only(&dir.path().join("chk")).unwrap();
-        assert_eq!((chk.get(b"a").unwrap(), chk.get(b"b").unwrap(), chk.get(b"gone").unwrap(), chk.get(b"new").unwrap()), (Some(b"1".to_vec()), None, None, Some(b"n".to_vec())));
-        assert_eq!((cached.inner.get(b"a").unwrap(), cached.inner.get(b"b").unwrap()), (Some(b"2".to_vec()), Some(b"3".to_vec())), "later writes reach the backend after the job");
-    }
-
-    #[test]
-    fn writes_wait_for_a_begun_checkpoint_and_a_dropped_one_is_an_error() {
-        use crate::state::RocksDbBackend;
-        let dir = tempfile::tempdir().unwrap();
-        let mut cached = CachedBackend::new(Box::new(RocksDbBackend::open(&dir.path().join("live")).unwrap()), 1 << 20);
-        cached.put(b"a", b"1").unwrap();
-        drop(cached.begin_checkpoint(&dir.path().join("chk")).unwrap());
-        assert!(cached.flush().unwrap_err().to_string().contains("dropped"), "the writes it took were never made");
     }
 }

@@ -102,10 +102,6 @@ impl KeyedStateBackend for JournaledBackend {
         self.inner.relieve()
     }
 
-    fn begin_checkpoint(&mut self, dir: &std::path::Path) -> Result<super::CheckpointJob, StateError> {
-        self.inner.begin_checkpoint(dir)
-    }
-
     fn mark(&mut self) {
         self.undo.clear();
         self.recording = true;

@@ -40,31 +40,6 @@ pub type ScanEntry = (Vec<u8>, Vec<u8>);
 /// One write of a batch: store the value, or delete the key when `None`.
 pub type Write<'a> = (&'a [u8], Option<&'a [u8]>);
 
-/// A [`Write`] that owns its bytes (what a begun checkpoint still stores).
-pub type OwnedWrite = (Vec<u8>, Option<Vec<u8>>);
-
-/// A checkpoint begun by [`KeyedStateBackend::begin_checkpoint`]: the work
-/// left to write it, which may run on another thread while the backend is
-/// used on.
-pub struct CheckpointJob(Box<dyn FnOnce() -> Result<(), StateError> + Send>);
-
-impl CheckpointJob {
-    /// `work`, to run later.
-    pub fn new(work: impl FnOnce() -> Result<(), StateError> + Send + 'static) -> Self {
-        Self(Box::new(work))
-    }
-
-    /// Nothing left to do.
-    pub fn done() -> Self {
-        Self::new(|| Ok(()))
-    }
-
-    /// Finish writing the checkpoint.
-    pub fn run(self) -> Result<(), StateError> {
-        (self.0)()
-    }
-}
-
 /// Storage for keyed state: an ordered byte map.
 ///
 /// Keys are built with [`StateKey`] so that every entry of one state of one
@@ -109,20 +84,6 @@ pub trait KeyedStateBackend: Send {
     /// links, so this is cheap). Backends that cannot say so.
     fn checkpoint(&mut self, dir: &std::path::Path) -> Result<(), StateError> {
         Err(StateError::Unsupported(format!("this state backend cannot write a checkpoint to {}", dir.display())))
-    }
-    /// Begin a snapshot of everything written so far into the new
-    /// directory `dir`: take now what it must contain, and return the rest
-    /// of the work (see [`CheckpointJob`]). Default: all of it now.
-    fn begin_checkpoint(&mut self, dir: &std::path::Path) -> Result<CheckpointJob, StateError> {
-        self.checkpoint(dir)?;
-        Ok(CheckpointJob::done())
-    }
-    /// [`Self::begin_checkpoint`] of everything written so far and then
-    /// `writes`. Until the job has run, the caller writes nothing else
-    /// here. Default: all of it now.
-    fn checkpoint_with(&mut self, writes: Vec<OwnedWrite>, dir: &std::path::Path) -> Result<CheckpointJob, StateError> {
-        self.write_batch(&mut writes.iter().map(|(key, value)| (key.as_slice(), value.as_deref())))?;
-        self.begin_checkpoint(dir)
     }
     /// Do work kept off the hot path (a cache over its budget writes back
     /// and forgets entries). Called between calls into functions.

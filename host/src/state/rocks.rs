@@ -1,16 +1,14 @@
 //! The production state backend: one RocksDB database per subtask.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use rocksdb::{Direction, IteratorMode, Options, ReadOptions, WriteOptions, DB};
 
-use super::{prefix_end, CheckpointJob, KeyedStateBackend, OwnedWrite, ScanEntry, StateError, Write};
+use super::{prefix_end, KeyedStateBackend, ScanEntry, StateError, Write};
 
 /// Keyed state in a RocksDB database on local disk.
 pub struct RocksDbBackend {
-    /// Shared with a begun checkpoint's job, which writes on another thread.
-    db: Arc<DB>,
+    db: DB,
     write: WriteOptions,
 }
 
@@ -42,34 +40,11 @@ impl RocksDbBackend {
                 rocksdb::CompactionDecision::Keep
             }
         });
-        let db = Arc::new(DB::open(&options, path)?);
-        Ok(Self { db, write: write_options() })
+        let db = DB::open(&options, path)?;
+        let mut write = WriteOptions::default();
+        write.set_sync(false);
+        Ok(Self { db, write })
     }
-}
-
-/// How state is written: not synced (checkpoints make it durable).
-fn write_options() -> WriteOptions {
-    let mut write = WriteOptions::default();
-    write.set_sync(false);
-    write
-}
-
-/// `writes` as one batch.
-fn batch_of<'a>(writes: impl Iterator<Item = Write<'a>>) -> rocksdb::WriteBatch {
-    let mut batch = rocksdb::WriteBatch::default();
-    for (key, value) in writes {
-        match value {
-            Some(value) => batch.put(key, value),
-            None => batch.delete(key),
-        }
-    }
-    batch
-}
-
-/// Flush the memtables, hard-link the SST files and copy the small
-/// mutable ones (MANIFEST, OPTIONS, CURRENT) into `dir`.
-fn create_checkpoint(db: &DB, dir: &Path) -> Result<(), StateError> {
-    Ok(rocksdb::checkpoint::Checkpoint::new(db)?.create_checkpoint(dir)?)
 }
 
 impl KeyedStateBackend for RocksDbBackend {
@@ -133,7 +108,14 @@ impl KeyedStateBackend for RocksDbBackend {
     }
 
     fn write_batch(&mut self, writes: &mut dyn Iterator<Item = Write<'_>>) -> Result<(), StateError> {
-        Ok(self.db.write_opt(batch_of(writes), &self.write)?)
+        let mut batch = rocksdb::WriteBatch::default();
+        for (key, value) in writes {
+            match value {
+                Some(value) => batch.put(key, value),
+                None => batch.delete(key),
+            }
+        }
+        Ok(self.db.write_opt(batch, &self.write)?)
     }
 
     fn flush(&mut self) -> Result<(), StateError> {
@@ -141,27 +123,16 @@ impl KeyedStateBackend for RocksDbBackend {
     }
 
     fn checkpoint(&mut self, dir: &Path) -> Result<(), StateError> {
-        create_checkpoint(&self.db, dir)
-    }
-
-    /// The writes and the checkpoint both happen in the job (RocksDB may be
-    /// written from any thread; the caller writes nothing meanwhile).
-    fn checkpoint_with(&mut self, writes: Vec<OwnedWrite>, dir: &Path) -> Result<CheckpointJob, StateError> {
-        let (db, dir) = (Arc::clone(&self.db), dir.to_path_buf());
-        Ok(CheckpointJob::new(move || {
-            // In key order, as the cache's write-back.
-            let mut writes = writes;
-            writes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            db.write_opt(batch_of(writes.iter().map(|(key, value)| (key.as_slice(), value.as_deref()))), &write_options())?;
-            create_checkpoint(&db, &dir)
-        }))
+        // Flushes the memtables, hard-links the SST files and copies the
+        // small mutable ones (MANIFEST, OPTIONS, CURRENT).
+        Ok(rocksdb::checkpoint::Checkpoint::new(&self.db)?.create_checkpoint(dir)?)
     }
 }
 
 impl RocksDbBackend {
     /// Open the database at `path` to read it only (a checkpoint directory).
     pub fn open_read_only(path: &Path) -> Result<Self, StateError> {
-        let db = Arc::new(DB::open_for_read_only(&Options::default(), path, false)?);
+        let db = DB::open_for_read_only(&Options::default(), path, false)?;
         Ok(Self { db, write: WriteOptions::default() })
     }
 
