@@ -196,6 +196,7 @@ impl WindowOperator {
     /// schedule (or, for windows already past the watermark, do) the firing.
     fn store_and_schedule(&mut self, windows: &[(&[u8], Window)], batch: Vec<Accumulate>) -> Result<(), WindowError> {
         let accumulators = self.function.add(&batch)?;
+        let merging = self.config.assigner.is_merging();
         let mut refire = Vec::new();
         let (mut storage, mut stored) = (Vec::new(), Vec::new());
         for ((&(key, window), accumulator), entry) in windows.iter().zip(accumulators).zip(&batch) {
@@ -210,8 +211,10 @@ impl WindowOperator {
             }
             if window.end - 1 <= self.watermark {
                 refire.push((key.to_vec(), window));
-            } else {
-                // Idempotent, and cheap for a timer that exists.
+            } else if entry.accumulator.is_none() || merging {
+                // A window's timer is registered with its first accumulator
+                // and lives as long as it does until the window fires (a
+                // merged session is a new window).
                 self.fire.register(self.backend.as_mut(), key, TimeDomain::EventTime, window.end - 1)?;
             }
         }
