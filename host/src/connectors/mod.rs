@@ -159,6 +159,16 @@ pub trait Sink: Send {
     /// Make everything written so far durable / visible (end of a run).
     fn flush(&mut self) -> Result<(), ConnectorError>;
 
+    /// One input has written all it has of `epoch`; what it writes next
+    /// belongs to a later epoch. A sink writing epochs through separate
+    /// channels (Kafka's two transactional producers) delivers what it has
+    /// of `epoch` first, so that input's records — each key's — stay in
+    /// order in the output. Default: nothing to do.
+    fn end_of_epoch(&mut self, epoch: u64) -> Result<(), ConnectorError> {
+        let _ = epoch;
+        Ok(())
+    }
+
     /// Checkpoint `checkpoint` has reached the sink: everything of epochs ≤ checkpoint
     /// has been written. Make it durable but not yet visible, and return the state
     /// that `recover` needs (JSON; Null for sinks without state). Default: flush, Null.

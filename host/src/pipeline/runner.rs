@@ -780,6 +780,8 @@ fn spawn_sink(
                     }
                 }
                 SinkMessage::Barrier { from, id } => {
+                    sink.end_of_epoch(epochs[from])?;
+                    side_outputs.end_of_epoch(epochs[from])?;
                     epochs[from] = id + 1;
                     let arrived = barriers.entry(id).or_default();
                     *arrived += 1;
@@ -935,6 +937,10 @@ impl SideOutputs {
         report.side_written.fetch_add(written, Ordering::Relaxed);
         report.side_dropped.fetch_add(dropped, Ordering::Relaxed);
         Ok(())
+    }
+
+    fn end_of_epoch(&mut self, epoch: u64) -> Result<(), RunError> {
+        self.sinks.values_mut().try_for_each(|sink| sink.end_of_epoch(epoch).map_err(RunError::from))
     }
 
     fn pre_commit(&mut self, id: u64) -> Result<BTreeMap<String, serde_json::Value>, RunError> {

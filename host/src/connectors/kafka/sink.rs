@@ -277,6 +277,19 @@ impl Sink for KafkaSink {
         }
     }
 
+    /// Epoch `e + 1` goes through the other producer: without delivering
+    /// `e`'s queued records first, the broker could append some of them
+    /// after the input's next records, and a key's results would be out of
+    /// order in the topic (nothing lost or doubled, but reordered).
+    fn end_of_epoch(&mut self, epoch: u64) -> Result<(), ConnectorError> {
+        let Mode::ExactlyOnce(transactions) = &self.mode else { return Ok(()) };
+        let slot = (epoch % 2) as usize;
+        if transactions.open[slot] == Some(epoch) {
+            flush(&transactions.producers[slot], &self.topic)?;
+        }
+        Ok(())
+    }
+
     fn pre_commit(&mut self, checkpoint: u64) -> Result<serde_json::Value, ConnectorError> {
         let transactions = match &mut self.mode {
             Mode::AtLeastOnce(producer) => return flush(producer, &self.topic).map(|()| serde_json::Value::Null),
