@@ -90,7 +90,10 @@ struct CustomerKey;
 
 impl NativeKeyFunction for CustomerKey {
     fn extract_keys(&mut self, events: &[Event], keys: &mut KeyList) -> Result<(), String> {
-        events.iter().try_for_each(|e| Ok(keys.push(&order(e)?.0.to_le_bytes())))
+        for event in events {
+            keys.push(&order(event)?.0.to_le_bytes());
+        }
+        Ok(())
     }
 }
 

@@ -157,12 +157,6 @@ impl KeyList {
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
     }
-
-    /// Forget the keys, keep the buffers.
-    pub fn clear(&mut self) {
-        self.bytes.clear();
-        self.ends.clear();
-    }
 }
 
 /// The events of `batch`, checked.
@@ -193,8 +187,6 @@ pub fn unpack(batch: EventBatch) -> Result<Vec<Event>, String> {
     }
     Ok(events)
 }
-
-/// The keys of `keys`, checked.
 
 #[cfg(test)]
 mod tests {
