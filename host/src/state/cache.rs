@@ -8,6 +8,7 @@
 //! every read sees the latest write, and results are identical with and
 //! without it.
 
+use hashbrown::hash_map::EntryRef;
 use smallvec::SmallVec;
 
 use super::hash::KeyMap;
@@ -78,20 +79,29 @@ impl CachedBackend {
         Ok(())
     }
 
-    fn insert(&mut self, key: &[u8], value: Option<CachedValue>, dirty: bool) -> Result<(), StateError> {
-        let added = Self::cost(key, value.as_deref());
-        match self.slots.get_mut(key) {
-            Some(slot) => {
-                self.bytes -= Self::cost(key, slot.value.as_deref());
-                slot.value = value;
-                slot.dirty |= dirty;
+    /// Store `value` (`None`: a delete) under `key`, dirty, in one probe:
+    /// in place when the key is cached (no allocation for values that fit
+    /// the slot), else in a new slot (`fresh` when the backend is known to
+    /// hold nothing under it).
+    fn write(&mut self, key: &[u8], value: Option<&[u8]>, fresh: bool) {
+        match self.slots.entry_ref(key) {
+            EntryRef::Occupied(mut entry) => {
+                let slot = entry.get_mut();
+                self.bytes = self.bytes + Self::cost(key, value) - Self::cost(key, slot.value.as_deref());
+                match (slot.value.as_mut(), value) {
+                    (Some(cached), Some(value)) => {
+                        cached.clear();
+                        cached.extend_from_slice(value);
+                    }
+                    (_, value) => slot.value = value.map(CachedValue::from_slice),
+                }
+                slot.dirty = true;
             }
-            None => {
-                self.slots.insert(CachedKey::from_slice(key), Slot { value, dirty, fresh: false });
+            EntryRef::Vacant(entry) => {
+                self.bytes += Self::cost(key, value);
+                entry.insert_with_key(CachedKey::from_slice(key), Slot { value: value.map(CachedValue::from_slice), dirty: true, fresh });
             }
         }
-        self.bytes += added;
-        Ok(())
     }
 }
 
@@ -115,37 +125,24 @@ impl KeyedStateBackend for CachedBackend {
     }
 
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {
-        // Overwrite a cached value in place: no allocation.
-        if let Some(slot) = self.slots.get_mut(key) {
-            if let Some(cached) = slot.value.as_mut() {
-                self.bytes = self.bytes - cached.len() + value.len();
-                cached.clear();
-                cached.extend_from_slice(value);
-                slot.dirty = true;
-                return Ok(());
-            }
-        }
-        self.insert(key, Some(CachedValue::from_slice(value)), true)
+        self.write(key, Some(value), false);
+        Ok(())
     }
 
     fn insert_new(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {
-        if self.slots.contains_key(key) {
-            return self.put(key, value);
-        }
-        self.bytes += Self::cost(key, Some(value));
-        self.slots.insert(CachedKey::from_slice(key), Slot { value: Some(CachedValue::from_slice(value)), dirty: true, fresh: true });
+        self.write(key, Some(value), true);
         Ok(())
     }
 
     fn delete(&mut self, key: &[u8]) -> Result<(), StateError> {
-        if self.slots.get(key).is_some_and(|slot| slot.fresh) {
+        match self.slots.entry_ref(key) {
             // Never written back: the backend has nothing to delete.
-            if let Some(slot) = self.slots.remove(key) {
-                self.bytes -= Self::cost(key, slot.value.as_deref());
+            EntryRef::Occupied(entry) if entry.get().fresh => {
+                self.bytes -= Self::cost(key, entry.remove().value.as_deref());
             }
-            return Ok(());
+            _ => self.write(key, None, false),
         }
-        self.insert(key, None, true)
+        Ok(())
     }
 
     fn scan(&mut self, prefix: &[u8], start_after: Option<&[u8]>, limit: usize) -> Result<Vec<ScanEntry>, StateError> {
@@ -162,7 +159,7 @@ impl KeyedStateBackend for CachedBackend {
 
     fn write_batch(&mut self, writes: &mut dyn Iterator<Item = Write<'_>>) -> Result<(), StateError> {
         for (key, value) in writes {
-            self.insert(key, value.map(CachedValue::from_slice), true)?;
+            self.write(key, value, false);
         }
         Ok(())
     }

@@ -62,8 +62,9 @@ impl Hasher for KeyHasher {
     }
 }
 
-/// A `HashMap` using [`KeyHashBuilder`].
-pub type KeyMap<K, V> = std::collections::HashMap<K, V, KeyHashBuilder>;
+/// A `HashMap` using [`KeyHashBuilder`] (hashbrown's, for `entry_ref`:
+/// one probe to look up a borrowed key and insert, change or remove it).
+pub type KeyMap<K, V> = hashbrown::HashMap<K, V, KeyHashBuilder>;
 
 #[cfg(test)]
 mod tests {

@@ -108,16 +108,35 @@ impl WindowOperator {
     }
 
     fn read_accumulator(&mut self, key: &[u8], window: Window) -> Result<Option<Vec<u8>>, StateError> {
-        let (mut storage, mut stored) = (std::mem::take(&mut self.key_buf), std::mem::take(&mut self.read_buf));
+        let mut storage = std::mem::take(&mut self.key_buf);
         storage.clear();
-        stored.clear();
         self.accumulator_key_into(key, window, &mut storage);
-        let read = match self.backend.get_into(&storage, &mut stored) {
+        let read = self.read_stored(&storage);
+        self.key_buf = storage;
+        read
+    }
+
+    /// Read `key`'s accumulator of `window` and append its storage key to
+    /// `storage` (so storing or deleting it later needs no second encoding).
+    fn read_accumulator_keeping(&mut self, key: &[u8], window: Window, storage: &mut KeyList) -> Result<Option<Vec<u8>>, StateError> {
+        let mut encoded = std::mem::take(&mut self.key_buf);
+        encoded.clear();
+        self.accumulator_key_into(key, window, &mut encoded);
+        storage.push(&encoded);
+        self.key_buf = encoded;
+        self.read_stored(storage.get(storage.len() - 1))
+    }
+
+    /// The accumulator stored under `storage`, if any.
+    fn read_stored(&mut self, storage: &[u8]) -> Result<Option<Vec<u8>>, StateError> {
+        let mut stored = std::mem::take(&mut self.read_buf);
+        stored.clear();
+        let read = match self.backend.get_into(storage, &mut stored) {
             Ok(true) => ttl::decode(&stored, i64::MIN).map(|value| value.map(<[u8]>::to_vec)),
             Ok(false) => Ok(None),
             Err(error) => Err(error),
         };
-        (self.key_buf, self.read_buf) = (storage, stored);
+        self.read_buf = stored;
         read
     }
 
@@ -186,28 +205,32 @@ impl WindowOperator {
         if adds.is_empty() {
             return Ok(());
         }
+        let mut storage = KeyList::default();
         for (&(key, window), add) in windows.iter().zip(&mut adds) {
-            add.accumulator = self.read_accumulator(key, window)?;
+            add.accumulator = self.read_accumulator_keeping(key, window, &mut storage)?;
         }
-        self.store_and_schedule(&windows, adds)
+        self.store_and_schedule(&windows, &storage, adds)
     }
 
-    /// Fold `batch[i]` into window `windows[i]`, store the accumulators and
-    /// schedule (or, for windows already past the watermark, do) the firing.
-    fn store_and_schedule(&mut self, windows: &[(&[u8], Window)], batch: Vec<Accumulate>) -> Result<(), WindowError> {
+    /// Fold `batch[i]` into window `windows[i]` (stored under
+    /// `storage[i]`), store the accumulators and schedule (or, for windows
+    /// already past the watermark, do) the firing.
+    fn store_and_schedule(&mut self, windows: &[(&[u8], Window)], storage: &KeyList, batch: Vec<Accumulate>) -> Result<(), WindowError> {
         let accumulators = self.function.add(&batch)?;
         let merging = self.config.assigner.is_merging();
         let mut refire = Vec::new();
-        let (mut storage, mut stored) = (Vec::new(), Vec::new());
-        for ((&(key, window), accumulator), entry) in windows.iter().zip(accumulators).zip(&batch) {
-            storage.clear();
-            self.accumulator_key_into(key, window, &mut storage);
+        let mut stored = std::mem::take(&mut self.read_buf);
+        for (((&(key, window), accumulator), entry), storage) in windows.iter().zip(accumulators).zip(&batch).zip(storage.iter()) {
             stored.clear();
             ttl::encode_into(&mut stored, &accumulator, None);
-            match entry.accumulator {
+            let written = match entry.accumulator {
                 // A window's first accumulator: nothing is stored under it.
-                None => self.backend.insert_new(&storage, &stored)?,
-                Some(_) => self.backend.put(&storage, &stored)?,
+                None => self.backend.insert_new(storage, &stored),
+                Some(_) => self.backend.put(storage, &stored),
+            };
+            if let Err(error) = written {
+                self.read_buf = stored;
+                return Err(error.into());
             }
             if window.end - 1 <= self.watermark {
                 refire.push((key.to_vec(), window));
@@ -218,6 +241,7 @@ impl WindowOperator {
                 self.fire.register(self.backend.as_mut(), key, TimeDomain::EventTime, window.end - 1)?;
             }
         }
+        self.read_buf = stored;
         self.fire_windows(refire)
     }
 
@@ -296,7 +320,11 @@ impl WindowOperator {
             return Ok(());
         }
         let windows: Vec<(&[u8], Window)> = windows.iter().map(|(key, window)| (key.as_slice(), *window)).collect();
-        self.store_and_schedule(&windows, adds)
+        let mut storage = KeyList::default();
+        for &(key, window) in &windows {
+            storage.push(&self.accumulator_key(key, window));
+        }
+        self.store_and_schedule(&windows, &storage, adds)
     }
 
     /// The window of `key` whose timer (at its last millisecond plus
@@ -314,9 +342,14 @@ impl WindowOperator {
         let mut storage = std::mem::take(&mut self.key_buf);
         storage.clear();
         self.accumulator_key_into(key, window, &mut storage);
-        let deleted = self.backend.delete(&storage);
+        let retired = self.retire_stored(key, window, &storage);
         self.key_buf = storage;
-        deleted?;
+        retired
+    }
+
+    /// [`Self::retire`], the accumulator's storage key given.
+    fn retire_stored(&mut self, key: &[u8], window: Window, storage: &[u8]) -> Result<(), StateError> {
+        self.backend.delete(storage)?;
         if self.config.assigner.is_merging() {
             let mut sessions = self.read_sessions(key)?;
             sessions.retain(|w| (w.start, w.end) != (window.start, window.end));
@@ -366,18 +399,21 @@ impl WindowOperator {
     /// Emit the results of `windows`, then drop or keep their state.
     fn fire_windows(&mut self, windows: Vec<(Vec<u8>, Window)>) -> Result<(), WindowError> {
         let mut requests = Vec::with_capacity(windows.len());
+        // Storage keys of the windows read, the requests' among them.
+        let (mut storage, mut stored_at) = (KeyList::default(), Vec::with_capacity(windows.len()));
         for (key, window) in windows {
-            if let Some(accumulator) = self.read_accumulator(&key, window)? {
+            if let Some(accumulator) = self.read_accumulator_keeping(&key, window, &mut storage)? {
                 requests.push(WindowResult { key, window, accumulator });
+                stored_at.push(storage.len() - 1);
             }
         }
         if requests.is_empty() {
             return Ok(());
         }
         self.outputs.extend(self.function.results(&requests)?);
-        for WindowResult { key, window, .. } in requests {
+        for (WindowResult { key, window, .. }, at) in requests.into_iter().zip(stored_at) {
             if self.config.allowed_lateness == 0 {
-                self.retire(&key, window)?;
+                self.retire_stored(&key, window, storage.get(at))?;
             } else {
                 let until = (window.end - 1).saturating_add(self.config.allowed_lateness);
                 self.cleanup.register(self.backend.as_mut(), &key, TimeDomain::EventTime, until)?;
