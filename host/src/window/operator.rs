@@ -223,14 +223,10 @@ impl WindowOperator {
         for (((&(key, window), accumulator), entry), storage) in windows.iter().zip(accumulators).zip(&batch).zip(storage.iter()) {
             stored.clear();
             ttl::encode_into(&mut stored, &accumulator, None);
-            let written = match entry.accumulator {
+            match entry.accumulator {
                 // A window's first accumulator: nothing is stored under it.
-                None => self.backend.insert_new(storage, &stored),
-                Some(_) => self.backend.put(storage, &stored),
-            };
-            if let Err(error) = written {
-                self.read_buf = stored;
-                return Err(error.into());
+                None => self.backend.insert_new(storage, &stored)?,
+                Some(_) => self.backend.put(storage, &stored)?,
             }
             if window.end - 1 <= self.watermark {
                 refire.push((key.to_vec(), window));
