@@ -82,9 +82,13 @@ impl CachedBackend {
     /// Store `value` (`None`: a delete) under `key`, dirty, in one probe:
     /// in place when the key is cached (no allocation for values that fit
     /// the slot), else in a new slot (`fresh` when the backend is known to
-    /// hold nothing under it).
+    /// hold nothing under it). Deleting a fresh slot forgets it: the
+    /// backend has nothing to delete, so no tombstone.
     fn write(&mut self, key: &[u8], value: Option<&[u8]>, fresh: bool) {
         match self.slots.entry_ref(key) {
+            EntryRef::Occupied(entry) if value.is_none() && entry.get().fresh => {
+                self.bytes -= Self::cost(key, entry.remove().value.as_deref());
+            }
             EntryRef::Occupied(mut entry) => {
                 let slot = entry.get_mut();
                 self.bytes = self.bytes + Self::cost(key, value) - Self::cost(key, slot.value.as_deref());
@@ -135,13 +139,7 @@ impl KeyedStateBackend for CachedBackend {
     }
 
     fn delete(&mut self, key: &[u8]) -> Result<(), StateError> {
-        match self.slots.entry_ref(key) {
-            // Never written back: the backend has nothing to delete.
-            EntryRef::Occupied(entry) if entry.get().fresh => {
-                self.bytes -= Self::cost(key, entry.remove().value.as_deref());
-            }
-            _ => self.write(key, None, false),
-        }
+        self.write(key, None, false);
         Ok(())
     }
 
