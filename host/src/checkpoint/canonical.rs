@@ -101,7 +101,7 @@ mod tests {
         let mut db = RocksDbBackend::open(&dir.path().join("live")).unwrap();
         db.put(&[0, 9, b'a'], b"1").unwrap();
         db.put(&[0, 2, b'b'], b"").unwrap();
-        db.checkpoint(&dir.path().join("chk")).unwrap();
+        db.checkpoint(&dir.path().join("chk"), crate::state::SnapshotForm::Database).unwrap();
         let encoded = encode_database(&dir.path().join("chk")).unwrap();
         assert_eq!((encoded.entries, encoded.key_groups), (2, Some((2, 9))));
         let mut seen = Vec::new();

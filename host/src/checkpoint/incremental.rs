@@ -3,7 +3,8 @@
 //!
 //! SST files never change once written, so each is stored once under
 //! `shared/<xxh3-128 of its bytes>.sst` and referenced by every checkpoint
-//! that contains it. The small mutable files (MANIFEST, CURRENT, OPTIONS)
+//! that contains it; so are changelogs (`.wcl`, see
+//! [`changelog`](crate::state::changelog)). The small mutable files (MANIFEST, CURRENT, OPTIONS)
 //! go under the checkpoint's own directory as `subtask-<i>/<name>`. Naming
 //! shared files by content (not by RocksDB's file number) keeps a restored
 //! database, which reuses file numbers, from clashing with files a crashed
@@ -32,6 +33,18 @@ pub struct Uploaded {
 /// local file name: reused without reading them again.
 pub type KnownFiles = HashMap<String, StoredFile>;
 
+/// The extension under which a file that never changes once written (an
+/// SST, a changelog) is stored in shared storage; `None` for the others.
+fn immutable_extension(name: &str) -> Option<&'static str> {
+    if name.ends_with(".sst") {
+        Some("sst")
+    } else if crate::state::changelog::is_changelog(name) {
+        Some("wcl")
+    } else {
+        None
+    }
+}
+
 /// Upload the RocksDB checkpoint in `local` as subtask `subtask`'s part of
 /// the snapshot in `dir`. `known` holds the SSTs earlier checkpoints of the
 /// same database stored, and is updated.
@@ -48,12 +61,12 @@ pub fn upload(storage: &CheckpointStorage, dir: &StorePath, subtask: usize, loca
     }
     names.sort();
     for (name, path, size) in names {
-        let stored = if name.ends_with(".sst") {
+        let stored = if let Some(extension) = immutable_extension(&name) {
             match known.get(&name).filter(|f| f.size == size) {
                 Some(file) => file.clone(),
                 None => {
                     let bytes = std::fs::read(&path)?;
-                    let shared = format!("{:032x}.sst", xxhash_rust::xxh3::xxh3_128(&bytes));
+                    let shared = format!("{:032x}.{extension}", xxhash_rust::xxh3::xxh3_128(&bytes));
                     if storage.put_shared(&shared, bytes)? {
                         uploaded.sent += size;
                     }
@@ -119,11 +132,11 @@ mod tests {
             db.put(format!("key-{i:08}").as_bytes(), &[i as u8; 100]).unwrap();
         }
         let mut known = KnownFiles::new();
-        db.checkpoint(&dir.path().join("chk-1")).unwrap();
+        db.checkpoint(&dir.path().join("chk-1"), crate::state::SnapshotForm::Database).unwrap();
         let first = upload(&storage, &storage.checkpoint_dir(1), 0, &dir.path().join("chk-1"), &mut known).unwrap();
         assert_eq!(first.sent, first.size, "the first checkpoint sends everything");
         db.put(b"key-00000007", b"changed").unwrap();
-        db.checkpoint(&dir.path().join("chk-2")).unwrap();
+        db.checkpoint(&dir.path().join("chk-2"), crate::state::SnapshotForm::Database).unwrap();
         let second = upload(&storage, &storage.checkpoint_dir(2), 0, &dir.path().join("chk-2"), &mut known).unwrap();
         assert!(second.sent * 10 < second.size, "incremental: sent {} of {}", second.sent, second.size);
 

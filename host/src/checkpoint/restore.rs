@@ -42,7 +42,10 @@ pub fn restore(snapshot: &LocatedSnapshot, target: &RestoreTarget<'_>) -> Result
             for (index, files) in subtasks.iter().enumerate() {
                 let local = target.local_checkpoints.join(format!("chk-{}", metadata.id)).join(format!("subtask-{index}"));
                 let index16 = u16::try_from(index).map_err(|_| CheckpointError::Corrupt("too many subtasks".into()))?;
-                known.push(incremental::download(&snapshot.storage, &snapshot.dir, index, files, &local, &layout::subtask_dir(&staging, index16))?);
+                let database = layout::subtask_dir(&staging, index16);
+                known.push(incremental::download(&snapshot.storage, &snapshot.dir, index, files, &local, &database)?);
+                // A checkpoint between full ones carries changelogs.
+                crate::state::changelog::replay(&database)?;
             }
             let stored = Layout { max_parallelism: metadata.max_parallelism, parallelism: metadata.parallelism };
             layout::install(target.state_dir, &staging, stored)?;

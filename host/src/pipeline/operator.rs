@@ -190,10 +190,10 @@ impl KeyedOperator {
     }
 
     /// Write a snapshot of the operator's state into the new directory
-    /// `dir` (see [`KeyedStateBackend::checkpoint`]).
-    pub(crate) fn checkpoint(&mut self, dir: &std::path::Path) -> Result<(), RunError> {
+    /// `dir`, in `form` (see [`KeyedStateBackend::checkpoint`]).
+    pub(crate) fn checkpoint(&mut self, dir: &std::path::Path, form: crate::state::SnapshotForm) -> Result<(), RunError> {
         match self.backend() {
-            Some(backend) => Ok(backend.checkpoint(dir)?),
+            Some(backend) => Ok(backend.checkpoint(dir, form)?),
             None => Err(crate::state::StateError::Unsupported("the operator has no state backend to checkpoint".into()).into()),
         }
     }

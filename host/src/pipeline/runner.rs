@@ -43,7 +43,8 @@ use crate::connectors::kafka::{self, KafkaSink, KafkaSinkConfig, KafkaSource, Ka
 use crate::connectors::{ConnectorError, DiscardSink, FileSink, FileSource, GeneratorSource, Sink, Source, SplitSource, StdoutSink};
 use crate::runtime::{new_engine, CallError, EngineLimits, FunctionLoader, KeyFunctionInstance, LoadError, LoadedFunction, Role};
 use crate::state::layout::{self, Layout, LayoutError};
-use crate::state::{key_group, subtask_for_key_group, CachedBackend, KeyedStateBackend, StateError};
+use crate::state::changelog::Changelog;
+use crate::state::{key_group, subtask_for_key_group, CachedBackend, KeyedStateBackend, SnapshotForm, StateError};
 use crate::window::WindowConfig;
 use crate::time::{SplitWatermarks, WatermarkSnapshot};
 use crate::Event;
@@ -233,8 +234,9 @@ enum SubtaskMessage {
     Events(RoutedBatch),
     /// Event time has reached this watermark.
     Watermark(i64),
-    /// Snapshot this state for checkpoint/savepoint `id`, then forward it.
-    Barrier(u64),
+    /// Snapshot this state for checkpoint/savepoint `id`, in `form`, then
+    /// forward it.
+    Barrier(u64, SnapshotForm),
 }
 
 /// How often an idle subtask checks for due processing-time timers.
@@ -338,7 +340,14 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let subtask_counts = metrics.start_subtasks(parallelism);
     for ((index, backend), counts) in start.backends.into_iter().enumerate().zip(subtask_counts) {
         let (tx, rx) = sync_channel::<SubtaskMessage>(CHANNEL_BATCHES);
-        let backend: Box<dyn KeyedStateBackend> = Box::new(CachedBackend::new(Box::new(backend), cache_bytes));
+        let mut cache = CachedBackend::new(Box::new(backend), cache_bytes);
+        if let Some(settings) = &settings {
+            // Changes piling up beyond the cache's own budget between two
+            // checkpoints make the next one full instead.
+            let chain = start.local_checkpoints.join(format!("chain-{index}"));
+            cache = cache.with_changelog(Changelog::create(chain, settings.materialize_every, cache_bytes)?);
+        }
+        let backend: Box<dyn KeyedStateBackend> = Box::new(cache);
         let (plan, env) = (plan.clone(), env.clone());
         let links = SubtaskLinks { index, sink: sink_tx.clone(), acks: ack_tx.clone(), local_checkpoints: start.local_checkpoints.clone(), counts };
         subtask_threads.push(spawn(&format!("subtask-{index}"), move || run_subtask(KeyedOperator::new(&plan, index, backend, &env)?, rx, links))?);
@@ -569,7 +578,9 @@ impl SourceLinks<'_> {
         let state = SourceState { position, watermarks: watermarks.map(SplitWatermarks::snapshot) };
         let state = serde_json::to_value(state).map_err(|e| RunError::Engine(format!("source state: {e}")))?;
         let _ = self.acks.send(Ack::Source { id: trigger.id, state });
-        self.broadcast(|| SubtaskMessage::Barrier(trigger.id))?;
+        // Savepoints are encoded from a database; checkpoints may be changelogs.
+        let form = if trigger.kind == SnapshotKind::Savepoint { SnapshotForm::Database } else { SnapshotForm::Chained };
+        self.broadcast(|| SubtaskMessage::Barrier(trigger.id, form))?;
         self.sink.send(SinkMessage::Barrier { from: self.subtasks.len(), id: trigger.id }).map_err(|_| RunError::Stopped)
     }
 
@@ -707,7 +718,7 @@ fn run_subtask(mut operator: KeyedOperator, input: Receiver<SubtaskMessage>, lin
                 operator.on_events(batch)?;
             }
             Some(SubtaskMessage::Watermark(watermark)) => operator.on_watermark(watermark)?,
-            Some(SubtaskMessage::Barrier(id)) => {
+            Some(SubtaskMessage::Barrier(id, form)) => {
                 // What was emitted before the barrier belongs before it.
                 forward_outputs(&mut operator, &links)?;
                 let dir = links.local_checkpoints.join(format!("chk-{id}")).join(format!("subtask-{}", links.index));
@@ -715,7 +726,7 @@ fn run_subtask(mut operator: KeyedOperator, input: Receiver<SubtaskMessage>, lin
                     std::fs::remove_dir_all(&dir).map_err(CheckpointError::from)?;
                 }
                 std::fs::create_dir_all(dir.parent().unwrap_or(&links.local_checkpoints)).map_err(CheckpointError::from)?;
-                operator.checkpoint(&dir)?;
+                operator.checkpoint(&dir, form)?;
                 let _ = links.acks.send(Ack::Subtask { id, index: links.index, dir });
                 links.sink.send(SinkMessage::Barrier { from: links.index, id }).map_err(|_| RunError::Stopped)?;
             }

@@ -233,6 +233,11 @@ pub struct CheckpointSpec {
     /// Completed checkpoints kept (default 3).
     #[serde(default = "default_retained")]
     pub retained: usize,
+    /// One checkpoint in this many is a full RocksDB checkpoint; the
+    /// others store only the state changed since the one before, as a
+    /// changelog a restore replays (default 10; 1: every one is full).
+    #[serde(default = "default_materialize_every")]
+    pub materialize_every: usize,
     /// Where checkpoints and savepoints go: an `object_store` URL
     /// (`file:///abs/dir`, `s3://bucket/prefix`, `memory://`); default
     /// `<data dir>/checkpoints`.
@@ -242,6 +247,10 @@ pub struct CheckpointSpec {
 
 fn default_retained() -> usize {
     3
+}
+
+fn default_materialize_every() -> usize {
+    10
 }
 
 /// Checkpointing settings with durations parsed.
@@ -255,6 +264,8 @@ pub struct CheckpointSettings {
     pub timeout: std::time::Duration,
     /// Completed checkpoints kept.
     pub retained: usize,
+    /// One checkpoint in this many is full (the others are changelogs).
+    pub materialize_every: usize,
     /// Storage URL, if not the default.
     pub storage: Option<String>,
 }
@@ -262,7 +273,7 @@ pub struct CheckpointSettings {
 impl CheckpointSpec {
     /// A spec with only an interval (what `--checkpoint-interval` gives).
     pub fn every(interval: &str) -> Self {
-        Self { interval: interval.to_string(), min_pause: None, timeout: None, retained: default_retained(), storage: None }
+        Self { interval: interval.to_string(), min_pause: None, timeout: None, retained: default_retained(), materialize_every: default_materialize_every(), storage: None }
     }
 
     /// The settings, or the field at fault.
@@ -282,7 +293,10 @@ impl CheckpointSpec {
         if self.retained == 0 {
             return Err(SpecError::field("checkpoint.retained", "must be at least 1"));
         }
-        Ok(CheckpointSettings { interval, min_pause, timeout, retained: self.retained, storage: self.storage.clone() })
+        if self.materialize_every == 0 {
+            return Err(SpecError::field("checkpoint.materialize_every", "must be at least 1"));
+        }
+        Ok(CheckpointSettings { interval, min_pause, timeout, retained: self.retained, materialize_every: self.materialize_every, storage: self.storage.clone() })
     }
 }
 

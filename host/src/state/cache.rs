@@ -7,13 +7,18 @@
 //! prefix delete (which read the backend directly), and on `flush`. So
 //! every read sees the latest write, and results are identical with and
 //! without it.
+//!
+//! With a [`Changelog`], the cache also knows which entries changed since
+//! the last checkpoint, so a checkpoint can be a changelog of those
+//! instead of a full RocksDB checkpoint (see [`changelog`](super::changelog)).
 
 use hashbrown::hash_map::EntryRef;
 use smallvec::SmallVec;
 
+use super::changelog::Changelog;
 use super::hash::KeyMap;
 
-use super::{KeyedStateBackend, ScanEntry, StateError, Write};
+use super::{KeyedStateBackend, ScanEntry, SnapshotForm, StateError, Write};
 
 /// Bytes counted per cached entry on top of its key and value.
 const ENTRY_OVERHEAD: usize = 64;
@@ -37,10 +42,13 @@ struct Slot {
     value: Option<CachedValue>,
     /// Whether the backend has not seen this value yet.
     dirty: bool,
-    /// Whether the backend holds nothing under this key (the slot was made
-    /// by `insert_new` and not written back): deleting it needs no
-    /// tombstone.
+    /// Whether neither the backend nor a checkpoint holds anything under
+    /// this key (the slot was made by `insert_new` and not written back or
+    /// checkpointed since): deleting it needs no tombstone.
     fresh: bool,
+    /// Whether the value changed since the last checkpoint (tracked only
+    /// with a changelog).
+    unlogged: bool,
 }
 
 /// A [`KeyedStateBackend`] that caches another one, bounded in bytes.
@@ -49,13 +57,22 @@ pub struct CachedBackend {
     slots: KeyMap<CachedKey, Slot>,
     bytes: usize,
     capacity: usize,
+    /// Where changes go between full checkpoints, if checkpoints are taken.
+    changelog: Option<Changelog>,
 }
 
 impl CachedBackend {
     /// Cache `inner` with at most about `capacity` bytes of keys and values
     /// (plus what one batch adds between two [`KeyedStateBackend::relieve`]s).
     pub fn new(inner: Box<dyn KeyedStateBackend>, capacity: usize) -> Self {
-        Self { inner, slots: KeyMap::with_capacity_and_hasher(HEADROOM, Default::default()), bytes: 0, capacity }
+        Self { inner, slots: KeyMap::with_capacity_and_hasher(HEADROOM, Default::default()), bytes: 0, capacity, changelog: None }
+    }
+
+    /// Take checkpoints through `changelog`: full ones only as often as it
+    /// says, changelogs of the changed entries between.
+    pub fn with_changelog(mut self, changelog: Changelog) -> Self {
+        self.changelog = Some(changelog);
+        self
     }
 
     fn cost(key: &[u8], value: Option<&[u8]>) -> usize {
@@ -100,10 +117,11 @@ impl CachedBackend {
                     (_, value) => slot.value = value.map(CachedValue::from_slice),
                 }
                 slot.dirty = true;
+                slot.unlogged = true;
             }
             EntryRef::Vacant(entry) => {
                 self.bytes += Self::cost(key, value);
-                entry.insert_with_key(CachedKey::from_slice(key), Slot { value: value.map(CachedValue::from_slice), dirty: true, fresh });
+                entry.insert_with_key(CachedKey::from_slice(key), Slot { value: value.map(CachedValue::from_slice), dirty: true, fresh, unlogged: true });
             }
         }
     }
@@ -150,6 +168,10 @@ impl KeyedStateBackend for CachedBackend {
 
     fn delete_prefix(&mut self, prefix: &[u8]) -> Result<(), StateError> {
         self.write_back()?;
+        // The prefix's cached entries go with it: their changes need no record.
+        if let Some(changelog) = &mut self.changelog {
+            changelog.record_delete_prefix(prefix);
+        }
         self.slots.retain(|k, _| !k.starts_with(prefix));
         self.bytes = self.slots.iter().map(|(k, s)| Self::cost(k, s.value.as_deref())).sum();
         self.inner.delete_prefix(prefix)
@@ -167,9 +189,27 @@ impl KeyedStateBackend for CachedBackend {
         self.inner.flush()
     }
 
-    fn checkpoint(&mut self, dir: &std::path::Path) -> Result<(), StateError> {
-        self.write_back()?;
-        self.inner.checkpoint(dir)
+    /// A changelog of the entries changed since the last checkpoint when
+    /// the changelog allows, else a full checkpoint of the backend.
+    fn checkpoint(&mut self, dir: &std::path::Path, form: SnapshotForm) -> Result<(), StateError> {
+        match &mut self.changelog {
+            Some(changelog) if form == SnapshotForm::Chained && !changelog.full_checkpoint_due() => changelog.checkpoint(dir, |latest| {
+                for (key, slot) in self.slots.iter_mut().filter(|(_, slot)| slot.unlogged) {
+                    latest.write(key, slot.value.as_deref());
+                    slot.unlogged = false;
+                    slot.fresh = false;
+                }
+            }),
+            _ => {
+                self.write_back()?;
+                self.inner.checkpoint(dir, SnapshotForm::Database)?;
+                if let Some(changelog) = &mut self.changelog {
+                    changelog.rebase(dir)?;
+                    self.slots.values_mut().for_each(|slot| slot.unlogged = false);
+                }
+                Ok(())
+            }
+        }
     }
 
     /// Make room for the next batch's entries; over budget, write every
@@ -185,10 +225,15 @@ impl KeyedStateBackend for CachedBackend {
         }
         self.write_back()?;
         let mut keep = self.capacity / 2;
+        let changelog = &mut self.changelog;
         self.slots.retain(|key, slot| {
             let cost = Self::cost(key, slot.value.as_deref());
             let kept = cost <= keep;
             keep = keep.saturating_sub(cost);
+            if let Some(changelog) = changelog.as_mut().filter(|_| !kept && slot.unlogged) {
+                // The next checkpoint would not find this change cached.
+                changelog.record(key, slot.value.as_deref());
+            }
             kept
         });
         self.bytes = self.slots.iter().map(|(k, s)| Self::cost(k, s.value.as_deref())).sum();
@@ -251,6 +296,65 @@ mod tests {
         }
         cached.flush().unwrap();
         assert_eq!(cached.inner.scan(b"p", None, usize::MAX).unwrap(), plain.scan(b"p", None, usize::MAX).unwrap(), "flushed state matches");
+    }
+
+    /// Every checkpoint, full or a changelog, restores (copied and
+    /// replayed, as a restore does) to exactly the state at its barrier —
+    /// with evictions, prefix deletes, and too many changes for the
+    /// changelog between.
+    #[test]
+    fn every_checkpoint_restores_the_state_at_its_barrier() {
+        use crate::state::{changelog, RocksDbBackend};
+        for (capacity, pending_limit, materialize_every) in [(2_000, 1 << 20, 4), (300, 200, 3), (1 << 20, 1 << 20, 1)] {
+            let dir = tempfile::tempdir().unwrap();
+            let live = Box::new(RocksDbBackend::open(&dir.path().join("live")).unwrap());
+            let chain = changelog::Changelog::create(dir.path().join("chain"), materialize_every, pending_limit).unwrap();
+            let mut cached = CachedBackend::new(live, capacity).with_changelog(chain);
+            let mut plain = InMemoryBackend::new();
+            let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+            for step in 0..1_500 {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                if step % 7 == 0 {
+                    cached.relieve().unwrap();
+                }
+                let key = [b'p', (rng % 3) as u8, (rng >> 8) as u8 % 40];
+                match rng >> 40 & 7 {
+                    0..=3 => {
+                        let value = (rng >> 20).to_le_bytes();
+                        if rng & 2 == 0 && plain.get(&key).unwrap().is_none() {
+                            cached.insert_new(&key, &value).unwrap();
+                        } else {
+                            cached.put(&key, &value).unwrap();
+                        }
+                        plain.put(&key, &value).unwrap();
+                    }
+                    4..=5 => {
+                        cached.delete(&key).unwrap();
+                        plain.delete(&key).unwrap();
+                    }
+                    6 if rng & 0x30 == 0 => {
+                        cached.delete_prefix(&key[..2]).unwrap();
+                        plain.delete_prefix(&key[..2]).unwrap();
+                    }
+                    _ => {}
+                }
+                if step % 13 == 12 {
+                    let checkpoint = dir.path().join(format!("chk-{step}"));
+                    cached.checkpoint(&checkpoint, SnapshotForm::Chained).unwrap();
+                    let restored = dir.path().join(format!("restored-{step}"));
+                    std::fs::create_dir_all(&restored).unwrap();
+                    for entry in std::fs::read_dir(&checkpoint).unwrap() {
+                        let entry = entry.unwrap();
+                        std::fs::copy(entry.path(), restored.join(entry.file_name())).unwrap();
+                    }
+                    changelog::replay(&restored).unwrap();
+                    let mut copy = RocksDbBackend::open(&restored).unwrap();
+                    assert_eq!(copy.scan(b"p", None, usize::MAX).unwrap(), plain.scan(b"p", None, usize::MAX).unwrap(), "checkpoint at step {step} ({capacity} bytes cached)");
+                }
+            }
+        }
     }
 
     #[test]

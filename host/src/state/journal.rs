@@ -6,7 +6,7 @@
 //! [`unmark`](KeyedStateBackend::unmark); otherwise writes pass straight
 //! through.
 
-use super::{KeyedStateBackend, ScanEntry, StateError, Write};
+use super::{KeyedStateBackend, ScanEntry, SnapshotForm, StateError, Write};
 
 /// Wraps a backend and remembers, since the last [`mark`](KeyedStateBackend::mark),
 /// the value each write replaced, so [`roll_back`](KeyedStateBackend::roll_back)
@@ -94,8 +94,8 @@ impl KeyedStateBackend for JournaledBackend {
         self.inner.flush()
     }
 
-    fn checkpoint(&mut self, dir: &std::path::Path) -> Result<(), StateError> {
-        self.inner.checkpoint(dir)
+    fn checkpoint(&mut self, dir: &std::path::Path, form: SnapshotForm) -> Result<(), StateError> {
+        self.inner.checkpoint(dir, form)
     }
 
     fn relieve(&mut self) -> Result<(), StateError> {

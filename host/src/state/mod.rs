@@ -5,6 +5,7 @@
 //! about Wasm: the runtime's `state` host interface calls into it.
 
 mod cache;
+pub mod changelog;
 pub mod hash;
 mod journal;
 mod key;
@@ -25,6 +26,9 @@ pub enum StateError {
     /// RocksDB reported an error.
     #[error("RocksDB: {0}")]
     Rocks(#[from] rocksdb::Error),
+    /// A state file (a changelog) could not be read or written.
+    #[error("state files: {0}")]
+    Io(#[from] std::io::Error),
     /// Stored bytes could not be decoded (corruption or a foreign database).
     #[error("corrupt state: {0}")]
     Corrupt(String),
@@ -39,6 +43,16 @@ pub type ScanEntry = (Vec<u8>, Vec<u8>);
 
 /// One write of a batch: store the value, or delete the key when `None`.
 pub type Write<'a> = (&'a [u8], Option<&'a [u8]>);
+
+/// What a checkpoint directory must hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnapshotForm {
+    /// A RocksDB database (what a savepoint encodes).
+    Database,
+    /// A database, or one plus changelogs that a restore replays
+    /// ([`changelog`]): what periodic checkpoints may be.
+    Chained,
+}
 
 /// Storage for keyed state: an ordered byte map.
 ///
@@ -80,9 +94,11 @@ pub trait KeyedStateBackend: Send {
     /// Make everything written so far durable.
     fn flush(&mut self) -> Result<(), StateError>;
     /// Write a consistent snapshot of everything written so far into the
-    /// new directory `dir` (a RocksDB checkpoint: immutable files are hard
-    /// links, so this is cheap). Backends that cannot say so.
-    fn checkpoint(&mut self, dir: &std::path::Path) -> Result<(), StateError> {
+    /// new directory `dir`, in `form` (a RocksDB checkpoint: immutable
+    /// files are hard links; with a changelog, [`SnapshotForm::Chained`]
+    /// may write only what changed). Backends that cannot say so.
+    fn checkpoint(&mut self, dir: &std::path::Path, form: SnapshotForm) -> Result<(), StateError> {
+        let _ = form;
         Err(StateError::Unsupported(format!("this state backend cannot write a checkpoint to {}", dir.display())))
     }
     /// Do work kept off the hot path (a cache over its budget writes back

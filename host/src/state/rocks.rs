@@ -4,7 +4,7 @@ use std::path::Path;
 
 use rocksdb::{Direction, IteratorMode, Options, ReadOptions, WriteOptions, DB};
 
-use super::{prefix_end, KeyedStateBackend, ScanEntry, StateError, Write};
+use super::{prefix_end, KeyedStateBackend, ScanEntry, SnapshotForm, StateError, Write};
 
 /// Keyed state in a RocksDB database on local disk.
 pub struct RocksDbBackend {
@@ -122,9 +122,9 @@ impl KeyedStateBackend for RocksDbBackend {
         Ok(self.db.flush()?)
     }
 
-    fn checkpoint(&mut self, dir: &Path) -> Result<(), StateError> {
-        // Flushes the memtables, hard-links the SST files and copies the
-        // small mutable ones (MANIFEST, OPTIONS, CURRENT).
+    fn checkpoint(&mut self, dir: &Path, _form: SnapshotForm) -> Result<(), StateError> {
+        // Always a database. Flushes the memtables, hard-links the SST
+        // files and copies the small mutable ones (MANIFEST, OPTIONS, CURRENT).
         Ok(rocksdb::checkpoint::Checkpoint::new(&self.db)?.create_checkpoint(dir)?)
     }
 }
@@ -180,7 +180,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut db = RocksDbBackend::open(&dir.path().join("live")).unwrap();
         db.put(b"k", b"1").unwrap();
-        db.checkpoint(&dir.path().join("chk")).unwrap();
+        db.checkpoint(&dir.path().join("chk"), SnapshotForm::Database).unwrap();
         db.put(b"k", b"2").unwrap();
         let copy = RocksDbBackend::open(&dir.path().join("chk")).unwrap();
         assert_eq!(copy.get(b"k").unwrap().as_deref(), Some(&b"1"[..]));
