@@ -128,6 +128,42 @@ fn windows_and_watermarks_recover_exactly_after_kill_9() {
 }
 
 #[test]
+fn a_kill_after_changelog_checkpoints_restores_by_replaying_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let count = 60_000;
+    let expected_out = dir.path().join("expected.jsonl");
+    run_ok(&checkpointed_spec(dir.path(), "changelog", count, 2, &expected_out), &dir.path().join("data-expected"), &[]);
+    let expected = per_key(&expected_out);
+
+    // Only the first checkpoint of a run is full; all later ones are changelogs.
+    let out = dir.path().join("out.jsonl");
+    let spec = checkpointed_spec(dir.path(), "changelog", count, 2, &out);
+    let text = std::fs::read_to_string(&spec).unwrap().replace("retained: 2", "retained: 2, materialize_every: 1000");
+    std::fs::write(&spec, text).unwrap();
+    let data = dir.path().join("data");
+    let root = data.join("checkpoints/changelog");
+    let mut child = start_weir(&spec, &data, &["--sink-delay-ms", "4"], &[]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let newest_with_changelogs = loop {
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before three checkpoints completed");
+        assert!(Instant::now() < deadline, "no changelog checkpoint completed within a minute");
+        let newest = std::fs::read_dir(&root).into_iter().flatten().filter_map(|e| e.ok()?.file_name().to_str()?.strip_prefix("chk-")?.parse::<u64>().ok()).filter(|id| root.join(format!("chk-{id}/_metadata")).exists()).max();
+        if let Some(id) = newest.filter(|&id| id >= 3) {
+            break id;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let metadata = std::fs::read_to_string(root.join(format!("chk-{newest_with_changelogs}/_metadata"))).unwrap();
+    assert!(metadata.contains(".wcl"), "checkpoint {newest_with_changelogs} holds changelogs: {metadata}");
+
+    let output = run_ok(&spec, &data, &[]);
+    assert!(String::from_utf8_lossy(&output.stderr).contains("restored from checkpoint"), "the second run restored");
+    assert_eq!(per_key(&out), expected, "every customer's records exactly once, in order");
+}
+
+#[test]
 fn recovery_falls_back_past_a_checkpoint_without_metadata() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.jsonl");
