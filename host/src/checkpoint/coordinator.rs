@@ -6,8 +6,9 @@
 //! coordinator ── Trigger(N) ──► source: records positions, injects barrier N
 //!      ▲                          │ in-band, behind the events before it
 //!      │ Ack::Source(N)           ▼
-//!      │ Ack::Subtask(N, i) ◄── subtask i: flushes its cache, RocksDB
-//!      │                          checkpoint (hard links), forwards N
+//!      │ Ack::Subtask(N, i) ◄── subtask i: a changelog of its changed
+//!      │                          state, or flushes its cache and takes a
+//!      │                          RocksDB checkpoint (hard links); forwards N
 //!      │ Ack::Sink(N)       ◄── sink: barrier N from every input →
 //!      │                          pre-commit (durable, invisible)
 //!      └─ all acks: upload (off the hot path), `_metadata` last,
