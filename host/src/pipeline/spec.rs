@@ -834,6 +834,14 @@ sink: { type: stdout }
     }
 
     #[test]
+    fn one_checkpoint_in_materialize_every_is_full() {
+        let settings = |extra: &str| PipelineSpec::parse(&format!("{GOOD}checkpoint: {{ interval: 1s{extra} }}\n")).and_then(|s| s.checkpoint.expect("checkpoint").settings());
+        assert_eq!(settings("").unwrap().materialize_every, 10, "default");
+        assert_eq!(settings(", materialize_every: 1").unwrap().materialize_every, 1);
+        assert!(settings(", materialize_every: 0").unwrap_err().to_string().contains("checkpoint.materialize_every"));
+    }
+
+    #[test]
     fn state_ttl_parses_durations_and_update_modes() {
         let spec = PipelineSpec::parse(&format!("{GOOD}state_ttl: {{ a: {{ ttl: 1h 30m }}, b: {{ ttl: 250ms, update: on-read-and-write }} }}\n")).unwrap();
         assert_eq!(spec.state_ttl["a"].to_ttl(), Some(Ttl { millis: 5_400_000, update: TtlUpdate::OnCreateAndWrite }));
