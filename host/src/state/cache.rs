@@ -46,7 +46,7 @@ struct Slot {
     /// this key (the slot was made by `insert_new` and not written back or
     /// checkpointed since): deleting it needs no tombstone.
     fresh: bool,
-    /// Whether the value changed since the last checkpoint (tracked only
+    /// Whether the value changed since the last checkpoint (read only
     /// with a changelog).
     unlogged: bool,
 }
