@@ -135,7 +135,7 @@ fn a_kill_after_changelog_checkpoints_restores_by_replaying_them() {
     run_ok(&checkpointed_spec(dir.path(), "changelog", count, 2, &expected_out), &dir.path().join("data-expected"), &[]);
     let expected = per_key(&expected_out);
 
-    // Only the first checkpoint of a run is full; all later ones are changelogs.
+    // Every checkpoint of a run is a changelog on the state it started from.
     let out = dir.path().join("out.jsonl");
     let spec = checkpointed_spec(dir.path(), "changelog", count, 2, &out);
     let text = std::fs::read_to_string(&spec).unwrap().replace("retained: 2", "retained: 2, materialize_every: 1000");

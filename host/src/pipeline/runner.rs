@@ -346,6 +346,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
             // checkpoints make the next one full instead.
             let chain = start.local_checkpoints.join(format!("chain-{index}"));
             cache = cache.with_changelog(Changelog::create(chain, settings.materialize_every, cache_bytes)?);
+            cache.start_chain(&start.local_checkpoints.join(format!("base-{index}")))?;
         }
         let backend: Box<dyn KeyedStateBackend> = Box::new(cache);
         let (plan, env) = (plan.clone(), env.clone());

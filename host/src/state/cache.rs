@@ -75,6 +75,20 @@ impl CachedBackend {
         self
     }
 
+    /// Take a full checkpoint of the backend as it is now, before any
+    /// write (what a run starts from: empty or restored), as the chain's
+    /// base, through the new directory `scratch` (removed after): the
+    /// run's first checkpoint can then be a changelog too.
+    pub fn start_chain(&mut self, scratch: &std::path::Path) -> Result<(), StateError> {
+        debug_assert!(self.slots.is_empty(), "the base must hold every write");
+        if let Some(changelog) = &mut self.changelog {
+            self.inner.checkpoint(scratch, SnapshotForm::Database)?;
+            changelog.rebase(scratch)?;
+            std::fs::remove_dir_all(scratch)?;
+        }
+        Ok(())
+    }
+
     fn cost(key: &[u8], value: Option<&[u8]>) -> usize {
         key.len() + value.map_or(0, <[u8]>::len) + ENTRY_OVERHEAD
     }
@@ -310,6 +324,10 @@ mod tests {
             let live = Box::new(RocksDbBackend::open(&dir.path().join("live")).unwrap());
             let chain = changelog::Changelog::create(dir.path().join("chain"), materialize_every, pending_limit).unwrap();
             let mut cached = CachedBackend::new(live, capacity).with_changelog(chain);
+            if materialize_every > 1 {
+                // The first checkpoint a changelog on the empty database.
+                cached.start_chain(&dir.path().join("base")).unwrap();
+            }
             let mut plain = InMemoryBackend::new();
             let mut rng = 0x9e37_79b9_7f4a_7c15u64;
             for step in 0..1_500 {
