@@ -37,6 +37,13 @@ fn per_key(output: &Path) -> BTreeMap<u64, Vec<String>> {
     keys
 }
 
+/// Each customer's records from a failure-free run of `count` orders.
+fn expected_run(dir: &Path, name: &str, count: u64) -> BTreeMap<u64, Vec<String>> {
+    let expected_out = dir.join(format!("{name}-expected.jsonl"));
+    run_ok(&checkpointed_spec(dir, name, count, 2, &expected_out), &dir.join(format!("data-{name}-expected")), &[]);
+    per_key(&expected_out)
+}
+
 /// Run `spec` to completion with `data`, killing it with SIGKILL at random
 /// instants at least five times and restarting it each time.
 fn run_with_kills(spec: &Path, data: &Path, out: &Path) {
@@ -85,9 +92,7 @@ fn run_with_kills(spec: &Path, data: &Path, out: &Path) {
 fn kill_9_at_random_instants_loses_and_duplicates_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let count = 60_000;
-    let expected_out = dir.path().join("expected.jsonl");
-    run_ok(&checkpointed_spec(dir.path(), "crash", count, 2, &expected_out), &dir.path().join("data-expected"), &[]);
-    let expected = per_key(&expected_out);
+    let expected = expected_run(dir.path(), "crash", count);
     assert_eq!(expected.values().map(Vec::len).sum::<usize>(), count as usize);
 
     let out = dir.path().join("out.jsonl");
@@ -131,9 +136,7 @@ fn windows_and_watermarks_recover_exactly_after_kill_9() {
 fn a_kill_after_changelog_checkpoints_restores_by_replaying_them() {
     let dir = tempfile::tempdir().unwrap();
     let count = 60_000;
-    let expected_out = dir.path().join("expected.jsonl");
-    run_ok(&checkpointed_spec(dir.path(), "changelog", count, 2, &expected_out), &dir.path().join("data-expected"), &[]);
-    let expected = per_key(&expected_out);
+    let expected = expected_run(dir.path(), "changelog", count);
 
     // Every checkpoint of a run is a changelog on the state it started from.
     let out = dir.path().join("out.jsonl");
@@ -192,9 +195,7 @@ fn recovery_falls_back_past_a_checkpoint_without_metadata() {
 fn a_savepoint_at_parallelism_2_restores_at_parallelism_3_with_every_keys_state() {
     let dir = tempfile::tempdir().unwrap();
     let count = 40_000;
-    let expected_out = dir.path().join("expected.jsonl");
-    run_ok(&checkpointed_spec(dir.path(), "rescale", count, 2, &expected_out), &dir.path().join("data-expected"), &[]);
-    let expected = per_key(&expected_out);
+    let expected = expected_run(dir.path(), "rescale", count);
 
     let out = dir.path().join("out.jsonl");
     let data = dir.path().join("data");

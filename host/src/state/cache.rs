@@ -260,6 +260,26 @@ mod tests {
     use super::*;
     use crate::state::InMemoryBackend;
 
+    /// The next value of a xorshift generator (reproducible random operations).
+    fn next_random(rng: &mut u64) -> u64 {
+        *rng ^= *rng << 13;
+        *rng ^= *rng >> 7;
+        *rng ^= *rng << 17;
+        *rng
+    }
+
+    /// Write the same value to both backends (`insert_new` in the cached
+    /// one where `rng` says so and the key really holds nothing).
+    fn put_both(cached: &mut CachedBackend, plain: &mut InMemoryBackend, key: &[u8], rng: u64) {
+        let value = (rng >> 20).to_le_bytes();
+        if rng & 2 == 0 && plain.get(key).unwrap().is_none() {
+            cached.insert_new(key, &value).unwrap();
+        } else {
+            cached.put(key, &value).unwrap();
+        }
+        plain.put(key, &value).unwrap();
+    }
+
     #[test]
     fn behaves_like_a_backend_at_any_size() {
         for capacity in [0, 100, 1 << 20] {
@@ -277,22 +297,11 @@ mod tests {
             if step % 7 == 0 {
                 cached.relieve().unwrap();
             }
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
+            let rng = next_random(&mut rng);
             let key = [b'p', (rng % 3) as u8, (rng >> 8) as u8 % 40];
             match rng >> 40 & 7 {
                 0..=2 => assert_eq!(cached.get(&key).unwrap(), plain.get(&key).unwrap(), "get at step {step}"),
-                3..=4 => {
-                    let value = (rng >> 20).to_le_bytes();
-                    // `insert_new` only where the key really holds nothing.
-                    if rng & 2 == 0 && plain.get(&key).unwrap().is_none() {
-                        cached.insert_new(&key, &value).unwrap();
-                    } else {
-                        cached.put(&key, &value).unwrap();
-                    }
-                    plain.put(&key, &value).unwrap();
-                }
+                3..=4 => put_both(&mut cached, &mut plain, &key, rng),
                 5 => {
                     cached.delete(&key).unwrap();
                     plain.delete(&key).unwrap();
@@ -331,23 +340,13 @@ mod tests {
             let mut plain = InMemoryBackend::new();
             let mut rng = 0x9e37_79b9_7f4a_7c15u64;
             for step in 0..1_500 {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
+                let rng = next_random(&mut rng);
                 if step % 7 == 0 {
                     cached.relieve().unwrap();
                 }
                 let key = [b'p', (rng % 3) as u8, (rng >> 8) as u8 % 40];
                 match rng >> 40 & 7 {
-                    0..=3 => {
-                        let value = (rng >> 20).to_le_bytes();
-                        if rng & 2 == 0 && plain.get(&key).unwrap().is_none() {
-                            cached.insert_new(&key, &value).unwrap();
-                        } else {
-                            cached.put(&key, &value).unwrap();
-                        }
-                        plain.put(&key, &value).unwrap();
-                    }
+                    0..=3 => put_both(&mut cached, &mut plain, &key, rng),
                     4..=5 => {
                         cached.delete(&key).unwrap();
                         plain.delete(&key).unwrap();

@@ -44,24 +44,24 @@ pub struct ChangeRecords {
 impl ChangeRecords {
     /// `key` now holds `value` (`None`: nothing).
     pub fn write(&mut self, key: &[u8], value: Option<&[u8]>) {
-        if self.bytes.is_empty() {
-            self.bytes.extend_from_slice(MAGIC);
-        }
-        self.bytes.push(if value.is_some() { PUT } else { DELETE });
-        self.push_bytes(key);
+        self.start_record(if value.is_some() { PUT } else { DELETE }, key);
         if let Some(value) = value {
             self.push_bytes(value);
         }
-        self.count += 1;
     }
 
     /// Every key starting with `prefix` was removed.
     pub fn delete_prefix(&mut self, prefix: &[u8]) {
+        self.start_record(DELETE_PREFIX, prefix);
+    }
+
+    /// Append a record's type and key (after the magic, for the first).
+    fn start_record(&mut self, tag: u8, key: &[u8]) {
         if self.bytes.is_empty() {
             self.bytes.extend_from_slice(MAGIC);
         }
-        self.bytes.push(DELETE_PREFIX);
-        self.push_bytes(prefix);
+        self.bytes.push(tag);
+        self.push_bytes(key);
         self.count += 1;
     }
 
