@@ -73,11 +73,23 @@ impl SplitWatermarks {
     }
 
     /// The watermark at `now`, if it has advanced since the last call.
+    ///
+    /// When every unfinished split is idle, event time stands where it
+    /// was just before the last of them went idle: what a call at that
+    /// instant would have returned. So the result does not depend on how
+    /// often this is called (a source whose only busy split went quiet
+    /// soon after the others idled still moves event time on).
     pub fn advance(&mut self, now: std::time::Instant) -> Option<i64> {
         let idle = |s: &SplitState| self.idle_timeout.is_some_and(|t| now.duration_since(s.last_event) >= t);
-        let active: Vec<Option<i64>> = self.splits.iter().filter(|s| !s.finished && !idle(s)).map(|s| s.generator.current()).collect();
-        // A split that is active but has seen no event yet holds it back.
-        let watermark = if active.is_empty() { None } else { active.into_iter().min().flatten() }?;
+        let unfinished = || self.splits.iter().filter(|s| !s.finished);
+        let holding: Vec<&SplitState> = if unfinished().any(|s| !idle(s)) {
+            unfinished().filter(|s| !idle(s)).collect()
+        } else {
+            let last_active = unfinished().map(|s| s.last_event).max()?;
+            unfinished().filter(|s| s.last_event == last_active).collect()
+        };
+        // A split that holds it but has seen no event yet holds it back.
+        let watermark = holding.iter().map(|s| s.generator.current()).min().flatten()?;
         (watermark > self.emitted).then(|| {
             self.emitted = watermark;
             watermark
@@ -177,6 +189,23 @@ mod tests {
         watermarks.observe(1, 3_000, later);
         watermarks.observe(0, 4_000, later);
         assert_eq!(watermarks.advance(later), Some(2_999));
+    }
+
+    #[test]
+    fn event_time_moves_on_when_the_busy_split_goes_quiet_after_the_idle_one() {
+        // Split 0 gets every event before split 1 has been quiet for the
+        // timeout; the first call after that finds both idle. The result
+        // is what a call in between would have returned.
+        let start = Instant::now();
+        let mut watermarks = SplitWatermarks::new(2, 1_000, Some(Duration::from_millis(300)), start);
+        let busy = start + Duration::from_millis(50);
+        watermarks.observe(0, 180_000, busy);
+        assert_eq!(watermarks.advance(busy), None, "split 1 has seen nothing and is not idle yet");
+        let both_idle = start + Duration::from_secs(2);
+        assert_eq!(watermarks.advance(both_idle), Some(178_999));
+        assert_eq!(watermarks.advance(both_idle + Duration::from_secs(1)), None, "nothing new");
+        let mut never = SplitWatermarks::new(2, 1_000, Some(Duration::from_millis(300)), start);
+        assert_eq!(never.advance(both_idle), None, "no split has seen an event");
     }
 
     #[test]
