@@ -15,7 +15,7 @@ use super::spec::{OnError, PipelineSpec};
 use super::runner::RunError;
 use crate::runtime::bindings::weir::function::types::{KeyedEvents, TimeDomain};
 use crate::runtime::native::NativeRef;
-use crate::runtime::packing::KeyList;
+use crate::runtime::packing::{BareEvents, Grouping, KeyList};
 use crate::runtime::{AggregateFunctionInstance, FunctionLimits, HostCtx, LoadedFunction, ProcessFunctionInstance, Role, WindowProcessFunctionInstance};
 use crate::state::{JournaledBackend, KeyedStateBackend};
 use crate::window::{WindowConfig, WindowFunction, WindowOperator};
@@ -126,11 +126,29 @@ impl KeyedOperator {
     pub(crate) fn on_events(&mut self, batch: RoutedBatch) -> Result<(), RunError> {
         match self {
             KeyedOperator::Process(processor, grouper, None) => {
+                let batch = match batch.events {
+                    RoutedEvents::Bare(events) => {
+                        let grouping = grouper.group_in_place(&batch.keys);
+                        match processor.process_grouped(&events, &batch.keys, grouping) {
+                            Some(Ok(())) => return Ok(()),
+                            // Found the key at fault as for events (the pipeline stops).
+                            Some(Err(error)) => {
+                                let groups = grouper.group(RoutedBatch { keys: batch.keys, events: RoutedEvents::Bare(events) });
+                                return Err(failures::pinpoint(processor, groups.len(), error, |p, i| p.process(&groups[i..=i])).into());
+                            }
+                            None => RoutedBatch { keys: batch.keys, events: RoutedEvents::Bare(events) },
+                        }
+                    }
+                    events => RoutedBatch { keys: batch.keys, events },
+                };
                 let groups = grouper.group(batch);
                 processor.process(groups).map_err(|error| failures::pinpoint(processor, groups.len(), error, |p, i| p.process(&groups[i..=i])).into())
             }
             KeyedOperator::Process(processor, grouper, Some(output)) => failures::dead_letter_process(processor, grouper.group(batch), output),
-            KeyedOperator::Window(windows) => Ok(windows.process(&batch.keys, batch.events)?),
+            KeyedOperator::Window(windows) => {
+                let (keys, events) = batch.into_objects();
+                Ok(windows.process(&keys, events)?)
+            }
         }
     }
 
@@ -232,29 +250,63 @@ fn fire_due(processor: &mut ProcessFunctionInstance, domain: TimeDomain, up_to: 
 pub(crate) struct RoutedBatch {
     /// Key `i` is event `i`'s.
     pub(crate) keys: KeyList,
-    pub(crate) events: Vec<Event>,
+    pub(crate) events: RoutedEvents,
+}
+
+/// The events of a [`RoutedBatch`].
+pub(crate) enum RoutedEvents {
+    /// As they came from the source.
+    Objects(Vec<Event>),
+    /// Packed, as long as none has a source key or headers (for a Wasm
+    /// process function: see [`BareEvents`]).
+    Bare(BareEvents),
+}
+
+impl Default for RoutedEvents {
+    fn default() -> Self {
+        RoutedEvents::Objects(Vec::new())
+    }
 }
 
 impl RoutedBatch {
-    /// Room for `capacity` events.
-    pub(crate) fn with_capacity(capacity: usize) -> Self {
-        Self { keys: KeyList::default(), events: Vec::with_capacity(capacity) }
+    /// Room for `capacity` events, packed if `bare` (see [`RoutedEvents`]).
+    pub(crate) fn with_capacity(capacity: usize, bare: bool) -> Self {
+        let events = if bare { RoutedEvents::Bare(BareEvents::with_capacity(capacity)) } else { RoutedEvents::Objects(Vec::with_capacity(capacity)) };
+        Self { keys: KeyList::default(), events }
     }
 
-    /// Add `event` with its `key`.
+    /// Add `event` with its `key`. A packed batch takes an event with a
+    /// source key or headers by turning into [`RoutedEvents::Objects`].
     pub(crate) fn push(&mut self, key: &[u8], event: Event) {
         self.keys.push(key);
-        self.events.push(event);
+        match &mut self.events {
+            RoutedEvents::Bare(bare) if event.key.is_none() && event.headers.is_empty() => bare.push(&event.value, event.timestamp),
+            RoutedEvents::Bare(bare) => {
+                let mut events = bare.to_events();
+                events.push(event);
+                self.events = RoutedEvents::Objects(events);
+            }
+            RoutedEvents::Objects(events) => events.push(event),
+        }
     }
 
     /// How many events.
     pub(crate) fn len(&self) -> usize {
-        self.events.len()
+        self.keys.len()
     }
 
     /// Whether there are none.
     pub(crate) fn is_empty(&self) -> bool {
-        self.events.is_empty()
+        self.keys.is_empty()
+    }
+
+    /// The keys and the events as [`Event`]s.
+    pub(crate) fn into_objects(self) -> (KeyList, Vec<Event>) {
+        let events = match self.events {
+            RoutedEvents::Objects(events) => events,
+            RoutedEvents::Bare(bare) => bare.to_events(),
+        };
+        (self.keys, events)
     }
 }
 
@@ -267,11 +319,22 @@ pub(crate) struct KeyGrouper {
     index: std::collections::HashMap<u64, usize, IdentityHash>,
     /// Per group, the next group whose key has the same hash.
     chained: Vec<Option<usize>>,
+    /// Per group, its first event (whose key is the group's).
+    firsts: Vec<u32>,
+    /// Per event, its group.
+    group_of: Vec<u32>,
+    /// Per group, where its events end in `order` (packed batches).
+    ends: Vec<u32>,
+    /// Event indices, group after group (packed batches).
+    order: Vec<u32>,
+    /// Per group, where its next event (from the last) goes in `order`.
+    cursors: Vec<u32>,
     groups: Vec<KeyedEvents>,
     hasher: KeyHashBuilder,
 }
 
 impl KeyGrouper {
+    /// The batch's events moved into one entry per key.
     pub(crate) fn group(&mut self, batch: RoutedBatch) -> &[KeyedEvents] {
         let hasher = self.hasher;
         self.group_by_hash(batch, |key| hasher.hash_one(key))
@@ -279,35 +342,73 @@ impl KeyGrouper {
 
     /// [`Self::group`] with keys hashed by `hash` (tests force collisions).
     fn group_by_hash(&mut self, batch: RoutedBatch, hash: impl Fn(&[u8]) -> u64) -> &[KeyedEvents] {
-        self.index.clear();
-        self.chained.clear();
-        let mut len = 0;
-        let RoutedBatch { keys, events } = batch;
-        for (key, event) in keys.iter().zip(events) {
-            let hash = hash(key);
-            let mut candidate = self.index.get(&hash).copied();
-            while let Some(i) = candidate.filter(|&i| self.groups[i].key != key) {
-                candidate = self.chained[i];
-            }
-            match candidate {
-                Some(i) => self.groups[i].events.push(event),
-                None => {
-                    if len == self.groups.len() {
-                        self.groups.push(KeyedEvents { key: Vec::new(), events: Vec::new() });
-                    }
-                    let group = &mut self.groups[len];
-                    group.key.clear();
-                    group.key.extend_from_slice(key);
-                    group.events.clear();
-                    group.events.push(event);
-                    self.chained.push(self.index.insert(hash, len));
-                    len += 1;
-                }
-            }
+        let (keys, events) = batch.into_objects();
+        let len = self.assign(&keys, hash);
+        if self.groups.len() < len {
+            self.groups.resize_with(len, || KeyedEvents { key: Vec::new(), events: Vec::new() });
+        }
+        for (group, &first) in self.groups.iter_mut().zip(&self.firsts) {
+            group.key.clear();
+            group.key.extend_from_slice(keys.get(first as usize));
+            group.events.clear();
+        }
+        for (event, &group) in events.into_iter().zip(&self.group_of) {
+            self.groups[group as usize].events.push(event);
         }
         // Keep the spare groups' buffers for the next batch, not their events.
         self.groups[len..].iter_mut().for_each(|g| g.events.clear());
         &self.groups[..len]
+    }
+
+    /// The groups of `keys` (one per event of a packed batch), the events
+    /// left where they are.
+    pub(crate) fn group_in_place(&mut self, keys: &KeyList) -> Grouping<'_> {
+        let hasher = self.hasher;
+        let len = self.assign(keys, |key| hasher.hash_one(key));
+        // Count each group's events (ends are running totals), then place
+        // the events from the last back, each before its group's cursor.
+        self.ends.clear();
+        self.ends.resize(len, 0);
+        self.group_of.iter().for_each(|&group| self.ends[group as usize] += 1);
+        let mut total = 0;
+        for end in &mut self.ends {
+            total += *end;
+            *end = total;
+        }
+        self.order.clear();
+        self.order.resize(self.group_of.len(), 0);
+        self.cursors.clone_from(&self.ends);
+        for (index, &group) in self.group_of.iter().enumerate().rev() {
+            let cursor = &mut self.cursors[group as usize];
+            *cursor -= 1;
+            self.order[*cursor as usize] = index as u32;
+        }
+        Grouping { firsts: &self.firsts, ends: &self.ends, order: &self.order }
+    }
+
+    /// Find each key's group (numbered by first appearance) into
+    /// `group_of`, the first event of each group into `firsts`; returns
+    /// how many groups.
+    fn assign(&mut self, keys: &KeyList, hash: impl Fn(&[u8]) -> u64) -> usize {
+        self.index.clear();
+        self.chained.clear();
+        self.firsts.clear();
+        self.group_of.clear();
+        for (event, key) in keys.iter().enumerate() {
+            let hash = hash(key);
+            let mut candidate = self.index.get(&hash).copied();
+            while let Some(group) = candidate.filter(|&g| keys.get(self.firsts[g] as usize) != key) {
+                candidate = self.chained[group];
+            }
+            let group = candidate.unwrap_or_else(|| {
+                let group = self.firsts.len();
+                self.firsts.push(event as u32);
+                self.chained.push(self.index.insert(hash, group));
+                group
+            });
+            self.group_of.push(group as u32);
+        }
+        self.firsts.len()
     }
 }
 
@@ -371,5 +472,36 @@ mod tests {
         let mut small = RoutedBatch::default();
         small.push(b"z", event("z1"));
         assert_eq!(grouper.group(small).len(), 1, "a smaller batch reuses fewer groups");
+    }
+
+    #[test]
+    fn packed_batches_group_in_place_and_cross_as_the_same_batch() {
+        let orders = [("a", "a1"), ("b", "b1"), ("a", "a2"), ("c", "c1"), ("b", "b2")];
+        let mut packed = RoutedBatch::with_capacity(8, true);
+        let mut objects = RoutedBatch::default();
+        for (i, (key, value)) in orders.iter().enumerate() {
+            let event = Event { key: None, value: value.as_bytes().to_vec(), timestamp: i as i64, headers: vec![] };
+            packed.push(key.as_bytes(), event.clone());
+            objects.push(key.as_bytes(), event);
+        }
+        let RoutedEvents::Bare(events) = &packed.events else { panic!("events without key or headers stay packed") };
+        let mut grouper = KeyGrouper::default();
+        let grouping = grouper.group_in_place(&packed.keys);
+        assert_eq!((grouping.firsts, grouping.ends, grouping.order), (&[0, 1, 3][..], &[2, 4, 5][..], &[0, 2, 1, 4, 3][..]));
+        let mut in_place = crate::runtime::packing::empty_keyed_batch();
+        crate::runtime::packing::pack_grouped(events, &packed.keys, grouping, &mut in_place);
+        let mut moved = crate::runtime::packing::empty_keyed_batch();
+        crate::runtime::packing::pack_keyed(KeyGrouper::default().group(objects), &mut moved);
+        let shape = |b: &crate::runtime::bindings::weir::function::types::KeyedBatch| {
+            (b.keys.bytes.clone(), b.keys.ends.clone(), b.event_ends.clone(), b.events.values.clone(), b.events.value_ends.clone(), b.events.timestamps.clone())
+        };
+        assert_eq!(shape(&in_place), shape(&moved));
+        // An event with a source key turns the batch into objects, keeping
+        // the events before it.
+        let mut batch = RoutedBatch::with_capacity(8, true);
+        batch.push(b"a", Event { key: None, value: b"1".to_vec(), timestamp: 1, headers: vec![] });
+        batch.push(b"b", Event { key: Some(b"k".to_vec()), value: b"2".to_vec(), timestamp: 2, headers: vec![] });
+        let (keys, events) = batch.into_objects();
+        assert_eq!((keys.len(), events[0].value.as_slice(), events[1].key.as_deref()), (2, &b"1"[..], Some(&b"k"[..])));
     }
 }

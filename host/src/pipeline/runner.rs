@@ -358,7 +358,10 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let mut stopped = false;
     let links = SourceLinks { subtasks: subtask_txs, sink: sink_tx, triggers: trigger_rx, acks: ack_tx.clone(), metrics };
     tracing::debug!(elapsed = ?started.elapsed(), "pipeline started");
-    let source_result = feed(spec, options, source.as_mut(), &mut keyer, &env, watermarks.as_mut(), resumed_watermark, &links, &mut stopped);
+    // A Wasm process function takes events packed from the source on
+    // (failures under dead-letter are retried event by event: as objects).
+    let bare = matches!(plan, OperatorPlan::Process(FunctionCode::Wasm(_))) && env.dead_letter.is_none();
+    let source_result = feed(spec, options, source.as_mut(), &mut keyer, &env, watermarks.as_mut(), resumed_watermark, &links, &mut stopped, bare);
     if source_result.is_err() {
         let _ = ack_tx.send(Ack::Shutdown);
     }
@@ -595,8 +598,9 @@ impl SourceLinks<'_> {
     }
 }
 
-/// Read the source, key each batch and route events to their subtasks;
-/// inject barriers when the coordinator asks.
+/// Read the source, key each batch and route events to their subtasks
+/// (packed if `bare`: see [`RoutedBatch`]); inject barriers when the
+/// coordinator asks.
 #[allow(clippy::too_many_arguments)]
 fn feed(
     spec: &PipelineSpec,
@@ -608,11 +612,12 @@ fn feed(
     resumed_watermark: Option<i64>,
     links: &SourceLinks,
     stopped: &mut bool,
+    bare: bool,
 ) -> Result<(), RunError> {
     let parallelism = spec.parallelism;
     let per_subtask = spec.batch_size / usize::from(parallelism) + 1;
     let mut events: Vec<Event> = Vec::with_capacity(spec.batch_size);
-    let mut routed: Vec<RoutedBatch> = (0..parallelism).map(|_| RoutedBatch::with_capacity(per_subtask)).collect();
+    let mut routed: Vec<RoutedBatch> = (0..parallelism).map(|_| RoutedBatch::with_capacity(per_subtask, bare)).collect();
     if let Some(watermark) = resumed_watermark {
         // Operators continue from the watermark the snapshot was taken at.
         links.broadcast_watermark(watermark)?;
@@ -660,7 +665,7 @@ fn feed(
             }
             for (batch, tx) in routed.iter_mut().zip(&links.subtasks) {
                 if !batch.is_empty() {
-                    let full = std::mem::replace(batch, RoutedBatch::with_capacity(per_subtask));
+                    let full = std::mem::replace(batch, RoutedBatch::with_capacity(per_subtask, bare));
                     tx.send(SubtaskMessage::Events(full)).map_err(|_| RunError::Stopped)?;
                 }
             }

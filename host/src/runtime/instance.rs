@@ -4,7 +4,7 @@ use wasmtime::Store;
 
 use super::bindings::exports::weir::function::{aggregate_fn, key_fn, process_fn, window_process_fn};
 use super::bindings::weir::function::types::{Accumulate, AccumulateBatch, EventBatch, KeyedBatch, KeyedEvents, KeyedTimers, WindowEvents, WindowResult};
-use super::packing::{self, KeyList};
+use super::packing::{self, BareEvents, Grouping, KeyList};
 use super::native::{NativeAggregateFunction, NativeKeyFunction, NativeProcessFunction};
 use super::host_api::MAX_KEY_LEN;
 use super::{HostCtx, LoadedFunction};
@@ -254,12 +254,24 @@ impl ProcessFunctionInstance {
         let result = match &mut self.code {
             Code::Wasm { store, guest, .. } => {
                 packing::pack_keyed(batch, &mut self.packed);
-                store.data_mut().prefetch_values(&mut self.packed.prefetched);
-                call_wasm(store, &self.name, None, |store| guest.call_process(store, &self.packed)).map(|r| r.map_err(|e| e.message))
+                call_process(store, guest, &self.name, &mut self.packed)
             }
             Code::Native { ctx, function } => Ok(function.process(batch, ctx)),
         };
         self.finish_call(result)
+    }
+
+    /// [`Self::process`] for packed events grouped by key (`keys` has one
+    /// key per event): the batch goes to a Wasm function without an
+    /// [`Event`] per event. `None` when the function is native (it takes
+    /// events: use [`Self::process`]).
+    pub fn process_grouped(&mut self, events: &BareEvents, keys: &KeyList, grouping: Grouping<'_>) -> Option<Result<(), CallError>> {
+        let Code::Wasm { .. } = &self.code else { return None };
+        self.ctx().begin_batch(grouping.firsts.iter().map(|&first| keys.get(first as usize)));
+        let Code::Wasm { store, guest, .. } = &mut self.code else { return None };
+        packing::pack_grouped(events, keys, grouping, &mut self.packed);
+        let result = call_process(store, guest, &self.name, &mut self.packed);
+        Some(self.finish_call(result))
     }
 
     /// Deliver fired timers (one entry per key). Emitted events are left in
@@ -293,6 +305,13 @@ impl ProcessFunctionInstance {
     pub fn ctx(&mut self) -> &mut HostCtx {
         self.code.ctx()
     }
+}
+
+/// Call a Wasm process function on `packed`, with the value states it
+/// reads read ahead.
+fn call_process(store: &mut Store<HostCtx>, guest: &process_fn::Guest, name: &str, packed: &mut KeyedBatch) -> Result<Result<(), String>, CallError> {
+    store.data_mut().prefetch_values(&mut packed.prefetched);
+    call_wasm(store, name, None, |store| guest.call_process(store, packed)).map(|r| r.map_err(|e| e.message))
 }
 
 /// A live window aggregate function (it keeps no state of its own: the
