@@ -15,7 +15,7 @@ use super::spec::{OnError, PipelineSpec};
 use super::runner::RunError;
 use crate::runtime::bindings::weir::function::types::{KeyedEvents, TimeDomain};
 use crate::runtime::native::NativeRef;
-use crate::runtime::packing::{BareEvents, Grouping, KeyList};
+use crate::runtime::packing::{BareEvents, GroupOrder, Grouping, KeyList};
 use crate::runtime::{AggregateFunctionInstance, FunctionLimits, HostCtx, LoadedFunction, ProcessFunctionInstance, Role, WindowProcessFunctionInstance};
 use crate::state::{JournaledBackend, KeyedStateBackend};
 use crate::window::{WindowConfig, WindowFunction, WindowOperator};
@@ -126,29 +126,23 @@ impl KeyedOperator {
     pub(crate) fn on_events(&mut self, batch: RoutedBatch) -> Result<(), RunError> {
         match self {
             KeyedOperator::Process(processor, grouper, None) => {
-                let batch = match batch.events {
-                    RoutedEvents::Bare(events) => {
-                        let grouping = grouper.group_in_place(&batch.keys);
-                        match processor.process_grouped(&events, &batch.keys, grouping) {
-                            Some(Ok(())) => return Ok(()),
-                            // Found the key at fault as for events (the pipeline stops).
-                            Some(Err(error)) => {
-                                let groups = grouper.group(RoutedBatch { keys: batch.keys, events: RoutedEvents::Bare(events) });
-                                return Err(failures::pinpoint(processor, groups.len(), error, |p, i| p.process(&groups[i..=i])).into());
-                            }
-                            None => RoutedBatch { keys: batch.keys, events: RoutedEvents::Bare(events) },
-                        }
+                if let (RoutedEvents::Bare(events), true) = (&batch.events, processor.is_wasm()) {
+                    let grouping = grouper.group_in_place(&batch.keys);
+                    if let Err(error) = processor.process_grouped(events, &batch.keys, grouping) {
+                        // Find the key at fault as for events (the pipeline stops).
+                        let groups = grouper.group(batch);
+                        return Err(failures::pinpoint(processor, groups.len(), error, |p, i| p.process(&groups[i..=i])).into());
                     }
-                    events => RoutedBatch { keys: batch.keys, events },
-                };
+                    return Ok(());
+                }
                 let groups = grouper.group(batch);
                 processor.process(groups).map_err(|error| failures::pinpoint(processor, groups.len(), error, |p, i| p.process(&groups[i..=i])).into())
             }
             KeyedOperator::Process(processor, grouper, Some(output)) => failures::dead_letter_process(processor, grouper.group(batch), output),
-            KeyedOperator::Window(windows) => {
-                let (keys, events) = batch.into_objects();
-                Ok(windows.process(&keys, events)?)
-            }
+            KeyedOperator::Window(windows) => match batch.events {
+                RoutedEvents::Bare(events) => Ok(windows.process_bare(&batch.keys, &events)?),
+                RoutedEvents::Objects(events) => Ok(windows.process(&batch.keys, events)?),
+            },
         }
     }
 
@@ -321,14 +315,10 @@ pub(crate) struct KeyGrouper {
     chained: Vec<Option<usize>>,
     /// Per group, its first event (whose key is the group's).
     firsts: Vec<u32>,
-    /// Per event, its group.
-    group_of: Vec<u32>,
-    /// Per group, where its events end in `order` (packed batches).
-    ends: Vec<u32>,
-    /// Event indices, group after group (packed batches).
-    order: Vec<u32>,
-    /// Per group, where its next event (from the last) goes in `order`.
-    cursors: Vec<u32>,
+    /// Per event in arrival order, (its group, its index).
+    members: Vec<(u32, u32)>,
+    /// Groups of packed batches.
+    order: GroupOrder,
     groups: Vec<KeyedEvents>,
     hasher: KeyHashBuilder,
 }
@@ -352,7 +342,7 @@ impl KeyGrouper {
             group.key.extend_from_slice(keys.get(first as usize));
             group.events.clear();
         }
-        for (event, &group) in events.into_iter().zip(&self.group_of) {
+        for (event, &(group, _)) in events.into_iter().zip(&self.members) {
             self.groups[group as usize].events.push(event);
         }
         // Keep the spare groups' buffers for the next batch, not their events.
@@ -365,35 +355,17 @@ impl KeyGrouper {
     pub(crate) fn group_in_place(&mut self, keys: &KeyList) -> Grouping<'_> {
         let hasher = self.hasher;
         let len = self.assign(keys, |key| hasher.hash_one(key));
-        // Count each group's events (ends are running totals), then place
-        // the events from the last back, each before its group's cursor.
-        self.ends.clear();
-        self.ends.resize(len, 0);
-        self.group_of.iter().for_each(|&group| self.ends[group as usize] += 1);
-        let mut total = 0;
-        for end in &mut self.ends {
-            total += *end;
-            *end = total;
-        }
-        self.order.clear();
-        self.order.resize(self.group_of.len(), 0);
-        self.cursors.clone_from(&self.ends);
-        for (index, &group) in self.group_of.iter().enumerate().rev() {
-            let cursor = &mut self.cursors[group as usize];
-            *cursor -= 1;
-            self.order[*cursor as usize] = index as u32;
-        }
-        Grouping { firsts: &self.firsts, ends: &self.ends, order: &self.order }
+        self.order.sort(len, &self.members)
     }
 
     /// Find each key's group (numbered by first appearance) into
-    /// `group_of`, the first event of each group into `firsts`; returns
-    /// how many groups.
+    /// `members`, the first event of each group into `firsts`; returns how
+    /// many groups.
     fn assign(&mut self, keys: &KeyList, hash: impl Fn(&[u8]) -> u64) -> usize {
         self.index.clear();
         self.chained.clear();
         self.firsts.clear();
-        self.group_of.clear();
+        self.members.clear();
         for (event, key) in keys.iter().enumerate() {
             let hash = hash(key);
             let mut candidate = self.index.get(&hash).copied();
@@ -406,7 +378,7 @@ impl KeyGrouper {
                 self.chained.push(self.index.insert(hash, group));
                 group
             });
-            self.group_of.push(group as u32);
+            self.members.push((group as u32, event as u32));
         }
         self.firsts.len()
     }

@@ -261,17 +261,25 @@ impl ProcessFunctionInstance {
         self.finish_call(result)
     }
 
+    /// Whether the function is a Wasm component: only then does it take
+    /// packed batches ([`Self::process_grouped`]).
+    pub fn is_wasm(&self) -> bool {
+        matches!(self.code, Code::Wasm { .. })
+    }
+
     /// [`Self::process`] for packed events grouped by key (`keys` has one
-    /// key per event): the batch goes to a Wasm function without an
-    /// [`Event`] per event. `None` when the function is native (it takes
-    /// events: use [`Self::process`]).
-    pub fn process_grouped(&mut self, events: &BareEvents, keys: &KeyList, grouping: Grouping<'_>) -> Option<Result<(), CallError>> {
-        let Code::Wasm { .. } = &self.code else { return None };
+    /// key per event): the batch goes to the Wasm function without an
+    /// [`Event`] per event. A native function takes events: an error.
+    pub fn process_grouped(&mut self, events: &BareEvents, keys: &KeyList, grouping: Grouping<'_>) -> Result<(), CallError> {
         self.ctx().begin_batch(grouping.firsts.iter().map(|&first| keys.get(first as usize)));
-        let Code::Wasm { store, guest, .. } = &mut self.code else { return None };
-        packing::pack_grouped(events, keys, grouping, &mut self.packed);
-        let result = call_process(store, guest, &self.name, &mut self.packed);
-        Some(self.finish_call(result))
+        let result = match &mut self.code {
+            Code::Wasm { store, guest, .. } => {
+                packing::pack_grouped(events, keys, grouping, &mut self.packed);
+                call_process(store, guest, &self.name, &mut self.packed)
+            }
+            Code::Native { .. } => Ok(Err(NATIVE_TAKES_EVENTS.to_string())),
+        };
+        self.finish_call(result)
     }
 
     /// Deliver fired timers (one entry per key). Emitted events are left in
@@ -307,11 +315,20 @@ impl ProcessFunctionInstance {
     }
 }
 
+/// Why a native function cannot take a packed batch.
+const NATIVE_TAKES_EVENTS: &str = "a native function takes events, not packed batches";
+
 /// Call a Wasm process function on `packed`, with the value states it
 /// reads read ahead.
 fn call_process(store: &mut Store<HostCtx>, guest: &process_fn::Guest, name: &str, packed: &mut KeyedBatch) -> Result<Result<(), String>, CallError> {
     store.data_mut().prefetch_values(&mut packed.prefetched);
     call_wasm(store, name, None, |store| guest.call_process(store, packed)).map(|r| r.map_err(|e| e.message))
+}
+
+/// Call a Wasm aggregate function's `add` on `packed`.
+fn call_add(store: &mut Store<HostCtx>, guest: &aggregate_fn::Guest, name: &str, doing: Doing, packed: &AccumulateBatch) -> Result<Result<Vec<Vec<u8>>, String>, CallError> {
+    let cells = call_wasm(store, name, Some(doing), |store| guest.call_add(store, packed))?.map_err(|e| e.message);
+    Ok(cells.and_then(|cells| packing::unpack_values(&cells)))
 }
 
 /// A live window aggregate function (it keeps no state of its own: the
@@ -349,14 +366,39 @@ impl AggregateFunctionInstance {
         let accumulators = match &mut self.code {
             Code::Wasm { store, guest, .. } => {
                 packing::pack_accumulate(batch, &mut self.packed);
-                let cells = call_wasm(store, &self.name, Some(doing), |store| guest.call_add(store, &self.packed))?.map_err(|e| e.message);
-                cells.and_then(|cells| packing::unpack_values(&cells))
+                call_add(store, guest, &self.name, doing, &self.packed)?
             }
             Code::Native { function, .. } => function.add(batch),
-        }
-        .map_err(|m| self.failed(doing, m))?;
-        if accumulators.len() != batch.len() {
-            return Err(self.failed(doing, format!("returned {} accumulators for {} windows", accumulators.len(), batch.len())));
+        };
+        self.checked_accumulators(doing, accumulators, batch.len())
+    }
+
+    /// Whether the function is a Wasm component: only then does it take
+    /// packed batches ([`Self::add_grouped`]).
+    pub fn is_wasm(&self) -> bool {
+        matches!(self.code, Code::Wasm { .. })
+    }
+
+    /// [`Self::add`] for packed events grouped by window: window `i` has
+    /// accumulator `accumulators[i]` (`None`: new) and group `i`'s events.
+    /// A native function takes events: an error.
+    pub fn add_grouped(&mut self, accumulators: &[Option<Vec<u8>>], events: &BareEvents, grouping: Grouping<'_>) -> Result<Vec<Vec<u8>>, CallError> {
+        let doing = Doing { what: "aggregating", count: accumulators.len(), unit: "windows" };
+        let added = match &mut self.code {
+            Code::Wasm { store, guest, .. } => {
+                packing::pack_accumulate_grouped(accumulators, events, grouping, &mut self.packed);
+                call_add(store, guest, &self.name, doing, &self.packed)?
+            }
+            Code::Native { .. } => Err(NATIVE_TAKES_EVENTS.to_string()),
+        };
+        self.checked_accumulators(doing, added, accumulators.len())
+    }
+
+    /// The accumulators a call returned for `windows` windows, or why not.
+    fn checked_accumulators(&self, doing: Doing, accumulators: Result<Vec<Vec<u8>>, String>, windows: usize) -> Result<Vec<Vec<u8>>, CallError> {
+        let accumulators = accumulators.map_err(|m| self.failed(doing, m))?;
+        if accumulators.len() != windows {
+            return Err(self.failed(doing, format!("returned {} accumulators for {windows} windows", accumulators.len())));
         }
         Ok(accumulators)
     }

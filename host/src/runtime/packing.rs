@@ -102,6 +102,11 @@ impl BareEvents {
         &self.values[start..self.ends[index]]
     }
 
+    /// Event `index`'s timestamp.
+    pub fn timestamp(&self, index: usize) -> i64 {
+        self.timestamps[index]
+    }
+
     /// How many events.
     pub fn len(&self) -> usize {
         self.ends.len()
@@ -112,9 +117,14 @@ impl BareEvents {
         self.ends.is_empty()
     }
 
+    /// Event `index` as an [`Event`].
+    pub fn event(&self, index: usize) -> Event {
+        Event { key: None, value: self.value(index).to_vec(), timestamp: self.timestamps[index], headers: Vec::new() }
+    }
+
     /// The events as [`Event`]s.
     pub fn to_events(&self) -> Vec<Event> {
-        (0..self.len()).map(|i| Event { key: None, value: self.value(i).to_vec(), timestamp: self.timestamps[i], headers: Vec::new() }).collect()
+        (0..self.len()).map(|index| self.event(index)).collect()
     }
 }
 
@@ -131,6 +141,49 @@ pub struct Grouping<'a> {
     pub order: &'a [u32],
 }
 
+/// Builds [`Grouping`]s by counting sort, reusing its buffers.
+#[derive(Debug, Default)]
+pub struct GroupOrder {
+    firsts: Vec<u32>,
+    ends: Vec<u32>,
+    order: Vec<u32>,
+    cursors: Vec<u32>,
+}
+
+impl GroupOrder {
+    /// Order `members` — (group, event) pairs in arrival order, groups
+    /// numbered `0..groups` by first appearance — group after group.
+    pub fn sort(&mut self, groups: usize, members: &[(u32, u32)]) -> Grouping<'_> {
+        // Count each group's members (ends are running totals), then place
+        // them from the last back, each before its group's cursor.
+        self.firsts.clear();
+        self.firsts.resize(groups, 0);
+        self.ends.clear();
+        self.ends.resize(groups, 0);
+        for &(group, event) in members {
+            let count = &mut self.ends[group as usize];
+            if *count == 0 {
+                self.firsts[group as usize] = event;
+            }
+            *count += 1;
+        }
+        let mut total = 0;
+        for end in &mut self.ends {
+            total += *end;
+            *end = total;
+        }
+        self.order.clear();
+        self.order.resize(members.len(), 0);
+        self.cursors.clone_from(&self.ends);
+        for &(group, event) in members.iter().rev() {
+            let cursor = &mut self.cursors[group as usize];
+            *cursor -= 1;
+            self.order[*cursor as usize] = event;
+        }
+        Grouping { firsts: &self.firsts, ends: &self.ends, order: &self.order }
+    }
+}
+
 /// Pack `events` in the groups of `grouping` (keys from `keys`, one per
 /// event) into `into` (cleared first).
 pub fn pack_grouped(events: &BareEvents, keys: &KeyList, grouping: Grouping<'_>, into: &mut KeyedBatch) {
@@ -144,11 +197,34 @@ pub fn pack_grouped(events: &BareEvents, keys: &KeyList, grouping: Grouping<'_>,
         into.keys.ends.push(end(into.keys.bytes.len()));
         into.event_ends.push(end_of_group);
     }
-    for &index in grouping.order {
+    push_in_order(events, grouping.order, batch);
+}
+
+/// Append events `order` of `events` to `batch`.
+fn push_in_order(events: &BareEvents, order: &[u32], batch: &mut EventBatch) {
+    for &index in order {
         batch.values.extend_from_slice(events.value(index as usize));
         batch.value_ends.push(end(batch.values.len()));
         batch.timestamps.push(events.timestamps[index as usize]);
     }
+}
+
+/// Pack windows' accumulators (`None`: a new window's) and their events,
+/// the groups of `grouping`, into `into` (cleared first).
+pub fn pack_accumulate_grouped(accumulators: &[Option<Vec<u8>>], events: &BareEvents, grouping: Grouping<'_>, into: &mut AccumulateBatch) {
+    clear(&mut into.events);
+    let cells = &mut into.accumulators;
+    cells.present.clear();
+    cells.values.clear();
+    cells.ends.clear();
+    for accumulator in accumulators {
+        cells.present.push(accumulator.is_some());
+        cells.values.extend_from_slice(accumulator.as_deref().unwrap_or_default());
+        cells.ends.push(end(cells.values.len()));
+    }
+    into.event_ends.clear();
+    into.event_ends.extend_from_slice(grouping.ends);
+    push_in_order(events, grouping.order, &mut into.events);
 }
 
 /// An empty accumulate batch, to fill with [`pack_accumulate`].

@@ -3,6 +3,7 @@
 //! window's elements, kept by the host; see [`super::elements`]).
 
 use crate::runtime::bindings::weir::function::types::{Accumulate, WindowEvents, WindowResult};
+use crate::runtime::packing::{BareEvents, Grouping};
 use crate::runtime::{AggregateFunctionInstance, CallError, WindowProcessFunctionInstance};
 use crate::Event;
 
@@ -30,6 +31,22 @@ impl WindowFunction {
                     stored
                 })
                 .collect()),
+        }
+    }
+
+    /// Whether it takes packed batches ([`Self::add_grouped`]): a Wasm
+    /// aggregate function.
+    pub fn takes_packed(&self) -> bool {
+        matches!(self, WindowFunction::Aggregate(function) if function.is_wasm())
+    }
+
+    /// [`Self::add`] for packed events grouped by window (see
+    /// [`AggregateFunctionInstance::add_grouped`]); only when
+    /// [`Self::takes_packed`].
+    pub fn add_grouped(&mut self, accumulators: &[Option<Vec<u8>>], events: &BareEvents, grouping: Grouping<'_>) -> Result<Vec<Vec<u8>>, WindowError> {
+        match self {
+            WindowFunction::Aggregate(function) => Ok(function.add_grouped(accumulators, events, grouping)?),
+            WindowFunction::Process(_) => Err(WindowError::Unsupported("a window process function keeps events, not packed batches".into())),
         }
     }
 

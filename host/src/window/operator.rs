@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 
 use crate::runtime::bindings::weir::function::types::{Accumulate, KeyedTimers, TimeDomain, Window, WindowResult};
-use crate::runtime::packing::KeyList;
+use crate::runtime::packing::{BareEvents, GroupOrder, KeyList};
 use crate::runtime::CallError;
 use crate::state::hash::KeyHashBuilder;
 use crate::state::{key_group, ttl, KeyedStateBackend, StateError, StateKey, StateKind};
@@ -37,6 +37,9 @@ pub enum WindowError {
     /// The state backend failed.
     #[error("window state: {0}")]
     State(#[from] StateError),
+    /// The function cannot take what it was given.
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 /// How a window operator behaves (from the pipeline spec).
@@ -70,6 +73,8 @@ pub struct WindowOperator {
     /// Reused for the storage key and the stored value of an accumulator.
     key_buf: Vec<u8>,
     read_buf: Vec<u8>,
+    /// Groups packed batches by window.
+    order: GroupOrder,
 }
 
 fn window_key_into(out: &mut Vec<u8>, group: u16, key: &[u8], window: Window) {
@@ -84,7 +89,7 @@ impl WindowOperator {
     pub fn new(config: WindowConfig, function: WindowFunction, mut backend: Box<dyn KeyedStateBackend>) -> Result<Self, WindowError> {
         let fire = TimerService::load(backend.as_mut(), config.max_parallelism, FIRE_TIMERS)?;
         let cleanup = TimerService::load(backend.as_mut(), config.max_parallelism, CLEANUP_TIMERS)?;
-        Ok(Self { config, function, backend, fire, cleanup, watermark: i64::MIN, windows: Vec::new(), outputs: Vec::new(), side_outputs: Vec::new(), dropped_late: 0, key_buf: Vec::new(), read_buf: Vec::new() })
+        Ok(Self { config, function, backend, fire, cleanup, watermark: i64::MIN, windows: Vec::new(), outputs: Vec::new(), side_outputs: Vec::new(), dropped_late: 0, key_buf: Vec::new(), read_buf: Vec::new(), order: GroupOrder::default() })
     }
 
     /// The state backend, to flush it.
@@ -212,25 +217,73 @@ impl WindowOperator {
         self.store_and_schedule(&windows, &storage, adds)
     }
 
+    /// [`Self::process`] for packed events (see [`BareEvents`]): grouped
+    /// by window in place and passed to a Wasm aggregate function packed.
+    /// Sessions, and functions that take events, get them as events.
+    pub fn process_bare(&mut self, keys: &KeyList, events: &BareEvents) -> Result<(), WindowError> {
+        if self.config.assigner.is_merging() || !self.function.takes_packed() {
+            return self.process(keys, events.to_events());
+        }
+        // (key, window start) → its window's index, as in `process`.
+        let mut index: HashMap<(&[u8], i64), usize, KeyHashBuilder> = HashMap::with_capacity_and_hasher(keys.len(), KeyHashBuilder::default());
+        let mut windows: Vec<(&[u8], Window)> = Vec::new();
+        let mut members: Vec<(u32, u32)> = Vec::with_capacity(events.len());
+        for (event, key) in keys.iter().enumerate() {
+            self.windows.clear();
+            self.config.assigner.assign(events.timestamp(event), &mut self.windows);
+            let before = members.len();
+            for &window in self.windows.iter().filter(|w| !self.is_late(**w)) {
+                let slot = *index.entry((key, window.start)).or_insert_with(|| {
+                    windows.push((key, window));
+                    windows.len() - 1
+                });
+                members.push((slot as u32, event as u32));
+            }
+            if members.len() == before {
+                match &self.config.late_output {
+                    Some(name) => self.side_outputs.push((name.clone(), events.event(event))),
+                    None => self.dropped_late += 1,
+                }
+            }
+        }
+        if windows.is_empty() {
+            return Ok(());
+        }
+        let mut storage = KeyList::default();
+        let accumulators = windows.iter().map(|&(key, window)| self.read_accumulator_keeping(key, window, &mut storage)).collect::<Result<Vec<_>, _>>()?;
+        let grouping = self.order.sort(windows.len(), &members);
+        let added = self.function.add_grouped(&accumulators, events, grouping)?;
+        self.store(&windows, &storage, accumulators.iter().map(Option::is_none), added)
+    }
+
     /// Fold `batch[i]` into window `windows[i]` (stored under
     /// `storage[i]`), store the accumulators and schedule (or, for windows
     /// already past the watermark, do) the firing.
     fn store_and_schedule(&mut self, windows: &[(&[u8], Window)], storage: &KeyList, batch: Vec<Accumulate>) -> Result<(), WindowError> {
         let accumulators = self.function.add(&batch)?;
+        let new = batch.iter().map(|entry| entry.accumulator.is_none());
+        self.store(windows, storage, new, accumulators)
+    }
+
+    /// Store `accumulators[i]` of window `windows[i]` under `storage[i]`
+    /// (`new` says, per window, that nothing is stored yet) and schedule
+    /// (or, for windows already past the watermark, do) the firing.
+    fn store(&mut self, windows: &[(&[u8], Window)], storage: &KeyList, new: impl Iterator<Item = bool>, accumulators: Vec<Vec<u8>>) -> Result<(), WindowError> {
         let merging = self.config.assigner.is_merging();
         let mut refire = Vec::new();
         let mut stored = std::mem::take(&mut self.read_buf);
-        for (((&(key, window), accumulator), entry), storage) in windows.iter().zip(accumulators).zip(&batch).zip(storage.iter()) {
+        for (((&(key, window), accumulator), new), storage) in windows.iter().zip(accumulators).zip(new).zip(storage.iter()) {
             stored.clear();
             ttl::encode_into(&mut stored, &accumulator, None);
-            match entry.accumulator {
+            if new {
                 // A window's first accumulator: nothing is stored under it.
-                None => self.backend.insert_new(storage, &stored)?,
-                Some(_) => self.backend.put(storage, &stored)?,
+                self.backend.insert_new(storage, &stored)?;
+            } else {
+                self.backend.put(storage, &stored)?;
             }
             if window.end - 1 <= self.watermark {
                 refire.push((key.to_vec(), window));
-            } else if entry.accumulator.is_none() || merging {
+            } else if new || merging {
                 // A window's timer is registered with its first accumulator
                 // and lives as long as it does until the window fires (a
                 // merged session is a new window).
