@@ -42,6 +42,7 @@ impl Context {
     /// source key, no headers) to the main output: [`Context::emit`]
     /// without building an [`Event`] (the bytes are copied into the batch
     /// for the host right away).
+    #[inline]
     pub fn emit_value(&mut self, value: &[u8], timestamp: i64) {
         self.outputs.push(value, timestamp, None, &[]);
     }

@@ -50,11 +50,6 @@ impl Ttl {
     }
 }
 
-thread_local! {
-    /// Where values are encoded before they go to the host (reused).
-    static ENCODED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
 /// What a handle needs to open its state: name and time to live.
 struct Descriptor {
     name: String,
@@ -62,6 +57,7 @@ struct Descriptor {
 }
 
 /// Open `raw` on first use, keeping the opened handle for later calls.
+#[inline]
 fn opened<'a, R>(cell: &'a OnceCell<R>, d: &Descriptor, open: fn(&str, Option<Ttl>) -> Result<R, Error>) -> Result<&'a R, Error> {
     if let Some(raw) = cell.get() {
         return Ok(raw);
@@ -99,12 +95,7 @@ impl<T: Serialize + DeserializeOwned> ValueState<T> {
 
     /// Set the current key's value.
     pub fn set(&self, value: &T) -> Result<(), Error> {
-        let raw = self.raw()?;
-        ENCODED.with_borrow_mut(|buffer| {
-            buffer.clear();
-            codec::encode_into(value, buffer)?;
-            raw.set(buffer)
-        })
+        self.raw()?.set_with(|out| codec::encode_into(value, out))
     }
 
     /// Remove the current key's value.

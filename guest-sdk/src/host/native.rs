@@ -131,6 +131,11 @@ impl RawValue {
             m.values.insert(slot, Stored::new(value.to_vec(), ttl, now));
         })
     }
+    pub(crate) fn set_with(&self, encode: impl FnOnce(&mut Vec<u8>) -> Result<(), Error>) -> Result<(), Error> {
+        let mut value = Vec::new();
+        encode(&mut value)?;
+        self.set(&value)
+    }
     pub(crate) fn clear(&self) -> Result<(), Error> {
         self.0.with(|m, slot, _| {
             m.values.remove(&slot);

@@ -195,34 +195,57 @@ impl RawValue {
         }
     }
 
-    fn write(&self, value: Option<&[u8]>) -> Result<(), Error> {
+    /// Write the current key's value: what `fill` appends to an empty
+    /// buffer (`None`: clear it). Buffered in the batch when the host read
+    /// this state ahead (`fill` then writes straight into the batch), else
+    /// a host call.
+    fn write_with(&self, fill: Option<impl FnOnce(&mut Vec<u8>) -> Result<(), Error>>) -> Result<(), Error> {
         let buffered = BATCH.with_borrow_mut(|batch| {
-            let cell = self.cell(batch)?;
-            let (state, key) = ((cell / batch.keys) as u32, batch.current?);
-            *batch.latest.get_mut(cell)? = batch.cells.len() as u32;
-            batch.cells.push((state, key));
-            batch.writes.present.push(value.is_some());
-            batch.writes.values.extend_from_slice(value.unwrap_or_default());
+            let Some((cell, key)) = self.cell(batch).zip(batch.current).filter(|&(cell, _)| cell < batch.latest.len()) else { return Err(fill) };
+            let (start, present) = (batch.writes.values.len(), fill.is_some());
+            if let Some(fill) = fill {
+                if let Err(error) = fill(&mut batch.writes.values) {
+                    batch.writes.values.truncate(start);
+                    return Ok(Err(error));
+                }
+            }
+            batch.latest[cell] = batch.cells.len() as u32;
+            batch.cells.push(((cell / batch.keys) as u32, key));
+            batch.writes.present.push(present);
             batch.writes.ends.push(u32::try_from(batch.writes.values.len()).unwrap_or(u32::MAX));
-            Some(())
+            Ok(Ok(()))
         });
-        if buffered.is_some() {
-            return Ok(());
-        }
+        let fill = match buffered {
+            Ok(result) => return result,
+            Err(fill) => fill,
+        };
         selected()?;
-        match value {
-            Some(value) => self.handle.set(value),
+        match fill {
+            Some(fill) => {
+                let mut value = Vec::new();
+                fill(&mut value)?;
+                self.handle.set(&value)
+            }
             None => self.handle.clear(),
         }
         .map_err(state_error)
     }
 
+    /// Set the current key's value to what `encode` appends to an empty
+    /// buffer.
+    pub(crate) fn set_with(&self, encode: impl FnOnce(&mut Vec<u8>) -> Result<(), Error>) -> Result<(), Error> {
+        self.write_with(Some(encode))
+    }
+
     pub(crate) fn set(&self, value: &[u8]) -> Result<(), Error> {
-        self.write(Some(value))
+        self.set_with(|out| {
+            crate::packing::append(out, value);
+            Ok(())
+        })
     }
 
     pub(crate) fn clear(&self) -> Result<(), Error> {
-        self.write(None)
+        self.write_with(None::<fn(&mut Vec<u8>) -> Result<(), Error>>)
     }
 }
 

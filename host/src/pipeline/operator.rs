@@ -269,6 +269,18 @@ impl RoutedBatch {
         Self { keys: KeyList::default(), events }
     }
 
+    /// An empty batch with room for as much as this one holds (so the
+    /// next batch of a source does not grow its buffers step by step),
+    /// packed if `bare`.
+    pub(crate) fn with_capacity_of(&self, bare: bool) -> Self {
+        let events = match (&self.events, bare) {
+            (RoutedEvents::Bare(events), true) => RoutedEvents::Bare(events.with_capacity_of()),
+            (_, true) => RoutedEvents::Bare(BareEvents::with_capacity(self.len())),
+            (_, false) => RoutedEvents::Objects(Vec::with_capacity(self.len())),
+        };
+        Self { keys: self.keys.with_capacity_of(), events }
+    }
+
     /// Add `event` with its `key`. A packed batch takes an event with a
     /// source key or headers by turning into [`RoutedEvents::Objects`].
     pub(crate) fn push(&mut self, key: &[u8], event: Event) {

@@ -670,7 +670,8 @@ fn feed(
             }
             for (batch, tx) in routed.iter_mut().zip(&links.subtasks) {
                 if !batch.is_empty() {
-                    let full = std::mem::replace(batch, RoutedBatch::with_capacity(per_subtask, bare));
+                    let next = batch.with_capacity_of(bare);
+                    let full = std::mem::replace(batch, next);
                     tx.send(SubtaskMessage::Events(full)).map_err(|_| RunError::Stopped)?;
                 }
             }

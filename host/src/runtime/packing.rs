@@ -89,6 +89,11 @@ impl BareEvents {
         Self { values: Vec::new(), ends: Vec::with_capacity(capacity), timestamps: Vec::with_capacity(capacity) }
     }
 
+    /// Empty, with room for as many events and bytes as `self` holds.
+    pub fn with_capacity_of(&self) -> Self {
+        Self { values: Vec::with_capacity(self.values.len()), ends: Vec::with_capacity(self.len()), timestamps: Vec::with_capacity(self.len()) }
+    }
+
     /// Add an event with `value` at `timestamp`.
     pub fn push(&mut self, value: &[u8], timestamp: i64) {
         self.values.extend_from_slice(value);
@@ -280,6 +285,11 @@ pub struct KeyList {
 }
 
 impl KeyList {
+    /// An empty list with room for as many keys and bytes as `self` holds.
+    pub fn with_capacity_of(&self) -> Self {
+        Self { bytes: Vec::with_capacity(self.bytes.len()), ends: Vec::with_capacity(self.ends.len()) }
+    }
+
     /// The keys of `packed`, checked.
     pub fn from_packed(packed: PackedKeys) -> Result<Self, String> {
         slices(&packed.bytes, &packed.ends, "keys").try_for_each(|key| key.map(drop))?;
