@@ -15,7 +15,7 @@ fn end(len: usize) -> u32 {
 /// Append `bytes` to `out`. Short slices are copied eight bytes at a time
 /// in the function's own code: in Wasm a `memcpy` is a call out to the
 /// runtime, dearer than the copy for the few bytes most values have.
-#[inline]
+#[inline(always)]
 pub(crate) fn append(out: &mut Vec<u8>, bytes: &[u8]) {
     if bytes.len() > 64 {
         out.extend_from_slice(bytes);
