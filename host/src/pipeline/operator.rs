@@ -252,7 +252,7 @@ pub(crate) enum RoutedEvents {
     /// As they came from the source.
     Objects(Vec<Event>),
     /// Packed, as long as none has a source key or headers (for a Wasm
-    /// process function: see [`BareEvents`]).
+    /// process function or window aggregate: see [`BareEvents`]).
     Bare(BareEvents),
 }
 
