@@ -88,7 +88,7 @@ pub(crate) enum OperatorPlan {
 pub(crate) enum KeyedOperator {
     /// A process function with its state and timers, and the dead-letter
     /// output if failures go there.
-    Process(Box<ProcessFunctionInstance>, KeyGrouper, Option<String>),
+    Process(Box<ProcessFunctionInstance>, Box<KeyGrouper>, Option<String>),
     /// A window operator.
     Window(Box<WindowOperator>),
 }
@@ -109,7 +109,7 @@ impl KeyedOperator {
                     FunctionCode::Wasm(function) => ProcessFunctionInstance::new(function, &name, ctx)?,
                     FunctionCode::Native(native) => ProcessFunctionInstance::native(native.process().ok_or_else(|| RunError::Deploy("not a process function".into()))?, &name, ctx),
                 };
-                KeyedOperator::Process(Box::new(instance), KeyGrouper::default(), env.dead_letter.clone())
+                KeyedOperator::Process(Box::new(instance), Box::default(), env.dead_letter.clone())
             }
             OperatorPlan::Window(code, role, config) => {
                 let function = match (code, role) {
