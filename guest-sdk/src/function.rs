@@ -96,8 +96,9 @@ fn with_scratch<R>(f: impl FnOnce(&mut EventBuffer, &mut Context) -> R) -> R {
 /// events unpacked into reused buffers, keys packed as they come.
 pub fn extract_packed_keys<F: KeyFunction>(function: &mut F, events: EventBatch) -> Result<PackedKeys, FunctionError> {
     with_scratch(|input, _| {
-        let mut keys = packing::KeyPacker::default();
-        for event in input.fill(&events)? {
+        let input = input.fill(&events)?;
+        let mut keys = packing::KeyPacker::with_capacity(input.len());
+        for event in input {
             keys.push_with(|out| function.key_into(event, out))?;
         }
         Ok(keys.finish())
@@ -189,7 +190,8 @@ pub fn aggregate_add<F: AggregateFunction>(function: &mut F, batch: Vec<Accumula
 pub fn aggregate_add_packed<F: AggregateFunction>(function: &mut F, batch: AccumulateBatch) -> Result<ValueCells, FunctionError> {
     with_scratch(|input, _| {
         let events = input.fill(&batch.events)?;
-        let mut out = packing::no_cells();
+        let windows = batch.event_ends.len();
+        let mut out = ValueCells { states: Vec::new(), present: Vec::with_capacity(windows), values: Vec::with_capacity(windows * 8), ends: Vec::with_capacity(windows) };
         for (accumulator, events) in packing::accumulate_groups(&batch, events) {
             let (accumulator, events) = (accumulator?, events?);
             fold(function, accumulator, events, &mut out.values)?;

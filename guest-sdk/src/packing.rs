@@ -219,6 +219,11 @@ pub(crate) struct KeyPacker {
 }
 
 impl KeyPacker {
+    /// Room for `keys` keys of about eight bytes.
+    pub(crate) fn with_capacity(keys: usize) -> Self {
+        Self { bytes: Vec::with_capacity(keys * 8), ends: Vec::with_capacity(keys) }
+    }
+
     /// Add the key `write` appends to the packed bytes.
     pub(crate) fn push_with(&mut self, write: impl FnOnce(&mut Vec<u8>) -> Result<(), Error>) -> Result<(), Error> {
         let start = self.bytes.len();
