@@ -237,13 +237,6 @@ impl RawValue {
         self.write_with(Some(encode))
     }
 
-    pub(crate) fn set(&self, value: &[u8]) -> Result<(), Error> {
-        self.set_with(|out| {
-            crate::packing::append(out, value);
-            Ok(())
-        })
-    }
-
     pub(crate) fn clear(&self) -> Result<(), Error> {
         self.write_with(None::<fn(&mut Vec<u8>) -> Result<(), Error>>)
     }

@@ -102,6 +102,24 @@ impl WindowOperator {
         (window.end - 1).saturating_add(self.config.allowed_lateness) <= self.watermark
     }
 
+    /// The windows an event at `timestamp` still updates, into
+    /// `self.windows` (none: it is late for all of them).
+    fn assign_on_time(&mut self, timestamp: i64) {
+        self.windows.clear();
+        self.config.assigner.assign(timestamp, &mut self.windows);
+        let (watermark, lateness) = (self.watermark, self.config.allowed_lateness);
+        self.windows.retain(|w| (w.end - 1).saturating_add(lateness) > watermark);
+    }
+
+    /// An event too late for every window it belongs to: to the late
+    /// output if there is one, else counted as dropped.
+    fn set_aside_late(&mut self, event: Event) {
+        match &self.config.late_output {
+            Some(name) => self.side_outputs.push((name.clone(), event)),
+            None => self.dropped_late += 1,
+        }
+    }
+
     fn accumulator_key(&self, key: &[u8], window: Window) -> Vec<u8> {
         let mut out = Vec::new();
         self.accumulator_key_into(key, window, &mut out);
@@ -184,19 +202,15 @@ impl WindowOperator {
         let mut windows: Vec<(&[u8], Window)> = Vec::new();
         let mut adds: Vec<Accumulate> = Vec::new();
         for (key, event) in keys.iter().zip(events) {
-            self.windows.clear();
-            self.config.assigner.assign(event.timestamp, &mut self.windows);
-            let mut remaining = self.windows.iter().filter(|w| !self.is_late(**w)).count();
+            self.assign_on_time(event.timestamp);
+            let mut remaining = self.windows.len();
             if remaining == 0 {
-                match &self.config.late_output {
-                    Some(name) => self.side_outputs.push((name.clone(), event)),
-                    None => self.dropped_late += 1,
-                }
+                self.set_aside_late(event);
                 continue;
             }
             // Clone the event for all but its last window (tumbling: none).
             let mut event = Some(event);
-            for &window in self.windows.iter().filter(|w| !self.is_late(**w)) {
+            for &window in &self.windows {
                 let slot = *index.entry((key, window.start)).or_insert_with(|| {
                     windows.push((key, window));
                     adds.push(Accumulate { accumulator: None, events: Vec::new() });
@@ -229,21 +243,17 @@ impl WindowOperator {
         let mut windows: Vec<(&[u8], Window)> = Vec::new();
         let mut members: Vec<(u32, u32)> = Vec::with_capacity(events.len());
         for (event, key) in keys.iter().enumerate() {
-            self.windows.clear();
-            self.config.assigner.assign(events.timestamp(event), &mut self.windows);
-            let before = members.len();
-            for &window in self.windows.iter().filter(|w| !self.is_late(**w)) {
+            self.assign_on_time(events.timestamp(event));
+            if self.windows.is_empty() {
+                self.set_aside_late(events.event(event));
+                continue;
+            }
+            for &window in &self.windows {
                 let slot = *index.entry((key, window.start)).or_insert_with(|| {
                     windows.push((key, window));
                     windows.len() - 1
                 });
                 members.push((slot as u32, event as u32));
-            }
-            if members.len() == before {
-                match &self.config.late_output {
-                    Some(name) => self.side_outputs.push((name.clone(), events.event(event))),
-                    None => self.dropped_late += 1,
-                }
             }
         }
         if windows.is_empty() {
@@ -328,10 +338,7 @@ impl WindowOperator {
                     merged = Window { start: merged.start.min(other.start), end: merged.end.max(other.end) };
                 }
                 if self.is_late(merged) {
-                    match &self.config.late_output {
-                        Some(name) => self.side_outputs.push((name.clone(), event)),
-                        None => self.dropped_late += 1,
-                    }
+                    self.set_aside_late(event);
                     continue;
                 }
                 let mut session = Working { window: merged, sources: Vec::new(), events: Vec::new() };
