@@ -37,6 +37,14 @@ fn per_key(output: &Path) -> BTreeMap<u64, Vec<String>> {
     keys
 }
 
+/// The ids of the checkpoint directories (`chk-<id>`) under `root`,
+/// ascending (none if it does not exist yet).
+fn checkpoint_ids(root: &Path) -> Vec<u64> {
+    let mut ids: Vec<u64> = std::fs::read_dir(root).into_iter().flatten().filter_map(|e| e.ok()?.file_name().to_str()?.strip_prefix("chk-")?.parse().ok()).collect();
+    ids.sort();
+    ids
+}
+
 /// Each customer's records from a failure-free run of `count` orders.
 fn expected_run(dir: &Path, name: &str, count: u64) -> BTreeMap<u64, Vec<String>> {
     let expected_out = dir.join(format!("{name}-expected.jsonl"));
@@ -150,7 +158,7 @@ fn a_kill_after_changelog_checkpoints_restores_by_replaying_them() {
     let newest_with_changelogs = loop {
         assert!(child.try_wait().unwrap().is_none(), "the run ended before three checkpoints completed");
         assert!(Instant::now() < deadline, "no changelog checkpoint completed within a minute");
-        let newest = std::fs::read_dir(&root).into_iter().flatten().filter_map(|e| e.ok()?.file_name().to_str()?.strip_prefix("chk-")?.parse::<u64>().ok()).filter(|id| root.join(format!("chk-{id}/_metadata")).exists()).max();
+        let newest = checkpoint_ids(&root).into_iter().filter(|id| root.join(format!("chk-{id}/_metadata")).exists()).max();
         if let Some(id) = newest.filter(|&id| id >= 3) {
             break id;
         }
@@ -175,8 +183,7 @@ fn recovery_falls_back_past_a_checkpoint_without_metadata() {
     run_ok(&spec, &data, &["--sink-delay-ms", "2"]);
     let expected = per_key(&out);
     let root = data.join("checkpoints/fallback");
-    let mut ids: Vec<u64> = std::fs::read_dir(&root).unwrap().filter_map(|e| e.unwrap().file_name().to_str()?.strip_prefix("chk-")?.parse().ok()).collect();
-    ids.sort();
+    let ids = checkpoint_ids(&root);
     assert!(ids.len() >= 2, "two checkpoints retained: {ids:?}");
     let (older, newest) = (ids[ids.len() - 2], ids[ids.len() - 1]);
     std::fs::remove_file(root.join(format!("chk-{newest}/_metadata"))).unwrap();

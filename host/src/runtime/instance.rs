@@ -271,7 +271,7 @@ impl ProcessFunctionInstance {
     /// key per event): the batch goes to the Wasm function without an
     /// [`Event`] per event. A native function takes events: an error.
     pub fn process_grouped(&mut self, events: &BareEvents, keys: &KeyList, grouping: Grouping<'_>) -> Result<(), CallError> {
-        self.ctx().begin_batch(grouping.firsts.iter().map(|&first| keys.get(first as usize)));
+        self.ctx().begin_batch(grouping.first_events().map(|first| keys.get(first)));
         let result = match &mut self.code {
             Code::Wasm { store, guest, .. } => {
                 packing::pack_grouped(events, keys, grouping, &mut self.packed);

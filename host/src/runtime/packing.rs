@@ -133,23 +133,30 @@ impl BareEvents {
     }
 }
 
-/// Events grouped by key without moving them: group `g`'s key is that of
-/// event `firsts[g]`, and its events are `order[ends[g-1]..ends[g]]` (from
-/// 0 for the first), in arrival order.
+/// Events grouped without moving them: group `g`'s events are
+/// `order[ends[g-1]..ends[g]]` (from 0 for the first), in arrival order.
 #[derive(Debug, Clone, Copy)]
 pub struct Grouping<'a> {
-    /// Per group, the index of its first event.
-    pub firsts: &'a [u32],
     /// Per group, where its events end in `order`.
     pub ends: &'a [u32],
     /// Event indices, group after group.
     pub order: &'a [u32],
 }
 
+impl Grouping<'_> {
+    /// Each group's first event (grouped by key: the one whose key is the
+    /// group's).
+    pub fn first_events(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.ends.len()).map(|group| {
+            let start = group.checked_sub(1).map_or(0, |previous| self.ends[previous]);
+            self.order[start as usize] as usize
+        })
+    }
+}
+
 /// Builds [`Grouping`]s by counting sort, reusing its buffers.
 #[derive(Debug, Default)]
 pub struct GroupOrder {
-    firsts: Vec<u32>,
     ends: Vec<u32>,
     order: Vec<u32>,
     cursors: Vec<u32>,
@@ -161,16 +168,10 @@ impl GroupOrder {
     pub fn sort(&mut self, groups: usize, members: &[(u32, u32)]) -> Grouping<'_> {
         // Count each group's members (ends are running totals), then place
         // them from the last back, each before its group's cursor.
-        self.firsts.clear();
-        self.firsts.resize(groups, 0);
         self.ends.clear();
         self.ends.resize(groups, 0);
-        for &(group, event) in members {
-            let count = &mut self.ends[group as usize];
-            if *count == 0 {
-                self.firsts[group as usize] = event;
-            }
-            *count += 1;
+        for &(group, _) in members {
+            self.ends[group as usize] += 1;
         }
         let mut total = 0;
         for end in &mut self.ends {
@@ -185,7 +186,7 @@ impl GroupOrder {
             *cursor -= 1;
             self.order[*cursor as usize] = event;
         }
-        Grouping { firsts: &self.firsts, ends: &self.ends, order: &self.order }
+        Grouping { ends: &self.ends, order: &self.order }
     }
 }
 
@@ -197,8 +198,8 @@ pub fn pack_grouped(events: &BareEvents, keys: &KeyList, grouping: Grouping<'_>,
     into.keys.ends.clear();
     into.event_ends.clear();
     let batch = &mut into.events;
-    for (&first, &end_of_group) in grouping.firsts.iter().zip(grouping.ends) {
-        into.keys.bytes.extend_from_slice(keys.get(first as usize));
+    for (first, &end_of_group) in grouping.first_events().zip(grouping.ends) {
+        into.keys.bytes.extend_from_slice(keys.get(first));
         into.keys.ends.push(end(into.keys.bytes.len()));
         into.event_ends.push(end_of_group);
     }

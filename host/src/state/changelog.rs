@@ -202,9 +202,17 @@ pub fn replay(dir: &Path) -> Result<u64, StateError> {
     Ok(applied)
 }
 
-/// Hard-link `from` as `to` (copy where links are impossible).
-fn link(from: &Path, to: &Path) -> Result<(), StateError> {
-    Ok(std::fs::hard_link(from, to).or_else(|_| std::fs::copy(from, to).map(drop))?)
+/// Hard-link every file of directory `from` into directory `to` (copy
+/// where links are impossible).
+fn link_files(from: &Path, to: &Path) -> Result<(), StateError> {
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        if entry.file_type()?.is_file() {
+            let (source, target) = (entry.path(), to.join(entry.file_name()));
+            std::fs::hard_link(&source, &target).or_else(|_| std::fs::copy(&source, &target).map(drop))?;
+        }
+    }
+    Ok(())
 }
 
 /// A subtask's checkpoint chain since its last full checkpoint: that
@@ -280,12 +288,7 @@ impl Changelog {
     pub fn rebase(&mut self, checkpoint: &Path) -> Result<(), StateError> {
         std::fs::remove_dir_all(&self.dir)?;
         std::fs::create_dir_all(&self.dir)?;
-        for entry in std::fs::read_dir(checkpoint)? {
-            let entry = entry?;
-            if entry.file_type()?.is_file() {
-                link(&entry.path(), &self.dir.join(entry.file_name()))?;
-            }
-        }
+        link_files(checkpoint, &self.dir)?;
         self.pending.clear();
         (self.has_base, self.changelogs, self.overflowed) = (true, 0, false);
         Ok(())
@@ -303,11 +306,7 @@ impl Changelog {
         self.next_number += 1;
         self.changelogs += 1;
         std::fs::create_dir_all(checkpoint)?;
-        for entry in std::fs::read_dir(&self.dir)? {
-            let entry = entry?;
-            link(&entry.path(), &checkpoint.join(entry.file_name()))?;
-        }
-        Ok(())
+        link_files(&self.dir, checkpoint)
     }
 }
 
@@ -324,7 +323,10 @@ mod tests {
         records.write(b"", Some(b""));
         let bytes = records.finish();
         let mut seen = Vec::new();
-        assert_eq!(decode(&bytes, |c| Ok(seen.push(format!("{c:?}")))).unwrap(), 4);
+        assert_eq!(decode(&bytes, |c| {
+            seen.push(format!("{c:?}"));
+            Ok(())
+        }).unwrap(), 4);
         assert_eq!(seen.len(), 4);
         assert!(seen[1].contains("DeletePrefix"));
         for at in [0, 9, bytes.len() - 12, bytes.len() - 1] {
@@ -360,7 +362,10 @@ mod tests {
         assert_eq!(replay(&dir.path().join("chk-3")).unwrap(), 4);
         let restored = RocksDbBackend::open(&dir.path().join("chk-3")).unwrap();
         let mut all = Vec::new();
-        restored.for_each(|k, v| Ok(all.push((k.to_vec(), v.to_vec())))).unwrap();
+        restored.for_each(|k, v| {
+            all.push((k.to_vec(), v.to_vec()));
+            Ok(())
+        }).unwrap();
         assert_eq!(all, vec![(b"a/1".to_vec(), b"new".to_vec()), (b"c".to_vec(), b"3".to_vec())]);
         assert!(changelogs_in(&dir.path().join("chk-3")).unwrap().is_empty(), "replayed changelogs are removed");
         assert_eq!(changelogs_in(&dir.path().join("chk-2")).unwrap().len(), 1, "each checkpoint holds the chain so far");
