@@ -3,7 +3,7 @@
 
 use serde::{de::DeserializeOwned, Serialize};
 
-use crate::__private::wit::types::{Accumulate, AccumulateBatch, EventBatch, FunctionError, KeyedBatch, KeyedEvents, KeyedTimers, PackedKeys, ValueCells, Window, WindowEvents, WindowResult};
+use crate::__private::wit::types::{Accumulate, AccumulateBatch, EventBatch, FunctionError, KeyedBatch, KeyedEvents, KeyedTimers, PackedKeys, ValueCells, Window, WindowEvents, WindowResults};
 use std::cell::RefCell;
 
 use crate::packing::EventBuffer;
@@ -209,14 +209,17 @@ pub fn aggregate_merge<F: AggregateFunction>(function: &mut F, a: Vec<u8>, b: Ve
     merged.map_err(function_error)
 }
 
-/// The outputs of finished windows (called by the glue).
-pub fn aggregate_results<F: AggregateFunction>(function: &mut F, batch: Vec<WindowResult>) -> Result<Vec<Event>, FunctionError> {
-    let mut out = Vec::new();
-    for WindowResult { key, window, accumulator } in batch {
-        let acc = codec::decode(&accumulator).map_err(function_error)?;
-        out.extend(function.result(&key, window, acc).map_err(function_error)?);
-    }
-    Ok(out)
+/// The outputs of finished windows, packed (called by the glue and by the
+/// native test harness).
+pub fn aggregate_results<F: AggregateFunction>(function: &mut F, batch: WindowResults) -> Result<EventBatch, FunctionError> {
+    let mut out = packing::BatchPacker::default();
+    let produced = packing::window_results(&batch).try_for_each(|window| {
+        let (key, window, accumulator) = window?;
+        let accumulator = codec::decode(accumulator)?;
+        function.result(key, window, accumulator)?.iter().for_each(|event| out.push_event(event));
+        Ok(())
+    });
+    produced.map(|()| out.into_batch()).map_err(function_error)
 }
 
 /// The outputs of finished windows given their events (called by the glue).

@@ -4,7 +4,7 @@
 //! checks what it receives; what the host sends is checked here too, and a
 //! malformed batch is an error, never a panic.
 
-use crate::bindings::weir::function::types::{AccumulateBatch, EventBatch, KeyedBatch, PackedKeys, ValueCells};
+use crate::bindings::weir::function::types::{AccumulateBatch, EventBatch, KeyedBatch, PackedKeys, ValueCells, Window, WindowResults};
 use crate::{Error, Event};
 
 /// An offset into a packed list.
@@ -77,6 +77,11 @@ impl BatchPacker {
         &self.batch
     }
 
+    /// The packed batch, owned.
+    pub(crate) fn into_batch(self) -> EventBatch {
+        self.batch
+    }
+
     /// Forget the events, keep the buffers.
     pub(crate) fn clear(&mut self) {
         let batch = &mut self.batch;
@@ -95,7 +100,7 @@ impl BatchPacker {
 pub(crate) fn pack(events: &[Event]) -> EventBatch {
     let mut packer = BatchPacker::default();
     events.iter().for_each(|event| packer.push_event(event));
-    packer.batch
+    packer.into_batch()
 }
 
 /// Cut `bytes` at `ends`, checked.
@@ -206,6 +211,19 @@ pub(crate) fn accumulate_groups<'a>(batch: &'a AccumulateBatch, events: &'a [Eve
     })
 }
 
+/// Each window of a results batch: its key, window and accumulator
+/// (checked).
+pub(crate) fn window_results(batch: &WindowResults) -> impl Iterator<Item = Result<(&[u8], Window, &[u8]), Error>> + '_ {
+    let count = batch.windows.len();
+    let shaped = if batch.keys.ends.len() == count && batch.accumulator_ends.len() == count {
+        Ok(())
+    } else {
+        Err(Error::msg(format!("malformed batch: {} keys and {} accumulators for {count} windows", batch.keys.ends.len(), batch.accumulator_ends.len())))
+    };
+    let windows = cut(&batch.keys.bytes, &batch.keys.ends).zip(&batch.windows).zip(cut(&batch.accumulators, &batch.accumulator_ends));
+    shaped.err().map(Err).into_iter().chain(windows.map(|((key, &window), accumulator)| Ok((key?, window, accumulator?))))
+}
+
 /// No value cells.
 pub(crate) fn no_cells() -> ValueCells {
     ValueCells { states: Vec::new(), present: Vec::new(), values: Vec::new(), ends: Vec::new() }
@@ -299,5 +317,17 @@ mod tests {
         let keyed = KeyedBatch { keys: PackedKeys { bytes: b"k".to_vec(), ends: vec![1] }, event_ends: vec![5], events: pack(&[event("a", None, &[])]), prefetched: no_cells() };
         let events = unpack(&keyed.events).unwrap();
         assert!(groups(&keyed, &events).any(|g| g.is_err()));
+    }
+
+    #[test]
+    fn window_results_unpack_checked() {
+        let window = |start| Window { start, end: start + 10 };
+        let mut batch = WindowResults { keys: PackedKeys { bytes: b"ab".to_vec(), ends: vec![1, 2] }, windows: vec![window(0), window(10)], accumulators: b"xyz".to_vec(), accumulator_ends: vec![1, 3] };
+        let read: Vec<_> = window_results(&batch).map(|w| w.map(|(key, window, acc)| (key, window.start, window.end, acc))).collect::<Result<_, _>>().unwrap();
+        assert_eq!(read, [(&b"a"[..], 0, 10, &b"x"[..]), (&b"b"[..], 10, 20, &b"yz"[..])]);
+        batch.accumulator_ends[1] = 4;
+        assert!(window_results(&batch).any(|w| w.is_err()), "an accumulator past the bytes");
+        batch.accumulator_ends.pop();
+        assert!(window_results(&batch).next().is_some_and(|w| w.is_err()), "fewer accumulators than windows");
     }
 }

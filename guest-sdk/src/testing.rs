@@ -92,8 +92,11 @@ impl<F: AggregateFunction> Harness<F> {
         let accumulate = crate::__private::wit::types::Accumulate { accumulator: None, events };
         let mut accumulators = function::aggregate_add(&mut self.function, vec![accumulate]).map_err(|e| Error::msg(e.message))?;
         let accumulator = accumulators.pop().ok_or_else(|| Error::msg("no accumulator"))?;
-        let request = crate::__private::wit::types::WindowResult { key: key.to_vec(), window, accumulator };
-        function::aggregate_results(&mut self.function, vec![request]).map_err(|e| Error::msg(e.message))
+        let keys = crate::__private::wit::types::PackedKeys { bytes: key.to_vec(), ends: vec![key.len() as u32] };
+        let accumulator_ends = vec![accumulator.len() as u32];
+        let request = crate::__private::wit::types::WindowResults { keys, windows: vec![window], accumulators: accumulator, accumulator_ends };
+        let results = function::aggregate_results(&mut self.function, request).map_err(|e| Error::msg(e.message))?;
+        crate::packing::unpack(&results)
     }
 }
 

@@ -99,8 +99,8 @@ fn expand(item: &ItemImpl) -> syn::Result<proc_macro2::TokenStream> {
                     with_instance(|f| weir_sdk::__private::aggregate_merge(f, a, b))
                 }
 
-                fn results(batch: ::std::vec::Vec<weir_sdk::__private::wit::types::WindowResult>)
-                    -> ::std::result::Result<::std::vec::Vec<weir_sdk::Event>, weir_sdk::__private::wit::types::FunctionError> {
+                fn results(batch: weir_sdk::__private::wit::types::WindowResults)
+                    -> ::std::result::Result<weir_sdk::__private::wit::types::EventBatch, weir_sdk::__private::wit::types::FunctionError> {
                     with_instance(|f| weir_sdk::__private::aggregate_results(f, batch))
                 }
             }

@@ -13,10 +13,10 @@ use wasmtime::component::Resource;
 
 use crate::runtime::bindings::weir::function::context::Host as _;
 use crate::runtime::bindings::weir::function::state::{self, HostValueState};
-use crate::runtime::bindings::weir::function::types::{Accumulate, KeyedEvents, WindowResult};
+use crate::runtime::bindings::weir::function::types::{Accumulate, KeyedEvents};
 use crate::runtime::host_api::ValueStateHandle;
 use crate::runtime::native::{NativeAggregateFunction, NativeFunction, NativeKeyFunction, NativeProcessFunction, NativeRef};
-use crate::runtime::packing::KeyList;
+use crate::runtime::packing::{FiredWindows, KeyList};
 use crate::runtime::HostCtx;
 use crate::connectors::decode_binary_order;
 use crate::Event;
@@ -159,12 +159,12 @@ impl NativeAggregateFunction for SumAggregate {
         Ok(cents(a)?.checked_add(cents(b)?).ok_or("total overflows")?.to_le_bytes().to_vec())
     }
 
-    fn results(&mut self, batch: &[WindowResult]) -> Result<Vec<Event>, String> {
+    fn results(&mut self, batch: &FiredWindows) -> Result<Vec<Event>, String> {
         batch
             .iter()
-            .map(|r| {
-                let customer = <[u8; 8]>::try_from(r.key.as_slice()).map(u64::from_le_bytes).map_err(|_| "a key is 8 bytes".to_string())?;
-                Ok(Event { key: None, value: pair(customer, cents(&r.accumulator)?), timestamp: r.window.end - 1, headers: Vec::new() })
+            .map(|(key, window, accumulator)| {
+                let customer = <[u8; 8]>::try_from(key).map(u64::from_le_bytes).map_err(|_| "a key is 8 bytes".to_string())?;
+                Ok(Event { key: None, value: pair(customer, cents(accumulator)?), timestamp: window.end - 1, headers: Vec::new() })
             })
             .collect()
     }

@@ -3,8 +3,8 @@
 use wasmtime::Store;
 
 use super::bindings::exports::weir::function::{aggregate_fn, key_fn, process_fn, window_process_fn};
-use super::bindings::weir::function::types::{Accumulate, AccumulateBatch, EventBatch, KeyedBatch, KeyedEvents, KeyedTimers, WindowEvents, WindowResult};
-use super::packing::{self, BareEvents, Grouping, KeyList};
+use super::bindings::weir::function::types::{Accumulate, AccumulateBatch, EventBatch, KeyedBatch, KeyedEvents, KeyedTimers, WindowEvents};
+use super::packing::{self, BareEvents, FiredWindows, Grouping, KeyList};
 use super::native::{NativeAggregateFunction, NativeKeyFunction, NativeProcessFunction};
 use super::host_api::MAX_KEY_LEN;
 use super::{HostCtx, LoadedFunction};
@@ -414,10 +414,10 @@ impl AggregateFunctionInstance {
     }
 
     /// The outputs of finished windows.
-    pub fn results(&mut self, batch: &[WindowResult]) -> Result<Vec<Event>, CallError> {
+    pub fn results(&mut self, batch: &FiredWindows) -> Result<Vec<Event>, CallError> {
         let doing = Doing { what: "computing the results of", count: batch.len(), unit: "windows" };
         match &mut self.code {
-            Code::Wasm { store, guest, .. } => call_wasm(store, &self.name, Some(doing), |store| guest.call_results(store, batch))?.map_err(|e| e.message),
+            Code::Wasm { store, guest, .. } => call_wasm(store, &self.name, Some(doing), |store| guest.call_results(store, batch.packed()))?.map_err(|e| e.message).and_then(packing::unpack),
             Code::Native { function, .. } => function.results(batch),
         }
         .map_err(|m| self.failed(doing, m))

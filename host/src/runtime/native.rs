@@ -9,8 +9,8 @@
 
 use std::sync::Arc;
 
-use super::bindings::weir::function::types::{Accumulate, KeyedEvents, KeyedTimers, WindowResult};
-use super::packing::KeyList;
+use super::bindings::weir::function::types::{Accumulate, KeyedEvents, KeyedTimers};
+use super::packing::{FiredWindows, KeyList};
 use super::HostCtx;
 use crate::Event;
 
@@ -39,7 +39,7 @@ pub trait NativeAggregateFunction: Send {
     /// Combine two accumulators.
     fn merge(&mut self, a: &[u8], b: &[u8]) -> Result<Vec<u8>, String>;
     /// The outputs of finished windows.
-    fn results(&mut self, batch: &[WindowResult]) -> Result<Vec<Event>, String>;
+    fn results(&mut self, batch: &FiredWindows) -> Result<Vec<Event>, String>;
 }
 
 /// A named native function: the roles it can play.

@@ -6,7 +6,7 @@
 //! guest could get wrong — ends that go backwards or past the data, counts
 //! that disagree, indices out of range — and never panics on it.
 
-use super::bindings::weir::function::types::{Accumulate, AccumulateBatch, EventBatch, KeyedBatch, KeyedEvents, PackedKeys, ValueCells};
+use super::bindings::weir::function::types::{Accumulate, AccumulateBatch, EventBatch, KeyedBatch, KeyedEvents, PackedKeys, ValueCells, Window, WindowResults};
 use crate::Event;
 
 /// An empty batch.
@@ -325,6 +325,61 @@ impl KeyList {
     }
 }
 
+/// Windows whose results are wanted, packed as they cross to a Wasm
+/// aggregate function (WIT `window-results`): no allocation per window.
+/// Built only by [`Self::push`], so always well formed.
+#[derive(Debug)]
+pub struct FiredWindows {
+    packed: WindowResults,
+}
+
+impl Default for FiredWindows {
+    fn default() -> Self {
+        let keys = PackedKeys { bytes: Vec::new(), ends: Vec::new() };
+        Self { packed: WindowResults { keys, windows: Vec::new(), accumulators: Vec::new(), accumulator_ends: Vec::new() } }
+    }
+}
+
+impl FiredWindows {
+    /// Add `window` of `key` with its accumulator.
+    pub fn push(&mut self, key: &[u8], window: Window, accumulator: &[u8]) {
+        let packed = &mut self.packed;
+        packed.keys.bytes.extend_from_slice(key);
+        packed.keys.ends.push(end(packed.keys.bytes.len()));
+        packed.windows.push(window);
+        packed.accumulators.extend_from_slice(accumulator);
+        packed.accumulator_ends.push(end(packed.accumulators.len()));
+    }
+
+    /// Each window: its key, the window and its accumulator.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], Window, &[u8])> {
+        let packed = &self.packed;
+        let (keys, accumulators) = (pieces(&packed.keys.bytes, &packed.keys.ends), pieces(&packed.accumulators, &packed.accumulator_ends));
+        keys.zip(&packed.windows).zip(accumulators).map(|((key, &window), accumulator)| (key, window, accumulator))
+    }
+
+    /// How many windows.
+    pub fn len(&self) -> usize {
+        self.packed.windows.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.packed.windows.is_empty()
+    }
+
+    /// The packed form, to cross the boundary.
+    pub fn packed(&self) -> &WindowResults {
+        &self.packed
+    }
+}
+
+/// `bytes` cut at `ends`, which the host made (unchecked).
+fn pieces<'a>(bytes: &'a [u8], ends: &'a [u32]) -> impl Iterator<Item = &'a [u8]> + 'a {
+    let starts = std::iter::once(0).chain(ends.iter().map(|&end| end as usize));
+    starts.zip(ends).map(|(start, &end)| &bytes[start..end as usize])
+}
+
 /// The events of `batch`, checked.
 pub fn unpack(batch: EventBatch) -> Result<Vec<Event>, String> {
     let count = batch.timestamps.len();
@@ -371,6 +426,20 @@ mod tests {
 
     fn shape(events: &[Event]) -> Vec<Shape> {
         events.iter().map(|e| (e.key.clone(), e.value.clone(), e.timestamp, e.headers.clone())).collect()
+    }
+
+    #[test]
+    fn fired_windows_pack_back_to_back_and_read_back() {
+        let mut fired = FiredWindows::default();
+        fired.push(b"k1", Window { start: 0, end: 10 }, b"acc");
+        fired.push(b"", Window { start: 10, end: 20 }, b"");
+        fired.push(b"k3", Window { start: 20, end: 30 }, b"xy");
+        let read: Vec<_> = fired.iter().map(|(key, window, acc)| (key.to_vec(), window.start, window.end, acc.to_vec())).collect();
+        assert_eq!(read, [(b"k1".to_vec(), 0, 10, b"acc".to_vec()), (vec![], 10, 20, vec![]), (b"k3".to_vec(), 20, 30, b"xy".to_vec())]);
+        let packed = fired.packed();
+        assert_eq!((packed.keys.bytes.as_slice(), packed.keys.ends.as_slice()), (&b"k1k3"[..], &[2, 2, 4][..]));
+        assert_eq!((packed.accumulators.as_slice(), packed.accumulator_ends.as_slice()), (&b"accxy"[..], &[3, 3, 5][..]));
+        assert_eq!(fired.len(), 3);
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //! the function's), or a window process function (the "accumulator" is the
 //! window's elements, kept by the host; see [`super::elements`]).
 
-use crate::runtime::bindings::weir::function::types::{Accumulate, WindowEvents, WindowResult};
-use crate::runtime::packing::{BareEvents, Grouping};
+use crate::runtime::bindings::weir::function::types::{Accumulate, WindowEvents};
+use crate::runtime::packing::{BareEvents, FiredWindows, Grouping};
 use crate::runtime::{AggregateFunctionInstance, CallError, WindowProcessFunctionInstance};
 use crate::Event;
 
@@ -59,13 +59,13 @@ impl WindowFunction {
     }
 
     /// The outputs of finished windows.
-    pub fn results(&mut self, batch: &[WindowResult]) -> Result<Vec<Event>, WindowError> {
+    pub fn results(&mut self, batch: &FiredWindows) -> Result<Vec<Event>, WindowError> {
         match self {
             WindowFunction::Aggregate(function) => Ok(function.results(batch)?),
             WindowFunction::Process(function) => {
                 let windows = batch
                     .iter()
-                    .map(|r| Ok(WindowEvents { key: r.key.clone(), window: r.window, events: elements::decode(&r.accumulator)? }))
+                    .map(|(key, window, elements)| Ok(WindowEvents { key: key.to_vec(), window, events: elements::decode(elements)? }))
                     .collect::<Result<Vec<_>, WindowError>>()?;
                 Ok(function.process_windows(&windows)?)
             }

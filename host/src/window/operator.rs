@@ -11,8 +11,8 @@
 
 use std::collections::HashMap;
 
-use crate::runtime::bindings::weir::function::types::{Accumulate, KeyedTimers, TimeDomain, Window, WindowResult};
-use crate::runtime::packing::{BareEvents, GroupOrder, KeyList};
+use crate::runtime::bindings::weir::function::types::{Accumulate, KeyedTimers, TimeDomain, Window};
+use crate::runtime::packing::{BareEvents, FiredWindows, GroupOrder, KeyList};
 use crate::runtime::CallError;
 use crate::state::hash::KeyHashBuilder;
 use crate::state::{key_group, ttl, KeyedStateBackend, StateError, StateKey, StateKind};
@@ -152,15 +152,16 @@ impl WindowOperator {
 
     /// The accumulator stored under `storage`, if any.
     fn read_stored(&mut self, storage: &[u8]) -> Result<Option<Vec<u8>>, StateError> {
-        let mut stored = std::mem::take(&mut self.read_buf);
-        stored.clear();
-        let read = match self.backend.get_into(storage, &mut stored) {
-            Ok(true) => ttl::decode(&stored, i64::MIN).map(|value| value.map(<[u8]>::to_vec)),
-            Ok(false) => Ok(None),
-            Err(error) => Err(error),
-        };
-        self.read_buf = stored;
-        read
+        Ok(self.peek_stored(storage)?.map(<[u8]>::to_vec))
+    }
+
+    /// [`Self::read_stored`], borrowed from a reused buffer.
+    fn peek_stored(&mut self, storage: &[u8]) -> Result<Option<&[u8]>, StateError> {
+        self.read_buf.clear();
+        if !self.backend.get_into(storage, &mut self.read_buf)? {
+            return Ok(None);
+        }
+        ttl::decode(&self.read_buf, i64::MIN)
     }
 
     fn sessions_key(&self, key: &[u8]) -> Vec<u8> {
@@ -454,25 +455,29 @@ impl WindowOperator {
 
     /// Emit the results of `windows`, then drop or keep their state.
     fn fire_windows(&mut self, windows: Vec<(Vec<u8>, Window)>) -> Result<(), WindowError> {
-        let mut requests = Vec::with_capacity(windows.len());
-        // Storage keys of the windows read, the requests' among them.
-        let (mut storage, mut stored_at) = (KeyList::default(), Vec::with_capacity(windows.len()));
-        for (key, window) in windows {
-            if let Some(accumulator) = self.read_accumulator_keeping(&key, window, &mut storage)? {
-                requests.push(WindowResult { key, window, accumulator });
-                stored_at.push(storage.len() - 1);
+        let mut requests = FiredWindows::default();
+        // Storage key `i` is window `i`'s; the windows with an accumulator.
+        let (mut storage, mut fired) = (KeyList::default(), Vec::with_capacity(windows.len()));
+        for (index, (key, window)) in windows.iter().enumerate() {
+            self.key_buf.clear();
+            window_key_into(&mut self.key_buf, key_group(key, self.config.max_parallelism), key, *window);
+            storage.push(&self.key_buf);
+            if let Some(accumulator) = self.peek_stored(storage.get(index))? {
+                requests.push(key, *window, accumulator);
+                fired.push(index);
             }
         }
         if requests.is_empty() {
             return Ok(());
         }
         self.outputs.extend(self.function.results(&requests)?);
-        for (WindowResult { key, window, .. }, at) in requests.into_iter().zip(stored_at) {
+        for index in fired {
+            let (key, window) = &windows[index];
             if self.config.allowed_lateness == 0 {
-                self.retire_stored(&key, window, storage.get(at))?;
+                self.retire_stored(key, *window, storage.get(index))?;
             } else {
                 let until = (window.end - 1).saturating_add(self.config.allowed_lateness);
-                self.cleanup.register(self.backend.as_mut(), &key, TimeDomain::EventTime, until)?;
+                self.cleanup.register(self.backend.as_mut(), key, TimeDomain::EventTime, until)?;
             }
         }
         Ok(())
