@@ -46,6 +46,10 @@ struct Slot {
     /// this key (the slot was made by `insert_new` and not written back or
     /// checkpointed since): deleting it needs no tombstone.
     fresh: bool,
+    /// Whether the backend holds nothing under this key (made by
+    /// `insert_new`, not written back since; a changelog may hold it):
+    /// deleting it needs no tombstone in the backend, only in the changelog.
+    unwritten: bool,
     /// Whether the value changed since the last checkpoint (read only
     /// with a changelog).
     unlogged: bool,
@@ -106,6 +110,7 @@ impl CachedBackend {
         self.slots.values_mut().for_each(|s| {
             s.dirty = false;
             s.fresh = false;
+            s.unwritten = false;
         });
         Ok(())
     }
@@ -113,12 +118,18 @@ impl CachedBackend {
     /// Store `value` (`None`: a delete) under `key`, dirty, in one probe:
     /// in place when the key is cached (no allocation for values that fit
     /// the slot), else in a new slot (`fresh` when the backend is known to
-    /// hold nothing under it). Deleting a fresh slot forgets it: the
-    /// backend has nothing to delete, so no tombstone.
+    /// hold nothing under it). Deleting a slot the backend has never seen
+    /// forgets it: the backend has nothing to delete, so no tombstone; only
+    /// a changelog that logged it is told (at once, so the cache does not
+    /// fill with tombstones of short-lived keys, like fired windows).
     fn write(&mut self, key: &[u8], value: Option<&[u8]>, fresh: bool) {
         match self.slots.entry_ref(key) {
-            EntryRef::Occupied(entry) if value.is_none() && entry.get().fresh => {
-                self.bytes -= Self::cost(key, entry.remove().value.as_deref());
+            EntryRef::Occupied(entry) if value.is_none() && entry.get().unwritten => {
+                let slot = entry.remove();
+                self.bytes -= Self::cost(key, slot.value.as_deref());
+                if let Some(changelog) = self.changelog.as_mut().filter(|_| !slot.fresh) {
+                    changelog.record(key, None);
+                }
             }
             EntryRef::Occupied(mut entry) => {
                 let slot = entry.get_mut();
@@ -135,7 +146,7 @@ impl CachedBackend {
             }
             EntryRef::Vacant(entry) => {
                 self.bytes += Self::cost(key, value);
-                entry.insert_with_key(CachedKey::from_slice(key), Slot { value: value.map(CachedValue::from_slice), dirty: true, fresh, unlogged: true });
+                entry.insert_with_key(CachedKey::from_slice(key), Slot { value: value.map(CachedValue::from_slice), dirty: true, fresh, unwritten: fresh, unlogged: true });
             }
         }
     }
@@ -387,6 +398,29 @@ mod tests {
         assert!(cached.slots.get(&b"later"[..]).is_some_and(|s| s.value.is_none() && s.dirty), "written back once: a delete is a tombstone");
         cached.flush().unwrap();
         assert_eq!(cached.inner.get(b"later").unwrap(), None);
+    }
+
+    /// A value made by `insert_new`, logged by a changelog checkpoint and
+    /// deleted before any write-back leaves no slot and no backend
+    /// tombstone, and the next checkpoint has it deleted.
+    #[test]
+    fn a_logged_value_the_backend_never_saw_is_deleted_without_a_tombstone() {
+        use crate::state::{changelog, RocksDbBackend};
+        let dir = tempfile::tempdir().unwrap();
+        let live = Box::new(RocksDbBackend::open(&dir.path().join("live")).unwrap());
+        let mut cached = CachedBackend::new(live, 1 << 20).with_changelog(changelog::Changelog::create(dir.path().join("chain"), 10, 1 << 20).unwrap());
+        cached.start_chain(&dir.path().join("base")).unwrap();
+        cached.insert_new(b"window", b"acc").unwrap();
+        cached.checkpoint(&dir.path().join("chk-1"), SnapshotForm::Chained).unwrap();
+        cached.delete(b"window").unwrap();
+        assert!(cached.slots.is_empty(), "no tombstone slot");
+        cached.checkpoint(&dir.path().join("chk-2"), SnapshotForm::Chained).unwrap();
+        for (checkpoint, expected) in [("chk-1", Some(b"acc".to_vec())), ("chk-2", None)] {
+            changelog::replay(&dir.path().join(checkpoint)).unwrap();
+            assert_eq!(RocksDbBackend::open(&dir.path().join(checkpoint)).unwrap().get(b"window").unwrap(), expected, "{checkpoint}");
+        }
+        cached.flush().unwrap();
+        assert_eq!(cached.get(b"window").unwrap(), None);
     }
 
     #[test]
