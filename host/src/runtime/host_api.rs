@@ -28,6 +28,7 @@ use super::bindings::weir::function::types::{KeyedTimers, TimeDomain};
 use crate::time::TimerService;
 use crate::state::ttl::{self, Ttl, TtlUpdate};
 use super::limits::FunctionLimits;
+use super::packing::KeyList;
 use crate::state::{KeyedStateBackend, ScanEntry, StateKey, StateKind, MAX_STATE_NAME_LEN};
 use crate::Event;
 
@@ -272,19 +273,54 @@ impl HostCtx {
                 open.ok_or_else(|| malformed(&self.function, &format!("state {:?} is not open", name.chars().take(64).collect::<String>())))
             })
             .collect::<wasmtime::Result<Vec<_>>>()?;
+        // Encoded first, then written in one batch: the backend's lookups
+        // follow each other closely. A write in error ends the batch, the
+        // writes before it made (as without read-ahead).
+        let (mut storage, mut stored, mut failed) = (KeyList::with_capacity(cells.len()), KeyList::with_capacity(cells.len()), Ok(()));
         let values = super::packing::slices(&writes.values, &writes.ends, "value writes");
         for ((&(state, key), value), &present) in cells.iter().zip(values).zip(&writes.present) {
             let value = value.map_err(|e| malformed(&self.function, &e))?;
             let descriptor = descriptors.get(state as usize).ok_or_else(|| malformed(&self.function, "a state index is past the states"))?;
             if key as usize >= self.batch_keys.len() {
-                return Ok(Err(state::StateError::UnknownKey(key)));
+                failed = Err(state::StateError::UnknownKey(key));
+                break;
             }
-            self.selected = Some(key as usize);
-            if let Err(error) = self.write(descriptor, StateKind::Value, b"", present.then_some(value)) {
-                return Ok(Err(error));
+            if let Err(error) = self.encode_write(descriptor, key as usize, present.then_some(value), &mut storage, &mut stored) {
+                failed = Err(error);
+                break;
             }
         }
-        Ok(Ok(()))
+        let present = writes.present.iter().take(storage.len());
+        let mut batch = storage.iter().zip(stored.iter()).zip(present).map(|((key, value), &present)| (key, present.then_some(value)));
+        let written = match self.backend.as_deref_mut() {
+            Some(backend) => backend.write_batch(&mut batch).map_err(backend_error),
+            None => Err(state::StateError::Backend("this function has no keyed state".into())),
+        };
+        Ok(written.and(failed))
+    }
+
+    /// Append the storage key of value state `descriptor` of batch key
+    /// `index` to `storage`, and what to store (`value` with its expiry;
+    /// nothing for a delete) to `stored`.
+    fn encode_write(&mut self, descriptor: &Descriptor, index: usize, value: Option<&[u8]>, storage: &mut KeyList, stored: &mut KeyList) -> Result<(), state::StateError> {
+        let (key, group) = batch_key(&self.batch_keys, &self.batch_key_bytes, index);
+        self.key_buf.clear();
+        StateKey::new(group, &descriptor.name, StateKind::Value, key, b"").encode_into(&mut self.key_buf);
+        self.encode_stored(descriptor, value)?;
+        storage.push(&self.key_buf);
+        stored.push(&self.write_buf);
+        Ok(())
+    }
+
+    /// What to store for `value` of `descriptor` (with its expiry), into
+    /// `self.write_buf` (left empty for a delete).
+    fn encode_stored(&mut self, descriptor: &Descriptor, value: Option<&[u8]>) -> Result<(), state::StateError> {
+        self.write_buf.clear();
+        if let Some(value) = value {
+            check_len(value.len())?;
+            ttl::encode_into(&mut self.write_buf, value, descriptor.ttl.map(|t| t.expiry(self.processing_time)));
+        }
+        Ok(())
     }
 
     /// A call is about to start: its emit budget starts afresh.
@@ -469,15 +505,8 @@ impl HostCtx {
     /// Store `value` under `suffix` (or delete it), stamped with its expiry.
     fn write(&mut self, descriptor: &Descriptor, kind: StateKind, suffix: &[u8], value: Option<&[u8]>) -> Result<(), state::StateError> {
         check_len(suffix.len())?;
-        if let Some(value) = value {
-            check_len(value.len())?;
-        }
-        let expiry = descriptor.ttl.map(|t| t.expiry(self.processing_time));
-        let mut stored = std::mem::take(&mut self.write_buf);
-        stored.clear();
-        if let Some(value) = value {
-            ttl::encode_into(&mut stored, value, expiry);
-        }
+        self.encode_stored(descriptor, value)?;
+        let stored = std::mem::take(&mut self.write_buf);
         let result = self.with_key(descriptor, kind, suffix, |backend, key| match value {
             Some(_) => backend.put(key, &stored),
             None => backend.delete(key),
@@ -912,7 +941,11 @@ mod tests {
         state::Host::select_key(&mut ctx, 0).unwrap().unwrap();
         assert_eq!(HostValueState::get(&mut ctx, Resource::new_borrow(v.rep())).unwrap().unwrap(), None, "cleared");
 
-        assert!(matches!(state::Host::write_values(&mut ctx, vec![(0, 5)], writes(&["v"], vec![true], b"x", vec![1])).unwrap(), Err(state::StateError::UnknownKey(5))));
+        assert!(matches!(state::Host::write_values(&mut ctx, vec![(0, 0), (0, 5), (0, 1)], writes(&["v"], vec![true; 3], b"xyz", vec![1, 2, 3])).unwrap(), Err(state::StateError::UnknownKey(5))));
+        state::Host::select_key(&mut ctx, 0).unwrap().unwrap();
+        assert_eq!(HostValueState::get(&mut ctx, Resource::new_borrow(v.rep())).unwrap().unwrap(), Some(b"x".to_vec()), "the write before the failing one is made");
+        state::Host::select_key(&mut ctx, 1).unwrap().unwrap();
+        assert_eq!(HostValueState::get(&mut ctx, Resource::new_borrow(v.rep())).unwrap().unwrap(), Some(b"22".to_vec()), "the one after it is not");
         assert!(state::Host::write_values(&mut ctx, vec![(0, 0)], writes(&["never-opened"], vec![true], b"x", vec![1])).is_err(), "a trap");
         assert!(state::Host::write_values(&mut ctx, vec![(0, 0)], writes(&["v"], vec![true], b"x", vec![9])).is_err(), "an end past the values");
         assert!(state::Host::write_values(&mut ctx, vec![(3, 0)], writes(&["v"], vec![true], b"x", vec![1])).is_err(), "a state index past the states");

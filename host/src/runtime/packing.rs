@@ -286,6 +286,11 @@ pub struct KeyList {
 }
 
 impl KeyList {
+    /// An empty list with room for `keys` keys of about sixteen bytes.
+    pub fn with_capacity(keys: usize) -> Self {
+        Self { bytes: Vec::with_capacity(keys * 16), ends: Vec::with_capacity(keys) }
+    }
+
     /// An empty list with room for as many keys and bytes as `self` holds.
     pub fn with_capacity_of(&self) -> Self {
         Self { bytes: Vec::with_capacity(self.bytes.len()), ends: Vec::with_capacity(self.ends.len()) }
