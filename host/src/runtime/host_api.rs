@@ -230,13 +230,21 @@ impl HostCtx {
                 continue;
             }
             let (present, values) = (cells.present.len(), cells.values.len());
-            let read = (0..keys).try_for_each(|key| {
-                self.selected = Some(key);
-                self.read_with(&descriptor, StateKind::Value, b"", |value| {
-                    cells.present.push(value.is_some());
-                    cells.values.extend_from_slice(value.unwrap_or_default());
-                    cells.ends.push(u32::try_from(cells.values.len()).unwrap_or(u32::MAX));
-                })
+            // Keys encoded first, then read one after the other: the
+            // backend's lookups follow each other closely.
+            let mut storage = KeyList::with_capacity(keys);
+            for key in 0..keys {
+                self.storage_key(&descriptor, StateKind::Value, key);
+                storage.push(&self.key_buf);
+            }
+            let (now, stored) = (self.processing_time, &mut self.read_buf);
+            let Some(backend) = self.backend.as_deref_mut() else { break };
+            let read = storage.iter().try_for_each(|key| {
+                let start = live_value(backend, key, now, stored)?;
+                cells.present.push(start.is_some());
+                cells.values.extend_from_slice(start.map_or(&[][..], |start| &stored[start..]));
+                cells.ends.push(u32::try_from(cells.values.len()).unwrap_or(u32::MAX));
+                Ok::<_, crate::state::StateError>(())
             });
             match read {
                 Ok(()) => cells.states.push(descriptor.name.clone()),
@@ -303,9 +311,7 @@ impl HostCtx {
     /// `index` to `storage`, and what to store (`value` with its expiry;
     /// nothing for a delete) to `stored`.
     fn encode_write(&mut self, descriptor: &Descriptor, index: usize, value: Option<&[u8]>, storage: &mut KeyList, stored: &mut KeyList) -> Result<(), state::StateError> {
-        let (key, group) = batch_key(&self.batch_keys, &self.batch_key_bytes, index);
-        self.key_buf.clear();
-        StateKey::new(group, &descriptor.name, StateKind::Value, key, b"").encode_into(&mut self.key_buf);
+        self.storage_key(descriptor, StateKind::Value, index);
         self.encode_stored(descriptor, value)?;
         storage.push(&self.key_buf);
         stored.push(&self.write_buf);
@@ -460,12 +466,18 @@ impl HostCtx {
         f: impl FnOnce(&mut dyn KeyedStateBackend, &[u8]) -> Result<R, crate::state::StateError>,
     ) -> Result<R, state::StateError> {
         let index = self.selected.ok_or(state::StateError::NoCurrentKey)?;
-        let (key, group) = batch_key(&self.batch_keys, &self.batch_key_bytes, index);
-        self.key_buf.clear();
-        StateKey::new(group, &descriptor.name, kind, key, b"").encode_into(&mut self.key_buf);
+        self.storage_key(descriptor, kind, index);
         self.key_buf.extend_from_slice(suffix);
         let backend = self.backend.as_deref_mut().ok_or_else(|| state::StateError::Backend("this function has no keyed state".into()))?;
         f(backend, &self.key_buf).map_err(backend_error)
+    }
+
+    /// The storage key of `descriptor`'s state of `kind` for batch key
+    /// `index`, into `self.key_buf`.
+    fn storage_key(&mut self, descriptor: &Descriptor, kind: StateKind, index: usize) {
+        let (key, group) = batch_key(&self.batch_keys, &self.batch_key_bytes, index);
+        self.key_buf.clear();
+        StateKey::new(group, &descriptor.name, kind, key, b"").encode_into(&mut self.key_buf);
     }
 
     /// The live value under `suffix`, renewing it if its TTL says reads do.
@@ -481,21 +493,11 @@ impl HostCtx {
         let mut stored = std::mem::take(&mut self.read_buf);
         stored.clear();
         let found = self.with_key(descriptor, kind, suffix, |backend, key| {
-            if !backend.get_into(key, &mut stored)? {
-                return Ok(None);
+            let start = live_value(backend, key, now, &mut stored)?;
+            if let (Some(start), Some(ttl)) = (start, renew) {
+                backend.put(key, &ttl::encode(&stored[start..], Some(ttl.expiry(now))))?;
             }
-            match ttl::decode(&stored, now)? {
-                None => {
-                    backend.delete(key)?;
-                    Ok(None)
-                }
-                Some(value) => {
-                    if let Some(ttl) = renew {
-                        backend.put(key, &ttl::encode(value, Some(ttl.expiry(now))))?;
-                    }
-                    Ok(Some(stored.len() - value.len()))
-                }
-            }
+            Ok(start)
         });
         let result = found.map(|start| f(start.map(|start| &stored[start..])));
         self.read_buf = stored;
@@ -561,6 +563,23 @@ fn batch_key<'a>(ends: &[(usize, u16)], bytes: &'a [u8], index: usize) -> (&'a [
     let (end, group) = ends[index];
     let start = index.checked_sub(1).map_or(0, |previous| ends[previous].0);
     (&bytes[start..end], group)
+}
+
+/// Read the value stored under `key` into `stored` (cleared first) and
+/// return where the live value starts in it; `None` if there is none or
+/// it expired by `now` (then it is deleted).
+fn live_value(backend: &mut dyn KeyedStateBackend, key: &[u8], now: i64, stored: &mut Vec<u8>) -> Result<Option<usize>, crate::state::StateError> {
+    stored.clear();
+    if !backend.get_into(key, stored)? {
+        return Ok(None);
+    }
+    match ttl::decode(stored, now)? {
+        None => {
+            backend.delete(key)?;
+            Ok(None)
+        }
+        Some(value) => Ok(Some(stored.len() - value.len())),
+    }
 }
 
 /// Bytes an event occupies: value, key and headers.
