@@ -41,4 +41,13 @@ fn the_harness_reports_every_case() {
             assert!(line["measurement"]["checkpoints"].as_u64() >= Some(1), "at least the final checkpoint: {line}");
         }
     }
+    // The table: a row per workload and mode, the checkpoint cost on the
+    // row with checkpoints.
+    let output = weir(&["bench", "--events", "20000", "--keys", "100", "--workload", "sum", "--checkpoints", "both", "--repeat", "2", "--functions-dir", functions.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let table = String::from_utf8_lossy(&output.stdout).into_owned();
+    let rows: Vec<Vec<&str>> = table.lines().filter(|l| l.starts_with("sum ")).map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    assert_eq!((rows[0][2], rows[0].len(), rows[1][2], rows[1].len()), ("off", 8, "1s", 9), "{table}");
+    assert!(rows[1][8].ends_with('%'), "{table}");
 }

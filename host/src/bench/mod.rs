@@ -206,8 +206,10 @@ pub struct Suite {
 }
 
 /// Run `suite` with the `weir` binary at `weir`, writing the table (or
-/// JSON lines) to `out`. Wasm and native runs are interleaved, so a slow
-/// spell of the machine hits both.
+/// JSON lines) to `out`. Each repeat runs every checkpoint mode, Wasm and
+/// native, side by side, so a slow spell of the machine hits them all;
+/// the ratios and the checkpoint cost are the medians of each repeat's
+/// own (paired) ratios.
 pub fn run_suite(suite: &Suite, weir: &Path, out: &mut dyn std::io::Write) -> Result<(), BenchError> {
     let write = |e: std::io::Error| BenchError::Io(format!("writing the results: {e}"));
     if !suite.json {
@@ -223,32 +225,34 @@ pub fn run_suite(suite: &Suite, weir: &Path, out: &mut dyn std::io::Write) -> Re
     }
     for &workload in &suite.workloads {
         for &keys in &suite.keys {
-            let mut without_checkpoints = None;
-            for &checkpoints in &suite.checkpoints {
-                let case = |implementation| Case { workload, implementation, events: suite.events, keys, checkpoints };
-                let mut runs: [Vec<Measurement>; 2] = [Vec::new(), Vec::new()];
-                for _ in 0..suite.repeat.max(1) {
+            // runs[mode][repeat] = (wasm, native)
+            let mut runs: Vec<Vec<[Measurement; 2]>> = vec![Vec::new(); suite.checkpoints.len()];
+            for _ in 0..suite.repeat.max(1) {
+                for (mode, &checkpoints) in suite.checkpoints.iter().enumerate() {
+                    let mut pair: [Measurement; 2] = Default::default();
                     for (slot, implementation) in [Implementation::Wasm, Implementation::Native].into_iter().enumerate() {
-                        let m = measure(weir, &case(implementation), &suite.functions_dir, &suite.scratch)?;
+                        let case = Case { workload, implementation, events: suite.events, keys, checkpoints };
+                        pair[slot] = measure(weir, &case, &suite.functions_dir, &suite.scratch)?;
                         if suite.json {
                             let name = if slot == 0 { "wasm" } else { "native" };
-                            let line = serde_json::json!({ "workload": workload.name(), "keys": keys, "checkpoints": checkpoints, "implementation": name, "measurement": m, "events_per_second": m.rate() });
+                            let line = serde_json::json!({ "workload": workload.name(), "keys": keys, "checkpoints": checkpoints, "implementation": name, "measurement": pair[slot], "events_per_second": pair[slot].rate() });
                             writeln!(out, "{line}").map_err(write)?;
                         }
-                        runs[slot].push(m);
                     }
+                    runs[mode].push(pair);
                 }
-                if suite.json {
-                    continue;
-                }
-                let [wasm, native] = runs.map(median);
-                let cost = match (checkpoints, without_checkpoints) {
-                    (true, Some(off)) => format!("{:+.1}%", (wasm.rate() / off - 1.0) * 100.0),
+            }
+            if suite.json {
+                continue;
+            }
+            let off = suite.checkpoints.iter().position(|&c| !c).map(|mode| &runs[mode]);
+            for (&checkpoints, pairs) in suite.checkpoints.iter().zip(&runs) {
+                let (wasm, native) = (median(pairs.iter().map(|p| p[0].clone()).collect()), median(pairs.iter().map(|p| p[1].clone()).collect()));
+                let ratio = median_of(pairs.iter().map(|[w, n]| w.rate() / n.rate().max(1e-9)).collect());
+                let cost = match (checkpoints, off) {
+                    (true, Some(off)) => format!("{:+.1}%", (median_of(pairs.iter().zip(off).map(|([w, _], [o, _])| w.rate() / o.rate().max(1e-9)).collect()) - 1.0) * 100.0),
                     _ => String::new(),
                 };
-                if !checkpoints {
-                    without_checkpoints = Some(wasm.rate());
-                }
                 writeln!(
                     out,
                     "{:<8} {:>9} {:>5}  {:>10.2}M {:>10.2}M  {:>7.2}  {:>8.2} {:>7.0}M  {:>9}",
@@ -257,7 +261,7 @@ pub fn run_suite(suite: &Suite, weir: &Path, out: &mut dyn std::io::Write) -> Re
                     if checkpoints { "1s" } else { "off" },
                     wasm.rate() / 1e6,
                     native.rate() / 1e6,
-                    wasm.rate() / native.rate().max(1e-9),
+                    ratio,
                     wasm.cpu_seconds,
                     wasm.peak_rss_bytes as f64 / f64::from(1 << 20),
                     cost
@@ -267,6 +271,12 @@ pub fn run_suite(suite: &Suite, weir: &Path, out: &mut dyn std::io::Write) -> Re
         }
     }
     Ok(())
+}
+
+/// The median of `values` (the upper one of an even count).
+fn median_of(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// The run with the median rate.
