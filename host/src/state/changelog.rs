@@ -77,19 +77,26 @@ impl ChangeRecords {
         self.bytes.len()
     }
 
-    /// The records as a changelog file's contents; empties `self`.
-    fn finish(&mut self) -> Vec<u8> {
-        let mut bytes = std::mem::take(&mut self.bytes);
-        if bytes.is_empty() {
-            bytes.extend_from_slice(MAGIC);
+    /// The records as a changelog file's contents, sealed with their
+    /// count and checksum; [`Self::empty`] them after.
+    fn seal(&mut self) -> &[u8] {
+        if self.bytes.is_empty() {
+            self.bytes.extend_from_slice(MAGIC);
         }
-        bytes.extend_from_slice(&std::mem::take(&mut self.count).to_le_bytes());
-        let checksum = xxhash_rust::xxh3::xxh3_64(&bytes);
-        bytes.extend_from_slice(&checksum.to_le_bytes());
-        bytes
+        self.bytes.extend_from_slice(&std::mem::take(&mut self.count).to_le_bytes());
+        let checksum = xxhash_rust::xxh3::xxh3_64(&self.bytes);
+        self.bytes.extend_from_slice(&checksum.to_le_bytes());
+        &self.bytes
     }
 
-    /// Forget every record.
+    /// Forget every record, keeping the buffer (the next checkpoint's
+    /// records then fill memory already in place).
+    fn empty(&mut self) {
+        self.bytes.clear();
+        self.count = 0;
+    }
+
+    /// Forget every record and free the buffer.
     pub fn clear(&mut self) {
         self.bytes = Vec::new();
         self.count = 0;
@@ -302,7 +309,13 @@ impl Changelog {
         debug_assert!(self.has_base && !self.overflowed, "a changelog needs a base and complete records");
         latest(&mut self.pending);
         let name = format!("changelog-{:020}{EXTENSION}", self.next_number);
-        std::fs::write(self.dir.join(&name), self.pending.finish())?;
+        let written = std::fs::write(self.dir.join(&name), self.pending.seal());
+        self.pending.empty();
+        if written.is_err() {
+            // The records are gone: only a full checkpoint is complete now.
+            self.overflowed = true;
+        }
+        written?;
         self.next_number += 1;
         self.changelogs += 1;
         std::fs::create_dir_all(checkpoint)?;
@@ -321,7 +334,7 @@ mod tests {
         records.delete_prefix(b"p");
         records.write(b"k2", None);
         records.write(b"", Some(b""));
-        let bytes = records.finish();
+        let bytes = records.seal().to_vec();
         let mut seen = Vec::new();
         assert_eq!(decode(&bytes, |c| {
             seen.push(format!("{c:?}"));
@@ -335,7 +348,7 @@ mod tests {
             assert!(decode(&damaged, |_| Ok(())).is_err(), "flipped byte {at}");
         }
         assert!(decode(&bytes[..bytes.len() - 3], |_| Ok(())).is_err(), "truncated");
-        assert_eq!(decode(&ChangeRecords::default().finish(), |_| Ok(())).unwrap(), 0, "an empty changelog");
+        assert_eq!(decode(ChangeRecords::default().seal(), |_| Ok(())).unwrap(), 0, "an empty changelog");
     }
 
     #[test]
