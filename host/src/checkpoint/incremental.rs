@@ -45,6 +45,21 @@ fn immutable_extension(name: &str) -> Option<&'static str> {
     }
 }
 
+/// XXH3-128 of the file at `path`, read through a small buffer (no copy
+/// of the whole file in memory).
+fn hash_file(path: &Path) -> std::io::Result<u128> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut buffer = vec![0; 1 << 16];
+    loop {
+        match file.read(&mut buffer)? {
+            0 => return Ok(hasher.digest128()),
+            read => hasher.update(&buffer[..read]),
+        }
+    }
+}
+
 /// Upload the RocksDB checkpoint in `local` as subtask `subtask`'s part of
 /// the snapshot in `dir`. `known` holds the SSTs earlier checkpoints of the
 /// same database stored, and is updated.
@@ -65,9 +80,8 @@ pub fn upload(storage: &CheckpointStorage, dir: &StorePath, subtask: usize, loca
             match known.get(&name).filter(|f| f.size == size) {
                 Some(file) => file.clone(),
                 None => {
-                    let bytes = std::fs::read(&path)?;
-                    let shared = format!("{:032x}.{extension}", xxhash_rust::xxh3::xxh3_128(&bytes));
-                    if storage.put_shared(&shared, bytes)? {
+                    let shared = format!("{:032x}.{extension}", hash_file(&path)?);
+                    if storage.put_shared_file(&shared, &path)? {
                         uploaded.sent += size;
                     }
                     StoredFile { name: name.clone(), shared: Some(shared), size }
@@ -124,29 +138,51 @@ mod tests {
     use crate::state::{KeyedStateBackend, RocksDbBackend};
 
     #[test]
-    fn a_small_change_uploads_far_less_than_the_state_and_restores_exactly() {
+    fn files_hash_as_their_bytes_do() {
         let dir = tempfile::tempdir().unwrap();
-        let storage = CheckpointStorage::open("memory://", "p").unwrap();
+        let bytes: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(dir.path().join("f"), &bytes).unwrap();
+        assert_eq!(hash_file(&dir.path().join("f")).unwrap(), xxhash_rust::xxh3::xxh3_128(&bytes));
+    }
+
+    #[test]
+    fn a_small_change_uploads_far_less_than_the_state_and_restores_exactly() {
+        let local_store = tempfile::tempdir().unwrap();
+        upload_and_restore(&CheckpointStorage::open("memory://", "p").unwrap(), None);
+        let url = format!("file://{}", local_store.path().display());
+        upload_and_restore(&CheckpointStorage::open(&url, "p").unwrap(), Some(&local_store.path().join("p").join("shared")));
+    }
+
+    /// Upload two checkpoints of a database to `storage` and restore the
+    /// second; `local_shared`: where a local `storage` keeps shared files
+    /// (they must be links to the checkpoint's own).
+    fn upload_and_restore(storage: &CheckpointStorage, local_shared: Option<&Path>) {
+        let dir = tempfile::tempdir().unwrap();
         let mut db = RocksDbBackend::open(&dir.path().join("live")).unwrap();
         for i in 0..20_000u32 {
             db.put(format!("key-{i:08}").as_bytes(), &[i as u8; 100]).unwrap();
         }
         let mut known = KnownFiles::new();
         db.checkpoint(&dir.path().join("chk-1"), crate::state::SnapshotForm::Database).unwrap();
-        let first = upload(&storage, &storage.checkpoint_dir(1), 0, &dir.path().join("chk-1"), &mut known).unwrap();
+        let first = upload(storage, &storage.checkpoint_dir(1), 0, &dir.path().join("chk-1"), &mut known).unwrap();
         assert_eq!(first.sent, first.size, "the first checkpoint sends everything");
+        if let Some(shared) = local_shared {
+            use std::os::unix::fs::MetadataExt;
+            let files: Vec<_> = std::fs::read_dir(shared).unwrap().map(|e| e.unwrap().path()).collect();
+            assert!(!files.is_empty() && files.iter().all(|f| std::fs::metadata(f).unwrap().nlink() >= 2), "linked, not copied: {files:?}");
+        }
         db.put(b"key-00000007", b"changed").unwrap();
         db.checkpoint(&dir.path().join("chk-2"), crate::state::SnapshotForm::Database).unwrap();
-        let second = upload(&storage, &storage.checkpoint_dir(2), 0, &dir.path().join("chk-2"), &mut known).unwrap();
+        let second = upload(storage, &storage.checkpoint_dir(2), 0, &dir.path().join("chk-2"), &mut known).unwrap();
         assert!(second.sent * 10 < second.size, "incremental: sent {} of {}", second.sent, second.size);
 
         let restored = dir.path().join("restored");
-        download(&storage, &storage.checkpoint_dir(2), 0, &second.files, &dir.path().join("nowhere"), &restored).unwrap();
+        download(storage, &storage.checkpoint_dir(2), 0, &second.files, &dir.path().join("nowhere"), &restored).unwrap();
         let copy = RocksDbBackend::open(&restored).unwrap();
         assert_eq!(copy.get(b"key-00000007").unwrap().as_deref(), Some(&b"changed"[..]));
         assert_eq!(copy.get(b"key-00019999").unwrap().as_deref(), Some(&[19_999u32 as u8; 100][..]));
         let linked = dir.path().join("linked");
-        download(&storage, &storage.checkpoint_dir(2), 0, &second.files, &dir.path().join("chk-2"), &linked).unwrap();
+        download(storage, &storage.checkpoint_dir(2), 0, &second.files, &dir.path().join("chk-2"), &linked).unwrap();
         assert_eq!(RocksDbBackend::open(&linked).unwrap().get(b"key-00000001").unwrap().as_deref(), Some(&[1u8; 100][..]));
     }
 }

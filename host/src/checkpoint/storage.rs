@@ -187,6 +187,32 @@ impl CheckpointStorage {
         })
     }
 
+    /// [`Self::put_shared`] for the local file `local`: on the local file
+    /// system a hard link to it, synced (no copy; `local` must not change
+    /// again, as an SST or a changelog does not), elsewhere or across file
+    /// systems its bytes uploaded.
+    pub fn put_shared_file(&self, name: &str, local: &std::path::Path) -> Result<bool, CheckpointError> {
+        if self.root.is_empty() {
+            let target = std::path::Path::new("/").join(self.shared_path(name).as_ref());
+            if target.exists() {
+                return Ok(false);
+            }
+            let parent = target.parent().unwrap_or(std::path::Path::new("/"));
+            std::fs::create_dir_all(parent)?;
+            match std::fs::hard_link(local, &target) {
+                Ok(()) => {
+                    // Durable as an upload is: the file's data and its name.
+                    std::fs::File::open(&target)?.sync_all()?;
+                    std::fs::File::open(parent)?.sync_all()?;
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
+                Err(_) => {} // another file system: copied below
+            }
+        }
+        self.put_shared(name, std::fs::read(local)?)
+    }
+
     /// Read a shared file.
     pub fn get_shared(&self, name: &str) -> Result<Vec<u8>, CheckpointError> {
         self.get(&self.shared_path(name))
