@@ -142,12 +142,17 @@ impl WindowOperator {
     /// Read `key`'s accumulator of `window` and append its storage key to
     /// `storage` (so storing or deleting it later needs no second encoding).
     fn read_accumulator_keeping(&mut self, key: &[u8], window: Window, storage: &mut KeyList) -> Result<Option<Vec<u8>>, StateError> {
+        self.push_accumulator_key(key, window, storage);
+        self.read_stored(storage.get(storage.len() - 1))
+    }
+
+    /// Append the storage key of `key`'s accumulator of `window` to `storage`.
+    fn push_accumulator_key(&mut self, key: &[u8], window: Window, storage: &mut KeyList) {
         let mut encoded = std::mem::take(&mut self.key_buf);
         encoded.clear();
         self.accumulator_key_into(key, window, &mut encoded);
         storage.push(&encoded);
         self.key_buf = encoded;
-        self.read_stored(storage.get(storage.len() - 1))
     }
 
     /// The accumulator stored under `storage`, if any.
@@ -459,9 +464,7 @@ impl WindowOperator {
         // Storage key `i` is window `i`'s; the windows with an accumulator.
         let (mut storage, mut fired) = (KeyList::default(), Vec::with_capacity(windows.len()));
         for (index, (key, window)) in windows.iter().enumerate() {
-            self.key_buf.clear();
-            window_key_into(&mut self.key_buf, key_group(key, self.config.max_parallelism), key, *window);
-            storage.push(&self.key_buf);
+            self.push_accumulator_key(key, *window, &mut storage);
             if let Some(accumulator) = self.peek_stored(storage.get(index))? {
                 requests.push(key, *window, accumulator);
                 fired.push(index);
