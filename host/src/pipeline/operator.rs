@@ -84,6 +84,20 @@ pub(crate) enum OperatorPlan {
     Window(FunctionCode, Role, WindowConfig),
 }
 
+impl OperatorPlan {
+    /// Whether the operator takes events packed from the source on (see
+    /// [`RoutedEvents::Bare`]): a Wasm process function unless failures go
+    /// to a dead-letter output (retried event by event, as objects), or a
+    /// Wasm aggregate over windows that do not merge.
+    pub(crate) fn takes_packed_events(&self, dead_letter: bool) -> bool {
+        match self {
+            OperatorPlan::Process(FunctionCode::Wasm(_)) => !dead_letter,
+            OperatorPlan::Window(FunctionCode::Wasm(_), Role::Aggregate, config) => !config.assigner.is_merging(),
+            _ => false,
+        }
+    }
+}
+
 /// A subtask's live operator.
 pub(crate) enum KeyedOperator {
     /// A process function with its state and timers, and the dead-letter

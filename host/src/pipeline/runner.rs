@@ -358,14 +358,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let mut stopped = false;
     let links = SourceLinks { subtasks: subtask_txs, sink: sink_tx, triggers: trigger_rx, acks: ack_tx.clone(), metrics };
     tracing::debug!(elapsed = ?started.elapsed(), "pipeline started");
-    // A Wasm process function (failures under dead-letter are retried
-    // event by event: as objects) or a Wasm aggregate over windows that do
-    // not merge takes events packed from the source on.
-    let bare = match &plan {
-        OperatorPlan::Process(FunctionCode::Wasm(_)) => env.dead_letter.is_none(),
-        OperatorPlan::Window(FunctionCode::Wasm(_), Role::Aggregate, config) => !config.assigner.is_merging(),
-        _ => false,
-    };
+    let bare = plan.takes_packed_events(env.dead_letter.is_some());
     let source_result = feed(spec, options, source.as_mut(), &mut keyer, &env, watermarks.as_mut(), resumed_watermark, &links, &mut stopped, bare);
     if source_result.is_err() {
         let _ = ack_tx.send(Ack::Shutdown);

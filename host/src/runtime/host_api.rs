@@ -28,7 +28,7 @@ use super::bindings::weir::function::types::{KeyedTimers, TimeDomain};
 use crate::time::TimerService;
 use crate::state::ttl::{self, Ttl, TtlUpdate};
 use super::limits::FunctionLimits;
-use super::packing::KeyList;
+use super::packing::{clear_cells, push_cell, KeyList};
 use crate::state::{KeyedStateBackend, ScanEntry, StateKey, StateKind, MAX_STATE_NAME_LEN};
 use crate::Event;
 
@@ -220,9 +220,7 @@ impl HostCtx {
     /// left out, so the function's own read meets the error.
     pub fn prefetch_values(&mut self, cells: &mut types::ValueCells) {
         cells.states.clear();
-        cells.present.clear();
-        cells.values.clear();
-        cells.ends.clear();
+        clear_cells(cells);
         let keys = self.batch_keys.len();
         for index in 0..self.value_states.len() {
             let descriptor = Arc::clone(&self.value_states[index]);
@@ -241,9 +239,7 @@ impl HostCtx {
             let Some(backend) = self.backend.as_deref_mut() else { break };
             let read = storage.iter().try_for_each(|key| {
                 let start = live_value(backend, key, now, stored)?;
-                cells.present.push(start.is_some());
-                cells.values.extend_from_slice(start.map_or(&[][..], |start| &stored[start..]));
-                cells.ends.push(u32::try_from(cells.values.len()).unwrap_or(u32::MAX));
+                push_cell(cells, start.map(|start| &stored[start..]));
                 Ok::<_, crate::state::StateError>(())
             });
             match read {

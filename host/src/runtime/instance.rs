@@ -3,7 +3,7 @@
 use wasmtime::Store;
 
 use super::bindings::exports::weir::function::{aggregate_fn, key_fn, process_fn, window_process_fn};
-use super::bindings::weir::function::types::{Accumulate, AccumulateBatch, EventBatch, KeyedBatch, KeyedEvents, KeyedTimers, WindowEvents};
+use super::bindings::weir::function::types::{Accumulate, AccumulateBatch, EventBatch, KeyedBatch, KeyedEvents, KeyedTimers, ValueCells, WindowEvents};
 use super::packing::{self, BareEvents, FiredWindows, Grouping, KeyList};
 use super::native::{NativeAggregateFunction, NativeKeyFunction, NativeProcessFunction};
 use super::host_api::MAX_KEY_LEN;
@@ -380,10 +380,10 @@ impl AggregateFunctionInstance {
     }
 
     /// [`Self::add`] for packed events grouped by window: window `i` has
-    /// accumulator `accumulators[i]` (`None`: new) and group `i`'s events.
-    /// A native function takes events: an error.
-    pub fn add_grouped(&mut self, accumulators: &[Option<Vec<u8>>], events: &BareEvents, grouping: Grouping<'_>) -> Result<Vec<Vec<u8>>, CallError> {
-        let doing = Doing { what: "aggregating", count: accumulators.len(), unit: "windows" };
+    /// accumulator cell `i` (absent: new) and group `i`'s events. A native
+    /// function takes events: an error.
+    pub fn add_grouped(&mut self, accumulators: &ValueCells, events: &BareEvents, grouping: Grouping<'_>) -> Result<Vec<Vec<u8>>, CallError> {
+        let doing = Doing { what: "aggregating", count: accumulators.ends.len(), unit: "windows" };
         let added = match &mut self.code {
             Code::Wasm { store, guest, .. } => {
                 packing::pack_accumulate_grouped(accumulators, events, grouping, &mut self.packed);
@@ -391,7 +391,7 @@ impl AggregateFunctionInstance {
             }
             Code::Native { .. } => Err(NATIVE_TAKES_EVENTS.to_string()),
         };
-        self.checked_accumulators(doing, added, accumulators.len())
+        self.checked_accumulators(doing, added, accumulators.ends.len())
     }
 
     /// The accumulators a call returned for `windows` windows, or why not.

@@ -39,11 +39,36 @@ fn end(len: usize) -> u32 {
     u32::try_from(len).unwrap_or(u32::MAX)
 }
 
+/// Add an event's value and timestamp to `batch`.
+fn push_value(batch: &mut EventBatch, value: &[u8], timestamp: i64) {
+    batch.values.extend_from_slice(value);
+    batch.value_ends.push(end(batch.values.len()));
+    batch.timestamps.push(timestamp);
+}
+
+/// Add `key` to `keys`.
+fn push_key(keys: &mut PackedKeys, key: &[u8]) {
+    keys.bytes.extend_from_slice(key);
+    keys.ends.push(end(keys.bytes.len()));
+}
+
+/// Empty `cells` (keeping their states).
+pub fn clear_cells(cells: &mut ValueCells) {
+    cells.present.clear();
+    cells.values.clear();
+    cells.ends.clear();
+}
+
+/// Add a cell holding `value` (`None`: absent) to `cells`.
+pub fn push_cell(cells: &mut ValueCells, value: Option<&[u8]>) {
+    cells.present.push(value.is_some());
+    cells.values.extend_from_slice(value.unwrap_or_default());
+    cells.ends.push(end(cells.values.len()));
+}
+
 fn push(batch: &mut EventBatch, event: &Event) {
     let index = end(batch.timestamps.len());
-    batch.values.extend_from_slice(&event.value);
-    batch.value_ends.push(end(batch.values.len()));
-    batch.timestamps.push(event.timestamp);
+    push_value(batch, &event.value, event.timestamp);
     if let Some(key) = &event.key {
         batch.keyed.push(index);
         batch.keys.extend_from_slice(key);
@@ -65,8 +90,7 @@ pub fn pack_keyed(groups: &[KeyedEvents], into: &mut KeyedBatch) {
     into.keys.ends.clear();
     into.event_ends.clear();
     for group in groups {
-        into.keys.bytes.extend_from_slice(&group.key);
-        into.keys.ends.push(end(into.keys.bytes.len()));
+        push_key(&mut into.keys, &group.key);
         group.events.iter().for_each(|event| push(&mut into.events, event));
         into.event_ends.push(end(into.events.timestamps.len()));
     }
@@ -78,33 +102,30 @@ pub fn pack_keyed(groups: &[KeyedEvents], into: &mut KeyedBatch) {
 /// the guest, and one contiguous copy into its batch.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct BareEvents {
-    values: Vec<u8>,
-    ends: Vec<usize>,
+    values: KeyList,
     timestamps: Vec<i64>,
 }
 
 impl BareEvents {
     /// Room for `capacity` events.
     pub fn with_capacity(capacity: usize) -> Self {
-        Self { values: Vec::new(), ends: Vec::with_capacity(capacity), timestamps: Vec::with_capacity(capacity) }
+        Self { values: KeyList::with_capacity(capacity), timestamps: Vec::with_capacity(capacity) }
     }
 
     /// Empty, with room for as many events and bytes as `self` holds.
     pub fn with_capacity_of(&self) -> Self {
-        Self { values: Vec::with_capacity(self.values.len()), ends: Vec::with_capacity(self.len()), timestamps: Vec::with_capacity(self.len()) }
+        Self { values: self.values.with_capacity_of(), timestamps: Vec::with_capacity(self.len()) }
     }
 
     /// Add an event with `value` at `timestamp`.
     pub fn push(&mut self, value: &[u8], timestamp: i64) {
-        self.values.extend_from_slice(value);
-        self.ends.push(self.values.len());
+        self.values.push(value);
         self.timestamps.push(timestamp);
     }
 
     /// Event `index`'s value.
     pub fn value(&self, index: usize) -> &[u8] {
-        let start = index.checked_sub(1).map_or(0, |previous| self.ends[previous]);
-        &self.values[start..self.ends[index]]
+        self.values.get(index)
     }
 
     /// Event `index`'s timestamp.
@@ -114,12 +135,12 @@ impl BareEvents {
 
     /// How many events.
     pub fn len(&self) -> usize {
-        self.ends.len()
+        self.timestamps.len()
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
+        self.timestamps.is_empty()
     }
 
     /// Event `index` as an [`Event`].
@@ -199,8 +220,7 @@ pub fn pack_grouped(events: &BareEvents, keys: &KeyList, grouping: Grouping<'_>,
     into.event_ends.clear();
     let batch = &mut into.events;
     for (first, &end_of_group) in grouping.first_events().zip(grouping.ends) {
-        into.keys.bytes.extend_from_slice(keys.get(first));
-        into.keys.ends.push(end(into.keys.bytes.len()));
+        push_key(&mut into.keys, keys.get(first));
         into.event_ends.push(end_of_group);
     }
     push_in_order(events, grouping.order, batch);
@@ -209,25 +229,15 @@ pub fn pack_grouped(events: &BareEvents, keys: &KeyList, grouping: Grouping<'_>,
 /// Append events `order` of `events` to `batch`.
 fn push_in_order(events: &BareEvents, order: &[u32], batch: &mut EventBatch) {
     for &index in order {
-        batch.values.extend_from_slice(events.value(index as usize));
-        batch.value_ends.push(end(batch.values.len()));
-        batch.timestamps.push(events.timestamps[index as usize]);
+        push_value(batch, events.value(index as usize), events.timestamp(index as usize));
     }
 }
 
-/// Pack windows' accumulators (`None`: a new window's) and their events,
-/// the groups of `grouping`, into `into` (cleared first).
-pub fn pack_accumulate_grouped(accumulators: &[Option<Vec<u8>>], events: &BareEvents, grouping: Grouping<'_>, into: &mut AccumulateBatch) {
+/// Pack windows' accumulators (a cell each, absent for a new window) and
+/// their events, the groups of `grouping`, into `into` (cleared first).
+pub fn pack_accumulate_grouped(accumulators: &ValueCells, events: &BareEvents, grouping: Grouping<'_>, into: &mut AccumulateBatch) {
     clear(&mut into.events);
-    let cells = &mut into.accumulators;
-    cells.present.clear();
-    cells.values.clear();
-    cells.ends.clear();
-    for accumulator in accumulators {
-        cells.present.push(accumulator.is_some());
-        cells.values.extend_from_slice(accumulator.as_deref().unwrap_or_default());
-        cells.ends.push(end(cells.values.len()));
-    }
+    into.accumulators.clone_from(accumulators);
     into.event_ends.clear();
     into.event_ends.extend_from_slice(grouping.ends);
     push_in_order(events, grouping.order, &mut into.events);
@@ -241,15 +251,10 @@ pub fn empty_accumulate_batch() -> AccumulateBatch {
 /// Pack windows' accumulators and events into `into` (cleared first).
 pub fn pack_accumulate(batch: &[Accumulate], into: &mut AccumulateBatch) {
     clear(&mut into.events);
-    let cells = &mut into.accumulators;
-    cells.present.clear();
-    cells.values.clear();
-    cells.ends.clear();
+    clear_cells(&mut into.accumulators);
     into.event_ends.clear();
     for entry in batch {
-        cells.present.push(entry.accumulator.is_some());
-        cells.values.extend_from_slice(entry.accumulator.as_deref().unwrap_or_default());
-        cells.ends.push(end(cells.values.len()));
+        push_cell(&mut into.accumulators, entry.accumulator.as_deref());
         entry.events.iter().for_each(|event| push(&mut into.events, event));
         into.event_ends.push(end(into.events.timestamps.len()));
     }
@@ -349,8 +354,7 @@ impl FiredWindows {
     /// Add `window` of `key` with its accumulator.
     pub fn push(&mut self, key: &[u8], window: Window, accumulator: &[u8]) {
         let packed = &mut self.packed;
-        packed.keys.bytes.extend_from_slice(key);
-        packed.keys.ends.push(end(packed.keys.bytes.len()));
+        push_key(&mut packed.keys, key);
         packed.windows.push(window);
         packed.accumulators.extend_from_slice(accumulator);
         packed.accumulator_ends.push(end(packed.accumulators.len()));

@@ -2,7 +2,7 @@
 //! the function's), or a window process function (the "accumulator" is the
 //! window's elements, kept by the host; see [`super::elements`]).
 
-use crate::runtime::bindings::weir::function::types::{Accumulate, WindowEvents};
+use crate::runtime::bindings::weir::function::types::{Accumulate, ValueCells, WindowEvents};
 use crate::runtime::packing::{BareEvents, FiredWindows, Grouping};
 use crate::runtime::{AggregateFunctionInstance, CallError, WindowProcessFunctionInstance};
 use crate::Event;
@@ -43,7 +43,7 @@ impl WindowFunction {
     /// [`Self::add`] for packed events grouped by window (see
     /// [`AggregateFunctionInstance::add_grouped`]); only when
     /// [`Self::takes_packed`].
-    pub fn add_grouped(&mut self, accumulators: &[Option<Vec<u8>>], events: &BareEvents, grouping: Grouping<'_>) -> Result<Vec<Vec<u8>>, WindowError> {
+    pub fn add_grouped(&mut self, accumulators: &ValueCells, events: &BareEvents, grouping: Grouping<'_>) -> Result<Vec<Vec<u8>>, WindowError> {
         match self {
             WindowFunction::Aggregate(function) => Ok(function.add_grouped(accumulators, events, grouping)?),
             WindowFunction::Process(_) => Err(WindowError::Unsupported("a window process function keeps events, not packed batches".into())),

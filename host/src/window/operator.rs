@@ -11,8 +11,8 @@
 
 use std::collections::HashMap;
 
-use crate::runtime::bindings::weir::function::types::{Accumulate, KeyedTimers, TimeDomain, Window};
-use crate::runtime::packing::{BareEvents, FiredWindows, GroupOrder, KeyList};
+use crate::runtime::bindings::weir::function::types::{Accumulate, KeyedTimers, TimeDomain, ValueCells, Window};
+use crate::runtime::packing::{self, BareEvents, FiredWindows, GroupOrder, KeyList};
 use crate::runtime::CallError;
 use crate::state::hash::KeyHashBuilder;
 use crate::state::{key_group, ttl, KeyedStateBackend, StateError, StateKey, StateKind};
@@ -75,6 +75,8 @@ pub struct WindowOperator {
     read_buf: Vec<u8>,
     /// Groups packed batches by window.
     order: GroupOrder,
+    /// Reused for the accumulators of a packed batch's windows.
+    cells: ValueCells,
 }
 
 fn window_key_into(out: &mut Vec<u8>, group: u16, key: &[u8], window: Window) {
@@ -89,7 +91,7 @@ impl WindowOperator {
     pub fn new(config: WindowConfig, function: WindowFunction, mut backend: Box<dyn KeyedStateBackend>) -> Result<Self, WindowError> {
         let fire = TimerService::load(backend.as_mut(), config.max_parallelism, FIRE_TIMERS)?;
         let cleanup = TimerService::load(backend.as_mut(), config.max_parallelism, CLEANUP_TIMERS)?;
-        Ok(Self { config, function, backend, fire, cleanup, watermark: i64::MIN, windows: Vec::new(), outputs: Vec::new(), side_outputs: Vec::new(), dropped_late: 0, key_buf: Vec::new(), read_buf: Vec::new(), order: GroupOrder::default() })
+        Ok(Self { config, function, backend, fire, cleanup, watermark: i64::MIN, windows: Vec::new(), outputs: Vec::new(), side_outputs: Vec::new(), dropped_late: 0, key_buf: Vec::new(), read_buf: Vec::new(), order: GroupOrder::default(), cells: packing::empty_cells() })
     }
 
     /// The state backend, to flush it.
@@ -265,11 +267,19 @@ impl WindowOperator {
         if windows.is_empty() {
             return Ok(());
         }
-        let mut storage = KeyList::default();
-        let accumulators = windows.iter().map(|&(key, window)| self.read_accumulator_keeping(key, window, &mut storage)).collect::<Result<Vec<_>, _>>()?;
+        // Each window's accumulator read straight into the cells that cross
+        // the boundary (no owned copy per window).
+        let (mut storage, mut accumulators) = (KeyList::default(), std::mem::replace(&mut self.cells, packing::empty_cells()));
+        packing::clear_cells(&mut accumulators);
+        for (index, &(key, window)) in windows.iter().enumerate() {
+            self.push_accumulator_key(key, window, &mut storage);
+            packing::push_cell(&mut accumulators, self.peek_stored(storage.get(index))?);
+        }
         let grouping = self.order.sort(windows.len(), &members);
-        let added = self.function.add_grouped(&accumulators, events, grouping)?;
-        self.store(&windows, &storage, accumulators.iter().map(Option::is_none), added)
+        let added = self.function.add_grouped(&accumulators, events, grouping);
+        let stored = added.and_then(|added| self.store(&windows, &storage, accumulators.present.iter().map(|present| !present), added));
+        self.cells = accumulators;
+        stored
     }
 
     /// Fold `batch[i]` into window `windows[i]` (stored under
