@@ -53,6 +53,9 @@ struct Slot {
     /// Whether the value changed since the last checkpoint (read only
     /// with a changelog).
     unlogged: bool,
+    /// The key's number in the changelog chain (0: not numbered yet; see
+    /// [`ChangeRecords::write_numbered`](super::changelog::ChangeRecords::write_numbered)).
+    number: u32,
 }
 
 /// A [`KeyedStateBackend`] that caches another one, bounded in bytes.
@@ -146,7 +149,7 @@ impl CachedBackend {
             }
             EntryRef::Vacant(entry) => {
                 self.bytes += Self::cost(key, value);
-                entry.insert_with_key(CachedKey::from_slice(key), Slot { value: value.map(CachedValue::from_slice), dirty: true, fresh, unwritten: fresh, unlogged: true });
+                entry.insert_with_key(CachedKey::from_slice(key), Slot { value: value.map(CachedValue::from_slice), dirty: true, fresh, unwritten: fresh, unlogged: true, number: 0 });
             }
         }
     }
@@ -220,7 +223,7 @@ impl KeyedStateBackend for CachedBackend {
         match &mut self.changelog {
             Some(changelog) if form == SnapshotForm::Chained && !changelog.full_checkpoint_due() => changelog.checkpoint(dir, |latest| {
                 for (key, slot) in self.slots.iter_mut().filter(|(_, slot)| slot.unlogged) {
-                    latest.write(key, slot.value.as_deref());
+                    slot.number = latest.write_numbered(slot.number, key, slot.value.as_deref());
                     slot.unlogged = false;
                     slot.fresh = false;
                 }
@@ -230,7 +233,8 @@ impl KeyedStateBackend for CachedBackend {
                 self.inner.checkpoint(dir, SnapshotForm::Database)?;
                 if let Some(changelog) = &mut self.changelog {
                     changelog.rebase(dir)?;
-                    self.slots.values_mut().for_each(|slot| slot.unlogged = false);
+                    // A new chain: keys are numbered afresh.
+                    self.slots.values_mut().for_each(|slot| (slot.unlogged, slot.number) = (false, 0));
                 }
                 Ok(())
             }

@@ -14,19 +14,35 @@
 //! database ([`replay`]) before anything opens it; what a checkpoint
 //! directory holds is then a plain RocksDB database again.
 //!
-//! File format: `WEIRCL01`, then records — `0` put (`u32` key length, key,
-//! `u32` value length, value), `1` delete (key), `2` delete every key with
-//! a prefix (prefix) — then the record count (`u64`) and an XXH3-64 of
-//! everything before it (`u64`), little-endian.
+//! Most entries change again before the next checkpoint (a running sum
+//! per key), so a chain names each key it logs once: the first changelog
+//! that logs a key with a value gives it the chain's next number, and
+//! later changelogs write the number instead of the key (a few bytes
+//! instead of a whole state key: the file, its copy and its upload shrink
+//! by about four when every key changes every second).
+//!
+//! File format: `WEIRCL02`, then records — `0` put (key, value), `1`
+//! delete (key), `2` delete every key with a prefix (prefix), `3` put
+//! naming the key (key, value: the key gets the chain's next number, from
+//! 1, counted over the chain's changelogs oldest first), `4` put by number
+//! (number, value), `5` delete by number (number) — then the record count
+//! (`u64`) and an XXH3-64 of everything before it (`u64`), little-endian.
+//! Fields are a LEB128 length then the bytes; numbers are LEB128.
+//! `WEIRCL01` files (records `0`–`2`, `u32` lengths) still replay.
 
 use std::path::{Path, PathBuf};
 
 use super::{KeyedStateBackend, RocksDbBackend, StateError};
 
-const MAGIC: &[u8; 8] = b"WEIRCL01";
+const MAGIC: &[u8; 8] = b"WEIRCL02";
+/// The first format: `u32` lengths, no numbered keys.
+const MAGIC_V1: &[u8; 8] = b"WEIRCL01";
 const PUT: u8 = 0;
 const DELETE: u8 = 1;
 const DELETE_PREFIX: u8 = 2;
+const PUT_NAMING: u8 = 3;
+const PUT_NUMBERED: u8 = 4;
+const DELETE_NUMBERED: u8 = 5;
 const EXTENSION: &str = ".wcl";
 
 /// Whether `name` is a changelog file's (immutable, uploaded once).
@@ -39,6 +55,8 @@ pub fn is_changelog(name: &str) -> bool {
 pub struct ChangeRecords {
     bytes: Vec<u8>,
     count: u64,
+    /// Keys numbered so far in the chain (the last number given).
+    named: u32,
 }
 
 impl ChangeRecords {
@@ -50,25 +68,60 @@ impl ChangeRecords {
         }
     }
 
+    /// `key`, which has number `number` in the chain (0: none yet), now
+    /// holds `value` (`None`: nothing); returns the key's number after
+    /// (a key logged with a value for the first time gets the next one).
+    pub fn write_numbered(&mut self, number: u32, key: &[u8], value: Option<&[u8]>) -> u32 {
+        match (number, value) {
+            (0, Some(value)) => match self.named.checked_add(1) {
+                Some(next) => {
+                    self.start_record(PUT_NAMING, key);
+                    self.push_bytes(value);
+                    self.named = next;
+                    next
+                }
+                None => {
+                    self.write(key, Some(value));
+                    0
+                }
+            },
+            (0, None) => {
+                self.write(key, None);
+                0
+            }
+            (number, value) => {
+                self.start_tag(if value.is_some() { PUT_NUMBERED } else { DELETE_NUMBERED });
+                push_varint(&mut self.bytes, u64::from(number));
+                if let Some(value) = value {
+                    self.push_bytes(value);
+                }
+                number
+            }
+        }
+    }
+
     /// Every key starting with `prefix` was removed.
     pub fn delete_prefix(&mut self, prefix: &[u8]) {
         self.start_record(DELETE_PREFIX, prefix);
     }
 
-    /// Append a record's type and key (after the magic, for the first).
+    /// Append a record's type and key.
     fn start_record(&mut self, tag: u8, key: &[u8]) {
+        self.start_tag(tag);
+        self.push_bytes(key);
+    }
+
+    /// Append a record's type (after the magic, for the first).
+    fn start_tag(&mut self, tag: u8) {
         if self.bytes.is_empty() {
             self.bytes.extend_from_slice(MAGIC);
         }
         self.bytes.push(tag);
-        self.push_bytes(key);
         self.count += 1;
     }
 
     fn push_bytes(&mut self, bytes: &[u8]) {
-        // State keys and values are far below 4 GiB (the cache and the
-        // Wasm boundary limit them).
-        self.bytes.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+        push_varint(&mut self.bytes, bytes.len() as u64);
         self.bytes.extend_from_slice(bytes);
     }
 
@@ -96,10 +149,54 @@ impl ChangeRecords {
         self.count = 0;
     }
 
-    /// Forget every record and free the buffer.
+    /// Forget every record and every key's number (a new chain), and
+    /// free the buffer.
     pub fn clear(&mut self) {
         self.bytes = Vec::new();
         self.count = 0;
+        self.named = 0;
+    }
+}
+
+/// Append `value` as LEB128 (7 bits a byte, low first).
+fn push_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push(value as u8 | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// The LEB128 number at the start of `rest`, which moves past it.
+fn take_varint(rest: &mut &[u8]) -> Result<u64, StateError> {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let (&byte, tail) = rest.split_first().ok_or_else(truncated)?;
+        *rest = tail;
+        value |= u64::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            return Ok(value);
+        }
+    }
+    Err(StateError::Corrupt("changelog: a number longer than 64 bits".into()))
+}
+
+fn truncated() -> StateError {
+    StateError::Corrupt("changelog: truncated record".into())
+}
+
+/// The keys a chain has numbered, in number order (number 1 first): what
+/// a replay of the chain's changelogs, oldest first, carries from one to
+/// the next.
+#[derive(Default)]
+pub struct NamedKeys {
+    keys: Vec<Vec<u8>>,
+}
+
+impl NamedKeys {
+    fn get(&self, number: u64) -> Result<&[u8], StateError> {
+        let index = usize::try_from(number).ok().and_then(|n| n.checked_sub(1));
+        index.and_then(|i| self.keys.get(i)).map(Vec::as_slice).ok_or_else(|| StateError::Corrupt(format!("changelog: key number {number} was never named (a changelog of the chain is missing)")))
     }
 }
 
@@ -113,10 +210,12 @@ pub enum Change<'a> {
 }
 
 /// Check a changelog file's checksum and call `apply` with each record in
-/// order; returns how many there were.
-pub fn decode(bytes: &[u8], mut apply: impl FnMut(Change<'_>) -> Result<(), StateError>) -> Result<u64, StateError> {
+/// order; returns how many there were. `named` holds the keys the chain's
+/// earlier changelogs numbered, and gets the ones this file numbers.
+pub fn decode(bytes: &[u8], named: &mut NamedKeys, mut apply: impl FnMut(Change<'_>) -> Result<(), StateError>) -> Result<u64, StateError> {
     let corrupt = |what: &str| StateError::Corrupt(format!("changelog: {what}"));
-    if bytes.len() < MAGIC.len() + 16 || &bytes[..MAGIC.len()] != MAGIC {
+    let version1 = bytes.get(..MAGIC.len()) == Some(MAGIC_V1);
+    if bytes.len() < MAGIC.len() + 16 || (&bytes[..MAGIC.len()] != MAGIC && !version1) {
         return Err(corrupt("not a changelog file"));
     }
     let (body, checksum) = bytes.split_at(bytes.len() - 8);
@@ -125,17 +224,30 @@ pub fn decode(bytes: &[u8], mut apply: impl FnMut(Change<'_>) -> Result<(), Stat
     }
     let (mut rest, count) = body[MAGIC.len()..].split_at(body.len() - MAGIC.len() - 8);
     let expected = u64::from_le_bytes(count.try_into().expect("8 bytes"));
+    let take_field = if version1 { take_u32_field } else { take_varint_field };
     let mut seen = 0;
     while let Some((&tag, tail)) = rest.split_first() {
         rest = tail;
-        let key = take_field(&mut rest)?;
-        let change = match tag {
-            PUT => Change::Write(key, Some(take_field(&mut rest)?)),
-            DELETE => Change::Write(key, None),
-            DELETE_PREFIX => Change::DeletePrefix(key),
+        match tag {
+            PUT | DELETE | DELETE_PREFIX | PUT_NAMING => {
+                let key = take_field(&mut rest)?;
+                apply(match tag {
+                    PUT => Change::Write(key, Some(take_field(&mut rest)?)),
+                    DELETE => Change::Write(key, None),
+                    DELETE_PREFIX => Change::DeletePrefix(key),
+                    _ if version1 => return Err(corrupt(&format!("unknown record type {tag}"))),
+                    _ => {
+                        named.keys.push(key.to_vec());
+                        Change::Write(key, Some(take_field(&mut rest)?))
+                    }
+                })?;
+            }
+            PUT_NUMBERED | DELETE_NUMBERED if !version1 => {
+                let key = named.get(take_varint(&mut rest)?)?;
+                apply(Change::Write(key, if tag == PUT_NUMBERED { Some(take_field(&mut rest)?) } else { None }))?;
+            }
             _ => return Err(corrupt(&format!("unknown record type {tag}"))),
-        };
-        apply(change)?;
+        }
         seen += 1;
     }
     if seen != expected {
@@ -144,12 +256,23 @@ pub fn decode(bytes: &[u8], mut apply: impl FnMut(Change<'_>) -> Result<(), Stat
     Ok(seen)
 }
 
-/// The length-prefixed field at the start of `rest`, which moves past it.
-fn take_field<'a>(rest: &mut &'a [u8]) -> Result<&'a [u8], StateError> {
-    let truncated = || StateError::Corrupt("changelog: truncated record".into());
+/// The length-prefixed field (LEB128 length) at the start of `rest`,
+/// which moves past it.
+fn take_varint_field<'a>(rest: &mut &'a [u8]) -> Result<&'a [u8], StateError> {
+    let len = usize::try_from(take_varint(rest)?).map_err(|_| truncated())?;
+    take_bytes(rest, len)
+}
+
+/// The field with a `u32` length at the start of `rest` (a `WEIRCL01`
+/// file), which moves past it.
+fn take_u32_field<'a>(rest: &mut &'a [u8]) -> Result<&'a [u8], StateError> {
     let (len, tail) = rest.split_at_checked(4).ok_or_else(truncated)?;
-    let len = u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize;
-    let (field, tail) = tail.split_at_checked(len).ok_or_else(truncated)?;
+    *rest = tail;
+    take_bytes(rest, u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize)
+}
+
+fn take_bytes<'a>(rest: &mut &'a [u8], len: usize) -> Result<&'a [u8], StateError> {
+    let (field, tail) = rest.split_at_checked(len).ok_or_else(truncated)?;
     *rest = tail;
     Ok(field)
 }
@@ -190,10 +313,10 @@ pub fn replay(dir: &Path) -> Result<u64, StateError> {
         moved.push(target);
     }
     let mut db = RocksDbBackend::open(dir)?;
-    let mut applied = 0;
+    let (mut applied, mut named) = (0, NamedKeys::default());
     for file in &moved {
         let bytes = std::fs::read(file)?;
-        applied += decode(&bytes, |change| match change {
+        applied += decode(&bytes, &mut named, |change| match change {
             Change::Write(key, Some(value)) => db.put(key, value),
             Change::Write(key, None) => db.delete(key),
             Change::DeletePrefix(prefix) => db.delete_prefix(prefix),
@@ -327,6 +450,20 @@ impl Changelog {
 mod tests {
     use super::*;
 
+    /// Every record of `bytes` as text, decoded after the chain's `named` keys.
+    fn decoded(bytes: &[u8], named: &mut NamedKeys) -> Result<Vec<String>, StateError> {
+        let mut seen = Vec::new();
+        let count = decode(bytes, named, |change| {
+            seen.push(match change {
+                Change::Write(key, value) => format!("{}={}", String::from_utf8_lossy(key), value.map_or("-".into(), |v| String::from_utf8_lossy(v).into_owned())),
+                Change::DeletePrefix(prefix) => format!("{}*-", String::from_utf8_lossy(prefix)),
+            });
+            Ok(())
+        })?;
+        assert_eq!(count, seen.len() as u64);
+        Ok(seen)
+    }
+
     #[test]
     fn records_round_trip_and_damage_is_detected() {
         let mut records = ChangeRecords::default();
@@ -335,20 +472,59 @@ mod tests {
         records.write(b"k2", None);
         records.write(b"", Some(b""));
         let bytes = records.seal().to_vec();
-        let mut seen = Vec::new();
-        assert_eq!(decode(&bytes, |c| {
-            seen.push(format!("{c:?}"));
-            Ok(())
-        }).unwrap(), 4);
-        assert_eq!(seen.len(), 4);
-        assert!(seen[1].contains("DeletePrefix"));
+        assert_eq!(decoded(&bytes, &mut NamedKeys::default()).unwrap(), ["k1=v1", "p*-", "k2=-", "="]);
         for at in [0, 9, bytes.len() - 12, bytes.len() - 1] {
             let mut damaged = bytes.clone();
             damaged[at] ^= 1;
-            assert!(decode(&damaged, |_| Ok(())).is_err(), "flipped byte {at}");
+            assert!(decode(&damaged, &mut NamedKeys::default(), |_| Ok(())).is_err(), "flipped byte {at}");
         }
-        assert!(decode(&bytes[..bytes.len() - 3], |_| Ok(())).is_err(), "truncated");
-        assert_eq!(decode(ChangeRecords::default().seal(), |_| Ok(())).unwrap(), 0, "an empty changelog");
+        assert!(decode(&bytes[..bytes.len() - 3], &mut NamedKeys::default(), |_| Ok(())).is_err(), "truncated");
+        assert_eq!(decode(ChangeRecords::default().seal(), &mut NamedKeys::default(), |_| Ok(())).unwrap(), 0, "an empty changelog");
+    }
+
+    /// A key is named once per chain and written by number after, in the
+    /// same file and in later ones; a key deleted before it was named
+    /// stays unnumbered; a number no earlier file named is an error.
+    #[test]
+    fn keys_are_named_once_and_written_by_number() {
+        let mut records = ChangeRecords::default();
+        let long_key = vec![b'k'; 300];
+        let a = records.write_numbered(0, b"a", Some(b"1"));
+        let b = records.write_numbered(0, &long_key, Some(b"2"));
+        assert_eq!((a, b), (1, 2));
+        assert_eq!(records.write_numbered(0, b"gone", None), 0, "a delete names nothing");
+        assert_eq!(records.write_numbered(a, b"a", Some(b"3")), a);
+        let first = records.seal().to_vec();
+        records.empty();
+        assert_eq!(records.write_numbered(b, &long_key, None), b);
+        assert_eq!(records.write_numbered(0, b"c", Some(b"4")), 3, "numbers go on across a chain's files");
+        let second = records.seal().to_vec();
+        let mut named = NamedKeys::default();
+        let long = String::from_utf8(long_key.clone()).unwrap();
+        assert_eq!(decoded(&first, &mut named).unwrap(), ["a=1".to_string(), format!("{long}=2"), "gone=-".into(), "a=3".into()]);
+        assert_eq!(decoded(&second, &mut named).unwrap(), [format!("{long}=-"), "c=4".into()]);
+        let missing = decoded(&second, &mut NamedKeys::default()).unwrap_err().to_string();
+        assert!(missing.contains("never named"), "{missing}");
+        records.empty();
+        records.clear();
+        assert_eq!(records.write_numbered(0, b"a", Some(b"1")), 1, "a new chain numbers from 1");
+    }
+
+    /// Files of the first format (`u32` lengths) still replay.
+    #[test]
+    fn first_format_files_still_decode() {
+        let mut bytes = MAGIC_V1.to_vec();
+        for (tag, fields) in [(PUT, &[&b"k1"[..], b"v1"][..]), (DELETE, &[b"k2"]), (DELETE_PREFIX, &[b"p"])] {
+            bytes.push(tag);
+            for field in fields {
+                bytes.extend_from_slice(&(field.len() as u32).to_le_bytes());
+                bytes.extend_from_slice(field);
+            }
+        }
+        bytes.extend_from_slice(&3u64.to_le_bytes());
+        let checksum = xxhash_rust::xxh3::xxh3_64(&bytes);
+        bytes.extend_from_slice(&checksum.to_le_bytes());
+        assert_eq!(decoded(&bytes, &mut NamedKeys::default()).unwrap(), ["k1=v1", "k2=-", "p*-"]);
     }
 
     #[test]
