@@ -210,9 +210,10 @@ pub enum Change<'a> {
 }
 
 /// Check a changelog file's checksum and call `apply` with each record in
-/// order; returns how many there were. `named` holds the keys the chain's
-/// earlier changelogs numbered, and gets the ones this file numbers.
-pub fn decode(bytes: &[u8], named: &mut NamedKeys, mut apply: impl FnMut(Change<'_>) -> Result<(), StateError>) -> Result<u64, StateError> {
+/// order, and the key's number in the chain when the record names or uses
+/// one; returns how many records there were. `named` holds the keys the
+/// chain's earlier changelogs numbered, and gets the ones this file numbers.
+pub fn decode(bytes: &[u8], named: &mut NamedKeys, mut apply: impl FnMut(Change<'_>, Option<u64>) -> Result<(), StateError>) -> Result<u64, StateError> {
     let corrupt = |what: &str| StateError::Corrupt(format!("changelog: {what}"));
     let version1 = bytes.get(..MAGIC.len()) == Some(MAGIC_V1);
     if bytes.len() < MAGIC.len() + 16 || (&bytes[..MAGIC.len()] != MAGIC && !version1) {
@@ -231,20 +232,21 @@ pub fn decode(bytes: &[u8], named: &mut NamedKeys, mut apply: impl FnMut(Change<
         match tag {
             PUT | DELETE | DELETE_PREFIX | PUT_NAMING => {
                 let key = take_field(&mut rest)?;
-                apply(match tag {
-                    PUT => Change::Write(key, Some(take_field(&mut rest)?)),
-                    DELETE => Change::Write(key, None),
-                    DELETE_PREFIX => Change::DeletePrefix(key),
+                match tag {
+                    PUT => apply(Change::Write(key, Some(take_field(&mut rest)?)), None)?,
+                    DELETE => apply(Change::Write(key, None), None)?,
+                    DELETE_PREFIX => apply(Change::DeletePrefix(key), None)?,
                     _ if version1 => return Err(corrupt(&format!("unknown record type {tag}"))),
                     _ => {
                         named.keys.push(key.to_vec());
-                        Change::Write(key, Some(take_field(&mut rest)?))
+                        apply(Change::Write(key, Some(take_field(&mut rest)?)), Some(named.keys.len() as u64))?;
                     }
-                })?;
+                }
             }
             PUT_NUMBERED | DELETE_NUMBERED if !version1 => {
-                let key = named.get(take_varint(&mut rest)?)?;
-                apply(Change::Write(key, if tag == PUT_NUMBERED { Some(take_field(&mut rest)?) } else { None }))?;
+                let number = take_varint(&mut rest)?;
+                let key = named.get(number)?;
+                apply(Change::Write(key, if tag == PUT_NUMBERED { Some(take_field(&mut rest)?) } else { None }), Some(number))?;
             }
             _ => return Err(corrupt(&format!("unknown record type {tag}"))),
         }
@@ -293,7 +295,10 @@ fn changelogs_in(dir: &Path) -> Result<Vec<PathBuf>, StateError> {
 
 /// Apply the changelogs of the checkpoint in `dir` (a restored copy) to
 /// its database, oldest first, and remove them: `dir` is then a plain
-/// RocksDB database holding the checkpoint's state. Returns the records
+/// RocksDB database holding the checkpoint's state. A numbered key's
+/// write that a later record of the chain overwrites is skipped (the last
+/// write decides a key's value, whatever came between), so a restore
+/// writes each key about once however long the chain. Returns the records
 /// applied.
 pub fn replay(dir: &Path) -> Result<u64, StateError> {
     let files = changelogs_in(dir)?;
@@ -312,24 +317,53 @@ pub fn replay(dir: &Path) -> Result<u64, StateError> {
         std::fs::rename(&file, &target)?;
         moved.push(target);
     }
+    // First pass: where in the chain each numbered key is written last.
+    let mut last_write: Vec<u64> = Vec::new();
+    let mut position = 0u64;
+    decode_chain(&moved, |_, number| {
+        if let Some(number) = number {
+            let index = number as usize - 1;
+            if last_write.len() <= index {
+                last_write.resize(index + 1, 0);
+            }
+            last_write[index] = position;
+        }
+        position += 1;
+        Ok(())
+    })?;
     let mut db = RocksDbBackend::open(dir)?;
-    let (mut applied, mut named) = (0, NamedKeys::default());
-    for file in &moved {
-        let bytes = std::fs::read(file)?;
-        applied += decode(&bytes, &mut named, |change| match change {
+    let (mut applied, mut position) = (0, 0u64);
+    decode_chain(&moved, |change, number| {
+        let superseded = number.is_some_and(|n| last_write[n as usize - 1] != position);
+        position += 1;
+        if superseded {
+            return Ok(());
+        }
+        applied += 1;
+        match change {
             Change::Write(key, Some(value)) => db.put(key, value),
             Change::Write(key, None) => db.delete(key),
             Change::DeletePrefix(prefix) => db.delete_prefix(prefix),
-        })
-        .map_err(|e| match e {
-            StateError::Corrupt(what) => StateError::Corrupt(format!("{}: {what}", file.display())),
-            other => other,
-        })?;
-    }
+        }
+    })?;
     db.flush()?;
     drop(db);
     std::fs::remove_dir_all(&aside)?;
     Ok(applied)
+}
+
+/// Decode the changelog `files` of one chain, oldest first, into `apply`
+/// (as [`decode`] does one file's).
+fn decode_chain(files: &[PathBuf], mut apply: impl FnMut(Change<'_>, Option<u64>) -> Result<(), StateError>) -> Result<(), StateError> {
+    let mut named = NamedKeys::default();
+    for file in files {
+        let bytes = std::fs::read(file)?;
+        decode(&bytes, &mut named, &mut apply).map_err(|e| match e {
+            StateError::Corrupt(what) => StateError::Corrupt(format!("{}: {what}", file.display())),
+            other => other,
+        })?;
+    }
+    Ok(())
 }
 
 /// Hard-link every file of directory `from` into directory `to` (copy
@@ -453,7 +487,7 @@ mod tests {
     /// Every record of `bytes` as text, decoded after the chain's `named` keys.
     fn decoded(bytes: &[u8], named: &mut NamedKeys) -> Result<Vec<String>, StateError> {
         let mut seen = Vec::new();
-        let count = decode(bytes, named, |change| {
+        let count = decode(bytes, named, |change, _| {
             seen.push(match change {
                 Change::Write(key, value) => format!("{}={}", String::from_utf8_lossy(key), value.map_or("-".into(), |v| String::from_utf8_lossy(v).into_owned())),
                 Change::DeletePrefix(prefix) => format!("{}*-", String::from_utf8_lossy(prefix)),
@@ -476,10 +510,10 @@ mod tests {
         for at in [0, 9, bytes.len() - 12, bytes.len() - 1] {
             let mut damaged = bytes.clone();
             damaged[at] ^= 1;
-            assert!(decode(&damaged, &mut NamedKeys::default(), |_| Ok(())).is_err(), "flipped byte {at}");
+            assert!(decode(&damaged, &mut NamedKeys::default(), |_, _| Ok(())).is_err(), "flipped byte {at}");
         }
-        assert!(decode(&bytes[..bytes.len() - 3], &mut NamedKeys::default(), |_| Ok(())).is_err(), "truncated");
-        assert_eq!(decode(ChangeRecords::default().seal(), &mut NamedKeys::default(), |_| Ok(())).unwrap(), 0, "an empty changelog");
+        assert!(decode(&bytes[..bytes.len() - 3], &mut NamedKeys::default(), |_, _| Ok(())).is_err(), "truncated");
+        assert_eq!(decode(ChangeRecords::default().seal(), &mut NamedKeys::default(), |_, _| Ok(())).unwrap(), 0, "an empty changelog");
     }
 
     /// A key is named once per chain and written by number after, in the
@@ -558,6 +592,42 @@ mod tests {
         assert_eq!(all, vec![(b"a/1".to_vec(), b"new".to_vec()), (b"c".to_vec(), b"3".to_vec())]);
         assert!(changelogs_in(&dir.path().join("chk-3")).unwrap().is_empty(), "replayed changelogs are removed");
         assert_eq!(changelogs_in(&dir.path().join("chk-2")).unwrap().len(), 1, "each checkpoint holds the chain so far");
+    }
+
+    /// A restore skips a numbered key's writes that a later record of the
+    /// chain overwrites, and the state is the same as applying them all.
+    #[test]
+    fn a_restore_writes_each_numbered_key_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = RocksDbBackend::open(&dir.path().join("db")).unwrap();
+        db.put(b"b0", b"in the base").unwrap();
+        db.checkpoint(&dir.path().join("chk-1"), super::super::SnapshotForm::Database).unwrap();
+        let mut chain = Changelog::create(dir.path().join("chain"), 10, 1 << 20).unwrap();
+        chain.rebase(&dir.path().join("chk-1")).unwrap();
+        let (mut a, mut b) = (0, 0);
+        chain.checkpoint(&dir.path().join("chk-2"), |latest| {
+            a = latest.write_numbered(a, b"a", Some(b"1"));
+            b = latest.write_numbered(b, b"b1", Some(b"1"));
+        })
+        .unwrap();
+        chain.record_delete_prefix(b"b");
+        chain.checkpoint(&dir.path().join("chk-3"), |latest| a = latest.write_numbered(a, b"a", Some(b"2"))).unwrap();
+        chain.checkpoint(&dir.path().join("chk-4"), |latest| {
+            a = latest.write_numbered(a, b"a", None);
+            assert_eq!(latest.write_numbered(0, b"b2", Some(b"3")), 3);
+        })
+        .unwrap();
+        // a=1 and a=2 are overwritten later: 6 records, 4 applied.
+        assert_eq!(replay(&dir.path().join("chk-4")).unwrap(), 4);
+        assert_eq!(replay(&dir.path().join("chk-3")).unwrap(), 3, "4 records, a=1 skipped");
+        for (checkpoint, expected) in [("chk-3", vec![(b"a".to_vec(), b"2".to_vec())]), ("chk-4", vec![(b"b2".to_vec(), b"3".to_vec())])] {
+            let mut all = Vec::new();
+            RocksDbBackend::open(&dir.path().join(checkpoint)).unwrap().for_each(|k, v| {
+                all.push((k.to_vec(), v.to_vec()));
+                Ok(())
+            }).unwrap();
+            assert_eq!(all, expected, "{checkpoint}");
+        }
     }
 
     #[test]
