@@ -66,13 +66,17 @@ pub struct CachedBackend {
     capacity: usize,
     /// Where changes go between full checkpoints, if checkpoints are taken.
     changelog: Option<Changelog>,
+    /// At least the number of slots marked `unlogged` (0: none is, so a
+    /// checkpoint need not walk the slots: state that stopped changing,
+    /// like a dedup's seen keys, costs a checkpoint nothing).
+    unlogged_slots: usize,
 }
 
 impl CachedBackend {
     /// Cache `inner` with at most about `capacity` bytes of keys and values
     /// (plus what one batch adds between two [`KeyedStateBackend::relieve`]s).
     pub fn new(inner: Box<dyn KeyedStateBackend>, capacity: usize) -> Self {
-        Self { inner, slots: KeyMap::with_capacity_and_hasher(HEADROOM, Default::default()), bytes: 0, capacity, changelog: None }
+        Self { inner, slots: KeyMap::with_capacity_and_hasher(HEADROOM, Default::default()), bytes: 0, capacity, changelog: None, unlogged_slots: 0 }
     }
 
     /// Take checkpoints through `changelog`: full ones only as often as it
@@ -145,10 +149,14 @@ impl CachedBackend {
                     (_, value) => slot.value = value.map(CachedValue::from_slice),
                 }
                 slot.dirty = true;
-                slot.unlogged = true;
+                if !slot.unlogged {
+                    slot.unlogged = true;
+                    self.unlogged_slots += 1;
+                }
             }
             EntryRef::Vacant(entry) => {
                 self.bytes += Self::cost(key, value);
+                self.unlogged_slots += 1;
                 entry.insert_with_key(CachedKey::from_slice(key), Slot { value: value.map(CachedValue::from_slice), dirty: true, fresh, unwritten: fresh, unlogged: true, number: 0 });
             }
         }
@@ -233,6 +241,9 @@ impl KeyedStateBackend for CachedBackend {
     fn checkpoint(&mut self, dir: &std::path::Path, form: SnapshotForm) -> Result<(), StateError> {
         match &mut self.changelog {
             Some(changelog) if form == SnapshotForm::Chained && !changelog.full_checkpoint_due() => changelog.checkpoint(dir, |latest| {
+                if std::mem::take(&mut self.unlogged_slots) == 0 {
+                    return;
+                }
                 for (key, slot) in self.slots.iter_mut().filter(|(_, slot)| slot.unlogged) {
                     slot.number = latest.write_numbered(slot.number, key, slot.value.as_deref());
                     slot.unlogged = false;
@@ -246,6 +257,7 @@ impl KeyedStateBackend for CachedBackend {
                     changelog.rebase(dir)?;
                     // A new chain: keys are numbered afresh.
                     self.slots.values_mut().for_each(|slot| (slot.unlogged, slot.number) = (false, 0));
+                    self.unlogged_slots = 0;
                 }
                 Ok(())
             }
@@ -436,6 +448,27 @@ mod tests {
         }
         cached.flush().unwrap();
         assert_eq!(cached.get(b"window").unwrap(), None);
+    }
+
+    /// A checkpoint after nothing changed logs nothing (without walking
+    /// the slots); one after only overwrites of logged keys logs them.
+    #[test]
+    fn checkpoints_log_overwrites_and_nothing_else() {
+        use crate::state::{changelog, RocksDbBackend};
+        let dir = tempfile::tempdir().unwrap();
+        let live = Box::new(RocksDbBackend::open(&dir.path().join("live")).unwrap());
+        let mut cached = CachedBackend::new(live, 1 << 20).with_changelog(changelog::Changelog::create(dir.path().join("chain"), 10, 1 << 20).unwrap());
+        cached.start_chain(&dir.path().join("base")).unwrap();
+        cached.put(b"a", b"1").unwrap();
+        cached.checkpoint(&dir.path().join("chk-1"), SnapshotForm::Chained).unwrap();
+        assert_eq!(cached.unlogged_slots, 0);
+        cached.checkpoint(&dir.path().join("chk-2"), SnapshotForm::Chained).unwrap();
+        cached.put(b"a", b"2").unwrap();
+        cached.checkpoint(&dir.path().join("chk-3"), SnapshotForm::Chained).unwrap();
+        for (checkpoint, expected) in [("chk-2", &b"1"[..]), ("chk-3", b"2")] {
+            changelog::replay(&dir.path().join(checkpoint)).unwrap();
+            assert_eq!(RocksDbBackend::open(&dir.path().join(checkpoint)).unwrap().get(b"a").unwrap().as_deref(), Some(expected), "{checkpoint}");
+        }
     }
 
     #[test]
