@@ -427,24 +427,36 @@ mod tests {
         assert_eq!(cached.inner.get(b"later").unwrap(), None);
     }
 
+    /// A cache over RocksDB in `dir` with a changelog chain started on the
+    /// empty database (one full checkpoint in 10).
+    fn chained_cache(dir: &std::path::Path) -> CachedBackend {
+        let live = Box::new(crate::state::RocksDbBackend::open(&dir.join("live")).unwrap());
+        let mut cached = CachedBackend::new(live, 1 << 20).with_changelog(crate::state::changelog::Changelog::create(dir.join("chain"), 10, 1 << 20).unwrap());
+        cached.start_chain(&dir.join("base")).unwrap();
+        cached
+    }
+
+    /// The value under `key` in the checkpoint in `checkpoint`, restored
+    /// (its changelogs replayed) in place.
+    fn restored_value(checkpoint: &std::path::Path, key: &[u8]) -> Option<Vec<u8>> {
+        crate::state::changelog::replay(checkpoint).unwrap();
+        crate::state::RocksDbBackend::open(checkpoint).unwrap().get(key).unwrap()
+    }
+
     /// A value made by `insert_new`, logged by a changelog checkpoint and
     /// deleted before any write-back leaves no slot and no backend
     /// tombstone, and the next checkpoint has it deleted.
     #[test]
     fn a_logged_value_the_backend_never_saw_is_deleted_without_a_tombstone() {
-        use crate::state::{changelog, RocksDbBackend};
         let dir = tempfile::tempdir().unwrap();
-        let live = Box::new(RocksDbBackend::open(&dir.path().join("live")).unwrap());
-        let mut cached = CachedBackend::new(live, 1 << 20).with_changelog(changelog::Changelog::create(dir.path().join("chain"), 10, 1 << 20).unwrap());
-        cached.start_chain(&dir.path().join("base")).unwrap();
+        let mut cached = chained_cache(dir.path());
         cached.insert_new(b"window", b"acc").unwrap();
         cached.checkpoint(&dir.path().join("chk-1"), SnapshotForm::Chained).unwrap();
         cached.delete(b"window").unwrap();
         assert!(cached.slots.is_empty(), "no tombstone slot");
         cached.checkpoint(&dir.path().join("chk-2"), SnapshotForm::Chained).unwrap();
         for (checkpoint, expected) in [("chk-1", Some(b"acc".to_vec())), ("chk-2", None)] {
-            changelog::replay(&dir.path().join(checkpoint)).unwrap();
-            assert_eq!(RocksDbBackend::open(&dir.path().join(checkpoint)).unwrap().get(b"window").unwrap(), expected, "{checkpoint}");
+            assert_eq!(restored_value(&dir.path().join(checkpoint), b"window"), expected, "{checkpoint}");
         }
         cached.flush().unwrap();
         assert_eq!(cached.get(b"window").unwrap(), None);
@@ -454,20 +466,16 @@ mod tests {
     /// the slots); one after only overwrites of logged keys logs them.
     #[test]
     fn checkpoints_log_overwrites_and_nothing_else() {
-        use crate::state::{changelog, RocksDbBackend};
         let dir = tempfile::tempdir().unwrap();
-        let live = Box::new(RocksDbBackend::open(&dir.path().join("live")).unwrap());
-        let mut cached = CachedBackend::new(live, 1 << 20).with_changelog(changelog::Changelog::create(dir.path().join("chain"), 10, 1 << 20).unwrap());
-        cached.start_chain(&dir.path().join("base")).unwrap();
+        let mut cached = chained_cache(dir.path());
         cached.put(b"a", b"1").unwrap();
         cached.checkpoint(&dir.path().join("chk-1"), SnapshotForm::Chained).unwrap();
         assert_eq!(cached.unlogged_slots, 0);
         cached.checkpoint(&dir.path().join("chk-2"), SnapshotForm::Chained).unwrap();
         cached.put(b"a", b"2").unwrap();
         cached.checkpoint(&dir.path().join("chk-3"), SnapshotForm::Chained).unwrap();
-        for (checkpoint, expected) in [("chk-2", &b"1"[..]), ("chk-3", b"2")] {
-            changelog::replay(&dir.path().join(checkpoint)).unwrap();
-            assert_eq!(RocksDbBackend::open(&dir.path().join(checkpoint)).unwrap().get(b"a").unwrap().as_deref(), Some(expected), "{checkpoint}");
+        for (checkpoint, expected) in [("chk-2", b"1"), ("chk-3", b"2")] {
+            assert_eq!(restored_value(&dir.path().join(checkpoint), b"a"), Some(expected.to_vec()), "{checkpoint}");
         }
     }
 
