@@ -232,18 +232,16 @@ pub fn decode(bytes: &[u8], named: &mut NamedKeys, mut apply: impl FnMut(Change<
     while let Some((&tag, tail)) = rest.split_first() {
         rest = tail;
         match tag {
-            PUT | DELETE | DELETE_PREFIX | PUT_NAMING => {
+            PUT => {
                 let key = take_field(&mut rest)?;
-                match tag {
-                    PUT => apply(Change::Write(key, Some(take_field(&mut rest)?)), None)?,
-                    DELETE => apply(Change::Write(key, None), None)?,
-                    DELETE_PREFIX => apply(Change::DeletePrefix(key), None)?,
-                    _ if version1 => return Err(corrupt(&format!("unknown record type {tag}"))),
-                    _ => {
-                        named.keys.push(key.to_vec());
-                        apply(Change::Write(key, Some(take_field(&mut rest)?)), Some(named.keys.len() as u64))?;
-                    }
-                }
+                apply(Change::Write(key, Some(take_field(&mut rest)?)), None)?;
+            }
+            DELETE => apply(Change::Write(take_field(&mut rest)?, None), None)?,
+            DELETE_PREFIX => apply(Change::DeletePrefix(take_field(&mut rest)?), None)?,
+            PUT_NAMING if !version1 => {
+                let key = take_field(&mut rest)?;
+                named.keys.push(key.to_vec());
+                apply(Change::Write(key, Some(take_field(&mut rest)?)), Some(named.keys.len() as u64))?;
             }
             PUT_NUMBERED | DELETE_NUMBERED if !version1 => {
                 let number = take_varint(&mut rest)?;
