@@ -468,11 +468,48 @@ impl Changelog {
     /// A full checkpoint was written to `checkpoint`: it becomes the base
     /// of the chain, and everything recorded so far is in it.
     pub fn rebase(&mut self, checkpoint: &Path) -> Result<(), StateError> {
+        self.pending.clear();
+        self.adopt_base(checkpoint)
+    }
+
+    /// Write a full checkpoint into `checkpoint`, which holds the backend's
+    /// own checkpoint already: `unseen` writes every entry the backend
+    /// lacks (numbering keys afresh) into records that become a changelog
+    /// beside it, and the whole becomes the base of a new chain. Cheaper
+    /// than writing those entries into the backend first: no sort, no
+    /// memtable, no flush, no compaction (the restore replays them).
+    pub fn materialize(&mut self, checkpoint: &Path, unseen: impl FnOnce(&mut ChangeRecords)) -> Result<(), StateError> {
+        // What was recorded left the cache through the backend, which
+        // holds it now: a new chain.
+        self.pending.clear();
+        unseen(&mut self.pending);
+        let written = Self::write_records(&mut self.pending, checkpoint, &mut self.next_number);
+        if written.is_err() {
+            // The caller's keys are numbered in a chain that was not written.
+            self.overflowed = true;
+        }
+        written?;
+        self.adopt_base(checkpoint)
+    }
+
+    /// The full checkpoint at `checkpoint` becomes the base of the chain
+    /// (the chain's directory links its files).
+    fn adopt_base(&mut self, checkpoint: &Path) -> Result<(), StateError> {
         std::fs::remove_dir_all(&self.dir)?;
         std::fs::create_dir_all(&self.dir)?;
         link_files(checkpoint, &self.dir)?;
-        self.pending.clear();
         (self.has_base, self.changelogs, self.overflowed) = (true, 0, false);
+        Ok(())
+    }
+
+    /// Seal `records` into changelog file `number` in `dir` (then the next
+    /// number), and empty them (also when the write fails: they are gone).
+    fn write_records(records: &mut ChangeRecords, dir: &Path, number: &mut u64) -> Result<(), StateError> {
+        let name = format!("changelog-{number:020}{EXTENSION}");
+        let written = std::fs::write(dir.join(&name), records.seal());
+        records.empty();
+        written?;
+        *number += 1;
         Ok(())
     }
 
@@ -483,15 +520,12 @@ impl Changelog {
     pub fn checkpoint(&mut self, checkpoint: &Path, latest: impl FnOnce(&mut ChangeRecords)) -> Result<(), StateError> {
         debug_assert!(self.has_base && !self.overflowed, "a changelog needs a base and complete records");
         latest(&mut self.pending);
-        let name = format!("changelog-{:020}{EXTENSION}", self.next_number);
-        let written = std::fs::write(self.dir.join(&name), self.pending.seal());
-        self.pending.empty();
+        let written = Self::write_records(&mut self.pending, &self.dir, &mut self.next_number);
         if written.is_err() {
             // The records are gone: only a full checkpoint is complete now.
             self.overflowed = true;
         }
         written?;
-        self.next_number += 1;
         self.changelogs += 1;
         std::fs::create_dir_all(checkpoint)?;
         link_files(&self.dir, checkpoint)
