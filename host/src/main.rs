@@ -63,7 +63,7 @@ enum Command {
     /// (see the README's "Benchmarks"). Build with `--release`.
     Bench {
         /// Events per run.
-        #[arg(long, default_value_t = 5_000_000)]
+        #[arg(long, default_value_t = 20_000_000)]
         events: u64,
         /// Distinct keys; repeatable.
         #[arg(long = "keys", default_values_t = [10_000u64])]

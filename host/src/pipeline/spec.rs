@@ -233,9 +233,10 @@ pub struct CheckpointSpec {
     /// Completed checkpoints kept (default 3).
     #[serde(default = "default_retained")]
     pub retained: usize,
-    /// One checkpoint in this many is a full RocksDB checkpoint; the
-    /// others store only the state changed since the one before, as a
-    /// changelog a restore replays (default 10; 1: every one is full).
+    /// One checkpoint in this many is full (RocksDB's checkpoint plus a
+    /// changelog of the cached entries it has not seen); the others store
+    /// only the state changed since the one before, as a changelog a
+    /// restore replays (default 10; 1: every one is full).
     #[serde(default = "default_materialize_every")]
     pub materialize_every: usize,
     /// Where checkpoints and savepoints go: an `object_store` URL

@@ -1,14 +1,16 @@
 //! Changelog checkpoints: most checkpoints store only what changed.
 //!
-//! A full checkpoint (a RocksDB checkpoint: the cache written back, the
-//! memtable flushed to an SST) costs in proportion to the keys changed —
-//! sorted, inserted into the memtable, flushed, compacted and uploaded
-//! again. Between full checkpoints (*materializations*, as Flink's
-//! changelog state backend calls them) a checkpoint is instead the last
-//! full one (its files, hard-linked) plus one *changelog* file per later
+//! A RocksDB checkpoint of state the cache wrote back costs in proportion
+//! to the keys changed — sorted, inserted into the memtable, flushed,
+//! compacted and uploaded again. So a checkpoint is instead the last full
+//! one (its files, hard-linked) plus one *changelog* file per later
 //! checkpoint: each changed entry's latest value, appended as it is found
-//! in the cache. Changelog files never change once written, so each is
-//! uploaded once, like an SST.
+//! in the cache. A full checkpoint (a *materialization*, as Flink's
+//! changelog state backend calls it) starts a new chain from RocksDB's
+//! checkpoint as it is, without writing the cache back, plus one
+//! changelog of every entry RocksDB has not seen ([`Changelog::materialize`]).
+//! Changelog files never change once written, so each is uploaded once,
+//! like an SST.
 //!
 //! A restore replays a checkpoint's changelogs, oldest first, into its
 //! database ([`replay`]) before anything opens it; what a checkpoint
