@@ -135,7 +135,7 @@ impl CachedBackend {
                 let slot = entry.remove();
                 self.bytes -= Self::cost(key, slot.value.as_deref());
                 if let Some(changelog) = self.changelog.as_mut().filter(|_| !slot.fresh) {
-                    changelog.record(key, None);
+                    changelog.record(slot.number, key, None);
                 }
             }
             EntryRef::Occupied(mut entry) => {
@@ -333,7 +333,7 @@ impl KeyedStateBackend for CachedBackend {
             keep = keep.saturating_sub(cost);
             if let Some(changelog) = changelog.as_mut().filter(|_| !kept && slot.unlogged) {
                 // The next checkpoint would not find this change cached.
-                changelog.record(key, slot.value.as_deref());
+                changelog.record(slot.number, key, slot.value.as_deref());
             }
             kept
         });

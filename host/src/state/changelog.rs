@@ -438,11 +438,16 @@ impl Changelog {
         Ok(Self { dir, pending: ChangeRecords::default(), has_base: false, changelogs: 0, materialize_every: materialize_every.max(1), pending_limit, overflowed: false, next_number })
     }
 
-    /// Record that `key` now holds `value` (for a change about to leave
-    /// the cache before the next checkpoint).
-    pub fn record(&mut self, key: &[u8], value: Option<&[u8]>) {
+    /// Record that `key`, numbered `number` in the chain (0: not yet),
+    /// now holds `value` (for a change about to leave the cache before the
+    /// next checkpoint; a numbered key is written by its number, and a key
+    /// without one is not given one: it is leaving).
+    pub fn record(&mut self, number: u32, key: &[u8], value: Option<&[u8]>) {
         if !self.overflowed {
-            self.pending.write(key, value);
+            match number {
+                0 => self.pending.write(key, value),
+                number => _ = self.pending.write_numbered(number, key, value),
+            }
             self.check_limit();
         }
     }
@@ -696,7 +701,7 @@ mod tests {
         chain.checkpoint(&dir.path().join("c2"), |_| {}).unwrap();
         assert!(chain.full_checkpoint_due(), "every third checkpoint is full");
         chain.rebase(&base).unwrap();
-        chain.record(b"key", Some(&[0; 100]));
+        chain.record(0, b"key", Some(&[0; 100]));
         assert!(chain.full_checkpoint_due(), "more pending than the limit");
     }
 }
