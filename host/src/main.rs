@@ -68,7 +68,7 @@ enum Command {
         /// Distinct keys; repeatable.
         #[arg(long = "keys", default_values_t = [10_000u64])]
         keys: Vec<u64>,
-        /// Workloads (sum, window, dedup, filter); default all.
+        /// Workloads (sum, sum-json, window, dedup, filter); default all.
         #[arg(long = "workload")]
         workloads: Vec<String>,
         /// Checkpoints: on (every 1 s), off, or both.
@@ -424,7 +424,7 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     let workloads: Vec<Workload> = if args.workloads.is_empty() {
         Workload::ALL.to_vec()
     } else {
-        args.workloads.iter().map(|w| Workload::parse(w).ok_or_else(|| anyhow::anyhow!("--workload {w}: one of sum, window, dedup, filter"))).collect::<Result<_, _>>()?
+        args.workloads.iter().map(|w| Workload::parse(w).ok_or_else(|| anyhow::anyhow!("--workload {w}: one of {}", Workload::ALL.map(Workload::name).join(", ")))).collect::<Result<_, _>>()?
     };
     let checkpoints = match args.checkpoints.as_str() {
         "on" => vec![true],

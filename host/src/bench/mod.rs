@@ -3,15 +3,16 @@
 //! invocation, so their ratio compares like with like on the same machine.
 //!
 //! Every measurement is its own `weir run` child process (generator source
-//! with binary orders → keyed operator → discard sink, parallelism 2), so
+//! with binary orders, JSON for `sum-json` → keyed operator → discard sink, parallelism 2), so
 //! its CPU time and peak RSS are its own. Workloads:
 //!
-//! | name     | logic                                                   |
-//! |----------|---------------------------------------------------------|
-//! | `sum`    | (a) running sum per customer, one output per order      |
-//! | `window` | (b) 1-minute tumbling sum per customer, 5 s watermark    |
-//! | `dedup`  | (c) first order per customer, then none for a 1 m TTL    |
-//! | `filter` | (d) stateless filter and map                             |
+//! | name       | logic                                                   |
+//! |------------|---------------------------------------------------------|
+//! | `sum`      | (a) running sum per customer, one output per order      |
+//! | `sum-json` | (a) over JSON orders: each parsed from its text          |
+//! | `window`   | (b) 1-minute tumbling sum per customer, 5 s watermark    |
+//! | `dedup`    | (c) first order per customer, then none for a 1 m TTL    |
+//! | `filter`   | (d) stateless filter and map                             |
 
 pub mod native;
 
@@ -25,6 +26,8 @@ use serde::{Deserialize, Serialize};
 pub enum Workload {
     /// (a) keyed running sum.
     Sum,
+    /// (a) over JSON orders (JSON decoding measured on its own).
+    SumJson,
     /// (b) 1-minute tumbling window sum with a 5 s watermark.
     Window,
     /// (c) per-key dedup with a TTL.
@@ -35,12 +38,13 @@ pub enum Workload {
 
 impl Workload {
     /// Every workload, in the issue's order.
-    pub const ALL: [Workload; 4] = [Workload::Sum, Workload::Window, Workload::Dedup, Workload::Filter];
+    pub const ALL: [Workload; 5] = [Workload::Sum, Workload::SumJson, Workload::Window, Workload::Dedup, Workload::Filter];
 
     /// Its name on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Workload::Sum => "sum",
+            Workload::SumJson => "sum-json",
             Workload::Window => "window",
             Workload::Dedup => "dedup",
             Workload::Filter => "filter",
@@ -57,8 +61,17 @@ impl Workload {
     fn function(self) -> &'static str {
         match self {
             Workload::Sum | Workload::Window => "bench-sum",
+            Workload::SumJson => "bench-json",
             Workload::Dedup => "bench-dedup",
             Workload::Filter => "bench-filter",
+        }
+    }
+
+    /// How its generated orders are encoded (the generator's `encoding`).
+    fn encoding(self) -> &'static str {
+        match self {
+            Workload::SumJson => "json",
+            _ => "binary",
         }
     }
 }
@@ -102,11 +115,12 @@ impl Case {
         let checkpoint = if self.checkpoints { "checkpoint: { interval: 1s }\n" } else { "" };
         format!(
             "name: bench-{}\nparallelism: 2\nstate_cache_bytes: 134217728\n\
-             source: {{ type: generator, count: {}, keys: {}, seed: 7, interval_ms: 1, encoding: binary }}\n\
+             source: {{ type: generator, count: {}, keys: {}, seed: 7, interval_ms: 1, encoding: {} }}\n\
              key: {function}\n{keyed}sink: {{ type: discard }}\n{checkpoint}",
             self.workload.name(),
             self.events,
             self.keys,
+            self.workload.encoding(),
         )
     }
 }

@@ -4,8 +4,8 @@
 //! the same host state calls.
 //!
 //! Events are binary orders (`weir_sdk::binary::Order`: order id,
-//! customer id, amount in cents; 24 bytes little-endian); keys are the
-//! customer id's 8 bytes.
+//! customer id, amount in cents; 24 bytes little-endian), JSON orders for
+//! `bench-json`; keys are the customer id's 8 bytes.
 
 use std::sync::Arc;
 
@@ -24,7 +24,8 @@ use crate::Event;
 /// The native function called `name`, if there is one.
 pub fn lookup(name: &str) -> Option<NativeRef> {
     let function: NativeRef = match name {
-        "bench-sum" => Arc::new(Sum),
+        "bench-sum" => Arc::new(Sum { decode: binary_order }),
+        "bench-json" => Arc::new(Sum { decode: json_order }),
         "bench-dedup" => Arc::new(Dedup),
         "bench-filter" => Arc::new(FilterMap),
         _ => return None,
@@ -33,11 +34,27 @@ pub fn lookup(name: &str) -> Option<NativeRef> {
 }
 
 /// The names [`lookup`] knows.
-pub const NAMES: [&str; 3] = ["bench-sum", "bench-dedup", "bench-filter"];
+pub const NAMES: [&str; 4] = ["bench-sum", "bench-json", "bench-dedup", "bench-filter"];
+
+/// How a workload reads an order: its (customer, amount in cents).
+type Decode = fn(&Event) -> Result<(u64, i64), String>;
 
 /// (customer, amount in cents) of a binary order.
-fn order(event: &Event) -> Result<(u64, i64), String> {
+fn binary_order(event: &Event) -> Result<(u64, i64), String> {
     decode_binary_order(&event.value).map(|(_, customer, cents)| (customer, cents))
+}
+
+/// The fields of a JSON order the sum needs (the others are skipped).
+#[derive(serde::Deserialize)]
+struct JsonOrder {
+    customer_id: u64,
+    amount: f64,
+}
+
+/// (customer, amount in cents) of a JSON order, as `bench-json` reads it.
+fn json_order(event: &Event) -> Result<(u64, i64), String> {
+    let order: JsonOrder = serde_json::from_slice(&event.value).map_err(|e| format!("a JSON order: {e}"))?;
+    Ok((order.customer_id, (order.amount * 100.0).round() as i64))
 }
 
 /// Two numbers as a 16-byte event value.
@@ -86,35 +103,41 @@ fn select(ctx: &mut HostCtx, index: usize) -> Result<(), String> {
 }
 
 /// Key: the customer id.
-struct CustomerKey;
+struct CustomerKey {
+    decode: Decode,
+}
 
 impl NativeKeyFunction for CustomerKey {
     fn extract_keys(&mut self, events: &[Event], keys: &mut KeyList) -> Result<(), String> {
         for event in events {
-            keys.push(&order(event)?.0.to_le_bytes());
+            keys.push(&(self.decode)(event)?.0.to_le_bytes());
         }
         Ok(())
     }
 }
 
 /// (a) Running sum per customer: emit (customer, total) per order.
-struct Sum;
+/// (Over orders read by `decode`: binary for `bench-sum`, JSON for
+/// `bench-json`.)
+struct Sum {
+    decode: Decode,
+}
 
 impl NativeFunction for Sum {
     fn key(&self) -> Option<Box<dyn NativeKeyFunction>> {
-        Some(Box::new(CustomerKey))
+        Some(Box::new(CustomerKey { decode: self.decode }))
     }
     fn process(&self) -> Option<Box<dyn NativeProcessFunction>> {
-        Some(Box::new(SumProcess::default()))
+        Some(Box::new(SumProcess { total: Value::default(), decode: self.decode }))
     }
     fn aggregate(&self) -> Option<Box<dyn NativeAggregateFunction>> {
-        Some(Box::new(SumAggregate))
+        Some(Box::new(SumAggregate { decode: self.decode }))
     }
 }
 
-#[derive(Default)]
 struct SumProcess {
     total: Value,
+    decode: Decode,
 }
 
 impl NativeProcessFunction for SumProcess {
@@ -124,7 +147,7 @@ impl NativeProcessFunction for SumProcess {
             let stored = self.total.get(ctx, "total", None)?;
             let mut total = stored.and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok()).map_or(0, i64::from_le_bytes);
             for event in &keyed.events {
-                let (customer, amount) = order(event)?;
+                let (customer, amount) = (self.decode)(event)?;
                 total = total.checked_add(amount).ok_or("total overflows")?;
                 ctx.emit(Event { key: None, value: pair(customer, total), timestamp: event.timestamp, headers: Vec::new() }).map_err(state_error)?;
             }
@@ -135,7 +158,9 @@ impl NativeProcessFunction for SumProcess {
 }
 
 /// (b) Sum per customer per window: accumulators are i64 cents.
-struct SumAggregate;
+struct SumAggregate {
+    decode: Decode,
+}
 
 fn cents(bytes: &[u8]) -> Result<i64, String> {
     <[u8; 8]>::try_from(bytes).map(i64::from_le_bytes).map_err(|_| "an accumulator is 8 bytes".to_string())
@@ -148,7 +173,7 @@ impl NativeAggregateFunction for SumAggregate {
             .map(|entry| {
                 let mut total = entry.accumulator.as_deref().map_or(Ok(0), cents)?;
                 for event in &entry.events {
-                    total = total.checked_add(order(event)?.1).ok_or("total overflows")?;
+                    total = total.checked_add((self.decode)(event)?.1).ok_or("total overflows")?;
                 }
                 Ok(total.to_le_bytes().to_vec())
             })
@@ -180,7 +205,7 @@ pub const DEDUP_TTL_MILLIS: u64 = 60_000;
 
 impl NativeFunction for Dedup {
     fn key(&self) -> Option<Box<dyn NativeKeyFunction>> {
-        Some(Box::new(CustomerKey))
+        Some(Box::new(CustomerKey { decode: binary_order }))
     }
     fn process(&self) -> Option<Box<dyn NativeProcessFunction>> {
         Some(Box::new(DedupProcess::default()))
@@ -215,7 +240,7 @@ struct FilterMap;
 
 impl NativeFunction for FilterMap {
     fn key(&self) -> Option<Box<dyn NativeKeyFunction>> {
-        Some(Box::new(CustomerKey))
+        Some(Box::new(CustomerKey { decode: binary_order }))
     }
     fn process(&self) -> Option<Box<dyn NativeProcessFunction>> {
         Some(Box::new(FilterMapProcess))
@@ -228,7 +253,7 @@ impl NativeProcessFunction for FilterMapProcess {
     fn process(&mut self, batch: &[KeyedEvents], ctx: &mut HostCtx) -> Result<(), String> {
         for keyed in batch {
             for event in &keyed.events {
-                let (customer, amount) = order(event)?;
+                let (customer, amount) = binary_order(event)?;
                 if amount >= 1_000 {
                     ctx.emit(Event { key: None, value: pair(customer, amount * 2), timestamp: event.timestamp, headers: Vec::new() }).map_err(state_error)?;
                 }
