@@ -229,7 +229,7 @@ pub fn run_suite(suite: &Suite, weir: &Path, out: &mut dyn std::io::Write) -> Re
     let write = |e: std::io::Error| BenchError::Io(format!("writing the results: {e}"));
     if !suite.json {
         let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-        writeln!(out, "{cores} cores; {} events per run; median of {} runs; binary orders; parallelism 2; discard sink", suite.events, suite.repeat).map_err(write)?;
+        writeln!(out, "{cores} cores; {} events per run; median of {} runs; binary orders (sum-json: JSON); parallelism 2; discard sink", suite.events, suite.repeat).map_err(write)?;
         writeln!(out, "{:<8} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}", "", "", "", "wasm", "native", "wasm/", "wasm", "wasm", "").map_err(write)?;
         writeln!(out, "{:<8} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}", "workload", "keys", "chk", "events/s", "events/s", "native", "cpu s", "peak RSS", "chk cost").map_err(write)?;
     }
