@@ -7,6 +7,7 @@
 //! customer id, amount in cents; 24 bytes little-endian), JSON orders for
 //! `bench-json`; keys are the customer id's 8 bytes.
 
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use wasmtime::component::Resource;
@@ -24,8 +25,8 @@ use crate::Event;
 /// The native function called `name`, if there is one.
 pub fn lookup(name: &str) -> Option<NativeRef> {
     let function: NativeRef = match name {
-        "bench-sum" => Arc::new(Sum { decode: binary_order }),
-        "bench-json" => Arc::new(Sum { decode: json_order }),
+        "bench-sum" => Arc::new(Sum::<Binary>(PhantomData)),
+        "bench-json" => Arc::new(Sum::<Json>(PhantomData)),
         "bench-dedup" => Arc::new(Dedup),
         "bench-filter" => Arc::new(FilterMap),
         _ => return None,
@@ -36,13 +37,24 @@ pub fn lookup(name: &str) -> Option<NativeRef> {
 /// The names [`lookup`] knows.
 pub const NAMES: [&str; 4] = ["bench-sum", "bench-json", "bench-dedup", "bench-filter"];
 
-/// How a workload reads an order: its (customer, amount in cents).
-type Decode = fn(&Event) -> Result<(u64, i64), String>;
-
-/// (customer, amount in cents) of a binary order.
-fn binary_order(event: &Event) -> Result<(u64, i64), String> {
-    decode_binary_order(&event.value).map(|(_, customer, cents)| (customer, cents))
+/// How a workload's orders are encoded (a type, so each function is
+/// compiled for its own: no indirect call per event).
+trait OrderFormat: Send + Sync + 'static {
+    /// (customer, amount in cents) of an order.
+    fn decode(event: &Event) -> Result<(u64, i64), String>;
 }
+
+/// Binary orders (`weir_sdk::binary::Order`).
+struct Binary;
+
+impl OrderFormat for Binary {
+    fn decode(event: &Event) -> Result<(u64, i64), String> {
+        decode_binary_order(&event.value).map(|(_, customer, cents)| (customer, cents))
+    }
+}
+
+/// JSON orders, read as `bench-json` reads them.
+struct Json;
 
 /// The fields of a JSON order the sum needs (the others are skipped).
 #[derive(serde::Deserialize)]
@@ -51,10 +63,11 @@ struct JsonOrder {
     amount: f64,
 }
 
-/// (customer, amount in cents) of a JSON order, as `bench-json` reads it.
-fn json_order(event: &Event) -> Result<(u64, i64), String> {
-    let order: JsonOrder = serde_json::from_slice(&event.value).map_err(|e| format!("a JSON order: {e}"))?;
-    Ok((order.customer_id, (order.amount * 100.0).round() as i64))
+impl OrderFormat for Json {
+    fn decode(event: &Event) -> Result<(u64, i64), String> {
+        let order: JsonOrder = serde_json::from_slice(&event.value).map_err(|e| format!("a JSON order: {e}"))?;
+        Ok((order.customer_id, (order.amount * 100.0).round() as i64))
+    }
 }
 
 /// Two numbers as a 16-byte event value.
@@ -103,51 +116,47 @@ fn select(ctx: &mut HostCtx, index: usize) -> Result<(), String> {
 }
 
 /// Key: the customer id.
-struct CustomerKey {
-    decode: Decode,
-}
+struct CustomerKey<F>(PhantomData<F>);
 
-impl NativeKeyFunction for CustomerKey {
+impl<F: OrderFormat> NativeKeyFunction for CustomerKey<F> {
     fn extract_keys(&mut self, events: &[Event], keys: &mut KeyList) -> Result<(), String> {
         for event in events {
-            keys.push(&(self.decode)(event)?.0.to_le_bytes());
+            keys.push(&F::decode(event)?.0.to_le_bytes());
         }
         Ok(())
     }
 }
 
 /// (a) Running sum per customer: emit (customer, total) per order.
-/// (Over orders read by `decode`: binary for `bench-sum`, JSON for
+/// (Over orders in format `F`: binary for `bench-sum`, JSON for
 /// `bench-json`.)
-struct Sum {
-    decode: Decode,
-}
+struct Sum<F>(PhantomData<F>);
 
-impl NativeFunction for Sum {
+impl<F: OrderFormat> NativeFunction for Sum<F> {
     fn key(&self) -> Option<Box<dyn NativeKeyFunction>> {
-        Some(Box::new(CustomerKey { decode: self.decode }))
+        Some(Box::new(CustomerKey::<F>(PhantomData)))
     }
     fn process(&self) -> Option<Box<dyn NativeProcessFunction>> {
-        Some(Box::new(SumProcess { total: Value::default(), decode: self.decode }))
+        Some(Box::new(SumProcess::<F> { total: Value::default(), format: PhantomData }))
     }
     fn aggregate(&self) -> Option<Box<dyn NativeAggregateFunction>> {
-        Some(Box::new(SumAggregate { decode: self.decode }))
+        Some(Box::new(SumAggregate::<F>(PhantomData)))
     }
 }
 
-struct SumProcess {
+struct SumProcess<F> {
     total: Value,
-    decode: Decode,
+    format: PhantomData<F>,
 }
 
-impl NativeProcessFunction for SumProcess {
+impl<F: OrderFormat> NativeProcessFunction for SumProcess<F> {
     fn process(&mut self, batch: &[KeyedEvents], ctx: &mut HostCtx) -> Result<(), String> {
         for (index, keyed) in batch.iter().enumerate() {
             select(ctx, index)?;
             let stored = self.total.get(ctx, "total", None)?;
             let mut total = stored.and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok()).map_or(0, i64::from_le_bytes);
             for event in &keyed.events {
-                let (customer, amount) = (self.decode)(event)?;
+                let (customer, amount) = F::decode(event)?;
                 total = total.checked_add(amount).ok_or("total overflows")?;
                 ctx.emit(Event { key: None, value: pair(customer, total), timestamp: event.timestamp, headers: Vec::new() }).map_err(state_error)?;
             }
@@ -158,22 +167,20 @@ impl NativeProcessFunction for SumProcess {
 }
 
 /// (b) Sum per customer per window: accumulators are i64 cents.
-struct SumAggregate {
-    decode: Decode,
-}
+struct SumAggregate<F>(PhantomData<F>);
 
 fn cents(bytes: &[u8]) -> Result<i64, String> {
     <[u8; 8]>::try_from(bytes).map(i64::from_le_bytes).map_err(|_| "an accumulator is 8 bytes".to_string())
 }
 
-impl NativeAggregateFunction for SumAggregate {
+impl<F: OrderFormat> NativeAggregateFunction for SumAggregate<F> {
     fn add(&mut self, batch: &[Accumulate]) -> Result<Vec<Vec<u8>>, String> {
         batch
             .iter()
             .map(|entry| {
                 let mut total = entry.accumulator.as_deref().map_or(Ok(0), cents)?;
                 for event in &entry.events {
-                    total = total.checked_add((self.decode)(event)?.1).ok_or("total overflows")?;
+                    total = total.checked_add(F::decode(event)?.1).ok_or("total overflows")?;
                 }
                 Ok(total.to_le_bytes().to_vec())
             })
@@ -205,7 +212,7 @@ pub const DEDUP_TTL_MILLIS: u64 = 60_000;
 
 impl NativeFunction for Dedup {
     fn key(&self) -> Option<Box<dyn NativeKeyFunction>> {
-        Some(Box::new(CustomerKey { decode: binary_order }))
+        Some(Box::new(CustomerKey::<Binary>(PhantomData)))
     }
     fn process(&self) -> Option<Box<dyn NativeProcessFunction>> {
         Some(Box::new(DedupProcess::default()))
@@ -240,7 +247,7 @@ struct FilterMap;
 
 impl NativeFunction for FilterMap {
     fn key(&self) -> Option<Box<dyn NativeKeyFunction>> {
-        Some(Box::new(CustomerKey { decode: binary_order }))
+        Some(Box::new(CustomerKey::<Binary>(PhantomData)))
     }
     fn process(&self) -> Option<Box<dyn NativeProcessFunction>> {
         Some(Box::new(FilterMapProcess))
@@ -253,7 +260,7 @@ impl NativeProcessFunction for FilterMapProcess {
     fn process(&mut self, batch: &[KeyedEvents], ctx: &mut HostCtx) -> Result<(), String> {
         for keyed in batch {
             for event in &keyed.events {
-                let (customer, amount) = binary_order(event)?;
+                let (customer, amount) = Binary::decode(event)?;
                 if amount >= 1_000 {
                     ctx.emit(Event { key: None, value: pair(customer, amount * 2), timestamp: event.timestamp, headers: Vec::new() }).map_err(state_error)?;
                 }
