@@ -3,8 +3,9 @@
 //! invocation, so their ratio compares like with like on the same machine.
 //!
 //! Every measurement is its own `weir run` child process (generator source
-//! with binary orders, JSON for `sum-json` → keyed operator → discard sink, parallelism 2), so
-//! its CPU time and peak RSS are its own. Workloads:
+//! with binary orders, JSON for `sum-json` → keyed operator → discard
+//! sink, parallelism 2), so its CPU time and peak RSS are its own.
+//! Workloads:
 //!
 //! | name       | logic                                                   |
 //! |------------|---------------------------------------------------------|
@@ -229,7 +230,9 @@ pub fn run_suite(suite: &Suite, weir: &Path, out: &mut dyn std::io::Write) -> Re
     let write = |e: std::io::Error| BenchError::Io(format!("writing the results: {e}"));
     if !suite.json {
         let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-        writeln!(out, "{cores} cores; {} events per run; median of {} runs; binary orders (sum-json: JSON); parallelism 2; discard sink", suite.events, suite.repeat).map_err(write)?;
+        let json: Vec<&str> = suite.workloads.iter().filter(|w| w.encoding() == "json").map(|w| w.name()).collect();
+        let orders = if json.is_empty() { "binary orders".to_string() } else { format!("binary orders ({}: JSON)", json.join(", ")) };
+        writeln!(out, "{cores} cores; {} events per run; median of {} runs; {orders}; parallelism 2; discard sink", suite.events, suite.repeat).map_err(write)?;
         writeln!(out, "{:<8} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}", "", "", "", "wasm", "native", "wasm/", "wasm", "wasm", "").map_err(write)?;
         writeln!(out, "{:<8} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}", "workload", "keys", "chk", "events/s", "events/s", "native", "cpu s", "peak RSS", "chk cost").map_err(write)?;
     }

@@ -76,30 +76,32 @@ impl ChangeRecords {
     /// holds `value` (`None`: nothing); returns the key's number after
     /// (a key logged with a value for the first time gets the next one).
     pub fn write_numbered(&mut self, number: u32, key: &[u8], value: Option<&[u8]>) -> u32 {
-        match (number, value) {
-            (0, Some(value)) => match self.named.checked_add(1) {
-                Some(next) => {
-                    self.start_record(PUT_NAMING, key);
-                    self.push_bytes(value);
-                    self.named = next;
-                    next
-                }
-                None => {
-                    self.write(key, Some(value));
-                    0
-                }
-            },
-            (0, None) => {
-                self.write(key, None);
-                0
+        match (number, value, self.named.checked_add(1)) {
+            (0, Some(value), Some(next)) => {
+                self.start_record(PUT_NAMING, key);
+                self.push_bytes(value);
+                self.named = next;
+                next
             }
-            (number, value) => {
-                self.start_tag(if value.is_some() { PUT_NUMBERED } else { DELETE_NUMBERED });
-                push_varint(&mut self.bytes, u64::from(number));
-                if let Some(value) = value {
-                    self.push_bytes(value);
-                }
+            _ => {
+                self.write_known(number, key, value);
                 number
+            }
+        }
+    }
+
+    /// `key`, which has number `number` in the chain (0: none), now holds
+    /// `value` (`None`: nothing): written by its number when it has one,
+    /// else by the key, which is not given a number (a key leaving the
+    /// cache, or every number taken).
+    fn write_known(&mut self, number: u32, key: &[u8], value: Option<&[u8]>) {
+        if number == 0 {
+            self.write(key, value);
+        } else {
+            self.start_tag(if value.is_some() { PUT_NUMBERED } else { DELETE_NUMBERED });
+            push_varint(&mut self.bytes, u64::from(number));
+            if let Some(value) = value {
+                self.push_bytes(value);
             }
         }
     }
@@ -439,15 +441,11 @@ impl Changelog {
     }
 
     /// Record that `key`, numbered `number` in the chain (0: not yet),
-    /// now holds `value` (for a change about to leave the cache before the
-    /// next checkpoint; a numbered key is written by its number, and a key
-    /// without one is not given one: it is leaving).
+    /// now holds `value`, for a change about to leave the cache before the
+    /// next checkpoint (see [`ChangeRecords::write_known`]).
     pub fn record(&mut self, number: u32, key: &[u8], value: Option<&[u8]>) {
         if !self.overflowed {
-            match number {
-                0 => self.pending.write(key, value),
-                number => _ = self.pending.write_numbered(number, key, value),
-            }
+            self.pending.write_known(number, key, value);
             self.check_limit();
         }
     }
