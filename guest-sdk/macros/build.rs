@@ -6,9 +6,11 @@
 //! in; checkouts may share a target directory).
 
 fn main() {
-    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let manifest_dir =
+        std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let wit = std::path::Path::new(&manifest_dir).join("../../wit/weir.wit");
     println!("cargo:rerun-if-changed={}", wit.display());
-    let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("weir.wit");
+    let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"))
+        .join("weir.wit");
     std::fs::copy(&wit, &out).unwrap_or_else(|e| panic!("cannot copy {}: {e}", wit.display()));
 }

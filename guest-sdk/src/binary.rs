@@ -28,11 +28,19 @@ pub const ORDER_BYTES: usize = 24;
 impl Order {
     /// Read an order; an error unless `bytes` is exactly [`ORDER_BYTES`] long.
     pub fn decode(bytes: &[u8]) -> Result<Self, Error> {
-        let field = |i: usize| -> [u8; 8] { bytes[i * 8..i * 8 + 8].try_into().unwrap_or_default() };
+        let field =
+            |i: usize| -> [u8; 8] { bytes[i * 8..i * 8 + 8].try_into().unwrap_or_default() };
         if bytes.len() != ORDER_BYTES {
-            return Err(Error::msg(format!("a binary order is {ORDER_BYTES} bytes, not {}", bytes.len())));
+            return Err(Error::msg(format!(
+                "a binary order is {ORDER_BYTES} bytes, not {}",
+                bytes.len()
+            )));
         }
-        Ok(Self { order_id: u64::from_le_bytes(field(0)), customer_id: u64::from_le_bytes(field(1)), amount_cents: i64::from_le_bytes(field(2)) })
+        Ok(Self {
+            order_id: u64::from_le_bytes(field(0)),
+            customer_id: u64::from_le_bytes(field(1)),
+            amount_cents: i64::from_le_bytes(field(2)),
+        })
     }
 
     /// The order's bytes.

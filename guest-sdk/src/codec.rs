@@ -15,7 +15,8 @@ pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, Error> {
 
 /// Encode `value` for storage in state, appended to `out`.
 pub fn encode_into<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -> Result<(), Error> {
-    *out = postcard::to_extend(value, std::mem::take(out)).map_err(|e| Error::msg(format!("cannot encode state value: {e}")))?;
+    *out = postcard::to_extend(value, std::mem::take(out))
+        .map_err(|e| Error::msg(format!("cannot encode state value: {e}")))?;
     Ok(())
 }
 

@@ -117,6 +117,9 @@ impl Context {
 /// panicked and where. The SDK's glue installs it with the instance.
 pub fn report_panics() {
     static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| std::panic::set_hook(Box::new(|info| host::log(LogLevel::Error, &info.to_string().replace('\n', " ")))));
+    ONCE.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            host::log(LogLevel::Error, &info.to_string().replace('\n', " "))
+        }))
+    });
 }
-

@@ -29,12 +29,16 @@ impl Event {
     /// Parse the payload as JSON into `T` (which may borrow from the event).
     #[cfg(feature = "json")]
     pub fn json<'a, T: serde::Deserialize<'a>>(&'a self) -> Result<T, crate::Error> {
-        serde_json::from_slice(&self.value).map_err(|e| crate::Error::msg(format!("event value is not the expected JSON: {e}")))
+        serde_json::from_slice(&self.value)
+            .map_err(|e| crate::Error::msg(format!("event value is not the expected JSON: {e}")))
     }
 
     /// An event whose payload is `value` serialized as JSON.
     #[cfg(feature = "json")]
-    pub fn from_json<T: serde::Serialize + ?Sized>(value: &T, timestamp: i64) -> Result<Self, crate::Error> {
+    pub fn from_json<T: serde::Serialize + ?Sized>(
+        value: &T,
+        timestamp: i64,
+    ) -> Result<Self, crate::Error> {
         Ok(Self::new(serde_json::to_vec(value)?, timestamp))
     }
 }
@@ -45,7 +49,9 @@ mod tests {
 
     #[test]
     fn json_round_trip_and_headers() {
-        let event = Event::from_json(&serde_json::json!({"a": 1}), 7).unwrap().with_header("h", b"v".to_vec());
+        let event = Event::from_json(&serde_json::json!({"a": 1}), 7)
+            .unwrap()
+            .with_header("h", b"v".to_vec());
         let back: serde_json::Value = event.json().unwrap();
         assert_eq!(back["a"], 1);
         assert_eq!(event.header("h"), Some(&b"v"[..]));

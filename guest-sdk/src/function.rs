@@ -3,7 +3,10 @@
 
 use serde::{de::DeserializeOwned, Serialize};
 
-use crate::__private::wit::types::{Accumulate, AccumulateBatch, EventBatch, FunctionError, KeyedBatch, KeyedEvents, KeyedTimers, PackedKeys, ValueCells, Window, WindowEvents, WindowResults};
+use crate::__private::wit::types::{
+    Accumulate, AccumulateBatch, EventBatch, FunctionError, KeyedBatch, KeyedEvents, KeyedTimers,
+    PackedKeys, ValueCells, Window, WindowEvents, WindowResults,
+};
 use std::cell::RefCell;
 
 use crate::packing::EventBuffer;
@@ -52,12 +55,21 @@ pub trait AggregateFunction: Default + 'static {
     fn add(&mut self, accumulator: &mut Self::Accumulator, event: &Event) -> Result<(), Error>;
 
     /// Combine two accumulators (when session windows merge).
-    fn merge(&mut self, a: Self::Accumulator, b: Self::Accumulator) -> Result<Self::Accumulator, Error>;
+    fn merge(
+        &mut self,
+        a: Self::Accumulator,
+        b: Self::Accumulator,
+    ) -> Result<Self::Accumulator, Error>;
 
     /// The output of `key`'s finished `window` (fired again with the
     /// updated accumulator when a late event arrives within the allowed
     /// lateness).
-    fn result(&mut self, key: &[u8], window: Window, accumulator: Self::Accumulator) -> Result<Vec<Event>, Error>;
+    fn result(
+        &mut self,
+        key: &[u8],
+        window: Window,
+        accumulator: Self::Accumulator,
+    ) -> Result<Vec<Event>, Error>;
 }
 
 /// A window process function: sees all events of a window at once when it
@@ -65,7 +77,12 @@ pub trait AggregateFunction: Default + 'static {
 /// when an accumulator suffices: it keeps far less state.
 pub trait WindowProcessFunction: Default + 'static {
     /// The output of `key`'s finished `window`, given all its events.
-    fn process_window(&mut self, key: &[u8], window: Window, events: Vec<Event>) -> Result<Vec<Event>, Error>;
+    fn process_window(
+        &mut self,
+        key: &[u8],
+        window: Window,
+        events: Vec<Event>,
+    ) -> Result<Vec<Event>, Error>;
 }
 
 fn function_error(error: Error) -> FunctionError {
@@ -73,7 +90,10 @@ fn function_error(error: Error) -> FunctionError {
 }
 
 /// Run `function`'s key extraction over a batch (called by the test harness).
-pub fn extract_keys<F: KeyFunction>(function: &mut F, events: Vec<Event>) -> Result<Vec<Vec<u8>>, FunctionError> {
+pub fn extract_keys<F: KeyFunction>(
+    function: &mut F,
+    events: Vec<Event>,
+) -> Result<Vec<Vec<u8>>, FunctionError> {
     events.iter().map(|event| function.key(event)).collect::<Result<_, _>>().map_err(function_error)
 }
 
@@ -94,7 +114,10 @@ fn with_scratch<R>(f: impl FnOnce(&mut EventBuffer, &mut Context) -> R) -> R {
 
 /// Run `function`'s key extraction over a packed batch (called by the glue):
 /// events unpacked into reused buffers, keys packed as they come.
-pub fn extract_packed_keys<F: KeyFunction>(function: &mut F, events: EventBatch) -> Result<PackedKeys, FunctionError> {
+pub fn extract_packed_keys<F: KeyFunction>(
+    function: &mut F,
+    events: EventBatch,
+) -> Result<PackedKeys, FunctionError> {
     with_scratch(|input, _| {
         let input = input.fill(&events)?;
         let mut keys = packing::KeyPacker::with_capacity(input.len());
@@ -108,8 +131,14 @@ pub fn extract_packed_keys<F: KeyFunction>(function: &mut F, events: EventBatch)
 
 /// Run `function` over a packed batch, one key at a time (called by the
 /// glue): no allocation per event once the buffers have grown.
-pub fn process_packed<F: ProcessFunction>(function: &mut F, mut batch: KeyedBatch) -> Result<(), FunctionError> {
-    host::begin_batch(std::mem::replace(&mut batch.prefetched, packing::no_cells()), batch.event_ends.len());
+pub fn process_packed<F: ProcessFunction>(
+    function: &mut F,
+    mut batch: KeyedBatch,
+) -> Result<(), FunctionError> {
+    host::begin_batch(
+        std::mem::replace(&mut batch.prefetched, packing::no_cells()),
+        batch.event_ends.len(),
+    );
     let processed = with_scratch(|input, ctx| {
         let events = input.fill(&batch.events)?;
         for (index, group) in packing::groups(&batch, events).enumerate() {
@@ -131,7 +160,10 @@ fn key_index(index: usize) -> Result<u32, Error> {
 
 /// Run `function` over a batch, one key at a time (called by the native
 /// test harness).
-pub fn process_batch<F: ProcessFunction>(function: &mut F, batch: Vec<KeyedEvents>) -> Result<(), FunctionError> {
+pub fn process_batch<F: ProcessFunction>(
+    function: &mut F,
+    batch: Vec<KeyedEvents>,
+) -> Result<(), FunctionError> {
     with_scratch(|_, ctx| {
         for (index, KeyedEvents { key, events }) in batch.iter().enumerate() {
             host::select_key(key_index(index)?, key)?;
@@ -145,7 +177,10 @@ pub fn process_batch<F: ProcessFunction>(function: &mut F, batch: Vec<KeyedEvent
 
 /// Deliver fired timers to `function`, one key at a time (called by the
 /// glue and by the native test harness).
-pub fn fire_timers<F: ProcessFunction>(function: &mut F, batch: Vec<KeyedTimers>) -> Result<(), FunctionError> {
+pub fn fire_timers<F: ProcessFunction>(
+    function: &mut F,
+    batch: Vec<KeyedTimers>,
+) -> Result<(), FunctionError> {
     // Nothing is read ahead for timers; the batch scope still starts the
     // call's key selection afresh.
     host::begin_batch(packing::no_cells(), batch.len());
@@ -165,7 +200,12 @@ pub fn fire_timers<F: ProcessFunction>(function: &mut F, batch: Vec<KeyedTimers>
 
 /// Fold `events` into the encoded accumulator (`None`: a new window's),
 /// appending the new one to `out`.
-fn fold<F: AggregateFunction>(function: &mut F, accumulator: Option<&[u8]>, events: &[Event], out: &mut Vec<u8>) -> Result<(), Error> {
+fn fold<F: AggregateFunction>(
+    function: &mut F,
+    accumulator: Option<&[u8]>,
+    events: &[Event],
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
     let mut acc: F::Accumulator = accumulator.map_or(Ok(Default::default()), codec::decode)?;
     for event in events {
         function.add(&mut acc, event)?;
@@ -175,7 +215,10 @@ fn fold<F: AggregateFunction>(function: &mut F, accumulator: Option<&[u8]>, even
 
 /// Fold each entry's events into its accumulator (called by the native
 /// test harness).
-pub fn aggregate_add<F: AggregateFunction>(function: &mut F, batch: Vec<Accumulate>) -> Result<Vec<Vec<u8>>, FunctionError> {
+pub fn aggregate_add<F: AggregateFunction>(
+    function: &mut F,
+    batch: Vec<Accumulate>,
+) -> Result<Vec<Vec<u8>>, FunctionError> {
     let mut out = Vec::with_capacity(batch.len());
     for Accumulate { accumulator, events } in &batch {
         let mut encoded = Vec::new();
@@ -187,16 +230,27 @@ pub fn aggregate_add<F: AggregateFunction>(function: &mut F, batch: Vec<Accumula
 
 /// Fold each window's events into its accumulator, packed both ways
 /// (called by the glue): no allocation per event.
-pub fn aggregate_add_packed<F: AggregateFunction>(function: &mut F, batch: AccumulateBatch) -> Result<ValueCells, FunctionError> {
+pub fn aggregate_add_packed<F: AggregateFunction>(
+    function: &mut F,
+    batch: AccumulateBatch,
+) -> Result<ValueCells, FunctionError> {
     with_scratch(|input, _| {
         let events = input.fill(&batch.events)?;
         let windows = batch.event_ends.len();
-        let mut out = ValueCells { states: Vec::new(), present: Vec::with_capacity(windows), values: Vec::with_capacity(windows * 8), ends: Vec::with_capacity(windows) };
+        let mut out = ValueCells {
+            states: Vec::new(),
+            present: Vec::with_capacity(windows),
+            values: Vec::with_capacity(windows * 8),
+            ends: Vec::with_capacity(windows),
+        };
         for (accumulator, events) in packing::accumulate_groups(&batch, events) {
             let (accumulator, events) = (accumulator?, events?);
             fold(function, accumulator, events, &mut out.values)?;
             out.present.push(true);
-            out.ends.push(u32::try_from(out.values.len()).map_err(|_| Error::msg("accumulators over 4 GiB"))?);
+            out.ends.push(
+                u32::try_from(out.values.len())
+                    .map_err(|_| Error::msg("accumulators over 4 GiB"))?,
+            );
         }
         Ok(out)
     })
@@ -204,14 +258,23 @@ pub fn aggregate_add_packed<F: AggregateFunction>(function: &mut F, batch: Accum
 }
 
 /// Merge two encoded accumulators (called by the glue).
-pub fn aggregate_merge<F: AggregateFunction>(function: &mut F, a: Vec<u8>, b: Vec<u8>) -> Result<Vec<u8>, FunctionError> {
-    let merged = (|| function.merge(codec::decode(&a)?, codec::decode(&b)?).and_then(|m| codec::encode(&m)))();
+pub fn aggregate_merge<F: AggregateFunction>(
+    function: &mut F,
+    a: Vec<u8>,
+    b: Vec<u8>,
+) -> Result<Vec<u8>, FunctionError> {
+    let merged = (|| {
+        function.merge(codec::decode(&a)?, codec::decode(&b)?).and_then(|m| codec::encode(&m))
+    })();
     merged.map_err(function_error)
 }
 
 /// The outputs of finished windows, packed (called by the glue and by the
 /// native test harness).
-pub fn aggregate_results<F: AggregateFunction>(function: &mut F, batch: WindowResults) -> Result<EventBatch, FunctionError> {
+pub fn aggregate_results<F: AggregateFunction>(
+    function: &mut F,
+    batch: WindowResults,
+) -> Result<EventBatch, FunctionError> {
     let mut out = packing::BatchPacker::default();
     let produced = packing::window_results(&batch).try_for_each(|window| {
         let (key, window, accumulator) = window?;
@@ -223,7 +286,10 @@ pub fn aggregate_results<F: AggregateFunction>(function: &mut F, batch: WindowRe
 }
 
 /// The outputs of finished windows given their events (called by the glue).
-pub fn window_process<F: WindowProcessFunction>(function: &mut F, batch: Vec<WindowEvents>) -> Result<Vec<Event>, FunctionError> {
+pub fn window_process<F: WindowProcessFunction>(
+    function: &mut F,
+    batch: Vec<WindowEvents>,
+) -> Result<Vec<Event>, FunctionError> {
     let mut out = Vec::new();
     for WindowEvents { key, window, events } in batch {
         out.extend(function.process_window(&key, window, events).map_err(function_error)?);

@@ -85,6 +85,9 @@ pub use weir_sdk_macros::function;
 pub mod __private {
     pub use crate::bindings::weir::function as wit;
     pub use crate::context::report_panics;
-    pub use crate::function::{aggregate_add, aggregate_add_packed, aggregate_merge, aggregate_results, extract_keys, extract_packed_keys, fire_timers, process_batch, process_packed, window_process};
+    pub use crate::function::{
+        aggregate_add, aggregate_add_packed, aggregate_merge, aggregate_results, extract_keys,
+        extract_packed_keys, fire_timers, process_batch, process_packed, window_process,
+    };
     pub use wit_bindgen;
 }

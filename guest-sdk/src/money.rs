@@ -12,7 +12,19 @@ use crate::Error;
 /// let total = Cents::parse("0.10").unwrap() + Cents::parse("0.20").unwrap();
 /// assert_eq!(total.to_string(), "0.30");
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct Cents(pub i64);
 
 impl Cents {
@@ -21,13 +33,17 @@ impl Cents {
     /// number or string both work.
     pub fn parse(text: &str) -> Result<Self, Error> {
         let text = text.trim().trim_matches('"');
-        let bad = || Error::msg(format!("amount {text:?} is not a decimal with at most two decimals"));
+        let bad =
+            || Error::msg(format!("amount {text:?} is not a decimal with at most two decimals"));
         let (negative, digits) = match text.strip_prefix('-') {
             Some(rest) => (true, rest),
             None => (false, text),
         };
         let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
-        if whole.is_empty() || fraction.len() > 2 || !whole.bytes().chain(fraction.bytes()).all(|b| b.is_ascii_digit()) {
+        if whole.is_empty()
+            || fraction.len() > 2
+            || !whole.bytes().chain(fraction.bytes()).all(|b| b.is_ascii_digit())
+        {
             return Err(bad());
         }
         let whole: i64 = whole.parse().map_err(|_| bad())?;

@@ -4,7 +4,9 @@
 //! checks what it receives; what the host sends is checked here too, and a
 //! malformed batch is an error, never a panic.
 
-use crate::bindings::weir::function::types::{AccumulateBatch, EventBatch, KeyedBatch, PackedKeys, ValueCells, Window, WindowResults};
+use crate::bindings::weir::function::types::{
+    AccumulateBatch, EventBatch, KeyedBatch, PackedKeys, ValueCells, Window, WindowResults,
+};
 use crate::{Error, Event};
 
 /// An offset into a packed list.
@@ -41,14 +43,30 @@ pub(crate) struct BatchPacker {
 
 impl Default for BatchPacker {
     fn default() -> Self {
-        Self { batch: EventBatch { values: Vec::new(), value_ends: Vec::new(), timestamps: Vec::new(), keyed: Vec::new(), keys: Vec::new(), key_ends: Vec::new(), headers: Vec::new() } }
+        Self {
+            batch: EventBatch {
+                values: Vec::new(),
+                value_ends: Vec::new(),
+                timestamps: Vec::new(),
+                keyed: Vec::new(),
+                keys: Vec::new(),
+                key_ends: Vec::new(),
+                headers: Vec::new(),
+            },
+        }
     }
 }
 
 impl BatchPacker {
     /// Add an event made of its parts.
     #[inline]
-    pub(crate) fn push(&mut self, value: &[u8], timestamp: i64, key: Option<&[u8]>, headers: &[(String, Vec<u8>)]) {
+    pub(crate) fn push(
+        &mut self,
+        value: &[u8],
+        timestamp: i64,
+        key: Option<&[u8]>,
+        headers: &[(String, Vec<u8>)],
+    ) {
         let batch = &mut self.batch;
         let index = end(batch.timestamps.len());
         append(&mut batch.values, value);
@@ -59,7 +77,9 @@ impl BatchPacker {
             batch.keys.extend_from_slice(key);
             batch.key_ends.push(end(batch.keys.len()));
         }
-        batch.headers.extend(headers.iter().map(|(name, value)| (index, name.clone(), value.clone())));
+        batch
+            .headers
+            .extend(headers.iter().map(|(name, value)| (index, name.clone(), value.clone())));
     }
 
     /// Add `event`.
@@ -108,7 +128,9 @@ fn cut<'a>(bytes: &'a [u8], ends: &'a [u32]) -> impl Iterator<Item = Result<&'a 
     let mut start = 0usize;
     ends.iter().map(move |&end| {
         let end = end as usize;
-        let slice = bytes.get(start..end).ok_or_else(|| Error::msg(format!("malformed batch: end {end} outside {start}..={}", bytes.len())))?;
+        let slice = bytes.get(start..end).ok_or_else(|| {
+            Error::msg(format!("malformed batch: end {end} outside {start}..={}", bytes.len()))
+        })?;
         start = end;
         Ok(slice)
     })
@@ -126,10 +148,18 @@ impl EventBuffer {
     pub(crate) fn fill(&mut self, batch: &EventBatch) -> Result<&[Event], Error> {
         let count = batch.timestamps.len();
         if batch.value_ends.len() != count {
-            return Err(Error::msg(format!("malformed batch: {} values for {count} timestamps", batch.value_ends.len())));
+            return Err(Error::msg(format!(
+                "malformed batch: {} values for {count} timestamps",
+                batch.value_ends.len()
+            )));
         }
         if self.events.len() < count {
-            self.events.resize_with(count, || Event { key: None, value: Vec::new(), timestamp: 0, headers: Vec::new() });
+            self.events.resize_with(count, || Event {
+                key: None,
+                value: Vec::new(),
+                timestamp: 0,
+                headers: Vec::new(),
+            });
         }
         if batch.keyed.is_empty() && batch.headers.is_empty() {
             // The common case: values and timestamps only, the ends checked
@@ -137,12 +167,17 @@ impl EventBuffer {
             let mut start = 0;
             for &end in &batch.value_ends {
                 if end < start || end as usize > batch.values.len() {
-                    return Err(Error::msg(format!("malformed batch: end {end} outside {start}..={}", batch.values.len())));
+                    return Err(Error::msg(format!(
+                        "malformed batch: end {end} outside {start}..={}",
+                        batch.values.len()
+                    )));
                 }
                 start = end;
             }
             let mut start = 0;
-            for (event, (&end, &timestamp)) in self.events.iter_mut().zip(batch.value_ends.iter().zip(&batch.timestamps)) {
+            for (event, (&end, &timestamp)) in
+                self.events.iter_mut().zip(batch.value_ends.iter().zip(&batch.timestamps))
+            {
                 event.value.clear();
                 append(&mut event.value, &batch.values[start as usize..end as usize]);
                 start = end;
@@ -154,8 +189,16 @@ impl EventBuffer {
             }
             return Ok(&self.events[..count]);
         }
-        let (mut keyed, mut headers) = (batch.keyed.iter().zip(cut(&batch.keys, &batch.key_ends)).peekable(), batch.headers.iter().peekable());
-        for (index, (event, (value, timestamp))) in self.events.iter_mut().zip(cut(&batch.values, &batch.value_ends).zip(&batch.timestamps)).enumerate() {
+        let (mut keyed, mut headers) = (
+            batch.keyed.iter().zip(cut(&batch.keys, &batch.key_ends)).peekable(),
+            batch.headers.iter().peekable(),
+        );
+        for (index, (event, (value, timestamp))) in self
+            .events
+            .iter_mut()
+            .zip(cut(&batch.values, &batch.value_ends).zip(&batch.timestamps))
+            .enumerate()
+        {
             let index = end(index);
             event.value.clear();
             event.value.extend_from_slice(value?);
@@ -188,10 +231,15 @@ pub(crate) fn unpack(batch: &EventBatch) -> Result<Vec<Event>, Error> {
 
 /// Each key of a keyed batch with its events (slices of `events`, the
 /// batch's events unpacked).
-pub(crate) fn groups<'a>(batch: &'a KeyedBatch, events: &'a [Event]) -> impl Iterator<Item = Result<(&'a [u8], &'a [Event]), Error>> + 'a {
+pub(crate) fn groups<'a>(
+    batch: &'a KeyedBatch,
+    events: &'a [Event],
+) -> impl Iterator<Item = Result<(&'a [u8], &'a [Event]), Error>> + 'a {
     let mut taken = 0usize;
     cut(&batch.keys.bytes, &batch.keys.ends).zip(&batch.event_ends).map(move |(key, &event_end)| {
-        let group = events.get(taken..event_end as usize).ok_or_else(|| Error::msg("malformed batch: event ends out of order or past the events"))?;
+        let group = events.get(taken..event_end as usize).ok_or_else(|| {
+            Error::msg("malformed batch: event ends out of order or past the events")
+        })?;
         taken = event_end as usize;
         Ok((key?, group))
     })
@@ -200,12 +248,19 @@ pub(crate) fn groups<'a>(batch: &'a KeyedBatch, events: &'a [Event]) -> impl Ite
 /// Each window of an accumulate batch: its accumulator so far (checked;
 /// `None` for a new window) and its events (slices of `events`, the
 /// batch's events unpacked).
-pub(crate) fn accumulate_groups<'a>(batch: &'a AccumulateBatch, events: &'a [Event]) -> impl Iterator<Item = (Result<Option<&'a [u8]>, Error>, Result<&'a [Event], Error>)> + 'a {
+pub(crate) fn accumulate_groups<'a>(
+    batch: &'a AccumulateBatch,
+    events: &'a [Event],
+) -> impl Iterator<Item = (Result<Option<&'a [u8]>, Error>, Result<&'a [Event], Error>)> + 'a {
     let cells = &batch.accumulators;
     let mut taken = 0usize;
-    let accumulators = cut(&cells.values, &cells.ends).zip(cells.present.iter().chain(std::iter::repeat(&false))).map(|(value, present)| value.map(|v| present.then_some(v)));
+    let accumulators = cut(&cells.values, &cells.ends)
+        .zip(cells.present.iter().chain(std::iter::repeat(&false)))
+        .map(|(value, present)| value.map(|v| present.then_some(v)));
     accumulators.zip(&batch.event_ends).map(move |(accumulator, &event_end)| {
-        let group = events.get(taken..event_end as usize).ok_or_else(|| Error::msg("malformed batch: event ends out of order or past the events"));
+        let group = events.get(taken..event_end as usize).ok_or_else(|| {
+            Error::msg("malformed batch: event ends out of order or past the events")
+        });
         taken = event_end as usize;
         (accumulator, group)
     })
@@ -213,15 +268,27 @@ pub(crate) fn accumulate_groups<'a>(batch: &'a AccumulateBatch, events: &'a [Eve
 
 /// Each window of a results batch: its key, window and accumulator
 /// (checked).
-pub(crate) fn window_results(batch: &WindowResults) -> impl Iterator<Item = Result<(&[u8], Window, &[u8]), Error>> + '_ {
+pub(crate) fn window_results(
+    batch: &WindowResults,
+) -> impl Iterator<Item = Result<(&[u8], Window, &[u8]), Error>> + '_ {
     let count = batch.windows.len();
     let shaped = if batch.keys.ends.len() == count && batch.accumulator_ends.len() == count {
         Ok(())
     } else {
-        Err(Error::msg(format!("malformed batch: {} keys and {} accumulators for {count} windows", batch.keys.ends.len(), batch.accumulator_ends.len())))
+        Err(Error::msg(format!(
+            "malformed batch: {} keys and {} accumulators for {count} windows",
+            batch.keys.ends.len(),
+            batch.accumulator_ends.len()
+        )))
     };
-    let windows = cut(&batch.keys.bytes, &batch.keys.ends).zip(&batch.windows).zip(cut(&batch.accumulators, &batch.accumulator_ends));
-    shaped.err().map(Err).into_iter().chain(windows.map(|((key, &window), accumulator)| Ok((key?, window, accumulator?))))
+    let windows = cut(&batch.keys.bytes, &batch.keys.ends)
+        .zip(&batch.windows)
+        .zip(cut(&batch.accumulators, &batch.accumulator_ends));
+    shaped
+        .err()
+        .map(Err)
+        .into_iter()
+        .chain(windows.map(|((key, &window), accumulator)| Ok((key?, window, accumulator?))))
 }
 
 /// No value cells.
@@ -243,7 +310,10 @@ impl KeyPacker {
     }
 
     /// Add the key `write` appends to the packed bytes.
-    pub(crate) fn push_with(&mut self, write: impl FnOnce(&mut Vec<u8>) -> Result<(), Error>) -> Result<(), Error> {
+    pub(crate) fn push_with(
+        &mut self,
+        write: impl FnOnce(&mut Vec<u8>) -> Result<(), Error>,
+    ) -> Result<(), Error> {
         let start = self.bytes.len();
         write(&mut self.bytes)?;
         if self.bytes.len() < start {
@@ -266,26 +336,44 @@ mod tests {
     fn event(value: &str, key: Option<&str>, headers: &[(&str, &str)]) -> Event {
         let mut event = Event::new(value.as_bytes().to_vec(), value.len() as i64);
         event.key = key.map(|k| k.as_bytes().to_vec());
-        event.headers = headers.iter().map(|(n, v)| (n.to_string(), v.as_bytes().to_vec())).collect();
+        event.headers =
+            headers.iter().map(|(n, v)| (n.to_string(), v.as_bytes().to_vec())).collect();
         event
     }
 
     type Shape = (Option<Vec<u8>>, Vec<u8>, i64, Vec<(String, Vec<u8>)>);
 
     fn shape(events: &[Event]) -> Vec<Shape> {
-        events.iter().map(|e| (e.key.clone(), e.value.clone(), e.timestamp, e.headers.clone())).collect()
+        events
+            .iter()
+            .map(|e| (e.key.clone(), e.value.clone(), e.timestamp, e.headers.clone()))
+            .collect()
     }
 
     #[test]
     fn batches_round_trip_and_group_by_key() {
-        let events = vec![event("a", None, &[]), event("", Some(""), &[("h", "1"), ("i", "2")]), event("ccc", Some("k"), &[]), event("d", None, &[("x", "")])];
+        let events = vec![
+            event("a", None, &[]),
+            event("", Some(""), &[("h", "1"), ("i", "2")]),
+            event("ccc", Some("k"), &[]),
+            event("d", None, &[("x", "")]),
+        ];
         let batch = pack(&events);
         assert_eq!(shape(&unpack(&batch).unwrap()), shape(&events));
-        let keyed = KeyedBatch { keys: PackedKeys { bytes: b"k1k2".to_vec(), ends: vec![2, 4] }, event_ends: vec![3, 4], events: batch, prefetched: no_cells() };
+        let keyed = KeyedBatch {
+            keys: PackedKeys { bytes: b"k1k2".to_vec(), ends: vec![2, 4] },
+            event_ends: vec![3, 4],
+            events: batch,
+            prefetched: no_cells(),
+        };
         let mut buffer = EventBuffer::default();
         let unpacked = buffer.fill(&keyed.events).unwrap().to_vec();
-        let groups: Vec<(&[u8], &[Event])> = groups(&keyed, &unpacked).collect::<Result<_, _>>().unwrap();
-        assert_eq!((groups[0].0, groups[0].1.len(), groups[1].0, groups[1].1.len()), (&b"k1"[..], 3, &b"k2"[..], 1));
+        let groups: Vec<(&[u8], &[Event])> =
+            groups(&keyed, &unpacked).collect::<Result<_, _>>().unwrap();
+        assert_eq!(
+            (groups[0].0, groups[0].1.len(), groups[1].0, groups[1].1.len()),
+            (&b"k1"[..], 3, &b"k2"[..], 1)
+        );
         assert_eq!(shape(groups[1].1), shape(&events[3..]));
         // Reused buffers give the same events, keys and headers cleared.
         let again = pack(&[event("x", None, &[]), event("yy", Some("k"), &[("h", "1")])]);
@@ -314,7 +402,12 @@ mod tests {
         let mut batch = pack(&[event("ab", None, &[])]);
         batch.timestamps.push(1);
         assert!(unpack(&batch).is_err(), "more timestamps than values");
-        let keyed = KeyedBatch { keys: PackedKeys { bytes: b"k".to_vec(), ends: vec![1] }, event_ends: vec![5], events: pack(&[event("a", None, &[])]), prefetched: no_cells() };
+        let keyed = KeyedBatch {
+            keys: PackedKeys { bytes: b"k".to_vec(), ends: vec![1] },
+            event_ends: vec![5],
+            events: pack(&[event("a", None, &[])]),
+            prefetched: no_cells(),
+        };
         let events = unpack(&keyed.events).unwrap();
         assert!(groups(&keyed, &events).any(|g| g.is_err()));
     }
@@ -322,12 +415,23 @@ mod tests {
     #[test]
     fn window_results_unpack_checked() {
         let window = |start| Window { start, end: start + 10 };
-        let mut batch = WindowResults { keys: PackedKeys { bytes: b"ab".to_vec(), ends: vec![1, 2] }, windows: vec![window(0), window(10)], accumulators: b"xyz".to_vec(), accumulator_ends: vec![1, 3] };
-        let read: Vec<_> = window_results(&batch).map(|w| w.map(|(key, window, acc)| (key, window.start, window.end, acc))).collect::<Result<_, _>>().unwrap();
+        let mut batch = WindowResults {
+            keys: PackedKeys { bytes: b"ab".to_vec(), ends: vec![1, 2] },
+            windows: vec![window(0), window(10)],
+            accumulators: b"xyz".to_vec(),
+            accumulator_ends: vec![1, 3],
+        };
+        let read: Vec<_> = window_results(&batch)
+            .map(|w| w.map(|(key, window, acc)| (key, window.start, window.end, acc)))
+            .collect::<Result<_, _>>()
+            .unwrap();
         assert_eq!(read, [(&b"a"[..], 0, 10, &b"x"[..]), (&b"b"[..], 10, 20, &b"yz"[..])]);
         batch.accumulator_ends[1] = 4;
         assert!(window_results(&batch).any(|w| w.is_err()), "an accumulator past the bytes");
         batch.accumulator_ends.pop();
-        assert!(window_results(&batch).next().is_some_and(|w| w.is_err()), "fewer accumulators than windows");
+        assert!(
+            window_results(&batch).next().is_some_and(|w| w.is_err()),
+            "fewer accumulators than windows"
+        );
     }
 }

@@ -58,7 +58,11 @@ struct Descriptor {
 
 /// Open `raw` on first use, keeping the opened handle for later calls.
 #[inline]
-fn opened<'a, R>(cell: &'a OnceCell<R>, d: &Descriptor, open: fn(&str, Option<Ttl>) -> Result<R, Error>) -> Result<&'a R, Error> {
+fn opened<'a, R>(
+    cell: &'a OnceCell<R>,
+    d: &Descriptor,
+    open: fn(&str, Option<Ttl>) -> Result<R, Error>,
+) -> Result<&'a R, Error> {
     if let Some(raw) = cell.get() {
         return Ok(raw);
     }
@@ -76,12 +80,20 @@ pub struct ValueState<T> {
 impl<T: Serialize + DeserializeOwned> ValueState<T> {
     /// A handle to the value state called `name`, kept until cleared.
     pub fn new(name: &str) -> Self {
-        Self { descriptor: Descriptor { name: name.to_string(), ttl: None }, raw: OnceCell::new(), _type: PhantomData }
+        Self {
+            descriptor: Descriptor { name: name.to_string(), ttl: None },
+            raw: OnceCell::new(),
+            _type: PhantomData,
+        }
     }
 
     /// A handle to the value state called `name`, expiring as `ttl` says.
     pub fn with_ttl(name: &str, ttl: Ttl) -> Self {
-        Self { descriptor: Descriptor { name: name.to_string(), ttl: Some(ttl) }, raw: OnceCell::new(), _type: PhantomData }
+        Self {
+            descriptor: Descriptor { name: name.to_string(), ttl: Some(ttl) },
+            raw: OnceCell::new(),
+            _type: PhantomData,
+        }
     }
 
     fn raw(&self) -> Result<&RawValue, Error> {
@@ -116,13 +128,21 @@ pub struct MapState<K, V> {
 impl<K: Serialize + DeserializeOwned, V: Serialize + DeserializeOwned> MapState<K, V> {
     /// A handle to the map state called `name`, kept until cleared.
     pub fn new(name: &str) -> Self {
-        Self { descriptor: Descriptor { name: name.to_string(), ttl: None }, raw: OnceCell::new(), _types: PhantomData }
+        Self {
+            descriptor: Descriptor { name: name.to_string(), ttl: None },
+            raw: OnceCell::new(),
+            _types: PhantomData,
+        }
     }
 
     /// A handle to the map state called `name`; each entry expires as
     /// `ttl` says.
     pub fn with_ttl(name: &str, ttl: Ttl) -> Self {
-        Self { descriptor: Descriptor { name: name.to_string(), ttl: Some(ttl) }, raw: OnceCell::new(), _types: PhantomData }
+        Self {
+            descriptor: Descriptor { name: name.to_string(), ttl: Some(ttl) },
+            raw: OnceCell::new(),
+            _types: PhantomData,
+        }
     }
 
     fn raw(&self) -> Result<&RawMap, Error> {
@@ -188,13 +208,21 @@ pub struct ListState<T> {
 impl<T: Serialize + DeserializeOwned> ListState<T> {
     /// A handle to the list state called `name`, kept until cleared.
     pub fn new(name: &str) -> Self {
-        Self { descriptor: Descriptor { name: name.to_string(), ttl: None }, raw: OnceCell::new(), _type: PhantomData }
+        Self {
+            descriptor: Descriptor { name: name.to_string(), ttl: None },
+            raw: OnceCell::new(),
+            _type: PhantomData,
+        }
     }
 
     /// A handle to the list state called `name`; the whole list expires as
     /// `ttl` says.
     pub fn with_ttl(name: &str, ttl: Ttl) -> Self {
-        Self { descriptor: Descriptor { name: name.to_string(), ttl: Some(ttl) }, raw: OnceCell::new(), _type: PhantomData }
+        Self {
+            descriptor: Descriptor { name: name.to_string(), ttl: Some(ttl) },
+            raw: OnceCell::new(),
+            _type: PhantomData,
+        }
     }
 
     fn raw(&self) -> Result<&RawList, Error> {

@@ -23,7 +23,10 @@ use serde::de::DeserializeOwned;
 
 use crate::__private::wit::types::{KeyedEvents, KeyedTimers};
 use crate::host::native::{domain_index, with_mock};
-use crate::{codec, function, AggregateFunction, WindowProcessFunction, Error, Event, FiredTimer, KeyFunction, LogLevel, ProcessFunction, TimeDomain, Window};
+use crate::{
+    codec, function, AggregateFunction, Error, Event, FiredTimer, KeyFunction, LogLevel,
+    ProcessFunction, TimeDomain, Window, WindowProcessFunction,
+};
 
 /// One function instance wired to this thread's in-memory host.
 ///
@@ -42,7 +45,9 @@ impl<F: Default> Default for Harness<F> {
 impl<F: Default> Harness<F> {
     /// A fresh function instance over empty state.
     pub fn new() -> Self {
-        with_mock(|m| *m = crate::host::native::MockHost { watermark: i64::MIN, ..Default::default() });
+        with_mock(|m| {
+            *m = crate::host::native::MockHost { watermark: i64::MIN, ..Default::default() }
+        });
         Self { function: F::default() }
     }
 
@@ -73,7 +78,8 @@ impl<F: Default> Harness<F> {
     /// Events sent to the side output `name` so far (removing them).
     pub fn take_side_output(&mut self, name: &str) -> Vec<Event> {
         with_mock(|m| {
-            let (wanted, rest) = std::mem::take(&mut m.side_outputs).into_iter().partition(|(n, _)| n == name);
+            let (wanted, rest) =
+                std::mem::take(&mut m.side_outputs).into_iter().partition(|(n, _)| n == name);
             m.side_outputs = rest;
             wanted.into_iter().map(|(_, e)| e).collect()
         })
@@ -88,14 +94,29 @@ impl<F: Default> Harness<F> {
 impl<F: AggregateFunction> Harness<F> {
     /// Fold `events` into a fresh accumulator for `window` of `key`, as the
     /// host would, and return the window's result.
-    pub fn aggregate(&mut self, key: &[u8], window: Window, events: Vec<Event>) -> Result<Vec<Event>, Error> {
+    pub fn aggregate(
+        &mut self,
+        key: &[u8],
+        window: Window,
+        events: Vec<Event>,
+    ) -> Result<Vec<Event>, Error> {
         let accumulate = crate::__private::wit::types::Accumulate { accumulator: None, events };
-        let mut accumulators = function::aggregate_add(&mut self.function, vec![accumulate]).map_err(|e| Error::msg(e.message))?;
+        let mut accumulators = function::aggregate_add(&mut self.function, vec![accumulate])
+            .map_err(|e| Error::msg(e.message))?;
         let accumulator = accumulators.pop().ok_or_else(|| Error::msg("no accumulator"))?;
-        let keys = crate::__private::wit::types::PackedKeys { bytes: key.to_vec(), ends: vec![key.len() as u32] };
+        let keys = crate::__private::wit::types::PackedKeys {
+            bytes: key.to_vec(),
+            ends: vec![key.len() as u32],
+        };
         let accumulator_ends = vec![accumulator.len() as u32];
-        let request = crate::__private::wit::types::WindowResults { keys, windows: vec![window], accumulators: accumulator, accumulator_ends };
-        let results = function::aggregate_results(&mut self.function, request).map_err(|e| Error::msg(e.message))?;
+        let request = crate::__private::wit::types::WindowResults {
+            keys,
+            windows: vec![window],
+            accumulators: accumulator,
+            accumulator_ends,
+        };
+        let results = function::aggregate_results(&mut self.function, request)
+            .map_err(|e| Error::msg(e.message))?;
         crate::packing::unpack(&results)
     }
 }
@@ -103,9 +124,16 @@ impl<F: AggregateFunction> Harness<F> {
 impl<F: WindowProcessFunction> Harness<F> {
     /// The result of `key`'s `window` holding `events`, as the host would
     /// ask for it when the window fires.
-    pub fn process_window(&mut self, key: &[u8], window: Window, events: Vec<Event>) -> Result<Vec<Event>, Error> {
-        let request = crate::__private::wit::types::WindowEvents { key: key.to_vec(), window, events };
-        function::window_process(&mut self.function, vec![request]).map_err(|e| Error::msg(e.message))
+    pub fn process_window(
+        &mut self,
+        key: &[u8],
+        window: Window,
+        events: Vec<Event>,
+    ) -> Result<Vec<Event>, Error> {
+        let request =
+            crate::__private::wit::types::WindowEvents { key: key.to_vec(), window, events };
+        function::window_process(&mut self.function, vec![request])
+            .map_err(|e| Error::msg(e.message))
     }
 }
 
@@ -146,7 +174,8 @@ impl<F: ProcessFunction> Harness<F> {
         let index = domain_index(domain);
         loop {
             let next = with_mock(|m| {
-                let due = m.timers.iter().find(|(d, ts, _)| *d == index && *ts <= up_to).cloned()?;
+                let due =
+                    m.timers.iter().find(|(d, ts, _)| *d == index && *ts <= up_to).cloned()?;
                 m.timers.remove(&due);
                 Some(due)
             });
@@ -164,7 +193,13 @@ impl<F: ProcessFunction> Harness<F> {
         with_mock(|m| {
             m.timers
                 .iter()
-                .map(|(d, ts, k)| (if *d == 0 { TimeDomain::EventTime } else { TimeDomain::ProcessingTime }, *ts, k.clone()))
+                .map(|(d, ts, k)| {
+                    (
+                        if *d == 0 { TimeDomain::EventTime } else { TimeDomain::ProcessingTime },
+                        *ts,
+                        k.clone(),
+                    )
+                })
                 .collect()
         })
     }

@@ -23,11 +23,13 @@ pub mod config;
 pub mod connectors;
 pub mod fault;
 pub mod metrics;
+pub mod names;
 pub mod pipeline;
 pub mod registry;
 pub mod runtime;
 pub mod state;
 pub mod time;
+pub mod units;
 pub mod window;
 
 /// The event type that flows through pipelines (the WIT `event` record).

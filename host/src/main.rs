@@ -284,7 +284,10 @@ enum CheckpointsCommand {
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("WEIR_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("WEIR_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     match execute(Cli::parse().command) {
@@ -308,7 +311,13 @@ fn progress_bar() -> ProgressFn {
         *last = Instant::now();
         let fraction = if total == 0 { 1.0 } else { done as f64 / total as f64 };
         let filled = (fraction * 30.0) as usize;
-        eprint!("\r[{}{}] {:5.1}%  {:.1}s", "#".repeat(filled), ".".repeat(30 - filled.min(30)), fraction * 100.0, started.elapsed().as_secs_f64());
+        eprint!(
+            "\r[{}{}] {:5.1}%  {:.1}s",
+            "#".repeat(filled),
+            ".".repeat(30 - filled.min(30)),
+            fraction * 100.0,
+            started.elapsed().as_secs_f64()
+        );
     })
 }
 
@@ -326,17 +335,30 @@ fn print_summary(name: &str, summary: &RunSummary) {
     eprintln!("  {:<12} {:>12} {:>12}", "operator", "in", "out");
     eprintln!("  {:<12} {:>12} {:>12}", "source", "", summary.records_in);
     if summary.dropped_bad_timestamps > 0 {
-        eprintln!("  {} source records dropped: no usable timestamp", summary.dropped_bad_timestamps);
+        eprintln!(
+            "  {} source records dropped: no usable timestamp",
+            summary.dropped_bad_timestamps
+        );
     }
     eprintln!("  {:<12} {:>12} {:>12}", "key", summary.key.records_in, summary.key.records_out);
     for (index, counts) in summary.subtasks.iter().enumerate() {
-        eprintln!("  {:<12} {:>12} {:>12}", format!("process[{index}]"), counts.records_in, counts.records_out);
+        eprintln!(
+            "  {:<12} {:>12} {:>12}",
+            format!("process[{index}]"),
+            counts.records_in,
+            counts.records_out
+        );
     }
     let late: u64 = summary.subtasks.iter().map(|c| c.late_dropped).sum();
     if late > 0 {
         eprintln!("  {late} late records dropped (no late_output declared)");
     }
-    eprintln!("  {:<12} {:>12} {:>12}", "sink", summary.records_out + summary.side_outputs_written + summary.side_outputs_dropped, "");
+    eprintln!(
+        "  {:<12} {:>12} {:>12}",
+        "sink",
+        summary.records_out + summary.side_outputs_written + summary.side_outputs_dropped,
+        ""
+    );
     if let Some((kind, id)) = summary.restored_from {
         eprintln!("  restored from {} {id}", kind.name());
     }
@@ -344,11 +366,15 @@ fn print_summary(name: &str, summary: &RunSummary) {
         eprintln!(
             "  {} snapshots completed{}; last: {} {}, {} ({} new) in {} ms",
             summary.snapshots_completed,
-            if summary.snapshots_expired > 0 { format!(" ({} expired)", summary.snapshots_expired) } else { String::new() },
+            if summary.snapshots_expired > 0 {
+                format!(" ({} expired)", summary.snapshots_expired)
+            } else {
+                String::new()
+            },
             last.kind.name(),
             last.id,
-            bytes(last.size_bytes),
-            bytes(last.incremental_bytes),
+            weir_host::units::format_bytes(last.size_bytes),
+            weir_host::units::format_bytes(last.incremental_bytes),
             last.duration.as_millis()
         );
     }
@@ -361,48 +387,53 @@ fn print_summary(name: &str, summary: &RunSummary) {
 }
 
 fn print_snapshot(storage: &CheckpointStorage, metadata: &SnapshotMetadata) {
-    let time = std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(metadata.completed_at).unwrap_or(0));
+    let time = std::time::UNIX_EPOCH
+        + Duration::from_millis(u64::try_from(metadata.completed_at).unwrap_or(0));
     println!(
         "{:>6}  {:<10}  {:<24}  {:>10}  {:>12}  {:>6}ms  {}",
         metadata.id,
         metadata.kind.name(),
         humantime::format_rfc3339_millis(time).to_string(),
-        bytes(metadata.size_bytes),
-        bytes(metadata.incremental_bytes),
+        weir_host::units::format_bytes(metadata.size_bytes),
+        weir_host::units::format_bytes(metadata.incremental_bytes),
         metadata.duration_ms,
         storage.describe(&storage.snapshot_dir(metadata.kind, metadata.id))
     );
 }
 
-/// Bytes in a human unit.
-fn bytes(n: u64) -> String {
-    match n {
-        n if n >= 1 << 30 => format!("{:.1} GiB", n as f64 / f64::from(1 << 30)),
-        n if n >= 1 << 20 => format!("{:.1} MiB", n as f64 / f64::from(1 << 20)),
-        n if n >= 1 << 10 => format!("{:.1} KiB", n as f64 / f64::from(1 << 10)),
-        n => format!("{n} B"),
-    }
-}
-
 /// Ask the running pipeline of `spec` for a snapshot; print where it is.
-fn request_snapshot(spec: &std::path::Path, data_dir: Option<PathBuf>, kind: SnapshotKind, stop: bool, timeout: &str) -> anyhow::Result<()> {
+fn request_snapshot(
+    spec: &std::path::Path,
+    data_dir: Option<PathBuf>,
+    kind: SnapshotKind,
+    stop: bool,
+    timeout: &str,
+) -> anyhow::Result<()> {
     let spec = PipelineSpec::load(spec)?;
     let data_dir = data_dir.unwrap_or_else(weir_host::config::default_data_dir);
-    let timeout = humantime::parse_duration(timeout).with_context(|| format!("--timeout {timeout:?}"))?;
+    let timeout =
+        humantime::parse_duration(timeout).with_context(|| format!("--timeout {timeout:?}"))?;
     let control = ControlDir::new(weir_host::config::control_dir(&data_dir, &spec.name));
-    let response = control.request(kind, stop, timeout).map_err(|e| anyhow::anyhow!("pipeline {}: {e}", spec.name))?;
+    let response = control
+        .request(kind, stop, timeout)
+        .map_err(|e| anyhow::anyhow!("pipeline {}: {e}", spec.name))?;
     match (response.ok, response.location) {
         (true, Some(location)) => {
             println!("{location}");
             Ok(())
         }
-        _ => Err(anyhow::anyhow!("pipeline {}: {}", spec.name, response.error.unwrap_or_else(|| "the snapshot failed".into()))),
+        _ => Err(anyhow::anyhow!(
+            "pipeline {}: {}",
+            spec.name,
+            response.error.unwrap_or_else(|| "the snapshot failed".into())
+        )),
     }
 }
 
 /// A size argument: `512MiB`, `1GiB` or bytes.
 fn parse_size(text: &str) -> Result<usize, String> {
-    weir_host::runtime::limits::parse_bytes(text).ok_or_else(|| format!("{text:?} is not a size (like 512MiB, 1GiB)"))
+    weir_host::units::parse_bytes(text)
+        .ok_or_else(|| format!("{text:?} is not a size (like 512MiB, 1GiB)"))
 }
 
 /// What `weir bench` was asked.
@@ -424,7 +455,17 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     let workloads: Vec<Workload> = if args.workloads.is_empty() {
         Workload::ALL.to_vec()
     } else {
-        args.workloads.iter().map(|w| Workload::parse(w).ok_or_else(|| anyhow::anyhow!("--workload {w}: one of {}", Workload::ALL.map(Workload::name).join(", ")))).collect::<Result<_, _>>()?
+        args.workloads
+            .iter()
+            .map(|w| {
+                Workload::parse(w).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--workload {w}: one of {}",
+                        Workload::ALL.map(Workload::name).join(", ")
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?
     };
     let checkpoints = match args.checkpoints.as_str() {
         "on" => vec![true],
@@ -432,7 +473,8 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         "both" => vec![false, true],
         other => anyhow::bail!("--checkpoints {other}: on, off or both"),
     };
-    let functions_dir = args.functions_dir.clone().unwrap_or_else(weir_host::bench::default_functions_dir);
+    let functions_dir =
+        args.functions_dir.clone().unwrap_or_else(weir_host::bench::default_functions_dir);
     let functions_dir = std::fs::canonicalize(&functions_dir).with_context(|| format!("functions directory {} (build the functions with `scripts/dev build-functions`, or pass --functions-dir)", functions_dir.display()))?;
     let temporary = tempfile::tempdir()?;
     let suite = Suite {
@@ -451,38 +493,79 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
 
 /// `weir pipeline …`: call the server, print its answer.
 fn pipeline_command(command: PipelineCommand) -> anyhow::Result<()> {
-    let client = |server: &ServerArgs| weir_host::api::ApiClient::new(&server.server, server.token.clone());
-    let (answer, server, show): (serde_json::Value, ServerArgs, fn(&serde_json::Value)) = match command {
-        PipelineCommand::Deploy { spec, restore, server } => {
-            let text = std::fs::read_to_string(&spec).with_context(|| format!("cannot read {}", spec.display()))?;
-            (client(&server)?.deploy(text, restore.as_deref())?, server, print_status)
-        }
-        PipelineCommand::List { server } => (client(&server)?.list_pipelines()?, server, |list| {
-            println!("{:<24} {:<9} {:>4} {:>12} {:>12}  last checkpoint", "name", "state", "gen", "in", "out");
-            for p in list["pipelines"].as_array().into_iter().flatten() {
-                let last = &p["last_checkpoint"];
-                let last = if last.is_null() { "-".to_string() } else { format!("{} {}", last["kind"].as_str().unwrap_or("?"), last["id"]) };
-                println!("{:<24} {:<9} {:>4} {:>12} {:>12}  {last}", p["name"].as_str().unwrap_or("?"), p["state"].as_str().unwrap_or("?"), n(&p["generation"]), n(&p["counts"]["source_records"]), n(&p["counts"]["sink_records"]));
+    let client =
+        |server: &ServerArgs| weir_host::api::ApiClient::new(&server.server, server.token.clone());
+    let (answer, server, show): (serde_json::Value, ServerArgs, fn(&serde_json::Value)) =
+        match command {
+            PipelineCommand::Deploy { spec, restore, server } => {
+                let text = std::fs::read_to_string(&spec)
+                    .with_context(|| format!("cannot read {}", spec.display()))?;
+                (client(&server)?.deploy(text, restore.as_deref())?, server, print_status)
             }
-        }),
-        PipelineCommand::Status { name, server } => (client(&server)?.pipeline(&name)?, server, print_status),
-        PipelineCommand::Savepoint { name, server } => (client(&server)?.savepoint(&name)?, server, |a| println!("{}", a["location"].as_str().unwrap_or("?"))),
-        PipelineCommand::Stop { name, savepoint, server } => (client(&server)?.stop(&name, savepoint)?, server, |a| println!("stopped; snapshot at {}", a["location"].as_str().unwrap_or("?"))),
-        PipelineCommand::Upgrade { name, functions, parallelism, spec, server } => {
-            let mut versions = serde_json::Map::new();
-            for choice in functions {
-                let (function, version) = match choice.split_once('=') {
-                    Some((function, version)) => (function.to_string(), serde_json::json!(version.parse::<u32>().with_context(|| format!("--function {choice}: the version is not a number"))?)),
-                    None => (choice, serde_json::json!("latest")),
-                };
-                versions.insert(function, version);
+            PipelineCommand::List { server } => {
+                (client(&server)?.list_pipelines()?, server, |list| {
+                    println!(
+                        "{:<24} {:<9} {:>4} {:>12} {:>12}  last checkpoint",
+                        "name", "state", "gen", "in", "out"
+                    );
+                    for p in list["pipelines"].as_array().into_iter().flatten() {
+                        let last = &p["last_checkpoint"];
+                        let last = if last.is_null() {
+                            "-".to_string()
+                        } else {
+                            format!("{} {}", last["kind"].as_str().unwrap_or("?"), last["id"])
+                        };
+                        println!(
+                            "{:<24} {:<9} {:>4} {:>12} {:>12}  {last}",
+                            p["name"].as_str().unwrap_or("?"),
+                            p["state"].as_str().unwrap_or("?"),
+                            n(&p["generation"]),
+                            n(&p["counts"]["source_records"]),
+                            n(&p["counts"]["sink_records"])
+                        );
+                    }
+                })
             }
-            let spec = spec.map(|path| std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))).transpose()?;
-            let upgrade = serde_json::json!({ "functions": versions, "parallelism": parallelism, "spec": spec });
-            (client(&server)?.upgrade(&name, &upgrade)?, server, print_status)
-        }
-        PipelineCommand::Delete { name, server } => (client(&server)?.delete_pipeline(&name)?, server, |_| println!("deleted")),
-    };
+            PipelineCommand::Status { name, server } => {
+                (client(&server)?.pipeline(&name)?, server, print_status)
+            }
+            PipelineCommand::Savepoint { name, server } => {
+                (client(&server)?.savepoint(&name)?, server, |a| {
+                    println!("{}", a["location"].as_str().unwrap_or("?"))
+                })
+            }
+            PipelineCommand::Stop { name, savepoint, server } => {
+                (client(&server)?.stop(&name, savepoint)?, server, |a| {
+                    println!("stopped; snapshot at {}", a["location"].as_str().unwrap_or("?"))
+                })
+            }
+            PipelineCommand::Upgrade { name, functions, parallelism, spec, server } => {
+                let mut versions = serde_json::Map::new();
+                for choice in functions {
+                    let (function, version) = match choice.split_once('=') {
+                        Some((function, version)) => (
+                            function.to_string(),
+                            serde_json::json!(version.parse::<u32>().with_context(|| format!(
+                                "--function {choice}: the version is not a number"
+                            ))?),
+                        ),
+                        None => (choice, serde_json::json!("latest")),
+                    };
+                    versions.insert(function, version);
+                }
+                let spec = spec
+                    .map(|path| {
+                        std::fs::read_to_string(&path)
+                            .with_context(|| format!("cannot read {}", path.display()))
+                    })
+                    .transpose()?;
+                let upgrade = serde_json::json!({ "functions": versions, "parallelism": parallelism, "spec": spec });
+                (client(&server)?.upgrade(&name, &upgrade)?, server, print_status)
+            }
+            PipelineCommand::Delete { name, server } => {
+                (client(&server)?.delete_pipeline(&name)?, server, |_| println!("deleted"))
+            }
+        };
     if server.json {
         println!("{answer}");
     } else {
@@ -498,29 +581,64 @@ fn n(value: &serde_json::Value) -> u64 {
 
 /// A pipeline's status, for people.
 fn print_status(p: &serde_json::Value) {
-    println!("{}  {}  (generation {}, parallelism {})", p["name"].as_str().unwrap_or("?"), p["state"].as_str().unwrap_or("?"), p["generation"], p["parallelism"]);
+    println!(
+        "{}  {}  (generation {}, parallelism {})",
+        p["name"].as_str().unwrap_or("?"),
+        p["state"].as_str().unwrap_or("?"),
+        p["generation"],
+        p["parallelism"]
+    );
     if let Some(failure) = p["failure"].as_str() {
         println!("  failure: {failure}");
     }
     for f in p["functions"].as_array().into_iter().flatten() {
-        println!("  {:<14} {} v{}", f["field"].as_str().unwrap_or("?"), f["function"].as_str().unwrap_or("?"), f["version"]);
+        println!(
+            "  {:<14} {} v{}",
+            f["field"].as_str().unwrap_or("?"),
+            f["function"].as_str().unwrap_or("?"),
+            f["version"]
+        );
     }
     let counts = &p["counts"];
     if !counts.is_null() {
         println!("  {:<14} {:>12} {:>12}", "operator", "in", "out");
-        println!("  {:<14} {:>12} {:>12}", "key", n(&counts["key"]["records_in"]), n(&counts["key"]["records_out"]));
+        println!(
+            "  {:<14} {:>12} {:>12}",
+            "key",
+            n(&counts["key"]["records_in"]),
+            n(&counts["key"]["records_out"])
+        );
         for (i, c) in counts["process"].as_array().into_iter().flatten().enumerate() {
-            println!("  {:<14} {:>12} {:>12}", format!("process[{i}]"), n(&c["records_in"]), n(&c["records_out"]));
+            println!(
+                "  {:<14} {:>12} {:>12}",
+                format!("process[{i}]"),
+                n(&c["records_in"]),
+                n(&c["records_out"])
+            );
         }
         println!("  {:<14} {:>12}", "sink", n(&counts["sink_records"]));
     }
     if let Some(watermark) = p["watermark"].as_i64() {
-        let time = std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(watermark).unwrap_or(0));
-        println!("  watermark: {}", if watermark == i64::MAX { "end of time".to_string() } else { humantime::format_rfc3339_millis(time).to_string() });
+        let time =
+            std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(watermark).unwrap_or(0));
+        println!(
+            "  watermark: {}",
+            if watermark == i64::MAX {
+                "end of time".to_string()
+            } else {
+                humantime::format_rfc3339_millis(time).to_string()
+            }
+        );
     }
     let last = &p["last_checkpoint"];
     if !last.is_null() {
-        println!("  last {} {}: {} ms, {}", last["kind"].as_str().unwrap_or("?"), last["id"], last["duration_ms"], last["location"].as_str().unwrap_or("?"));
+        println!(
+            "  last {} {}: {} ms, {}",
+            last["kind"].as_str().unwrap_or("?"),
+            last["id"],
+            last["duration_ms"],
+            last["location"].as_str().unwrap_or("?")
+        );
     }
 }
 
@@ -540,18 +658,50 @@ fn one_line(error: &anyhow::Error) -> String {
 
 fn execute(command: Command) -> anyhow::Result<()> {
     match command {
-        Command::Bench { events, keys, workloads, checkpoints, functions_dir, scratch, repeat, json } => bench(&BenchArgs { events, keys, workloads, checkpoints, functions_dir, scratch, repeat, json }),
-        Command::Run { spec, data_dir, fresh, checkpoint_interval, restore, quiet, sink_delay_ms, report_json } => {
+        Command::Bench {
+            events,
+            keys,
+            workloads,
+            checkpoints,
+            functions_dir,
+            scratch,
+            repeat,
+            json,
+        } => bench(&BenchArgs {
+            events,
+            keys,
+            workloads,
+            checkpoints,
+            functions_dir,
+            scratch,
+            repeat,
+            json,
+        }),
+        Command::Run {
+            spec,
+            data_dir,
+            fresh,
+            checkpoint_interval,
+            restore,
+            quiet,
+            sink_delay_ms,
+            report_json,
+        } => {
             let mut spec = PipelineSpec::load(&spec)?;
             if let Some(interval) = checkpoint_interval {
-                let mut checkpoint = spec.checkpoint.take().unwrap_or_else(|| CheckpointSpec::every(&interval));
+                let mut checkpoint =
+                    spec.checkpoint.take().unwrap_or_else(|| CheckpointSpec::every(&interval));
                 checkpoint.interval = interval;
                 checkpoint.settings().context("--checkpoint-interval")?;
                 spec.checkpoint = Some(checkpoint);
             }
-            let mut options = RunOptions::new(data_dir.unwrap_or_else(weir_host::config::default_data_dir));
+            let mut options =
+                RunOptions::new(data_dir.unwrap_or_else(weir_host::config::default_data_dir));
             options.fresh = fresh;
-            options.restore = restore.map(|r| if r == "latest" { RestoreFrom::Latest } else { RestoreFrom::Path(r) });
+            options.restore =
+                restore.map(
+                    |r| if r == "latest" { RestoreFrom::Latest } else { RestoreFrom::Path(r) },
+                );
             options.sink_delay = sink_delay_ms.map(Duration::from_millis);
             if !quiet && std::io::stderr().is_terminal() {
                 options.progress = Some(progress_bar());
@@ -575,7 +725,9 @@ fn execute(command: Command) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Savepoint { spec, data_dir, stop, timeout } => request_snapshot(&spec, data_dir, SnapshotKind::Savepoint, stop, &timeout),
+        Command::Savepoint { spec, data_dir, stop, timeout } => {
+            request_snapshot(&spec, data_dir, SnapshotKind::Savepoint, stop, &timeout)
+        }
         Command::Stop { spec, data_dir, savepoint, timeout } => {
             let kind = if savepoint { SnapshotKind::Savepoint } else { SnapshotKind::Checkpoint };
             request_snapshot(&spec, data_dir, kind, true, &timeout)
@@ -590,17 +742,37 @@ fn execute(command: Command) -> anyhow::Result<()> {
             if all.is_empty() {
                 println!("no completed checkpoints or savepoints for {}", spec.name);
             } else {
-                println!("{:>6}  {:<10}  {:<24}  {:>10}  {:>12}  {:>8}  location", "id", "kind", "completed", "size", "incremental", "duration");
+                println!(
+                    "{:>6}  {:<10}  {:<24}  {:>10}  {:>12}  {:>8}  location",
+                    "id", "kind", "completed", "size", "incremental", "duration"
+                );
                 for metadata in &all {
                     print_snapshot(&storage, metadata);
                 }
             }
             Ok(())
         }
-        Command::Serve { listen, data_dir, token, max_upload_bytes, max_call_timeout, max_function_memory } => {
+        Command::Serve {
+            listen,
+            data_dir,
+            token,
+            max_upload_bytes,
+            max_call_timeout,
+            max_function_memory,
+        } => {
             let data_dir = data_dir.unwrap_or_else(weir_host::config::default_data_dir);
-            let max_limits = weir_host::runtime::FunctionLimits { call_timeout: max_call_timeout, memory_bytes: max_function_memory, fuel: None };
-            let config = weir_host::api::ServeConfig { listen, data_dir, token: token.filter(|t| !t.is_empty()), max_upload_bytes, max_limits };
+            let max_limits = weir_host::runtime::FunctionLimits {
+                call_timeout: max_call_timeout,
+                memory_bytes: max_function_memory,
+                fuel: None,
+            };
+            let config = weir_host::api::ServeConfig {
+                listen,
+                data_dir,
+                token: token.filter(|t| !t.is_empty()),
+                max_upload_bytes,
+                max_limits,
+            };
             weir_host::api::serve(config, |address| {
                 use std::io::Write as _;
                 println!("weir serve listening on http://{address}");
@@ -609,13 +781,20 @@ fn execute(command: Command) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Function { command: FunctionCommand::Upload { name, wasm, server } } => {
-            let bytes = std::fs::read(&wasm).with_context(|| format!("cannot read {}", wasm.display()))?;
+            let bytes =
+                std::fs::read(&wasm).with_context(|| format!("cannot read {}", wasm.display()))?;
             let client = weir_host::api::ApiClient::new(&server.server, server.token)?;
             let version = client.upload_function(&name, bytes)?;
             if server.json {
                 println!("{version}");
             } else {
-                println!("{} version {} sha256:{} ({})", version["name"].as_str().unwrap_or(&name), version["version"], version["digest"].as_str().unwrap_or("?"), version["worlds"]);
+                println!(
+                    "{} version {} sha256:{} ({})",
+                    version["name"].as_str().unwrap_or(&name),
+                    version["version"],
+                    version["digest"].as_str().unwrap_or("?"),
+                    version["worlds"]
+                );
             }
             Ok(())
         }
@@ -627,26 +806,48 @@ fn execute(command: Command) -> anyhow::Result<()> {
                 return Ok(());
             }
             for function in list["functions"].as_array().into_iter().flatten() {
-                let newest = function["versions"].as_array().and_then(|v| v.last()).cloned().unwrap_or_default();
-                println!("{:<24} v{:<4} sha256:{}  {}", function["name"].as_str().unwrap_or("?"), newest["version"], newest["digest"].as_str().unwrap_or("?"), newest["worlds"]);
+                let newest = function["versions"]
+                    .as_array()
+                    .and_then(|v| v.last())
+                    .cloned()
+                    .unwrap_or_default();
+                println!(
+                    "{:<24} v{:<4} sha256:{}  {}",
+                    function["name"].as_str().unwrap_or("?"),
+                    newest["version"],
+                    newest["digest"].as_str().unwrap_or("?"),
+                    newest["worlds"]
+                );
             }
             Ok(())
         }
         Command::Pipeline { command } => pipeline_command(command),
         Command::Inspect { wasm } => {
-            let bytes = std::fs::read(&wasm).with_context(|| format!("cannot read {}", wasm.display()))?;
+            let bytes =
+                std::fs::read(&wasm).with_context(|| format!("cannot read {}", wasm.display()))?;
             let engine = new_engine(Default::default()).map_err(|e| anyhow::anyhow!("{e:#}"))?;
-            let function = FunctionLoader::new(engine, None)?.load(&bytes).with_context(|| wasm.display().to_string())?;
+            let function = FunctionLoader::new(engine, None)?
+                .load(&bytes)
+                .with_context(|| wasm.display().to_string())?;
             println!("digest: sha256:{}", function.digest);
-            println!("worlds: {}", if function.worlds().is_empty() { "none".to_string() } else { function.worlds().join(", ") });
+            println!(
+                "worlds: {}",
+                if function.worlds().is_empty() {
+                    "none".to_string()
+                } else {
+                    function.worlds().join(", ")
+                }
+            );
             println!("imports: {}", function.imports.join(", "));
             println!("exports: {}", function.exports.join(", "));
             Ok(())
         }
         Command::Componentize { input, output } => {
-            let bytes = std::fs::read(&input).with_context(|| format!("cannot read {}", input.display()))?;
+            let bytes = std::fs::read(&input)
+                .with_context(|| format!("cannot read {}", input.display()))?;
             let component = componentize(&bytes).with_context(|| input.display().to_string())?;
-            std::fs::write(&output, &component).with_context(|| format!("cannot write {}", output.display()))?;
+            std::fs::write(&output, &component)
+                .with_context(|| format!("cannot write {}", output.display()))?;
             println!("{} (sha256:{})", output.display(), digest(&component));
             Ok(())
         }

@@ -51,14 +51,26 @@ fn functions_upload_list_delete_and_survive_a_kill() {
     // The CLI client talks to the same server.
     let url = format!("http://{}", server.address);
     let wasm_path = function("windowed-revenue");
-    let uploaded = weir(&["function", "upload", "windows", wasm_path.to_str().unwrap(), "--server", &url, "--token", "s3cret"]);
+    let uploaded = weir(&[
+        "function",
+        "upload",
+        "windows",
+        wasm_path.to_str().unwrap(),
+        "--server",
+        &url,
+        "--token",
+        "s3cret",
+    ]);
     assert!(uploaded.status.success(), "{}", String::from_utf8_lossy(&uploaded.stderr));
     assert!(String::from_utf8_lossy(&uploaded.stdout).starts_with("windows version 1 sha256:"));
     let listed = weir(&["function", "list", "--server", &url, "--token", "s3cret", "--json"]);
     let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
     assert_eq!(listed["functions"].as_array().map(Vec::len), Some(2), "{listed}");
     let refused = weir(&["function", "list", "--server", &url]);
-    assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("401 unauthorized"));
+    assert!(
+        !refused.status.success()
+            && String::from_utf8_lossy(&refused.stderr).contains("401 unauthorized")
+    );
     assert_eq!(server.call("DELETE", "/functions/revenue", token, b"").0, 204);
     assert_eq!(server.call("GET", "/functions/revenue", token, b"").0, 404);
 }
@@ -69,7 +81,10 @@ fn uploads_over_the_size_limit_are_refused() {
     let server = Server::start(&dir.path().join("data"), &["--max-upload-bytes", "1000"]);
     let wasm = std::fs::read(function("revenue")).unwrap();
     assert_eq!(server.call("PUT", "/functions/revenue", None, &wasm).0, 413);
-    assert_eq!(server.call("GET", "/functions", None, b"").1["functions"].as_array().map(Vec::len), Some(0));
+    assert_eq!(
+        server.call("GET", "/functions", None, b"").1["functions"].as_array().map(Vec::len),
+        Some(0)
+    );
 }
 
 #[test]
@@ -78,11 +93,17 @@ fn concurrent_uploads_of_the_same_function_make_one_version() {
     let server = Server::start(&dir.path().join("data"), &[]);
     let wasm = std::fs::read(function("revenue")).unwrap();
     let statuses: Vec<u16> = std::thread::scope(|scope| {
-        let uploads: Vec<_> = (0..4).map(|_| scope.spawn(|| server.call("PUT", "/functions/same", None, &wasm).0)).collect();
+        let uploads: Vec<_> = (0..4)
+            .map(|_| scope.spawn(|| server.call("PUT", "/functions/same", None, &wasm).0))
+            .collect();
         uploads.into_iter().map(|u| u.join().unwrap()).collect()
     });
     assert!(statuses.iter().all(|s| *s == 200 || *s == 201), "{statuses:?}");
-    assert_eq!(statuses.iter().filter(|s| **s == 201).count(), 1, "one upload creates the version: {statuses:?}");
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 201).count(),
+        1,
+        "one upload creates the version: {statuses:?}"
+    );
     let (_, one) = server.call("GET", "/functions/same", None, b"");
     assert_eq!(one["versions"].as_array().map(Vec::len), Some(1), "{one}");
 }

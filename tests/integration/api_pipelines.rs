@@ -36,7 +36,8 @@ fn new_version_of(wasm: &[u8]) -> Vec<u8> {
 fn deploy_upgrade_survive_kill_9_and_stop_over_http() {
     let kafka = TestKafka::start();
     let dir = tempfile::tempdir().unwrap();
-    let (orders, revenue, expected_topic) = (unique("orders"), unique("revenue"), unique("expected"));
+    let (orders, revenue, expected_topic) =
+        (unique("orders"), unique("revenue"), unique("expected"));
     kafka.create_topic(&orders, 3);
     kafka.create_topic(&revenue, 1);
     kafka.create_topic(&expected_topic, 1);
@@ -56,37 +57,84 @@ fn deploy_upgrade_survive_kill_9_and_stop_over_http() {
     );
     let (status, deployed) = server.call("POST", "/pipelines", TOKEN, spec.as_bytes());
     assert_eq!(status, 201, "{deployed}");
-    assert_eq!((deployed["state"].as_str(), deployed["generation"].as_u64()), (Some("running"), Some(1)));
-    assert_eq!(deployed["functions"][0], serde_json::json!({ "field": "key", "function": "revenue", "version": 1 }));
+    assert_eq!(
+        (deployed["state"].as_str(), deployed["generation"].as_u64()),
+        (Some("running"), Some(1))
+    );
+    assert_eq!(
+        deployed["functions"][0],
+        serde_json::json!({ "field": "key", "function": "revenue", "version": 1 })
+    );
 
     // Status: counts, watermark and a completed checkpoint.
-    let status = server.wait_for("/pipelines/orders", TOKEN, Duration::from_secs(60), |s| s["counts"]["sink_records"].as_u64() >= Some(3000) && !s["last_checkpoint"].is_null());
+    let status = server.wait_for("/pipelines/orders", TOKEN, Duration::from_secs(60), |s| {
+        s["counts"]["sink_records"].as_u64() >= Some(3000) && !s["last_checkpoint"].is_null()
+    });
     assert_eq!(status["counts"]["source_records"], 3000, "{status}");
     assert_eq!(status["counts"]["process"].as_array().map(Vec::len), Some(2));
     assert!(status["watermark"].as_i64() > Some(1_768_471_200_000), "{status}");
     let (code, metrics) = server.call("GET", "/metrics", TOKEN, b"");
     let metrics = metrics.as_str().unwrap_or_default().to_string();
     assert_eq!(code, 200);
-    assert!(metrics.contains("weir_operator_records_in_total{pipeline=\"orders\",operator=\"key\"} 3000"), "{metrics}");
-    assert!(metrics.contains("weir_pipeline_state{pipeline=\"orders\",state=\"running\"} 1"), "{metrics}");
+    assert!(
+        metrics
+            .contains("weir_operator_records_in_total{pipeline=\"orders\",operator=\"key\"} 3000"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("weir_pipeline_state{pipeline=\"orders\",state=\"running\"} 1"),
+        "{metrics}"
+    );
 
     // The function is in use.
-    assert_eq!(server.call("DELETE", "/functions/revenue", TOKEN, b"").1["error"]["code"], "in_use");
+    assert_eq!(
+        server.call("DELETE", "/functions/revenue", TOKEN, b"").1["error"]["code"],
+        "in_use"
+    );
 
     // A savepoint, then an upgrade to version 2 at parallelism 3 (through the CLI).
     let (code, savepoint) = server.call("POST", "/pipelines/orders/savepoints", TOKEN, b"");
     assert_eq!(code, 201, "{savepoint}");
     let (_, list) = server.call("GET", "/pipelines/orders/checkpoints", TOKEN, b"");
-    assert!(list["checkpoints"].as_array().unwrap().iter().any(|c| c["kind"] == "savepoint" && c["location"] == savepoint["location"]), "{list}");
+    assert!(
+        list["checkpoints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["kind"] == "savepoint" && c["location"] == savepoint["location"]),
+        "{list}"
+    );
     let (code, v2) = server.call("PUT", "/functions/revenue", TOKEN, &new_version_of(&wasm));
     assert_eq!((code, v2["version"].as_u64()), (201, Some(2)), "{v2}");
-    let upgraded = weir(&["pipeline", "upgrade", "orders", "--function", "revenue", "--parallelism", "3", "--server", &server.url(), "--token", "t0ken", "--json"]);
+    let upgraded = weir(&[
+        "pipeline",
+        "upgrade",
+        "orders",
+        "--function",
+        "revenue",
+        "--parallelism",
+        "3",
+        "--server",
+        &server.url(),
+        "--token",
+        "t0ken",
+        "--json",
+    ]);
     assert!(upgraded.status.success(), "{}", String::from_utf8_lossy(&upgraded.stderr));
     let upgraded: serde_json::Value = serde_json::from_slice(&upgraded.stdout).unwrap();
-    assert_eq!((upgraded["generation"].as_u64(), upgraded["parallelism"].as_u64()), (Some(2), Some(3)), "{upgraded}");
+    assert_eq!(
+        (upgraded["generation"].as_u64(), upgraded["parallelism"].as_u64()),
+        (Some(2), Some(3)),
+        "{upgraded}"
+    );
     assert_eq!(upgraded["functions"][1]["version"], 2, "{upgraded}");
-    let status = server.wait_for("/pipelines/orders", TOKEN, Duration::from_secs(30), |s| !s["restored_from"].is_null());
-    assert_eq!(status["restored_from"]["kind"], "savepoint", "the upgrade started from its savepoint: {status}");
+    let status = server.wait_for("/pipelines/orders", TOKEN, Duration::from_secs(30), |s| {
+        !s["restored_from"].is_null()
+    });
+    assert_eq!(
+        status["restored_from"]["kind"], "savepoint",
+        "the upgrade started from its savepoint: {status}"
+    );
 
     produce_orders(&kafka, &orders, 3, 3000, 40, 3001);
     wait_until(Duration::from_secs(60), || total(&committed_per_key(&kafka, &revenue)) >= 6000);
@@ -96,16 +144,24 @@ fn deploy_upgrade_survive_kill_9_and_stop_over_http() {
     produce_orders(&kafka, &orders, 3, 3000, 40, 6001);
     let server = Server::start(&data, &["--token", "t0ken"]);
     let (_, status) = server.call("GET", "/pipelines/orders", TOKEN, b"");
-    assert_eq!((status["state"].as_str(), status["generation"].as_u64()), (Some("running"), Some(2)), "resumed after the restart: {status}");
+    assert_eq!(
+        (status["state"].as_str(), status["generation"].as_u64()),
+        (Some("running"), Some(2)),
+        "resumed after the restart: {status}"
+    );
     wait_until(Duration::from_secs(60), || total(&committed_per_key(&kafka, &revenue)) >= 9000);
 
     // Stop with a savepoint; the pipeline is stopped and stays so.
-    let (code, stopped) = server.call("POST", "/pipelines/orders/stop", TOKEN, br#"{"savepoint": true}"#);
+    let (code, stopped) =
+        server.call("POST", "/pipelines/orders/stop", TOKEN, br#"{"savepoint": true}"#);
     assert_eq!((code, stopped["state"].as_str()), (200, Some("stopped")), "{stopped}");
     assert!(stopped["location"].as_str().unwrap().contains("savepoints/sp-"), "{stopped}");
     let (_, status) = server.call("GET", "/pipelines/orders", TOKEN, b"");
     assert_eq!(status["state"], "stopped");
-    assert_eq!(server.call("POST", "/pipelines/orders/savepoints", TOKEN, b"").1["error"]["code"], "not_running");
+    assert_eq!(
+        server.call("POST", "/pipelines/orders/savepoints", TOKEN, b"").1["error"]["code"],
+        "not_running"
+    );
 
     // Exactly the results of one failure-free run over all 9000 orders:
     // the upgrade kept the running totals, the restart lost and repeated nothing.
@@ -126,7 +182,10 @@ fn deploy_upgrade_survive_kill_9_and_stop_over_http() {
     let expected = committed_per_key(&kafka, &expected_topic);
     let actual = committed_per_key(&kafka, &revenue);
     assert_eq!(total(&expected), 9000);
-    assert_eq!(actual, expected, "per-customer results over HTTP deploy, upgrade and kill -9 equal a failure-free run's");
+    assert_eq!(
+        actual, expected,
+        "per-customer results over HTTP deploy, upgrade and kill -9 equal a failure-free run's"
+    );
 
     // Delete: the pipeline goes, then its function may go.
     assert_eq!(server.call("DELETE", "/pipelines/orders", TOKEN, b"").0, 204);
@@ -148,10 +207,23 @@ fn generator_spec(name: &str, extra: &str) -> String {
 }
 
 /// Everything the server stores, as seen through the API.
-fn snapshot_of(server: &Server) -> (serde_json::Value, Vec<(String, serde_json::Value, serde_json::Value)>) {
+fn snapshot_of(
+    server: &Server,
+) -> (serde_json::Value, Vec<(String, serde_json::Value, serde_json::Value)>) {
     let functions = server.call("GET", "/functions", None, b"").1;
     let pipelines = server.call("GET", "/pipelines", None, b"").1;
-    let pipelines = pipelines["pipelines"].as_array().unwrap().iter().map(|p| (p["name"].as_str().unwrap().to_string(), p["generation"].clone(), p["functions"].clone())).collect();
+    let pipelines = pipelines["pipelines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().to_string(),
+                p["generation"].clone(),
+                p["functions"].clone(),
+            )
+        })
+        .collect();
     (functions, pipelines)
 }
 
@@ -161,20 +233,52 @@ fn bad_specs_and_hostile_requests_get_4xx_and_change_nothing() {
     let server = Server::start(&dir.path().join("data"), &["--max-upload-bytes", "10000000"]);
     let wasm = std::fs::read(function("revenue")).unwrap();
     assert_eq!(server.call("PUT", "/functions/revenue", None, &wasm).0, 201);
-    let (code, body) = server.call("POST", "/pipelines", None, generator_spec("good", "").as_bytes());
+    let (code, body) =
+        server.call("POST", "/pipelines", None, generator_spec("good", "").as_bytes());
     assert_eq!(code, 201, "{body}");
-    let finished = server.wait_for("/pipelines/good", None, Duration::from_secs(30), |s| s["state"] == "finished");
+    let finished = server
+        .wait_for("/pipelines/good", None, Duration::from_secs(30), |s| s["state"] == "finished");
     assert_eq!(finished["counts"]["source_records"], 1000, "{finished}");
     let before = snapshot_of(&server);
 
     let refusals: Vec<(String, u16, &str, &str)> = vec![
         (generator_spec("x", "colour: blue\n"), 400, "invalid_spec", "colour"),
-        (generator_spec("x", "checkpoint: { interval: soon }\n"), 400, "invalid_spec", "checkpoint.interval"),
+        (
+            generator_spec("x", "checkpoint: { interval: soon }\n"),
+            400,
+            "invalid_spec",
+            "checkpoint.interval",
+        ),
         (generator_spec("x", "parallelism: 0\n"), 400, "invalid_spec", "parallelism"),
-        (generator_spec("x", "max_parallelism: 4\nparallelism: 9\n"), 400, "invalid_spec", "parallelism"),
-        (generator_spec("x", "").replace("process: { function: revenue }", "process: { function: missing }"), 422, "invalid_pipeline", "missing"),
-        (generator_spec("x", "").replace("process: { function: revenue }", "process: { function: revenue, version: 7 }"), 422, "invalid_pipeline", "version 7"),
-        (generator_spec("x", "").replace("process: { function: revenue }", "process: { wasm: /etc/passwd }"), 400, "invalid_spec", "stored functions"),
+        (
+            generator_spec("x", "max_parallelism: 4\nparallelism: 9\n"),
+            400,
+            "invalid_spec",
+            "parallelism",
+        ),
+        (
+            generator_spec("x", "")
+                .replace("process: { function: revenue }", "process: { function: missing }"),
+            422,
+            "invalid_pipeline",
+            "missing",
+        ),
+        (
+            generator_spec("x", "").replace(
+                "process: { function: revenue }",
+                "process: { function: revenue, version: 7 }",
+            ),
+            422,
+            "invalid_pipeline",
+            "version 7",
+        ),
+        (
+            generator_spec("x", "")
+                .replace("process: { function: revenue }", "process: { wasm: /etc/passwd }"),
+            400,
+            "invalid_spec",
+            "stored functions",
+        ),
         (generator_spec("good", ""), 409, "exists", "already exists"),
         (generator_spec("../../etc", ""), 400, "invalid_spec", "name"),
         ("{not yaml: [".to_string(), 400, "invalid_spec", ""),
@@ -183,14 +287,35 @@ fn bad_specs_and_hostile_requests_get_4xx_and_change_nothing() {
     for (spec, status, code, mention) in refusals {
         let (got, body) = server.call("POST", "/pipelines", None, spec.as_bytes());
         assert_eq!((got, body["error"]["code"].as_str()), (status, Some(code)), "{spec}\n→ {body}");
-        assert!(body["error"]["message"].as_str().unwrap().contains(mention), "{body} should mention {mention:?}");
+        assert!(
+            body["error"]["message"].as_str().unwrap().contains(mention),
+            "{body} should mention {mention:?}"
+        );
     }
-    assert_eq!(server.call("POST", "/pipelines", None, &[0xff, 0xfe, b'\n', 0x80]).0, 400, "invalid UTF-8");
-    assert_eq!(server.call("POST", "/pipelines/good/upgrade", None, br#"{"parallelism": 0}"#).0, 400);
+    assert_eq!(
+        server.call("POST", "/pipelines", None, &[0xff, 0xfe, b'\n', 0x80]).0,
+        400,
+        "invalid UTF-8"
+    );
+    assert_eq!(
+        server.call("POST", "/pipelines/good/upgrade", None, br#"{"parallelism": 0}"#).0,
+        400
+    );
     assert_eq!(server.call("POST", "/pipelines/good/upgrade", None, br#"{"colour": 1}"#).0, 400);
-    assert_eq!(server.call("POST", "/pipelines/good/upgrade", None, br#"{"functions": {"revenue": 9}}"#).0, 422);
-    assert_eq!(server.call("POST", "/pipelines/good/stop", None, b"").1["error"]["code"], "not_running");
-    for path in ["/pipelines/missing", "/pipelines/..%2F..%2Fetc", "/pipelines/missing/stop", "/pipelines/missing/checkpoints"] {
+    assert_eq!(
+        server.call("POST", "/pipelines/good/upgrade", None, br#"{"functions": {"revenue": 9}}"#).0,
+        422
+    );
+    assert_eq!(
+        server.call("POST", "/pipelines/good/stop", None, b"").1["error"]["code"],
+        "not_running"
+    );
+    for path in [
+        "/pipelines/missing",
+        "/pipelines/..%2F..%2Fetc",
+        "/pipelines/missing/stop",
+        "/pipelines/missing/checkpoints",
+    ] {
         let method = if path.ends_with("stop") { "POST" } else { "GET" };
         assert_eq!(server.call(method, path, None, b"").0, 404, "{path}");
     }
@@ -226,10 +351,15 @@ fn bad_specs_and_hostile_requests_get_4xx_and_change_nothing() {
         }
         let (status, answer) = server.call(method, path, None, &body);
         let accepted_fuzzed_spec = method == "POST" && path == "/pipelines" && status == 201;
-        assert!((400..500).contains(&status) || accepted_fuzzed_spec, "{method} {path} with {length} random bytes → {status} {answer}");
+        assert!(
+            (400..500).contains(&status) || accepted_fuzzed_spec,
+            "{method} {path} with {length} random bytes → {status} {answer}"
+        );
         if accepted_fuzzed_spec {
             let name = answer["name"].as_str().unwrap();
-            server.wait_for(&format!("/pipelines/{name}"), None, Duration::from_secs(30), |s| s["state"] != "running");
+            server.wait_for(&format!("/pipelines/{name}"), None, Duration::from_secs(30), |s| {
+                s["state"] != "running"
+            });
             assert_eq!(server.call("DELETE", &format!("/pipelines/{name}"), None, b"").0, 204);
         }
     }
@@ -245,23 +375,37 @@ fn bad_specs_and_hostile_requests_get_4xx_and_change_nothing() {
 fn the_openapi_document_lists_exactly_the_routes() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(&dir.path().join("data"), &["--token", "t0ken"]);
-    assert_eq!(server.call("GET", "/openapi.json", None, b"").0, 401, "the document needs the token too");
+    assert_eq!(
+        server.call("GET", "/openapi.json", None, b"").0,
+        401,
+        "the document needs the token too"
+    );
     let (status, document) = server.call("GET", "/openapi.json", TOKEN, b"");
     assert_eq!(status, 200);
     let mut operations = Vec::new();
     for (path, item) in document["paths"].as_object().expect("paths") {
-        for method in item.as_object().unwrap().keys().filter(|m| ["get", "put", "post", "delete"].contains(&m.as_str())) {
+        for method in item
+            .as_object()
+            .unwrap()
+            .keys()
+            .filter(|m| ["get", "put", "post", "delete"].contains(&m.as_str()))
+        {
             operations.push(format!("{} {path}", method.to_uppercase()));
             // The route exists: whatever it answers, it is not the router's
             // "no such route" nor "method not allowed".
             let concrete = path.replace("{name}", "nothing-here");
             let (code, body) = server.call(&method.to_uppercase(), &concrete, TOKEN, b"");
-            assert!(code != 405 && body["error"]["message"] != "no such route", "{method} {path} is documented but not routed: {code} {body}");
+            assert!(
+                code != 405 && body["error"]["message"] != "no such route",
+                "{method} {path} is documented but not routed: {code} {body}"
+            );
         }
     }
     operations.sort();
     // The README's operator table lists the same operations.
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .unwrap();
     for operation in &operations {
         assert!(readme.contains(operation.as_str()), "README does not document {operation}");
     }

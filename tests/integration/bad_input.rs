@@ -33,13 +33,15 @@ fn malformed_wasm_is_rejected() {
     let dir = tempfile::tempdir().unwrap();
     let garbage = dir.path().join("garbage.wasm");
     std::fs::write(&garbage, b"this is not wasm").unwrap();
-    let err = fails(&spec_with(dir.path(), &garbage, &function("revenue")), &dir.path().join("data"));
+    let err =
+        fails(&spec_with(dir.path(), &garbage, &function("revenue")), &dir.path().join("data"));
     assert!(err.contains("garbage.wasm") && err.contains("not a WebAssembly file"), "{err}");
 
     let truncated = dir.path().join("truncated.wasm");
     let bytes = std::fs::read(function("revenue")).unwrap();
     std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
-    let err = fails(&spec_with(dir.path(), &function("revenue"), &truncated), &dir.path().join("data"));
+    let err =
+        fails(&spec_with(dir.path(), &function("revenue"), &truncated), &dir.path().join("data"));
     assert!(err.contains("truncated.wasm") && err.contains("invalid component"), "{err}");
 }
 
@@ -48,7 +50,8 @@ fn a_core_module_without_a_component_type_is_rejected() {
     let dir = tempfile::tempdir().unwrap();
     let module = dir.path().join("plain.wasm");
     std::fs::write(&module, wat::parse_str("(module (func (export \"f\")))").unwrap()).unwrap();
-    let err = fails(&spec_with(dir.path(), &module, &function("revenue")), &dir.path().join("data"));
+    let err =
+        fails(&spec_with(dir.path(), &module, &function("revenue")), &dir.path().join("data"));
     assert!(err.contains("plain.wasm") && err.contains("no component type"), "{err}");
 }
 
@@ -65,7 +68,11 @@ fn a_component_exporting_the_wrong_world_is_rejected() {
     std::fs::write(&other, wat::parse_str(component).unwrap()).unwrap();
     let err = fails(&spec_with(dir.path(), &function("revenue"), &other), &dir.path().join("data"));
     assert!(err.contains("other.wasm"), "{err}");
-    assert!(err.contains("weir:function/process-function") && err.contains("weir:function/process-fn@0.2.0"), "{err}");
+    assert!(
+        err.contains("weir:function/process-function")
+            && err.contains("weir:function/process-fn@0.2.0"),
+        "{err}"
+    );
     assert!(err.contains("example:other/thing@1.0.0"), "names what it does export: {err}");
 }
 
@@ -107,17 +114,35 @@ fn a_function_error_fails_the_run_with_its_message() {
     std::fs::write(&input, "{\"order_id\":1,\"customer_id\":1,\"amount\":\"1.234\",\"event_time\":\"2026-01-15T10:00:05Z\"}\n").unwrap();
     let output = dir.path().join("out.jsonl");
     let err = fails(&revenue_spec(dir.path(), &input, &output, ""), &dir.path().join("data"));
-    assert!(err.contains("function `revenue.wasm (process[0])` failed while processing key \"1\"") && err.contains("1.234"), "{err}");
+    assert!(
+        err.contains("function `revenue.wasm (process[0])` failed while processing key \"1\"")
+            && err.contains("1.234"),
+        "{err}"
+    );
 }
 
 #[test]
 fn a_function_error_early_in_a_long_input_is_the_error_reported() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("orders.jsonl");
-    let mut lines = vec![r#"{"order_id":1,"customer_id":1,"amount":"oops","event_time":"2026-01-15T10:00:05Z"}"#.to_string()];
-    lines.extend((2..20_000).map(|i| format!(r#"{{"order_id":{i},"customer_id":{},"amount":1,"event_time":"2026-01-15T10:00:05Z"}}"#, i % 7)));
+    let mut lines = vec![
+        r#"{"order_id":1,"customer_id":1,"amount":"oops","event_time":"2026-01-15T10:00:05Z"}"#
+            .to_string(),
+    ];
+    lines.extend((2..20_000).map(|i| {
+        format!(
+            r#"{{"order_id":{i},"customer_id":{},"amount":1,"event_time":"2026-01-15T10:00:05Z"}}"#,
+            i % 7
+        )
+    }));
     std::fs::write(&input, lines.join("\n")).unwrap();
     let output = dir.path().join("out.jsonl");
-    let err = fails(&revenue_spec(dir.path(), &input, &output, "batch_size: 10\n"), &dir.path().join("data"));
-    assert!(err.contains("failed") && err.contains("oops"), "the function's own error, not a closed channel: {err}");
+    let err = fails(
+        &revenue_spec(dir.path(), &input, &output, "batch_size: 10\n"),
+        &dir.path().join("data"),
+    );
+    assert!(
+        err.contains("failed") && err.contains("oops"),
+        "the function's own error, not a closed channel: {err}"
+    );
 }

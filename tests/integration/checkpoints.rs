@@ -31,7 +31,8 @@ fn checkpointed_spec(dir: &Path, name: &str, count: u64, parallelism: u16, out: 
 fn per_key(output: &Path) -> BTreeMap<u64, Vec<String>> {
     let mut keys: BTreeMap<u64, Vec<String>> = BTreeMap::new();
     for line in std::fs::read_to_string(output).unwrap().lines() {
-        let record: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("a torn line {line:?}: {e}"));
+        let record: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("a torn line {line:?}: {e}"));
         keys.entry(record["customer_id"].as_u64().unwrap()).or_default().push(line.to_string());
     }
     keys
@@ -40,7 +41,11 @@ fn per_key(output: &Path) -> BTreeMap<u64, Vec<String>> {
 /// The ids of the checkpoint directories (`chk-<id>`) under `root`,
 /// ascending (none if it does not exist yet).
 fn checkpoint_ids(root: &Path) -> Vec<u64> {
-    let mut ids: Vec<u64> = std::fs::read_dir(root).into_iter().flatten().filter_map(|e| e.ok()?.file_name().to_str()?.strip_prefix("chk-")?.parse().ok()).collect();
+    let mut ids: Vec<u64> = std::fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_prefix("chk-")?.parse().ok())
+        .collect();
     ids.sort();
     ids
 }
@@ -48,7 +53,11 @@ fn checkpoint_ids(root: &Path) -> Vec<u64> {
 /// Each customer's records from a failure-free run of `count` orders.
 fn expected_run(dir: &Path, name: &str, count: u64) -> BTreeMap<u64, Vec<String>> {
     let expected_out = dir.join(format!("{name}-expected.jsonl"));
-    run_ok(&checkpointed_spec(dir, name, count, 2, &expected_out), &dir.join(format!("data-{name}-expected")), &[]);
+    run_ok(
+        &checkpointed_spec(dir, name, count, 2, &expected_out),
+        &dir.join(format!("data-{name}-expected")),
+        &[],
+    );
     per_key(&expected_out)
 }
 
@@ -69,7 +78,11 @@ fn run_with_kills(spec: &Path, data: &Path, out: &Path) {
         let mut child = start_weir(spec, data, &slow, &[]);
         if kills >= 5 {
             let output = child.wait_with_output().unwrap();
-            assert!(output.status.success(), "final run failed: {}", String::from_utf8_lossy(&output.stderr));
+            assert!(
+                output.status.success(),
+                "final run failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
             return;
         }
         let deadline = Instant::now() + Duration::from_millis(dice.between(150, 1_200));
@@ -89,7 +102,10 @@ fn run_with_kills(spec: &Path, data: &Path, out: &Path) {
                 child.wait().unwrap();
                 kills += 1;
                 let visible = std::fs::read_to_string(out).unwrap_or_default();
-                assert!(visible.is_empty() || visible.ends_with('\n'), "committed output ends mid-line after kill {kills}");
+                assert!(
+                    visible.is_empty() || visible.ends_with('\n'),
+                    "committed output ends mid-line after kill {kills}"
+                );
                 eprintln!("kill {kills}: {} records committed", visible.lines().count());
             }
         }
@@ -104,7 +120,11 @@ fn kill_9_at_random_instants_loses_and_duplicates_nothing() {
     assert_eq!(expected.values().map(Vec::len).sum::<usize>(), count as usize);
 
     let out = dir.path().join("out.jsonl");
-    run_with_kills(&checkpointed_spec(dir.path(), "crash", count, 2, &out), &dir.path().join("data"), &out);
+    run_with_kills(
+        &checkpointed_spec(dir.path(), "crash", count, 2, &out),
+        &dir.path().join("data"),
+        &out,
+    );
     let actual = per_key(&out);
     assert_eq!(actual.len(), expected.len(), "customers");
     for (customer, records) in &expected {
@@ -149,16 +169,24 @@ fn a_kill_after_changelog_checkpoints_restores_by_replaying_them() {
     // Every checkpoint of a run is a changelog on the state it started from.
     let out = dir.path().join("out.jsonl");
     let spec = checkpointed_spec(dir.path(), "changelog", count, 2, &out);
-    let text = std::fs::read_to_string(&spec).unwrap().replace("retained: 2", "retained: 2, materialize_every: 1000");
+    let text = std::fs::read_to_string(&spec)
+        .unwrap()
+        .replace("retained: 2", "retained: 2, materialize_every: 1000");
     std::fs::write(&spec, text).unwrap();
     let data = dir.path().join("data");
     let root = data.join("checkpoints/changelog");
     let mut child = start_weir(&spec, &data, &["--sink-delay-ms", "4"], &[]);
     let deadline = Instant::now() + Duration::from_secs(60);
     let newest_with_changelogs = loop {
-        assert!(child.try_wait().unwrap().is_none(), "the run ended before three checkpoints completed");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before three checkpoints completed"
+        );
         assert!(Instant::now() < deadline, "no changelog checkpoint completed within a minute");
-        let newest = checkpoint_ids(&root).into_iter().filter(|id| root.join(format!("chk-{id}/_metadata")).exists()).max();
+        let newest = checkpoint_ids(&root)
+            .into_iter()
+            .filter(|id| root.join(format!("chk-{id}/_metadata")).exists())
+            .max();
         if let Some(id) = newest.filter(|&id| id >= 3) {
             break id;
         }
@@ -166,11 +194,19 @@ fn a_kill_after_changelog_checkpoints_restores_by_replaying_them() {
     };
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    let metadata = std::fs::read_to_string(root.join(format!("chk-{newest_with_changelogs}/_metadata"))).unwrap();
-    assert!(metadata.contains(".wcl"), "checkpoint {newest_with_changelogs} holds changelogs: {metadata}");
+    let metadata =
+        std::fs::read_to_string(root.join(format!("chk-{newest_with_changelogs}/_metadata")))
+            .unwrap();
+    assert!(
+        metadata.contains(".wcl"),
+        "checkpoint {newest_with_changelogs} holds changelogs: {metadata}"
+    );
 
     let output = run_ok(&spec, &data, &[]);
-    assert!(String::from_utf8_lossy(&output.stderr).contains("restored from checkpoint"), "the second run restored");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("restored from checkpoint"),
+        "the second run restored"
+    );
     assert_eq!(per_key(&out), expected, "every customer's records exactly once, in order");
 }
 
@@ -191,9 +227,19 @@ fn recovery_falls_back_past_a_checkpoint_without_metadata() {
     let output = run_ok(&spec, &data, &[]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains(&format!("restored from checkpoint {older}")), "{stderr}");
-    assert_eq!(per_key(&out), expected, "the output is rolled back to checkpoint {older} and replayed exactly once");
+    assert_eq!(
+        per_key(&out),
+        expected,
+        "the output is rolled back to checkpoint {older} and replayed exactly once"
+    );
 
-    let listed = weir(&["checkpoints", "list", spec.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
+    let listed = weir(&[
+        "checkpoints",
+        "list",
+        spec.to_str().unwrap(),
+        "--data-dir",
+        data.to_str().unwrap(),
+    ]);
     let listing = String::from_utf8_lossy(&listed.stdout);
     assert!(listing.contains("checkpoint") && listing.contains("chk-"), "{listing}");
 }
@@ -209,11 +255,18 @@ fn a_savepoint_at_parallelism_2_restores_at_parallelism_3_with_every_keys_state(
     let spec2 = checkpointed_spec(dir.path(), "rescale", count, 2, &out);
     let running = start_weir(&spec2, &data, &["--sink-delay-ms", "5"], &[]);
     std::thread::sleep(Duration::from_millis(700));
-    let savepoint = weir(&["savepoint", spec2.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
+    let savepoint =
+        weir(&["savepoint", spec2.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
     assert!(savepoint.status.success(), "{}", String::from_utf8_lossy(&savepoint.stderr));
     let first = String::from_utf8_lossy(&savepoint.stdout).trim().to_string();
     assert!(Path::new(&first).join("_metadata").exists(), "savepoint at {first}");
-    let stop = weir(&["stop", spec2.to_str().unwrap(), "--savepoint", "--data-dir", data.to_str().unwrap()]);
+    let stop = weir(&[
+        "stop",
+        spec2.to_str().unwrap(),
+        "--savepoint",
+        "--data-dir",
+        data.to_str().unwrap(),
+    ]);
     assert!(stop.status.success(), "{}", String::from_utf8_lossy(&stop.stderr));
     let location = String::from_utf8_lossy(&stop.stdout).trim().to_string();
     let stopped = running.wait_with_output().unwrap();
@@ -228,5 +281,8 @@ fn a_savepoint_at_parallelism_2_restores_at_parallelism_3_with_every_keys_state(
     assert!(stderr.contains("restored from savepoint"), "{stderr}");
     assert_eq!(per_key(&out), expected, "running totals continue exactly at parallelism 3");
     let missing = weir(&["stop", spec3.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
-    assert!(!missing.status.success() && String::from_utf8_lossy(&missing.stderr).contains("not running"));
+    assert!(
+        !missing.status.success()
+            && String::from_utf8_lossy(&missing.stderr).contains("not running")
+    );
 }

@@ -25,7 +25,10 @@ fn last_profile_of(dir: &Path, customer: u64) -> serde_json::Value {
 #[test]
 fn profiles_use_list_and_map_state_and_fill_the_side_output() {
     let dir = tempfile::tempdir().unwrap();
-    let spec = spec(dir.path(), "side_outputs:\n  repeat-customers: { type: file, path: repeats.jsonl }\n");
+    let spec = spec(
+        dir.path(),
+        "side_outputs:\n  repeat-customers: { type: file, path: repeats.jsonl }\n",
+    );
     let run = run_ok(&spec, &dir.path().join("data"), &[]);
     assert_eq!(records(&dir.path().join("out.jsonl")).len(), 7);
     let c2 = last_profile_of(dir.path(), 2);
@@ -34,7 +37,10 @@ fn profiles_use_list_and_map_state_and_fill_the_side_output() {
     assert_eq!(c2["busiest_hour"], 10);
     // Every order is in the 10:00 hour, so each customer's second and later
     // orders are repeats.
-    let repeats: BTreeSet<u64> = records(&dir.path().join("repeats.jsonl")).iter().map(|r| r["order_id"].as_u64().unwrap()).collect();
+    let repeats: BTreeSet<u64> = records(&dir.path().join("repeats.jsonl"))
+        .iter()
+        .map(|r| r["order_id"].as_u64().unwrap())
+        .collect();
     assert_eq!(repeats, BTreeSet::from([113, 114, 150, 151]));
     let summary = String::from_utf8_lossy(&run.stderr);
     assert!(summary.contains("4 to side outputs (0 dropped)"), "{summary}");
@@ -57,7 +63,11 @@ fn list_and_map_state_are_kept_across_runs() {
     run_ok(&spec, &data, &[]);
     let c2 = last_profile_of(dir.path(), 2);
     assert_eq!(c2["orders"], 6, "the hour histogram (map state) kept the first run's orders");
-    assert_eq!(c2["recent_orders"], serde_json::json!([111, 113, 151]), "the list keeps only the last three");
+    assert_eq!(
+        c2["recent_orders"],
+        serde_json::json!([111, 113, 151]),
+        "the list keeps only the last three"
+    );
     let c1 = last_profile_of(dir.path(), 1);
     assert_eq!(c1["recent_orders"], serde_json::json!([114, 110, 114]));
 }

@@ -17,8 +17,11 @@ const TOKEN: Option<&str> = Some("is0late");
 /// for each of `customers`, round-robin, with `bad` (act, customer) lines
 /// inserted after line `at`.
 fn events(customers: usize, per_customer: usize, at: usize, bad: &[(&str, &str)]) -> String {
-    let mut lines: Vec<String> = (0..customers * per_customer).map(|i| format!(r#"{{"customer":"c{}"}}"#, i % customers)).collect();
-    let bad_lines = bad.iter().map(|(act, customer)| format!(r#"{{"customer":"{customer}","act":"{act}"}}"#));
+    let mut lines: Vec<String> = (0..customers * per_customer)
+        .map(|i| format!(r#"{{"customer":"c{}"}}"#, i % customers))
+        .collect();
+    let bad_lines =
+        bad.iter().map(|(act, customer)| format!(r#"{{"customer":"{customer}","act":"{act}"}}"#));
     lines.splice(at..at, bad_lines);
     lines.join("\n") + "\n"
 }
@@ -27,7 +30,15 @@ fn events(customers: usize, per_customer: usize, at: usize, bad: &[(&str, &str)]
 const MISBEHAVIOURS: &[(&str, &[&str])] = &[
     ("loop", &["deadline exceeded", "100ms of CPU time", "while processing key \"c3\""]),
     ("alloc", &["memory limit of 64 MiB exceeded", "while processing key \"c3\""]),
-    ("trap", &["trapped while processing key \"c3\"", "unreachable", "it logged: panicked at", "asked to trap"]),
+    (
+        "trap",
+        &[
+            "trapped while processing key \"c3\"",
+            "unreachable",
+            "it logged: panicked at",
+            "asked to trap",
+        ],
+    ),
     ("fail", &["failed while processing key \"c3\"", "asked to fail"]),
     ("huge-state", &["16777216"]),
     ("bad-handle", &["trapped while processing key \"c3\"", "unknown handle"]),
@@ -55,26 +66,52 @@ fn misbehaving_functions_fail_only_their_own_pipelines() {
     let data = dir.path().join("data");
     let mut server = Server::start(&data, &["--token", "is0late"]);
     for name in ["revenue", "misbehaving"] {
-        assert_eq!(server.call("PUT", &format!("/functions/{name}"), TOKEN, &std::fs::read(function(name)).unwrap()).0, 201);
+        assert_eq!(
+            server
+                .call(
+                    "PUT",
+                    &format!("/functions/{name}"),
+                    TOKEN,
+                    &std::fs::read(function(name)).unwrap()
+                )
+                .0,
+            201
+        );
     }
 
     // A function that imports the network is refused at upload.
-    let (code, refused) = server.call("PUT", "/functions/forbidden-network", TOKEN, &std::fs::read(function("forbidden-network")).unwrap());
+    let (code, refused) = server.call(
+        "PUT",
+        "/functions/forbidden-network",
+        TOKEN,
+        &std::fs::read(function("forbidden-network")).unwrap(),
+    );
     assert_eq!(code, 422, "{refused}");
     let message = refused["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("wasi:sockets/") && message.contains("no network"), "{refused}");
 
     // A pipeline may not grant its functions more than the server allows.
-    for (limits, field, flag) in [("{ memory: 2GiB }", "limits.memory", "--max-function-memory"), ("{ call_timeout: 30s }", "limits.call_timeout", "--max-call-timeout")] {
+    for (limits, field, flag) in [
+        ("{ memory: 2GiB }", "limits.memory", "--max-function-memory"),
+        ("{ call_timeout: 30s }", "limits.call_timeout", "--max-call-timeout"),
+    ] {
         let spec = format!("name: greedy\nsource: {{ type: generator, count: 10 }}\nkey: {{ function: revenue }}\nprocess: {{ function: revenue }}\nsink: {{ type: discard }}\nlimits: {limits}\n");
         let (code, refused) = server.call("POST", "/pipelines", TOKEN, spec.as_bytes());
         let message = refused["error"]["message"].as_str().unwrap_or_default();
-        assert!(code == 422 && message.contains(field) && message.contains(flag), "{code}: {refused}");
+        assert!(
+            code == 422 && message.contains(field) && message.contains(flag),
+            "{code}: {refused}"
+        );
     }
     assert_eq!(server.call("GET", "/pipelines/greedy", TOKEN, b"").0, 404);
 
     let healthy_out = dir.path().join("healthy.jsonl");
-    let (code, body) = server.call("POST", "/pipelines", TOKEN, healthy_spec(&healthy_out, "function: revenue").as_bytes());
+    let (code, body) = server.call(
+        "POST",
+        "/pipelines",
+        TOKEN,
+        healthy_spec(&healthy_out, "function: revenue").as_bytes(),
+    );
     assert_eq!(code, 201, "{body}");
 
     let started = Instant::now();
@@ -92,29 +129,48 @@ fn misbehaving_functions_fail_only_their_own_pipelines() {
         assert_eq!(code, 201, "{act}: {body}");
     }
     for (act, expected) in MISBEHAVIOURS {
-        let status = server.wait_for(&format!("/pipelines/bad-{act}"), TOKEN, Duration::from_secs(120), |s| s["state"] != "running");
+        let status = server.wait_for(
+            &format!("/pipelines/bad-{act}"),
+            TOKEN,
+            Duration::from_secs(120),
+            |s| s["state"] != "running",
+        );
         let failure = status["failure"].as_str().unwrap_or_default();
         assert_eq!(status["state"], "failed", "{act}: {status}");
         for part in *expected {
             assert!(failure.contains(part), "{act}: the failure names {part:?}: {failure}");
         }
         if *act == "emit-flood" {
-            assert!(failure.contains("deadline exceeded") || failure.contains("emitted more than"), "{failure}");
+            assert!(
+                failure.contains("deadline exceeded") || failure.contains("emitted more than"),
+                "{failure}"
+            );
         }
     }
-    eprintln!("all {} misbehaving pipelines failed within {:?} of their deploy", MISBEHAVIOURS.len(), started.elapsed());
+    eprintln!(
+        "all {} misbehaving pipelines failed within {:?} of their deploy",
+        MISBEHAVIOURS.len(),
+        started.elapsed()
+    );
 
     // The healthy pipeline ran on: finished, with the results of a run on
     // its own; the server stayed up (the same process throughout).
-    let status = server.wait_for("/pipelines/healthy", TOKEN, Duration::from_secs(300), |s| s["state"] != "running");
+    let status = server.wait_for("/pipelines/healthy", TOKEN, Duration::from_secs(300), |s| {
+        s["state"] != "running"
+    });
     assert_eq!(status["state"], "finished", "{status}");
     assert_eq!(server.call("GET", "/healthz", None, b"").0, 200);
     assert!(server.is_alive(), "the server never restarted");
     let alone_out = dir.path().join("alone.jsonl");
     let alone = dir.path().join("alone.yaml");
-    std::fs::write(&alone, healthy_spec(&alone_out, &format!("wasm: {:?}", function("revenue")))).unwrap();
+    std::fs::write(&alone, healthy_spec(&alone_out, &format!("wasm: {:?}", function("revenue"))))
+        .unwrap();
     run_ok(&alone, &dir.path().join("data-alone"), &[]);
-    assert_eq!(sorted_lines(&healthy_out), sorted_lines(&alone_out), "the healthy pipeline's results are exact");
+    assert_eq!(
+        sorted_lines(&healthy_out),
+        sorted_lines(&alone_out),
+        "the healthy pipeline's results are exact"
+    );
     assert_eq!(sorted_lines(&healthy_out).len(), 300_000);
 }
 
@@ -122,7 +178,15 @@ fn misbehaving_functions_fail_only_their_own_pipelines() {
 fn dead_letters_set_offending_events_aside_and_undo_them() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("events.jsonl");
-    let bad = [("trap", "c2"), ("fail", "c1"), ("loop", "c3"), ("alloc", "c0"), ("key-trap", "c2"), ("bad-handle", "c1"), ("key-loop", "c0")];
+    let bad = [
+        ("trap", "c2"),
+        ("fail", "c1"),
+        ("loop", "c3"),
+        ("alloc", "c0"),
+        ("key-trap", "c2"),
+        ("bad-handle", "c1"),
+        ("key-loop", "c0"),
+    ];
     std::fs::write(&input, events(4, 50, 77, &bad)).unwrap();
     let (output, dead) = (dir.path().join("out.jsonl"), dir.path().join("dead.jsonl"));
     let wasm = function("misbehaving");
@@ -143,7 +207,10 @@ fn dead_letters_set_offending_events_aside_and_undo_them() {
     // wrote its count before misbehaving, and that write was undone.
     let mut counts: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
     for record in records(&output) {
-        counts.entry(record["customer"].as_str().unwrap().to_string()).or_default().push(record["count"].as_u64().unwrap());
+        counts
+            .entry(record["customer"].as_str().unwrap().to_string())
+            .or_default()
+            .push(record["count"].as_u64().unwrap());
     }
     for customer in ["c0", "c1", "c2", "c3"] {
         assert_eq!(counts[customer], (1..=50).collect::<Vec<u64>>(), "{customer}");
@@ -153,17 +220,37 @@ fn dead_letters_set_offending_events_aside_and_undo_them() {
     let letters = records(&dead);
     assert_eq!(letters.len(), bad.len(), "{letters:?}");
     let cause = |act: &str| {
-        let letter = letters.iter().find(|l| l["value"].as_str().unwrap().contains(&format!("\"act\":\"{act}\""))).unwrap_or_else(|| panic!("no letter for {act}: {letters:?}"));
+        let letter = letters
+            .iter()
+            .find(|l| l["value"].as_str().unwrap().contains(&format!("\"act\":\"{act}\"")))
+            .unwrap_or_else(|| panic!("no letter for {act}: {letters:?}"));
         letter["error"].as_str().unwrap().to_string()
     };
-    assert!(cause("trap").contains("trapped while processing key \"c2\"") && cause("trap").contains("asked to trap"), "{}", cause("trap"));
+    assert!(
+        cause("trap").contains("trapped while processing key \"c2\"")
+            && cause("trap").contains("asked to trap"),
+        "{}",
+        cause("trap")
+    );
     assert!(cause("fail").contains("asked to fail"), "{}", cause("fail"));
-    assert!(cause("loop").contains("deadline exceeded: a call used more than 50ms"), "{}", cause("loop"));
+    assert!(
+        cause("loop").contains("deadline exceeded: a call used more than 50ms"),
+        "{}",
+        cause("loop")
+    );
     assert!(cause("alloc").contains("memory limit of 32 MiB exceeded"), "{}", cause("alloc"));
-    assert!(cause("key-trap").contains("trapped while computing the keys of 1 events"), "{}", cause("key-trap"));
+    assert!(
+        cause("key-trap").contains("trapped while computing the keys of 1 events"),
+        "{}",
+        cause("key-trap")
+    );
     assert!(cause("bad-handle").contains("unknown handle"), "{}", cause("bad-handle"));
     assert!(cause("key-loop").contains("deadline exceeded"), "{}", cause("key-loop"));
-    assert_eq!(letters.iter().filter(|l| l["key"].is_string()).count(), 5, "process-function letters carry their key: {letters:?}");
+    assert_eq!(
+        letters.iter().filter(|l| l["key"].is_string()).count(),
+        5,
+        "process-function letters carry their key: {letters:?}"
+    );
 }
 
 #[test]
@@ -171,7 +258,8 @@ fn functions_read_only_the_granted_resources_directory() {
     let dir = tempfile::tempdir().unwrap();
     let resources = dir.path().join("resources");
     std::fs::create_dir(&resources).unwrap();
-    std::fs::write(resources.join("rates.txt"), "# cents of USD per 100\nEUR 110\nUSD 100\n").unwrap();
+    std::fs::write(resources.join("rates.txt"), "# cents of USD per 100\nEUR 110\nUSD 100\n")
+        .unwrap();
     let input = dir.path().join("payments.jsonl");
     std::fs::write(&input, "{\"customer\":\"c1\",\"amount_cents\":250,\"currency\":\"EUR\"}\n{\"customer\":\"c1\",\"amount_cents\":1000,\"currency\":\"USD\"}\n").unwrap();
     let output = dir.path().join("out.jsonl");
@@ -188,15 +276,29 @@ fn functions_read_only_the_granted_resources_directory() {
 
     run_ok(&spec(&format!("resources: {resources:?}\n")), &dir.path().join("data"), &[]);
     let out = records(&output);
-    assert_eq!((out[0]["usd_cents"].as_i64(), out[1]["usd_total"].as_i64()), (Some(275), Some(1275)), "{out:?}");
+    assert_eq!(
+        (out[0]["usd_cents"].as_i64(), out[1]["usd_total"].as_i64()),
+        (Some(275), Some(1275)),
+        "{out:?}"
+    );
 
     // Without the grant the function sees no directory and says so.
-    let failed = weir(&["run", spec("").to_str().unwrap(), "--data-dir", dir.path().join("data").to_str().unwrap()]);
+    let failed = weir(&[
+        "run",
+        spec("").to_str().unwrap(),
+        "--data-dir",
+        dir.path().join("data").to_str().unwrap(),
+    ]);
     let stderr = String::from_utf8_lossy(&failed.stderr);
     assert!(!failed.status.success() && stderr.contains("no resources directory"), "{stderr}");
 
     // A grant that is not a directory is refused before anything runs.
-    let failed = weir(&["run", spec(&format!("resources: {:?}\n", resources.join("rates.txt"))).to_str().unwrap(), "--data-dir", dir.path().join("data").to_str().unwrap()]);
+    let failed = weir(&[
+        "run",
+        spec(&format!("resources: {:?}\n", resources.join("rates.txt"))).to_str().unwrap(),
+        "--data-dir",
+        dir.path().join("data").to_str().unwrap(),
+    ]);
     let stderr = String::from_utf8_lossy(&failed.stderr);
     assert!(!failed.status.success() && stderr.contains("is not a directory"), "{stderr}");
 }

@@ -13,14 +13,22 @@ use crate::support::*;
 
 /// A unique name per test run, so tests can share an external broker.
 pub(crate) fn unique(name: &str) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
     format!("{name}-{}-{nanos}", std::process::id())
 }
 
 /// `count` orders over `customers` customers on `partitions` partitions
 /// of `topic` (a customer's orders all on one partition, as keyed records
 /// are), a second apart from 2026-01-15T10:00:00Z.
-pub(crate) fn produce_orders(kafka: &TestKafka, topic: &str, partitions: i32, count: u64, customers: u64, first_id: u64) {
+pub(crate) fn produce_orders(
+    kafka: &TestKafka,
+    topic: &str,
+    partitions: i32,
+    count: u64,
+    customers: u64,
+    first_id: u64,
+) {
     let records: Vec<Record> = (first_id..first_id + count)
         .map(|id| {
             let customer = id * 7 % customers + 1;
@@ -30,7 +38,11 @@ pub(crate) fn produce_orders(kafka: &TestKafka, topic: &str, partitions: i32, co
                 id % 100,
                 1_768_471_200_000 + id as i64 * 1000
             );
-            (Some((customer % partitions as u64) as i32), Some(customer.to_string().into_bytes()), value.into_bytes())
+            (
+                Some((customer % partitions as u64) as i32),
+                Some(customer.to_string().into_bytes()),
+                value.into_bytes(),
+            )
         })
         .collect();
     kafka.produce_many(topic, &records);
@@ -77,7 +89,11 @@ pub(crate) fn committed_per_key(kafka: &TestKafka, topic: &str) -> BTreeMap<u64,
 
 /// Every customer's visible records are a prefix of the expected ones:
 /// nothing duplicated, nothing skipped, nothing uncommitted.
-fn assert_prefix(actual: &BTreeMap<u64, Vec<String>>, expected: &BTreeMap<u64, Vec<String>>, when: &str) {
+fn assert_prefix(
+    actual: &BTreeMap<u64, Vec<String>>,
+    expected: &BTreeMap<u64, Vec<String>>,
+    when: &str,
+) {
     for (customer, records) in actual {
         let want = expected.get(customer).map(Vec::as_slice).unwrap_or_default();
         if let Some(i) = (0..records.len()).find(|&i| records.get(i) != want.get(i)) {
@@ -87,13 +103,21 @@ fn assert_prefix(actual: &BTreeMap<u64, Vec<String>>, expected: &BTreeMap<u64, V
 }
 
 /// The same records per customer, reporting the first difference briefly.
-fn assert_same(actual: &BTreeMap<u64, Vec<String>>, expected: &BTreeMap<u64, Vec<String>>, when: &str) {
+fn assert_same(
+    actual: &BTreeMap<u64, Vec<String>>,
+    expected: &BTreeMap<u64, Vec<String>>,
+    when: &str,
+) {
     let total = |m: &BTreeMap<u64, Vec<String>>| m.values().map(Vec::len).sum::<usize>();
     assert_eq!(total(actual), total(expected), "{when}: number of results");
     for (customer, want) in expected {
         let got = actual.get(customer).map(Vec::as_slice).unwrap_or_default();
         if let Some(i) = (0..want.len().max(got.len())).find(|&i| got.get(i) != want.get(i)) {
-            panic!("{when}: customer {customer}'s result {i} is {:?}, expected {:?}", got.get(i), want.get(i));
+            panic!(
+                "{when}: customer {customer}'s result {i} is {:?}, expected {:?}",
+                got.get(i),
+                want.get(i)
+            );
         }
     }
 }
@@ -102,19 +126,36 @@ fn assert_same(actual: &BTreeMap<u64, Vec<String>>, expected: &BTreeMap<u64, Vec
 fn kafka_to_kafka_is_exactly_once_through_kill_9_and_commit_phase_crashes() {
     let kafka = TestKafka::start();
     let dir = tempfile::tempdir().unwrap();
-    let (orders, revenue, expected_topic) = (unique("orders"), unique("revenue"), unique("revenue-expected"));
+    let (orders, revenue, expected_topic) =
+        (unique("orders"), unique("revenue"), unique("revenue-expected"));
     kafka.create_topic(&orders, 3);
     kafka.create_topic(&revenue, 1);
     kafka.create_topic(&expected_topic, 1);
     let count = 60_000;
     produce_orders(&kafka, &orders, 3, count, 40, 1);
 
-    let expected_spec = KafkaPipeline { name: unique("expected"), source: orders.clone(), sink: expected_topic.clone(), extra: "" }.write(dir.path(), &kafka);
+    let expected_spec = KafkaPipeline {
+        name: unique("expected"),
+        source: orders.clone(),
+        sink: expected_topic.clone(),
+        extra: "",
+    }
+    .write(dir.path(), &kafka);
     run_ok(&expected_spec, &dir.path().join("data-expected"), &[]);
     let expected = committed_per_key(&kafka, &expected_topic);
-    assert_eq!(expected.values().map(Vec::len).sum::<usize>(), count as usize, "the failure-free run");
+    assert_eq!(
+        expected.values().map(Vec::len).sum::<usize>(),
+        count as usize,
+        "the failure-free run"
+    );
 
-    let spec = KafkaPipeline { name: unique("chaos"), source: orders.clone(), sink: revenue.clone(), extra: "" }.write(dir.path(), &kafka);
+    let spec = KafkaPipeline {
+        name: unique("chaos"),
+        source: orders.clone(),
+        sink: revenue.clone(),
+        extra: "",
+    }
+    .write(dir.path(), &kafka);
     let data = dir.path().join("data");
     let seed = crash_seed();
     eprintln!("kafka chaos seed {seed}");
@@ -126,12 +167,16 @@ fn kafka_to_kafka_is_exactly_once_through_kill_9_and_commit_phase_crashes() {
     // Crashes injected exactly at each commit phase, then SIGKILLs at random.
     let faults = ["kafka-after-pre-commit:3", "kafka-before-commit:2", "kafka-after-commit:2"];
     for fault in faults {
-        let output = start_weir(&spec, &data, &slow, &[("WEIR_FAULT", fault)]).wait_with_output().unwrap();
+        let output =
+            start_weir(&spec, &data, &slow, &[("WEIR_FAULT", fault)]).wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!output.status.success() && stderr.contains("fault injected"), "{fault}: {stderr}");
         let visible = committed_per_key(&kafka, &revenue);
         assert_prefix(&visible, &expected, fault);
-        eprintln!("crash at {fault}: {} results visible", visible.values().map(Vec::len).sum::<usize>());
+        eprintln!(
+            "crash at {fault}: {} results visible",
+            visible.values().map(Vec::len).sum::<usize>()
+        );
     }
     let mut kills = 0;
     let mut attempts = 0;
@@ -145,7 +190,11 @@ fn kafka_to_kafka_is_exactly_once_through_kill_9_and_commit_phase_crashes() {
         }
         if let Some(status) = child.try_wait().unwrap() {
             let stderr = child.wait_with_output().unwrap().stderr;
-            assert!(status.success(), "a run failed on its own (seed {seed}): {}", String::from_utf8_lossy(&stderr));
+            assert!(
+                status.success(),
+                "a run failed on its own (seed {seed}): {}",
+                String::from_utf8_lossy(&stderr)
+            );
             break; // finished: the remaining kills would find nothing to do
         }
         child.kill().unwrap();
@@ -153,11 +202,18 @@ fn kafka_to_kafka_is_exactly_once_through_kill_9_and_commit_phase_crashes() {
         kills += 1;
         let visible = committed_per_key(&kafka, &revenue);
         assert_prefix(&visible, &expected, &format!("after kill {kills} (seed {seed})"));
-        eprintln!("kill {kills}: {} results visible", visible.values().map(Vec::len).sum::<usize>());
+        eprintln!(
+            "kill {kills}: {} results visible",
+            visible.values().map(Vec::len).sum::<usize>()
+        );
     }
     run_ok(&spec, &data, &[]);
     let actual = committed_per_key(&kafka, &revenue);
-    assert_same(&actual, &expected, &format!("after 3 injected crashes and {kills} kills (seed {seed})"));
+    assert_same(
+        &actual,
+        &expected,
+        &format!("after 3 injected crashes and {kills} kills (seed {seed})"),
+    );
     assert!(kills >= 5, "only {kills} kills landed mid-run (seed {seed})");
 }
 
@@ -170,26 +226,47 @@ fn restarts_that_die_before_their_first_commit_keep_the_committed_checkpoint() {
     // it (more than `retained` = 3), then a clean run.
     let kafka = TestKafka::start();
     let dir = tempfile::tempdir().unwrap();
-    let (orders, revenue, expected_topic) = (unique("orders"), unique("revenue"), unique("revenue-expected"));
+    let (orders, revenue, expected_topic) =
+        (unique("orders"), unique("revenue"), unique("revenue-expected"));
     kafka.create_topic(&orders, 2);
     kafka.create_topic(&revenue, 1);
     kafka.create_topic(&expected_topic, 1);
     produce_orders(&kafka, &orders, 2, 20_000, 40, 1);
-    let expected_spec = KafkaPipeline { name: unique("expected"), source: orders.clone(), sink: expected_topic.clone(), extra: "" }.write(dir.path(), &kafka);
+    let expected_spec = KafkaPipeline {
+        name: unique("expected"),
+        source: orders.clone(),
+        sink: expected_topic.clone(),
+        extra: "",
+    }
+    .write(dir.path(), &kafka);
     run_ok(&expected_spec, &dir.path().join("data-expected"), &[]);
     let expected = committed_per_key(&kafka, &expected_topic);
 
-    let spec = KafkaPipeline { name: unique("pinned"), source: orders, sink: revenue.clone(), extra: "" }.write(dir.path(), &kafka);
+    let spec =
+        KafkaPipeline { name: unique("pinned"), source: orders, sink: revenue.clone(), extra: "" }
+            .write(dir.path(), &kafka);
     let data = dir.path().join("data");
     let slow = ["--sink-delay-ms", "10"];
-    for fault in ["kafka-after-commit:2", "kafka-before-commit:1", "kafka-before-commit:1", "kafka-before-commit:1", "kafka-before-commit:1", "kafka-before-commit:1"] {
-        let output = start_weir(&spec, &data, &slow, &[("WEIR_FAULT", fault)]).wait_with_output().unwrap();
+    for fault in [
+        "kafka-after-commit:2",
+        "kafka-before-commit:1",
+        "kafka-before-commit:1",
+        "kafka-before-commit:1",
+        "kafka-before-commit:1",
+        "kafka-before-commit:1",
+    ] {
+        let output =
+            start_weir(&spec, &data, &slow, &[("WEIR_FAULT", fault)]).wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!output.status.success() && stderr.contains("fault injected"), "{fault}: {stderr}");
         assert_prefix(&committed_per_key(&kafka, &revenue), &expected, fault);
     }
     run_ok(&spec, &data, &[]);
-    assert_same(&committed_per_key(&kafka, &revenue), &expected, "after five runs that died before their first commit");
+    assert_same(
+        &committed_per_key(&kafka, &revenue),
+        &expected,
+        "after five runs that died before their first commit",
+    );
 }
 
 #[test]
@@ -263,8 +340,16 @@ fn an_idle_partition_does_not_stall_event_time() {
     };
     let stop = weir(&["stop", spec.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
     let output = running.wait_with_output().unwrap();
-    assert!(fired > 0, "no window fired while partition 1 was idle: {}", String::from_utf8_lossy(&output.stderr));
-    assert!(stop.status.success() && output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        fired > 0,
+        "no window fired while partition 1 was idle: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stop.status.success() && output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 #[test]
@@ -280,7 +365,8 @@ fn a_second_host_with_the_same_transactional_ids_fences_the_first() {
     // one's transaction, gets to fence it (12,000 orders once ran out
     // after 28 s, before the fence). Fenced, the first host stops early.
     produce_orders(&kafka, &orders, 1, 24_000, 10, 1);
-    let spec = KafkaPipeline { name: unique("zombie"), source: orders, sink: revenue, extra: "" }.write(dir.path(), &kafka);
+    let spec = KafkaPipeline { name: unique("zombie"), source: orders, sink: revenue, extra: "" }
+        .write(dir.path(), &kafka);
     let zombie = start_weir(&spec, &dir.path().join("data-a"), &["--sink-delay-ms", "100"], &[]);
     std::thread::sleep(Duration::from_millis(1_500));
     let successor = start_weir(&spec, &dir.path().join("data-b"), &["--sink-delay-ms", "100"], &[]);
@@ -289,7 +375,10 @@ fn a_second_host_with_the_same_transactional_ids_fences_the_first() {
     let mut successor = successor;
     let _ = successor.kill();
     let _ = successor.wait();
-    assert!(!zombie.status.success() && stderr.contains("fenc"), "the first host is fenced: {stderr}");
+    assert!(
+        !zombie.status.success() && stderr.contains("fenc"),
+        "the first host is fenced: {stderr}"
+    );
 }
 
 #[test]
@@ -311,10 +400,25 @@ fn impossible_exactly_once_settings_are_refused_before_anything_runs() {
         path
     };
     let data = dir.path().join("data");
-    let short = weir(&["run", spec("short", "short", "5s").to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
+    let short = weir(&[
+        "run",
+        spec("short", "short", "5s").to_str().unwrap(),
+        "--data-dir",
+        data.to_str().unwrap(),
+    ]);
     let message = String::from_utf8_lossy(&short.stderr);
-    assert!(!short.status.success() && message.contains("transaction_timeout 5s") && message.contains("checkpoint.interval 2s"), "{message}");
-    let long = weir(&["run", spec("long", "long", "1h").to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
+    assert!(
+        !short.status.success()
+            && message.contains("transaction_timeout 5s")
+            && message.contains("checkpoint.interval 2s"),
+        "{message}"
+    );
+    let long = weir(&[
+        "run",
+        spec("long", "long", "1h").to_str().unwrap(),
+        "--data-dir",
+        data.to_str().unwrap(),
+    ]);
     let message = String::from_utf8_lossy(&long.stderr);
     assert!(!long.status.success() && message.contains("15m"), "{message}");
 
@@ -325,19 +429,41 @@ fn impossible_exactly_once_settings_are_refused_before_anything_runs() {
     kafka.create_topic(&orders, 1);
     kafka.create_topic(&revenue, 1);
     produce_orders(&kafka, &orders, 1, 10, 3, 1);
-    let first = KafkaPipeline { name: "first".into(), source: orders.clone(), sink: revenue.clone(), extra: "" }.write(dir.path(), &kafka);
-    let first_text = std::fs::read_to_string(&first).unwrap().replace("transactional_id_prefix: first", "transactional_id_prefix: shared");
+    let first = KafkaPipeline {
+        name: "first".into(),
+        source: orders.clone(),
+        sink: revenue.clone(),
+        extra: "",
+    }
+    .write(dir.path(), &kafka);
+    let first_text = std::fs::read_to_string(&first)
+        .unwrap()
+        .replace("transactional_id_prefix: first", "transactional_id_prefix: shared");
     std::fs::write(&first, &first_text).unwrap();
     run_ok(&first, &data, &[]);
     let second = dir.path().join("second.yaml");
     std::fs::write(&second, first_text.replace("name: first", "name: second")).unwrap();
     let refused = weir(&["run", second.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
     let message = String::from_utf8_lossy(&refused.stderr);
-    assert!(!refused.status.success() && message.contains("already used by pipeline \"first\""), "{message}");
+    assert!(
+        !refused.status.success() && message.contains("already used by pipeline \"first\""),
+        "{message}"
+    );
     let no_checkpoints = dir.path().join("none.yaml");
-    std::fs::write(&no_checkpoints, std::fs::read_to_string(spec("none", "none", "5m")).unwrap().replace("checkpoint: { interval: 2s, timeout: 1m }\n", "")).unwrap();
-    let refused = weir(&["run", no_checkpoints.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("needs checkpoints"), "{}", String::from_utf8_lossy(&refused.stderr));
+    std::fs::write(
+        &no_checkpoints,
+        std::fs::read_to_string(spec("none", "none", "5m"))
+            .unwrap()
+            .replace("checkpoint: { interval: 2s, timeout: 1m }\n", ""),
+    )
+    .unwrap();
+    let refused =
+        weir(&["run", no_checkpoints.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("needs checkpoints"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
 }
 
 #[test]
@@ -348,9 +474,13 @@ fn an_at_least_once_sink_without_checkpoints_delivers_everything() {
     kafka.create_topic(&orders, 2);
     kafka.create_topic(&revenue, 1);
     produce_orders(&kafka, &orders, 2, 300, 5, 1);
-    let spec = KafkaPipeline { name: unique("plain"), source: orders, sink: revenue.clone(), extra: "" }.write(dir.path(), &kafka);
+    let spec =
+        KafkaPipeline { name: unique("plain"), source: orders, sink: revenue.clone(), extra: "" }
+            .write(dir.path(), &kafka);
     let text = std::fs::read_to_string(&spec).unwrap();
-    let text = text.replace("delivery: exactly-once, ", "delivery: at-least-once, ").replace("checkpoint: { interval: 150ms, timeout: 1m }\n", "");
+    let text = text
+        .replace("delivery: exactly-once, ", "delivery: at-least-once, ")
+        .replace("checkpoint: { interval: 150ms, timeout: 1m }\n", "");
     std::fs::write(&spec, text).unwrap();
     run_ok(&spec, &dir.path().join("data"), &[]);
     assert_eq!(committed_per_key(&kafka, &revenue).values().map(Vec::len).sum::<usize>(), 300);
@@ -358,6 +488,14 @@ fn an_at_least_once_sink_without_checkpoints_delivers_everything() {
 
 #[test]
 fn the_kafka_example_spec_is_valid() {
-    let spec = weir_host::pipeline::PipelineSpec::load(&example_file("revenue", "kafka-pipeline.yaml")).unwrap();
-    assert!(matches!(&spec.sink, weir_host::pipeline::spec::SinkSpec::Kafka { delivery: weir_host::connectors::kafka::Delivery::ExactlyOnce, .. }));
+    let spec =
+        weir_host::pipeline::PipelineSpec::load(&example_file("revenue", "kafka-pipeline.yaml"))
+            .unwrap();
+    assert!(matches!(
+        &spec.sink,
+        weir_host::pipeline::spec::SinkSpec::Kafka {
+            delivery: weir_host::connectors::kafka::Delivery::ExactlyOnce,
+            ..
+        }
+    ));
 }

@@ -8,8 +8,8 @@
 
 mod api;
 mod api_pipelines;
-mod bench;
 mod bad_input;
+mod bench;
 mod checkpoints;
 mod customer_profile;
 mod fraud_detector;
@@ -23,5 +23,5 @@ mod kafka_support;
 mod minute_revenue;
 mod parallel;
 mod revenue;
-mod windows;
 mod support;
+mod windows;

@@ -24,8 +24,16 @@ fn each_minute_fires_once_with_exact_totals_and_late_orders_go_aside() {
         )
         .unwrap();
         run_ok(&spec, &dir.path().join("data"), &[]);
-        assert_eq!(sorted_lines(&dir.path().join("out.jsonl")), sorted_lines(&example("expected-output.jsonl")), "parallelism {parallelism}");
-        assert_eq!(sorted_lines(&dir.path().join("late.jsonl")), sorted_lines(&example("expected-late.jsonl")), "parallelism {parallelism}");
+        assert_eq!(
+            sorted_lines(&dir.path().join("out.jsonl")),
+            sorted_lines(&example("expected-output.jsonl")),
+            "parallelism {parallelism}"
+        );
+        assert_eq!(
+            sorted_lines(&dir.path().join("late.jsonl")),
+            sorted_lines(&example("expected-late.jsonl")),
+            "parallelism {parallelism}"
+        );
     }
 }
 
@@ -77,8 +85,14 @@ fn a_finished_split_stops_holding_the_watermark_and_bad_timestamps_go_aside() {
     assert_eq!(sorted_lines(&dir.path().join("out.jsonl")), expected);
     // The second file finishes early; were it still counted, its old
     // timestamp would hold the watermark back and nothing would be late.
-    assert_eq!(sorted_lines(&dir.path().join("late.jsonl")), sorted_lines(&example("expected-late.jsonl")));
-    assert_eq!(std::fs::read_to_string(dir.path().join("no-time.jsonl")).unwrap(), "{\"order_id\":901,\"customer_id\":9,\"amount\":2.00}\n");
+    assert_eq!(
+        sorted_lines(&dir.path().join("late.jsonl")),
+        sorted_lines(&example("expected-late.jsonl"))
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("no-time.jsonl")).unwrap(),
+        "{\"order_id\":901,\"customer_id\":9,\"amount\":2.00}\n"
+    );
 }
 
 #[test]
@@ -93,13 +107,22 @@ fn thousands_of_keys_firing_at_once_fire_in_chunks_with_their_state() {
         std::fs::write(&path, format!("name: {name}\n{source}\nkey: {{ wasm: {wasm:?} }}\nprocess: {{ wasm: {wasm:?} }}\nsink: {{ type: file, path: {sink} }}\n")).unwrap();
         path
     };
-    run_ok(&spec("minutes", &function("minute-revenue"), "minutes.jsonl"), &dir.path().join("data"), &[]);
+    run_ok(
+        &spec("minutes", &function("minute-revenue"), "minutes.jsonl"),
+        &dir.path().join("data"),
+        &[],
+    );
     run_ok(&spec("totals", &function("revenue"), "totals.jsonl"), &dir.path().join("data"), &[]);
     let mut per_customer: std::collections::BTreeMap<u64, i64> = Default::default();
     for record in records(&dir.path().join("minutes.jsonl")) {
-        *per_customer.entry(record["customer_id"].as_u64().unwrap()).or_default() += cents(&record["revenue"].to_string());
+        *per_customer.entry(record["customer_id"].as_u64().unwrap()).or_default() +=
+            cents(&record["revenue"].to_string());
     }
-    let totals: std::collections::BTreeMap<u64, i64> = final_totals(&dir.path().join("totals.jsonl")).into_iter().map(|(customer, total)| (customer, cents(&total))).collect();
+    let totals: std::collections::BTreeMap<u64, i64> =
+        final_totals(&dir.path().join("totals.jsonl"))
+            .into_iter()
+            .map(|(customer, total)| (customer, cents(&total)))
+            .collect();
     assert!(per_customer.len() > 1024, "{} customers", per_customer.len());
     assert_eq!(per_customer, totals, "every customer's minutes add up to their total");
 }

@@ -7,7 +7,13 @@ use std::path::Path;
 use crate::support::*;
 
 /// A revenue pipeline over generated orders at `parallelism`.
-fn generated_spec(dir: &Path, name: &str, count: u64, parallelism: u16, out: &str) -> std::path::PathBuf {
+fn generated_spec(
+    dir: &Path,
+    name: &str,
+    count: u64,
+    parallelism: u16,
+    out: &str,
+) -> std::path::PathBuf {
     let wasm = function("revenue");
     let spec = dir.join(format!("{name}.yaml"));
     std::fs::write(
@@ -37,7 +43,8 @@ fn parallelism_four_gives_the_same_results_as_one() {
     let data = dir.path().join("data");
     let one = run_ok(&generated_spec(dir.path(), "p-one", 20_000, 1, "one.jsonl"), &data, &[]);
     let four = run_ok(&generated_spec(dir.path(), "p-four", 20_000, 4, "four.jsonl"), &data, &[]);
-    let (one_keys, four_keys) = (per_key(&dir.path().join("one.jsonl")), per_key(&dir.path().join("four.jsonl")));
+    let (one_keys, four_keys) =
+        (per_key(&dir.path().join("one.jsonl")), per_key(&dir.path().join("four.jsonl")));
     assert_eq!(one_keys.len(), 300);
     assert_eq!(one_keys, four_keys, "same records, in the same order per key");
     let summary = String::from_utf8_lossy(&four.stderr);
@@ -58,7 +65,11 @@ fn state_follows_its_keys_when_parallelism_changes() {
     for (customer, records) in &first {
         let after_first = total(records.last().unwrap());
         let after_second = total(second[customer].last().unwrap());
-        assert_eq!(after_second, 2 * after_first, "customer {customer}'s total carried over the rescale");
+        assert_eq!(
+            after_second,
+            2 * after_first,
+            "customer {customer}'s total carried over the rescale"
+        );
     }
 }
 
@@ -75,7 +86,10 @@ fn a_slow_sink_loses_nothing() {
 /// Peak RSS in MiB from a run's summary.
 fn peak_rss_mib(stderr: &[u8]) -> f64 {
     let text = String::from_utf8_lossy(stderr);
-    let line = text.lines().find(|l| l.contains("peak RSS")).unwrap_or_else(|| panic!("no peak RSS in {text}"));
+    let line = text
+        .lines()
+        .find(|l| l.contains("peak RSS"))
+        .unwrap_or_else(|| panic!("no peak RSS in {text}"));
     line.split_whitespace().nth(2).unwrap().parse().unwrap()
 }
 

@@ -19,7 +19,11 @@ fn revenue_demo_prints_the_expected_totals() {
     let records = records(&output);
     assert_eq!(records.len(), 7, "one output per order");
     let order_ids_of = |customer: u64| -> Vec<u64> {
-        records.iter().filter(|r| r["customer_id"] == customer).map(|r| r["order_id"].as_u64().unwrap()).collect()
+        records
+            .iter()
+            .filter(|r| r["customer_id"] == customer)
+            .map(|r| r["order_id"].as_u64().unwrap())
+            .collect()
     };
     assert_eq!(order_ids_of(1), vec![110, 114], "each key's events keep their order");
     assert_eq!(order_ids_of(2), vec![111, 113, 151]);
@@ -30,7 +34,8 @@ fn revenue_demo_prints_the_expected_totals() {
 
 #[test]
 fn the_shipped_pipeline_yaml_runs_to_the_same_totals() {
-    let spec = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions/revenue/pipeline.yaml");
+    let spec =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions/revenue/pipeline.yaml");
     // The shipped spec points at target/functions/ of the repository; skip
     // it when the functions were built somewhere else.
     let shipped = spec.parent().unwrap().join("../../target/functions/revenue.wasm");
@@ -51,10 +56,14 @@ fn another_data_set_gives_exact_totals() {
     let input = dir.path().join("orders.jsonl");
     // 0.10 + 0.20 is where floating point drifts; a thousand 0.01s too.
     let mut lines = vec![
-        r#"{"order_id":1,"customer_id":70,"amount":0.10,"event_time":"2026-02-01T00:00:00Z"}"#.to_string(),
-        r#"{"order_id":2,"customer_id":70,"amount":0.20,"event_time":"2026-02-01T00:00:01Z"}"#.to_string(),
-        r#"{"order_id":3,"customer_id":9,"amount":"1999.99","event_time":"2026-02-01T00:00:02Z"}"#.to_string(),
-        r#"{"order_id":4,"customer_id":9,"amount":-0.99,"event_time":"2026-02-01T00:00:03Z"}"#.to_string(),
+        r#"{"order_id":1,"customer_id":70,"amount":0.10,"event_time":"2026-02-01T00:00:00Z"}"#
+            .to_string(),
+        r#"{"order_id":2,"customer_id":70,"amount":0.20,"event_time":"2026-02-01T00:00:01Z"}"#
+            .to_string(),
+        r#"{"order_id":3,"customer_id":9,"amount":"1999.99","event_time":"2026-02-01T00:00:02Z"}"#
+            .to_string(),
+        r#"{"order_id":4,"customer_id":9,"amount":-0.99,"event_time":"2026-02-01T00:00:03Z"}"#
+            .to_string(),
     ];
     for i in 0..1000 {
         lines.push(format!(r#"{{"order_id":{},"customer_id":123456,"amount":0.01,"event_time":"2026-02-01T00:01:00Z"}}"#, 100 + i));
@@ -74,9 +83,17 @@ fn state_is_kept_across_runs_on_the_same_data_directory() {
     let spec = revenue_spec(dir.path(), &revenue_orders(), &output, "");
     run_ok(&spec, &data, &[]);
     run_ok(&spec, &data, &[]);
-    assert_eq!(final_totals(&output), totals(&[(1, "100.00"), (2, "96.00"), (3, "34.00")]), "second run adds to the kept totals");
+    assert_eq!(
+        final_totals(&output),
+        totals(&[(1, "100.00"), (2, "96.00"), (3, "34.00")]),
+        "second run adds to the kept totals"
+    );
     run_ok(&spec, &data, &["--fresh"]);
-    assert_eq!(final_totals(&output), totals(&[(1, "50.00"), (2, "48.00"), (3, "17.00")]), "--fresh starts from empty state");
+    assert_eq!(
+        final_totals(&output),
+        totals(&[(1, "50.00"), (2, "48.00"), (3, "17.00")]),
+        "--fresh starts from empty state"
+    );
 }
 
 #[test]
@@ -115,7 +132,12 @@ fn generator_source_totals_match_the_amounts() {
         let total = line.split("\"total\":").nth(1).unwrap().trim_end_matches('}');
         let sum = sums.entry(customer).or_default();
         *sum += cents(amount);
-        assert_eq!(*sum, cents(total), "running total of customer {customer} after order {}", record["order_id"]);
+        assert_eq!(
+            *sum,
+            cents(total),
+            "running total of customer {customer} after order {}",
+            record["order_id"]
+        );
         count += 1;
     }
     assert_eq!(count, 20000);
@@ -127,16 +149,26 @@ fn state_not_touched_for_longer_than_its_ttl_reads_as_absent() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let output = dir.path().join("out.jsonl");
-    let short = revenue_spec(dir.path(), &revenue_orders(), &output, "state_ttl: { total: { ttl: 1s } }\n");
+    let short =
+        revenue_spec(dir.path(), &revenue_orders(), &output, "state_ttl: { total: { ttl: 1s } }\n");
     run_ok(&short, &data, &[]);
     // Let every total outlive its one-second TTL (this waits; it asserts no timing).
     std::thread::sleep(std::time::Duration::from_millis(1500));
     run_ok(&short, &data, &[]);
-    assert_eq!(final_totals(&output), totals(&[(1, "50.00"), (2, "48.00"), (3, "17.00")]), "expired totals start again from zero");
+    assert_eq!(
+        final_totals(&output),
+        totals(&[(1, "50.00"), (2, "48.00"), (3, "17.00")]),
+        "expired totals start again from zero"
+    );
 
-    let long = revenue_spec(dir.path(), &revenue_orders(), &output, "state_ttl: { total: { ttl: 1h } }\n");
+    let long =
+        revenue_spec(dir.path(), &revenue_orders(), &output, "state_ttl: { total: { ttl: 1h } }\n");
     let data = dir.path().join("data-long");
     run_ok(&long, &data, &[]);
     run_ok(&long, &data, &[]);
-    assert_eq!(final_totals(&output), totals(&[(1, "100.00"), (2, "96.00"), (3, "34.00")]), "live totals are kept");
+    assert_eq!(
+        final_totals(&output),
+        totals(&[(1, "100.00"), (2, "96.00"), (3, "34.00")]),
+        "live totals are kept"
+    );
 }

@@ -12,7 +12,11 @@ pub fn function(name: &str) -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/functions"));
     let path = dir.join(format!("{name}.wasm"));
-    assert!(path.exists(), "{} is missing: run `scripts/dev build-functions` first", path.display());
+    assert!(
+        path.exists(),
+        "{} is missing: run `scripts/dev build-functions` first",
+        path.display()
+    );
     path
 }
 
@@ -23,7 +27,11 @@ pub fn revenue_orders() -> PathBuf {
 
 /// Run `weir` with `args`.
 pub fn weir(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weir")).args(args).env_remove("WEIR_DATA_DIR").output().expect("weir runs")
+    Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(args)
+        .env_remove("WEIR_DATA_DIR")
+        .output()
+        .expect("weir runs")
 }
 
 /// Run `weir run` on `spec` with `data_dir`, expecting success.
@@ -31,7 +39,11 @@ pub fn run_ok(spec: &Path, data_dir: &Path, extra: &[&str]) -> Output {
     let mut args = vec!["run", spec.to_str().unwrap(), "--data-dir", data_dir.to_str().unwrap()];
     args.extend_from_slice(extra);
     let output = weir(&args);
-    assert!(output.status.success(), "weir run failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "weir run failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     output
 }
 
@@ -51,13 +63,22 @@ pub fn revenue_spec(dir: &Path, input: &Path, output: &Path, extra: &str) -> Pat
 pub fn cents(text: &str) -> i64 {
     let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
     let negative = whole.starts_with('-');
-    let value = whole.trim_start_matches('-').parse::<i64>().unwrap() * 100 + format!("{fraction:0<2}").parse::<i64>().unwrap();
-    if negative { -value } else { value }
+    let value = whole.trim_start_matches('-').parse::<i64>().unwrap() * 100
+        + format!("{fraction:0<2}").parse::<i64>().unwrap();
+    if negative {
+        -value
+    } else {
+        value
+    }
 }
 
 /// Output records as JSON values.
 pub fn records(output: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(output).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    std::fs::read_to_string(output)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 /// The last total reported for each customer, as decimal text.
@@ -81,7 +102,8 @@ pub fn example_file(function: &str, file: &str) -> PathBuf {
 /// The lines of a file, sorted (to compare outputs whose order across keys
 /// is not fixed).
 pub fn sorted_lines(path: &Path) -> Vec<String> {
-    let mut lines: Vec<String> = std::fs::read_to_string(path).unwrap().lines().map(String::from).collect();
+    let mut lines: Vec<String> =
+        std::fs::read_to_string(path).unwrap().lines().map(String::from).collect();
     lines.sort();
     lines
 }
@@ -96,7 +118,6 @@ pub fn start_weir(spec: &Path, data_dir: &Path, extra: &[&str], env: &[(&str, &s
         .env_remove("WEIR_DATA_DIR")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-  
         .spawn()
         .expect("weir starts")
 }
@@ -118,7 +139,9 @@ impl Dice {
 /// clock (the tests print it, so a failure can be repeated).
 pub fn crash_seed() -> u64 {
     std::env::var("WEIR_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+            as u64
+            | 1
     })
 }
 
@@ -158,40 +181,73 @@ impl Server {
     }
 
     /// One request; the status and the body (JSON, else a JSON string).
-    pub fn call(&self, method: &str, path: &str, token: Option<&str>, body: &[u8]) -> (u16, serde_json::Value) {
+    pub fn call(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: &[u8],
+    ) -> (u16, serde_json::Value) {
         let (status, body) = self.raw(method, path.as_bytes(), token, body);
         let text = String::from_utf8_lossy(&body).to_string();
         (status, serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)))
     }
 
     /// One request with a raw (possibly invalid UTF-8) path; the status and body bytes.
-    pub fn raw(&self, method: &str, path: &[u8], token: Option<&str>, body: &[u8]) -> (u16, Vec<u8>) {
+    pub fn raw(
+        &self,
+        method: &str,
+        path: &[u8],
+        token: Option<&str>,
+        body: &[u8],
+    ) -> (u16, Vec<u8>) {
         let mut stream = TcpStream::connect(&self.address).unwrap();
         let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
         let mut head = format!("{method} ").into_bytes();
         head.extend_from_slice(path);
-        head.extend_from_slice(format!(" HTTP/1.1\r\nHost: {}\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n", self.address, body.len()).as_bytes());
+        head.extend_from_slice(
+            format!(
+                " HTTP/1.1\r\nHost: {}\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n",
+                self.address,
+                body.len()
+            )
+            .as_bytes(),
+        );
         stream.write_all(&head).unwrap();
         let _ = stream.write_all(body); // the server may answer (413) before reading it all
         let mut response = Vec::new();
         let _ = stream.read_to_end(&mut response);
-        let split = response.windows(4).position(|w| w == b"\r\n\r\n").map_or(response.len(), |i| i + 4);
+        let split =
+            response.windows(4).position(|w| w == b"\r\n\r\n").map_or(response.len(), |i| i + 4);
         let head = String::from_utf8_lossy(&response[..split]).to_string();
-        let status: u16 = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("no status in {head:?}"));
+        let status: u16 = head
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no status in {head:?}"));
         let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
         let body = response[split..].to_vec();
         (status, if chunked { dechunk(&body) } else { body })
     }
 
     /// Poll `GET path` until `done` holds for its body, for up to `within`.
-    pub fn wait_for(&self, path: &str, token: Option<&str>, within: std::time::Duration, done: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+    pub fn wait_for(
+        &self,
+        path: &str,
+        token: Option<&str>,
+        within: std::time::Duration,
+        done: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
         let deadline = std::time::Instant::now() + within;
         loop {
             let (status, body) = self.call("GET", path, token, b"");
             if status == 200 && done(&body) {
                 return body;
             }
-            assert!(std::time::Instant::now() < deadline, "waited {within:?} for GET {path}; last answer {status}: {body}");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "waited {within:?} for GET {path}; last answer {status}: {body}"
+            );
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
     }
@@ -201,7 +257,8 @@ impl Server {
 fn dechunk(mut body: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     while let Some(end) = body.windows(2).position(|w| w == b"\r\n") {
-        let size = usize::from_str_radix(String::from_utf8_lossy(&body[..end]).trim(), 16).unwrap_or(0);
+        let size =
+            usize::from_str_radix(String::from_utf8_lossy(&body[..end]).trim(), 16).unwrap_or(0);
         if size == 0 {
             break;
         }

@@ -31,9 +31,21 @@ fn run_windows(dir: &Path, parallelism: u16, window: &str) {
 fn tumbling_windows_fire_once_each_and_late_orders_go_only_aside() {
     for parallelism in [1, 3] {
         let dir = tempfile::tempdir().unwrap();
-        run_windows(dir.path(), parallelism, "{ type: tumbling, size: 1m, late_output: late-orders }");
-        assert_eq!(sorted_lines(&dir.path().join("out.jsonl")), sorted_lines(&example("expected-output.jsonl")), "parallelism {parallelism}");
-        assert_eq!(sorted_lines(&dir.path().join("late.jsonl")), sorted_lines(&example("expected-late.jsonl")), "parallelism {parallelism}");
+        run_windows(
+            dir.path(),
+            parallelism,
+            "{ type: tumbling, size: 1m, late_output: late-orders }",
+        );
+        assert_eq!(
+            sorted_lines(&dir.path().join("out.jsonl")),
+            sorted_lines(&example("expected-output.jsonl")),
+            "parallelism {parallelism}"
+        );
+        assert_eq!(
+            sorted_lines(&dir.path().join("late.jsonl")),
+            sorted_lines(&example("expected-late.jsonl")),
+            "parallelism {parallelism}"
+        );
     }
 }
 
@@ -41,11 +53,19 @@ fn tumbling_windows_fire_once_each_and_late_orders_go_only_aside() {
 fn allowed_lateness_refires_with_the_late_order_and_sets_aside_only_what_is_later() {
     for parallelism in [1, 3] {
         let dir = tempfile::tempdir().unwrap();
-        run_windows(dir.path(), parallelism, "{ type: tumbling, size: 1m, allowed_lateness: 30s, late_output: late-orders }");
+        run_windows(
+            dir.path(),
+            parallelism,
+            "{ type: tumbling, size: 1m, allowed_lateness: 30s, late_output: late-orders }",
+        );
         let mut expected = sorted_lines(&example("expected-output.jsonl"));
         expected.push(r#"{"customer_id":1,"window_start":1768471200000,"window_end":1768471260000,"revenue":25.00}"#.to_string());
         expected.sort();
-        assert_eq!(sorted_lines(&dir.path().join("out.jsonl")), expected, "parallelism {parallelism}");
+        assert_eq!(
+            sorted_lines(&dir.path().join("out.jsonl")),
+            expected,
+            "parallelism {parallelism}"
+        );
         let late = sorted_lines(&dir.path().join("late.jsonl"));
         assert_eq!(late.len(), 1, "{late:?}");
         assert!(late[0].contains("\"order_id\":118"), "{late:?}");
@@ -65,7 +85,7 @@ fn sliding_windows_count_each_order_in_every_window_covering_it() {
             .collect()
     };
     let t = 1_768_471_200_000i64; // 10:00
-    // Customer 3: 7.25 @10:01:10, 1.00 @10:01:27, 9.75 @10:02:20.
+                                  // Customer 3: 7.25 @10:01:10, 1.00 @10:01:27, 9.75 @10:02:20.
     assert_eq!(revenue_of(3, t), vec!["8.25"], "[10:00, 10:02)");
     assert_eq!(revenue_of(3, t + 60_000), vec!["18.0"], "[10:01, 10:03)");
     assert_eq!(revenue_of(3, t + 120_000), vec!["9.75"], "[10:02, 10:04)");
@@ -94,8 +114,16 @@ fn session_windows_merge_when_a_bridging_view_arrives_out_of_order() {
         )
         .unwrap();
         run_ok(&spec, &dir.path().join("data"), &[]);
-        assert_eq!(sorted_lines(&dir.path().join("out.jsonl")), sorted_lines(&example("expected-sessions.jsonl")), "parallelism {parallelism}");
-        assert_eq!(sorted_lines(&dir.path().join("late.jsonl")), sorted_lines(&example("expected-late.jsonl")), "parallelism {parallelism}");
+        assert_eq!(
+            sorted_lines(&dir.path().join("out.jsonl")),
+            sorted_lines(&example("expected-sessions.jsonl")),
+            "parallelism {parallelism}"
+        );
+        assert_eq!(
+            sorted_lines(&dir.path().join("late.jsonl")),
+            sorted_lines(&example("expected-late.jsonl")),
+            "parallelism {parallelism}"
+        );
     }
 }
 
@@ -116,8 +144,15 @@ fn a_window_process_function_sees_every_event_of_its_window() {
         )
         .unwrap();
         let run = run_ok(&spec, &dir.path().join("data"), &[]);
-        assert_eq!(sorted_lines(&dir.path().join("out.jsonl")), sorted_lines(&example_file("window-orders", "expected-output.jsonl")), "parallelism {parallelism}");
+        assert_eq!(
+            sorted_lines(&dir.path().join("out.jsonl")),
+            sorted_lines(&example_file("window-orders", "expected-output.jsonl")),
+            "parallelism {parallelism}"
+        );
         let summary = String::from_utf8_lossy(&run.stderr);
-        assert!(summary.contains("2 late records dropped"), "orders 116 and 118 are late: {summary}");
+        assert!(
+            summary.contains("2 late records dropped"),
+            "orders 116 and 118 are late: {summary}"
+        );
     }
 }

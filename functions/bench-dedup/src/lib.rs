@@ -54,9 +54,14 @@ mod tests {
 
     #[test]
     fn only_the_first_order_of_a_customer_passes() {
-        let order = |id: u64| Event::new(Order { order_id: id, customer_id: 3, amount_cents: 1 }.encode().to_vec(), 0);
+        let order = |id: u64| {
+            Event::new(Order { order_id: id, customer_id: 3, amount_cents: 1 }.encode().to_vec(), 0)
+        };
         let mut harness = Harness::<BenchDedup>::new();
-        assert_eq!(harness.process(&3u64.to_le_bytes(), vec![order(1), order(2)]).unwrap().len(), 1);
+        assert_eq!(
+            harness.process(&3u64.to_le_bytes(), vec![order(1), order(2)]).unwrap().len(),
+            1
+        );
         assert!(harness.process(&3u64.to_le_bytes(), vec![order(3)]).unwrap().is_empty());
     }
 }

@@ -47,8 +47,15 @@ mod tests {
 
     #[test]
     fn keeps_large_orders_doubled() {
-        let order = |cents: i64| Event::new(Order { order_id: 1, customer_id: 4, amount_cents: cents }.encode().to_vec(), 0);
-        let out = Harness::<BenchFilter>::new().process(&4u64.to_le_bytes(), vec![order(999), order(1000)]).unwrap();
+        let order = |cents: i64| {
+            Event::new(
+                Order { order_id: 1, customer_id: 4, amount_cents: cents }.encode().to_vec(),
+                0,
+            )
+        };
+        let out = Harness::<BenchFilter>::new()
+            .process(&4u64.to_le_bytes(), vec![order(999), order(1000)])
+            .unwrap();
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].value[8..], 2000i64.to_le_bytes());
     }

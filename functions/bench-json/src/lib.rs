@@ -61,7 +61,8 @@ impl ProcessFunction for BenchJson {
         let mut total = self.total.get()?.unwrap_or(0);
         for event in events {
             let order = Order::parse(event)?;
-            total = total.checked_add(order.cents()).ok_or_else(|| Error::msg("total overflows"))?;
+            total =
+                total.checked_add(order.cents()).ok_or_else(|| Error::msg("total overflows"))?;
             let mut value = [0; 16];
             value[..8].copy_from_slice(&order.customer_id.to_le_bytes());
             value[8..].copy_from_slice(&total.to_le_bytes());
@@ -83,10 +84,19 @@ mod tests {
     #[test]
     fn running_totals_in_cents() {
         let mut harness = Harness::<BenchJson>::new();
-        let out = harness.process(&7u64.to_le_bytes(), vec![order(1, 7, "2.50"), order(2, 7, "0.29"), order(3, 7, "100.00")]).unwrap();
-        let totals: Vec<i64> = out.iter().map(|e| i64::from_le_bytes(e.value[8..].try_into().unwrap())).collect();
+        let out = harness
+            .process(
+                &7u64.to_le_bytes(),
+                vec![order(1, 7, "2.50"), order(2, 7, "0.29"), order(3, 7, "100.00")],
+            )
+            .unwrap();
+        let totals: Vec<i64> =
+            out.iter().map(|e| i64::from_le_bytes(e.value[8..].try_into().unwrap())).collect();
         assert_eq!(totals, [250, 279, 10_279]);
         assert_eq!(out[0].value[..8], 7u64.to_le_bytes());
-        assert!(harness.process(&7u64.to_le_bytes(), vec![Event::new(b"{".to_vec(), 0)]).is_err(), "malformed JSON is an error");
+        assert!(
+            harness.process(&7u64.to_le_bytes(), vec![Event::new(b"{".to_vec(), 0)]).is_err(),
+            "malformed JSON is an error"
+        );
     }
 }

@@ -10,7 +10,10 @@
 //! The host's native twin (`native: bench-sum`) does exactly the same.
 
 use weir_sdk::binary::Order;
-use weir_sdk::{function, AggregateFunction, Context, Error, Event, KeyFunction, ProcessFunction, ValueState, Window};
+use weir_sdk::{
+    function, AggregateFunction, Context, Error, Event, KeyFunction, ProcessFunction, ValueState,
+    Window,
+};
 
 /// `(a, b)` as 16 bytes.
 fn pair(a: u64, b: i64) -> [u8; 16] {
@@ -51,7 +54,9 @@ impl ProcessFunction for BenchSum {
         let mut total = self.total.get()?.unwrap_or(0);
         for event in events {
             let order = Order::decode(&event.value)?;
-            total = total.checked_add(order.amount_cents).ok_or_else(|| Error::msg("total overflows"))?;
+            total = total
+                .checked_add(order.amount_cents)
+                .ok_or_else(|| Error::msg("total overflows"))?;
             ctx.emit_value(&pair(order.customer_id, total), event.timestamp);
         }
         self.total.set(&total)
@@ -63,7 +68,9 @@ impl AggregateFunction for BenchSum {
     type Accumulator = i64;
 
     fn add(&mut self, total: &mut i64, event: &Event) -> Result<(), Error> {
-        *total = total.checked_add(Order::decode(&event.value)?.amount_cents).ok_or_else(|| Error::msg("total overflows"))?;
+        *total = total
+            .checked_add(Order::decode(&event.value)?.amount_cents)
+            .ok_or_else(|| Error::msg("total overflows"))?;
         Ok(())
     }
 
@@ -72,7 +79,8 @@ impl AggregateFunction for BenchSum {
     }
 
     fn result(&mut self, key: &[u8], window: Window, total: i64) -> Result<Vec<Event>, Error> {
-        let customer = u64::from_le_bytes(key.try_into().map_err(|_| Error::msg("a key is 8 bytes"))?);
+        let customer =
+            u64::from_le_bytes(key.try_into().map_err(|_| Error::msg("a key is 8 bytes"))?);
         Ok(vec![Event::new(pair(customer, total).to_vec(), window.end - 1)])
     }
 }
@@ -83,15 +91,28 @@ mod tests {
     use weir_sdk::testing::Harness;
 
     fn order(id: u64, customer: u64, cents: i64) -> Event {
-        Event::new(Order { order_id: id, customer_id: customer, amount_cents: cents }.encode().to_vec(), id as i64)
+        Event::new(
+            Order { order_id: id, customer_id: customer, amount_cents: cents }.encode().to_vec(),
+            id as i64,
+        )
     }
 
     #[test]
     fn running_and_windowed_totals() {
         let mut harness = Harness::<BenchSum>::new();
-        let out = harness.process(&7u64.to_le_bytes(), vec![order(1, 7, 250), order(2, 7, 100)]).unwrap();
-        assert_eq!(out.iter().map(|e| e.value.clone()).collect::<Vec<_>>(), vec![pair(7, 250), pair(7, 350)]);
-        let out = harness.aggregate(&7u64.to_le_bytes(), Window { start: 0, end: 60_000 }, vec![order(1, 7, 5), order(2, 7, 6)]).unwrap();
+        let out =
+            harness.process(&7u64.to_le_bytes(), vec![order(1, 7, 250), order(2, 7, 100)]).unwrap();
+        assert_eq!(
+            out.iter().map(|e| e.value.clone()).collect::<Vec<_>>(),
+            vec![pair(7, 250), pair(7, 350)]
+        );
+        let out = harness
+            .aggregate(
+                &7u64.to_le_bytes(),
+                Window { start: 0, end: 60_000 },
+                vec![order(1, 7, 5), order(2, 7, 6)],
+            )
+            .unwrap();
         assert_eq!(out[0].value, pair(7, 11));
     }
 }

@@ -42,7 +42,8 @@ pub const RATES_FILE: &str = "rates.txt";
 pub const MAX_RATES_BYTES: u64 = 1 << 20;
 
 /// The error when the pipeline grants no resources directory.
-pub const NO_RESOURCES: &str = "no resources directory: grant one with `resources:` in the pipeline spec";
+pub const NO_RESOURCES: &str =
+    "no resources directory: grant one with `resources:` in the pipeline spec";
 
 /// One input event.
 #[derive(Deserialize)]
@@ -92,7 +93,10 @@ impl Rates {
                 .filter(|rate| *rate > 0)
                 .ok_or_else(|| Error::msg(format!("{RATES_FILE} line {number}: the rate of {} must be a positive whole number of US cents, found {:?}", shown(code), shown(rate))))?;
             if by_currency.insert(code.to_string(), rate).is_some() {
-                return Err(Error::msg(format!("{RATES_FILE} line {number}: {} is listed twice", shown(code))));
+                return Err(Error::msg(format!(
+                    "{RATES_FILE} line {number}: {} is listed twice",
+                    shown(code)
+                )));
             }
         }
         Ok(Self { by_currency })
@@ -105,8 +109,15 @@ impl Rates {
 
     /// `amount_cents` of `currency` in US cents (see [`to_usd_cents`]).
     pub fn to_usd(&self, currency: &str, amount_cents: i64) -> Result<i64, Error> {
-        let rate = self.rate(currency).ok_or_else(|| Error::msg(format!("unknown currency {:?}: {RATES_FILE} has no rate for it", shown(currency))))?;
-        to_usd_cents(amount_cents, rate).ok_or_else(|| Error::msg(format!("{amount_cents} cents of {} overflow in US cents", shown(currency))))
+        let rate = self.rate(currency).ok_or_else(|| {
+            Error::msg(format!(
+                "unknown currency {:?}: {RATES_FILE} has no rate for it",
+                shown(currency)
+            ))
+        })?;
+        to_usd_cents(amount_cents, rate).ok_or_else(|| {
+            Error::msg(format!("{amount_cents} cents of {} overflow in US cents", shown(currency)))
+        })
     }
 }
 
@@ -157,8 +168,13 @@ impl ProcessFunction for Currency {
         for event in events {
             let payment: Payment = event.json()?;
             let usd_cents = rates.to_usd(&payment.currency, payment.amount_cents)?;
-            total = total.checked_add(usd_cents).ok_or_else(|| Error::msg(format!("the US total of {} overflows", shown(&payment.customer))))?;
-            ctx.emit(Event::from_json(&Converted { customer: &payment.customer, usd_cents, usd_total: total }, event.timestamp)?);
+            total = total.checked_add(usd_cents).ok_or_else(|| {
+                Error::msg(format!("the US total of {} overflows", shown(&payment.customer)))
+            })?;
+            ctx.emit(Event::from_json(
+                &Converted { customer: &payment.customer, usd_cents, usd_total: total },
+                event.timestamp,
+            )?);
         }
         self.usd_total.set(&total)
     }
@@ -167,7 +183,8 @@ impl ProcessFunction for Currency {
 /// Read and parse `/resources/rates.txt`.
 fn load_rates() -> Result<Rates, Error> {
     let bytes = resources::read_rates_file()?;
-    let text = std::str::from_utf8(&bytes).map_err(|e| Error::msg(format!("{RESOURCES_DIR}/{RATES_FILE} is not UTF-8: {e}")))?;
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|e| Error::msg(format!("{RESOURCES_DIR}/{RATES_FILE} is not UTF-8: {e}")))?;
     Rates::parse(text)
 }
 
@@ -201,17 +218,25 @@ mod resources {
     pub(super) fn read_rates_file() -> Result<Vec<u8>, Error> {
         let directory = preopens::get_directories()
             .into_iter()
-            .find_map(|(descriptor, path)| (path.trim_end_matches('/') == RESOURCES_DIR).then_some(descriptor))
+            .find_map(|(descriptor, path)| {
+                (path.trim_end_matches('/') == RESOURCES_DIR).then_some(descriptor)
+            })
             .ok_or_else(|| Error::msg(NO_RESOURCES))?;
         let path = format!("{RESOURCES_DIR}/{RATES_FILE}");
-        let file = directory.open_at(PathFlags::empty(), RATES_FILE, OpenFlags::empty(), DescriptorFlags::READ).map_err(|code| match code {
-            ErrorCode::NoEntry => Error::msg(format!("missing {path}: put a {RATES_FILE} in the pipeline's resources directory")),
-            code => Error::msg(format!("cannot open {path}: {}", describe(code))),
-        })?;
+        let file = directory
+            .open_at(PathFlags::empty(), RATES_FILE, OpenFlags::empty(), DescriptorFlags::READ)
+            .map_err(|code| match code {
+                ErrorCode::NoEntry => Error::msg(format!(
+                    "missing {path}: put a {RATES_FILE} in the pipeline's resources directory"
+                )),
+                code => Error::msg(format!("cannot open {path}: {}", describe(code))),
+            })?;
         let mut bytes = Vec::new();
         loop {
             let offset = bytes.len() as u64;
-            let (chunk, end) = file.read(CHUNK, offset).map_err(|code| Error::msg(format!("cannot read {path}: {}", describe(code))))?;
+            let (chunk, end) = file
+                .read(CHUNK, offset)
+                .map_err(|code| Error::msg(format!("cannot read {path}: {}", describe(code))))?;
             bytes.extend_from_slice(&chunk);
             if bytes.len() as u64 > MAX_RATES_BYTES {
                 return Err(Error::msg(format!("{path} is larger than {MAX_RATES_BYTES} bytes")));
@@ -266,7 +291,12 @@ mod tests {
         let error = Rates::parse("EUR 110\nGBP\n").unwrap_err();
         assert!(error.message().starts_with("rates.txt line 2: expected `CODE RATE`"), "{error}");
         let error = Rates::parse("# x\nEUR 1.10\n").unwrap_err();
-        assert!(error.message().starts_with("rates.txt line 2: the rate of EUR must be a positive whole number"), "{error}");
+        assert!(
+            error
+                .message()
+                .starts_with("rates.txt line 2: the rate of EUR must be a positive whole number"),
+            "{error}"
+        );
         assert!(Rates::parse("EUR 0").is_err());
         assert!(Rates::parse("EUR -5").is_err());
         assert!(Rates::parse("EUR 110 extra").is_err());
@@ -304,7 +334,9 @@ mod tests {
     #[test]
     fn keeps_a_usd_total_per_customer() {
         let mut harness = harness();
-        let out = harness.process(b"c1", vec![payment("c1", 250, "EUR"), payment("c1", 1000, "GBP")]).unwrap();
+        let out = harness
+            .process(b"c1", vec![payment("c1", 250, "EUR"), payment("c1", 1000, "GBP")])
+            .unwrap();
         assert_eq!(out[0].value, br#"{"customer":"c1","usd_cents":275,"usd_total":275}"#);
         assert_eq!(out[1].value, br#"{"customer":"c1","usd_cents":1270,"usd_total":1545}"#);
         assert_eq!(out[1].timestamp, 42);

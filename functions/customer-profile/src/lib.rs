@@ -8,7 +8,9 @@
 //! the side output `repeat-customers`.
 
 use serde::{Deserialize, Serialize};
-use weir_sdk::{function, Context, Error, Event, KeyFunction, ListState, LogLevel, MapState, ProcessFunction};
+use weir_sdk::{
+    function, Context, Error, Event, KeyFunction, ListState, LogLevel, MapState, ProcessFunction,
+};
 
 /// How many recent order ids a profile keeps.
 pub const RECENT: usize = 3;
@@ -72,11 +74,26 @@ impl ProcessFunction for CustomerProfile {
             let histogram = self.per_hour.entries()?;
             let orders = histogram.iter().map(|(_, n)| n).sum();
             // Most orders wins; ties go to the earliest hour.
-            let busiest_hour = histogram.iter().max_by_key(|(h, n)| (*n, std::cmp::Reverse(*h))).map_or(hour, |(h, _)| *h);
-            let profile = Profile { customer_id: order.customer_id, order_id: order.order_id, orders, recent_orders: &recent, busiest_hour };
+            let busiest_hour = histogram
+                .iter()
+                .max_by_key(|(h, n)| (*n, std::cmp::Reverse(*h)))
+                .map_or(hour, |(h, _)| *h);
+            let profile = Profile {
+                customer_id: order.customer_id,
+                order_id: order.order_id,
+                orders,
+                recent_orders: &recent,
+                busiest_hour,
+            };
             ctx.emit(Event::from_json(&profile, event.timestamp)?);
             if in_hour >= 2 {
-                ctx.log(LogLevel::Debug, &format!("customer {} ordered {in_hour} times in hour {hour}", String::from_utf8_lossy(key)));
+                ctx.log(
+                    LogLevel::Debug,
+                    &format!(
+                        "customer {} ordered {in_hour} times in hour {hour}",
+                        String::from_utf8_lossy(key)
+                    ),
+                );
                 ctx.emit_to(REPEAT_CUSTOMERS, event);
             }
         }
@@ -92,7 +109,10 @@ mod tests {
     const HOUR: i64 = 3_600_000;
 
     fn order(id: u64, customer: u64, timestamp: i64) -> Event {
-        Event::new(format!(r#"{{"order_id":{id},"customer_id":{customer}}}"#).into_bytes(), timestamp)
+        Event::new(
+            format!(r#"{{"order_id":{id},"customer_id":{customer}}}"#).into_bytes(),
+            timestamp,
+        )
     }
 
     fn json(event: &Event) -> serde_json::Value {
@@ -102,13 +122,22 @@ mod tests {
     #[test]
     fn keeps_the_three_most_recent_orders_and_the_busiest_hour() {
         let mut harness = Harness::<CustomerProfile>::new();
-        let out = harness.process(b"7", vec![order(1, 7, 10 * HOUR), order(2, 7, 11 * HOUR), order(3, 7, 11 * HOUR + 5)]).unwrap();
+        let out = harness
+            .process(
+                b"7",
+                vec![order(1, 7, 10 * HOUR), order(2, 7, 11 * HOUR), order(3, 7, 11 * HOUR + 5)],
+            )
+            .unwrap();
         assert_eq!(json(&out[0])["busiest_hour"], 10);
         assert_eq!(json(&out[2])["busiest_hour"], 11);
         assert_eq!(json(&out[2])["orders"], 3);
         let out = harness.process(b"7", vec![order(4, 7, 34 * HOUR)]).unwrap();
         assert_eq!(json(&out[0])["recent_orders"], serde_json::json!([2, 3, 4]));
-        assert_eq!(json(&out[0])["busiest_hour"], 10, "hour 34 is 10:00 the next day: 10 and 11 have 2 each, the earliest wins");
+        assert_eq!(
+            json(&out[0])["busiest_hour"],
+            10,
+            "hour 34 is 10:00 the next day: 10 and 11 have 2 each, the earliest wins"
+        );
     }
 
     #[test]

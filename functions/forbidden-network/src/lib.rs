@@ -40,7 +40,9 @@ impl KeyFunction for ForbiddenNetwork {
 /// Take the default network and create a TCP socket (dropping both).
 #[cfg(target_arch = "wasm32")]
 fn reach_for_the_network() {
-    use wasi_sockets::wasi::sockets::{instance_network, network::IpAddressFamily, tcp_create_socket};
+    use wasi_sockets::wasi::sockets::{
+        instance_network, network::IpAddressFamily, tcp_create_socket,
+    };
     let network = instance_network::instance_network();
     let socket = tcp_create_socket::create_tcp_socket(IpAddressFamily::Ipv4);
     drop((socket, network));

@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use weir_sdk::{function, Cents, Context, Error, Event, KeyFunction, ProcessFunction, Ttl, ValueState};
+use weir_sdk::{
+    function, Cents, Context, Error, Event, KeyFunction, ProcessFunction, Ttl, ValueState,
+};
 
 /// Transactions below this are "small".
 pub const SMALL: Cents = Cents(100);
@@ -98,17 +100,24 @@ mod tests {
     use weir_sdk::testing::Harness;
 
     fn tx(id: u64, account: &str, amount: &str, second: i64) -> Event {
-        Event::new(format!(r#"{{"transaction_id":{id},"account_id":"{account}","amount":{amount}}}"#).into_bytes(), second * 1000)
+        Event::new(
+            format!(r#"{{"transaction_id":{id},"account_id":"{account}","amount":{amount}}}"#)
+                .into_bytes(),
+            second * 1000,
+        )
     }
 
     fn alerted(out: &[Event]) -> Vec<u64> {
-        out.iter().map(|e| e.json::<serde_json::Value>().unwrap()["transaction_id"].as_u64().unwrap()).collect()
+        out.iter()
+            .map(|e| e.json::<serde_json::Value>().unwrap()["transaction_id"].as_u64().unwrap())
+            .collect()
     }
 
     #[test]
     fn small_then_large_within_a_minute_alerts() {
         let mut harness = Harness::<FraudDetector>::new();
-        let out = harness.process(b"a", vec![tx(1, "a", "0.50", 0), tx(2, "a", "600.00", 30)]).unwrap();
+        let out =
+            harness.process(b"a", vec![tx(1, "a", "0.50", 0), tx(2, "a", "600.00", 30)]).unwrap();
         assert_eq!(alerted(&out), vec![2]);
         let alert: serde_json::Value = out[0].json().unwrap();
         assert_eq!(alert["small_transaction_id"], 1);
@@ -119,15 +128,34 @@ mod tests {
     fn the_pattern_can_span_batches() {
         let mut harness = Harness::<FraudDetector>::new();
         assert!(harness.process(b"a", vec![tx(1, "a", "0.01", 0)]).unwrap().is_empty());
-        assert_eq!(alerted(&harness.process(b"a", vec![tx(2, "a", "999.99", 60)]).unwrap()), vec![2]);
+        assert_eq!(
+            alerted(&harness.process(b"a", vec![tx(2, "a", "999.99", 60)]).unwrap()),
+            vec![2]
+        );
     }
 
     #[test]
     fn other_transactions_too_late_or_not_large_enough_do_not_alert() {
         let mut harness = Harness::<FraudDetector>::new();
-        let reset = harness.process(b"a", vec![tx(1, "a", "0.50", 0), tx(2, "a", "20.00", 1), tx(3, "a", "700.00", 2)]).unwrap();
-        let late = harness.process(b"b", vec![tx(4, "b", "0.10", 0), tx(5, "b", "900.00", 61)]).unwrap();
-        let boundary = harness.process(b"c", vec![tx(6, "c", "1.00", 0), tx(7, "c", "800.00", 1), tx(8, "c", "0.20", 2), tx(9, "c", "500.00", 3)]).unwrap();
+        let reset = harness
+            .process(
+                b"a",
+                vec![tx(1, "a", "0.50", 0), tx(2, "a", "20.00", 1), tx(3, "a", "700.00", 2)],
+            )
+            .unwrap();
+        let late =
+            harness.process(b"b", vec![tx(4, "b", "0.10", 0), tx(5, "b", "900.00", 61)]).unwrap();
+        let boundary = harness
+            .process(
+                b"c",
+                vec![
+                    tx(6, "c", "1.00", 0),
+                    tx(7, "c", "800.00", 1),
+                    tx(8, "c", "0.20", 2),
+                    tx(9, "c", "500.00", 3),
+                ],
+            )
+            .unwrap();
         assert!(reset.is_empty() && late.is_empty() && boundary.is_empty());
     }
 }

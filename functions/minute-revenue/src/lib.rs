@@ -11,7 +11,9 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use weir_sdk::{function, Cents, Context, Error, Event, FiredTimer, KeyFunction, MapState, ProcessFunction};
+use weir_sdk::{
+    function, Cents, Context, Error, Event, FiredTimer, KeyFunction, MapState, ProcessFunction,
+};
 
 /// One minute of event time, in milliseconds.
 pub const MINUTE: i64 = 60_000;
@@ -62,7 +64,8 @@ impl ProcessFunction for MinuteRevenueFn {
                 ctx.emit_to(LATE_ORDERS, event);
                 continue;
             }
-            let total = Cents(self.minutes.get(&start)?.unwrap_or(0)).checked_add(Cents::parse(order.amount.get())?)?;
+            let total = Cents(self.minutes.get(&start)?.unwrap_or(0))
+                .checked_add(Cents::parse(order.amount.get())?)?;
             self.minutes.put(&start, &total.0)?;
             ctx.register_event_time_timer(last_ms)?;
         }
@@ -74,7 +77,11 @@ impl ProcessFunction for MinuteRevenueFn {
         let Some(total) = self.minutes.get(&start)? else { return Ok(()) };
         self.minutes.remove(&start)?;
         let customer_id = std::str::from_utf8(key)?.parse()?;
-        let out = MinuteRevenue { customer_id, minute_start: start, revenue: Cents(total).to_json_number() };
+        let out = MinuteRevenue {
+            customer_id,
+            minute_start: start,
+            revenue: Cents(total).to_json_number(),
+        };
         ctx.emit(Event::from_json(&out, timer.timestamp)?);
         Ok(())
     }
@@ -101,10 +108,18 @@ mod tests {
     #[test]
     fn emits_each_minute_once_the_watermark_passes_it() {
         let mut harness = Harness::<MinuteRevenueFn>::new();
-        harness.process(b"1", vec![order(1, "1.50", 5_000), order(1, "2.50", 59_999), order(1, "4.00", 60_000)]).unwrap();
+        harness
+            .process(
+                b"1",
+                vec![order(1, "1.50", 5_000), order(1, "2.50", 59_999), order(1, "4.00", 60_000)],
+            )
+            .unwrap();
         assert!(harness.advance_watermark(59_998).unwrap().is_empty());
         assert_eq!(revenue(&harness.advance_watermark(59_999).unwrap()), vec![(0, "4.0".into())]);
-        assert_eq!(revenue(&harness.advance_watermark(i64::MAX).unwrap()), vec![(60_000, "4.0".into())]);
+        assert_eq!(
+            revenue(&harness.advance_watermark(i64::MAX).unwrap()),
+            vec![(60_000, "4.0".into())]
+        );
         assert!(harness.pending_timers().is_empty());
     }
 
@@ -115,6 +130,9 @@ mod tests {
         harness.advance_watermark(70_000).unwrap();
         assert!(harness.process(b"1", vec![order(1, "9.00", 2_000)]).unwrap().is_empty());
         assert_eq!(harness.take_side_output(LATE_ORDERS).len(), 1);
-        assert!(harness.advance_watermark(i64::MAX).unwrap().is_empty(), "the late order changed nothing");
+        assert!(
+            harness.advance_watermark(i64::MAX).unwrap().is_empty(),
+            "the late order changed nothing"
+        );
     }
 }

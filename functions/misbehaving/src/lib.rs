@@ -121,7 +121,10 @@ impl ProcessFunction for Misbehaving {
             self.count.set(&count)?;
             match input.act.as_str() {
                 "ok" | "key-trap" | "key-loop" | "key-huge" => {
-                    ctx.emit(Event::from_json(&Counted { customer: &input.customer, count }, event.timestamp)?);
+                    ctx.emit(Event::from_json(
+                        &Counted { customer: &input.customer, count },
+                        event.timestamp,
+                    )?);
                 }
                 "fail" => return Err(Error::msg("asked to fail")),
                 "trap" => panic!("asked to trap"),
@@ -160,7 +163,8 @@ fn hoard() -> ! {
 /// Store a value larger than the host allows, through the raw binding (so
 /// the guest holds the value once, not also an encoded copy).
 fn huge_state() -> Result<(), Error> {
-    let huge = state::ValueState::open("huge", None).map_err(|e| state_error("open \"huge\"", e))?;
+    let huge =
+        state::ValueState::open("huge", None).map_err(|e| state_error("open \"huge\"", e))?;
     huge.set(&vec![0x5A; HUGE_STATE_BYTES]).map_err(|e| state_error("set a 17 MiB value", e))?;
     Err(Error::msg("the host accepted a 17 MiB state value"))
 }
@@ -176,7 +180,9 @@ fn bad_handle() -> Result<(), Error> {
     // Dropping it would make a second call with the bogus handle.
     std::mem::forget(bogus);
     result.map_err(|e| state_error("value-state.get on a bogus handle", e))?;
-    Err(Error::msg(format!("the host accepted value-state handle {BAD_HANDLE:#x}, which it never created")))
+    Err(Error::msg(format!(
+        "the host accepted value-state handle {BAD_HANDLE:#x}, which it never created"
+    )))
 }
 
 /// Select a key index that no batch has.
@@ -220,11 +226,17 @@ fn bad_batch() -> Result<(), Error> {
 /// A raw state error as an [`Error`] saying what was attempted.
 fn state_error(what: &str, error: state::StateError) -> Error {
     let why = match error {
-        state::StateError::InvalidName(name) => format!("invalid state name of {} bytes", name.len()),
+        state::StateError::InvalidName(name) => {
+            format!("invalid state name of {} bytes", name.len())
+        }
         state::StateError::InvalidTtl => "invalid time to live".to_string(),
-        state::StateError::TooLarge(limit) => format!("larger than the host's limit of {limit} bytes"),
+        state::StateError::TooLarge(limit) => {
+            format!("larger than the host's limit of {limit} bytes")
+        }
         state::StateError::NoCurrentKey => "no current key".to_string(),
-        state::StateError::UnknownKey(index) => format!("key index {index} is not in the current batch"),
+        state::StateError::UnknownKey(index) => {
+            format!("key index {index} is not in the current batch")
+        }
         state::StateError::Backend(message) => format!("state backend: {message}"),
     };
     bounded(Error::msg(format!("{what}: {why}")))
@@ -274,8 +286,10 @@ mod tests {
     #[test]
     fn ok_counts_per_customer() {
         let mut harness = Harness::<Misbehaving>::new();
-        let out = harness.process(b"c1", vec![event("c1", None, 5), event("c1", Some("ok"), 6)]).unwrap();
-        let texts: Vec<String> = out.iter().map(|e| String::from_utf8(e.value.clone()).unwrap()).collect();
+        let out =
+            harness.process(b"c1", vec![event("c1", None, 5), event("c1", Some("ok"), 6)]).unwrap();
+        let texts: Vec<String> =
+            out.iter().map(|e| String::from_utf8(e.value.clone()).unwrap()).collect();
         assert_eq!(texts, [r#"{"customer":"c1","count":1}"#, r#"{"customer":"c1","count":2}"#]);
         assert_eq!(out.iter().map(|e| e.timestamp).collect::<Vec<_>>(), [5, 6]);
         harness.process(b"c2", vec![event("c2", None, 7)]).unwrap();
@@ -288,7 +302,9 @@ mod tests {
     #[test]
     fn fail_returns_an_error_after_writing_the_count() {
         let mut harness = Harness::<Misbehaving>::new();
-        let error = harness.process(b"c1", vec![event("c1", None, 0), event("c1", Some("fail"), 0)]).unwrap_err();
+        let error = harness
+            .process(b"c1", vec![event("c1", None, 0), event("c1", Some("fail"), 0)])
+            .unwrap_err();
         assert_eq!(error.message(), "asked to fail");
         // The in-memory host does not roll back; the real one must.
         assert_eq!(harness.value::<u64>(b"c1", "count"), Some(2));

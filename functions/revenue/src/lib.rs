@@ -75,7 +75,9 @@ mod tests {
     use weir_sdk::testing::Harness;
 
     fn order(id: u64, customer: u64, amount: &str) -> Event {
-        let text = format!(r#"{{"order_id":{id},"customer_id":{customer},"amount":{amount},"event_time":"2026-01-15T10:00:05Z"}}"#);
+        let text = format!(
+            r#"{{"order_id":{id},"customer_id":{customer},"amount":{amount},"event_time":"2026-01-15T10:00:05Z"}}"#
+        );
         Event::new(text.into_bytes(), 0)
     }
 
@@ -89,7 +91,8 @@ mod tests {
     #[test]
     fn keeps_a_running_total_per_customer() {
         let mut harness = Harness::<Revenue>::new();
-        let out = harness.process(b"2", vec![order(111, 2, "15.50"), order(113, 2, "12.50")]).unwrap();
+        let out =
+            harness.process(b"2", vec![order(111, 2, "15.50"), order(113, 2, "12.50")]).unwrap();
         let totals: Vec<serde_json::Value> = out.iter().map(|e| e.json().unwrap()).collect();
         assert_eq!(totals[0]["total"].to_string(), "15.5");
         assert_eq!(totals[1]["total"].to_string(), "28.0");
@@ -102,7 +105,11 @@ mod tests {
     #[test]
     fn outputs_two_decimals() {
         let mut harness = Harness::<Revenue>::new();
-        let out = harness.process(b"3", vec![order(112, 3, "7.25"), order(150, 3, "9.75")]).unwrap();
-        assert_eq!(String::from_utf8(out[1].value.clone()).unwrap(), r#"{"order_id":150,"customer_id":3,"amount":9.75,"total":17.00}"#);
+        let out =
+            harness.process(b"3", vec![order(112, 3, "7.25"), order(150, 3, "9.75")]).unwrap();
+        assert_eq!(
+            String::from_utf8(out[1].value.clone()).unwrap(),
+            r#"{"order_id":150,"customer_id":3,"amount":9.75,"total":17.00}"#
+        );
     }
 }

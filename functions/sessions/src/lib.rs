@@ -63,7 +63,12 @@ impl AggregateFunction for Sessions {
         Ok(Session { views: a.views + b.views, span: widen(a.span, b.span) })
     }
 
-    fn result(&mut self, key: &[u8], window: Window, session: Session) -> Result<Vec<Event>, Error> {
+    fn result(
+        &mut self,
+        key: &[u8],
+        window: Window,
+        session: Session,
+    ) -> Result<Vec<Event>, Error> {
         let (first, last) = session.span.unwrap_or((window.start, window.start));
         let out = SessionSummary {
             user: std::str::from_utf8(key)?,
@@ -85,10 +90,21 @@ mod tests {
     fn counts_views_and_measures_the_session() {
         let mut harness = Harness::<Sessions>::new();
         let view = |ms| Event::new(br#"{"user":"u1","page":"/"}"#.to_vec(), ms);
-        let out = harness.aggregate(b"u1", Window { start: 0, end: 40_000 }, vec![view(10_000), view(0)]).unwrap();
+        let out = harness
+            .aggregate(b"u1", Window { start: 0, end: 40_000 }, vec![view(10_000), view(0)])
+            .unwrap();
         let summary: serde_json::Value = out[0].json().unwrap();
-        assert_eq!((summary["views"].as_u64(), summary["duration_ms"].as_i64()), (Some(2), Some(10_000)));
-        let merged = harness.function().merge(Session { views: 1, span: Some((5, 5)) }, Session { views: 2, span: Some((1, 3)) }).unwrap();
+        assert_eq!(
+            (summary["views"].as_u64(), summary["duration_ms"].as_i64()),
+            (Some(2), Some(10_000))
+        );
+        let merged = harness
+            .function()
+            .merge(
+                Session { views: 1, span: Some((5, 5)) },
+                Session { views: 2, span: Some((1, 3)) },
+            )
+            .unwrap();
         assert_eq!((merged.views, merged.span), (3, Some((1, 5))));
     }
 }

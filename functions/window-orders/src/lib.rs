@@ -37,7 +37,12 @@ impl KeyFunction for WindowOrders {
 
 #[function]
 impl WindowProcessFunction for WindowOrders {
-    fn process_window(&mut self, key: &[u8], window: Window, events: Vec<Event>) -> Result<Vec<Event>, Error> {
+    fn process_window(
+        &mut self,
+        key: &[u8],
+        window: Window,
+        events: Vec<Event>,
+    ) -> Result<Vec<Event>, Error> {
         let mut orders = events
             .iter()
             .map(|event| {
@@ -65,8 +70,22 @@ mod tests {
     #[test]
     fn ranks_a_windows_orders_largest_first() {
         let mut harness = Harness::<WindowOrders>::new();
-        let order = |id: u64, amount: &str| Event::new(format!(r#"{{"order_id":{id},"customer_id":3,"amount":{amount}}}"#).into_bytes(), 0);
-        let out = harness.process_window(b"3", Window { start: 0, end: 60_000 }, vec![order(1, "1.00"), order(2, "7.25"), order(3, "2.50")]).unwrap();
-        assert_eq!(String::from_utf8(out[0].value.clone()).unwrap(), r#"{"customer_id":3,"window_start":0,"orders_by_amount":[2,3,1],"largest":7.25}"#);
+        let order = |id: u64, amount: &str| {
+            Event::new(
+                format!(r#"{{"order_id":{id},"customer_id":3,"amount":{amount}}}"#).into_bytes(),
+                0,
+            )
+        };
+        let out = harness
+            .process_window(
+                b"3",
+                Window { start: 0, end: 60_000 },
+                vec![order(1, "1.00"), order(2, "7.25"), order(3, "2.50")],
+            )
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(out[0].value.clone()).unwrap(),
+            r#"{"customer_id":3,"window_start":0,"orders_by_amount":[2,3,1],"largest":7.25}"#
+        );
     }
 }

@@ -70,8 +70,12 @@ mod tests {
     #[test]
     fn sums_a_window_exactly() {
         let mut harness = Harness::<WindowedRevenue>::new();
-        let order = |amount: &str| Event::new(format!(r#"{{"customer_id":2,"amount":{amount}}}"#).into_bytes(), 0);
-        let out = harness.aggregate(b"2", Window { start: 0, end: 60_000 }, vec![order("0.10"), order("0.20")]).unwrap();
+        let order = |amount: &str| {
+            Event::new(format!(r#"{{"customer_id":2,"amount":{amount}}}"#).into_bytes(), 0)
+        };
+        let out = harness
+            .aggregate(b"2", Window { start: 0, end: 60_000 }, vec![order("0.10"), order("0.20")])
+            .unwrap();
         assert_eq!(
             String::from_utf8(out[0].value.clone()).unwrap(),
             r#"{"customer_id":2,"window_start":0,"window_end":60000,"revenue":0.30}"#

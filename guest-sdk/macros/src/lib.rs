@@ -25,10 +25,26 @@ struct Role {
 
 fn role_of(trait_name: &str) -> Option<Role> {
     match trait_name {
-        "KeyFunction" => Some(Role { world: "key-function", imports: &SHARED_IMPORTS[..2], module: "__weir_export_key_fn" }),
-        "ProcessFunction" => Some(Role { world: "process-function", imports: &SHARED_IMPORTS, module: "__weir_export_process_fn" }),
-        "WindowProcessFunction" => Some(Role { world: "window-process-function", imports: &SHARED_IMPORTS[..2], module: "__weir_export_window_process_fn" }),
-        "AggregateFunction" => Some(Role { world: "aggregate-function", imports: &SHARED_IMPORTS[..2], module: "__weir_export_aggregate_fn" }),
+        "KeyFunction" => Some(Role {
+            world: "key-function",
+            imports: &SHARED_IMPORTS[..2],
+            module: "__weir_export_key_fn",
+        }),
+        "ProcessFunction" => Some(Role {
+            world: "process-function",
+            imports: &SHARED_IMPORTS,
+            module: "__weir_export_process_fn",
+        }),
+        "WindowProcessFunction" => Some(Role {
+            world: "window-process-function",
+            imports: &SHARED_IMPORTS[..2],
+            module: "__weir_export_window_process_fn",
+        }),
+        "AggregateFunction" => Some(Role {
+            world: "aggregate-function",
+            imports: &SHARED_IMPORTS[..2],
+            module: "__weir_export_aggregate_fn",
+        }),
         _ => None,
     }
 }
@@ -39,7 +55,9 @@ fn role_of(trait_name: &str) -> Option<Role> {
 pub fn function(args: TokenStream, input: TokenStream) -> TokenStream {
     if !args.is_empty() {
         let args = proc_macro2::TokenStream::from(args);
-        return syn::Error::new(args.span(), "#[weir_sdk::function] takes no arguments").to_compile_error().into();
+        return syn::Error::new(args.span(), "#[weir_sdk::function] takes no arguments")
+            .to_compile_error()
+            .into();
     }
     let item = parse_macro_input!(input as ItemImpl);
     match expand(&item) {
@@ -60,7 +78,10 @@ fn expand(item: &ItemImpl) -> syn::Result<proc_macro2::TokenStream> {
         syn::Error::new(trait_path.span(), format!("`{trait_ident}` is not a Weir function trait: use `KeyFunction`, `ProcessFunction`, `AggregateFunction` or `WindowProcessFunction`"))
     })?;
     if !item.generics.params.is_empty() {
-        return Err(syn::Error::new(item.generics.span(), "a Weir function type cannot be generic"));
+        return Err(syn::Error::new(
+            item.generics.span(),
+            "a Weir function type cannot be generic",
+        ));
     }
     let self_ty = outer_type(&item.self_ty)?;
     let module = syn::Ident::new(role.module, Span::call_site());
@@ -167,6 +188,9 @@ fn outer_type(ty: &Type) -> syn::Result<proc_macro2::TokenStream> {
                 Ok(quote!(super::#path))
             }
         }
-        other => Err(syn::Error::new(other.span(), "#[weir_sdk::function] needs a named type, like `impl KeyFunction for MyFunction`")),
+        other => Err(syn::Error::new(
+            other.span(),
+            "#[weir_sdk::function] needs a named type, like `impl KeyFunction for MyFunction`",
+        )),
     }
 }

@@ -92,7 +92,10 @@ impl Handle {
     /// the processing time.
     fn with<R>(&self, f: impl FnOnce(&mut MockHost, Slot, i64) -> R) -> Result<R, Error> {
         with_mock(|m| {
-            let key = m.current_key.clone().ok_or_else(|| Error::msg("state used outside of `process`"))?;
+            let key = m
+                .current_key
+                .clone()
+                .ok_or_else(|| Error::msg("state used outside of `process`"))?;
             let now = m.processing_time;
             Ok(f(m, (self.name.clone(), key), now))
         })
@@ -131,7 +134,10 @@ impl RawValue {
             m.values.insert(slot, Stored::new(value.to_vec(), ttl, now));
         })
     }
-    pub(crate) fn set_with(&self, encode: impl FnOnce(&mut Vec<u8>) -> Result<(), Error>) -> Result<(), Error> {
+    pub(crate) fn set_with(
+        &self,
+        encode: impl FnOnce(&mut Vec<u8>) -> Result<(), Error>,
+    ) -> Result<(), Error> {
         let mut value = Vec::new();
         encode(&mut value)?;
         self.set(&value)
@@ -150,7 +156,10 @@ impl RawMap {
     pub(crate) fn open(name: &str, ttl: Option<Ttl>) -> Result<Self, Error> {
         Handle::open(name, ttl).map(Self)
     }
-    fn with_map<R>(&self, f: impl FnOnce(&mut BTreeMap<Vec<u8>, Stored<Vec<u8>>>, i64) -> R) -> Result<R, Error> {
+    fn with_map<R>(
+        &self,
+        f: impl FnOnce(&mut BTreeMap<Vec<u8>, Stored<Vec<u8>>>, i64) -> R,
+    ) -> Result<R, Error> {
         self.0.with(|m, slot, now| {
             let map = m.maps.entry(slot.clone()).or_default();
             map.retain(|_, stored| stored.is_live(now));
@@ -187,7 +196,12 @@ impl RawMap {
     pub(crate) fn entries(&self, start_after: Option<&[u8]>, limit: u32) -> Result<Entries, Error> {
         use std::ops::Bound;
         let lower = start_after.map_or(Bound::Unbounded, |k| Bound::Excluded(k.to_vec()));
-        self.with_map(|map, _| map.range((lower, Bound::Unbounded)).take(limit as usize).map(|(k, v)| (k.clone(), v.value.clone())).collect())
+        self.with_map(|map, _| {
+            map.range((lower, Bound::Unbounded))
+                .take(limit as usize)
+                .map(|(k, v)| (k.clone(), v.value.clone()))
+                .collect()
+        })
     }
     pub(crate) fn is_empty(&self) -> Result<bool, Error> {
         self.with_map(|map, _| map.is_empty())
@@ -208,7 +222,12 @@ impl RawList {
     fn change(&self, f: impl FnOnce(&mut Vec<Vec<u8>>)) -> Result<(), Error> {
         let ttl = self.0.ttl;
         self.0.with(|m, slot, now| {
-            let mut list = m.lists.remove(&slot).filter(|s| s.is_live(now)).map(|s| s.value).unwrap_or_default();
+            let mut list = m
+                .lists
+                .remove(&slot)
+                .filter(|s| s.is_live(now))
+                .map(|s| s.value)
+                .unwrap_or_default();
             f(&mut list);
             if !list.is_empty() {
                 m.lists.insert(slot, Stored::new(list, ttl, now));
@@ -241,7 +260,8 @@ impl RawList {
 
 pub(crate) fn register_timer(domain: TimeDomain, timestamp: i64) -> Result<(), Error> {
     with_mock(|m| {
-        let key = m.current_key.clone().ok_or_else(|| Error::msg("timers used outside of `process`"))?;
+        let key =
+            m.current_key.clone().ok_or_else(|| Error::msg("timers used outside of `process`"))?;
         m.timers.insert((domain_index(domain), timestamp, key));
         Ok(())
     })
@@ -249,14 +269,19 @@ pub(crate) fn register_timer(domain: TimeDomain, timestamp: i64) -> Result<(), E
 
 pub(crate) fn delete_timer(domain: TimeDomain, timestamp: i64) -> Result<(), Error> {
     with_mock(|m| {
-        let key = m.current_key.clone().ok_or_else(|| Error::msg("timers used outside of `process`"))?;
+        let key =
+            m.current_key.clone().ok_or_else(|| Error::msg("timers used outside of `process`"))?;
         m.timers.remove(&(domain_index(domain), timestamp, key));
         Ok(())
     })
 }
 
 /// A `process` batch begins (the native stand-in reads nothing ahead).
-pub(crate) fn begin_batch(_prefetched: crate::bindings::weir::function::types::ValueCells, _keys: usize) {}
+pub(crate) fn begin_batch(
+    _prefetched: crate::bindings::weir::function::types::ValueCells,
+    _keys: usize,
+) {
+}
 
 /// Tell the host which key the function is on (natively it always knows).
 pub(crate) fn report_current_key() {}
@@ -267,7 +292,8 @@ pub(crate) fn end_batch() -> Result<(), Error> {
 }
 
 pub(crate) fn emit_batch(batch: &crate::bindings::weir::function::types::EventBatch) {
-    let events = crate::packing::unpack(batch).unwrap_or_else(|e| panic!("the SDK packed a malformed batch: {e}"));
+    let events = crate::packing::unpack(batch)
+        .unwrap_or_else(|e| panic!("the SDK packed a malformed batch: {e}"));
     with_mock(|m| m.emitted.extend(events));
 }
 

@@ -113,10 +113,16 @@ fn selected() -> Result<(), Error> {
 fn state_error(error: state::StateError) -> Error {
     Error::msg(match error {
         state::StateError::InvalidName(name) => format!("invalid state name {name:?}"),
-        state::StateError::InvalidTtl => "a time to live must be at least a millisecond".to_string(),
-        state::StateError::TooLarge(limit) => format!("state key or value larger than the host's limit of {limit} bytes"),
+        state::StateError::InvalidTtl => {
+            "a time to live must be at least a millisecond".to_string()
+        }
+        state::StateError::TooLarge(limit) => {
+            format!("state key or value larger than the host's limit of {limit} bytes")
+        }
         state::StateError::NoCurrentKey => "state used outside of `process`".to_string(),
-        state::StateError::UnknownKey(index) => format!("key index {index} is not in the current batch"),
+        state::StateError::UnknownKey(index) => {
+            format!("key index {index} is not in the current batch")
+        }
         state::StateError::Backend(message) => format!("state backend: {message}"),
     })
 }
@@ -133,7 +139,12 @@ fn wit_ttl(ttl: Option<Ttl>) -> Option<state::Ttl> {
 
 /// Cell `i` of packed value cells: `None` when the host did not send it,
 /// else the value if present.
-fn value<'a>(present: &[bool], values: &'a [u8], ends: &[u32], i: usize) -> Option<Option<&'a [u8]>> {
+fn value<'a>(
+    present: &[bool],
+    values: &'a [u8],
+    ends: &[u32],
+    i: usize,
+) -> Option<Option<&'a [u8]>> {
     let start = match i.checked_sub(1) {
         Some(previous) => *ends.get(previous)? as usize,
         None => 0,
@@ -162,7 +173,13 @@ impl RawValue {
         let state = if generation == batch.generation {
             state
         } else {
-            let found = batch.prefetched.as_ref()?.states.iter().position(|s| *s == self.name).map(|i| i as u32);
+            let found = batch
+                .prefetched
+                .as_ref()?
+                .states
+                .iter()
+                .position(|s| *s == self.name)
+                .map(|i| i as u32);
             self.slot.set((batch.generation, found));
             found
         };
@@ -179,7 +196,12 @@ impl RawValue {
                     let p = batch.prefetched.as_ref()?;
                     value(&p.present, &p.values, &p.ends, cell)
                 }
-                write => value(&batch.writes.present, &batch.writes.values, &batch.writes.ends, write as usize),
+                write => value(
+                    &batch.writes.present,
+                    &batch.writes.values,
+                    &batch.writes.ends,
+                    write as usize,
+                ),
             });
             match found {
                 Some(found) => Ok(f(found)),
@@ -199,9 +221,16 @@ impl RawValue {
     /// buffer (`None`: clear it). Buffered in the batch when the host read
     /// this state ahead (`fill` then writes straight into the batch), else
     /// a host call.
-    fn write_with(&self, fill: Option<impl FnOnce(&mut Vec<u8>) -> Result<(), Error>>) -> Result<(), Error> {
+    fn write_with(
+        &self,
+        fill: Option<impl FnOnce(&mut Vec<u8>) -> Result<(), Error>>,
+    ) -> Result<(), Error> {
         let buffered = BATCH.with_borrow_mut(|batch| {
-            let Some((cell, key)) = self.cell(batch).zip(batch.current).filter(|&(cell, _)| cell < batch.latest.len()) else { return Err(fill) };
+            let Some((cell, key)) =
+                self.cell(batch).zip(batch.current).filter(|&(cell, _)| cell < batch.latest.len())
+            else {
+                return Err(fill);
+            };
             let (start, present) = (batch.writes.values.len(), fill.is_some());
             if let Some(fill) = fill {
                 if let Err(error) = fill(&mut batch.writes.values) {
@@ -233,7 +262,10 @@ impl RawValue {
 
     /// Set the current key's value to what `encode` appends to an empty
     /// buffer.
-    pub(crate) fn set_with(&self, encode: impl FnOnce(&mut Vec<u8>) -> Result<(), Error>) -> Result<(), Error> {
+    pub(crate) fn set_with(
+        &self,
+        encode: impl FnOnce(&mut Vec<u8>) -> Result<(), Error>,
+    ) -> Result<(), Error> {
         self.write_with(Some(encode))
     }
 
@@ -265,7 +297,11 @@ impl RawMap {
         selected()?;
         self.0.contains(key).map_err(state_error)
     }
-    pub(crate) fn entries(&self, start_after: Option<&[u8]>, limit: u32) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Error> {
+    pub(crate) fn entries(
+        &self,
+        start_after: Option<&[u8]>,
+        limit: u32,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Error> {
         selected()?;
         self.0.entries(start_after, limit).map_err(state_error)
     }

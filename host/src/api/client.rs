@@ -15,16 +15,24 @@ pub struct ApiClient {
 impl ApiClient {
     /// A client of the server at `base` (`http://127.0.0.1:8080`).
     pub fn new(base: &str, token: Option<String>) -> Result<Self, ApiError> {
-        let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(300)).build().map_err(|e| ApiError::internal(format!("HTTP client: {e}")))?;
+        let http = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(300))
+            .build()
+            .map_err(|e| ApiError::internal(format!("HTTP client: {e}")))?;
         Ok(Self { base: base.trim_end_matches('/').to_string(), token, http })
     }
 
-    fn send(&self, request: reqwest::blocking::RequestBuilder) -> Result<serde_json::Value, ApiError> {
+    fn send(
+        &self,
+        request: reqwest::blocking::RequestBuilder,
+    ) -> Result<serde_json::Value, ApiError> {
         let request = match &self.token {
             Some(token) => request.bearer_auth(token),
             None => request,
         };
-        let response = request.send().map_err(|e| ApiError::internal(format!("cannot reach {}: {e}", self.base)))?;
+        let response = request
+            .send()
+            .map_err(|e| ApiError::internal(format!("cannot reach {}: {e}", self.base)))?;
         let status = response.status();
         let body: serde_json::Value = response.json().unwrap_or(serde_json::Value::Null);
         if status.is_success() {
@@ -32,7 +40,11 @@ impl ApiClient {
         }
         let code = body["error"]["code"].as_str().unwrap_or("error");
         let message = body["error"]["message"].as_str().unwrap_or("(no message)");
-        Err(ApiError { status, code: "remote", message: format!("{} {code}: {message}", status.as_u16()) })
+        Err(ApiError {
+            status,
+            code: "remote",
+            message: format!("{} {code}: {message}", status.as_u16()),
+        })
     }
 
     fn url(&self, path: &str) -> String {
@@ -40,7 +52,11 @@ impl ApiClient {
     }
 
     /// Upload `bytes` as the next version of function `name`.
-    pub fn upload_function(&self, name: &str, bytes: Vec<u8>) -> Result<serde_json::Value, ApiError> {
+    pub fn upload_function(
+        &self,
+        name: &str,
+        bytes: Vec<u8>,
+    ) -> Result<serde_json::Value, ApiError> {
         self.send(self.http.put(self.url(&format!("/functions/{name}"))).body(bytes))
     }
 
@@ -50,10 +66,18 @@ impl ApiClient {
     }
 
     /// Deploy the spec `text`, optionally from the snapshot at `restore`.
-    pub fn deploy(&self, text: String, restore: Option<&str>) -> Result<serde_json::Value, ApiError> {
+    pub fn deploy(
+        &self,
+        text: String,
+        restore: Option<&str>,
+    ) -> Result<serde_json::Value, ApiError> {
         let url = match restore {
-            Some(restore) => reqwest::Url::parse_with_params(&self.url("/pipelines"), &[("restore", restore)]).map_err(|e| ApiError::internal(format!("bad server URL: {e}")))?,
-            None => reqwest::Url::parse(&self.url("/pipelines")).map_err(|e| ApiError::internal(format!("bad server URL: {e}")))?,
+            Some(restore) => {
+                reqwest::Url::parse_with_params(&self.url("/pipelines"), &[("restore", restore)])
+                    .map_err(|e| ApiError::internal(format!("bad server URL: {e}")))?
+            }
+            None => reqwest::Url::parse(&self.url("/pipelines"))
+                .map_err(|e| ApiError::internal(format!("bad server URL: {e}")))?,
         };
         self.send(self.http.post(url).header("content-type", "application/yaml").body(text))
     }
@@ -75,11 +99,19 @@ impl ApiClient {
 
     /// Stop, with a savepoint if `savepoint`.
     pub fn stop(&self, name: &str, savepoint: bool) -> Result<serde_json::Value, ApiError> {
-        self.send(self.http.post(self.url(&format!("/pipelines/{name}/stop"))).json(&serde_json::json!({ "savepoint": savepoint })))
+        self.send(
+            self.http
+                .post(self.url(&format!("/pipelines/{name}/stop")))
+                .json(&serde_json::json!({ "savepoint": savepoint })),
+        )
     }
 
     /// Upgrade with `upgrade` (`{"functions": {…}, "parallelism": …, "spec": …}`).
-    pub fn upgrade(&self, name: &str, upgrade: &serde_json::Value) -> Result<serde_json::Value, ApiError> {
+    pub fn upgrade(
+        &self,
+        name: &str,
+        upgrade: &serde_json::Value,
+    ) -> Result<serde_json::Value, ApiError> {
         self.send(self.http.post(self.url(&format!("/pipelines/{name}/upgrade"))).json(upgrade))
     }
 

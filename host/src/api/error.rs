@@ -31,7 +31,11 @@ impl ApiError {
 
     /// 401.
     pub fn unauthorized() -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", "a valid `Authorization: Bearer <token>` header is required")
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "a valid `Authorization: Bearer <token>` header is required",
+        )
     }
 
     /// 400: the spec (or request body) is malformed or invalid.
@@ -65,9 +69,15 @@ impl From<RegistryError> for ApiError {
     fn from(error: RegistryError) -> Self {
         let message = error.to_string();
         match error {
-            RegistryError::InvalidName(_) => Self::new(StatusCode::BAD_REQUEST, "invalid_name", message),
-            RegistryError::Invalid(LoadError::NotWasm) => Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "not_wasm", message),
-            RegistryError::Invalid(_) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_function", message),
+            RegistryError::InvalidName(_) => {
+                Self::new(StatusCode::BAD_REQUEST, "invalid_name", message)
+            }
+            RegistryError::Invalid(LoadError::NotWasm) => {
+                Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "not_wasm", message)
+            }
+            RegistryError::Invalid(_) => {
+                Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_function", message)
+            }
             RegistryError::NotFound(_) => Self::new(StatusCode::NOT_FOUND, "not_found", message),
             RegistryError::InUse { .. } => Self::new(StatusCode::CONFLICT, "in_use", message),
             RegistryError::Io { .. } | RegistryError::Corrupt(_) => Self::internal(message),
@@ -95,7 +105,8 @@ pub struct ErrorDetail {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = ErrorBody { error: ErrorDetail { code: self.code.to_string(), message: self.message } };
+        let body =
+            ErrorBody { error: ErrorDetail { code: self.code.to_string(), message: self.message } };
         (self.status, Json(body)).into_response()
     }
 }

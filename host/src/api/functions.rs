@@ -22,7 +22,11 @@ use crate::registry::FunctionVersion;
               (status = 413, description = "Larger than the upload limit"),
               (status = 415, body = ErrorBody, description = "Not WebAssembly"),
               (status = 422, body = ErrorBody, description = "Not a usable Weir function (truncated, wrong imports, …)")))]
-pub(crate) async fn upload(State(state): State<Arc<AppState>>, Path(name): Path<String>, body: Bytes) -> Result<(StatusCode, Json<FunctionVersion>), ApiError> {
+pub(crate) async fn upload(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<(StatusCode, Json<FunctionVersion>), ApiError> {
     blocking(move || {
         let (version, created) = state.functions.upload(&name, &body, &state.loader)?;
         Ok((if created { StatusCode::CREATED } else { StatusCode::OK }, Json(version)))
@@ -32,26 +36,39 @@ pub(crate) async fn upload(State(state): State<Arc<AppState>>, Path(name): Path<
 
 /// Every function with its versions.
 #[utoipa::path(get, path = "/functions", tag = "functions", responses((status = 200, body = Object, description = "`{\"functions\": [{\"name\", \"versions\": [FunctionVersion]}]}`")))]
-pub(crate) async fn list(State(state): State<Arc<AppState>>) -> Result<Json<serde_json::Value>, ApiError> {
+pub(crate) async fn list(
+    State(state): State<Arc<AppState>>,
+) -> Result<Json<serde_json::Value>, ApiError> {
     let index = state.functions.list()?;
-    let functions: Vec<serde_json::Value> = index.into_iter().map(|(name, versions)| serde_json::json!({ "name": name, "versions": versions })).collect();
+    let functions: Vec<serde_json::Value> = index
+        .into_iter()
+        .map(|(name, versions)| serde_json::json!({ "name": name, "versions": versions }))
+        .collect();
     Ok(Json(serde_json::json!({ "functions": functions })))
 }
 
 /// One function's versions.
 #[utoipa::path(get, path = "/functions/{name}", tag = "functions", params(("name" = String, Path, description = "The function")),
     responses((status = 200, body = Object, description = "`{\"name\", \"newest\", \"versions\": [FunctionVersion]}`"), (status = 404, body = ErrorBody)))]
-pub(crate) async fn get(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
+pub(crate) async fn get(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
     let newest = state.functions.get(&name, None)?;
     let versions = state.functions.list()?.remove(&name).unwrap_or_default();
-    Ok(Json(serde_json::json!({ "name": newest.name, "newest": newest.version, "versions": versions })))
+    Ok(Json(
+        serde_json::json!({ "name": newest.name, "newest": newest.version, "versions": versions }),
+    ))
 }
 
 /// Delete a function and its versions; refused while a deployed pipeline
 /// uses it.
 #[utoipa::path(delete, path = "/functions/{name}", tag = "functions", params(("name" = String, Path, description = "The function")),
     responses((status = 204, description = "Deleted"), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "A pipeline uses it")))]
-pub(crate) async fn delete(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Result<StatusCode, ApiError> {
+pub(crate) async fn delete(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
     blocking(move || {
         let users = state.supervisor.users_of(&name);
         state.functions.delete(&name, &users)?;

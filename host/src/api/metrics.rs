@@ -14,7 +14,9 @@ use crate::registry::PipelineState;
 
 /// Counters of every pipeline, in the Prometheus text format.
 #[utoipa::path(get, path = "/metrics", tag = "operations", responses((status = 200, content_type = "text/plain", body = String, description = "Prometheus text format")))]
-pub(crate) async fn metrics(State(state): State<Arc<AppState>>) -> Result<impl IntoResponse, ApiError> {
+pub(crate) async fn metrics(
+    State(state): State<Arc<AppState>>,
+) -> Result<impl IntoResponse, ApiError> {
     let text = blocking(move || Ok(render(&state))).await?;
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text))
 }
@@ -38,25 +40,64 @@ impl Family {
 }
 
 fn render(state: &AppState) -> String {
-    let mut up = Family::new("weir_pipeline_state", "gauge", "1 for the pipeline's current state (running, finished, stopped, failed).");
-    let mut records_in = Family::new("weir_operator_records_in_total", "counter", "Records an operator received in the current run.");
-    let mut records_out = Family::new("weir_operator_records_out_total", "counter", "Records an operator emitted in the current run.");
-    let mut late = Family::new("weir_operator_late_records_dropped_total", "counter", "Late records a window operator dropped.");
-    let mut sink = Family::new("weir_sink_records_total", "counter", "Records written by the sinks, by output.");
-    let mut watermark = Family::new("weir_watermark_milliseconds", "gauge", "The pipeline's event-time watermark.");
-    let mut snapshots = Family::new("weir_snapshots_completed_total", "counter", "Checkpoints and savepoints the current run completed.");
-    let mut last_duration = Family::new("weir_last_snapshot_duration_seconds", "gauge", "How long the newest snapshot took.");
-    let mut last_size = Family::new("weir_last_snapshot_size_bytes", "gauge", "Size of the newest snapshot.");
+    let mut up = Family::new(
+        "weir_pipeline_state",
+        "gauge",
+        "1 for the pipeline's current state (running, finished, stopped, failed).",
+    );
+    let mut records_in = Family::new(
+        "weir_operator_records_in_total",
+        "counter",
+        "Records an operator received in the current run.",
+    );
+    let mut records_out = Family::new(
+        "weir_operator_records_out_total",
+        "counter",
+        "Records an operator emitted in the current run.",
+    );
+    let mut late = Family::new(
+        "weir_operator_late_records_dropped_total",
+        "counter",
+        "Late records a window operator dropped.",
+    );
+    let mut sink = Family::new(
+        "weir_sink_records_total",
+        "counter",
+        "Records written by the sinks, by output.",
+    );
+    let mut watermark =
+        Family::new("weir_watermark_milliseconds", "gauge", "The pipeline's event-time watermark.");
+    let mut snapshots = Family::new(
+        "weir_snapshots_completed_total",
+        "counter",
+        "Checkpoints and savepoints the current run completed.",
+    );
+    let mut last_duration = Family::new(
+        "weir_last_snapshot_duration_seconds",
+        "gauge",
+        "How long the newest snapshot took.",
+    );
+    let mut last_size =
+        Family::new("weir_last_snapshot_size_bytes", "gauge", "Size of the newest snapshot.");
     let mut functions = Family::new("weir_functions", "gauge", "Functions in the function store.");
     functions.add(String::new(), state.functions.list().map_or(0, |l| l.len()) as f64);
     for view in state.supervisor.list() {
         let pipeline = escape(&view.record.name);
         for s in PipelineState::ALL {
-            up.add(format!("pipeline=\"{pipeline}\",state=\"{}\"", s.name()), u8::from(view.record.state == s));
+            up.add(
+                format!("pipeline=\"{pipeline}\",state=\"{}\"", s.name()),
+                u8::from(view.record.state == s),
+            );
         }
         let Some((handle, _)) = view.run else { continue };
         let summary = RunSummary::from(&handle.metrics);
-        let operators = std::iter::once(("key".to_string(), summary.key)).chain(summary.subtasks.iter().enumerate().map(|(i, c)| (format!("process\",subtask=\"{i}"), *c)));
+        let operators = std::iter::once(("key".to_string(), summary.key)).chain(
+            summary
+                .subtasks
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (format!("process\",subtask=\"{i}"), *c)),
+        );
         for (operator, counts) in operators {
             let labels = format!("pipeline=\"{pipeline}\",operator=\"{operator}\"");
             records_in.add(labels.clone(), counts.records_in as f64);
@@ -66,7 +107,10 @@ fn render(state: &AppState) -> String {
             }
         }
         sink.add(format!("pipeline=\"{pipeline}\",output=\"main\""), summary.records_out as f64);
-        sink.add(format!("pipeline=\"{pipeline}\",output=\"side\""), summary.side_outputs_written as f64);
+        sink.add(
+            format!("pipeline=\"{pipeline}\",output=\"side\""),
+            summary.side_outputs_written as f64,
+        );
         if let Some(w) = handle.metrics.watermark() {
             watermark.add(format!("pipeline=\"{pipeline}\""), w as f64);
         }
@@ -77,8 +121,23 @@ fn render(state: &AppState) -> String {
         }
     }
     let mut text = String::new();
-    for family in [up, records_in, records_out, late, sink, watermark, snapshots, last_duration, last_size, functions] {
-        let _ = writeln!(text, "# HELP {} {}\n# TYPE {} {}", family.name, family.help, family.name, family.kind);
+    for family in [
+        up,
+        records_in,
+        records_out,
+        late,
+        sink,
+        watermark,
+        snapshots,
+        last_duration,
+        last_size,
+        functions,
+    ] {
+        let _ = writeln!(
+            text,
+            "# HELP {} {}\n# TYPE {} {}",
+            family.name, family.help, family.name, family.kind
+        );
         for (labels, value) in family.samples {
             let labels = if labels.is_empty() { String::new() } else { format!("{{{labels}}}") };
             let _ = writeln!(text, "{}{labels} {value}", family.name);

@@ -79,15 +79,24 @@ pub(crate) struct AppState {
 /// Serve until the process ends. `on_listening` gets the bound address
 /// (useful with port 0).
 pub fn serve(config: ServeConfig, on_listening: impl FnOnce(SocketAddr)) -> Result<(), ApiError> {
-    let engine = new_engine(Default::default()).map_err(|e| ApiError::internal(format!("wasm engine: {e:#}")))?;
-    let loader = FunctionLoader::new(engine, Some(crate::config::component_cache_dir(&config.data_dir))).map_err(|e| ApiError::internal(e.to_string()))?;
+    let engine = new_engine(Default::default())
+        .map_err(|e| ApiError::internal(format!("wasm engine: {e:#}")))?;
+    let loader =
+        FunctionLoader::new(engine, Some(crate::config::component_cache_dir(&config.data_dir)))
+            .map_err(|e| ApiError::internal(e.to_string()))?;
     let functions = FunctionStore::open(&config.data_dir)?;
     let supervisor = Supervisor::open(&config.data_dir, config.max_limits)?;
     let state = Arc::new(AppState { functions, loader, supervisor, token: config.token.clone() });
     let app = router(state, config.max_upload_bytes);
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| ApiError::internal(format!("runtime: {e}")))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| ApiError::internal(format!("runtime: {e}")))?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(config.listen).await.map_err(|e| ApiError::internal(format!("cannot listen on {}: {e}", config.listen)))?;
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| ApiError::internal(format!("cannot listen on {}: {e}", config.listen)))?;
         let address = listener.local_addr().map_err(|e| ApiError::internal(e.to_string()))?;
         on_listening(address);
         axum::serve(listener, app).await.map_err(|e| ApiError::internal(format!("server: {e}")))
@@ -149,14 +158,19 @@ struct BearerToken;
 impl utoipa::Modify for BearerToken {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-        openapi.components.get_or_insert_with(Default::default).add_security_scheme("bearer", SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()));
+        openapi.components.get_or_insert_with(Default::default).add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
     }
 }
 
 /// The routes, with the token check and the body limit.
 fn router(state: Arc<AppState>, max_upload_bytes: usize) -> Router {
     let (open, protected, _) = api_routes();
-    let protected = protected.layer(DefaultBodyLimit::max(max_upload_bytes)).route_layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
+    let protected = protected
+        .layer(DefaultBodyLimit::max(max_upload_bytes))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
     open.merge(protected)
         .fallback(|| async { ApiError::not_found("no such route") })
         .with_state(state)
@@ -164,14 +178,26 @@ fn router(state: Arc<AppState>, max_upload_bytes: usize) -> Router {
 
 /// Run blocking work (files, compiling, waiting for a pipeline) off the
 /// async workers.
-async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T, ApiError> + Send + 'static) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(work).await.map_err(|e| ApiError::internal(format!("request task: {e}")))?
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ApiError::internal(format!("request task: {e}")))?
 }
 
 /// Refuse requests without the configured bearer token.
-async fn require_token(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Result<Response, ApiError> {
+async fn require_token(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
     if let Some(token) = &state.token {
-        let given = request.headers().get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+        let given = request
+            .headers()
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
         if !given.is_some_and(|given| constant_time_eq(given.as_bytes(), token.as_bytes())) {
             return Err(ApiError::unauthorized());
         }

@@ -131,29 +131,64 @@ pub struct SnapshotInfo {
 impl SnapshotInfo {
     fn from_metadata(storage: &CheckpointStorage, m: &SnapshotMetadata) -> Self {
         let location = storage.describe(&storage.snapshot_dir(m.kind, m.id));
-        Self { id: m.id, kind: m.kind.name().to_string(), completed_at: m.completed_at, size_bytes: m.size_bytes, incremental_bytes: m.incremental_bytes, duration_ms: m.duration_ms, location }
+        Self {
+            id: m.id,
+            kind: m.kind.name().to_string(),
+            completed_at: m.completed_at,
+            size_bytes: m.size_bytes,
+            incremental_bytes: m.incremental_bytes,
+            duration_ms: m.duration_ms,
+            location,
+        }
     }
 
     fn from_completed(s: &CompletedSnapshot) -> Self {
         let duration_ms = u64::try_from(s.duration.as_millis()).unwrap_or(u64::MAX);
-        Self { id: s.id, kind: s.kind.name().to_string(), completed_at: s.completed_at, size_bytes: s.size_bytes, incremental_bytes: s.incremental_bytes, duration_ms, location: s.location.clone() }
+        Self {
+            id: s.id,
+            kind: s.kind.name().to_string(),
+            completed_at: s.completed_at,
+            size_bytes: s.size_bytes,
+            incremental_bytes: s.incremental_bytes,
+            duration_ms,
+            location: s.location.clone(),
+        }
     }
 }
 
 /// The status of `view`; `last_stored` finds the newest stored snapshot
 /// when the run has completed none.
-fn status(view: PipelineView, last_stored: impl FnOnce() -> Option<SnapshotInfo>) -> PipelineStatus {
+fn status(
+    view: PipelineView,
+    last_stored: impl FnOnce() -> Option<SnapshotInfo>,
+) -> PipelineStatus {
     let record = view.record;
     let spec = crate::pipeline::PipelineSpec::parse(&record.spec).ok();
     let functions = spec
         .as_ref()
         .map(|spec| {
-            let pinned = spec.functions().into_iter().filter_map(|(field, f)| Some((field, f.function.clone()?)));
-            pinned.map(|(field, function)| PinnedFunction { field: field.to_string(), version: record.pins.get(field).copied().unwrap_or_default(), function }).collect()
+            let pinned = spec
+                .functions()
+                .into_iter()
+                .filter_map(|(field, f)| Some((field, f.function.clone()?)));
+            pinned
+                .map(|(field, function)| PinnedFunction {
+                    field: field.to_string(),
+                    version: record.pins.get(field).copied().unwrap_or_default(),
+                    function,
+                })
+                .collect()
         })
         .unwrap_or_default();
     let parallelism = record.parallelism.or(spec.as_ref().map(|s| s.parallelism)).unwrap_or(1);
-    let (mut counts, mut watermark, mut restored_from, mut snapshots_completed, mut last_checkpoint, mut started_at) = (None, None, None, 0, None, None);
+    let (
+        mut counts,
+        mut watermark,
+        mut restored_from,
+        mut snapshots_completed,
+        mut last_checkpoint,
+        mut started_at,
+    ) = (None, None, None, 0, None, None);
     if let Some((handle, started)) = &view.run {
         let metrics = &handle.metrics;
         let summary = RunSummary::from(metrics);
@@ -167,7 +202,9 @@ fn status(view: PipelineView, last_stored: impl FnOnce() -> Option<SnapshotInfo>
             dropped_bad_timestamps: summary.dropped_bad_timestamps,
         });
         watermark = metrics.watermark();
-        restored_from = metrics.restored_from().map(|(kind, id)| SnapshotRef { kind: kind.name().to_string(), id });
+        restored_from = metrics
+            .restored_from()
+            .map(|(kind, id)| SnapshotRef { kind: kind.name().to_string(), id });
         let (last, completed) = metrics.last_snapshot();
         snapshots_completed = completed;
         last_checkpoint = last.as_ref().map(SnapshotInfo::from_completed);
@@ -222,8 +259,13 @@ pub struct DeployQuery {
               (status = 400, body = ErrorBody, description = "The spec is malformed: unknown field, bad duration, impossible parallelism …"),
               (status = 409, body = ErrorBody, description = "A pipeline of that name exists"),
               (status = 422, body = ErrorBody, description = "A function is missing or of the wrong kind, or the settings cannot work")))]
-pub(crate) async fn deploy(State(state): State<Arc<AppState>>, Query(query): Query<DeployQuery>, body: Bytes) -> Result<(StatusCode, Json<PipelineStatus>), ApiError> {
-    let text = String::from_utf8(body.to_vec()).map_err(|_| ApiError::invalid_spec("the spec is not UTF-8 text"))?;
+pub(crate) async fn deploy(
+    State(state): State<Arc<AppState>>,
+    Query(query): Query<DeployQuery>,
+    body: Bytes,
+) -> Result<(StatusCode, Json<PipelineStatus>), ApiError> {
+    let text = String::from_utf8(body.to_vec())
+        .map_err(|_| ApiError::invalid_spec("the spec is not UTF-8 text"))?;
     blocking(move || {
         let view = state.supervisor.deploy(&text, query.restore.as_deref(), &state.functions)?;
         Ok((StatusCode::CREATED, Json(full_status(&state.supervisor, view))))
@@ -240,9 +282,16 @@ pub struct PipelineList {
 
 /// Every pipeline with its status.
 #[utoipa::path(get, path = "/pipelines", tag = "pipelines", responses((status = 200, body = PipelineList)))]
-pub(crate) async fn list(State(state): State<Arc<AppState>>) -> Result<Json<PipelineList>, ApiError> {
+pub(crate) async fn list(
+    State(state): State<Arc<AppState>>,
+) -> Result<Json<PipelineList>, ApiError> {
     blocking(move || {
-        let pipelines = state.supervisor.list().into_iter().map(|view| full_status(&state.supervisor, view)).collect();
+        let pipelines = state
+            .supervisor
+            .list()
+            .into_iter()
+            .map(|view| full_status(&state.supervisor, view))
+            .collect();
         Ok(Json(PipelineList { pipelines }))
     })
     .await
@@ -252,7 +301,10 @@ pub(crate) async fn list(State(state): State<Arc<AppState>>) -> Result<Json<Pipe
 /// watermark, last checkpoint.
 #[utoipa::path(get, path = "/pipelines/{name}", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
     responses((status = 200, body = PipelineStatus), (status = 404, body = ErrorBody)))]
-pub(crate) async fn get(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Result<Json<PipelineStatus>, ApiError> {
+pub(crate) async fn get(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+) -> Result<Json<PipelineStatus>, ApiError> {
     blocking(move || Ok(Json(full_status(&state.supervisor, state.supervisor.get(&name)?)))).await
 }
 
@@ -268,7 +320,10 @@ pub struct SnapshotTaken {
 /// Take a savepoint; the pipeline keeps running.
 #[utoipa::path(post, path = "/pipelines/{name}/savepoints", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
     responses((status = 201, body = SnapshotTaken), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "Not running, or busy")))]
-pub(crate) async fn savepoint(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Result<(StatusCode, Json<SnapshotTaken>), ApiError> {
+pub(crate) async fn savepoint(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+) -> Result<(StatusCode, Json<SnapshotTaken>), ApiError> {
     blocking(move || {
         let location = state.supervisor.savepoint(&name)?;
         Ok((StatusCode::CREATED, Json(SnapshotTaken { state: PipelineState::Running, location })))
@@ -290,7 +345,11 @@ pub struct StopRequest {
 #[utoipa::path(post, path = "/pipelines/{name}/stop", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
     request_body(content = Option<StopRequest>, content_type = "application/json"),
     responses((status = 200, body = SnapshotTaken), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "Not running, or busy")))]
-pub(crate) async fn stop(State(state): State<Arc<AppState>>, Path(name): Path<String>, body: Bytes) -> Result<Json<SnapshotTaken>, ApiError> {
+pub(crate) async fn stop(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<SnapshotTaken>, ApiError> {
     let request: StopRequest = optional_json(&body)?;
     blocking(move || {
         let location = state.supervisor.stop(&name, request.savepoint)?;
@@ -305,7 +364,11 @@ pub(crate) async fn stop(State(state): State<Arc<AppState>>, Path(name): Path<St
 #[utoipa::path(post, path = "/pipelines/{name}/upgrade", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
     request_body(content = Upgrade, content_type = "application/json"),
     responses((status = 200, body = PipelineStatus), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
-pub(crate) async fn upgrade(State(state): State<Arc<AppState>>, Path(name): Path<String>, body: Bytes) -> Result<Json<PipelineStatus>, ApiError> {
+pub(crate) async fn upgrade(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<PipelineStatus>, ApiError> {
     let upgrade: Upgrade = optional_json(&body)?;
     blocking(move || {
         let view = state.supervisor.upgrade(&name, &upgrade, &state.functions)?;
@@ -318,7 +381,10 @@ pub(crate) async fn upgrade(State(state): State<Arc<AppState>>, Path(name): Path
 /// checkpoints (savepoints are kept).
 #[utoipa::path(delete, path = "/pipelines/{name}", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
     responses((status = 204, description = "Deleted"), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
-pub(crate) async fn delete(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Result<StatusCode, ApiError> {
+pub(crate) async fn delete(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
     blocking(move || state.supervisor.delete(&name).map(|()| StatusCode::NO_CONTENT)).await
 }
 
@@ -332,10 +398,18 @@ pub struct SnapshotList {
 /// Completed checkpoints and savepoints, newest first.
 #[utoipa::path(get, path = "/pipelines/{name}/checkpoints", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
     responses((status = 200, body = SnapshotList), (status = 404, body = ErrorBody)))]
-pub(crate) async fn checkpoints(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Result<Json<SnapshotList>, ApiError> {
+pub(crate) async fn checkpoints(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+) -> Result<Json<SnapshotList>, ApiError> {
     blocking(move || {
         let (storage, snapshots) = state.supervisor.snapshots(&name)?;
-        Ok(Json(SnapshotList { checkpoints: snapshots.iter().map(|m| SnapshotInfo::from_metadata(&storage, m)).collect() }))
+        Ok(Json(SnapshotList {
+            checkpoints: snapshots
+                .iter()
+                .map(|m| SnapshotInfo::from_metadata(&storage, m))
+                .collect(),
+        }))
     })
     .await
 }

@@ -16,15 +16,17 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::runtime::limits::human_bytes;
 use crate::runtime::FunctionLimits;
+use crate::units::format_bytes;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use super::ApiError;
 use crate::checkpoint::{CheckpointStorage, SnapshotKind, SnapshotMetadata};
 use crate::config;
-use crate::pipeline::{self, PipelineSpec, RestoreFrom, RunError, RunHandle, RunOptions, RunSummary};
+use crate::pipeline::{
+    self, PipelineSpec, RestoreFrom, RunError, RunHandle, RunOptions, RunSummary,
+};
 use crate::registry::{FunctionStore, PipelineRecord, PipelineState, PipelineStore, RestorePoint};
 
 /// How long a savepoint (and the stop after it) may take.
@@ -84,7 +86,11 @@ impl<'de> serde::Deserialize<'de> for VersionChoice {
         match Raw::deserialize(deserializer)? {
             Raw::Number(n) => Ok(Self::Exactly(n)),
             Raw::Text(t) if t == "latest" => Ok(Self::Latest),
-            Raw::Text(t) => t.parse().map(Self::Exactly).map_err(|_| serde::de::Error::custom(format!("{t:?} is neither a version number nor \"latest\""))),
+            Raw::Text(t) => t.parse().map(Self::Exactly).map_err(|_| {
+                serde::de::Error::custom(format!(
+                    "{t:?} is neither a version number nor \"latest\""
+                ))
+            }),
         }
     }
 }
@@ -114,7 +120,13 @@ impl Supervisor {
     pub fn open(data_dir: &Path, max_limits: FunctionLimits) -> Result<Arc<Self>, ApiError> {
         let store = PipelineStore::open(data_dir)?;
         let records = store.list()?;
-        let supervisor = Arc::new(Self { data_dir: data_dir.to_path_buf(), max_limits, store, pipelines: Mutex::default(), next_run: 1.into() });
+        let supervisor = Arc::new(Self {
+            data_dir: data_dir.to_path_buf(),
+            max_limits,
+            store,
+            pipelines: Mutex::default(),
+            next_run: 1.into(),
+        });
         let mut pipelines = supervisor.lock();
         for (name, record) in records {
             let running = record.state == PipelineState::Running;
@@ -135,7 +147,11 @@ impl Supervisor {
 
     /// The names of the pipelines using stored function `name`.
     pub fn users_of(&self, function: &str) -> Vec<String> {
-        self.lock().values().filter(|e| e.record.uses_function(function)).map(|e| e.record.name.clone()).collect()
+        self.lock()
+            .values()
+            .filter(|e| e.record.uses_function(function))
+            .map(|e| e.record.name.clone())
+            .collect()
     }
 
     /// Every pipeline.
@@ -149,9 +165,14 @@ impl Supervisor {
     }
 
     /// The pipeline's completed checkpoints and savepoints, newest first.
-    pub fn snapshots(&self, name: &str) -> Result<(CheckpointStorage, Vec<SnapshotMetadata>), ApiError> {
+    pub fn snapshots(
+        &self,
+        name: &str,
+    ) -> Result<(CheckpointStorage, Vec<SnapshotMetadata>), ApiError> {
         let record = self.get(name)?.record;
-        let spec = record.spec(&self.data_dir).map_err(|e| ApiError::internal(format!("the stored spec no longer parses: {e}")))?;
+        let spec = record
+            .spec(&self.data_dir)
+            .map_err(|e| ApiError::internal(format!("the stored spec no longer parses: {e}")))?;
         let storage = checkpoint_storage(&spec, &self.data_dir)?;
         let mut all = storage.completed().map_err(internal)?;
         all.extend(storage.completed_of(SnapshotKind::Savepoint).map_err(internal)?);
@@ -161,8 +182,14 @@ impl Supervisor {
 
     /// Deploy `spec_text` (YAML or JSON) and start it, optionally from the
     /// snapshot at `restore`.
-    pub fn deploy(self: &Arc<Self>, spec_text: &str, restore: Option<&str>, functions: &FunctionStore) -> Result<PipelineView, ApiError> {
-        let spec = PipelineSpec::parse(spec_text).map_err(|e| ApiError::invalid_spec(e.to_string()))?;
+    pub fn deploy(
+        self: &Arc<Self>,
+        spec_text: &str,
+        restore: Option<&str>,
+        functions: &FunctionStore,
+    ) -> Result<PipelineView, ApiError> {
+        let spec =
+            PipelineSpec::parse(spec_text).map_err(|e| ApiError::invalid_spec(e.to_string()))?;
         let mut record = PipelineRecord {
             name: spec.name.clone(),
             spec: spec_text.to_string(),
@@ -176,17 +203,25 @@ impl Supervisor {
             generation: 1,
         };
         if self.lock().contains_key(&record.name) {
-            return Err(ApiError::conflict("exists", format!("pipeline {} already exists: upgrade it, or delete it first", record.name)));
+            return Err(ApiError::conflict(
+                "exists",
+                format!("pipeline {} already exists: upgrade it, or delete it first", record.name),
+            ));
         }
         record.pins = pin_functions(&spec, &BTreeMap::new(), &BTreeMap::new(), functions)?;
         self.check(&record)?;
         if let Some(location) = restore {
-            let snapshot = CheckpointStorage::locate(location).map_err(|e| ApiError::invalid_spec(format!("restore: {e}")))?;
-            record.restore = Some(RestorePoint { location: location.to_string(), id: snapshot.metadata.id });
+            let snapshot = CheckpointStorage::locate(location)
+                .map_err(|e| ApiError::invalid_spec(format!("restore: {e}")))?;
+            record.restore =
+                Some(RestorePoint { location: location.to_string(), id: snapshot.metadata.id });
         }
         let mut pipelines = self.lock();
         if pipelines.contains_key(&record.name) {
-            return Err(ApiError::conflict("exists", format!("pipeline {} already exists", record.name)));
+            return Err(ApiError::conflict(
+                "exists",
+                format!("pipeline {} already exists", record.name),
+            ));
         }
         self.store.put(&record)?;
         let name = record.name.clone();
@@ -198,22 +233,29 @@ impl Supervisor {
     /// Check that `record` can run: its spec with pins applied, its
     /// functions for their roles, its settings.
     fn check(&self, record: &PipelineRecord) -> Result<PipelineSpec, ApiError> {
-        let spec = record.spec(&self.data_dir).map_err(|e| ApiError::invalid_spec(e.to_string()))?;
+        let spec =
+            record.spec(&self.data_dir).map_err(|e| ApiError::invalid_spec(e.to_string()))?;
         if let Some((field, _)) = spec.functions().into_iter().find(|(_, f)| f.wasm.is_some()) {
             return Err(ApiError::invalid_spec(format!("{field}.wasm: a deployed pipeline names stored functions (`function: <name>`), not files on the server; upload it with PUT /functions/<name>")));
         }
         let limits = spec.limits.to_limits().map_err(|e| ApiError::invalid_spec(e.to_string()))?;
         let max = &self.max_limits;
         if limits.call_timeout > max.call_timeout {
-            let (asked, allowed) = (humantime::format_duration(limits.call_timeout), humantime::format_duration(max.call_timeout));
+            let (asked, allowed) = (
+                humantime::format_duration(limits.call_timeout),
+                humantime::format_duration(max.call_timeout),
+            );
             return Err(ApiError::invalid_pipeline(format!("limits.call_timeout: {asked} is more than this server grants ({allowed}; weir serve --max-call-timeout)")));
         }
         if limits.memory_bytes > max.memory_bytes {
-            let (asked, allowed) = (human_bytes(limits.memory_bytes), human_bytes(max.memory_bytes));
+            let (asked, allowed) =
+                (format_bytes(limits.memory_bytes as u64), format_bytes(max.memory_bytes as u64));
             return Err(ApiError::invalid_pipeline(format!("limits.memory: {asked} is more than this server grants ({allowed}; weir serve --max-function-memory)")));
         }
         pipeline::check(&spec, &self.data_dir).map_err(|e| match e {
-            RunError::StoredFunction { .. } | RunError::Load { .. } | RunError::Deploy(_) => ApiError::invalid_pipeline(e.to_string()),
+            RunError::StoredFunction { .. } | RunError::Load { .. } | RunError::Deploy(_) => {
+                ApiError::invalid_pipeline(e.to_string())
+            }
             other => ApiError::internal(other.to_string()),
         })?;
         Ok(spec)
@@ -222,7 +264,9 @@ impl Supervisor {
     /// Take a savepoint of a running pipeline; its location.
     pub fn savepoint(&self, name: &str) -> Result<String, ApiError> {
         let handle = self.running_handle(name, false)?;
-        let location = handle.request(SnapshotKind::Savepoint, false, SNAPSHOT_TIMEOUT).map_err(ApiError::snapshot_failed)?;
+        let location = handle
+            .request(SnapshotKind::Savepoint, false, SNAPSHOT_TIMEOUT)
+            .map_err(ApiError::snapshot_failed)?;
         let mut pipelines = self.lock();
         if let Some(entry) = pipelines.get_mut(name) {
             entry.record.last_savepoint = Some(location.clone());
@@ -250,7 +294,12 @@ impl Supervisor {
     /// Savepoint, stop, and start again with `upgrade` applied, from that
     /// savepoint. A pipeline that is not running (stopped, failed) starts
     /// again from its newest savepoint or checkpoint.
-    pub fn upgrade(self: &Arc<Self>, name: &str, upgrade: &Upgrade, functions: &FunctionStore) -> Result<PipelineView, ApiError> {
+    pub fn upgrade(
+        self: &Arc<Self>,
+        name: &str,
+        upgrade: &Upgrade,
+        functions: &FunctionStore,
+    ) -> Result<PipelineView, ApiError> {
         let mut record = {
             let mut pipelines = self.lock();
             let entry = pipelines.get_mut(name).ok_or_else(|| no_pipeline(name))?;
@@ -273,24 +322,40 @@ impl Supervisor {
 
     /// Apply `upgrade` to `record` (checked before the running pipeline is
     /// touched), then savepoint and stop the running pipeline.
-    fn upgraded(&self, record: &mut PipelineRecord, upgrade: &Upgrade, functions: &FunctionStore) -> Result<(), ApiError> {
-        let old_spec = PipelineSpec::parse(&record.spec).map_err(|e| ApiError::internal(format!("the stored spec no longer parses: {e}")))?;
+    fn upgraded(
+        &self,
+        record: &mut PipelineRecord,
+        upgrade: &Upgrade,
+        functions: &FunctionStore,
+    ) -> Result<(), ApiError> {
+        let old_spec = PipelineSpec::parse(&record.spec)
+            .map_err(|e| ApiError::internal(format!("the stored spec no longer parses: {e}")))?;
         let mut next = record.clone();
         if let Some(text) = &upgrade.spec {
-            let spec = PipelineSpec::parse(text).map_err(|e| ApiError::invalid_spec(e.to_string()))?;
+            let spec =
+                PipelineSpec::parse(text).map_err(|e| ApiError::invalid_spec(e.to_string()))?;
             if spec.name != record.name {
-                return Err(ApiError::invalid_spec(format!("name: the upgraded spec names {:?}, not {:?}", spec.name, record.name)));
+                return Err(ApiError::invalid_spec(format!(
+                    "name: the upgraded spec names {:?}, not {:?}",
+                    spec.name, record.name
+                )));
             }
             next.spec = text.clone();
             next.parallelism = None;
         }
-        let spec = PipelineSpec::parse(&next.spec).map_err(|e| ApiError::invalid_spec(e.to_string()))?;
+        let spec =
+            PipelineSpec::parse(&next.spec).map_err(|e| ApiError::invalid_spec(e.to_string()))?;
         // A field keeps its pin when it still names the same function.
         let kept: BTreeMap<String, u32> = next
             .pins
             .iter()
             .filter(|(field, _)| {
-                let named = |s: &PipelineSpec| s.functions().into_iter().find(|(f, _)| f == field).and_then(|(_, f)| f.function.clone());
+                let named = |s: &PipelineSpec| {
+                    s.functions()
+                        .into_iter()
+                        .find(|(f, _)| f == field)
+                        .and_then(|(_, f)| f.function.clone())
+                };
                 named(&spec).is_some() && named(&spec) == named(&old_spec)
             })
             .map(|(f, v)| (f.clone(), *v))
@@ -359,7 +424,12 @@ impl Supervisor {
         }
         let handle = match (&entry.run, entry.record.state) {
             (Some(run), PipelineState::Running) => run.handle.clone(),
-            _ => return Err(ApiError::conflict("not_running", format!("pipeline {name} is not running (it is {})", entry.record.state.name()))),
+            _ => {
+                return Err(ApiError::conflict(
+                    "not_running",
+                    format!("pipeline {name} is not running (it is {})", entry.record.state.name()),
+                ))
+            }
         };
         entry.busy |= claim;
         Ok(handle)
@@ -368,10 +438,17 @@ impl Supervisor {
     /// Ask the running pipeline to snapshot and stop, and wait for its
     /// thread to end. The snapshot's location.
     fn stop_run(&self, name: &str, savepoint: bool) -> Result<String, ApiError> {
-        let handle = self.lock().get(name).and_then(|e| e.run.as_ref()).map(|r| r.handle.clone()).ok_or_else(|| no_pipeline(name))?;
+        let handle = self
+            .lock()
+            .get(name)
+            .and_then(|e| e.run.as_ref())
+            .map(|r| r.handle.clone())
+            .ok_or_else(|| no_pipeline(name))?;
         let kind = if savepoint { SnapshotKind::Savepoint } else { SnapshotKind::Checkpoint };
-        let location = handle.request(kind, true, SNAPSHOT_TIMEOUT).map_err(ApiError::snapshot_failed)?;
-        let thread = self.lock().get_mut(name).and_then(|e| e.run.as_mut()).and_then(|r| r.thread.take());
+        let location =
+            handle.request(kind, true, SNAPSHOT_TIMEOUT).map_err(ApiError::snapshot_failed)?;
+        let thread =
+            self.lock().get_mut(name).and_then(|e| e.run.as_mut()).and_then(|r| r.thread.take());
         if let Some(thread) = thread {
             let _ = thread.join();
         }
@@ -380,7 +457,11 @@ impl Supervisor {
 
     /// End an operation on `name`: apply `change` to its record, store it,
     /// and clear the busy mark.
-    fn finish_operation(&self, name: &str, change: impl FnOnce(&mut PipelineRecord)) -> Result<(), ApiError> {
+    fn finish_operation(
+        &self,
+        name: &str,
+        change: impl FnOnce(&mut PipelineRecord),
+    ) -> Result<(), ApiError> {
         let mut pipelines = self.lock();
         let Some(entry) = pipelines.get_mut(name) else { return Ok(()) };
         entry.busy = false;
@@ -394,22 +475,34 @@ impl Supervisor {
         let name = entry.record.name.clone();
         let spec = match entry.record.spec(&self.data_dir) {
             Ok(spec) => spec,
-            Err(error) => return self.record_end(entry, Err(format!("the stored spec no longer parses: {error}"))),
+            Err(error) => {
+                return self
+                    .record_end(entry, Err(format!("the stored spec no longer parses: {error}")))
+            }
         };
         let mut options = RunOptions::new(self.data_dir.clone());
-        options.restore = match restore_choice(&spec, &self.data_dir, entry.record.restore.as_ref()) {
+        options.restore = match restore_choice(&spec, &self.data_dir, entry.record.restore.as_ref())
+        {
             Ok(restore) => restore,
             Err(error) => return self.record_end(entry, Err(error.message)),
         };
         let handle = options.handle.clone();
         let id = self.next_run.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let supervisor = Arc::clone(self);
-        let thread = std::thread::Builder::new().name(format!("pipeline-{name}")).spawn(move || {
-            let result = pipeline::run(&spec, &options);
-            supervisor.run_ended(&name, id, result);
-        });
+        let thread =
+            std::thread::Builder::new().name(format!("pipeline-{name}")).spawn(move || {
+                let result = pipeline::run(&spec, &options);
+                supervisor.run_ended(&name, id, result);
+            });
         match thread {
-            Ok(thread) => entry.run = Some(Run { id, handle, started_at: crate::state::ttl::now_millis(), thread: Some(thread) }),
+            Ok(thread) => {
+                entry.run = Some(Run {
+                    id,
+                    handle,
+                    started_at: crate::state::ttl::now_millis(),
+                    thread: Some(thread),
+                })
+            }
             Err(error) => self.record_end(entry, Err(format!("cannot start a thread: {error}"))),
         }
     }
@@ -417,7 +510,11 @@ impl Supervisor {
     /// A run's thread ended with `result`.
     fn run_ended(&self, name: &str, id: u64, result: Result<RunSummary, RunError>) {
         let mut pipelines = self.lock();
-        let Some(entry) = pipelines.get_mut(name).filter(|e| e.run.as_ref().is_some_and(|r| r.id == id)) else { return };
+        let Some(entry) =
+            pipelines.get_mut(name).filter(|e| e.run.as_ref().is_some_and(|r| r.id == id))
+        else {
+            return;
+        };
         match result {
             Ok(summary) => self.record_end(entry, Ok(summary.stopped)),
             Err(error) => {
@@ -445,25 +542,50 @@ impl Supervisor {
 /// Which snapshot a (re)started pipeline begins from: the record's restore
 /// point unless a newer checkpoint exists (taken since by this pipeline);
 /// else the default (its newest checkpoint).
-fn restore_choice(spec: &PipelineSpec, data_dir: &Path, restore: Option<&RestorePoint>) -> Result<Option<RestoreFrom>, ApiError> {
+fn restore_choice(
+    spec: &PipelineSpec,
+    data_dir: &Path,
+    restore: Option<&RestorePoint>,
+) -> Result<Option<RestoreFrom>, ApiError> {
     let Some(point) = restore else { return Ok(None) };
-    let newest = checkpoint_storage(spec, data_dir)?.completed().map_err(internal)?.first().map(|m| m.id);
-    Ok(if newest.is_some_and(|n| n > point.id) { None } else { Some(RestoreFrom::Path(point.location.clone())) })
+    let newest =
+        checkpoint_storage(spec, data_dir)?.completed().map_err(internal)?.first().map(|m| m.id);
+    Ok(if newest.is_some_and(|n| n > point.id) {
+        None
+    } else {
+        Some(RestoreFrom::Path(point.location.clone()))
+    })
 }
 
 /// The newest savepoint of a pipeline, as a restore point.
-fn newest_savepoint(data_dir: &Path, spec: &PipelineSpec) -> Result<Option<RestorePoint>, ApiError> {
+fn newest_savepoint(
+    data_dir: &Path,
+    spec: &PipelineSpec,
+) -> Result<Option<RestorePoint>, ApiError> {
     let storage = checkpoint_storage(spec, data_dir)?;
-    let newest = storage.completed_of(SnapshotKind::Savepoint).map_err(internal)?.into_iter().next();
-    Ok(newest.map(|m| RestorePoint { location: storage.describe(&storage.savepoint_dir(m.id)), id: m.id }))
+    let newest =
+        storage.completed_of(SnapshotKind::Savepoint).map_err(internal)?.into_iter().next();
+    Ok(newest.map(|m| RestorePoint {
+        location: storage.describe(&storage.savepoint_dir(m.id)),
+        id: m.id,
+    }))
 }
 
 /// The version of every stored function `spec` names, by field: the
 /// spec's own `version`, else a `choice` for that function, else `kept`,
 /// else the newest. Each must exist.
-fn pin_functions(spec: &PipelineSpec, kept: &BTreeMap<String, u32>, choices: &BTreeMap<String, VersionChoice>, functions: &FunctionStore) -> Result<BTreeMap<String, u32>, ApiError> {
-    if let Some(unknown) = choices.keys().find(|name| !spec.functions().iter().any(|(_, f)| f.function.as_deref() == Some(name.as_str()))) {
-        return Err(ApiError::invalid_spec(format!("functions.{unknown}: the pipeline uses no function of that name")));
+fn pin_functions(
+    spec: &PipelineSpec,
+    kept: &BTreeMap<String, u32>,
+    choices: &BTreeMap<String, VersionChoice>,
+    functions: &FunctionStore,
+) -> Result<BTreeMap<String, u32>, ApiError> {
+    if let Some(unknown) = choices.keys().find(|name| {
+        !spec.functions().iter().any(|(_, f)| f.function.as_deref() == Some(name.as_str()))
+    }) {
+        return Err(ApiError::invalid_spec(format!(
+            "functions.{unknown}: the pipeline uses no function of that name"
+        )));
     }
     let mut pins = BTreeMap::new();
     for (field, function) in spec.functions() {
@@ -473,7 +595,9 @@ fn pin_functions(spec: &PipelineSpec, kept: &BTreeMap<String, u32>, choices: &BT
             (None, Some(VersionChoice::Latest)) => None,
             (None, None) => kept.get(field).copied(),
         };
-        let stored = functions.get(name, wanted).map_err(|e| ApiError::invalid_pipeline(format!("{field}.function: {e}")))?;
+        let stored = functions
+            .get(name, wanted)
+            .map_err(|e| ApiError::invalid_pipeline(format!("{field}.function: {e}")))?;
         pins.insert(field.to_string(), stored.version);
     }
     Ok(pins)
@@ -485,7 +609,10 @@ fn checkpoint_storage(spec: &PipelineSpec, data_dir: &Path) -> Result<Checkpoint
 }
 
 fn view(entry: &Entry) -> PipelineView {
-    PipelineView { record: entry.record.clone(), run: entry.run.as_ref().map(|r| (r.handle.clone(), r.started_at)) }
+    PipelineView {
+        record: entry.record.clone(),
+        run: entry.run.as_ref().map(|r| (r.handle.clone(), r.started_at)),
+    }
 }
 
 fn no_pipeline(name: &str) -> ApiError {
@@ -493,7 +620,12 @@ fn no_pipeline(name: &str) -> ApiError {
 }
 
 fn busy(name: &str) -> ApiError {
-    ApiError::conflict("busy", format!("pipeline {name} is being stopped, upgraded or deleted; try again when that is done"))
+    ApiError::conflict(
+        "busy",
+        format!(
+            "pipeline {name} is being stopped, upgraded or deleted; try again when that is done"
+        ),
+    )
 }
 
 fn internal(error: impl std::fmt::Display) -> ApiError {

@@ -39,7 +39,8 @@ pub enum Workload {
 
 impl Workload {
     /// Every workload, in the order.
-    pub const ALL: [Workload; 5] = [Workload::Sum, Workload::SumJson, Workload::Window, Workload::Dedup, Workload::Filter];
+    pub const ALL: [Workload; 5] =
+        [Workload::Sum, Workload::SumJson, Workload::Window, Workload::Dedup, Workload::Filter];
 
     /// Its name on the command line.
     pub fn name(self) -> &'static str {
@@ -106,7 +107,10 @@ impl Case {
     /// `functions_dir/<name>.wasm`.
     pub fn spec(&self, functions_dir: &Path) -> String {
         let function = match self.implementation {
-            Implementation::Wasm => format!("{{ wasm: {:?} }}", functions_dir.join(format!("{}.wasm", self.workload.function()))),
+            Implementation::Wasm => format!(
+                "{{ wasm: {:?} }}",
+                functions_dir.join(format!("{}.wasm", self.workload.function()))
+            ),
             Implementation::Native => format!("{{ native: {} }}", self.workload.function()),
         };
         let keyed = match self.workload {
@@ -168,10 +172,27 @@ pub enum BenchError {
 /// with a fresh data directory under `scratch`. Compiled components are
 /// kept in `scratch`'s shared component cache, as a server keeps them
 /// from upload on: a run measures processing, not compiling.
-pub fn measure(weir: &Path, case: &Case, functions_dir: &Path, scratch: &Path) -> Result<Measurement, BenchError> {
-    let label = format!("{} {:?} K={} checkpoints={}", case.workload.name(), case.implementation, case.keys, case.checkpoints);
+pub fn measure(
+    weir: &Path,
+    case: &Case,
+    functions_dir: &Path,
+    scratch: &Path,
+) -> Result<Measurement, BenchError> {
+    let label = format!(
+        "{} {:?} K={} checkpoints={}",
+        case.workload.name(),
+        case.implementation,
+        case.keys,
+        case.checkpoints
+    );
     let io = |e: std::io::Error| BenchError::Io(format!("{label}: {e}"));
-    let dir = scratch.join(format!("{}-{:?}-{}-{}", case.workload.name(), case.implementation, case.keys, case.checkpoints));
+    let dir = scratch.join(format!(
+        "{}-{:?}-{}-{}",
+        case.workload.name(),
+        case.implementation,
+        case.keys,
+        case.checkpoints
+    ));
     if dir.exists() {
         std::fs::remove_dir_all(&dir).map_err(io)?;
     }
@@ -183,13 +204,27 @@ pub fn measure(weir: &Path, case: &Case, functions_dir: &Path, scratch: &Path) -
     std::fs::create_dir_all(&shared_components).map_err(io)?;
     std::fs::create_dir_all(components.parent().unwrap_or(&dir)).map_err(io)?;
     std::os::unix::fs::symlink(&shared_components, &components).map_err(io)?;
-    let output = Command::new(weir).arg("run").arg(&spec).arg("--data-dir").arg(dir.join("data")).args(["--quiet", "--report-json"]).env_remove("WEIR_FAULT").output().map_err(io)?;
+    let output = Command::new(weir)
+        .arg("run")
+        .arg(&spec)
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .args(["--quiet", "--report-json"])
+        .env_remove("WEIR_FAULT")
+        .output()
+        .map_err(io)?;
     let _ = std::fs::remove_dir_all(&dir);
     if !output.status.success() {
-        return Err(BenchError::Run { case: label, message: String::from_utf8_lossy(&output.stderr).trim().to_string() });
+        return Err(BenchError::Run {
+            case: label,
+            message: String::from_utf8_lossy(&output.stderr).trim().to_string(),
+        });
     }
     let text = String::from_utf8_lossy(&output.stdout);
-    serde_json::from_str(text.trim()).map_err(|e| BenchError::Run { case: label, message: format!("unreadable report {text:?}: {e}") })
+    serde_json::from_str(text.trim()).map_err(|e| BenchError::Run {
+        case: label,
+        message: format!("unreadable report {text:?}: {e}"),
+    })
 }
 
 /// Default directory of the Wasm functions: `target/functions` of the
@@ -226,19 +261,52 @@ pub struct Suite {
 /// of the machine hits them all; the ratios and the checkpoint cost are
 /// the medians of each repeat's own (paired) ratios, the cost's over the
 /// Wasm and the native pairs.
-pub fn run_suite(suite: &Suite, weir: &Path, out: &mut dyn std::io::Write) -> Result<(), BenchError> {
+pub fn run_suite(
+    suite: &Suite,
+    weir: &Path,
+    out: &mut dyn std::io::Write,
+) -> Result<(), BenchError> {
     let write = |e: std::io::Error| BenchError::Io(format!("writing the results: {e}"));
     if !suite.json {
         let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-        let json: Vec<&str> = suite.workloads.iter().filter(|w| w.encoding() == "json").map(|w| w.name()).collect();
-        let orders = if json.is_empty() { "binary orders".to_string() } else { format!("binary orders ({}: JSON)", json.join(", ")) };
+        let json: Vec<&str> =
+            suite.workloads.iter().filter(|w| w.encoding() == "json").map(|w| w.name()).collect();
+        let orders = if json.is_empty() {
+            "binary orders".to_string()
+        } else {
+            format!("binary orders ({}: JSON)", json.join(", "))
+        };
         writeln!(out, "{cores} cores; {} events per run; median of {} runs; {orders}; parallelism 2; discard sink", suite.events, suite.repeat).map_err(write)?;
-        writeln!(out, "{:<8} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}", "", "", "", "wasm", "native", "wasm/", "wasm", "wasm", "").map_err(write)?;
-        writeln!(out, "{:<8} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}", "workload", "keys", "chk", "events/s", "events/s", "native", "cpu s", "peak RSS", "chk cost").map_err(write)?;
+        writeln!(
+            out,
+            "{:<8} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}",
+            "", "", "", "wasm", "native", "wasm/", "wasm", "wasm", ""
+        )
+        .map_err(write)?;
+        writeln!(
+            out,
+            "{:<8} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}",
+            "workload",
+            "keys",
+            "chk",
+            "events/s",
+            "events/s",
+            "native",
+            "cpu s",
+            "peak RSS",
+            "chk cost"
+        )
+        .map_err(write)?;
     }
     // Compile each function once, before anything is measured.
     for &workload in &suite.workloads {
-        let warm_up = Case { workload, implementation: Implementation::Wasm, events: 1000, keys: 10, checkpoints: false };
+        let warm_up = Case {
+            workload,
+            implementation: Implementation::Wasm,
+            events: 1000,
+            keys: 10,
+            checkpoints: false,
+        };
         measure(weir, &warm_up, &suite.functions_dir, &suite.scratch)?;
     }
     for &workload in &suite.workloads {
@@ -248,14 +316,23 @@ pub fn run_suite(suite: &Suite, weir: &Path, out: &mut dyn std::io::Write) -> Re
             for repeat in 0..suite.repeat.max(1) {
                 // Every other repeat runs the modes in the opposite order, so
                 // a machine slowing down or speeding up favours neither.
-                let mut modes: Vec<(usize, bool)> = suite.checkpoints.iter().copied().enumerate().collect();
+                let mut modes: Vec<(usize, bool)> =
+                    suite.checkpoints.iter().copied().enumerate().collect();
                 if repeat % 2 == 1 {
                     modes.reverse();
                 }
                 for (mode, checkpoints) in modes {
                     let mut pair: [Measurement; 2] = Default::default();
-                    for (slot, implementation) in [Implementation::Wasm, Implementation::Native].into_iter().enumerate() {
-                        let case = Case { workload, implementation, events: suite.events, keys, checkpoints };
+                    for (slot, implementation) in
+                        [Implementation::Wasm, Implementation::Native].into_iter().enumerate()
+                    {
+                        let case = Case {
+                            workload,
+                            implementation,
+                            events: suite.events,
+                            keys,
+                            checkpoints,
+                        };
                         pair[slot] = measure(weir, &case, &suite.functions_dir, &suite.scratch)?;
                         if suite.json {
                             let name = if slot == 0 { "wasm" } else { "native" };
@@ -271,12 +348,27 @@ pub fn run_suite(suite: &Suite, weir: &Path, out: &mut dyn std::io::Write) -> Re
             }
             let off = suite.checkpoints.iter().position(|&c| !c).map(|mode| &runs[mode]);
             for (&checkpoints, pairs) in suite.checkpoints.iter().zip(&runs) {
-                let (wasm, native) = (median(pairs.iter().map(|p| p[0].clone()).collect()), median(pairs.iter().map(|p| p[1].clone()).collect()));
-                let ratio = median_of(pairs.iter().map(|[w, n]| w.rate() / n.rate().max(1e-9)).collect());
+                let (wasm, native) = (
+                    median(pairs.iter().map(|p| p[0].clone()).collect()),
+                    median(pairs.iter().map(|p| p[1].clone()).collect()),
+                );
+                let ratio =
+                    median_of(pairs.iter().map(|[w, n]| w.rate() / n.rate().max(1e-9)).collect());
                 let cost = match (checkpoints, off) {
                     // Wasm and native runs pay the same checkpoints: both
                     // pairs of each repeat count.
-                    (true, Some(off)) => format!("{:+.1}%", (median_of(pairs.iter().zip(off).flat_map(|(on, off)| [0, 1].map(|i| on[i].rate() / off[i].rate().max(1e-9))).collect()) - 1.0) * 100.0),
+                    (true, Some(off)) => format!(
+                        "{:+.1}%",
+                        (median_of(
+                            pairs
+                                .iter()
+                                .zip(off)
+                                .flat_map(|(on, off)| [0, 1]
+                                    .map(|i| on[i].rate() / off[i].rate().max(1e-9)))
+                                .collect()
+                        ) - 1.0)
+                            * 100.0
+                    ),
                     _ => String::new(),
                 };
                 writeln!(
@@ -310,5 +402,3 @@ fn median(mut runs: Vec<Measurement>) -> Measurement {
     runs.sort_by(|a, b| a.rate().total_cmp(&b.rate()));
     runs.swap_remove(runs.len() / 2)
 }
-
-

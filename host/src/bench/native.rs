@@ -12,14 +12,16 @@ use std::sync::Arc;
 
 use wasmtime::component::Resource;
 
+use crate::connectors::decode_binary_order;
 use crate::runtime::bindings::weir::function::context::Host as _;
 use crate::runtime::bindings::weir::function::state::{self, HostValueState};
 use crate::runtime::bindings::weir::function::types::{Accumulate, KeyedEvents};
 use crate::runtime::host_api::ValueStateHandle;
-use crate::runtime::native::{NativeAggregateFunction, NativeFunction, NativeKeyFunction, NativeProcessFunction, NativeRef};
+use crate::runtime::native::{
+    NativeAggregateFunction, NativeFunction, NativeKeyFunction, NativeProcessFunction, NativeRef,
+};
 use crate::runtime::packing::{FiredWindows, KeyList};
 use crate::runtime::HostCtx;
-use crate::connectors::decode_binary_order;
 use crate::Event;
 
 /// The native function called `name`, if there is one.
@@ -65,7 +67,8 @@ struct JsonOrder {
 
 impl OrderFormat for Json {
     fn decode(event: &Event) -> Result<(u64, i64), String> {
-        let order: JsonOrder = serde_json::from_slice(&event.value).map_err(|e| format!("a JSON order: {e}"))?;
+        let order: JsonOrder =
+            serde_json::from_slice(&event.value).map_err(|e| format!("a JSON order: {e}"))?;
         Ok((order.customer_id, (order.amount * 100.0).round() as i64))
     }
 }
@@ -89,23 +92,41 @@ struct Value {
 }
 
 impl Value {
-    fn handle(&mut self, ctx: &mut HostCtx, name: &str, ttl: Option<state::Ttl>) -> Result<Resource<ValueStateHandle>, String> {
+    fn handle(
+        &mut self,
+        ctx: &mut HostCtx,
+        name: &str,
+        ttl: Option<state::Ttl>,
+    ) -> Result<Resource<ValueStateHandle>, String> {
         let rep = match self.rep {
             Some(rep) => rep,
             None => {
-                let opened = HostValueState::open(ctx, name.to_string(), ttl).map_err(state_error)?.map_err(state_error)?;
+                let opened = HostValueState::open(ctx, name.to_string(), ttl)
+                    .map_err(state_error)?
+                    .map_err(state_error)?;
                 *self.rep.insert(opened.rep())
             }
         };
         Ok(Resource::new_borrow(rep))
     }
 
-    fn get(&mut self, ctx: &mut HostCtx, name: &str, ttl: Option<state::Ttl>) -> Result<Option<Vec<u8>>, String> {
+    fn get(
+        &mut self,
+        ctx: &mut HostCtx,
+        name: &str,
+        ttl: Option<state::Ttl>,
+    ) -> Result<Option<Vec<u8>>, String> {
         let handle = self.handle(ctx, name, ttl)?;
         HostValueState::get(ctx, handle).map_err(state_error)?.map_err(state_error)
     }
 
-    fn set(&mut self, ctx: &mut HostCtx, name: &str, ttl: Option<state::Ttl>, value: Vec<u8>) -> Result<(), String> {
+    fn set(
+        &mut self,
+        ctx: &mut HostCtx,
+        name: &str,
+        ttl: Option<state::Ttl>,
+        value: Vec<u8>,
+    ) -> Result<(), String> {
         let handle = self.handle(ctx, name, ttl)?;
         HostValueState::set(ctx, handle, value).map_err(state_error)?.map_err(state_error)
     }
@@ -154,11 +175,19 @@ impl<F: OrderFormat> NativeProcessFunction for SumProcess<F> {
         for (index, keyed) in batch.iter().enumerate() {
             select(ctx, index)?;
             let stored = self.total.get(ctx, "total", None)?;
-            let mut total = stored.and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok()).map_or(0, i64::from_le_bytes);
+            let mut total = stored
+                .and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok())
+                .map_or(0, i64::from_le_bytes);
             for event in &keyed.events {
                 let (customer, amount) = F::decode(event)?;
                 total = total.checked_add(amount).ok_or("total overflows")?;
-                ctx.emit(Event { key: None, value: pair(customer, total), timestamp: event.timestamp, headers: Vec::new() }).map_err(state_error)?;
+                ctx.emit(Event {
+                    key: None,
+                    value: pair(customer, total),
+                    timestamp: event.timestamp,
+                    headers: Vec::new(),
+                })
+                .map_err(state_error)?;
             }
             self.total.set(ctx, "total", None, total.to_le_bytes().to_vec())?;
         }
@@ -170,7 +199,9 @@ impl<F: OrderFormat> NativeProcessFunction for SumProcess<F> {
 struct SumAggregate<F>(PhantomData<F>);
 
 fn cents(bytes: &[u8]) -> Result<i64, String> {
-    <[u8; 8]>::try_from(bytes).map(i64::from_le_bytes).map_err(|_| "an accumulator is 8 bytes".to_string())
+    <[u8; 8]>::try_from(bytes)
+        .map(i64::from_le_bytes)
+        .map_err(|_| "an accumulator is 8 bytes".to_string())
 }
 
 impl<F: OrderFormat> NativeAggregateFunction for SumAggregate<F> {
@@ -195,8 +226,15 @@ impl<F: OrderFormat> NativeAggregateFunction for SumAggregate<F> {
         batch
             .iter()
             .map(|(key, window, accumulator)| {
-                let customer = <[u8; 8]>::try_from(key).map(u64::from_le_bytes).map_err(|_| "a key is 8 bytes".to_string())?;
-                Ok(Event { key: None, value: pair(customer, cents(accumulator)?), timestamp: window.end - 1, headers: Vec::new() })
+                let customer = <[u8; 8]>::try_from(key)
+                    .map(u64::from_le_bytes)
+                    .map_err(|_| "a key is 8 bytes".to_string())?;
+                Ok(Event {
+                    key: None,
+                    value: pair(customer, cents(accumulator)?),
+                    timestamp: window.end - 1,
+                    headers: Vec::new(),
+                })
             })
             .collect()
     }
@@ -226,7 +264,10 @@ struct DedupProcess {
 
 impl NativeProcessFunction for DedupProcess {
     fn process(&mut self, batch: &[KeyedEvents], ctx: &mut HostCtx) -> Result<(), String> {
-        let ttl = Some(state::Ttl { millis: DEDUP_TTL_MILLIS, update: state::TtlUpdate::OnCreateAndWrite });
+        let ttl = Some(state::Ttl {
+            millis: DEDUP_TTL_MILLIS,
+            update: state::TtlUpdate::OnCreateAndWrite,
+        });
         for (index, keyed) in batch.iter().enumerate() {
             select(ctx, index)?;
             if self.seen.get(ctx, "seen", ttl)?.is_some() {
@@ -262,7 +303,13 @@ impl NativeProcessFunction for FilterMapProcess {
             for event in &keyed.events {
                 let (customer, amount) = Binary::decode(event)?;
                 if amount >= 1_000 {
-                    ctx.emit(Event { key: None, value: pair(customer, amount * 2), timestamp: event.timestamp, headers: Vec::new() }).map_err(state_error)?;
+                    ctx.emit(Event {
+                        key: None,
+                        value: pair(customer, amount * 2),
+                        timestamp: event.timestamp,
+                        headers: Vec::new(),
+                    })
+                    .map_err(state_error)?;
                 }
             }
         }

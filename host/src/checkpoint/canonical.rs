@@ -37,9 +37,16 @@ pub fn encode_database(dir: &Path) -> Result<Encoded, CheckpointError> {
     let mut encoded = Encoded { bytes: MAGIC.to_vec(), entries: 0, key_groups: None };
     db.for_each(|key, value| {
         let group = key_group_of(key)?;
-        encoded.key_groups = Some(encoded.key_groups.map_or((group, group), |(low, high)| (low.min(group), high.max(group))));
+        encoded.key_groups = Some(
+            encoded
+                .key_groups
+                .map_or((group, group), |(low, high)| (low.min(group), high.max(group))),
+        );
         for part in [key, value] {
-            let len = u32::try_from(part.len()).ok().filter(|l| *l != END).ok_or_else(|| StateError::Corrupt("a state entry of 4 GiB or more".into()))?;
+            let len = u32::try_from(part.len())
+                .ok()
+                .filter(|l| *l != END)
+                .ok_or_else(|| StateError::Corrupt("a state entry of 4 GiB or more".into()))?;
             encoded.bytes.extend_from_slice(&len.to_le_bytes());
             encoded.bytes.extend_from_slice(part);
         }
@@ -53,7 +60,10 @@ pub fn encode_database(dir: &Path) -> Result<Encoded, CheckpointError> {
 
 /// Call `f` with every entry of an encoded file, in order; returns the
 /// number of entries.
-pub fn decode(bytes: &[u8], mut f: impl FnMut(&[u8], &[u8]) -> Result<(), StateError>) -> Result<u64, CheckpointError> {
+pub fn decode(
+    bytes: &[u8],
+    mut f: impl FnMut(&[u8], &[u8]) -> Result<(), StateError>,
+) -> Result<u64, CheckpointError> {
     let corrupt = |what: &str| CheckpointError::Corrupt(format!("savepoint state file: {what}"));
     let mut rest = bytes.strip_prefix(MAGIC).ok_or_else(|| corrupt("not a Weir savepoint file"))?;
     let take = |rest: &mut &[u8], n: usize| -> Result<Vec<u8>, CheckpointError> {
@@ -66,16 +76,20 @@ pub fn decode(bytes: &[u8], mut f: impl FnMut(&[u8], &[u8]) -> Result<(), StateE
     };
     let mut entries = 0u64;
     loop {
-        let len = u32::from_le_bytes(take(&mut rest, 4)?.try_into().map_err(|_| corrupt("truncated"))?);
+        let len =
+            u32::from_le_bytes(take(&mut rest, 4)?.try_into().map_err(|_| corrupt("truncated"))?);
         if len == END {
-            let count = u64::from_le_bytes(take(&mut rest, 8)?.try_into().map_err(|_| corrupt("truncated"))?);
+            let count = u64::from_le_bytes(
+                take(&mut rest, 8)?.try_into().map_err(|_| corrupt("truncated"))?,
+            );
             if count != entries || !rest.is_empty() {
                 return Err(corrupt("entry count does not match"));
             }
             return Ok(entries);
         }
         let key = take(&mut rest, len as usize)?;
-        let value_len = u32::from_le_bytes(take(&mut rest, 4)?.try_into().map_err(|_| corrupt("truncated"))?);
+        let value_len =
+            u32::from_le_bytes(take(&mut rest, 4)?.try_into().map_err(|_| corrupt("truncated"))?);
         let value = take(&mut rest, value_len as usize)?;
         key_group_of(&key)?;
         f(&key, &value)?;

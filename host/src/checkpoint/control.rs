@@ -77,7 +77,10 @@ impl Response {
 
 impl Request {
     /// A request from this process, and where its answer will arrive.
-    pub fn in_process(kind: SnapshotKind, stop: bool) -> (Self, std::sync::mpsc::Receiver<Response>) {
+    pub fn in_process(
+        kind: SnapshotKind,
+        stop: bool,
+    ) -> (Self, std::sync::mpsc::Receiver<Response>) {
         let (tx, rx) = std::sync::mpsc::channel();
         (Self { kind, stop, reply: Reply::Channel(tx) }, rx)
     }
@@ -89,7 +92,10 @@ impl Request {
                 let _ = tx.send(response.clone());
             }
             Reply::File(path) => {
-                if let Err(error) = serde_json::to_vec(response).map_err(std::io::Error::other).and_then(|bytes| write_atomically(path, &bytes)) {
+                if let Err(error) = serde_json::to_vec(response)
+                    .map_err(std::io::Error::other)
+                    .and_then(|bytes| write_atomically(path, &bytes))
+                {
                     tracing::warn!(path = %path.display(), %error, "cannot answer a control request");
                 }
             }
@@ -123,16 +129,28 @@ impl ControlDir {
     /// Take every waiting request, oldest name first.
     pub fn take_requests(&self) -> Vec<Request> {
         let Ok(entries) = std::fs::read_dir(&self.dir) else { return Vec::new() };
-        let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "request")).collect();
+        let mut paths: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "request"))
+            .collect();
         paths.sort();
         let mut requests = Vec::new();
         for path in paths {
-            let parsed = std::fs::read(&path).ok().and_then(|bytes| serde_json::from_slice::<RequestFile>(&bytes).ok());
+            let parsed = std::fs::read(&path)
+                .ok()
+                .and_then(|bytes| serde_json::from_slice::<RequestFile>(&bytes).ok());
             let _ = std::fs::remove_file(&path);
-            let request = parsed.map(|r| Request { kind: r.kind, stop: r.stop, reply: Reply::File(path.with_extension("response")) });
+            let request = parsed.map(|r| Request {
+                kind: r.kind,
+                stop: r.stop,
+                reply: Reply::File(path.with_extension("response")),
+            });
             match request {
                 Some(request) => requests.push(request),
-                None => tracing::warn!(path = %path.display(), "ignoring an unreadable control request"),
+                None => {
+                    tracing::warn!(path = %path.display(), "ignoring an unreadable control request")
+                }
             }
         }
         requests
@@ -140,7 +158,12 @@ impl ControlDir {
 
     /// Ask the running pipeline for a snapshot and wait up to `timeout`
     /// for the answer.
-    pub fn request(&self, kind: SnapshotKind, stop: bool, timeout: Duration) -> Result<Response, String> {
+    pub fn request(
+        &self,
+        kind: SnapshotKind,
+        stop: bool,
+        timeout: Duration,
+    ) -> Result<Response, String> {
         if self.owner().is_none() {
             return Err("the pipeline is not running here (no live `weir run` owns it)".into());
         }
@@ -148,12 +171,14 @@ impl ControlDir {
         let request = self.dir.join(format!("{nonce}.request"));
         let response = request.with_extension("response");
         let bytes = serde_json::to_vec(&RequestFile { kind, stop }).map_err(|e| e.to_string())?;
-        write_atomically(&request, &bytes).map_err(|e| format!("cannot write {}: {e}", request.display()))?;
+        write_atomically(&request, &bytes)
+            .map_err(|e| format!("cannot write {}: {e}", request.display()))?;
         let deadline = Instant::now() + timeout;
         loop {
             if let Ok(bytes) = std::fs::read(&response) {
                 let _ = std::fs::remove_file(&response);
-                return serde_json::from_slice(&bytes).map_err(|e| format!("unreadable answer: {e}"));
+                return serde_json::from_slice(&bytes)
+                    .map_err(|e| format!("unreadable answer: {e}"));
             }
             if self.owner().is_none() {
                 let _ = std::fs::remove_file(&request);

@@ -170,9 +170,24 @@ impl Coordinator {
     /// A coordinator storing into `storage`, triggering through `triggers`,
     /// hearing from tasks on `acks`, and calling `complete(id)` to make the
     /// sinks commit (it returns false once the sink is gone).
-    pub fn new(config: CoordinatorConfig, storage: CheckpointStorage, triggers: Sender<Trigger>, acks: Receiver<Ack>, complete: Box<dyn FnMut(u64) -> bool + Send>) -> Self {
+    pub fn new(
+        config: CoordinatorConfig,
+        storage: CheckpointStorage,
+        triggers: Sender<Trigger>,
+        acks: Receiver<Ack>,
+        complete: Box<dyn FnMut(u64) -> bool + Send>,
+    ) -> Self {
         let next_id = config.first_id;
-        Self { config, storage, triggers, acks, complete, next_id, report: CoordinatorReport::default(), checkpoints_completed: 0 }
+        Self {
+            config,
+            storage,
+            triggers,
+            acks,
+            complete,
+            next_id,
+            report: CoordinatorReport::default(),
+            checkpoints_completed: 0,
+        }
     }
 
     /// Coordinate until the pipeline ends.
@@ -220,7 +235,8 @@ impl Coordinator {
                 if p.started.elapsed() > s.timeout {
                     let expired = pending.take().expect("checked above");
                     tracing::warn!(id = expired.trigger.id, timeout = ?s.timeout, "checkpoint expired before every task acknowledged; abandoning it");
-                    let (id, last) = (expired.trigger.id, expired.trigger.stop || expired.final_checkpoint);
+                    let (id, last) =
+                        (expired.trigger.id, expired.trigger.stop || expired.final_checkpoint);
                     self.abandon(expired);
                     if last {
                         // The source has stopped reading: nothing can follow.
@@ -247,7 +263,8 @@ impl Coordinator {
             } else if let Some(request) = requests.pop() {
                 Some((request.kind, request.stop, Some(request)))
             } else {
-                let due = next_due.is_some_and(|d| now >= d) && schedule.as_ref().is_some_and(|s| now >= last_end + s.min_pause);
+                let due = next_due.is_some_and(|d| now >= d)
+                    && schedule.as_ref().is_some_and(|s| now >= last_end + s.min_pause);
                 due.then_some((SnapshotKind::Checkpoint, false, None))
             };
             if let Some((kind, stop, request)) = trigger {
@@ -259,12 +276,22 @@ impl Coordinator {
                 if self.triggers.send(trigger).is_err() {
                     // The source has ended (a failure it reports itself).
                     if let Some(request) = request {
-                        request.respond(&Response::failed("the pipeline stopped before the snapshot was taken"));
+                        request.respond(&Response::failed(
+                            "the pipeline stopped before the snapshot was taken",
+                        ));
                     }
                     return Ok(());
                 }
                 let subtasks = vec![None; usize::from(self.config.parallelism)];
-                pending = Some(Pending { trigger, started: now, final_checkpoint: source_finished || stop, request, source: None, subtasks, sink: None });
+                pending = Some(Pending {
+                    trigger,
+                    started: now,
+                    final_checkpoint: source_finished || stop,
+                    request,
+                    source: None,
+                    subtasks,
+                    sink: None,
+                });
             }
         }
     }
@@ -280,7 +307,13 @@ impl Coordinator {
     fn finish(&mut self, pending: Pending) -> Result<(), CheckpointError> {
         let Pending { trigger, started, request, source, subtasks, sink, .. } = pending;
         let dirs: Vec<PathBuf> = subtasks.into_iter().flatten().collect();
-        let stored = self.store(trigger, &dirs, source.unwrap_or_default(), sink.unwrap_or_default(), started);
+        let stored = self.store(
+            trigger,
+            &dirs,
+            source.unwrap_or_default(),
+            sink.unwrap_or_default(),
+            started,
+        );
         let metadata = match stored {
             Ok(metadata) => metadata,
             Err(error) => {
@@ -329,7 +362,14 @@ impl Coordinator {
         Ok(())
     }
 
-    fn store(&mut self, trigger: Trigger, dirs: &[PathBuf], source: serde_json::Value, sink: serde_json::Value, started: Instant) -> Result<SnapshotMetadata, CheckpointError> {
+    fn store(
+        &mut self,
+        trigger: Trigger,
+        dirs: &[PathBuf],
+        source: serde_json::Value,
+        sink: serde_json::Value,
+        started: Instant,
+    ) -> Result<SnapshotMetadata, CheckpointError> {
         let dir = self.storage.snapshot_dir(trigger.kind, trigger.id);
         let (mut size_bytes, mut incremental_bytes) = (0, 0);
         let state = match trigger.kind {
@@ -352,7 +392,13 @@ impl Coordinator {
                     let size = encoded.bytes.len() as u64;
                     let (first_key_group, last_key_group) = encoded.key_groups.unwrap_or((0, 0));
                     self.storage.put(&dir, &name, encoded.bytes)?;
-                    files.push(CanonicalFile { name, first_key_group, last_key_group, entries: encoded.entries, size });
+                    files.push(CanonicalFile {
+                        name,
+                        first_key_group,
+                        last_key_group,
+                        entries: encoded.entries,
+                        size,
+                    });
                     size_bytes += size;
                 }
                 incremental_bytes = size_bytes;
@@ -381,7 +427,9 @@ impl Coordinator {
     fn abandon(&mut self, pending: Pending) {
         self.report.expired += 1;
         if let Some(request) = pending.request {
-            request.respond(&Response::failed("the savepoint expired before every task acknowledged it"));
+            request.respond(&Response::failed(
+                "the savepoint expired before every task acknowledged it",
+            ));
         }
         remove_dir(&self.config.local_dir.join(format!("chk-{}", pending.trigger.id)));
     }
@@ -392,7 +440,13 @@ impl Coordinator {
         let Ok(entries) = std::fs::read_dir(&self.config.local_dir) else { return };
         for entry in entries.flatten() {
             let name = entry.file_name();
-            let Some(other) = name.to_str().and_then(|n| n.strip_prefix("chk-")).and_then(|n| n.parse::<u64>().ok()) else { continue };
+            let Some(other) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("chk-"))
+                .and_then(|n| n.parse::<u64>().ok())
+            else {
+                continue;
+            };
             if other < id || (other == id && !keep_this) {
                 remove_dir(&entry.path());
             }
@@ -405,8 +459,12 @@ impl Coordinator {
 fn record(pending: &mut Option<Pending>, ack: Ack) {
     let current = pending.as_ref().map(|p| p.trigger.id);
     match ack {
-        Ack::Source { id, state } if Some(id) == current => pending.as_mut().expect("current").source = Some(state),
-        Ack::Sink { id, state } if Some(id) == current => pending.as_mut().expect("current").sink = Some(state),
+        Ack::Source { id, state } if Some(id) == current => {
+            pending.as_mut().expect("current").source = Some(state)
+        }
+        Ack::Sink { id, state } if Some(id) == current => {
+            pending.as_mut().expect("current").sink = Some(state)
+        }
         Ack::Subtask { id, index, dir } if Some(id) == current => {
             if let Some(slot) = pending.as_mut().expect("current").subtasks.get_mut(index) {
                 *slot = Some(dir);

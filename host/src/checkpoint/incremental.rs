@@ -63,7 +63,13 @@ fn hash_file(path: &Path) -> std::io::Result<u128> {
 /// Upload the RocksDB checkpoint in `local` as subtask `subtask`'s part of
 /// the snapshot in `dir`. `known` holds the SSTs earlier checkpoints of the
 /// same database stored, and is updated.
-pub fn upload(storage: &CheckpointStorage, dir: &StorePath, subtask: usize, local: &Path, known: &mut KnownFiles) -> Result<Uploaded, CheckpointError> {
+pub fn upload(
+    storage: &CheckpointStorage,
+    dir: &StorePath,
+    subtask: usize,
+    local: &Path,
+    known: &mut KnownFiles,
+) -> Result<Uploaded, CheckpointError> {
     let mut uploaded = Uploaded::default();
     let mut now_known = KnownFiles::new();
     let mut names: Vec<(String, PathBuf, u64)> = Vec::new();
@@ -71,7 +77,11 @@ pub fn upload(storage: &CheckpointStorage, dir: &StorePath, subtask: usize, loca
         let entry = entry?;
         let metadata = entry.metadata()?;
         if metadata.is_file() {
-            names.push((entry.file_name().to_string_lossy().into_owned(), entry.path(), metadata.len()));
+            names.push((
+                entry.file_name().to_string_lossy().into_owned(),
+                entry.path(),
+                metadata.len(),
+            ));
         }
     }
     names.sort();
@@ -106,24 +116,41 @@ pub fn upload(storage: &CheckpointStorage, dir: &StorePath, subtask: usize, loca
 /// directory `target`. Files found with the right size in `local_copy` (the
 /// local checkpoint the snapshot was uploaded from) are hard-linked (SSTs)
 /// or copied instead of downloaded. Returns the SSTs now known to be stored.
-pub fn download(storage: &CheckpointStorage, dir: &StorePath, subtask: usize, files: &[StoredFile], local_copy: &Path, target: &Path) -> Result<KnownFiles, CheckpointError> {
+pub fn download(
+    storage: &CheckpointStorage,
+    dir: &StorePath,
+    subtask: usize,
+    files: &[StoredFile],
+    local_copy: &Path,
+    target: &Path,
+) -> Result<KnownFiles, CheckpointError> {
     std::fs::create_dir_all(target)?;
     let mut known = KnownFiles::new();
     for file in files {
         if file.name.contains('/') || file.name.starts_with('.') {
-            return Err(CheckpointError::Corrupt(format!("file name {:?} in checkpoint metadata", file.name)));
+            return Err(CheckpointError::Corrupt(format!(
+                "file name {:?} in checkpoint metadata",
+                file.name
+            )));
         }
         let destination = target.join(&file.name);
         let local = local_copy.join(&file.name);
         let have_local = std::fs::metadata(&local).is_ok_and(|m| m.len() == file.size);
         match (&file.shared, have_local) {
-            (Some(_), true) => std::fs::hard_link(&local, &destination).or_else(|_| std::fs::copy(&local, &destination).map(drop))?,
+            (Some(_), true) => std::fs::hard_link(&local, &destination)
+                .or_else(|_| std::fs::copy(&local, &destination).map(drop))?,
             (None, true) => std::fs::copy(&local, &destination).map(drop)?,
             (Some(shared), false) => std::fs::write(&destination, storage.get_shared(shared)?)?,
-            (None, false) => std::fs::write(&destination, storage.get_file(dir, &format!("subtask-{subtask}/{}", file.name))?)?,
+            (None, false) => std::fs::write(
+                &destination,
+                storage.get_file(dir, &format!("subtask-{subtask}/{}", file.name))?,
+            )?,
         }
         if std::fs::metadata(&destination)?.len() != file.size {
-            return Err(CheckpointError::Corrupt(format!("{} has another size than the checkpoint recorded", file.name)));
+            return Err(CheckpointError::Corrupt(format!(
+                "{} has another size than the checkpoint recorded",
+                file.name
+            )));
         }
         if file.shared.is_some() {
             known.insert(file.name.clone(), file.clone());
@@ -150,7 +177,10 @@ mod tests {
         let local_store = tempfile::tempdir().unwrap();
         upload_and_restore(&CheckpointStorage::open("memory://", "p").unwrap(), None);
         let url = format!("file://{}", local_store.path().display());
-        upload_and_restore(&CheckpointStorage::open(&url, "p").unwrap(), Some(&local_store.path().join("p").join("shared")));
+        upload_and_restore(
+            &CheckpointStorage::open(&url, "p").unwrap(),
+            Some(&local_store.path().join("p").join("shared")),
+        );
     }
 
     /// Upload two checkpoints of a database to `storage` and restore the
@@ -164,25 +194,61 @@ mod tests {
         }
         let mut known = KnownFiles::new();
         db.checkpoint(&dir.path().join("chk-1"), crate::state::SnapshotForm::Database).unwrap();
-        let first = upload(storage, &storage.checkpoint_dir(1), 0, &dir.path().join("chk-1"), &mut known).unwrap();
+        let first =
+            upload(storage, &storage.checkpoint_dir(1), 0, &dir.path().join("chk-1"), &mut known)
+                .unwrap();
         assert_eq!(first.sent, first.size, "the first checkpoint sends everything");
         if let Some(shared) = local_shared {
             use std::os::unix::fs::MetadataExt;
-            let files: Vec<_> = std::fs::read_dir(shared).unwrap().map(|e| e.unwrap().path()).collect();
-            assert!(!files.is_empty() && files.iter().all(|f| std::fs::metadata(f).unwrap().nlink() >= 2), "linked, not copied: {files:?}");
+            let files: Vec<_> =
+                std::fs::read_dir(shared).unwrap().map(|e| e.unwrap().path()).collect();
+            assert!(
+                !files.is_empty()
+                    && files.iter().all(|f| std::fs::metadata(f).unwrap().nlink() >= 2),
+                "linked, not copied: {files:?}"
+            );
         }
         db.put(b"key-00000007", b"changed").unwrap();
         db.checkpoint(&dir.path().join("chk-2"), crate::state::SnapshotForm::Database).unwrap();
-        let second = upload(storage, &storage.checkpoint_dir(2), 0, &dir.path().join("chk-2"), &mut known).unwrap();
-        assert!(second.sent * 10 < second.size, "incremental: sent {} of {}", second.sent, second.size);
+        let second =
+            upload(storage, &storage.checkpoint_dir(2), 0, &dir.path().join("chk-2"), &mut known)
+                .unwrap();
+        assert!(
+            second.sent * 10 < second.size,
+            "incremental: sent {} of {}",
+            second.sent,
+            second.size
+        );
 
         let restored = dir.path().join("restored");
-        download(storage, &storage.checkpoint_dir(2), 0, &second.files, &dir.path().join("nowhere"), &restored).unwrap();
+        download(
+            storage,
+            &storage.checkpoint_dir(2),
+            0,
+            &second.files,
+            &dir.path().join("nowhere"),
+            &restored,
+        )
+        .unwrap();
         let copy = RocksDbBackend::open(&restored).unwrap();
         assert_eq!(copy.get(b"key-00000007").unwrap().as_deref(), Some(&b"changed"[..]));
-        assert_eq!(copy.get(b"key-00019999").unwrap().as_deref(), Some(&[19_999u32 as u8; 100][..]));
+        assert_eq!(
+            copy.get(b"key-00019999").unwrap().as_deref(),
+            Some(&[19_999u32 as u8; 100][..])
+        );
         let linked = dir.path().join("linked");
-        download(storage, &storage.checkpoint_dir(2), 0, &second.files, &dir.path().join("chk-2"), &linked).unwrap();
-        assert_eq!(RocksDbBackend::open(&linked).unwrap().get(b"key-00000001").unwrap().as_deref(), Some(&[1u8; 100][..]));
+        download(
+            storage,
+            &storage.checkpoint_dir(2),
+            0,
+            &second.files,
+            &dir.path().join("chk-2"),
+            &linked,
+        )
+        .unwrap();
+        assert_eq!(
+            RocksDbBackend::open(&linked).unwrap().get(b"key-00000001").unwrap().as_deref(),
+            Some(&[1u8; 100][..])
+        );
     }
 }

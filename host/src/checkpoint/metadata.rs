@@ -106,7 +106,9 @@ impl SnapshotMetadata {
     /// Names (under `shared/`) of the shared files it references.
     pub fn shared_files(&self) -> BTreeSet<&str> {
         match &self.state {
-            StateFiles::Rocksdb { subtasks } => subtasks.iter().flatten().filter_map(|f| f.shared.as_deref()).collect(),
+            StateFiles::Rocksdb { subtasks } => {
+                subtasks.iter().flatten().filter_map(|f| f.shared.as_deref()).collect()
+            }
             StateFiles::Canonical { .. } => BTreeSet::new(),
         }
     }

@@ -19,7 +19,9 @@ mod restore;
 mod storage;
 
 pub use control::{ControlDir, Request, Response};
-pub use coordinator::{Ack, CompletedSnapshot, Coordinator, CoordinatorConfig, CoordinatorReport, Trigger};
+pub use coordinator::{
+    Ack, CompletedSnapshot, Coordinator, CoordinatorConfig, CoordinatorReport, Trigger,
+};
 pub use incremental::KnownFiles;
 pub use metadata::{CanonicalFile, SnapshotKind, SnapshotMetadata, StateFiles, StoredFile};
 pub use restore::{restore, RestoreTarget};

@@ -29,7 +29,10 @@ pub struct RestoreTarget<'a> {
 /// Replace the state in `target.state_dir` by the snapshot's. Returns, per
 /// subtask, the SST files known to be stored (empty when the state was
 /// rebuilt, or will be rescaled, so the next checkpoint uploads afresh).
-pub fn restore(snapshot: &LocatedSnapshot, target: &RestoreTarget<'_>) -> Result<Vec<KnownFiles>, CheckpointError> {
+pub fn restore(
+    snapshot: &LocatedSnapshot,
+    target: &RestoreTarget<'_>,
+) -> Result<Vec<KnownFiles>, CheckpointError> {
     let metadata = &snapshot.metadata;
     check_compatible(metadata, target)?;
     let staging = target.state_dir.with_file_name("state-restoring");
@@ -40,14 +43,28 @@ pub fn restore(snapshot: &LocatedSnapshot, target: &RestoreTarget<'_>) -> Result
         StateFiles::Rocksdb { subtasks } => {
             let mut known = Vec::new();
             for (index, files) in subtasks.iter().enumerate() {
-                let local = target.local_checkpoints.join(format!("chk-{}", metadata.id)).join(format!("subtask-{index}"));
-                let index16 = u16::try_from(index).map_err(|_| CheckpointError::Corrupt("too many subtasks".into()))?;
+                let local = target
+                    .local_checkpoints
+                    .join(format!("chk-{}", metadata.id))
+                    .join(format!("subtask-{index}"));
+                let index16 = u16::try_from(index)
+                    .map_err(|_| CheckpointError::Corrupt("too many subtasks".into()))?;
                 let database = layout::subtask_dir(&staging, index16);
-                known.push(incremental::download(&snapshot.storage, &snapshot.dir, index, files, &local, &database)?);
+                known.push(incremental::download(
+                    &snapshot.storage,
+                    &snapshot.dir,
+                    index,
+                    files,
+                    &local,
+                    &database,
+                )?);
                 // A checkpoint between full ones carries changelogs.
                 crate::state::changelog::replay(&database)?;
             }
-            let stored = Layout { max_parallelism: metadata.max_parallelism, parallelism: metadata.parallelism };
+            let stored = Layout {
+                max_parallelism: metadata.max_parallelism,
+                parallelism: metadata.parallelism,
+            };
             layout::install(target.state_dir, &staging, stored)?;
             Ok(if stored == target.layout { known } else { Vec::new() })
         }
@@ -57,7 +74,10 @@ pub fn restore(snapshot: &LocatedSnapshot, target: &RestoreTarget<'_>) -> Result
                 let bytes = snapshot.storage.get_file(&snapshot.dir, &file.name)?;
                 let entries = canonical::decode(&bytes, |key, value| distributor.add(key, value))?;
                 if entries != file.entries {
-                    return Err(CheckpointError::Corrupt(format!("{} holds {entries} entries, not {}", file.name, file.entries)));
+                    return Err(CheckpointError::Corrupt(format!(
+                        "{} holds {entries} entries, not {}",
+                        file.name, file.entries
+                    )));
                 }
             }
             distributor.finish()?;
@@ -67,8 +87,14 @@ pub fn restore(snapshot: &LocatedSnapshot, target: &RestoreTarget<'_>) -> Result
     }
 }
 
-fn check_compatible(metadata: &SnapshotMetadata, target: &RestoreTarget<'_>) -> Result<(), CheckpointError> {
-    let incompatible = |message: String| CheckpointError::Incompatible { what: format!("{:?} {}", metadata.kind, metadata.id).to_lowercase(), message };
+fn check_compatible(
+    metadata: &SnapshotMetadata,
+    target: &RestoreTarget<'_>,
+) -> Result<(), CheckpointError> {
+    let incompatible = |message: String| CheckpointError::Incompatible {
+        what: format!("{:?} {}", metadata.kind, metadata.id).to_lowercase(),
+        message,
+    };
     if metadata.max_parallelism != target.layout.max_parallelism {
         return Err(incompatible(format!(
             "it has max_parallelism {} and the pipeline {}; the number of key groups is fixed for the life of the state",

@@ -106,7 +106,11 @@ impl CheckpointStorage {
         Self::with_store(store, root, prefix.join(pipeline))
     }
 
-    fn with_store(store: Arc<dyn ObjectStore>, root: String, base: Path) -> Result<Self, CheckpointError> {
+    fn with_store(
+        store: Arc<dyn ObjectStore>,
+        root: String,
+        base: Path,
+    ) -> Result<Self, CheckpointError> {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         Ok(Self { store, root, base, runtime })
     }
@@ -117,24 +121,38 @@ impl CheckpointStorage {
         let url = if reference.contains("://") {
             reference.to_string()
         } else {
-            let path = std::fs::canonicalize(reference).map_err(|e| CheckpointError::Url { url: reference.to_string(), message: e.to_string() })?;
+            let path = std::fs::canonicalize(reference).map_err(|e| CheckpointError::Url {
+                url: reference.to_string(),
+                message: e.to_string(),
+            })?;
             format!("file://{}", path.display())
         };
         let (store, root, dir) = parse_store(&url)?;
         let parts: Vec<String> = dir.parts().map(|p| p.as_ref().to_string()).collect();
-        let bad = |message: &str| CheckpointError::Url { url: reference.to_string(), message: message.to_string() };
-        let name = parts.last().ok_or_else(|| bad("names no checkpoint (chk-N) or savepoint (sp-N) directory"))?;
+        let bad = |message: &str| CheckpointError::Url {
+            url: reference.to_string(),
+            message: message.to_string(),
+        };
+        let name = parts
+            .last()
+            .ok_or_else(|| bad("names no checkpoint (chk-N) or savepoint (sp-N) directory"))?;
         // chk-N lives in <pipeline>/, sp-N in <pipeline>/savepoints/.
         let depth = if name.starts_with("chk-") {
             1
-        } else if name.starts_with("sp-") && parts.len() >= 2 && parts[parts.len() - 2] == "savepoints" {
+        } else if name.starts_with("sp-")
+            && parts.len() >= 2
+            && parts[parts.len() - 2] == "savepoints"
+        {
             2
         } else {
             return Err(bad("is not a checkpoint (…/<pipeline>/chk-N) or savepoint (…/<pipeline>/savepoints/sp-N) directory"));
         };
         let base = Path::from_iter(parts[..parts.len() - depth].iter().map(String::as_str));
         let storage = Self::with_store(store, root, base)?;
-        let metadata = storage.read_metadata(&dir).map_err(|e| CheckpointError::Url { url: reference.to_string(), message: format!("no readable {METADATA}: {e}") })?;
+        let metadata = storage.read_metadata(&dir).map_err(|e| CheckpointError::Url {
+            url: reference.to_string(),
+            message: format!("no readable {METADATA}: {e}"),
+        })?;
         Ok(LocatedSnapshot { storage, dir, metadata })
     }
 
@@ -191,7 +209,11 @@ impl CheckpointStorage {
     /// system a hard link to it, synced (no copy; `local` must not change
     /// again, as an SST or a changelog does not), elsewhere or across file
     /// systems its bytes uploaded.
-    pub fn put_shared_file(&self, name: &str, local: &std::path::Path) -> Result<bool, CheckpointError> {
+    pub fn put_shared_file(
+        &self,
+        name: &str,
+        local: &std::path::Path,
+    ) -> Result<bool, CheckpointError> {
         if self.root.is_empty() {
             let target = std::path::Path::new("/").join(self.shared_path(name).as_ref());
             if target.exists() {
@@ -221,7 +243,8 @@ impl CheckpointStorage {
     /// Store `bytes` as `name` in the snapshot directory `dir`.
     pub fn put(&self, dir: &Path, name: &str, bytes: Vec<u8>) -> Result<(), CheckpointError> {
         let path = join(dir, name);
-        self.runtime.block_on(async { Ok(self.store.put(&path, PutPayload::from(bytes)).await.map(drop)?) })
+        self.runtime
+            .block_on(async { Ok(self.store.put(&path, PutPayload::from(bytes)).await.map(drop)?) })
     }
 
     /// Read `name` from the snapshot directory `dir`.
@@ -247,7 +270,11 @@ impl CheckpointStorage {
     /// complete or not, in increasing order.
     fn ids(&self, dir: &Path, prefix: &str) -> Result<BTreeSet<u64>, CheckpointError> {
         let listing = self.runtime.block_on(self.store.list_with_delimiter(Some(dir)))?;
-        Ok(listing.common_prefixes.iter().filter_map(|p| p.filename()?.strip_prefix(prefix)?.parse().ok()).collect())
+        Ok(listing
+            .common_prefixes
+            .iter()
+            .filter_map(|p| p.filename()?.strip_prefix(prefix)?.parse().ok())
+            .collect())
     }
 
     /// The highest id of any checkpoint or savepoint directory, complete or
@@ -260,7 +287,10 @@ impl CheckpointStorage {
 
     /// Every completed snapshot of `kind`, newest first. A directory whose
     /// metadata is missing or unreadable is skipped with a warning.
-    pub fn completed_of(&self, kind: SnapshotKind) -> Result<Vec<SnapshotMetadata>, CheckpointError> {
+    pub fn completed_of(
+        &self,
+        kind: SnapshotKind,
+    ) -> Result<Vec<SnapshotMetadata>, CheckpointError> {
         let ids = match kind {
             SnapshotKind::Checkpoint => self.ids(&self.base, "chk-")?,
             SnapshotKind::Savepoint => self.ids(&self.base.clone().join("savepoints"), "sp-")?,
@@ -268,11 +298,20 @@ impl CheckpointStorage {
         let mut completed = Vec::new();
         for id in ids.into_iter().rev() {
             match self.read_metadata(&self.snapshot_dir(kind, id)) {
-                Ok(metadata) if metadata.id == id && metadata.kind == kind => completed.push(metadata),
-                Ok(_) => tracing::warn!(id, "skipping a snapshot whose metadata names another id or kind"),
+                Ok(metadata) if metadata.id == id && metadata.kind == kind => {
+                    completed.push(metadata)
+                }
+                Ok(_) => tracing::warn!(
+                    id,
+                    "skipping a snapshot whose metadata names another id or kind"
+                ),
                 // In flight, abandoned, or being deleted: never completed.
-                Err(CheckpointError::Store(object_store::Error::NotFound { .. })) => tracing::debug!(id, "skipping a snapshot without metadata"),
-                Err(error) => tracing::warn!(id, %error, "skipping a snapshot whose metadata is unreadable"),
+                Err(CheckpointError::Store(object_store::Error::NotFound { .. })) => {
+                    tracing::debug!(id, "skipping a snapshot without metadata")
+                }
+                Err(error) => {
+                    tracing::warn!(id, %error, "skipping a snapshot whose metadata is unreadable")
+                }
             }
         }
         Ok(completed)
@@ -288,14 +327,23 @@ impl CheckpointStorage {
     /// directories (complete or not), then every shared file that no kept
     /// checkpoint references. Savepoints are self-contained and never
     /// touched.
-    pub fn retain(&self, keep: usize, pinned: Option<u64>) -> Result<RetainReport, CheckpointError> {
+    pub fn retain(
+        &self,
+        keep: usize,
+        pinned: Option<u64>,
+    ) -> Result<RetainReport, CheckpointError> {
         let completed = self.completed()?;
         let kept = &completed[..keep.min(completed.len())];
         let oldest_kept = kept.last().map_or(0, |m| m.id);
         let pinned_metadata = completed.iter().find(|m| Some(m.id) == pinned);
-        let referenced: BTreeSet<&str> = kept.iter().chain(pinned_metadata).flat_map(SnapshotMetadata::shared_files).collect();
+        let referenced: BTreeSet<&str> =
+            kept.iter().chain(pinned_metadata).flat_map(SnapshotMetadata::shared_files).collect();
         let mut report = RetainReport::default();
-        let doomed: Vec<u64> = self.ids(&self.base, "chk-")?.into_iter().filter(|id| *id < oldest_kept && Some(*id) != pinned).collect();
+        let doomed: Vec<u64> = self
+            .ids(&self.base, "chk-")?
+            .into_iter()
+            .filter(|id| *id < oldest_kept && Some(*id) != pinned)
+            .collect();
         self.runtime.block_on(async {
             for id in doomed {
                 let dir = self.checkpoint_dir(id);
@@ -341,7 +389,9 @@ fn parse_store(url: &str) -> Result<(Arc<dyn ObjectStore>, String, Path), Checkp
         // removes directories that deleting a checkpoint empties.
         let dir = parsed.to_file_path().map_err(|()| bad("not an absolute file path".into()))?;
         std::fs::create_dir_all(&dir).map_err(|e| bad(e.to_string()))?;
-        let store = object_store::local::LocalFileSystem::new().with_automatic_cleanup(true).with_fsync(true);
+        let store = object_store::local::LocalFileSystem::new()
+            .with_automatic_cleanup(true)
+            .with_fsync(true);
         let prefix = Path::from_url_path(parsed.path()).map_err(|e| bad(e.to_string()))?;
         return Ok((Arc::new(store), String::new(), prefix));
     }
@@ -349,7 +399,8 @@ fn parse_store(url: &str) -> Result<(Arc<dyn ObjectStore>, String, Path), Checkp
     // cloud tools: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION,
     // AWS_ENDPOINT (an S3-compatible server), AWS_ALLOW_HTTP, …
     let options = std::env::vars().filter(|(key, _)| key.starts_with("AWS_"));
-    let (store, prefix) = object_store::parse_url_opts(&parsed, options).map_err(|e| bad(e.to_string()))?;
+    let (store, prefix) =
+        object_store::parse_url_opts(&parsed, options).map_err(|e| bad(e.to_string()))?;
     let root = format!("{}://{}", parsed.scheme(), parsed.host_str().unwrap_or_default());
     Ok((Arc::from(store), root, prefix))
 }
@@ -360,7 +411,10 @@ mod tests {
     use crate::checkpoint::metadata::{StateFiles, StoredFile};
 
     pub(crate) fn metadata(id: u64, shared: &[&str]) -> SnapshotMetadata {
-        let files = shared.iter().map(|s| StoredFile { name: s.to_string(), shared: Some(s.to_string()), size: 1 }).collect();
+        let files = shared
+            .iter()
+            .map(|s| StoredFile { name: s.to_string(), shared: Some(s.to_string()), size: 1 })
+            .collect();
         SnapshotMetadata {
             id,
             kind: SnapshotKind::Checkpoint,
@@ -394,12 +448,23 @@ mod tests {
         storage.commit(&metadata(1, &["000001.sst"])).unwrap();
         assert_eq!(storage.completed().unwrap(), vec![metadata(1, &["000001.sst"])]);
         assert_eq!(storage.get_shared("000001.sst").unwrap(), b"a");
-        assert_eq!(storage.get_file(&storage.checkpoint_dir(1), "subtask-0/MANIFEST").unwrap(), b"7");
-        assert!(dir.path().join("orders/chk-1/_metadata").exists(), "layout: <root>/<pipeline>/chk-N/");
+        assert_eq!(
+            storage.get_file(&storage.checkpoint_dir(1), "subtask-0/MANIFEST").unwrap(),
+            b"7"
+        );
+        assert!(
+            dir.path().join("orders/chk-1/_metadata").exists(),
+            "layout: <root>/<pipeline>/chk-N/"
+        );
         assert!(dir.path().join("orders/shared/000001.sst").exists());
-        let located = CheckpointStorage::locate(&storage.describe(&storage.checkpoint_dir(1))).unwrap();
+        let located =
+            CheckpointStorage::locate(&storage.describe(&storage.checkpoint_dir(1))).unwrap();
         assert_eq!(located.metadata.id, 1);
-        assert_eq!(located.storage.get_shared("000001.sst").unwrap(), b"a", "a located checkpoint finds its shared files");
+        assert_eq!(
+            located.storage.get_shared("000001.sst").unwrap(),
+            b"a",
+            "a located checkpoint finds its shared files"
+        );
     }
 
     #[test]
@@ -435,11 +500,18 @@ mod tests {
         savepoint.kind = SnapshotKind::Savepoint;
         storage.commit(&savepoint).unwrap();
         let report = storage.retain(2, None).unwrap();
-        assert_eq!(report, RetainReport { checkpoints: vec![1], shared_files: vec!["a".to_string()] });
+        assert_eq!(
+            report,
+            RetainReport { checkpoints: vec![1], shared_files: vec!["a".to_string()] }
+        );
         let ids: Vec<u64> = storage.completed().unwrap().iter().map(|m| m.id).collect();
         assert_eq!(ids, vec![3, 2]);
         assert!(storage.get_shared("b").is_ok() && storage.get_shared("a").is_err());
-        assert_eq!(storage.completed_of(SnapshotKind::Savepoint).unwrap(), vec![savepoint], "savepoints are never retired");
+        assert_eq!(
+            storage.completed_of(SnapshotKind::Savepoint).unwrap(),
+            vec![savepoint],
+            "savepoints are never retired"
+        );
     }
 
     #[test]
@@ -454,7 +526,11 @@ mod tests {
             storage.commit(&metadata(id, &files)).unwrap();
         }
         let report = storage.retain(2, Some(1)).unwrap();
-        assert_eq!(report, RetainReport { checkpoints: vec![2], shared_files: vec![] }, "c stays for 3, a and b for the pinned 1");
+        assert_eq!(
+            report,
+            RetainReport { checkpoints: vec![2], shared_files: vec![] },
+            "c stays for 3, a and b for the pinned 1"
+        );
         let ids: Vec<u64> = storage.completed().unwrap().iter().map(|m| m.id).collect();
         assert_eq!(ids, vec![4, 3, 1]);
         assert!(storage.get_shared("a").is_ok());

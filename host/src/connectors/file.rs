@@ -47,7 +47,10 @@ impl FileSource {
     /// Open `path`. With `timestamp_field`, each line must be a JSON object
     /// whose field of that name holds the event time.
     pub fn open(path: &Path, timestamp_field: Option<String>) -> Result<Self, ConnectorError> {
-        let file = File::open(path).map_err(|source| ConnectorError::Io { what: format!("opening {}", path.display()), source })?;
+        let file = File::open(path).map_err(|source| ConnectorError::Io {
+            what: format!("opening {}", path.display()),
+            source,
+        })?;
         let size = file.metadata().map_or(0, |m| m.len());
         Ok(Self {
             path: path.to_path_buf(),
@@ -70,12 +73,16 @@ impl FileSource {
     }
 
     fn bad(&self, message: impl Into<String>) -> ConnectorError {
-        ConnectorError::BadRecord { location: format!("{}:{}", self.path.display(), self.line_number), message: message.into() }
+        ConnectorError::BadRecord {
+            location: format!("{}:{}", self.path.display(), self.line_number),
+            message: message.into(),
+        }
     }
 
     fn timestamp(&self, line: &[u8]) -> Result<i64, ConnectorError> {
         let Some(field) = &self.timestamp_field else {
-            serde_json::from_slice::<serde::de::IgnoredAny>(line).map_err(|e| self.bad(format!("not JSON: {e}")))?;
+            serde_json::from_slice::<serde::de::IgnoredAny>(line)
+                .map_err(|e| self.bad(format!("not JSON: {e}")))?;
             return Ok(0);
         };
         json_timestamp(line, field).map_err(|message| self.bad(message))
@@ -87,10 +94,9 @@ impl Source for FileSource {
         let mut added = 0;
         while added < max {
             self.line.clear();
-            let read = self
-                .reader
-                .read_until(b'\n', &mut self.line)
-                .map_err(|source| ConnectorError::Io { what: format!("reading {}", self.path.display()), source })?;
+            let read = self.reader.read_until(b'\n', &mut self.line).map_err(|source| {
+                ConnectorError::Io { what: format!("reading {}", self.path.display()), source }
+            })?;
             if read == 0 {
                 return Ok(Polled::single(false));
             }
@@ -100,7 +106,12 @@ impl Source for FileSource {
             if line.is_empty() {
                 continue;
             }
-            let event = |timestamp| Event { key: None, value: line.to_vec(), timestamp, headers: Vec::new() };
+            let event = |timestamp| Event {
+                key: None,
+                value: line.to_vec(),
+                timestamp,
+                headers: Vec::new(),
+            };
             match (self.timestamp(line), &self.bad_timestamps) {
                 (Ok(timestamp), _) => {
                     out.push(event(timestamp));
@@ -131,17 +142,26 @@ impl Source for FileSource {
     }
 
     fn position(&self) -> serde_json::Value {
-        encode(&FilePosition { offset: self.bytes_read, line: self.line_number, dropped: self.dropped })
+        encode(&FilePosition {
+            offset: self.bytes_read,
+            line: self.line_number,
+            dropped: self.dropped,
+        })
     }
 
     fn seek(&mut self, position: &serde_json::Value) -> Result<(), ConnectorError> {
         let name = format!("file source {}", self.path.display());
         let FilePosition { offset, line, dropped } = decode(|| name.clone(), position)?;
         let misfit = |message: String| ConnectorError::Restore { what: name.clone(), message };
-        let io = |source| ConnectorError::Io { what: format!("seeking in {}", self.path.display()), source };
+        let io = |source| ConnectorError::Io {
+            what: format!("seeking in {}", self.path.display()),
+            source,
+        };
         let size = self.reader.get_ref().metadata().map_err(io)?.len();
         if offset > size {
-            return Err(misfit(format!("offset {offset} is beyond the end of the file ({size} bytes)")));
+            return Err(misfit(format!(
+                "offset {offset} is beyond the end of the file ({size} bytes)"
+            )));
         }
         // Each line read takes at least one byte, and all but the last line
         // of the file end with a newline.
@@ -150,7 +170,10 @@ impl Source for FileSource {
         }
         if offset > 0 && offset < size {
             let mut before = [0u8];
-            self.reader.seek(SeekFrom::Start(offset - 1)).and_then(|_| self.reader.read_exact(&mut before)).map_err(io)?;
+            self.reader
+                .seek(SeekFrom::Start(offset - 1))
+                .and_then(|_| self.reader.read_exact(&mut before))
+                .map_err(io)?;
             if before[0] != b'\n' {
                 return Err(misfit(format!("offset {offset} is not at the start of a line")));
             }
@@ -203,13 +226,17 @@ impl FileSink {
     /// Create (or truncate) `path`, creating its directory if needed; write
     /// it directly, ignoring epochs.
     pub fn create(path: &Path) -> Result<Self, ConnectorError> {
-        let io = |source| ConnectorError::Io { what: format!("creating {}", path.display()), source };
+        let io =
+            |source| ConnectorError::Io { what: format!("creating {}", path.display()), source };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
         let file = File::create(path).map_err(io)?;
         let sync = file.metadata().map_err(io)?.is_file();
-        Ok(Self { path: path.to_path_buf(), mode: Mode::Direct { out: BufWriter::new(file), sync } })
+        Ok(Self {
+            path: path.to_path_buf(),
+            mode: Mode::Direct { out: BufWriter::new(file), sync },
+        })
     }
 
     /// An exactly-once sink on the regular file `path`. With `recovered`
@@ -217,7 +244,10 @@ impl FileSink {
     /// the file is brought back to exactly the output up to that checkpoint;
     /// without it the file starts empty. Either way, pending data of any
     /// other epoch is discarded.
-    pub fn exactly_once(path: &Path, recovered: Option<&serde_json::Value>) -> Result<Self, ConnectorError> {
+    pub fn exactly_once(
+        path: &Path,
+        recovered: Option<&serde_json::Value>,
+    ) -> Result<Self, ConnectorError> {
         let parts = match recovered {
             None => PendingParts::start(path)?,
             Some(state) => PendingParts::recover(path, state)?,
@@ -244,7 +274,9 @@ impl Sink for FileSink {
         match &mut self.mode {
             Mode::Direct { out, sync } => {
                 let sync = *sync;
-                let result = out.flush().and_then(|()| if sync { out.get_ref().sync_data() } else { Ok(()) });
+                let result =
+                    out.flush()
+                        .and_then(|()| if sync { out.get_ref().sync_data() } else { Ok(()) });
                 result.map_err(|e| self.error(e))
             }
             Mode::ExactlyOnce(parts) => parts.commit_all(),
@@ -277,11 +309,16 @@ mod tests {
     /// Events read, events set aside, and the count dropped.
     type ReadAll = (Vec<Event>, Vec<(String, Event)>, u64);
 
-    fn read_with(text: &str, field: Option<&str>, policy: BadTimestamps) -> Result<ReadAll, ConnectorError> {
+    fn read_with(
+        text: &str,
+        field: Option<&str>,
+        policy: BadTimestamps,
+    ) -> Result<ReadAll, ConnectorError> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("in.jsonl");
         std::fs::write(&path, text).unwrap();
-        let mut source = FileSource::open(&path, field.map(String::from))?.with_bad_timestamps(policy);
+        let mut source =
+            FileSource::open(&path, field.map(String::from))?.with_bad_timestamps(policy);
         let mut out = Vec::new();
         let mut rejected = Vec::new();
         loop {
@@ -298,7 +335,8 @@ mod tests {
         let text = "{\"t\":5}\n{\"x\":1}\n{\"t\":\"soon\"}\nnot json\n{\"t\":6}\n";
         let (events, rejected, dropped) = read_with(text, Some("t"), BadTimestamps::Drop).unwrap();
         assert_eq!((events.len(), rejected.len(), dropped), (2, 0, 3));
-        let (events, rejected, dropped) = read_with(text, Some("t"), BadTimestamps::SideOutput("bad".into())).unwrap();
+        let (events, rejected, dropped) =
+            read_with(text, Some("t"), BadTimestamps::SideOutput("bad".into())).unwrap();
         assert_eq!((events.len(), rejected.len(), dropped), (2, 3, 0));
         assert!(rejected.iter().all(|(name, e)| name == "bad" && e.timestamp == i64::MIN));
         assert_eq!(rejected[0].1.value, b"{\"x\":1}");
@@ -306,7 +344,11 @@ mod tests {
 
     #[test]
     fn reads_lines_in_batches_with_timestamps() {
-        let events = read_all("{\"t\":\"2026-01-15T10:00:05Z\"}\n\n{\"t\":1000}\n{\"t\":\"2026-01-15T10:00:05.5Z\"}", Some("t")).unwrap();
+        let events = read_all(
+            "{\"t\":\"2026-01-15T10:00:05Z\"}\n\n{\"t\":1000}\n{\"t\":\"2026-01-15T10:00:05.5Z\"}",
+            Some("t"),
+        )
+        .unwrap();
         let times: Vec<i64> = events.iter().map(|e| e.timestamp).collect();
         assert_eq!(times, vec![1_768_471_205_000, 1000, 1_768_471_205_500]);
         assert_eq!(events[1].value, b"{\"t\":1000}");
@@ -325,11 +367,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/out.jsonl");
         let mut sink = FileSink::create(&path).unwrap();
-        sink.write(0, &[Event { key: None, value: b"{\"a\":1}".to_vec(), timestamp: 0, headers: vec![] }]).unwrap();
+        sink.write(
+            0,
+            &[Event { key: None, value: b"{\"a\":1}".to_vec(), timestamp: 0, headers: vec![] }],
+        )
+        .unwrap();
         sink.flush().unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\":1}\n");
         // Plain mode ignores epochs and checkpoints: it writes straight through.
-        sink.write(7, &[Event { key: None, value: b"2".to_vec(), timestamp: 0, headers: vec![] }]).unwrap();
+        sink.write(7, &[Event { key: None, value: b"2".to_vec(), timestamp: 0, headers: vec![] }])
+            .unwrap();
         assert_eq!(sink.pre_commit(3).unwrap(), serde_json::Value::Null);
         sink.commit(3).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\":1}\n2\n");
@@ -338,7 +385,8 @@ mod tests {
     #[test]
     fn plain_sink_still_writes_to_dev_null() {
         let mut sink = FileSink::create(Path::new("/dev/null")).unwrap();
-        sink.write(0, &[Event { key: None, value: b"x".to_vec(), timestamp: 0, headers: vec![] }]).unwrap();
+        sink.write(0, &[Event { key: None, value: b"x".to_vec(), timestamp: 0, headers: vec![] }])
+            .unwrap();
         sink.pre_commit(1).unwrap();
         sink.flush().unwrap();
     }
@@ -354,7 +402,12 @@ mod tests {
             let mut out = Vec::new();
             let polled = source.next_batch(max, &mut out)?;
             seen.extend(out.into_iter().map(|e| (e.value, e.timestamp, None)));
-            seen.extend(source.take_rejected().into_iter().map(|(name, e)| (e.value, e.timestamp, Some(name))));
+            seen.extend(
+                source
+                    .take_rejected()
+                    .into_iter()
+                    .map(|(name, e)| (e.value, e.timestamp, Some(name))),
+            );
             if !polled.more {
                 return Ok(seen);
             }
@@ -368,7 +421,11 @@ mod tests {
         let path = dir.path().join("in.jsonl");
         std::fs::write(&path, text).unwrap();
         for policy in [BadTimestamps::Drop, BadTimestamps::SideOutput("bad".into())] {
-            let open = || FileSource::open(&path, Some("t".into())).unwrap().with_bad_timestamps(policy.clone());
+            let open = || {
+                FileSource::open(&path, Some("t".into()))
+                    .unwrap()
+                    .with_bad_timestamps(policy.clone())
+            };
             let whole = drain(&mut open(), 1).unwrap();
             // Stop after every possible number of batches, of 1 and of 2.
             for max in [1, 2] {
@@ -379,7 +436,12 @@ mod tests {
                         let mut out = Vec::new();
                         source.next_batch(max, &mut out).unwrap();
                         head.extend(out.into_iter().map(|e| (e.value, e.timestamp, None)));
-                        head.extend(source.take_rejected().into_iter().map(|(n, e)| (e.value, e.timestamp, Some(n))));
+                        head.extend(
+                            source
+                                .take_rejected()
+                                .into_iter()
+                                .map(|(n, e)| (e.value, e.timestamp, Some(n))),
+                        );
                     }
                     let position = source.position();
                     let dropped_at = source.dropped();
@@ -389,7 +451,11 @@ mod tests {
                     let mut resumed = open();
                     resumed.seek(&position).unwrap();
                     assert_eq!(resumed.dropped(), dropped_at);
-                    assert_eq!(drain(&mut resumed, max).unwrap(), rest, "{policy:?} max {max} stop {stop} at {position}");
+                    assert_eq!(
+                        drain(&mut resumed, max).unwrap(),
+                        rest,
+                        "{policy:?} max {max} stop {stop} at {position}"
+                    );
                     assert_eq!(resumed.dropped(), dropped);
                     assert_eq!(resumed.progress(), Some((text.len() as u64, text.len() as u64)));
                     let mut both = head;
@@ -404,7 +470,9 @@ mod tests {
         }
         // Mid-file, after a blank line and a dropped one: the position says
         // where the next line starts and how many lines and drops came before.
-        let mut source = FileSource::open(&path, Some("t".into())).unwrap().with_bad_timestamps(BadTimestamps::Drop);
+        let mut source = FileSource::open(&path, Some("t".into()))
+            .unwrap()
+            .with_bad_timestamps(BadTimestamps::Drop);
         source.next_batch(2, &mut Vec::new()).unwrap();
         assert_eq!(source.position(), serde_json::json!({"offset": 17, "line": 3, "dropped": 0}));
         source.next_batch(1, &mut Vec::new()).unwrap();
@@ -432,16 +500,30 @@ mod tests {
         std::fs::write(&path, "{}\n{}\n").unwrap();
         let mut source = FileSource::open(&path, None).unwrap();
         let cases = [
-            (serde_json::json!({"offset": 7, "line": 2, "dropped": 0}), "beyond the end of the file (6 bytes)"),
-            (serde_json::json!({"offset": 1, "line": 1, "dropped": 0}), "not at the start of a line"),
-            (serde_json::json!({"offset": 3, "line": 4, "dropped": 0}), "4 lines cannot end at byte 3"),
+            (
+                serde_json::json!({"offset": 7, "line": 2, "dropped": 0}),
+                "beyond the end of the file (6 bytes)",
+            ),
+            (
+                serde_json::json!({"offset": 1, "line": 1, "dropped": 0}),
+                "not at the start of a line",
+            ),
+            (
+                serde_json::json!({"offset": 3, "line": 4, "dropped": 0}),
+                "4 lines cannot end at byte 3",
+            ),
             (serde_json::json!({"offset": 3}), "malformed"),
             (serde_json::json!({"produced": 3}), "malformed"),
             (serde_json::json!("3"), "malformed"),
         ];
         for (position, expected) in cases {
             let err = source.seek(&position).unwrap_err().to_string();
-            assert!(err.contains("file source") && err.contains("in.jsonl: cannot restore") && err.contains(expected), "{err}");
+            assert!(
+                err.contains("file source")
+                    && err.contains("in.jsonl: cannot restore")
+                    && err.contains(expected),
+                "{err}"
+            );
         }
         // The end of the file is a fine position: nothing more to read.
         source.seek(&serde_json::json!({"offset": 6, "line": 2, "dropped": 0})).unwrap();

@@ -55,7 +55,9 @@ pub fn encode_binary_order(order_id: u64, customer_id: u64, amount_cents: i64) -
 pub fn decode_binary_order(bytes: &[u8]) -> Result<(u64, u64, i64), String> {
     let field = |i: usize| bytes.get(i * 8..i * 8 + 8).and_then(|b| <[u8; 8]>::try_from(b).ok());
     match (bytes.len(), field(0), field(1), field(2)) {
-        (BINARY_ORDER_BYTES, Some(id), Some(customer), Some(cents)) => Ok((u64::from_le_bytes(id), u64::from_le_bytes(customer), i64::from_le_bytes(cents))),
+        (BINARY_ORDER_BYTES, Some(id), Some(customer), Some(cents)) => {
+            Ok((u64::from_le_bytes(id), u64::from_le_bytes(customer), i64::from_le_bytes(cents)))
+        }
         (len, ..) => Err(format!("a binary order is {BINARY_ORDER_BYTES} bytes, not {len}")),
     }
 }
@@ -77,7 +79,17 @@ impl GeneratorSource {
     /// `count` orders over `keys` customers from `seed`, the first at
     /// `start_millis` (ms since the epoch).
     pub fn new(count: u64, keys: u64, seed: u64, start_millis: i64, interval_ms: u64) -> Self {
-        Self { encoding: Encoding::Json, count, remaining: count, next_id: 1, keys: keys.max(1), seed, rng: seed, start_millis, interval_ms }
+        Self {
+            encoding: Encoding::Json,
+            count,
+            remaining: count,
+            next_id: 1,
+            keys: keys.max(1),
+            seed,
+            rng: seed,
+            start_millis,
+            interval_ms,
+        }
     }
 
     /// Encode orders as `encoding`.
@@ -102,10 +114,17 @@ impl Source for GeneratorSource {
             let id = self.next_id;
             let customer = self.next_random() % self.keys + 1;
             let cents = self.next_random() % 10_000 + 1;
-            let timestamp = self.start_millis.saturating_add(((id - 1).saturating_mul(self.interval_ms)) as i64);
+            let timestamp = self
+                .start_millis
+                .saturating_add(((id - 1).saturating_mul(self.interval_ms)) as i64);
             self.next_id += 1;
             if self.encoding == Encoding::Binary {
-                out.push(Event { key: None, value: encode_binary_order(id, customer, cents as i64), timestamp, headers: Vec::new() });
+                out.push(Event {
+                    key: None,
+                    value: encode_binary_order(id, customer, cents as i64),
+                    timestamp,
+                    headers: Vec::new(),
+                });
                 continue;
             }
             let time = UNIX_EPOCH + Duration::from_millis(timestamp.max(0) as u64);
@@ -117,7 +136,12 @@ impl Source for GeneratorSource {
                 cents % 100,
                 humantime::format_rfc3339_millis(time)
             );
-            out.push(Event { key: None, value: value.into_bytes(), timestamp, headers: Vec::new() });
+            out.push(Event {
+                key: None,
+                value: value.into_bytes(),
+                timestamp,
+                headers: Vec::new(),
+            });
         }
         self.remaining -= n;
         Ok(Polled::single(self.remaining > 0))
@@ -135,11 +159,15 @@ impl Source for GeneratorSource {
         let what = || "generator source".to_string();
         let GeneratorPosition { produced } = decode(what, position)?;
         if produced > self.count {
-            return Err(ConnectorError::Restore { what: what(), message: format!("position {produced} is beyond its {} events", self.count) });
+            return Err(ConnectorError::Restore {
+                what: what(),
+                message: format!("position {produced} is beyond its {} events", self.count),
+            });
         }
         self.next_id = produced + 1;
         self.remaining = self.count - produced;
-        self.rng = self.seed.wrapping_add(GAMMA.wrapping_mul(produced.wrapping_mul(DRAWS_PER_EVENT)));
+        self.rng =
+            self.seed.wrapping_add(GAMMA.wrapping_mul(produced.wrapping_mul(DRAWS_PER_EVENT)));
         Ok(())
     }
 }
@@ -167,7 +195,10 @@ mod tests {
     fn is_deterministic_and_well_formed() {
         let a = generate(7);
         assert_eq!(a.len(), 5);
-        assert_eq!(a.iter().map(|e| &e.value).collect::<Vec<_>>(), generate(7).iter().map(|e| &e.value).collect::<Vec<_>>());
+        assert_eq!(
+            a.iter().map(|e| &e.value).collect::<Vec<_>>(),
+            generate(7).iter().map(|e| &e.value).collect::<Vec<_>>()
+        );
         assert_ne!(a[0].value, generate(8)[0].value);
         for (i, event) in a.iter().enumerate() {
             let v: serde_json::Value = serde_json::from_slice(&event.value).unwrap();
@@ -210,7 +241,11 @@ mod tests {
     #[test]
     fn positions_that_do_not_fit_are_errors() {
         let mut source = GeneratorSource::new(10, 4, 99, 0, 1);
-        for bad in [serde_json::json!({"produced": 11}), serde_json::json!(3), serde_json::json!({"offset": 1})] {
+        for bad in [
+            serde_json::json!({"produced": 11}),
+            serde_json::json!(3),
+            serde_json::json!({"offset": 1}),
+        ] {
             let err = source.seek(&bad).unwrap_err().to_string();
             assert!(err.starts_with("generator source: cannot restore"), "{err}");
         }

@@ -13,10 +13,12 @@ mod timestamp;
 
 pub use discard::DiscardSink;
 pub use file::{BadTimestamps, FileSink, FileSource};
+pub use generator::{
+    decode_binary_order, encode_binary_order, Encoding, GeneratorSource, BINARY_ORDER_BYTES,
+};
 pub use splits::SplitSource;
-pub(crate) use timestamp::parse_rfc3339_millis;
-pub use generator::{decode_binary_order, encode_binary_order, Encoding, GeneratorSource, BINARY_ORDER_BYTES};
 pub use stdout::StdoutSink;
+pub(crate) use timestamp::parse_rfc3339_millis;
 
 use crate::Event;
 
@@ -139,8 +141,14 @@ pub trait Source: Send {
 }
 
 /// Decode a position or state stored by `what`, or say why it does not fit.
-fn decode<T: serde::de::DeserializeOwned>(what: impl FnOnce() -> String, value: &serde_json::Value) -> Result<T, ConnectorError> {
-    T::deserialize(value).map_err(|e| ConnectorError::Restore { what: what(), message: format!("malformed {value}: {e}") })
+fn decode<T: serde::de::DeserializeOwned>(
+    what: impl FnOnce() -> String,
+    value: &serde_json::Value,
+) -> Result<T, ConnectorError> {
+    T::deserialize(value).map_err(|e| ConnectorError::Restore {
+        what: what(),
+        message: format!("malformed {value}: {e}"),
+    })
 }
 
 /// Encode a position or state (plain serde structs always encode).

@@ -80,7 +80,11 @@ impl PendingParts {
     /// needed), the pending directory empty.
     pub(super) fn start(path: &Path) -> Result<Self, ConnectorError> {
         let mut parts = Self::open(path)?;
-        parts.visible.set_len(0).and_then(|()| parts.visible.sync_all()).map_err(io(format!("truncating {}", path.display())))?;
+        parts
+            .visible
+            .set_len(0)
+            .and_then(|()| parts.visible.sync_all())
+            .map_err(io(format!("truncating {}", path.display())))?;
         parts.clear_pending()?;
         Ok(parts)
     }
@@ -93,9 +97,15 @@ impl PendingParts {
         let misfit = |message: String| ConnectorError::Restore { what: what(), message };
         let state: CommitState = decode(what, state)?;
         if let Some(pair) = state.parts.windows(2).find(|pair| pair[0].epoch >= pair[1].epoch) {
-            return Err(misfit(format!("malformed state: part epochs {} and {} are out of order", pair[0].epoch, pair[1].epoch)));
+            return Err(misfit(format!(
+                "malformed state: part epochs {} and {} are out of order",
+                pair[0].epoch, pair[1].epoch
+            )));
         }
-        let total = state.parts.iter().try_fold(state.committed_len, |total, part| total.checked_add(part.len));
+        let total = state
+            .parts
+            .iter()
+            .try_fold(state.committed_len, |total, part| total.checked_add(part.len));
         let total = total.ok_or_else(|| misfit("malformed state: lengths overflow".into()))?;
 
         let mut parts = Self::open(path)?;
@@ -108,7 +118,8 @@ impl PendingParts {
                 Err(e) => return Err(io(format!("looking at {}", part_path.display()))(e)),
             }
         }
-        let visible_len = parts.visible.metadata().map_err(io(format!("looking at {}", path.display())))?.len();
+        let visible_len =
+            parts.visible.metadata().map_err(io(format!("looking at {}", path.display())))?.len();
         let needed = if all_there { state.committed_len } else { total };
         if visible_len < needed {
             return Err(misfit(format!("the file has {visible_len} bytes but the checkpoint needs at least {needed}; was it changed outside Weir?")));
@@ -119,7 +130,11 @@ impl PendingParts {
             parts.append(&state.parts)?;
         } else {
             // The commit had appended every part before deleting any.
-            parts.visible.set_len(total).and_then(|()| parts.visible.sync_all()).map_err(io(format!("truncating {}", path.display())))?;
+            parts
+                .visible
+                .set_len(total)
+                .and_then(|()| parts.visible.sync_all())
+                .map_err(io(format!("truncating {}", path.display())))?;
             parts.committed_len = total;
         }
         parts.clear_pending()?;
@@ -143,23 +158,38 @@ impl PendingParts {
         // Check before creating anything beside it.
         match std::fs::metadata(path) {
             Ok(meta) if !meta.is_file() => {
-                let error = std::io::Error::new(ErrorKind::InvalidInput, "not a regular file (exactly-once output needs one; use the plain file sink)");
+                let error = std::io::Error::new(
+                    ErrorKind::InvalidInput,
+                    "not a regular file (exactly-once output needs one; use the plain file sink)",
+                );
                 return Err(io(format!("opening {}", path.display()))(error));
             }
             _ => {}
         }
         std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
-        let visible = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path);
+        let visible =
+            OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path);
         let visible = visible.map_err(io(format!("opening {}", path.display())))?;
         sync_dir(parent)?;
-        Ok(Self { path: path.to_path_buf(), dir, visible, committed_len: 0, parts: BTreeMap::new(), sealed_through: None })
+        Ok(Self {
+            path: path.to_path_buf(),
+            dir,
+            visible,
+            committed_len: 0,
+            parts: BTreeMap::new(),
+            sealed_through: None,
+        })
     }
 
     /// Append `events` to epoch `epoch`'s part, opening it on first use.
     pub(super) fn write(&mut self, epoch: u64, events: &[Event]) -> Result<(), ConnectorError> {
         if let Some(sealed) = self.sealed_through.filter(|&sealed| epoch <= sealed) {
-            let message = format!("a write to epoch {epoch} after checkpoint {sealed} was pre-committed");
-            return Err(ConnectorError::OutOfOrder { what: format!("exactly-once file sink {}", self.path.display()), message });
+            let message =
+                format!("a write to epoch {epoch} after checkpoint {sealed} was pre-committed");
+            return Err(ConnectorError::OutOfOrder {
+                what: format!("exactly-once file sink {}", self.path.display()),
+                message,
+            });
         }
         if events.is_empty() {
             return Ok(());
@@ -169,7 +199,11 @@ impl PendingParts {
         let part = match self.parts.entry(epoch) {
             std::collections::btree_map::Entry::Occupied(entry) => entry.into_mut(),
             std::collections::btree_map::Entry::Vacant(entry) => {
-                let file = OpenOptions::new().write(true).create_new(true).open(&part_path).map_err(io(format!("creating {}", part_path.display())))?;
+                let file = OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&part_path)
+                    .map_err(io(format!("creating {}", part_path.display())))?;
                 entry.insert(Part { out: Some(BufWriter::new(file)), len: 0, sealed_by: None })
             }
         };
@@ -184,7 +218,10 @@ impl PendingParts {
 
     /// Seal every part of epoch ≤ `checkpoint` not sealed yet (flushed and
     /// synced, with the pending directory), and return the recovery state.
-    pub(super) fn pre_commit(&mut self, checkpoint: u64) -> Result<serde_json::Value, ConnectorError> {
+    pub(super) fn pre_commit(
+        &mut self,
+        checkpoint: u64,
+    ) -> Result<serde_json::Value, ConnectorError> {
         for (&epoch, part) in self.parts.range_mut(..=checkpoint) {
             if let Some(mut out) = part.out.take() {
                 let error = io(format!("syncing {}", part_path(&self.dir, epoch).display()));
@@ -194,7 +231,12 @@ impl PendingParts {
         }
         sync_dir(&self.dir)?;
         self.sealed_through = self.sealed_through.max(Some(checkpoint));
-        let parts = self.parts.iter().filter(|(_, part)| part.sealed_by.is_some()).map(|(&epoch, part)| PartState { epoch, len: part.len }).collect();
+        let parts = self
+            .parts
+            .iter()
+            .filter(|(_, part)| part.sealed_by.is_some())
+            .map(|(&epoch, part)| PartState { epoch, len: part.len })
+            .collect();
         Ok(encode(&CommitState { committed_len: self.committed_len, parts }))
     }
 
@@ -213,7 +255,8 @@ impl PendingParts {
         self.append(&done)?;
         for part in &done {
             let part_path = self.part_path(part.epoch);
-            std::fs::remove_file(&part_path).map_err(io(format!("deleting {}", part_path.display())))?;
+            std::fs::remove_file(&part_path)
+                .map_err(io(format!("deleting {}", part_path.display())))?;
             self.parts.remove(&part.epoch);
         }
         Ok(())
@@ -235,15 +278,27 @@ impl PendingParts {
     /// as committed.
     fn append(&mut self, parts: &[PartState]) -> Result<(), ConnectorError> {
         let error = io(format!("appending to {}", self.path.display()));
-        self.visible.set_len(self.committed_len).and_then(|()| self.visible.seek(SeekFrom::Start(self.committed_len))).map_err(&error)?;
+        self.visible
+            .set_len(self.committed_len)
+            .and_then(|()| self.visible.seek(SeekFrom::Start(self.committed_len)))
+            .map_err(&error)?;
         let mut len = self.committed_len;
         for part in parts {
             let part_path = self.part_path(part.epoch);
-            let file = File::open(&part_path).map_err(io(format!("reading {}", part_path.display())))?;
-            let copied = append_lines(&mut file.take(part.len), &mut self.visible, len).map_err(io(format!("copying {}", part_path.display())))?;
+            let file =
+                File::open(&part_path).map_err(io(format!("reading {}", part_path.display())))?;
+            let copied = append_lines(&mut file.take(part.len), &mut self.visible, len)
+                .map_err(io(format!("copying {}", part_path.display())))?;
             if copied != part.len {
-                let message = format!("pending part {} has {copied} bytes, {} were written", part_path.display(), part.len);
-                return Err(ConnectorError::Restore { what: format!("exactly-once file sink {}", self.path.display()), message });
+                let message = format!(
+                    "pending part {} has {copied} bytes, {} were written",
+                    part_path.display(),
+                    part.len
+                );
+                return Err(ConnectorError::Restore {
+                    what: format!("exactly-once file sink {}", self.path.display()),
+                    message,
+                });
             }
             len += part.len;
         }
@@ -258,7 +313,11 @@ impl PendingParts {
         for entry in std::fs::read_dir(&self.dir).map_err(&error)? {
             let entry = entry.map_err(&error)?;
             let kind = entry.file_type().map_err(&error)?;
-            let removed = if kind.is_dir() { std::fs::remove_dir_all(entry.path()) } else { std::fs::remove_file(entry.path()) };
+            let removed = if kind.is_dir() {
+                std::fs::remove_dir_all(entry.path())
+            } else {
+                std::fs::remove_file(entry.path())
+            };
             removed.map_err(io(format!("deleting {}", entry.path().display())))?;
         }
         self.parts.clear();
@@ -277,7 +336,9 @@ fn part_path(dir: &Path, epoch: u64) -> PathBuf {
 
 /// Make a directory's entries (files created or deleted) durable.
 fn sync_dir(dir: &Path) -> Result<(), ConnectorError> {
-    File::open(dir).and_then(|d| d.sync_all()).map_err(io(format!("syncing directory {}", dir.display())))
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io(format!("syncing directory {}", dir.display())))
 }
 
 /// Wrap an I/O error, saying what was being done.
@@ -343,7 +404,15 @@ mod tests {
     use crate::Event;
 
     fn events(values: &[&str]) -> Vec<Event> {
-        values.iter().map(|v| Event { key: None, value: v.as_bytes().to_vec(), timestamp: 0, headers: Vec::new() }).collect()
+        values
+            .iter()
+            .map(|v| Event {
+                key: None,
+                value: v.as_bytes().to_vec(),
+                timestamp: 0,
+                headers: Vec::new(),
+            })
+            .collect()
     }
 
     /// A test directory with the visible file `out.jsonl` in it.
@@ -367,7 +436,10 @@ mod tests {
 
         /// The names in the pending directory, sorted.
         fn pending(&self) -> Vec<String> {
-            let mut names: Vec<String> = std::fs::read_dir(&self.pending).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+            let mut names: Vec<String> = std::fs::read_dir(&self.pending)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
             names.sort();
             names
         }
@@ -377,7 +449,12 @@ mod tests {
         }
 
         fn append_to_visible(&self, bytes: &[u8]) {
-            std::fs::OpenOptions::new().append(true).open(&self.path).unwrap().write_all(bytes).unwrap();
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&self.path)
+                .unwrap()
+                .write_all(bytes)
+                .unwrap();
         }
     }
 
@@ -445,7 +522,10 @@ mod tests {
         sink.pre_commit(1).unwrap();
         sink.write(2, &events(&["bb"])).unwrap();
         let state = sink.pre_commit(2).unwrap();
-        assert_eq!(state, json!({"committed_len": 0, "parts": [{"epoch": 1, "len": 2}, {"epoch": 2, "len": 3}]}));
+        assert_eq!(
+            state,
+            json!({"committed_len": 0, "parts": [{"epoch": 1, "len": 2}, {"epoch": 2, "len": 3}]})
+        );
         sink.commit(2).unwrap();
         assert_eq!(files.visible(), "a\nbb\n");
         assert!(files.pending().is_empty());
@@ -518,7 +598,10 @@ mod tests {
         sink.write(3, &events(&["four"])).unwrap();
         sink.write(4, &events(&["five"])).unwrap();
         let state = sink.pre_commit(3).unwrap();
-        assert_eq!(state, json!({"committed_len": 4, "parts": [{"epoch": 2, "len": 4}, {"epoch": 3, "len": 11}]}));
+        assert_eq!(
+            state,
+            json!({"committed_len": 4, "parts": [{"epoch": 2, "len": 4}, {"epoch": 3, "len": 11}]})
+        );
         sink.write(4, &events(&["x".repeat(10_000).as_str()])).unwrap();
         (state, sink)
     }
@@ -626,20 +709,34 @@ mod tests {
             (json!({"committed_len": "0", "parts": []}), "malformed"),
             (json!({"committed_len": 0}), "malformed"),
             (json!({"committed_len": 0, "parts": [{"epoch": 1}]}), "malformed"),
-            (json!({"committed_len": 0, "parts": [{"epoch": 2, "len": 1}, {"epoch": 1, "len": 1}]}), "out of order"),
+            (
+                json!({"committed_len": 0, "parts": [{"epoch": 2, "len": 1}, {"epoch": 1, "len": 1}]}),
+                "out of order",
+            ),
             (json!({"committed_len": u64::MAX, "parts": [{"epoch": 1, "len": 1}]}), "overflow"),
         ];
         for (state, expected) in cases {
             let err = FileSink::exactly_once(&files.path, Some(&state)).err().unwrap().to_string();
-            assert!(err.contains("exactly-once file sink") && err.contains("cannot restore") && err.contains(expected), "{err}");
+            assert!(
+                err.contains("exactly-once file sink")
+                    && err.contains("cannot restore")
+                    && err.contains(expected),
+                "{err}"
+            );
         }
     }
 
     #[test]
     fn exactly_once_needs_a_regular_file() {
-        let err = FileSink::exactly_once(std::path::Path::new("/dev/null"), None).err().unwrap().to_string();
+        let err = FileSink::exactly_once(std::path::Path::new("/dev/null"), None)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains("/dev/null") && err.contains("not a regular file"), "{err}");
-        assert!(!std::path::Path::new("/dev/.null.pending").exists(), "nothing is created beside a rejected path");
+        assert!(
+            !std::path::Path::new("/dev/.null.pending").exists(),
+            "nothing is created beside a rejected path"
+        );
         let files = Files::new();
         std::fs::create_dir_all(&files.path).unwrap();
         let err = FileSink::exactly_once(&files.path, None).err().unwrap().to_string();

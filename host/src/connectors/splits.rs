@@ -24,7 +24,10 @@ impl SplitSource {
 
 impl Source for SplitSource {
     fn next_batch(&mut self, max: usize, out: &mut Vec<Event>) -> Result<Polled, ConnectorError> {
-        let Some(split) = (0..self.splits.len()).map(|i| (self.next + i) % self.splits.len()).find(|&i| !self.finished[i]) else {
+        let Some(split) = (0..self.splits.len())
+            .map(|i| (self.next + i) % self.splits.len())
+            .find(|&i| !self.finished[i])
+        else {
             return Ok(Polled { split: 0, split_finished: true, more: false });
         };
         self.next = (split + 1) % self.splits.len();
@@ -40,7 +43,9 @@ impl Source for SplitSource {
     }
 
     fn progress(&self) -> Option<(u64, u64)> {
-        self.splits.iter().try_fold((0, 0), |(done, total), s| s.progress().map(|(d, t)| (done + d, total + t)))
+        self.splits
+            .iter()
+            .try_fold((0, 0), |(done, total), s| s.progress().map(|(d, t)| (done + d, total + t)))
     }
 
     fn take_rejected(&mut self) -> Vec<(String, Event)> {
@@ -61,11 +66,18 @@ impl Source for SplitSource {
         let SplitPosition { splits, next, finished } = decode(what, position)?;
         let n = self.splits.len();
         if splits.len() != n || finished.len() != n {
-            let message = format!("the position has {} splits and {} finished flags", splits.len(), finished.len());
+            let message = format!(
+                "the position has {} splits and {} finished flags",
+                splits.len(),
+                finished.len()
+            );
             return Err(ConnectorError::Restore { what: what(), message });
         }
         if next >= n.max(1) {
-            return Err(ConnectorError::Restore { what: what(), message: format!("next split {next} does not exist") });
+            return Err(ConnectorError::Restore {
+                what: what(),
+                message: format!("next split {next} does not exist"),
+            });
         }
         for (split, position) in self.splits.iter_mut().zip(&splits) {
             split.seek(position)?;
@@ -95,7 +107,10 @@ mod tests {
 
     #[test]
     fn reads_splits_round_robin_until_all_finish() {
-        let splits: Vec<Box<dyn Source>> = vec![Box::new(GeneratorSource::new(3, 1, 0, 0, 1)), Box::new(GeneratorSource::new(1, 1, 0, 0, 1))];
+        let splits: Vec<Box<dyn Source>> = vec![
+            Box::new(GeneratorSource::new(3, 1, 0, 0, 1)),
+            Box::new(GeneratorSource::new(1, 1, 0, 0, 1)),
+        ];
         let mut source = SplitSource::new(splits);
         let mut out = Vec::new();
         let mut polls = Vec::new();
@@ -111,8 +126,11 @@ mod tests {
     }
 
     fn new_source() -> SplitSource {
-        let splits: Vec<Box<dyn Source>> =
-            vec![Box::new(GeneratorSource::new(5, 3, 1, 0, 10)), Box::new(GeneratorSource::new(2, 3, 2, 5, 10)), Box::new(GeneratorSource::new(4, 3, 3, 7, 10))];
+        let splits: Vec<Box<dyn Source>> = vec![
+            Box::new(GeneratorSource::new(5, 3, 1, 0, 10)),
+            Box::new(GeneratorSource::new(2, 3, 2, 5, 10)),
+            Box::new(GeneratorSource::new(4, 3, 3, 7, 10)),
+        ];
         SplitSource::new(splits)
     }
 
@@ -162,7 +180,12 @@ mod tests {
         bad_cursor["next"] = serde_json::json!(3);
         let mut bad_split = good.clone();
         bad_split["splits"][2] = serde_json::json!({"produced": 99});
-        for (bad, expected) in [(short, "split source (3 splits): cannot restore"), (bad_cursor, "split 3 does not exist"), (bad_split, "generator source: cannot restore"), (serde_json::json!([]), "malformed")] {
+        for (bad, expected) in [
+            (short, "split source (3 splits): cannot restore"),
+            (bad_cursor, "split 3 does not exist"),
+            (bad_split, "generator source: cannot restore"),
+            (serde_json::json!([]), "malformed"),
+        ] {
             let err = source.seek(&bad).unwrap_err().to_string();
             assert!(err.contains(expected), "{err}");
         }

@@ -3,10 +3,14 @@
 /// The event time in `record`'s field `field`: RFC 3339 text or integer
 /// milliseconds since the epoch. The error says what is wrong.
 pub(crate) fn json_timestamp(record: &[u8], field: &str) -> Result<i64, String> {
-    let object: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(record).map_err(|e| format!("not a JSON object: {e}"))?;
+    let object: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(record).map_err(|e| format!("not a JSON object: {e}"))?;
     match object.get(field) {
-        Some(serde_json::Value::String(text)) => parse_rfc3339_millis(text).ok_or_else(|| format!("field {field:?} is not an RFC 3339 time: {text:?}")),
-        Some(serde_json::Value::Number(n)) => n.as_i64().ok_or_else(|| format!("field {field:?} is not integer milliseconds: {n}")),
+        Some(serde_json::Value::String(text)) => parse_rfc3339_millis(text)
+            .ok_or_else(|| format!("field {field:?} is not an RFC 3339 time: {text:?}")),
+        Some(serde_json::Value::Number(n)) => {
+            n.as_i64().ok_or_else(|| format!("field {field:?} is not integer milliseconds: {n}"))
+        }
         Some(other) => Err(format!("field {field:?} is not a time: {other}")),
         None => Err(format!("no timestamp field {field:?}")),
     }

@@ -18,7 +18,12 @@ pub(crate) fn exactly_once_sink(spec: &PipelineSpec) -> Result<Option<KafkaSinkC
 }
 
 /// Refuse a configuration that cannot be exactly-once, naming the values.
-pub(crate) fn check(spec: &PipelineSpec, sink: &KafkaSinkConfig, settings: Option<&CheckpointSettings>, data_dir: &Path) -> Result<(), RunError> {
+pub(crate) fn check(
+    spec: &PipelineSpec,
+    sink: &KafkaSinkConfig,
+    settings: Option<&CheckpointSettings>,
+    data_dir: &Path,
+) -> Result<(), RunError> {
     let deploy = |message: String| Err(RunError::Deploy(message));
     let Some(settings) = settings else {
         return deploy("sink.delivery exactly-once needs checkpoints: set checkpoint.interval in the spec or pass --checkpoint-interval".into());
@@ -39,19 +44,32 @@ pub(crate) fn check(spec: &PipelineSpec, sink: &KafkaSinkConfig, settings: Optio
     }
     let configured = match &spec.sink {
         super::spec::SinkSpec::Kafka { broker_transaction_max_timeout: Some(text), .. } => {
-            Some(humantime::parse_duration(text).map_err(|_| RunError::Deploy(format!("sink.broker_transaction_max_timeout {text:?} is not a duration")))?)
+            Some(humantime::parse_duration(text).map_err(|_| {
+                RunError::Deploy(format!(
+                    "sink.broker_transaction_max_timeout {text:?} is not a duration"
+                ))
+            })?)
         }
         _ => None,
     };
     let (broker_max, source) = match configured {
         Some(max) => (max, "sink.broker_transaction_max_timeout"),
-        None => match kafka::broker_transaction_max_timeout(&sink.bootstrap_servers, &sink.properties) {
-            Some(max) => (max, "the broker's transaction.max.timeout.ms"),
-            None => (DEFAULT_BROKER_MAX, "Kafka's default transaction.max.timeout.ms (the broker did not say)"),
-        },
+        None => {
+            match kafka::broker_transaction_max_timeout(&sink.bootstrap_servers, &sink.properties) {
+                Some(max) => (max, "the broker's transaction.max.timeout.ms"),
+                None => (
+                    DEFAULT_BROKER_MAX,
+                    "Kafka's default transaction.max.timeout.ms (the broker did not say)",
+                ),
+            }
+        }
     };
     if sink.transaction_timeout > broker_max {
-        return deploy(format!("sink.transaction_timeout {} exceeds {source} {}: the broker would refuse the producer", human(sink.transaction_timeout), human(broker_max)));
+        return deploy(format!(
+            "sink.transaction_timeout {} exceeds {source} {}: the broker would refuse the producer",
+            human(sink.transaction_timeout),
+            human(broker_max)
+        ));
     }
     claim_prefix(data_dir, sink.transactional_id_prefix.as_deref().unwrap_or_default(), &spec.name)
 }
@@ -60,7 +78,9 @@ pub(crate) fn check(spec: &PipelineSpec, sink: &KafkaSinkConfig, settings: Optio
 /// refuse when another pipeline does.
 fn claim_prefix(data_dir: &Path, prefix: &str, pipeline: &str) -> Result<(), RunError> {
     let dir = data_dir.join("kafka-transactional-ids");
-    let io = |e: std::io::Error| RunError::Deploy(format!("cannot record transactional_id_prefix in {}: {e}", dir.display()));
+    let io = |e: std::io::Error| {
+        RunError::Deploy(format!("cannot record transactional_id_prefix in {}: {e}", dir.display()))
+    };
     std::fs::create_dir_all(&dir).map_err(io)?;
     let file = dir.join(prefix);
     match std::fs::OpenOptions::new().write(true).create_new(true).open(&file) {

@@ -36,7 +36,8 @@ pub const TIMER_HEADER: &str = "weir.timer";
 /// else as hex), so any sink shows what failed and why; the event's
 /// headers are kept, and the error and key added as headers too.
 fn letter(event: &Event, key: Option<&[u8]>, error: &CallError) -> Event {
-    let mut record = serde_json::json!({ "error": error.to_string(), "timestamp": event.timestamp });
+    let mut record =
+        serde_json::json!({ "error": error.to_string(), "timestamp": event.timestamp });
     let mut text = |field: &str, bytes: &[u8]| match std::str::from_utf8(bytes) {
         Ok(text) => record[field] = text.into(),
         Err(_) => record[format!("{field}_hex")] = hex::encode(bytes).into(),
@@ -50,7 +51,12 @@ fn letter(event: &Event, key: Option<&[u8]>, error: &CallError) -> Event {
     if let Some(key) = key {
         headers.push((KEY_HEADER.to_string(), key.to_vec()));
     }
-    Event { key: event.key.clone(), value: record.to_string().into_bytes(), timestamp: event.timestamp, headers }
+    Event {
+        key: event.key.clone(),
+        value: record.to_string().into_bytes(),
+        timestamp: event.timestamp,
+        headers,
+    }
 }
 
 /// `error` stopped a call over `keys` keys. A function's own error names
@@ -58,7 +64,12 @@ fn letter(event: &Event, key: Option<&[u8]>, error: &CallError) -> Event {
 /// not, so run the keys one at a time (`call(processor, i)` for key `i`)
 /// on a new instance, undoing everything afterwards, and return the error
 /// the key at fault gives (or `error` itself).
-pub(crate) fn pinpoint(processor: &mut ProcessFunctionInstance, keys: usize, error: CallError, call: impl Fn(&mut ProcessFunctionInstance, usize) -> Result<(), CallError>) -> CallError {
+pub(crate) fn pinpoint(
+    processor: &mut ProcessFunctionInstance,
+    keys: usize,
+    error: CallError,
+    call: impl Fn(&mut ProcessFunctionInstance, usize) -> Result<(), CallError>,
+) -> CallError {
     if !error.poisons_instance() || keys < 2 || processor.recover().is_err() {
         return error;
     }
@@ -83,7 +94,11 @@ fn undo(processor: &mut ProcessFunctionInstance, error: &CallError) -> Result<()
 
 /// Process `groups`, sending the events the function fails on to
 /// `output` (into the context's side outputs, in order).
-pub(crate) fn dead_letter_process(processor: &mut ProcessFunctionInstance, groups: &[KeyedEvents], output: &str) -> Result<(), RunError> {
+pub(crate) fn dead_letter_process(
+    processor: &mut ProcessFunctionInstance,
+    groups: &[KeyedEvents],
+    output: &str,
+) -> Result<(), RunError> {
     processor.ctx().mark();
     let Err(error) = processor.process(groups) else { return Ok(()) };
     undo(processor, &error)?;
@@ -97,7 +112,10 @@ pub(crate) fn dead_letter_process(processor: &mut ProcessFunctionInstance, group
             if let Err(error) = processor.process(&one) {
                 undo(processor, &error)?;
                 tracing::warn!(%error, output, "dead-lettered an event");
-                processor.ctx().side_outputs.push((output.to_string(), letter(event, Some(&group.key), &error)));
+                processor
+                    .ctx()
+                    .side_outputs
+                    .push((output.to_string(), letter(event, Some(&group.key), &error)));
             }
         }
     }
@@ -106,7 +124,11 @@ pub(crate) fn dead_letter_process(processor: &mut ProcessFunctionInstance, group
 
 /// Fire `due` timers, sending the timers of keys whose call fails to
 /// `output` (one per timer, value `timer <domain> <timestamp>`).
-pub(crate) fn dead_letter_timers(processor: &mut ProcessFunctionInstance, due: &[KeyedTimers], output: &str) -> Result<(), RunError> {
+pub(crate) fn dead_letter_timers(
+    processor: &mut ProcessFunctionInstance,
+    due: &[KeyedTimers],
+    output: &str,
+) -> Result<(), RunError> {
     processor.ctx().mark();
     let Err(error) = processor.fire_timers(due) else { return Ok(()) };
     undo(processor, &error)?;
@@ -119,8 +141,19 @@ pub(crate) fn dead_letter_timers(processor: &mut ProcessFunctionInstance, due: &
                     TimeDomain::EventTime => "event-time",
                     TimeDomain::ProcessingTime => "processing-time",
                 };
-                let event = Event { key: None, value: format!("timer {domain} {}", timer.timestamp).into_bytes(), timestamp: timer.timestamp, headers: vec![(TIMER_HEADER.to_string(), timer.timestamp.to_string().into_bytes())] };
-                processor.ctx().side_outputs.push((output.to_string(), letter(&event, Some(&keyed.key), &error)));
+                let event = Event {
+                    key: None,
+                    value: format!("timer {domain} {}", timer.timestamp).into_bytes(),
+                    timestamp: timer.timestamp,
+                    headers: vec![(
+                        TIMER_HEADER.to_string(),
+                        timer.timestamp.to_string().into_bytes(),
+                    )],
+                };
+                processor
+                    .ctx()
+                    .side_outputs
+                    .push((output.to_string(), letter(&event, Some(&keyed.key), &error)));
             }
         }
     }
@@ -132,7 +165,11 @@ type SideEvents = Vec<(String, Event)>;
 
 /// The keys of `events`. Events the key function fails on are taken out
 /// of `events` and returned as dead letters for `output`.
-pub(crate) fn dead_letter_keys(keyer: &mut KeyFunctionInstance, events: &mut Vec<Event>, output: &str) -> Result<(KeyList, SideEvents), RunError> {
+pub(crate) fn dead_letter_keys(
+    keyer: &mut KeyFunctionInstance,
+    events: &mut Vec<Event>,
+    output: &str,
+) -> Result<(KeyList, SideEvents), RunError> {
     let error = match keyer.extract_keys(events) {
         Ok(keys) => return Ok((keys, Vec::new())),
         Err(error) => error,

@@ -41,7 +41,11 @@ impl LiveCounts {
 
     /// The counts now.
     pub fn get(&self) -> OperatorCounts {
-        OperatorCounts { records_in: self.records_in.load(Ordering::Relaxed), records_out: self.records_out.load(Ordering::Relaxed), late_dropped: self.late_dropped.load(Ordering::Relaxed) }
+        OperatorCounts {
+            records_in: self.records_in.load(Ordering::Relaxed),
+            records_out: self.records_out.load(Ordering::Relaxed),
+            late_dropped: self.late_dropped.load(Ordering::Relaxed),
+        }
     }
 }
 
@@ -95,7 +99,12 @@ impl LiveMetrics {
 
     /// Each subtask's counts now.
     pub fn subtasks(&self) -> Vec<OperatorCounts> {
-        self.subtasks.lock().unwrap_or_else(PoisonError::into_inner).iter().map(|c| c.get()).collect()
+        self.subtasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|c| c.get())
+            .collect()
     }
 
     /// Record the watermark sent to the operators.
@@ -158,17 +167,31 @@ impl RunHandle {
 
     /// Ask the run for a snapshot of `kind` (stopping afterwards if `stop`)
     /// and wait up to `timeout` for where it was stored.
-    pub fn request(&self, kind: SnapshotKind, stop: bool, timeout: Duration) -> Result<String, String> {
+    pub fn request(
+        &self,
+        kind: SnapshotKind,
+        stop: bool,
+        timeout: Duration,
+    ) -> Result<String, String> {
         let (request, answer) = Request::in_process(kind, stop);
-        let sent = self.requests.lock().unwrap_or_else(PoisonError::into_inner).as_ref().is_some_and(|tx| tx.send(request).is_ok());
+        let sent = self
+            .requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .is_some_and(|tx| tx.send(request).is_ok());
         if !sent {
             return Err("the pipeline is not running".into());
         }
         match answer.recv_timeout(timeout) {
             Ok(Response { ok: true, location: Some(location), .. }) => Ok(location),
             Ok(response) => Err(response.error.unwrap_or_else(|| "the snapshot failed".into())),
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(format!("no answer within {}", humantime::format_duration(timeout))),
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err("the pipeline stopped before the snapshot was taken".into()),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                Err(format!("no answer within {}", humantime::format_duration(timeout)))
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                Err("the pipeline stopped before the snapshot was taken".into())
+            }
         }
     }
 }

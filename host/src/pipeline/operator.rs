@@ -7,16 +7,19 @@ use std::path::PathBuf;
 
 use std::hash::BuildHasher as _;
 
-use crate::state::hash::KeyHashBuilder;
-use crate::state::ttl::Ttl;
 use super::failures;
 use super::spec::{OnError, PipelineSpec};
+use crate::state::hash::KeyHashBuilder;
+use crate::state::ttl::Ttl;
 
 use super::runner::RunError;
 use crate::runtime::bindings::weir::function::types::{KeyedEvents, TimeDomain};
 use crate::runtime::native::NativeRef;
 use crate::runtime::packing::{BareEvents, GroupOrder, Grouping, KeyList};
-use crate::runtime::{AggregateFunctionInstance, FunctionLimits, HostCtx, LoadedFunction, ProcessFunctionInstance, Role, WindowProcessFunctionInstance};
+use crate::runtime::{
+    AggregateFunctionInstance, FunctionLimits, HostCtx, LoadedFunction, ProcessFunctionInstance,
+    Role, WindowProcessFunctionInstance,
+};
 use crate::state::{JournaledBackend, KeyedStateBackend};
 use crate::window::{WindowConfig, WindowFunction, WindowOperator};
 use crate::Event;
@@ -51,21 +54,39 @@ impl FunctionEnv {
     pub(crate) fn of(spec: &PipelineSpec) -> Result<Self, RunError> {
         let limits = spec.limits.to_limits().map_err(|e| RunError::Deploy(e.to_string()))?;
         if let Some(dir) = spec.resources.as_ref().filter(|dir| !dir.is_dir()) {
-            return Err(RunError::Deploy(format!("resources: {} is not a directory", dir.display())));
+            return Err(RunError::Deploy(format!(
+                "resources: {} is not a directory",
+                dir.display()
+            )));
         }
-        let ttl_overrides = spec.state_ttl.iter().filter_map(|(name, ttl)| Some((name.clone(), ttl.to_ttl()?))).collect();
+        let ttl_overrides = spec
+            .state_ttl
+            .iter()
+            .filter_map(|(name, ttl)| Some((name.clone(), ttl.to_ttl()?)))
+            .collect();
         let dead_letter = match &spec.on_error {
             OnError::Fail => None,
             OnError::DeadLetter(output) => Some(output.clone()),
         };
-        Ok(Self { limits, resources: spec.resources.clone(), max_parallelism: spec.max_parallelism, ttl_overrides, dead_letter })
+        Ok(Self {
+            limits,
+            resources: spec.resources.clone(),
+            max_parallelism: spec.max_parallelism,
+            ttl_overrides,
+            dead_letter,
+        })
     }
 
     /// The context of function instance `name`, over `backend` if it keeps
     /// keyed state (journaled, so a failed call can be undone; it records
     /// only when asked).
-    pub(crate) fn ctx(&self, name: &str, backend: Option<Box<dyn KeyedStateBackend>>) -> Result<HostCtx, RunError> {
-        let backend = backend.map(|backend| Box::new(JournaledBackend::new(backend)) as Box<dyn KeyedStateBackend>);
+    pub(crate) fn ctx(
+        &self,
+        name: &str,
+        backend: Option<Box<dyn KeyedStateBackend>>,
+    ) -> Result<HostCtx, RunError> {
+        let backend = backend
+            .map(|backend| Box::new(JournaledBackend::new(backend)) as Box<dyn KeyedStateBackend>);
         HostCtx::new(name, backend, self.max_parallelism)
             .with_ttl_overrides(self.ttl_overrides.clone())
             .with_limits(self.limits)
@@ -92,7 +113,9 @@ impl OperatorPlan {
     pub(crate) fn takes_packed_events(&self, dead_letter: bool) -> bool {
         match self {
             OperatorPlan::Process(FunctionCode::Wasm(_)) => !dead_letter,
-            OperatorPlan::Window(FunctionCode::Wasm(_), Role::Aggregate, config) => !config.assigner.is_merging(),
+            OperatorPlan::Window(FunctionCode::Wasm(_), Role::Aggregate, config) => {
+                !config.assigner.is_merging()
+            }
             _ => false,
         }
     }
@@ -109,10 +132,18 @@ pub(crate) enum KeyedOperator {
 
 impl KeyedOperator {
     /// Instantiate `plan` for subtask `index` over `backend`.
-    pub(crate) fn new(plan: &OperatorPlan, index: usize, backend: Box<dyn KeyedStateBackend>, env: &FunctionEnv) -> Result<Self, RunError> {
+    pub(crate) fn new(
+        plan: &OperatorPlan,
+        index: usize,
+        backend: Box<dyn KeyedStateBackend>,
+        env: &FunctionEnv,
+    ) -> Result<Self, RunError> {
         let role = if matches!(plan, OperatorPlan::Process(_)) { "process" } else { "window" };
         let name = match plan {
-            OperatorPlan::Process(FunctionCode::Wasm(function)) | OperatorPlan::Window(FunctionCode::Wasm(function), ..) => format!("{} ({role}[{index}])", function.label),
+            OperatorPlan::Process(FunctionCode::Wasm(function))
+            | OperatorPlan::Window(FunctionCode::Wasm(function), ..) => {
+                format!("{} ({role}[{index}])", function.label)
+            }
             _ => format!("{role}[{index}]"),
         };
         Ok(match plan {
@@ -120,18 +151,41 @@ impl KeyedOperator {
                 let mut ctx = env.ctx(&name, Some(backend))?;
                 ctx.load_timers()?;
                 let instance = match code {
-                    FunctionCode::Wasm(function) => ProcessFunctionInstance::new(function, &name, ctx)?,
-                    FunctionCode::Native(native) => ProcessFunctionInstance::native(native.process().ok_or_else(|| RunError::Deploy("not a process function".into()))?, &name, ctx),
+                    FunctionCode::Wasm(function) => {
+                        ProcessFunctionInstance::new(function, &name, ctx)?
+                    }
+                    FunctionCode::Native(native) => ProcessFunctionInstance::native(
+                        native
+                            .process()
+                            .ok_or_else(|| RunError::Deploy("not a process function".into()))?,
+                        &name,
+                        ctx,
+                    ),
                 };
                 KeyedOperator::Process(Box::new(instance), Box::default(), env.dead_letter.clone())
             }
             OperatorPlan::Window(code, role, config) => {
                 let function = match (code, role) {
-                    (FunctionCode::Wasm(function), Role::WindowProcess) => WindowFunction::Process(WindowProcessFunctionInstance::new(function, &name, env.ctx(&name, None)?)?),
-                    (FunctionCode::Wasm(function), _) => WindowFunction::Aggregate(Box::new(AggregateFunctionInstance::new(function, &name, env.ctx(&name, None)?)?)),
-                    (FunctionCode::Native(native), _) => WindowFunction::Aggregate(Box::new(AggregateFunctionInstance::native(native.aggregate().ok_or_else(|| RunError::Deploy("not an aggregate function".into()))?, &name))),
+                    (FunctionCode::Wasm(function), Role::WindowProcess) => WindowFunction::Process(
+                        WindowProcessFunctionInstance::new(function, &name, env.ctx(&name, None)?)?,
+                    ),
+                    (FunctionCode::Wasm(function), _) => WindowFunction::Aggregate(Box::new(
+                        AggregateFunctionInstance::new(function, &name, env.ctx(&name, None)?)?,
+                    )),
+                    (FunctionCode::Native(native), _) => {
+                        WindowFunction::Aggregate(Box::new(AggregateFunctionInstance::native(
+                            native.aggregate().ok_or_else(|| {
+                                RunError::Deploy("not an aggregate function".into())
+                            })?,
+                            &name,
+                        )))
+                    }
                 };
-                KeyedOperator::Window(Box::new(WindowOperator::new(config.clone(), function, backend)?))
+                KeyedOperator::Window(Box::new(WindowOperator::new(
+                    config.clone(),
+                    function,
+                    backend,
+                )?))
             }
         })
     }
@@ -145,14 +199,24 @@ impl KeyedOperator {
                     if let Err(error) = processor.process_grouped(events, &batch.keys, grouping) {
                         // Find the key at fault as for events (the pipeline stops).
                         let groups = grouper.group(batch);
-                        return Err(failures::pinpoint(processor, groups.len(), error, |p, i| p.process(&groups[i..=i])).into());
+                        return Err(failures::pinpoint(processor, groups.len(), error, |p, i| {
+                            p.process(&groups[i..=i])
+                        })
+                        .into());
                     }
                     return Ok(());
                 }
                 let groups = grouper.group(batch);
-                processor.process(groups).map_err(|error| failures::pinpoint(processor, groups.len(), error, |p, i| p.process(&groups[i..=i])).into())
+                processor.process(groups).map_err(|error| {
+                    failures::pinpoint(processor, groups.len(), error, |p, i| {
+                        p.process(&groups[i..=i])
+                    })
+                    .into()
+                })
             }
-            KeyedOperator::Process(processor, grouper, Some(output)) => failures::dead_letter_process(processor, grouper.group(batch), output),
+            KeyedOperator::Process(processor, grouper, Some(output)) => {
+                failures::dead_letter_process(processor, grouper.group(batch), output)
+            }
             KeyedOperator::Window(windows) => match batch.events {
                 RoutedEvents::Bare(events) => Ok(windows.process_bare(&batch.keys, &events)?),
                 RoutedEvents::Objects(events) => Ok(windows.process(&batch.keys, events)?),
@@ -198,9 +262,11 @@ impl KeyedOperator {
                 let ctx = processor.ctx();
                 (std::mem::take(&mut ctx.outputs), std::mem::take(&mut ctx.side_outputs), 0)
             }
-            KeyedOperator::Window(windows) => {
-                (std::mem::take(&mut windows.outputs), std::mem::take(&mut windows.side_outputs), std::mem::take(&mut windows.dropped_late))
-            }
+            KeyedOperator::Window(windows) => (
+                std::mem::take(&mut windows.outputs),
+                std::mem::take(&mut windows.side_outputs),
+                std::mem::take(&mut windows.dropped_late),
+            ),
         }
     }
 
@@ -217,10 +283,17 @@ impl KeyedOperator {
 
     /// Write a snapshot of the operator's state into the new directory
     /// `dir`, in `form` (see [`KeyedStateBackend::checkpoint`]).
-    pub(crate) fn checkpoint(&mut self, dir: &std::path::Path, form: crate::state::SnapshotForm) -> Result<(), RunError> {
+    pub(crate) fn checkpoint(
+        &mut self,
+        dir: &std::path::Path,
+        form: crate::state::SnapshotForm,
+    ) -> Result<(), RunError> {
         match self.backend() {
             Some(backend) => Ok(backend.checkpoint(dir, form)?),
-            None => Err(crate::state::StateError::Unsupported("the operator has no state backend to checkpoint".into()).into()),
+            None => Err(crate::state::StateError::Unsupported(
+                "the operator has no state backend to checkpoint".into(),
+            )
+            .into()),
         }
     }
 
@@ -235,7 +308,12 @@ impl KeyedOperator {
 /// Deliver every timer of `domain` due at `up_to`, including timers the
 /// function registers while handling them (failures to `dead_letter`, if
 /// given).
-fn fire_due(processor: &mut ProcessFunctionInstance, domain: TimeDomain, up_to: i64, dead_letter: Option<&str>) -> Result<(), RunError> {
+fn fire_due(
+    processor: &mut ProcessFunctionInstance,
+    domain: TimeDomain,
+    up_to: i64,
+    dead_letter: Option<&str>,
+) -> Result<(), RunError> {
     loop {
         let due = processor.ctx().take_due_timers(domain, up_to)?;
         if due.is_empty() {
@@ -245,7 +323,11 @@ fn fire_due(processor: &mut ProcessFunctionInstance, domain: TimeDomain, up_to: 
         // call has a deadline).
         for chunk in due.chunks(TIMER_CHUNK) {
             match dead_letter {
-                None => processor.fire_timers(chunk).map_err(|error| failures::pinpoint(processor, chunk.len(), error, |p, i| p.fire_timers(&chunk[i..=i])))?,
+                None => processor.fire_timers(chunk).map_err(|error| {
+                    failures::pinpoint(processor, chunk.len(), error, |p, i| {
+                        p.fire_timers(&chunk[i..=i])
+                    })
+                })?,
                 Some(output) => failures::dead_letter_timers(processor, chunk, output)?,
             }
         }
@@ -279,7 +361,11 @@ impl Default for RoutedEvents {
 impl RoutedBatch {
     /// Room for `capacity` events, packed if `bare` (see [`RoutedEvents`]).
     pub(crate) fn with_capacity(capacity: usize, bare: bool) -> Self {
-        let events = if bare { RoutedEvents::Bare(BareEvents::with_capacity(capacity)) } else { RoutedEvents::Objects(Vec::with_capacity(capacity)) };
+        let events = if bare {
+            RoutedEvents::Bare(BareEvents::with_capacity(capacity))
+        } else {
+            RoutedEvents::Objects(Vec::with_capacity(capacity))
+        };
         Self { keys: KeyList::default(), events }
     }
 
@@ -300,7 +386,9 @@ impl RoutedBatch {
     pub(crate) fn push(&mut self, key: &[u8], event: Event) {
         self.keys.push(key);
         match &mut self.events {
-            RoutedEvents::Bare(bare) if event.key.is_none() && event.headers.is_empty() => bare.push(&event.value, event.timestamp),
+            RoutedEvents::Bare(bare) if event.key.is_none() && event.headers.is_empty() => {
+                bare.push(&event.value, event.timestamp)
+            }
             RoutedEvents::Bare(bare) => {
                 let mut events = bare.to_events();
                 events.push(event);
@@ -395,7 +483,8 @@ impl KeyGrouper {
         for (event, key) in keys.iter().enumerate() {
             let hash = hash(key);
             let mut candidate = self.index.get(&hash).copied();
-            while let Some(group) = candidate.filter(|&g| keys.get(self.firsts[g] as usize) != key) {
+            while let Some(group) = candidate.filter(|&g| keys.get(self.firsts[g] as usize) != key)
+            {
                 candidate = self.chained[group];
             }
             let group = candidate.unwrap_or_else(|| {
@@ -442,17 +531,29 @@ mod tests {
 
     #[test]
     fn grouping_keeps_first_appearance_and_arrival_order() {
-        let event = |v: &str| Event { key: None, value: v.as_bytes().to_vec(), timestamp: 0, headers: vec![] };
+        let event = |v: &str| Event {
+            key: None,
+            value: v.as_bytes().to_vec(),
+            timestamp: 0,
+            headers: vec![],
+        };
         let batch = || {
             let mut batch = RoutedBatch::default();
-            [("a", "a1"), ("b", "b1"), ("a", "a2"), ("c", "c1"), ("b", "b2")].iter().for_each(|(k, v)| batch.push(k.as_bytes(), event(v)));
+            [("a", "a1"), ("b", "b1"), ("a", "a2"), ("c", "c1"), ("b", "b2")]
+                .iter()
+                .for_each(|(k, v)| batch.push(k.as_bytes(), event(v)));
             batch
         };
         let mut grouper = KeyGrouper::default();
         let groups = grouper.group(batch());
         let shape: Vec<(String, Vec<String>)> = groups
             .iter()
-            .map(|g| (String::from_utf8(g.key.clone()).unwrap(), g.events.iter().map(|e| String::from_utf8(e.value.clone()).unwrap()).collect()))
+            .map(|g| {
+                (
+                    String::from_utf8(g.key.clone()).unwrap(),
+                    g.events.iter().map(|e| String::from_utf8(e.value.clone()).unwrap()).collect(),
+                )
+            })
             .collect();
         let expected: Vec<(String, Vec<String>)> = vec![
             ("a".into(), vec!["a1".into(), "a2".into()]),
@@ -464,7 +565,12 @@ mod tests {
         let groups = grouper.group_by_hash(batch(), |_| 42);
         let shape: Vec<(String, Vec<String>)> = groups
             .iter()
-            .map(|g| (String::from_utf8(g.key.clone()).unwrap(), g.events.iter().map(|e| String::from_utf8(e.value.clone()).unwrap()).collect()))
+            .map(|g| {
+                (
+                    String::from_utf8(g.key.clone()).unwrap(),
+                    g.events.iter().map(|e| String::from_utf8(e.value.clone()).unwrap()).collect(),
+                )
+            })
             .collect();
         assert_eq!(shape, expected);
         let mut small = RoutedBatch::default();
@@ -478,28 +584,51 @@ mod tests {
         let mut packed = RoutedBatch::with_capacity(8, true);
         let mut objects = RoutedBatch::default();
         for (i, (key, value)) in orders.iter().enumerate() {
-            let event = Event { key: None, value: value.as_bytes().to_vec(), timestamp: i as i64, headers: vec![] };
+            let event = Event {
+                key: None,
+                value: value.as_bytes().to_vec(),
+                timestamp: i as i64,
+                headers: vec![],
+            };
             packed.push(key.as_bytes(), event.clone());
             objects.push(key.as_bytes(), event);
         }
-        let RoutedEvents::Bare(events) = &packed.events else { panic!("events without key or headers stay packed") };
+        let RoutedEvents::Bare(events) = &packed.events else {
+            panic!("events without key or headers stay packed")
+        };
         let mut grouper = KeyGrouper::default();
         let grouping = grouper.group_in_place(&packed.keys);
-        assert_eq!((grouping.first_events().collect::<Vec<_>>(), grouping.ends, grouping.order), (vec![0, 1, 3], &[2, 4, 5][..], &[0, 2, 1, 4, 3][..]));
+        assert_eq!(
+            (grouping.first_events().collect::<Vec<_>>(), grouping.ends, grouping.order),
+            (vec![0, 1, 3], &[2, 4, 5][..], &[0, 2, 1, 4, 3][..])
+        );
         let mut in_place = crate::runtime::packing::empty_keyed_batch();
         crate::runtime::packing::pack_grouped(events, &packed.keys, grouping, &mut in_place);
         let mut moved = crate::runtime::packing::empty_keyed_batch();
         crate::runtime::packing::pack_keyed(KeyGrouper::default().group(objects), &mut moved);
         let shape = |b: &crate::runtime::bindings::weir::function::types::KeyedBatch| {
-            (b.keys.bytes.clone(), b.keys.ends.clone(), b.event_ends.clone(), b.events.values.clone(), b.events.value_ends.clone(), b.events.timestamps.clone())
+            (
+                b.keys.bytes.clone(),
+                b.keys.ends.clone(),
+                b.event_ends.clone(),
+                b.events.values.clone(),
+                b.events.value_ends.clone(),
+                b.events.timestamps.clone(),
+            )
         };
         assert_eq!(shape(&in_place), shape(&moved));
         // An event with a source key turns the batch into objects, keeping
         // the events before it.
         let mut batch = RoutedBatch::with_capacity(8, true);
         batch.push(b"a", Event { key: None, value: b"1".to_vec(), timestamp: 1, headers: vec![] });
-        batch.push(b"b", Event { key: Some(b"k".to_vec()), value: b"2".to_vec(), timestamp: 2, headers: vec![] });
+        batch.push(
+            b"b",
+            Event { key: Some(b"k".to_vec()), value: b"2".to_vec(), timestamp: 2, headers: vec![] },
+        );
         let (keys, events) = batch.into_objects();
-        assert_eq!((keys.len(), events[0].value.as_slice(), events[1].key.as_deref()), (2, &b"1"[..], Some(&b"k"[..])));
+        assert_eq!(
+            (keys.len(), events[0].value.as_slice(), events[1].key.as_deref()),
+            (2, &b"1"[..], Some(&b"k"[..]))
+        );
     }
 }

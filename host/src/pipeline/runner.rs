@@ -26,27 +26,40 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{channel, sync_channel, Receiver, RecvTimeoutError, Sender, SyncSender, TryRecvError};
 use std::sync::atomic::Ordering;
+use std::sync::mpsc::{
+    channel, sync_channel, Receiver, RecvTimeoutError, Sender, SyncSender, TryRecvError,
+};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::{exactly_once, failures};
 use super::live::{LiveCounts, LiveMetrics, RunHandle};
 use super::operator::{FunctionCode, FunctionEnv, KeyedOperator, OperatorPlan, RoutedBatch};
 use super::spec::{CheckpointSettings, FunctionSpec, PipelineSpec, SinkSpec, SourceSpec};
-use crate::registry::{FunctionStore, RegistryError};
-use crate::checkpoint::{self, Ack, CheckpointError, CheckpointStorage, CompletedSnapshot, ControlDir, Coordinator, CoordinatorConfig, KnownFiles, LocatedSnapshot, RestoreTarget, SnapshotKind, Trigger};
+use super::{exactly_once, failures};
+use crate::checkpoint::{
+    self, Ack, CheckpointError, CheckpointStorage, CompletedSnapshot, ControlDir, Coordinator,
+    CoordinatorConfig, KnownFiles, LocatedSnapshot, RestoreTarget, SnapshotKind, Trigger,
+};
 use crate::config;
 use crate::connectors::kafka::{self, KafkaSink, KafkaSinkConfig, KafkaSource, KafkaSourceConfig};
-use crate::connectors::{ConnectorError, DiscardSink, FileSink, FileSource, GeneratorSource, Sink, Source, SplitSource, StdoutSink};
-use crate::runtime::{new_engine, CallError, EngineLimits, FunctionLoader, KeyFunctionInstance, LoadError, LoadedFunction, Role};
-use crate::state::layout::{self, Layout, LayoutError};
+use crate::connectors::{
+    ConnectorError, DiscardSink, FileSink, FileSource, GeneratorSource, Sink, Source, SplitSource,
+    StdoutSink,
+};
+use crate::registry::{FunctionStore, RegistryError};
+use crate::runtime::{
+    new_engine, CallError, EngineLimits, FunctionLoader, KeyFunctionInstance, LoadError,
+    LoadedFunction, Role,
+};
 use crate::state::changelog::Changelog;
-use crate::state::{key_group, subtask_for_key_group, CachedBackend, KeyedStateBackend, SnapshotForm, StateError};
-use crate::window::WindowConfig;
+use crate::state::layout::{self, Layout, LayoutError};
+use crate::state::{
+    key_group, subtask_for_key_group, CachedBackend, KeyedStateBackend, SnapshotForm, StateError,
+};
 use crate::time::{SplitWatermarks, WatermarkSnapshot};
+use crate::window::WindowConfig;
 use crate::Event;
 
 /// Batches a channel holds before its sender waits.
@@ -157,7 +170,14 @@ pub enum RestoreFrom {
 impl RunOptions {
     /// Options with everything else off.
     pub fn new(data_dir: std::path::PathBuf) -> Self {
-        Self { data_dir, fresh: false, progress: None, sink_delay: None, restore: None, handle: RunHandle::new() }
+        Self {
+            data_dir,
+            fresh: false,
+            progress: None,
+            sink_delay: None,
+            restore: None,
+            handle: RunHandle::new(),
+        }
     }
 }
 
@@ -227,7 +247,6 @@ impl From<&LiveMetrics> for RunSummary {
     }
 }
 
-
 /// What flows from the source thread to a subtask, in order.
 enum SubtaskMessage {
     /// Events to process.
@@ -270,13 +289,17 @@ enum SinkMessage {
 pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunError> {
     let started = Instant::now();
     let _span = tracing::info_span!("pipeline", name = %spec.name).entered();
-    let Prepared { settings, kafka_exactly_once, key_function, plan, env } = prepare(spec, &options.data_dir)?;
+    let Prepared { settings, kafka_exactly_once, key_function, plan, env } =
+        prepare(spec, &options.data_dir)?;
     let mut keyer = match &key_function {
         FunctionCode::Wasm(function) => {
             let name = format!("{} (key)", function.label);
             KeyFunctionInstance::new(function, &name, env.ctx(&name, None)?)?
         }
-        FunctionCode::Native(native) => KeyFunctionInstance::native(native.key().ok_or_else(|| RunError::Deploy("not a key function".into()))?, "key"),
+        FunctionCode::Native(native) => KeyFunctionInstance::native(
+            native.key().ok_or_else(|| RunError::Deploy("not a key function".into()))?,
+            "key",
+        ),
     };
     let mut source = open_source(spec)?;
     tracing::debug!(elapsed = ?started.elapsed(), "functions loaded, source open");
@@ -289,7 +312,8 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let mut resumed_watermark = None;
     if let Some(snapshot) = &start.snapshot {
         let resume = |message: String| RunError::Resume { id: snapshot.metadata.id, message };
-        let state: SourceState = serde_json::from_value(snapshot.metadata.source.clone()).map_err(|e| resume(format!("source state: {e}")))?;
+        let state: SourceState = serde_json::from_value(snapshot.metadata.source.clone())
+            .map_err(|e| resume(format!("source state: {e}")))?;
         source.seek(&state.position).map_err(|e| resume(e.to_string()))?;
         if let (Some(watermarks), Some(saved)) = (&mut watermarks, &state.watermarks) {
             resumed_watermark = watermarks.restore(saved);
@@ -304,10 +328,21 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let sink_state = start.snapshot.as_ref().map(|s| s.metadata.sink.clone());
     let metrics = &options.handle.metrics;
     metrics.set_restored_from(start.snapshot.as_ref().map(|s| (s.metadata.kind, s.metadata.id)));
-    let sink_thread = spawn_sink(spec, options, settings.is_some(), sink_state.as_ref(), sink_rx, sink_inputs, start.first_id, ack_tx.clone())?;
+    let sink_thread = spawn_sink(
+        spec,
+        options,
+        settings.is_some(),
+        sink_state.as_ref(),
+        sink_rx,
+        sink_inputs,
+        start.first_id,
+        ack_tx.clone(),
+    )?;
 
     let control = ControlDir::new(config::control_dir(&options.data_dir, &spec.name));
-    control.claim().map_err(|e| RunError::Engine(format!("cannot write the control directory: {e}")))?;
+    control
+        .claim()
+        .map_err(|e| RunError::Engine(format!("cannot write the control directory: {e}")))?;
     let complete_tx = sink_tx.clone();
     let coordinator = Coordinator::new(
         CoordinatorConfig {
@@ -324,7 +359,11 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
                 Box::new(move |snapshot| handle.metrics.snapshot_completed(snapshot))
             },
             first_id: start.first_id,
-            restored_checkpoint: start.snapshot.as_ref().filter(|s| s.metadata.kind == SnapshotKind::Checkpoint).map(|s| s.metadata.id),
+            restored_checkpoint: start
+                .snapshot
+                .as_ref()
+                .filter(|s| s.metadata.kind == SnapshotKind::Checkpoint)
+                .map(|s| s.metadata.id),
             known: start.known,
         },
         start.storage,
@@ -345,21 +384,50 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
             // Changes piling up beyond the cache's own budget between two
             // checkpoints make the next one full instead.
             let chain = start.local_checkpoints.join(format!("chain-{index}"));
-            cache = cache.with_changelog(Changelog::create(chain, settings.materialize_every, cache_bytes)?);
+            cache = cache.with_changelog(Changelog::create(
+                chain,
+                settings.materialize_every,
+                cache_bytes,
+            )?);
             cache.start_chain(&start.local_checkpoints.join(format!("base-{index}")))?;
         }
         let backend: Box<dyn KeyedStateBackend> = Box::new(cache);
         let (plan, env) = (plan.clone(), env.clone());
-        let links = SubtaskLinks { index, sink: sink_tx.clone(), acks: ack_tx.clone(), local_checkpoints: start.local_checkpoints.clone(), counts };
-        subtask_threads.push(spawn(&format!("subtask-{index}"), move || run_subtask(KeyedOperator::new(&plan, index, backend, &env)?, rx, links))?);
+        let links = SubtaskLinks {
+            index,
+            sink: sink_tx.clone(),
+            acks: ack_tx.clone(),
+            local_checkpoints: start.local_checkpoints.clone(),
+            counts,
+        };
+        subtask_threads.push(spawn(&format!("subtask-{index}"), move || {
+            run_subtask(KeyedOperator::new(&plan, index, backend, &env)?, rx, links)
+        })?);
         subtask_txs.push(tx);
     }
 
     let mut stopped = false;
-    let links = SourceLinks { subtasks: subtask_txs, sink: sink_tx, triggers: trigger_rx, acks: ack_tx.clone(), metrics };
+    let links = SourceLinks {
+        subtasks: subtask_txs,
+        sink: sink_tx,
+        triggers: trigger_rx,
+        acks: ack_tx.clone(),
+        metrics,
+    };
     tracing::debug!(elapsed = ?started.elapsed(), "pipeline started");
     let bare = plan.takes_packed_events(env.dead_letter.is_some());
-    let source_result = feed(spec, options, source.as_mut(), &mut keyer, &env, watermarks.as_mut(), resumed_watermark, &links, &mut stopped, bare);
+    let source_result = feed(
+        spec,
+        options,
+        source.as_mut(),
+        &mut keyer,
+        &env,
+        watermarks.as_mut(),
+        resumed_watermark,
+        &links,
+        &mut stopped,
+        bare,
+    );
     if source_result.is_err() {
         let _ = ack_tx.send(Ack::Shutdown);
     }
@@ -378,11 +446,24 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     control.release();
     // A failing subtask or sink makes upstream threads see a closed channel
     // (`Stopped`); report the failure itself.
-    if let Some(index) = errors.iter().position(|e| !matches!(e, RunError::Stopped)).or((!errors.is_empty()).then_some(0)) {
+    if let Some(index) = errors
+        .iter()
+        .position(|e| !matches!(e, RunError::Stopped))
+        .or((!errors.is_empty()).then_some(0))
+    {
         return Err(errors.swap_remove(index));
     }
-    let summary = RunSummary { elapsed: started.elapsed(), snapshots_expired, stopped, ..RunSummary::from(metrics) };
-    tracing::info!(records_in = summary.records_in, records_out = summary.records_out, "pipeline finished");
+    let summary = RunSummary {
+        elapsed: started.elapsed(),
+        snapshots_expired,
+        stopped,
+        ..RunSummary::from(metrics)
+    };
+    tracing::info!(
+        records_in = summary.records_in,
+        records_out = summary.records_out,
+        "pipeline finished"
+    );
     Ok(summary)
 }
 
@@ -398,7 +479,12 @@ struct Prepared {
 /// Check the settings and the exactly-once requirements, and load every
 /// function for its role.
 fn prepare(spec: &PipelineSpec, data_dir: &Path) -> Result<Prepared, RunError> {
-    let settings = spec.checkpoint.as_ref().map(|c| c.settings()).transpose().map_err(|e| RunError::Deploy(e.to_string()))?;
+    let settings = spec
+        .checkpoint
+        .as_ref()
+        .map(|c| c.settings())
+        .transpose()
+        .map_err(|e| RunError::Deploy(e.to_string()))?;
     let kafka_exactly_once = exactly_once::exactly_once_sink(spec)?;
     if let Some(sink) = &kafka_exactly_once {
         exactly_once::check(spec, sink, settings.as_ref(), data_dir)?;
@@ -407,8 +493,10 @@ fn prepare(spec: &PipelineSpec, data_dir: &Path) -> Result<Prepared, RunError> {
     // One key function instance and one per subtask, each replaced (the old
     // one freed first) after a trap.
     let instances = u32::from(spec.parallelism) + 1;
-    let engine = new_engine(EngineLimits::for_functions(instances, &env.limits)).map_err(|e| RunError::Engine(format!("{e:#}")))?;
-    let loader = FunctionLoader::new(engine, Some(config::component_cache_dir(data_dir))).map_err(|e| RunError::Engine(e.to_string()))?;
+    let engine = new_engine(EngineLimits::for_functions(instances, &env.limits))
+        .map_err(|e| RunError::Engine(format!("{e:#}")))?;
+    let loader = FunctionLoader::new(engine, Some(config::component_cache_dir(data_dir)))
+        .map_err(|e| RunError::Engine(e.to_string()))?;
     let key_function = load(&loader, &spec.key, "key", Role::Key, data_dir)?;
     let plan = plan(spec, &loader, data_dir)?;
     Ok(Prepared { settings, kafka_exactly_once, key_function, plan, env })
@@ -422,24 +510,36 @@ pub fn check(spec: &PipelineSpec, data_dir: &Path) -> Result<(), RunError> {
 }
 
 /// What the keyed stage runs.
-fn plan(spec: &PipelineSpec, loader: &FunctionLoader, data_dir: &Path) -> Result<OperatorPlan, RunError> {
+fn plan(
+    spec: &PipelineSpec,
+    loader: &FunctionLoader,
+    data_dir: &Path,
+) -> Result<OperatorPlan, RunError> {
     let window_function = match (&spec.aggregate, &spec.window_process) {
         (Some(aggregate), _) => Some((aggregate, "aggregate", Role::Aggregate)),
         (None, Some(process)) => Some((process, "window_process", Role::WindowProcess)),
         (None, None) => None,
     };
     Ok(match (&spec.process, &spec.window, window_function) {
-        (Some(process), _, _) => OperatorPlan::Process(load(loader, process, "process", Role::Process, data_dir)?),
+        (Some(process), _, _) => {
+            OperatorPlan::Process(load(loader, process, "process", Role::Process, data_dir)?)
+        }
         (None, Some(window), Some((function, field, role))) => {
             let config = WindowConfig {
                 assigner: window.assigner().map_err(|e| RunError::Engine(e.to_string()))?,
-                allowed_lateness: window.allowed_lateness().map_err(|e| RunError::Engine(e.to_string()))?,
+                allowed_lateness: window
+                    .allowed_lateness()
+                    .map_err(|e| RunError::Engine(e.to_string()))?,
                 late_output: window.late_output.clone(),
                 max_parallelism: spec.max_parallelism,
             };
             OperatorPlan::Window(load(loader, function, field, role, data_dir)?, role, config)
         }
-        _ => return Err(RunError::Engine("the spec has neither a process function nor a window with an aggregate".into())),
+        _ => {
+            return Err(RunError::Engine(
+                "the spec has neither a process function nor a window with an aggregate".into(),
+            ))
+        }
     })
 }
 
@@ -458,13 +558,22 @@ struct StartingPoint {
 /// checkpointing and a completed checkpoint exists; empty when
 /// checkpointing without one (the local state may be ahead of what the
 /// sinks committed); else as the last run left it.
-fn prepare_state(spec: &PipelineSpec, options: &RunOptions, settings: Option<&CheckpointSettings>, kafka_sink: Option<&KafkaSinkConfig>) -> Result<StartingPoint, RunError> {
+fn prepare_state(
+    spec: &PipelineSpec,
+    options: &RunOptions,
+    settings: Option<&CheckpointSettings>,
+    kafka_sink: Option<&KafkaSinkConfig>,
+) -> Result<StartingPoint, RunError> {
     let url = checkpoint_url(spec, &options.data_dir)?;
     let storage = CheckpointStorage::open(&url, &spec.name)?;
     let fresh = spec.fresh || options.fresh;
     let latest = |required: bool| -> Result<Option<LocatedSnapshot>, RunError> {
         let Some(newest) = storage.completed()?.into_iter().next() else {
-            return if required { Err(RunError::NothingToRestore(spec.name.clone())) } else { Ok(None) };
+            return if required {
+                Err(RunError::NothingToRestore(spec.name.clone()))
+            } else {
+                Ok(None)
+            };
         };
         let highest = storage.highest_id()?;
         if highest > newest.id {
@@ -480,12 +589,16 @@ fn prepare_state(spec: &PipelineSpec, options: &RunOptions, settings: Option<&Ch
     let snapshot = match (&options.restore, committed) {
         (Some(RestoreFrom::Path(path)), committed) => {
             let located = CheckpointStorage::locate(path)?;
-            if let Some(Some(c)) = committed.filter(|c| c.is_some_and(|c| c > located.metadata.id)) {
+            if let Some(Some(c)) = committed.filter(|c| c.is_some_and(|c| c > located.metadata.id))
+            {
                 tracing::warn!(committed = c, restoring = located.metadata.id, "the output topic already holds results through snapshot {c}; replaying from an older snapshot writes them again");
             }
             Some(located)
         }
-        (Some(RestoreFrom::Latest), Some(committed)) => Some(committed_snapshot(&url, spec, committed)?.ok_or_else(|| RunError::NothingToRestore(spec.name.clone()))?),
+        (Some(RestoreFrom::Latest), Some(committed)) => Some(
+            committed_snapshot(&url, spec, committed)?
+                .ok_or_else(|| RunError::NothingToRestore(spec.name.clone()))?,
+        ),
         (None, Some(committed)) if !fresh => committed_snapshot(&url, spec, committed)?,
         (Some(RestoreFrom::Latest), None) => latest(true)?,
         (None, None) if settings.is_some() && !fresh => latest(false)?,
@@ -496,7 +609,12 @@ fn prepare_state(spec: &PipelineSpec, options: &RunOptions, settings: Option<&Ch
     let local_checkpoints = config::local_checkpoints_dir(&options.data_dir, &spec.name);
     let mut known = Vec::new();
     if let Some(snapshot) = &snapshot {
-        let target = RestoreTarget { state_dir: &state_dir, local_checkpoints: &local_checkpoints, layout, operator_uid: &spec.operator_uid() };
+        let target = RestoreTarget {
+            state_dir: &state_dir,
+            local_checkpoints: &local_checkpoints,
+            layout,
+            operator_uid: &spec.operator_uid(),
+        };
         known = checkpoint::restore(snapshot, &target)?;
         tracing::info!(id = snapshot.metadata.id, kind = ?snapshot.metadata.kind, "restored state");
     }
@@ -515,19 +633,27 @@ fn prepare_state(spec: &PipelineSpec, options: &RunOptions, settings: Option<&Ch
 fn checkpoint_url(spec: &PipelineSpec, data_dir: &Path) -> Result<String, RunError> {
     match spec.checkpoint.as_ref().and_then(|c| c.storage.clone()) {
         Some(url) => Ok(url),
-        None => config::default_checkpoint_storage(data_dir).map_err(|e| RunError::Engine(format!("checkpoint directory: {e}"))),
+        None => config::default_checkpoint_storage(data_dir)
+            .map_err(|e| RunError::Engine(format!("checkpoint directory: {e}"))),
     }
 }
 
 /// The checkpoint storage of `spec`'s pipeline, as its runs use it.
-pub fn checkpoint_storage(spec: &PipelineSpec, data_dir: &Path) -> Result<CheckpointStorage, RunError> {
+pub fn checkpoint_storage(
+    spec: &PipelineSpec,
+    data_dir: &Path,
+) -> Result<CheckpointStorage, RunError> {
     Ok(CheckpointStorage::open(&checkpoint_url(spec, data_dir)?, &spec.name)?)
 }
 
 /// The snapshot (checkpoint or savepoint) whose output an exactly-once
 /// Kafka sink committed last, `committed`; `None` when nothing was ever
 /// committed (start empty).
-fn committed_snapshot(url: &str, spec: &PipelineSpec, committed: Option<u64>) -> Result<Option<LocatedSnapshot>, RunError> {
+fn committed_snapshot(
+    url: &str,
+    spec: &PipelineSpec,
+    committed: Option<u64>,
+) -> Result<Option<LocatedSnapshot>, RunError> {
     let Some(id) = committed else { return Ok(None) };
     let storage = CheckpointStorage::open(url, &spec.name)?;
     for kind in [SnapshotKind::Checkpoint, SnapshotKind::Savepoint] {
@@ -574,21 +700,37 @@ impl SourceLinks<'_> {
     }
 
     /// Record the source's state and send barrier `trigger.id` downstream.
-    fn inject_barrier(&self, trigger: Trigger, source: &mut dyn Source, watermarks: Option<&SplitWatermarks>) -> Result<(), RunError> {
+    fn inject_barrier(
+        &self,
+        trigger: Trigger,
+        source: &mut dyn Source,
+        watermarks: Option<&SplitWatermarks>,
+    ) -> Result<(), RunError> {
         let position = source.position();
         source.on_barrier(&position);
         let state = SourceState { position, watermarks: watermarks.map(SplitWatermarks::snapshot) };
-        let state = serde_json::to_value(state).map_err(|e| RunError::Engine(format!("source state: {e}")))?;
+        let state = serde_json::to_value(state)
+            .map_err(|e| RunError::Engine(format!("source state: {e}")))?;
         let _ = self.acks.send(Ack::Source { id: trigger.id, state });
         // Savepoints are encoded from a database; checkpoints may be changelogs.
-        let form = if trigger.kind == SnapshotKind::Savepoint { SnapshotForm::Database } else { SnapshotForm::Chained };
+        let form = if trigger.kind == SnapshotKind::Savepoint {
+            SnapshotForm::Database
+        } else {
+            SnapshotForm::Chained
+        };
         self.broadcast(|| SubtaskMessage::Barrier(trigger.id, form))?;
-        self.sink.send(SinkMessage::Barrier { from: self.subtasks.len(), id: trigger.id }).map_err(|_| RunError::Stopped)
+        self.sink
+            .send(SinkMessage::Barrier { from: self.subtasks.len(), id: trigger.id })
+            .map_err(|_| RunError::Stopped)
     }
 
     /// After the input ended or a stop: take part in the snapshots the
     /// coordinator still asks for, until it is done.
-    fn serve_remaining_triggers(&self, source: &mut dyn Source, watermarks: Option<&SplitWatermarks>) -> Result<(), RunError> {
+    fn serve_remaining_triggers(
+        &self,
+        source: &mut dyn Source,
+        watermarks: Option<&SplitWatermarks>,
+    ) -> Result<(), RunError> {
         while let Ok(trigger) = self.triggers.recv() {
             self.inject_barrier(trigger, source, watermarks)?;
         }
@@ -615,7 +757,8 @@ fn feed(
     let parallelism = spec.parallelism;
     let per_subtask = spec.batch_size / usize::from(parallelism) + 1;
     let mut events: Vec<Event> = Vec::with_capacity(spec.batch_size);
-    let mut routed: Vec<RoutedBatch> = (0..parallelism).map(|_| RoutedBatch::with_capacity(per_subtask, bare)).collect();
+    let mut routed: Vec<RoutedBatch> =
+        (0..parallelism).map(|_| RoutedBatch::with_capacity(per_subtask, bare)).collect();
     if let Some(watermark) = resumed_watermark {
         // Operators continue from the watermark the snapshot was taken at.
         links.broadcast_watermark(watermark)?;
@@ -638,7 +781,14 @@ fn feed(
         let now = Instant::now();
         let rejected = source.take_rejected();
         if !rejected.is_empty() {
-            links.sink.send(SinkMessage::Batch { from: usize::from(parallelism), main: Vec::new(), side: rejected }).map_err(|_| RunError::Stopped)?;
+            links
+                .sink
+                .send(SinkMessage::Batch {
+                    from: usize::from(parallelism),
+                    main: Vec::new(),
+                    side: rejected,
+                })
+                .map_err(|_| RunError::Stopped)?;
         }
         if !events.is_empty() {
             links.metrics.key.add_in(events.len());
@@ -647,7 +797,14 @@ fn feed(
                 Some(output) => {
                     let (keys, letters) = failures::dead_letter_keys(keyer, &mut events, output)?;
                     if !letters.is_empty() {
-                        links.sink.send(SinkMessage::Batch { from: usize::from(parallelism), main: Vec::new(), side: letters }).map_err(|_| RunError::Stopped)?;
+                        links
+                            .sink
+                            .send(SinkMessage::Batch {
+                                from: usize::from(parallelism),
+                                main: Vec::new(),
+                                side: letters,
+                            })
+                            .map_err(|_| RunError::Stopped)?;
                     }
                     keys
                 }
@@ -703,7 +860,11 @@ struct SubtaskLinks {
 /// One keyed subtask: hand each batch and watermark to the operator and
 /// forward what it emits; fire processing-time timers as the clock passes;
 /// snapshot its state at each barrier.
-fn run_subtask(mut operator: KeyedOperator, input: Receiver<SubtaskMessage>, links: SubtaskLinks) -> Result<(), RunError> {
+fn run_subtask(
+    mut operator: KeyedOperator,
+    input: Receiver<SubtaskMessage>,
+    links: SubtaskLinks,
+) -> Result<(), RunError> {
     let _span = tracing::info_span!("subtask", index = links.index).entered();
     loop {
         let message = match operator.next_processing_timer() {
@@ -726,14 +887,21 @@ fn run_subtask(mut operator: KeyedOperator, input: Receiver<SubtaskMessage>, lin
             Some(SubtaskMessage::Barrier(id, form)) => {
                 // What was emitted before the barrier belongs before it.
                 forward_outputs(&mut operator, &links)?;
-                let dir = links.local_checkpoints.join(format!("chk-{id}")).join(format!("subtask-{}", links.index));
+                let dir = links
+                    .local_checkpoints
+                    .join(format!("chk-{id}"))
+                    .join(format!("subtask-{}", links.index));
                 if dir.exists() {
                     std::fs::remove_dir_all(&dir).map_err(CheckpointError::from)?;
                 }
-                std::fs::create_dir_all(dir.parent().unwrap_or(&links.local_checkpoints)).map_err(CheckpointError::from)?;
+                std::fs::create_dir_all(dir.parent().unwrap_or(&links.local_checkpoints))
+                    .map_err(CheckpointError::from)?;
                 operator.checkpoint(&dir, form)?;
                 let _ = links.acks.send(Ack::Subtask { id, index: links.index, dir });
-                links.sink.send(SinkMessage::Barrier { from: links.index, id }).map_err(|_| RunError::Stopped)?;
+                links
+                    .sink
+                    .send(SinkMessage::Barrier { from: links.index, id })
+                    .map_err(|_| RunError::Stopped)?;
             }
             None => {}
         }
@@ -752,7 +920,10 @@ fn forward_outputs(operator: &mut KeyedOperator, links: &SubtaskLinks) -> Result
         return Ok(());
     }
     links.counts.add_out(main.len());
-    links.sink.send(SinkMessage::Batch { from: links.index, main, side }).map_err(|_| RunError::Stopped)
+    links
+        .sink
+        .send(SinkMessage::Batch { from: links.index, main, side })
+        .map_err(|_| RunError::Stopped)
 }
 
 /// What the sinks record in a snapshot: each sink's pre-commit state.
@@ -774,10 +945,22 @@ fn spawn_sink(
     first_epoch: u64,
     acks: Sender<Ack>,
 ) -> Result<JoinHandle<Result<(), RunError>>, RunError> {
-    let recovered: Option<SinkState> = recovered.filter(|v| !v.is_null()).map(|v| serde_json::from_value(v.clone())).transpose().map_err(|e| RunError::Engine(format!("sink state in the snapshot: {e}")))?;
-    let mode = |state: Option<&serde_json::Value>| if exactly_once { SinkMode::ExactlyOnce(state.filter(|v| !v.is_null()).cloned()) } else { SinkMode::Direct };
+    let recovered: Option<SinkState> = recovered
+        .filter(|v| !v.is_null())
+        .map(|v| serde_json::from_value(v.clone()))
+        .transpose()
+        .map_err(|e| RunError::Engine(format!("sink state in the snapshot: {e}")))?;
+    let mode = |state: Option<&serde_json::Value>| {
+        if exactly_once {
+            SinkMode::ExactlyOnce(state.filter(|v| !v.is_null()).cloned())
+        } else {
+            SinkMode::Direct
+        }
+    };
     let mut sink = open_sink(&spec.sink, mode(recovered.as_ref().map(|r| &r.main)))?;
-    let mut side_outputs = SideOutputs::open(&spec.side_outputs, |name| mode(recovered.as_ref().and_then(|r| r.side.get(name))))?;
+    let mut side_outputs = SideOutputs::open(&spec.side_outputs, |name| {
+        mode(recovered.as_ref().and_then(|r| r.side.get(name)))
+    })?;
     let delay = options.sink_delay;
     let handle = options.handle.clone();
     spawn("sink", move || {
@@ -803,8 +986,12 @@ fn spawn_sink(
                     *arrived += 1;
                     if *arrived == inputs {
                         barriers.remove(&id);
-                        let state = SinkState { main: sink.pre_commit(id)?, side: side_outputs.pre_commit(id)? };
-                        let state = serde_json::to_value(state).map_err(|e| RunError::Engine(format!("sink state: {e}")))?;
+                        let state = SinkState {
+                            main: sink.pre_commit(id)?,
+                            side: side_outputs.pre_commit(id)?,
+                        };
+                        let state = serde_json::to_value(state)
+                            .map_err(|e| RunError::Engine(format!("sink state: {e}")))?;
                         let _ = acks.send(Ack::Sink { id, state });
                     }
                 }
@@ -826,8 +1013,14 @@ fn spawn_sink(
 }
 
 /// Start a named pipeline thread.
-fn spawn<T: Send + 'static>(name: &str, work: impl FnOnce() -> Result<T, RunError> + Send + 'static) -> Result<JoinHandle<Result<T, RunError>>, RunError> {
-    std::thread::Builder::new().name(name.to_string()).spawn(work).map_err(|e| RunError::Engine(format!("cannot start a thread: {e}")))
+fn spawn<T: Send + 'static>(
+    name: &str,
+    work: impl FnOnce() -> Result<T, RunError> + Send + 'static,
+) -> Result<JoinHandle<Result<T, RunError>>, RunError> {
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(work)
+        .map_err(|e| RunError::Engine(format!("cannot start a thread: {e}")))
 }
 
 /// Wait for a pipeline thread, turning a panic into an error.
@@ -838,19 +1031,41 @@ fn join<T>(thread: JoinHandle<Result<T, RunError>>, what: &str) -> Result<T, Run
 /// Load the function `field` of the spec names (a file, a stored function
 /// of the data directory's store, or a native built-in) and check it can
 /// play `role`.
-fn load(loader: &FunctionLoader, function: &FunctionSpec, field: &'static str, role: Role, data_dir: &Path) -> Result<FunctionCode, RunError> {
+fn load(
+    loader: &FunctionLoader,
+    function: &FunctionSpec,
+    field: &'static str,
+    role: Role,
+    data_dir: &Path,
+) -> Result<FunctionCode, RunError> {
     if let Some(name) = &function.native {
-        let native = crate::bench::native::lookup(name).ok_or_else(|| RunError::Deploy(format!("{field}.native: no built-in function {name:?} (there are {})", crate::bench::native::NAMES.join(", "))))?;
+        let native = crate::bench::native::lookup(name).ok_or_else(|| {
+            RunError::Deploy(format!(
+                "{field}.native: no built-in function {name:?} (there are {})",
+                crate::bench::native::NAMES.join(", ")
+            ))
+        })?;
         let plays = match role {
             Role::Key => native.key().is_some(),
             Role::Process => native.process().is_some(),
             Role::Aggregate => native.aggregate().is_some(),
             Role::WindowProcess => false,
         };
-        return if plays { Ok(FunctionCode::Native(native)) } else { Err(RunError::Deploy(format!("{field}.native: {name} is not a {} function", role.world()))) };
+        return if plays {
+            Ok(FunctionCode::Native(native))
+        } else {
+            Err(RunError::Deploy(format!(
+                "{field}.native: {name} is not a {} function",
+                role.world()
+            )))
+        };
     }
     let (label, bytes) = match (&function.wasm, &function.function) {
-        (Some(path), _) => (path.display().to_string(), std::fs::read(path).map_err(|source| RunError::ReadFunction { path: path.to_path_buf(), source })?),
+        (Some(path), _) => (
+            path.display().to_string(),
+            std::fs::read(path)
+                .map_err(|source| RunError::ReadFunction { path: path.to_path_buf(), source })?,
+        ),
         (None, Some(name)) => {
             let stored = FunctionStore::open(data_dir).and_then(|store| {
                 let version = store.get(name, function.version)?;
@@ -862,28 +1077,49 @@ fn load(loader: &FunctionLoader, function: &FunctionSpec, field: &'static str, r
     };
     let loaded = loader.load(&bytes).and_then(|f| f.require(role).map(|()| f));
     let short = match (&function.wasm, &function.function) {
-        (Some(path), _) => path.file_name().map_or_else(|| label.clone(), |name| name.to_string_lossy().into_owned()),
+        (Some(path), _) => path
+            .file_name()
+            .map_or_else(|| label.clone(), |name| name.to_string_lossy().into_owned()),
         _ => label.replace("function ", "").replace(" version ", " v"),
     };
-    loaded.map(|f| FunctionCode::Wasm(LoadedFunction { label: short, ..f })).map_err(|source| RunError::Load { function: label, source })
+    loaded
+        .map(|f| FunctionCode::Wasm(LoadedFunction { label: short, ..f }))
+        .map_err(|source| RunError::Load { function: label, source })
 }
 
 fn open_source(spec: &PipelineSpec) -> Result<Box<dyn Source>, RunError> {
     Ok(match &spec.source {
         SourceSpec::File { path, paths, timestamp_field, on_bad_timestamp } => {
             let open = |path: &std::path::PathBuf| -> Result<Box<dyn Source>, RunError> {
-                Ok(Box::new(FileSource::open(path, timestamp_field.clone())?.with_bad_timestamps(on_bad_timestamp.clone())))
+                Ok(Box::new(
+                    FileSource::open(path, timestamp_field.clone())?
+                        .with_bad_timestamps(on_bad_timestamp.clone()),
+                ))
             };
             match path {
                 Some(path) => open(path)?,
-                None => Box::new(SplitSource::new(paths.iter().map(open).collect::<Result<_, _>>()?)),
+                None => {
+                    Box::new(SplitSource::new(paths.iter().map(open).collect::<Result<_, _>>()?))
+                }
             }
         }
         SourceSpec::Generator { count, keys, seed, start_time, interval_ms, encoding } => {
             let start = crate::connectors::parse_rfc3339_millis(start_time).unwrap_or(0);
-            Box::new(GeneratorSource::new(*count, *keys, *seed, start, *interval_ms).with_encoding(*encoding))
+            Box::new(
+                GeneratorSource::new(*count, *keys, *seed, start, *interval_ms)
+                    .with_encoding(*encoding),
+            )
         }
-        SourceSpec::Kafka { bootstrap_servers, topics, topic_pattern, group_id, start, bounded, timestamp_field, properties } => Box::new(KafkaSource::open(&KafkaSourceConfig {
+        SourceSpec::Kafka {
+            bootstrap_servers,
+            topics,
+            topic_pattern,
+            group_id,
+            start,
+            bounded,
+            timestamp_field,
+            properties,
+        } => Box::new(KafkaSource::open(&KafkaSourceConfig {
             bootstrap_servers: bootstrap_servers.clone(),
             topics: topics.clone(),
             topic_pattern: topic_pattern.clone(),
@@ -909,11 +1145,16 @@ enum SinkMode {
 fn open_sink(spec: &SinkSpec, mode: SinkMode) -> Result<Box<dyn Sink>, RunError> {
     Ok(match (spec, mode) {
         (SinkSpec::File { path }, SinkMode::Direct) => Box::new(FileSink::create(path)?),
-        (SinkSpec::File { path }, SinkMode::ExactlyOnce(state)) => Box::new(FileSink::exactly_once(path, state.as_ref())?),
+        (SinkSpec::File { path }, SinkMode::ExactlyOnce(state)) => {
+            Box::new(FileSink::exactly_once(path, state.as_ref())?)
+        }
         (SinkSpec::Stdout {}, _) => Box::new(StdoutSink::new()),
         (SinkSpec::Discard {}, _) => Box::new(DiscardSink),
         (kafka @ SinkSpec::Kafka { .. }, _) => {
-            let config = kafka.kafka_config().map_err(|e| RunError::Deploy(e.to_string()))?.ok_or_else(|| RunError::Deploy("not a Kafka sink".into()))?;
+            let config = kafka
+                .kafka_config()
+                .map_err(|e| RunError::Deploy(e.to_string()))?
+                .ok_or_else(|| RunError::Deploy("not a Kafka sink".into()))?;
             Box::new(KafkaSink::open(&config)?)
         }
     })
@@ -926,13 +1167,24 @@ struct SideOutputs {
 }
 
 impl SideOutputs {
-    fn open(specs: &BTreeMap<String, SinkSpec>, mode: impl Fn(&str) -> SinkMode) -> Result<Self, RunError> {
-        let sinks = specs.iter().map(|(name, spec)| Ok((name.clone(), open_sink(spec, mode(name))?))).collect::<Result<_, RunError>>()?;
+    fn open(
+        specs: &BTreeMap<String, SinkSpec>,
+        mode: impl Fn(&str) -> SinkMode,
+    ) -> Result<Self, RunError> {
+        let sinks = specs
+            .iter()
+            .map(|(name, spec)| Ok((name.clone(), open_sink(spec, mode(name))?)))
+            .collect::<Result<_, RunError>>()?;
         Ok(Self { sinks, warned: Vec::new() })
     }
 
     /// Write each event to its side output's sink, or count it as dropped.
-    fn route(&mut self, epoch: u64, events: Vec<(String, Event)>, report: &LiveMetrics) -> Result<(), RunError> {
+    fn route(
+        &mut self,
+        epoch: u64,
+        events: Vec<(String, Event)>,
+        report: &LiveMetrics,
+    ) -> Result<(), RunError> {
         let (mut written, mut dropped) = (0, 0);
         for (name, event) in events {
             match self.sinks.get_mut(&name) {
@@ -956,7 +1208,9 @@ impl SideOutputs {
     }
 
     fn end_of_epoch(&mut self, epoch: u64) -> Result<(), RunError> {
-        self.sinks.values_mut().try_for_each(|sink| sink.end_of_epoch(epoch).map_err(RunError::from))
+        self.sinks
+            .values_mut()
+            .try_for_each(|sink| sink.end_of_epoch(epoch).map_err(RunError::from))
     }
 
     fn pre_commit(&mut self, id: u64) -> Result<BTreeMap<String, serde_json::Value>, RunError> {

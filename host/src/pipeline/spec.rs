@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use crate::connectors::kafka::{Delivery, KafkaSinkConfig, KafkaStart};
 use crate::connectors::BadTimestamps;
+use crate::names::{is_valid_name, NAME_RULE};
 use crate::runtime::FunctionLimits;
 use crate::state::ttl::{Ttl, TtlUpdate};
 use crate::state::DEFAULT_MAX_PARALLELISM;
@@ -153,8 +154,15 @@ impl LimitsSpec {
     pub fn to_limits(&self) -> Result<FunctionLimits, SpecError> {
         let mut limits = FunctionLimits::default();
         if let Some(text) = &self.call_timeout {
-            let timeout = humantime::parse_duration(text).map_err(|_| SpecError::field("limits.call_timeout", format!("{text:?} is not a duration (like 100ms, 2s)")))?;
-            if !(std::time::Duration::from_millis(1)..=std::time::Duration::from_secs(3600)).contains(&timeout) {
+            let timeout = humantime::parse_duration(text).map_err(|_| {
+                SpecError::field(
+                    "limits.call_timeout",
+                    format!("{text:?} is not a duration (like 100ms, 2s)"),
+                )
+            })?;
+            if !(std::time::Duration::from_millis(1)..=std::time::Duration::from_secs(3600))
+                .contains(&timeout)
+            {
                 return Err(SpecError::field("limits.call_timeout", "must be between 1ms and 1h"));
             }
             limits.call_timeout = timeout;
@@ -162,9 +170,14 @@ impl LimitsSpec {
         if let Some(size) = &self.memory {
             let bytes = match size {
                 Size::Bytes(bytes) => usize::try_from(*bytes).ok(),
-                Size::Text(text) => crate::runtime::limits::parse_bytes(text),
+                Size::Text(text) => crate::units::parse_bytes(text),
             };
-            let bytes = bytes.ok_or_else(|| SpecError::field("limits.memory", format!("{size:?} is not a size (like 64MiB, 1GiB)")))?;
+            let bytes = bytes.ok_or_else(|| {
+                SpecError::field(
+                    "limits.memory",
+                    format!("{size:?} is not a size (like 64MiB, 1GiB)"),
+                )
+            })?;
             if !(1 << 20..=4 << 30).contains(&bytes) {
                 return Err(SpecError::field("limits.memory", "must be between 1MiB and 4GiB"));
             }
@@ -274,20 +287,35 @@ pub struct CheckpointSettings {
 impl CheckpointSpec {
     /// A spec with only an interval (what `--checkpoint-interval` gives).
     pub fn every(interval: &str) -> Self {
-        Self { interval: interval.to_string(), min_pause: None, timeout: None, retained: default_retained(), materialize_every: default_materialize_every(), storage: None }
+        Self {
+            interval: interval.to_string(),
+            min_pause: None,
+            timeout: None,
+            retained: default_retained(),
+            materialize_every: default_materialize_every(),
+            storage: None,
+        }
     }
 
     /// The settings, or the field at fault.
     pub fn settings(&self) -> Result<CheckpointSettings, SpecError> {
         let duration = |field: &str, text: &str| {
-            humantime::parse_duration(text).map_err(|_| SpecError::field(field, format!("{text:?} is not a duration (like 500ms, 2s, 1m)")))
+            humantime::parse_duration(text).map_err(|_| {
+                SpecError::field(field, format!("{text:?} is not a duration (like 500ms, 2s, 1m)"))
+            })
         };
         let interval = duration("checkpoint.interval", &self.interval)?;
         if interval < std::time::Duration::from_millis(10) {
             return Err(SpecError::field("checkpoint.interval", "must be at least 10ms"));
         }
-        let min_pause = self.min_pause.as_deref().map_or(Ok(std::time::Duration::ZERO), |t| duration("checkpoint.min_pause", t))?;
-        let timeout = self.timeout.as_deref().map_or(Ok(std::time::Duration::from_secs(600)), |t| duration("checkpoint.timeout", t))?;
+        let min_pause = self
+            .min_pause
+            .as_deref()
+            .map_or(Ok(std::time::Duration::ZERO), |t| duration("checkpoint.min_pause", t))?;
+        let timeout =
+            self.timeout.as_deref().map_or(Ok(std::time::Duration::from_secs(600)), |t| {
+                duration("checkpoint.timeout", t)
+            })?;
         if timeout.is_zero() {
             return Err(SpecError::field("checkpoint.timeout", "must be more than 0"));
         }
@@ -297,7 +325,14 @@ impl CheckpointSpec {
         if self.materialize_every == 0 {
             return Err(SpecError::field("checkpoint.materialize_every", "must be at least 1"));
         }
-        Ok(CheckpointSettings { interval, min_pause, timeout, retained: self.retained, materialize_every: self.materialize_every, storage: self.storage.clone() })
+        Ok(CheckpointSettings {
+            interval,
+            min_pause,
+            timeout,
+            retained: self.retained,
+            materialize_every: self.materialize_every,
+            storage: self.storage.clone(),
+        })
     }
 }
 
@@ -359,10 +394,9 @@ pub struct WindowSpec {
 }
 
 fn millis(field: &str, text: &str) -> Result<i64, SpecError> {
-    humantime::parse_duration(text)
-        .ok()
-        .and_then(|d| i64::try_from(d.as_millis()).ok())
-        .ok_or_else(|| SpecError::field(field, format!("{text:?} is not a duration (like 30s, 1m)")))
+    humantime::parse_duration(text).ok().and_then(|d| i64::try_from(d.as_millis()).ok()).ok_or_else(
+        || SpecError::field(field, format!("{text:?} is not a duration (like 30s, 1m)")),
+    )
 }
 
 impl WindowSpec {
@@ -383,16 +417,32 @@ impl WindowSpec {
             only("window.size", self.size.is_some(), "tumbling and sliding")?;
             only("window.slide", self.slide.is_some(), "sliding")?;
             only("window.offset", self.offset.is_some(), "tumbling and sliding")?;
-            let gap = self.gap.as_deref().ok_or_else(|| SpecError::field("window.gap", "session windows need a gap"))?;
+            let gap = self
+                .gap
+                .as_deref()
+                .ok_or_else(|| SpecError::field("window.gap", "session windows need a gap"))?;
             return Ok(WindowAssigner::Session { gap: positive("window.gap", gap)? });
         }
         only("window.gap", self.gap.is_some(), "session")?;
-        let size = positive("window.size", self.size.as_deref().ok_or_else(|| SpecError::field("window.size", "tumbling and sliding windows need a size"))?)?;
+        let size = positive(
+            "window.size",
+            self.size.as_deref().ok_or_else(|| {
+                SpecError::field("window.size", "tumbling and sliding windows need a size")
+            })?,
+        )?;
         let offset = self.offset.as_deref().map_or(Ok(0), |o| millis("window.offset", o))?;
         match (self.kind, &self.slide) {
-            (WindowKind::Sliding, Some(slide)) => Ok(WindowAssigner::Sliding { size, slide: positive("window.slide", slide)?, offset }),
-            (WindowKind::Sliding, None) => Err(SpecError::field("window.slide", "sliding windows need a slide")),
-            (_, Some(_)) => Err(SpecError::field("window.slide", "only sliding windows have a slide")),
+            (WindowKind::Sliding, Some(slide)) => Ok(WindowAssigner::Sliding {
+                size,
+                slide: positive("window.slide", slide)?,
+                offset,
+            }),
+            (WindowKind::Sliding, None) => {
+                Err(SpecError::field("window.slide", "sliding windows need a slide"))
+            }
+            (_, Some(_)) => {
+                Err(SpecError::field("window.slide", "only sliding windows have a slide"))
+            }
             (_, None) => Ok(WindowAssigner::Tumbling { size, offset }),
         }
     }
@@ -420,7 +470,9 @@ pub struct WatermarkSpec {
 impl WatermarkSpec {
     /// The out-of-orderness in milliseconds, if valid.
     pub fn delay_ms(&self) -> Option<i64> {
-        humantime::parse_duration(&self.max_out_of_orderness).ok().and_then(|d| i64::try_from(d.as_millis()).ok())
+        humantime::parse_duration(&self.max_out_of_orderness)
+            .ok()
+            .and_then(|d| i64::try_from(d.as_millis()).ok())
     }
 
     /// The idleness timeout: `Ok(None)` when not set, `Err` when invalid.
@@ -614,9 +666,25 @@ pub enum SinkSpec {
 impl SinkSpec {
     /// The Kafka sink's settings, if this is a Kafka sink.
     pub fn kafka_config(&self) -> Result<Option<KafkaSinkConfig>, SpecError> {
-        let SinkSpec::Kafka { bootstrap_servers, topic, delivery, transactional_id_prefix, transaction_timeout, properties, .. } = self else { return Ok(None) };
+        let SinkSpec::Kafka {
+            bootstrap_servers,
+            topic,
+            delivery,
+            transactional_id_prefix,
+            transaction_timeout,
+            properties,
+            ..
+        } = self
+        else {
+            return Ok(None);
+        };
         let text = transaction_timeout.as_deref().unwrap_or("15m");
-        let transaction_timeout = humantime::parse_duration(text).map_err(|_| SpecError::field("sink.transaction_timeout", format!("{text:?} is not a duration (like 15m)")))?;
+        let transaction_timeout = humantime::parse_duration(text).map_err(|_| {
+            SpecError::field(
+                "sink.transaction_timeout",
+                format!("{text:?} is not a duration (like 15m)"),
+            )
+        })?;
         Ok(Some(KafkaSinkConfig {
             bootstrap_servers: bootstrap_servers.clone(),
             topic: topic.clone(),
@@ -632,7 +700,8 @@ impl PipelineSpec {
     /// Read, parse and validate the spec at `path`, resolving relative
     /// paths against its directory.
     pub fn load(path: &Path) -> Result<Self, SpecError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SpecError::Read { path: path.to_path_buf(), source })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| SpecError::Read { path: path.to_path_buf(), source })?;
         let mut spec = Self::parse(&text)?;
         spec.resolve_paths(path.parent().unwrap_or(Path::new(".")));
         Ok(spec)
@@ -652,7 +721,8 @@ impl PipelineSpec {
     /// The keyed operator's identity in savepoints: the `uid` of its
     /// function, else `process` or `window`.
     pub fn operator_uid(&self) -> String {
-        let function = self.process.as_ref().or(self.aggregate.as_ref()).or(self.window_process.as_ref());
+        let function =
+            self.process.as_ref().or(self.aggregate.as_ref()).or(self.window_process.as_ref());
         match function.and_then(|f| f.uid.clone()) {
             Some(uid) => uid,
             None if self.process.is_some() => "process".to_string(),
@@ -662,39 +732,58 @@ impl PipelineSpec {
 
     /// Every function the spec names, with its field (`key`, `process`, …).
     pub fn functions(&self) -> Vec<(&'static str, &FunctionSpec)> {
-        [("key", Some(&self.key)), ("process", self.process.as_ref()), ("aggregate", self.aggregate.as_ref()), ("window_process", self.window_process.as_ref())]
-            .into_iter()
-            .filter_map(|(field, f)| Some((field, f?)))
-            .collect()
+        [
+            ("key", Some(&self.key)),
+            ("process", self.process.as_ref()),
+            ("aggregate", self.aggregate.as_ref()),
+            ("window_process", self.window_process.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(field, f)| Some((field, f?)))
+        .collect()
     }
 
     /// Every function the spec names, to change (resolve, pin).
     pub fn functions_mut(&mut self) -> Vec<(&'static str, &mut FunctionSpec)> {
-        [("key", Some(&mut self.key)), ("process", self.process.as_mut()), ("aggregate", self.aggregate.as_mut()), ("window_process", self.window_process.as_mut())]
-            .into_iter()
-            .filter_map(|(field, f)| Some((field, f?)))
-            .collect()
+        [
+            ("key", Some(&mut self.key)),
+            ("process", self.process.as_mut()),
+            ("aggregate", self.aggregate.as_mut()),
+            ("window_process", self.window_process.as_mut()),
+        ]
+        .into_iter()
+        .filter_map(|(field, f)| Some((field, f?)))
+        .collect()
     }
 
     /// Check what the types cannot.
     pub fn validate(&self) -> Result<(), SpecError> {
         if !is_valid_name(&self.name) {
-            return Err(SpecError::field("name", format!("{:?} must be 1 to 63 of a-z, 0-9 and -", self.name)));
+            return Err(SpecError::field("name", format!("{:?} must be {NAME_RULE}", self.name)));
         }
         for (field, function) in self.functions() {
             match (&function.wasm, &function.function, &function.native) {
                 (_, None, _) if function.version.is_some() => return Err(SpecError::field(&format!("{field}.version"), "a version goes with `function`")),
                 (Some(_), None, None) | (None, None, Some(_)) => {}
-                (None, Some(name), None) if !is_valid_name(name) => return Err(SpecError::field(&format!("{field}.function"), format!("{name:?} is not a function name (1 to 63 of a-z, 0-9 and -)"))),
+                (None, Some(name), None) if !is_valid_name(name) => return Err(SpecError::field(&format!("{field}.function"), format!("{name:?} is not a function name ({NAME_RULE})"))),
                 (None, Some(_), None) => {}
                 _ => return Err(SpecError::field(field, "give one of `wasm` (a file), `function` (a stored function's name) or `native` (a built-in)")),
             }
         }
-        if let Some((name, spec)) = self.state_ttl.iter().find(|(_, spec)| spec.to_ttl().is_none()) {
-            return Err(SpecError::field(&format!("state_ttl.{name}.ttl"), format!("{:?} is not a duration of at least 1ms (like 30s, 10m, 1h)", spec.ttl)));
+        if let Some((name, spec)) = self.state_ttl.iter().find(|(_, spec)| spec.to_ttl().is_none())
+        {
+            return Err(SpecError::field(
+                &format!("state_ttl.{name}.ttl"),
+                format!("{:?} is not a duration of at least 1ms (like 30s, 10m, 1h)", spec.ttl),
+            ));
         }
         let window_function = match (&self.aggregate, &self.window_process) {
-            (Some(_), Some(_)) => return Err(SpecError::field("window_process", "give either `aggregate` or `window_process`, not both")),
+            (Some(_), Some(_)) => {
+                return Err(SpecError::field(
+                    "window_process",
+                    "give either `aggregate` or `window_process`, not both",
+                ))
+            }
             (aggregate, process) => aggregate.as_ref().or(process.as_ref()),
         };
         match (&self.process, &self.window, window_function) {
@@ -702,49 +791,97 @@ impl PipelineSpec {
             (None, Some(window), Some(_)) => {
                 window.assigner()?;
                 window.allowed_lateness()?;
-                if let Some(name) = window.late_output.as_ref().filter(|n| !self.side_outputs.contains_key(*n)) {
-                    return Err(SpecError::field("window.late_output", format!("side output {name:?} is not declared in side_outputs")));
+                if let Some(name) =
+                    window.late_output.as_ref().filter(|n| !self.side_outputs.contains_key(*n))
+                {
+                    return Err(SpecError::field(
+                        "window.late_output",
+                        format!("side output {name:?} is not declared in side_outputs"),
+                    ));
                 }
             }
-            (None, None, None) => return Err(SpecError::field("process", "give a process function, or a window and an aggregate function")),
-            (Some(_), _, _) => return Err(SpecError::field("process", "a pipeline has either a process function or a window with an aggregate, not both")),
-            (None, None, Some(_)) => return Err(SpecError::field("window", "an aggregate function needs a window")),
-            (None, Some(_), None) => return Err(SpecError::field("aggregate", "a window needs an aggregate (or window_process) function")),
+            (None, None, None) => {
+                return Err(SpecError::field(
+                    "process",
+                    "give a process function, or a window and an aggregate function",
+                ))
+            }
+            (Some(_), _, _) => return Err(SpecError::field(
+                "process",
+                "a pipeline has either a process function or a window with an aggregate, not both",
+            )),
+            (None, None, Some(_)) => {
+                return Err(SpecError::field("window", "an aggregate function needs a window"))
+            }
+            (None, Some(_), None) => {
+                return Err(SpecError::field(
+                    "aggregate",
+                    "a window needs an aggregate (or window_process) function",
+                ))
+            }
         }
         if let Some(watermark) = self.watermark.as_ref().filter(|w| w.delay_ms().is_none()) {
-            return Err(SpecError::field("watermark.max_out_of_orderness", format!("{:?} is not a duration (like 0s, 5s, 1m)", watermark.max_out_of_orderness)));
+            return Err(SpecError::field(
+                "watermark.max_out_of_orderness",
+                format!("{:?} is not a duration (like 0s, 5s, 1m)", watermark.max_out_of_orderness),
+            ));
         }
         if let Some(watermark) = self.watermark.as_ref().filter(|w| w.idle_timeout().is_err()) {
-            return Err(SpecError::field("watermark.idle_timeout", format!("{:?} is not a duration (like 30s)", watermark.idle_timeout.as_deref().unwrap_or(""))));
+            return Err(SpecError::field(
+                "watermark.idle_timeout",
+                format!(
+                    "{:?} is not a duration (like 30s)",
+                    watermark.idle_timeout.as_deref().unwrap_or("")
+                ),
+            ));
         }
         if let SourceSpec::File { path, paths, on_bad_timestamp, .. } = &self.source {
             if path.is_some() != paths.is_empty() {
-                return Err(SpecError::field("source.path", "give either `path` or a non-empty `paths`"));
+                return Err(SpecError::field(
+                    "source.path",
+                    "give either `path` or a non-empty `paths`",
+                ));
             }
             if let BadTimestamps::SideOutput(name) = on_bad_timestamp {
                 if !self.side_outputs.contains_key(name) {
-                    return Err(SpecError::field("source.on_bad_timestamp", format!("side output {name:?} is not declared in side_outputs")));
+                    return Err(SpecError::field(
+                        "source.on_bad_timestamp",
+                        format!("side output {name:?} is not declared in side_outputs"),
+                    ));
                 }
             }
         }
         self.sink.kafka_config()?;
-        if let SinkSpec::Kafka { delivery: Delivery::ExactlyOnce, transactional_id_prefix, .. } = &self.sink {
+        if let SinkSpec::Kafka {
+            delivery: Delivery::ExactlyOnce, transactional_id_prefix, ..
+        } = &self.sink
+        {
             match transactional_id_prefix {
                 None => return Err(SpecError::field("sink.transactional_id_prefix", "exactly-once delivery needs a transactional_id_prefix, unique to this pipeline")),
-                Some(prefix) if !is_valid_name(prefix) => return Err(SpecError::field("sink.transactional_id_prefix", format!("{prefix:?} must be 1 to 63 of a-z, 0-9 and -"))),
+                Some(prefix) if !is_valid_name(prefix) => return Err(SpecError::field("sink.transactional_id_prefix", format!("{prefix:?} must be {NAME_RULE}"))),
                 Some(_) => {}
             }
         }
-        if let Some(name) = self.side_outputs.iter().find(|(_, sink)| matches!(sink, SinkSpec::Kafka { delivery: Delivery::ExactlyOnce, .. })).map(|(name, _)| name) {
+        if let Some(name) = self
+            .side_outputs
+            .iter()
+            .find(|(_, sink)| {
+                matches!(sink, SinkSpec::Kafka { delivery: Delivery::ExactlyOnce, .. })
+            })
+            .map(|(name, _)| name)
+        {
             return Err(SpecError::field(&format!("side_outputs.{name}.delivery"), "only the main sink can be exactly-once Kafka; side outputs to Kafka are at-least-once"));
         }
         if let SourceSpec::Kafka { topics, topic_pattern, .. } = &self.source {
             if topics.is_empty() == topic_pattern.is_none() {
-                return Err(SpecError::field("source.topics", "give either `topics` or `topic_pattern`"));
+                return Err(SpecError::field(
+                    "source.topics",
+                    "give either `topics` or `topic_pattern`",
+                ));
             }
         }
         if let Some(bad) = self.side_outputs.keys().find(|name| !is_valid_name(name)) {
-            return Err(SpecError::field("side_outputs", format!("{bad:?} must be 1 to 63 of a-z, 0-9 and -")));
+            return Err(SpecError::field("side_outputs", format!("{bad:?} must be {NAME_RULE}")));
         }
         if let Some(checkpoint) = &self.checkpoint {
             checkpoint.settings()?;
@@ -752,20 +889,32 @@ impl PipelineSpec {
         self.limits.to_limits()?;
         if let OnError::DeadLetter(name) = &self.on_error {
             if !self.side_outputs.contains_key(name) {
-                return Err(SpecError::field("on_error.dead-letter", format!("side output {name:?} is not declared in side_outputs")));
+                return Err(SpecError::field(
+                    "on_error.dead-letter",
+                    format!("side output {name:?} is not declared in side_outputs"),
+                ));
             }
             if self.process.is_none() {
-                return Err(SpecError::field("on_error", "dead-letter works with a process function; window pipelines use `fail`"));
+                return Err(SpecError::field(
+                    "on_error",
+                    "dead-letter works with a process function; window pipelines use `fail`",
+                ));
             }
         }
         if !is_valid_name(&self.operator_uid()) {
-            return Err(SpecError::field("uid", format!("{:?} must be 1 to 63 of a-z, 0-9 and -", self.operator_uid())));
+            return Err(SpecError::field(
+                "uid",
+                format!("{:?} must be {NAME_RULE}", self.operator_uid()),
+            ));
         }
         if !(1..=32768).contains(&self.max_parallelism) {
             return Err(SpecError::field("max_parallelism", "must be between 1 and 32768"));
         }
         if self.parallelism == 0 || self.parallelism > self.max_parallelism {
-            return Err(SpecError::field("parallelism", format!("must be between 1 and max_parallelism ({})", self.max_parallelism)));
+            return Err(SpecError::field(
+                "parallelism",
+                format!("must be between 1 and max_parallelism ({})", self.max_parallelism),
+            ));
         }
         if !(1..=1_000_000).contains(&self.batch_size) {
             return Err(SpecError::field("batch_size", "must be between 1 and 1000000"));
@@ -775,7 +924,10 @@ impl PipelineSpec {
                 return Err(SpecError::field("source.keys", "must be at least 1"));
             }
             if humantime::parse_rfc3339_weak(start_time).is_err() {
-                return Err(SpecError::field("source.start_time", format!("{start_time:?} is not an RFC 3339 time")));
+                return Err(SpecError::field(
+                    "source.start_time",
+                    format!("{start_time:?} is not an RFC 3339 time"),
+                ));
             }
         }
         Ok(())
@@ -803,11 +955,6 @@ impl PipelineSpec {
     }
 }
 
-/// Pipeline, output and function names: 1 to 63 of `a-z`, `0-9` and `-`.
-pub(crate) fn is_valid_name(name: &str) -> bool {
-    !name.is_empty() && name.len() <= 63 && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -830,54 +977,90 @@ sink: { type: stdout }
         assert_eq!(spec.name, "revenue");
         assert!(!spec.fresh);
         assert_eq!(spec.max_parallelism, 128);
-        assert!(matches!(spec.source, SourceSpec::File { ref timestamp_field, .. } if timestamp_field.as_deref() == Some("event_time")));
+        assert!(
+            matches!(spec.source, SourceSpec::File { ref timestamp_field, .. } if timestamp_field.as_deref() == Some("event_time"))
+        );
         assert!(matches!(spec.sink, SinkSpec::Stdout {}));
     }
 
     #[test]
     fn one_checkpoint_in_materialize_every_is_full() {
-        let settings = |extra: &str| PipelineSpec::parse(&format!("{GOOD}checkpoint: {{ interval: 1s{extra} }}\n")).and_then(|s| s.checkpoint.expect("checkpoint").settings());
+        let settings = |extra: &str| {
+            PipelineSpec::parse(&format!("{GOOD}checkpoint: {{ interval: 1s{extra} }}\n"))
+                .and_then(|s| s.checkpoint.expect("checkpoint").settings())
+        };
         assert_eq!(settings("").unwrap().materialize_every, 10, "default");
         assert_eq!(settings(", materialize_every: 1").unwrap().materialize_every, 1);
-        assert!(settings(", materialize_every: 0").unwrap_err().to_string().contains("checkpoint.materialize_every"));
+        assert!(settings(", materialize_every: 0")
+            .unwrap_err()
+            .to_string()
+            .contains("checkpoint.materialize_every"));
     }
 
     #[test]
     fn state_ttl_parses_durations_and_update_modes() {
         let spec = PipelineSpec::parse(&format!("{GOOD}state_ttl: {{ a: {{ ttl: 1h 30m }}, b: {{ ttl: 250ms, update: on-read-and-write }} }}\n")).unwrap();
-        assert_eq!(spec.state_ttl["a"].to_ttl(), Some(Ttl { millis: 5_400_000, update: TtlUpdate::OnCreateAndWrite }));
-        assert_eq!(spec.state_ttl["b"].to_ttl(), Some(Ttl { millis: 250, update: TtlUpdate::OnReadAndWrite }));
+        assert_eq!(
+            spec.state_ttl["a"].to_ttl(),
+            Some(Ttl { millis: 5_400_000, update: TtlUpdate::OnCreateAndWrite })
+        );
+        assert_eq!(
+            spec.state_ttl["b"].to_ttl(),
+            Some(Ttl { millis: 250, update: TtlUpdate::OnReadAndWrite })
+        );
     }
 
     #[test]
     fn windows_are_validated() {
-        let windowed = GOOD.replace("process: { wasm: revenue.wasm }", "aggregate: { wasm: revenue.wasm }");
+        let windowed =
+            GOOD.replace("process: { wasm: revenue.wasm }", "aggregate: { wasm: revenue.wasm }");
         let with = |window: &str| format!("{windowed}window: {window}\n");
-        let spec = PipelineSpec::parse(&with("{ type: sliding, size: 1m, slide: 20s, allowed_lateness: 30s }")).unwrap();
+        let spec = PipelineSpec::parse(&with(
+            "{ type: sliding, size: 1m, slide: 20s, allowed_lateness: 30s }",
+        ))
+        .unwrap();
         let window = spec.window.unwrap();
-        assert_eq!(window.assigner().unwrap(), WindowAssigner::Sliding { size: 60_000, slide: 20_000, offset: 0 });
+        assert_eq!(
+            window.assigner().unwrap(),
+            WindowAssigner::Sliding { size: 60_000, slide: 20_000, offset: 0 }
+        );
         assert_eq!(window.allowed_lateness().unwrap(), 30_000);
         assert!(error_of(&with("{ type: tumbling, size: soon }")).contains("window.size"));
         assert!(error_of(&with("{ type: sliding, size: 1m }")).contains("window.slide"));
-        assert!(error_of(&with("{ type: tumbling, size: 1m, late_output: late }")).contains("window.late_output"));
+        assert!(error_of(&with("{ type: tumbling, size: 1m, late_output: late }"))
+            .contains("window.late_output"));
         assert!(error_of(&with("{ type: hopping, size: 1m }")).contains("window.type"));
-        assert_eq!(PipelineSpec::parse(&with("{ type: session, gap: 30m }")).unwrap().window.unwrap().assigner().unwrap(), WindowAssigner::Session { gap: 1_800_000 });
+        assert_eq!(
+            PipelineSpec::parse(&with("{ type: session, gap: 30m }"))
+                .unwrap()
+                .window
+                .unwrap()
+                .assigner()
+                .unwrap(),
+            WindowAssigner::Session { gap: 1_800_000 }
+        );
         assert!(error_of(&with("{ type: session, size: 1m, gap: 1m }")).contains("window.size"));
         assert!(error_of(&with("{ type: session }")).contains("window.gap"));
         assert!(error_of(&with("{ type: tumbling, size: 1m, gap: 1m }")).contains("window.gap"));
         assert!(error_of(&windowed).contains("window"));
-        assert!(error_of(&format!("{GOOD}window: {{ type: tumbling, size: 1m }}\n")).contains("process"));
+        assert!(error_of(&format!("{GOOD}window: {{ type: tumbling, size: 1m }}\n"))
+            .contains("process"));
     }
 
     #[test]
     fn unknown_field_is_named() {
-        let err = error_of(&GOOD.replace("sink: { type: stdout }", "sink: { type: stdout, colour: red }"));
+        let err = error_of(
+            &GOOD.replace("sink: { type: stdout }", "sink: { type: stdout, colour: red }"),
+        );
         assert!(err.contains("sink") && err.contains("colour"), "{err}");
     }
 
     #[test]
     fn missing_field_is_named() {
-        let err = error_of(&GOOD.replace("source: { type: file, path: orders.jsonl, timestamp_field: event_time }", "source: { type: file }"));
+        let err = error_of(&GOOD.replace(
+            "source: { type: file, path: orders.jsonl, timestamp_field: event_time }",
+            "source: { type: file }",
+        ));
         assert!(err.contains("source") && err.contains("path"), "{err}");
     }
 
@@ -895,19 +1078,38 @@ sink: { type: stdout }
 
     #[test]
     fn limits_and_failure_policy_parse_and_are_checked() {
-        let spec = PipelineSpec::parse(&format!("{GOOD}limits: {{ call_timeout: 250ms, memory: 128MiB, fuel: 5000 }}\non_error: fail\n")).unwrap();
+        let spec = PipelineSpec::parse(&format!(
+            "{GOOD}limits: {{ call_timeout: 250ms, memory: 128MiB, fuel: 5000 }}\non_error: fail\n"
+        ))
+        .unwrap();
         let limits = spec.limits.to_limits().unwrap();
-        assert_eq!((limits.call_timeout, limits.memory_bytes, limits.fuel), (std::time::Duration::from_millis(250), 128 << 20, Some(5000)));
+        assert_eq!(
+            (limits.call_timeout, limits.memory_bytes, limits.fuel),
+            (std::time::Duration::from_millis(250), 128 << 20, Some(5000))
+        );
         assert_eq!(spec.on_error, OnError::Fail);
-        assert_eq!(PipelineSpec::parse(&format!("{GOOD}limits: {{ memory: 33554432 }}\n")).unwrap().limits.to_limits().unwrap().memory_bytes, 32 << 20);
+        assert_eq!(
+            PipelineSpec::parse(&format!("{GOOD}limits: {{ memory: 33554432 }}\n"))
+                .unwrap()
+                .limits
+                .to_limits()
+                .unwrap()
+                .memory_bytes,
+            32 << 20
+        );
         let dead = PipelineSpec::parse(&format!("{GOOD}on_error: {{ dead-letter: dead }}\nside_outputs: {{ dead: {{ type: stdout }} }}\n")).unwrap();
         assert_eq!(dead.on_error, OnError::DeadLetter("dead".into()));
-        assert!(error_of(&format!("{GOOD}on_error: {{ dead-letter: missing }}\n")).contains("on_error.dead-letter"));
+        assert!(error_of(&format!("{GOOD}on_error: {{ dead-letter: missing }}\n"))
+            .contains("on_error.dead-letter"));
         assert!(error_of(&format!("{GOOD}on_error: retry\n")).contains("not a failure policy"));
-        assert!(error_of(&format!("{GOOD}limits: {{ call_timeout: soon }}\n")).contains("limits.call_timeout"));
-        assert!(error_of(&format!("{GOOD}limits: {{ call_timeout: 2h }}\n")).contains("between 1ms and 1h"));
-        assert!(error_of(&format!("{GOOD}limits: {{ memory: 12 parsecs }}\n")).contains("limits.memory"));
-        assert!(error_of(&format!("{GOOD}limits: {{ memory: 512KiB }}\n")).contains("between 1MiB and 4GiB"));
+        assert!(error_of(&format!("{GOOD}limits: {{ call_timeout: soon }}\n"))
+            .contains("limits.call_timeout"));
+        assert!(error_of(&format!("{GOOD}limits: {{ call_timeout: 2h }}\n"))
+            .contains("between 1ms and 1h"));
+        assert!(error_of(&format!("{GOOD}limits: {{ memory: 12 parsecs }}\n"))
+            .contains("limits.memory"));
+        assert!(error_of(&format!("{GOOD}limits: {{ memory: 512KiB }}\n"))
+            .contains("between 1MiB and 4GiB"));
         assert!(error_of(&format!("{GOOD}limits: {{ fuel: 0 }}\n")).contains("limits.fuel"));
         assert!(error_of(&format!("{GOOD}limits: {{ cpu: 1 }}\n")).contains("cpu"));
     }
@@ -918,20 +1120,47 @@ sink: { type: stdout }
         assert!(error_of(&format!("{GOOD}max_parallelism: 0\n")).contains("max_parallelism"));
         assert!(error_of(&format!("{GOOD}batch_size: 0\n")).contains("batch_size"));
         assert!(error_of(&format!("{GOOD}parallelism: 0\n")).contains("parallelism"));
-        assert!(error_of(&format!("{GOOD}watermark: {{ max_out_of_orderness: later }}\n")).contains("watermark.max_out_of_orderness"));
-        assert!(error_of(&format!("{GOOD}watermark: {{ max_out_of_orderness: 1s, idle_timeout: never }}\n")).contains("watermark.idle_timeout"));
+        assert!(error_of(&format!("{GOOD}watermark: {{ max_out_of_orderness: later }}\n"))
+            .contains("watermark.max_out_of_orderness"));
+        assert!(error_of(&format!(
+            "{GOOD}watermark: {{ max_out_of_orderness: 1s, idle_timeout: never }}\n"
+        ))
+        .contains("watermark.idle_timeout"));
         let both = GOOD.replace("path: orders.jsonl,", "path: orders.jsonl, paths: [a.jsonl],");
         assert!(error_of(&both).contains("source.path"));
-        let undeclared = GOOD.replace("timestamp_field: event_time", "timestamp_field: event_time, on_bad_timestamp: { side-output: bad }");
+        let undeclared = GOOD.replace(
+            "timestamp_field: event_time",
+            "timestamp_field: event_time, on_bad_timestamp: { side-output: bad }",
+        );
         assert!(error_of(&undeclared).contains("source.on_bad_timestamp"));
-        assert!(PipelineSpec::parse(&format!("{undeclared}side_outputs: {{ bad: {{ type: stdout }} }}\n")).is_ok());
-        assert_eq!(PipelineSpec::parse(&format!("{GOOD}watermark: {{ max_out_of_orderness: 5s }}\n")).unwrap().watermark.unwrap().delay_ms(), Some(5000));
-        assert!(error_of(&format!("{GOOD}state_ttl: {{ total: {{ ttl: soon }} }}\n")).contains("state_ttl.total.ttl"));
-        assert!(error_of(&format!("{GOOD}state_ttl: {{ total: {{ ttl: 0s }} }}\n")).contains("state_ttl.total.ttl"));
-        assert!(error_of(&format!("{GOOD}state_ttl: {{ total: {{ ttl: 1s, update: sometimes }} }}\n")).contains("state_ttl.total.update"));
-        assert!(error_of(&format!("{GOOD}max_parallelism: 4\nparallelism: 5\n")).contains("parallelism"));
-        assert!(error_of(&format!("{GOOD}side_outputs: {{ Bad_Name: {{ type: stdout }} }}\n")).contains("side_outputs"));
-        let generator = GOOD.replace("source: { type: file, path: orders.jsonl, timestamp_field: event_time }", "source: { type: generator, count: 5, start_time: yesterday }");
+        assert!(PipelineSpec::parse(&format!(
+            "{undeclared}side_outputs: {{ bad: {{ type: stdout }} }}\n"
+        ))
+        .is_ok());
+        assert_eq!(
+            PipelineSpec::parse(&format!("{GOOD}watermark: {{ max_out_of_orderness: 5s }}\n"))
+                .unwrap()
+                .watermark
+                .unwrap()
+                .delay_ms(),
+            Some(5000)
+        );
+        assert!(error_of(&format!("{GOOD}state_ttl: {{ total: {{ ttl: soon }} }}\n"))
+            .contains("state_ttl.total.ttl"));
+        assert!(error_of(&format!("{GOOD}state_ttl: {{ total: {{ ttl: 0s }} }}\n"))
+            .contains("state_ttl.total.ttl"));
+        assert!(error_of(&format!(
+            "{GOOD}state_ttl: {{ total: {{ ttl: 1s, update: sometimes }} }}\n"
+        ))
+        .contains("state_ttl.total.update"));
+        assert!(error_of(&format!("{GOOD}max_parallelism: 4\nparallelism: 5\n"))
+            .contains("parallelism"));
+        assert!(error_of(&format!("{GOOD}side_outputs: {{ Bad_Name: {{ type: stdout }} }}\n"))
+            .contains("side_outputs"));
+        let generator = GOOD.replace(
+            "source: { type: file, path: orders.jsonl, timestamp_field: event_time }",
+            "source: { type: generator, count: 5, start_time: yesterday }",
+        );
         assert!(error_of(&generator).contains("source.start_time"));
     }
 
@@ -939,11 +1168,19 @@ sink: { type: stdout }
     fn relative_paths_resolve_against_the_spec_directory() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pipeline.yaml");
-        std::fs::write(&path, format!("{GOOD}side_outputs: {{ late: {{ type: file, path: late.jsonl }} }}\n")).unwrap();
+        std::fs::write(
+            &path,
+            format!("{GOOD}side_outputs: {{ late: {{ type: file, path: late.jsonl }} }}\n"),
+        )
+        .unwrap();
         let spec = PipelineSpec::load(&path).unwrap();
         assert_eq!(spec.key.wasm, Some(dir.path().join("revenue.wasm")));
         assert_eq!(spec.process.unwrap().wasm, Some(dir.path().join("revenue.wasm")));
-        assert!(matches!(spec.source, SourceSpec::File { ref path, .. } if path.as_deref() == Some(dir.path().join("orders.jsonl").as_path())));
-        assert!(matches!(spec.side_outputs["late"], SinkSpec::File { ref path } if path == &dir.path().join("late.jsonl")));
+        assert!(
+            matches!(spec.source, SourceSpec::File { ref path, .. } if path.as_deref() == Some(dir.path().join("orders.jsonl").as_path()))
+        );
+        assert!(
+            matches!(spec.side_outputs["late"], SinkSpec::File { ref path } if path == &dir.path().join("late.jsonl"))
+        );
     }
 }

@@ -27,7 +27,7 @@ use crate::runtime::{componentize, digest, FunctionLoader, LoadError};
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
     /// A function name outside `[a-z0-9-]{1,63}`.
-    #[error("invalid function name {0:?}: use 1 to 63 of a-z, 0-9 and -")]
+    #[error("invalid function name {0:?}: use {rule}", rule = crate::names::NAME_RULE)]
     InvalidName(String),
     /// The upload is not a usable function.
     #[error(transparent)]
@@ -102,7 +102,9 @@ impl FunctionStore {
 
     fn read_index(&self) -> Result<Index, RegistryError> {
         match self.root.read(INDEX) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| RegistryError::Corrupt(e.to_string())),
+            Ok(bytes) => {
+                serde_json::from_slice(&bytes).map_err(|e| RegistryError::Corrupt(e.to_string()))
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Index::new()),
             Err(e) => Err(self.io()(e)),
         }
@@ -115,7 +117,12 @@ impl FunctionStore {
     /// Validate and store `bytes` as the next version of `name`; the version,
     /// and whether this call created it (false: the newest version already
     /// had these bytes).
-    pub fn upload(&self, name: &str, bytes: &[u8], loader: &FunctionLoader) -> Result<(FunctionVersion, bool), RegistryError> {
+    pub fn upload(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        loader: &FunctionLoader,
+    ) -> Result<(FunctionVersion, bool), RegistryError> {
         check_name(name)?;
         let component = componentize(bytes)?;
         let loaded = loader.load(&component)?;
@@ -139,7 +146,8 @@ impl FunctionStore {
             uploaded_at: crate::state::ttl::now_millis(),
         };
         versions.push(version.clone());
-        let text = serde_json::to_vec_pretty(&index).map_err(|e| RegistryError::Corrupt(e.to_string()))?;
+        let text =
+            serde_json::to_vec_pretty(&index).map_err(|e| RegistryError::Corrupt(e.to_string()))?;
         self.write_atomically(&self.root, INDEX, &text)?;
         Ok((version, true))
     }
@@ -158,7 +166,9 @@ impl FunctionStore {
             Some(v) => versions.iter().find(|f| f.version == v),
             None => versions.last(),
         };
-        found.cloned().ok_or_else(|| RegistryError::NotFound(format!("{name} version {}", version.unwrap_or_default())))
+        found.cloned().ok_or_else(|| {
+            RegistryError::NotFound(format!("{name} version {}", version.unwrap_or_default()))
+        })
     }
 
     /// The stored component of `function`.
@@ -166,7 +176,10 @@ impl FunctionStore {
         let blob = format!("{}.wasm", hex_digest(&function.digest)?);
         let bytes = self.root.open_dir(BLOBS).and_then(|d| d.read(&blob)).map_err(self.io())?;
         if digest(&bytes) != function.digest {
-            return Err(RegistryError::Corrupt(format!("{} does not match its digest", function.name)));
+            return Err(RegistryError::Corrupt(format!(
+                "{} does not match its digest",
+                function.name
+            )));
         }
         Ok(bytes)
     }
@@ -176,12 +189,17 @@ impl FunctionStore {
     pub fn delete(&self, name: &str, used_by: &[String]) -> Result<(), RegistryError> {
         check_name(name)?;
         if !used_by.is_empty() {
-            return Err(RegistryError::InUse { name: name.to_string(), pipelines: used_by.to_vec() });
+            return Err(RegistryError::InUse {
+                name: name.to_string(),
+                pipelines: used_by.to_vec(),
+            });
         }
         let _guard = self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut index = self.read_index()?;
-        let removed = index.remove(name).ok_or_else(|| RegistryError::NotFound(name.to_string()))?;
-        let text = serde_json::to_vec_pretty(&index).map_err(|e| RegistryError::Corrupt(e.to_string()))?;
+        let removed =
+            index.remove(name).ok_or_else(|| RegistryError::NotFound(name.to_string()))?;
+        let text =
+            serde_json::to_vec_pretty(&index).map_err(|e| RegistryError::Corrupt(e.to_string()))?;
         self.write_atomically(&self.root, INDEX, &text)?;
         let blobs = self.root.open_dir(BLOBS).map_err(self.io())?;
         for version in removed {
@@ -194,9 +212,11 @@ impl FunctionStore {
     }
 }
 
-/// A function name: 1 to 63 of `a-z`, `0-9` and `-`.
+/// A function name ([`crate::names::NAME_RULE`]).
 fn check_name(name: &str) -> Result<(), RegistryError> {
-    crate::pipeline::spec::is_valid_name(name).then_some(()).ok_or_else(|| RegistryError::InvalidName(name.chars().take(80).collect()))
+    crate::names::is_valid_name(name)
+        .then_some(())
+        .ok_or_else(|| RegistryError::InvalidName(name.chars().take(80).collect()))
 }
 
 /// A digest from the index, checked to be hex before it names a file.
@@ -212,7 +232,11 @@ mod tests {
     use crate::runtime::{new_engine, EngineLimits};
 
     fn loader() -> FunctionLoader {
-        FunctionLoader::new(new_engine(EngineLimits { instances: 4, ..Default::default() }).unwrap(), None).unwrap()
+        FunctionLoader::new(
+            new_engine(EngineLimits { instances: 4, ..Default::default() }).unwrap(),
+            None,
+        )
+        .unwrap()
     }
 
     #[test]
@@ -223,8 +247,15 @@ mod tests {
         let key = core_module_for("key-function");
         let (first, created) = store.upload("revenue", &key, &loader).unwrap();
         assert!(created);
-        assert_eq!((first.version, first.worlds.clone()), (1, vec!["weir:function/key-function".to_string()]));
-        assert_eq!(store.upload("revenue", &key, &loader).unwrap(), (first.clone(), false), "the same bytes again: the same version");
+        assert_eq!(
+            (first.version, first.worlds.clone()),
+            (1, vec!["weir:function/key-function".to_string()])
+        );
+        assert_eq!(
+            store.upload("revenue", &key, &loader).unwrap(),
+            (first.clone(), false),
+            "the same bytes again: the same version"
+        );
         let process = core_module_for("process-function");
         let (second, _) = store.upload("revenue", &process, &loader).unwrap();
         assert_eq!(second.version, 2);
@@ -246,10 +277,19 @@ mod tests {
         let loader = loader();
         let key = core_module_for("key-function");
         for name in ["", "../../etc", "UPPER", "a/b", &"x".repeat(64), "name\0"] {
-            assert!(matches!(store.upload(name, &key, &loader), Err(RegistryError::InvalidName(_))), "{name:?}");
+            assert!(
+                matches!(store.upload(name, &key, &loader), Err(RegistryError::InvalidName(_))),
+                "{name:?}"
+            );
         }
-        assert!(matches!(store.upload("junk", b"not wasm", &loader), Err(RegistryError::Invalid(_))));
-        assert!(matches!(store.upload("cut", &key[..key.len() / 2], &loader), Err(RegistryError::Invalid(_))));
+        assert!(matches!(
+            store.upload("junk", b"not wasm", &loader),
+            Err(RegistryError::Invalid(_))
+        ));
+        assert!(matches!(
+            store.upload("cut", &key[..key.len() / 2], &loader),
+            Err(RegistryError::Invalid(_))
+        ));
         assert!(store.list().unwrap().is_empty());
         assert!(matches!(store.get("../x", None), Err(RegistryError::InvalidName(_))));
         assert!(matches!(store.get("missing", None), Err(RegistryError::NotFound(_))));
@@ -263,7 +303,10 @@ mod tests {
         let key = core_module_for("key-function");
         let (a, _) = store.upload("a", &key, &loader).unwrap();
         store.upload("b", &key, &loader).unwrap();
-        assert!(matches!(store.delete("a", &["orders".to_string()]), Err(RegistryError::InUse { .. })));
+        assert!(matches!(
+            store.delete("a", &["orders".to_string()]),
+            Err(RegistryError::InUse { .. })
+        ));
         store.delete("a", &[]).unwrap();
         assert!(matches!(store.get("a", None), Err(RegistryError::NotFound(_))));
         assert!(store.bytes(&a).is_ok(), "b still uses the same component");

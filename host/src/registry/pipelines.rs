@@ -17,7 +17,8 @@ use cap_std::fs::Dir;
 use serde::{Deserialize, Serialize};
 
 use super::RegistryError;
-use crate::pipeline::spec::{is_valid_name, SpecError};
+use crate::names::is_valid_name;
+use crate::pipeline::spec::SpecError;
 use crate::pipeline::PipelineSpec;
 
 /// Where a pipeline stands.
@@ -36,7 +37,12 @@ pub enum PipelineState {
 
 impl PipelineState {
     /// Every state.
-    pub const ALL: [PipelineState; 4] = [PipelineState::Running, PipelineState::Finished, PipelineState::Stopped, PipelineState::Failed];
+    pub const ALL: [PipelineState; 4] = [
+        PipelineState::Running,
+        PipelineState::Finished,
+        PipelineState::Stopped,
+        PipelineState::Failed,
+    ];
 
     /// Its name, as the API spells it.
     pub fn name(self) -> &'static str {
@@ -109,7 +115,9 @@ impl PipelineRecord {
 
     /// Whether the pipeline uses the stored function `name`.
     pub fn uses_function(&self, name: &str) -> bool {
-        PipelineSpec::parse(&self.spec).is_ok_and(|spec| spec.functions().iter().any(|(_, f)| f.function.as_deref() == Some(name)))
+        PipelineSpec::parse(&self.spec).is_ok_and(|spec| {
+            spec.functions().iter().any(|(_, f)| f.function.as_deref() == Some(name))
+        })
     }
 }
 
@@ -134,7 +142,9 @@ impl PipelineStore {
     }
 
     fn file(name: &str) -> Result<String, RegistryError> {
-        is_valid_name(name).then(|| format!("{name}.json")).ok_or_else(|| RegistryError::InvalidName(name.chars().take(80).collect()))
+        is_valid_name(name)
+            .then(|| format!("{name}.json"))
+            .ok_or_else(|| RegistryError::InvalidName(name.chars().take(80).collect()))
     }
 
     /// Every record, by name. An unreadable record is skipped with a warning.
@@ -142,14 +152,25 @@ impl PipelineStore {
         let mut records = BTreeMap::new();
         for entry in self.dir.entries().map_err(self.io())? {
             let name = entry.map_err(self.io())?.file_name();
-            let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".json")).filter(|n| is_valid_name(n)) else { continue };
-            let parsed = self.dir.read(&name).map_err(|e| e.to_string()).and_then(|bytes| serde_json::from_slice::<PipelineRecord>(&bytes).map_err(|e| e.to_string()));
+            let Some(stem) =
+                name.to_str().and_then(|n| n.strip_suffix(".json")).filter(|n| is_valid_name(n))
+            else {
+                continue;
+            };
+            let parsed = self.dir.read(&name).map_err(|e| e.to_string()).and_then(|bytes| {
+                serde_json::from_slice::<PipelineRecord>(&bytes).map_err(|e| e.to_string())
+            });
             match parsed {
                 Ok(record) if record.name == stem => {
                     records.insert(record.name.clone(), record);
                 }
-                Ok(_) => tracing::warn!(file = stem, "skipping a pipeline record that names another pipeline"),
-                Err(error) => tracing::warn!(file = stem, %error, "skipping an unreadable pipeline record"),
+                Ok(_) => tracing::warn!(
+                    file = stem,
+                    "skipping a pipeline record that names another pipeline"
+                ),
+                Err(error) => {
+                    tracing::warn!(file = stem, %error, "skipping an unreadable pipeline record")
+                }
             }
         }
         Ok(records)
@@ -158,7 +179,8 @@ impl PipelineStore {
     /// Write `record` (replacing the one of the same name).
     pub fn put(&self, record: &PipelineRecord) -> Result<(), RegistryError> {
         let file = Self::file(&record.name)?;
-        let bytes = serde_json::to_vec_pretty(record).map_err(|e| RegistryError::Corrupt(e.to_string()))?;
+        let bytes =
+            serde_json::to_vec_pretty(record).map_err(|e| RegistryError::Corrupt(e.to_string()))?;
         super::write_atomically(&self.dir, &file, &bytes).map_err(self.io())
     }
 
@@ -201,7 +223,10 @@ mod tests {
         let reopened = PipelineStore::open(dir.path()).unwrap().list().unwrap();
         assert_eq!(reopened.keys().collect::<Vec<_>>(), ["orders"]);
         let spec = reopened["orders"].spec(dir.path()).unwrap();
-        assert_eq!((spec.key.version, spec.process.as_ref().unwrap().version, spec.parallelism), (Some(1), Some(2), 3));
+        assert_eq!(
+            (spec.key.version, spec.process.as_ref().unwrap().version, spec.parallelism),
+            (Some(1), Some(2), 3)
+        );
         assert!(reopened["orders"].uses_function("revenue"));
         assert!(!reopened["orders"].uses_function("other"));
     }
@@ -211,7 +236,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = PipelineStore::open(dir.path()).unwrap();
         for name in ["../../etc/passwd", "a/b", "UPPER", ""] {
-            assert!(matches!(store.put(&record(name)), Err(RegistryError::InvalidName(_))), "{name:?}");
+            assert!(
+                matches!(store.put(&record(name)), Err(RegistryError::InvalidName(_))),
+                "{name:?}"
+            );
             assert!(matches!(store.delete(name), Err(RegistryError::InvalidName(_))), "{name:?}");
         }
         std::fs::write(dir.path().join("api/pipelines/broken.json"), b"{not json").unwrap();

@@ -12,7 +12,9 @@
 use wasmtime::component::Resource;
 
 use super::bindings::weir::function::context::Host as _;
-use super::bindings::weir::function::state::{self, Host as _, HostListState, HostMapState, HostValueState};
+use super::bindings::weir::function::state::{
+    self, Host as _, HostListState, HostMapState, HostValueState,
+};
 use super::bindings::weir::function::timers::Host as _;
 use super::bindings::weir::function::types::{EventBatch, TimeDomain};
 use super::host_api::{HostCtx, ListStateHandle, MapStateHandle, ValueStateHandle, MAX_VALUE_LEN};
@@ -56,8 +58,14 @@ impl Input<'_> {
     fn ttl(&mut self) -> Option<state::Ttl> {
         match self.byte() % 3 {
             0 => None,
-            1 => Some(state::Ttl { millis: u64::from(self.byte()), update: state::TtlUpdate::OnCreateAndWrite }),
-            _ => Some(state::Ttl { millis: u64::from(self.u32()), update: state::TtlUpdate::OnReadAndWrite }),
+            1 => Some(state::Ttl {
+                millis: u64::from(self.byte()),
+                update: state::TtlUpdate::OnCreateAndWrite,
+            }),
+            _ => Some(state::Ttl {
+                millis: u64::from(self.u32()),
+                update: state::TtlUpdate::OnReadAndWrite,
+            }),
         }
     }
 
@@ -72,7 +80,11 @@ impl Input<'_> {
     }
 
     fn domain(&mut self) -> TimeDomain {
-        if self.byte().is_multiple_of(2) { TimeDomain::EventTime } else { TimeDomain::ProcessingTime }
+        if self.byte().is_multiple_of(2) {
+            TimeDomain::EventTime
+        } else {
+            TimeDomain::ProcessingTime
+        }
     }
 
     /// Value cells whose lists need not agree with each other or `count`.
@@ -96,7 +108,9 @@ impl Input<'_> {
             keyed: (0..usize::from(self.byte() % 3)).map(|_| self.u32() % 8).collect(),
             keys: self.bytes(),
             key_ends: (0..usize::from(self.byte() % 3)).map(|_| self.u32() % 32).collect(),
-            headers: (0..usize::from(self.byte() % 3)).map(|_| (self.u32() % 8, self.text(), self.bytes())).collect(),
+            headers: (0..usize::from(self.byte() % 3))
+                .map(|_| (self.u32() % 8, self.text(), self.bytes()))
+                .collect(),
         }
     }
 }
@@ -110,7 +124,8 @@ fn all_state(ctx: &mut HostCtx) -> Vec<(Vec<u8>, Vec<u8>)> {
 /// Interpret `data` as a sequence of host calls on a fresh context with
 /// state. Panics only if the host misbehaves.
 pub fn host_api_calls(data: &[u8]) {
-    let backend: Box<dyn KeyedStateBackend> = Box::new(JournaledBackend::new(Box::new(InMemoryBackend::new())));
+    let backend: Box<dyn KeyedStateBackend> =
+        Box::new(JournaledBackend::new(Box::new(InMemoryBackend::new())));
     let mut ctx = HostCtx::new("fuzzed", Some(backend), 128).with_clock(|| 1_000);
     let mut input = Input { bytes: data };
     let (mut values, mut maps, mut lists) = (Vec::new(), Vec::new(), Vec::new());
@@ -135,7 +150,10 @@ pub fn host_api_calls(data: &[u8]) {
                 drop(HostValueState::set(&mut ctx, handle, input.bytes()));
             }
             6 => drop(HostValueState::clear(&mut ctx, input.handle::<ValueStateHandle>(&values))),
-            7 => drop(HostValueState::drop(&mut ctx, Resource::new_own(input.handle::<ValueStateHandle>(&values).rep()))),
+            7 => drop(HostValueState::drop(
+                &mut ctx,
+                Resource::new_own(input.handle::<ValueStateHandle>(&values).rep()),
+            )),
             8 => {
                 let (name, ttl) = (input.text(), input.ttl());
                 if let Ok(Ok(handle)) = HostMapState::open(&mut ctx, name, ttl) {
@@ -188,15 +206,25 @@ pub fn host_api_calls(data: &[u8]) {
             }
             21 => drop(HostListState::clear(&mut ctx, input.handle::<ListStateHandle>(&lists))),
             22 => {
-                let (domain, timestamp) = (input.domain(), i64::from(input.u32()) - i64::from(i32::MAX));
-                drop(if input.byte().is_multiple_of(2) { ctx.register(domain, timestamp) } else { ctx.delete(domain, timestamp) });
+                let (domain, timestamp) =
+                    (input.domain(), i64::from(input.u32()) - i64::from(i32::MAX));
+                drop(if input.byte().is_multiple_of(2) {
+                    ctx.register(domain, timestamp)
+                } else {
+                    ctx.delete(domain, timestamp)
+                });
             }
             23 => {
                 let (domain, up_to) = (input.domain(), i64::from(input.u32()));
                 drop(ctx.take_due_timers(domain, up_to));
             }
             24 => {
-                let event = Event { key: Some(input.bytes()), value: input.bytes(), timestamp: i64::from(input.u32()), headers: vec![(input.text(), input.bytes())] };
+                let event = Event {
+                    key: Some(input.bytes()),
+                    value: input.bytes(),
+                    timestamp: i64::from(input.u32()),
+                    headers: vec![(input.text(), input.bytes())],
+                };
                 drop(ctx.emit(event));
             }
             25 => {
@@ -205,18 +233,28 @@ pub fn host_api_calls(data: &[u8]) {
             }
             26 => {
                 let (name, value) = (input.text(), input.bytes());
-                drop(ctx.emit_to(name, Event { key: None, value, timestamp: 0, headers: Vec::new() }));
+                drop(
+                    ctx.emit_to(
+                        name,
+                        Event { key: None, value, timestamp: 0, headers: Vec::new() },
+                    ),
+                );
             }
             27 if input.byte().is_multiple_of(2) => {
                 let mut cells = super::packing::empty_cells();
                 ctx.prefetch_values(&mut cells);
                 let keys = cells.present.len().checked_div(cells.states.len()).unwrap_or(0);
-                assert_eq!(cells.present.len(), cells.states.len() * keys, "one cell per state and key");
+                assert_eq!(
+                    cells.present.len(),
+                    cells.states.len() * keys,
+                    "one cell per state and key"
+                );
                 assert_eq!(cells.ends.len(), cells.present.len());
             }
             27 => {
                 let count = usize::from(input.byte() % 4);
-                let cells: Vec<(u32, u32)> = (0..count).map(|_| (input.u32() % 3, input.u32() % 5)).collect();
+                let cells: Vec<(u32, u32)> =
+                    (0..count).map(|_| (input.u32() % 3, input.u32() % 5)).collect();
                 let mut writes = input.batch_cells(count);
                 writes.states = (0..input.byte() % 3).map(|_| input.text()).collect();
                 drop(ctx.write_values(cells, writes));
@@ -228,7 +266,11 @@ pub fn host_api_calls(data: &[u8]) {
             30 => {
                 ctx.roll_back().expect("a journaled context can always roll back");
                 if let Some(before) = marked.take() {
-                    assert_eq!(all_state(&mut ctx), before, "a roll-back restores the state at the mark");
+                    assert_eq!(
+                        all_state(&mut ctx),
+                        before,
+                        "a roll-back restores the state at the mark"
+                    );
                 }
                 ctx.mark();
                 marked = Some(all_state(&mut ctx));
@@ -274,6 +316,8 @@ mod tests {
         // handle that was never made, roll back with nothing marked.
         host_api_calls(&[1, 0, 0, 0, 0, 3, 251, 4, 0, 1, 2, 3, 4, 28, 7, 0, 9, 9, 9, 9]);
         // a batch with one key, value state set to 16 MiB + 1, then read.
-        host_api_calls(&[0, 1, 2, b'k', b'y', 1, 0, 0, 0, 0, 3, 1, b'v', 0, 27, 5, 1, 0, 250, 4, 1, 0, 28]);
+        host_api_calls(&[
+            0, 1, 2, b'k', b'y', 1, 0, 0, 0, 0, 3, 1, b'v', 0, 27, 5, 1, 0, 250, 4, 1, 0, 28,
+        ]);
     }
 }

@@ -23,13 +23,13 @@ use std::sync::Arc;
 use wasmtime::component::{HasSelf, Linker, Resource, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use super::bindings::weir::function::{context, state, timers, types};
 use super::bindings::weir::function::types::{KeyedTimers, TimeDomain};
-use crate::time::TimerService;
-use crate::state::ttl::{self, Ttl, TtlUpdate};
+use super::bindings::weir::function::{context, state, timers, types};
 use super::limits::FunctionLimits;
 use super::packing::{clear_cells, push_cell, KeyList};
+use crate::state::ttl::{self, Ttl, TtlUpdate};
 use crate::state::{KeyedStateBackend, ScanEntry, StateKey, StateKind, MAX_STATE_NAME_LEN};
+use crate::time::TimerService;
 use crate::Event;
 
 /// Largest state value or map key a guest may store, in bytes.
@@ -111,7 +111,11 @@ pub struct HostCtx {
 impl HostCtx {
     /// Data for an instance of `function`; `backend` holds its keyed state
     /// (key functions have none).
-    pub fn new(function: &str, backend: Option<Box<dyn KeyedStateBackend>>, max_parallelism: u16) -> Self {
+    pub fn new(
+        function: &str,
+        backend: Option<Box<dyn KeyedStateBackend>>,
+        max_parallelism: u16,
+    ) -> Self {
         Self {
             table: handle_table(),
             wasi: super::wasi::sandboxed(),
@@ -206,8 +210,17 @@ impl HostCtx {
         match index {
             Some(index) => {
                 let (key, _) = batch_key(&self.batch_keys, &self.batch_key_bytes, index);
-                let shown: String = key.iter().take(64).flat_map(|b| std::ascii::escape_default(*b)).map(char::from).collect();
-                let more = if key.len() > 64 { format!("… ({} bytes)", key.len()) } else { String::new() };
+                let shown: String = key
+                    .iter()
+                    .take(64)
+                    .flat_map(|b| std::ascii::escape_default(*b))
+                    .map(char::from)
+                    .collect();
+                let more = if key.len() > 64 {
+                    format!("… ({} bytes)", key.len())
+                } else {
+                    String::new()
+                };
                 format!("while processing key \"{shown}\"{more}")
             }
             None => format!("while processing a batch of {keys} keys"),
@@ -257,15 +270,25 @@ impl HostCtx {
     /// Apply the guest's buffered value-state writes (`write-values`). The
     /// writes select their own keys; the function's selection (the key it
     /// reports before returning an error) stays.
-    fn write_value_cells(&mut self, cells: &[(u32, u32)], writes: &types::ValueCells) -> wasmtime::Result<Result<(), state::StateError>> {
+    fn write_value_cells(
+        &mut self,
+        cells: &[(u32, u32)],
+        writes: &types::ValueCells,
+    ) -> wasmtime::Result<Result<(), state::StateError>> {
         let selected = self.selected;
         let result = self.apply_value_writes(cells, writes);
         self.selected = selected;
         result
     }
 
-    fn apply_value_writes(&mut self, cells: &[(u32, u32)], writes: &types::ValueCells) -> wasmtime::Result<Result<(), state::StateError>> {
-        let malformed = |function: &str, what: &str| wasmtime::Error::msg(format!("function {function} sent malformed value writes: {what}"));
+    fn apply_value_writes(
+        &mut self,
+        cells: &[(u32, u32)],
+        writes: &types::ValueCells,
+    ) -> wasmtime::Result<Result<(), state::StateError>> {
+        let malformed = |function: &str, what: &str| {
+            wasmtime::Error::msg(format!("function {function} sent malformed value writes: {what}"))
+        };
         if writes.present.len() != cells.len() || writes.ends.len() != cells.len() {
             return Err(malformed(&self.function, "the lists disagree in length"));
         }
@@ -274,28 +297,49 @@ impl HostCtx {
             .iter()
             .map(|name| {
                 let open = self.value_states.iter().find(|d| d.name == *name).cloned();
-                open.ok_or_else(|| malformed(&self.function, &format!("state {:?} is not open", name.chars().take(64).collect::<String>())))
+                open.ok_or_else(|| {
+                    malformed(
+                        &self.function,
+                        &format!(
+                            "state {:?} is not open",
+                            name.chars().take(64).collect::<String>()
+                        ),
+                    )
+                })
             })
             .collect::<wasmtime::Result<Vec<_>>>()?;
         // Encoded first, then written in one batch: the backend's lookups
         // follow each other closely. A write in error ends the batch, the
         // writes before it made (as without read-ahead).
-        let (mut storage, mut stored, mut failed) = (KeyList::with_capacity(cells.len()), KeyList::with_capacity(cells.len()), Ok(()));
+        let (mut storage, mut stored, mut failed) =
+            (KeyList::with_capacity(cells.len()), KeyList::with_capacity(cells.len()), Ok(()));
         let values = super::packing::slices(&writes.values, &writes.ends, "value writes");
         for ((&(state, key), value), &present) in cells.iter().zip(values).zip(&writes.present) {
             let value = value.map_err(|e| malformed(&self.function, &e))?;
-            let descriptor = descriptors.get(state as usize).ok_or_else(|| malformed(&self.function, "a state index is past the states"))?;
+            let descriptor = descriptors
+                .get(state as usize)
+                .ok_or_else(|| malformed(&self.function, "a state index is past the states"))?;
             if key as usize >= self.batch_keys.len() {
                 failed = Err(state::StateError::UnknownKey(key));
                 break;
             }
-            if let Err(error) = self.encode_write(descriptor, key as usize, present.then_some(value), &mut storage, &mut stored) {
+            if let Err(error) = self.encode_write(
+                descriptor,
+                key as usize,
+                present.then_some(value),
+                &mut storage,
+                &mut stored,
+            ) {
                 failed = Err(error);
                 break;
             }
         }
         let present = writes.present.iter().take(storage.len());
-        let mut batch = storage.iter().zip(stored.iter()).zip(present).map(|((key, value), &present)| (key, present.then_some(value)));
+        let mut batch = storage
+            .iter()
+            .zip(stored.iter())
+            .zip(present)
+            .map(|((key, value), &present)| (key, present.then_some(value)));
         let written = match self.backend.as_deref_mut() {
             Some(backend) => backend.write_batch(&mut batch).map_err(backend_error),
             None => Err(state::StateError::Backend("this function has no keyed state".into())),
@@ -306,7 +350,14 @@ impl HostCtx {
     /// Append the storage key of value state `descriptor` of batch key
     /// `index` to `storage`, and what to store (`value` with its expiry;
     /// nothing for a delete) to `stored`.
-    fn encode_write(&mut self, descriptor: &Descriptor, index: usize, value: Option<&[u8]>, storage: &mut KeyList, stored: &mut KeyList) -> Result<(), state::StateError> {
+    fn encode_write(
+        &mut self,
+        descriptor: &Descriptor,
+        index: usize,
+        value: Option<&[u8]>,
+        storage: &mut KeyList,
+        stored: &mut KeyList,
+    ) -> Result<(), state::StateError> {
         self.storage_key(descriptor, StateKind::Value, index);
         self.encode_stored(descriptor, value)?;
         storage.push(&self.key_buf);
@@ -316,11 +367,19 @@ impl HostCtx {
 
     /// What to store for `value` of `descriptor` (with its expiry), into
     /// `self.write_buf` (left empty for a delete).
-    fn encode_stored(&mut self, descriptor: &Descriptor, value: Option<&[u8]>) -> Result<(), state::StateError> {
+    fn encode_stored(
+        &mut self,
+        descriptor: &Descriptor,
+        value: Option<&[u8]>,
+    ) -> Result<(), state::StateError> {
         self.write_buf.clear();
         if let Some(value) = value {
             check_len(value.len())?;
-            ttl::encode_into(&mut self.write_buf, value, descriptor.ttl.map(|t| t.expiry(self.processing_time)));
+            ttl::encode_into(
+                &mut self.write_buf,
+                value,
+                descriptor.ttl.map(|t| t.expiry(self.processing_time)),
+            );
         }
         Ok(())
     }
@@ -336,11 +395,13 @@ impl HostCtx {
     fn count_emitted(&mut self, events: usize, bytes: usize) -> wasmtime::Result<()> {
         self.emitted.0 += events;
         self.emitted.1 += bytes;
-        if self.emitted.0 > MAX_EMITTED_EVENTS_PER_CALL || self.emitted.1 > MAX_EMITTED_BYTES_PER_CALL {
+        if self.emitted.0 > MAX_EMITTED_EVENTS_PER_CALL
+            || self.emitted.1 > MAX_EMITTED_BYTES_PER_CALL
+        {
             return Err(wasmtime::Error::msg(format!(
                 "function {} emitted more than {MAX_EMITTED_EVENTS_PER_CALL} events or {} in one call",
                 self.function,
-                super::limits::human_bytes(MAX_EMITTED_BYTES_PER_CALL)
+                crate::units::format_bytes(MAX_EMITTED_BYTES_PER_CALL as u64)
             )));
         }
         Ok(())
@@ -366,7 +427,10 @@ impl HostCtx {
         self.batch_key_bytes.clear();
         for key in keys {
             self.batch_key_bytes.extend_from_slice(key);
-            self.batch_keys.push((self.batch_key_bytes.len(), crate::state::key_group(key, self.max_parallelism)));
+            self.batch_keys.push((
+                self.batch_key_bytes.len(),
+                crate::state::key_group(key, self.max_parallelism),
+            ));
         }
         self.selected = None;
         self.start_call();
@@ -392,13 +456,18 @@ impl HostCtx {
     /// Load the timers stored in this context's state (at subtask start).
     pub fn load_timers(&mut self) -> Result<(), crate::state::StateError> {
         if let Some(backend) = self.backend.as_deref_mut() {
-            self.timers = TimerService::load(backend, self.max_parallelism, crate::time::FUNCTION_TIMERS)?;
+            self.timers =
+                TimerService::load(backend, self.max_parallelism, crate::time::FUNCTION_TIMERS)?;
         }
         Ok(())
     }
 
     /// Remove and return the timers of `domain` due at `up_to`, by key.
-    pub fn take_due_timers(&mut self, domain: TimeDomain, up_to: i64) -> Result<Vec<KeyedTimers>, crate::state::StateError> {
+    pub fn take_due_timers(
+        &mut self,
+        domain: TimeDomain,
+        up_to: i64,
+    ) -> Result<Vec<KeyedTimers>, crate::state::StateError> {
         match self.backend.as_deref_mut() {
             Some(backend) => self.timers.take_due(backend, domain, up_to),
             None => Ok(Vec::new()),
@@ -416,11 +485,23 @@ impl HostCtx {
     }
 
     /// Register or delete a timer for the selected key.
-    fn change_timer(&mut self, domain: TimeDomain, timestamp: i64, register: bool) -> Result<(), state::StateError> {
+    fn change_timer(
+        &mut self,
+        domain: TimeDomain,
+        timestamp: i64,
+        register: bool,
+    ) -> Result<(), state::StateError> {
         let index = self.selected.ok_or(state::StateError::NoCurrentKey)?;
         let (key, _) = batch_key(&self.batch_keys, &self.batch_key_bytes, index);
-        let backend = self.backend.as_deref_mut().ok_or_else(|| state::StateError::Backend("this function has no keyed state".into()))?;
-        let result = if register { self.timers.register(backend, key, domain, timestamp) } else { self.timers.delete(backend, key, domain, timestamp) };
+        let backend = self
+            .backend
+            .as_deref_mut()
+            .ok_or_else(|| state::StateError::Backend("this function has no keyed state".into()))?;
+        let result = if register {
+            self.timers.register(backend, key, domain, timestamp)
+        } else {
+            self.timers.delete(backend, key, domain, timestamp)
+        };
         if result.as_ref().is_ok_and(|changed| *changed) {
             self.timer_changes.push((register, key.to_vec(), domain, timestamp));
         }
@@ -433,7 +514,11 @@ impl HostCtx {
     }
 
     /// A descriptor for state `name`, with the spec's TTL if it sets one.
-    fn open_descriptor(&self, name: String, ttl: Option<state::Ttl>) -> Result<Arc<Descriptor>, state::StateError> {
+    fn open_descriptor(
+        &self,
+        name: String,
+        ttl: Option<state::Ttl>,
+    ) -> Result<Arc<Descriptor>, state::StateError> {
         if name.is_empty() || name.len() > MAX_STATE_NAME_LEN {
             return Err(state::StateError::InvalidName(name.chars().take(64).collect()));
         }
@@ -464,7 +549,10 @@ impl HostCtx {
         let index = self.selected.ok_or(state::StateError::NoCurrentKey)?;
         self.storage_key(descriptor, kind, index);
         self.key_buf.extend_from_slice(suffix);
-        let backend = self.backend.as_deref_mut().ok_or_else(|| state::StateError::Backend("this function has no keyed state".into()))?;
+        let backend = self
+            .backend
+            .as_deref_mut()
+            .ok_or_else(|| state::StateError::Backend("this function has no keyed state".into()))?;
         f(backend, &self.key_buf).map_err(backend_error)
     }
 
@@ -477,13 +565,24 @@ impl HostCtx {
     }
 
     /// The live value under `suffix`, renewing it if its TTL says reads do.
-    fn read(&mut self, descriptor: &Descriptor, kind: StateKind, suffix: &[u8]) -> Result<Option<Vec<u8>>, state::StateError> {
+    fn read(
+        &mut self,
+        descriptor: &Descriptor,
+        kind: StateKind,
+        suffix: &[u8],
+    ) -> Result<Option<Vec<u8>>, state::StateError> {
         self.read_with(descriptor, kind, suffix, |value| value.map(<[u8]>::to_vec))
     }
 
     /// Run `f` on the live value under `suffix` (renewing it if its TTL
     /// says reads do), read into a buffer reused from read to read.
-    fn read_with<R>(&mut self, descriptor: &Descriptor, kind: StateKind, suffix: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R, state::StateError> {
+    fn read_with<R>(
+        &mut self,
+        descriptor: &Descriptor,
+        kind: StateKind,
+        suffix: &[u8],
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> Result<R, state::StateError> {
         let now = self.processing_time;
         let renew = descriptor.ttl.filter(|t| t.update == TtlUpdate::OnReadAndWrite);
         let mut stored = std::mem::take(&mut self.read_buf);
@@ -501,7 +600,13 @@ impl HostCtx {
     }
 
     /// Store `value` under `suffix` (or delete it), stamped with its expiry.
-    fn write(&mut self, descriptor: &Descriptor, kind: StateKind, suffix: &[u8], value: Option<&[u8]>) -> Result<(), state::StateError> {
+    fn write(
+        &mut self,
+        descriptor: &Descriptor,
+        kind: StateKind,
+        suffix: &[u8],
+        value: Option<&[u8]>,
+    ) -> Result<(), state::StateError> {
         check_len(suffix.len())?;
         self.encode_stored(descriptor, value)?;
         let stored = std::mem::take(&mut self.write_buf);
@@ -514,7 +619,12 @@ impl HostCtx {
     }
 
     /// Up to `limit` live map entries after `start_after`.
-    fn live_entries(&mut self, descriptor: &Descriptor, start_after: Option<Vec<u8>>, limit: usize) -> Result<Vec<ScanEntry>, state::StateError> {
+    fn live_entries(
+        &mut self,
+        descriptor: &Descriptor,
+        start_after: Option<Vec<u8>>,
+        limit: usize,
+    ) -> Result<Vec<ScanEntry>, state::StateError> {
         let now = self.processing_time;
         self.with_key(descriptor, StateKind::Map, b"", |backend, prefix| {
             let mut live = Vec::new();
@@ -541,7 +651,11 @@ impl HostCtx {
         })
     }
 
-    fn descriptor<T: 'static>(&self, handle: &Resource<T>, get: fn(&T) -> &Arc<Descriptor>) -> wasmtime::Result<Arc<Descriptor>> {
+    fn descriptor<T: 'static>(
+        &self,
+        handle: &Resource<T>,
+        get: fn(&T) -> &Arc<Descriptor>,
+    ) -> wasmtime::Result<Arc<Descriptor>> {
         Ok(Arc::clone(get(self.table.get(handle)?)))
     }
 }
@@ -564,7 +678,12 @@ fn batch_key<'a>(ends: &[(usize, u16)], bytes: &'a [u8], index: usize) -> (&'a [
 /// Read the value stored under `key` into `stored` (cleared first) and
 /// return where the live value starts in it; `None` if there is none or
 /// it expired by `now` (then it is deleted).
-fn live_value(backend: &mut dyn KeyedStateBackend, key: &[u8], now: i64, stored: &mut Vec<u8>) -> Result<Option<usize>, crate::state::StateError> {
+fn live_value(
+    backend: &mut dyn KeyedStateBackend,
+    key: &[u8],
+    now: i64,
+    stored: &mut Vec<u8>,
+) -> Result<Option<usize>, crate::state::StateError> {
     stored.clear();
     if !backend.get_into(key, stored)? {
         return Ok(None);
@@ -580,7 +699,9 @@ fn live_value(backend: &mut dyn KeyedStateBackend, key: &[u8], now: i64, stored:
 
 /// Bytes an event occupies: value, key and headers.
 fn event_bytes(event: &Event) -> usize {
-    event.value.len() + event.key.as_ref().map_or(0, Vec::len) + event.headers.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>()
+    event.value.len()
+        + event.key.as_ref().map_or(0, Vec::len)
+        + event.headers.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>()
 }
 
 fn backend_error(error: crate::state::StateError) -> state::StateError {
@@ -647,7 +768,11 @@ type StateResult<T> = wasmtime::Result<Result<T, state::StateError>>;
 impl types::Host for HostCtx {}
 
 impl state::Host for HostCtx {
-    fn write_values(&mut self, cells: Vec<(u32, u32)>, writes: types::ValueCells) -> StateResult<()> {
+    fn write_values(
+        &mut self,
+        cells: Vec<(u32, u32)>,
+        writes: types::ValueCells,
+    ) -> StateResult<()> {
         self.write_value_cells(&cells, &writes)
     }
 
@@ -662,10 +787,16 @@ impl state::Host for HostCtx {
 }
 
 impl state::HostValueState for HostCtx {
-    fn open(&mut self, name: String, ttl: Option<state::Ttl>) -> StateResult<Resource<ValueStateHandle>> {
+    fn open(
+        &mut self,
+        name: String,
+        ttl: Option<state::Ttl>,
+    ) -> StateResult<Resource<ValueStateHandle>> {
         match self.open_descriptor(name, ttl) {
             Ok(descriptor) => {
-                if !self.value_states.iter().any(|d| d.name == descriptor.name) && self.value_states.len() < MAX_PREFETCHED_STATES {
+                if !self.value_states.iter().any(|d| d.name == descriptor.name)
+                    && self.value_states.len() < MAX_PREFETCHED_STATES
+                {
                     self.value_states.push(Arc::clone(&descriptor));
                 }
                 Ok(Ok(self.table.push(ValueStateHandle(descriptor))?))
@@ -696,19 +827,32 @@ impl state::HostValueState for HostCtx {
 }
 
 impl state::HostMapState for HostCtx {
-    fn open(&mut self, name: String, ttl: Option<state::Ttl>) -> StateResult<Resource<MapStateHandle>> {
+    fn open(
+        &mut self,
+        name: String,
+        ttl: Option<state::Ttl>,
+    ) -> StateResult<Resource<MapStateHandle>> {
         match self.open_descriptor(name, ttl) {
             Ok(descriptor) => Ok(Ok(self.table.push(MapStateHandle(descriptor))?)),
             Err(e) => Ok(Err(e)),
         }
     }
 
-    fn get(&mut self, handle: Resource<MapStateHandle>, user_key: Vec<u8>) -> StateResult<Option<Vec<u8>>> {
+    fn get(
+        &mut self,
+        handle: Resource<MapStateHandle>,
+        user_key: Vec<u8>,
+    ) -> StateResult<Option<Vec<u8>>> {
         let d = self.descriptor(&handle, |h| &h.0)?;
         Ok(self.read(&d, StateKind::Map, &user_key))
     }
 
-    fn put(&mut self, handle: Resource<MapStateHandle>, user_key: Vec<u8>, value: Vec<u8>) -> StateResult<()> {
+    fn put(
+        &mut self,
+        handle: Resource<MapStateHandle>,
+        user_key: Vec<u8>,
+        value: Vec<u8>,
+    ) -> StateResult<()> {
         let d = self.descriptor(&handle, |h| &h.0)?;
         Ok(self.write(&d, StateKind::Map, &user_key, Some(&value)))
     }
@@ -718,12 +862,21 @@ impl state::HostMapState for HostCtx {
         Ok(self.write(&d, StateKind::Map, &user_key, None))
     }
 
-    fn contains(&mut self, handle: Resource<MapStateHandle>, user_key: Vec<u8>) -> StateResult<bool> {
+    fn contains(
+        &mut self,
+        handle: Resource<MapStateHandle>,
+        user_key: Vec<u8>,
+    ) -> StateResult<bool> {
         let d = self.descriptor(&handle, |h| &h.0)?;
         Ok(self.read(&d, StateKind::Map, &user_key).map(|v| v.is_some()))
     }
 
-    fn entries(&mut self, handle: Resource<MapStateHandle>, start_after: Option<Vec<u8>>, limit: u32) -> StateResult<Vec<(Vec<u8>, Vec<u8>)>> {
+    fn entries(
+        &mut self,
+        handle: Resource<MapStateHandle>,
+        start_after: Option<Vec<u8>>,
+        limit: u32,
+    ) -> StateResult<Vec<(Vec<u8>, Vec<u8>)>> {
         let d = self.descriptor(&handle, |h| &h.0)?;
         let limit = limit.clamp(1, MAX_ENTRIES_PAGE) as usize;
         Ok(self.live_entries(&d, start_after, limit))
@@ -757,7 +910,11 @@ impl HostCtx {
         self.write(d, StateKind::List, b"", Some(&stored))
     }
 
-    fn list_replace(&mut self, d: &Descriptor, values: &[Vec<u8>]) -> Result<(), state::StateError> {
+    fn list_replace(
+        &mut self,
+        d: &Descriptor,
+        values: &[Vec<u8>],
+    ) -> Result<(), state::StateError> {
         if values.is_empty() {
             return self.write(d, StateKind::List, b"", None);
         }
@@ -768,7 +925,11 @@ impl HostCtx {
 }
 
 impl state::HostListState for HostCtx {
-    fn open(&mut self, name: String, ttl: Option<state::Ttl>) -> StateResult<Resource<ListStateHandle>> {
+    fn open(
+        &mut self,
+        name: String,
+        ttl: Option<state::Ttl>,
+    ) -> StateResult<Resource<ListStateHandle>> {
         match self.open_descriptor(name, ttl) {
             Ok(descriptor) => Ok(Ok(self.table.push(ListStateHandle(descriptor))?)),
             Err(e) => Ok(Err(e)),
@@ -780,7 +941,11 @@ impl state::HostListState for HostCtx {
         Ok(self.list_append(&d, std::slice::from_ref(&value)))
     }
 
-    fn add_all(&mut self, handle: Resource<ListStateHandle>, values: Vec<Vec<u8>>) -> StateResult<()> {
+    fn add_all(
+        &mut self,
+        handle: Resource<ListStateHandle>,
+        values: Vec<Vec<u8>>,
+    ) -> StateResult<()> {
         let d = self.descriptor(&handle, |h| &h.0)?;
         Ok(self.list_append(&d, &values))
     }
@@ -790,7 +955,11 @@ impl state::HostListState for HostCtx {
         Ok(self.list_read(&d))
     }
 
-    fn update(&mut self, handle: Resource<ListStateHandle>, values: Vec<Vec<u8>>) -> StateResult<()> {
+    fn update(
+        &mut self,
+        handle: Resource<ListStateHandle>,
+        values: Vec<Vec<u8>>,
+    ) -> StateResult<()> {
         let d = self.descriptor(&handle, |h| &h.0)?;
         Ok(self.list_replace(&d, &values))
     }
@@ -814,16 +983,30 @@ impl context::Host for HostCtx {
     }
 
     fn emit_batch(&mut self, outputs: types::EventBatch) -> wasmtime::Result<()> {
-        self.count_emitted(outputs.timestamps.len(), outputs.values.len() + outputs.keys.len() + outputs.headers.iter().map(|(_, k, v)| k.len() + v.len()).sum::<usize>())?;
-        let outputs = super::packing::unpack(outputs).map_err(|e| wasmtime::Error::msg(format!("function {} emitted a malformed batch: {e}", self.function)))?;
+        self.count_emitted(
+            outputs.timestamps.len(),
+            outputs.values.len()
+                + outputs.keys.len()
+                + outputs.headers.iter().map(|(_, k, v)| k.len() + v.len()).sum::<usize>(),
+        )?;
+        let outputs = super::packing::unpack(outputs).map_err(|e| {
+            wasmtime::Error::msg(format!(
+                "function {} emitted a malformed batch: {e}",
+                self.function
+            ))
+        })?;
         self.outputs.extend(outputs);
         Ok(())
     }
 
     fn emit_to(&mut self, name: String, output: Event) -> wasmtime::Result<()> {
-        if !crate::pipeline::spec::is_valid_name(&name) {
+        if !crate::names::is_valid_name(&name) {
             let shown: String = name.chars().take(64).collect();
-            return Err(wasmtime::Error::msg(format!("function {} emitted to {shown:?}, which is not a side output name (1 to 63 of a-z, 0-9 and -)", self.function)));
+            return Err(wasmtime::Error::msg(format!(
+                "function {} emitted to {shown:?}, which is not a side output name ({})",
+                self.function,
+                crate::names::NAME_RULE
+            )));
         }
         self.count_emitted(1, event_bytes(&output))?;
         self.side_outputs.push((name, output));
@@ -878,7 +1061,9 @@ mod tests {
     }
 
     fn new_ctx(overrides: HashMap<String, Ttl>) -> HostCtx {
-        HostCtx::new("test", Some(Box::new(InMemoryBackend::new())), 128).with_clock(clock).with_ttl_overrides(overrides)
+        HostCtx::new("test", Some(Box::new(InMemoryBackend::new())), 128)
+            .with_clock(clock)
+            .with_ttl_overrides(overrides)
     }
 
     fn ttl(millis: u64, update: state::TtlUpdate) -> Option<state::Ttl> {
@@ -889,11 +1074,26 @@ mod tests {
     fn values_expire_after_their_ttl_unless_renewed() {
         let mut ctx = new_ctx(HashMap::new());
         ctx_at(&mut ctx, b"k", 0);
-        let written = HostValueState::open(&mut ctx, "w".into(), ttl(100, state::TtlUpdate::OnCreateAndWrite)).unwrap().unwrap();
-        let read = HostValueState::open(&mut ctx, "r".into(), ttl(100, state::TtlUpdate::OnReadAndWrite)).unwrap().unwrap();
-        let get = |ctx: &mut HostCtx, h: &Resource<ValueStateHandle>| HostValueState::get(ctx, Resource::new_borrow(h.rep())).unwrap().unwrap();
-        HostValueState::set(&mut ctx, Resource::new_borrow(written.rep()), b"a".to_vec()).unwrap().unwrap();
-        HostValueState::set(&mut ctx, Resource::new_borrow(read.rep()), b"b".to_vec()).unwrap().unwrap();
+        let written = HostValueState::open(
+            &mut ctx,
+            "w".into(),
+            ttl(100, state::TtlUpdate::OnCreateAndWrite),
+        )
+        .unwrap()
+        .unwrap();
+        let read =
+            HostValueState::open(&mut ctx, "r".into(), ttl(100, state::TtlUpdate::OnReadAndWrite))
+                .unwrap()
+                .unwrap();
+        let get = |ctx: &mut HostCtx, h: &Resource<ValueStateHandle>| {
+            HostValueState::get(ctx, Resource::new_borrow(h.rep())).unwrap().unwrap()
+        };
+        HostValueState::set(&mut ctx, Resource::new_borrow(written.rep()), b"a".to_vec())
+            .unwrap()
+            .unwrap();
+        HostValueState::set(&mut ctx, Resource::new_borrow(read.rep()), b"b".to_vec())
+            .unwrap()
+            .unwrap();
         ctx_at(&mut ctx, b"k", 90);
         assert_eq!(get(&mut ctx, &written), Some(b"a".to_vec()));
         assert_eq!(get(&mut ctx, &read), Some(b"b".to_vec()), "the read renews `r` until 190");
@@ -906,32 +1106,55 @@ mod tests {
 
     #[test]
     fn the_spec_overrides_the_function_ttl_and_zero_is_rejected() {
-        let overrides = HashMap::from([("v".to_string(), Ttl { millis: 10, update: TtlUpdate::OnCreateAndWrite })]);
+        let overrides = HashMap::from([(
+            "v".to_string(),
+            Ttl { millis: 10, update: TtlUpdate::OnCreateAndWrite },
+        )]);
         let mut ctx = new_ctx(overrides);
         ctx_at(&mut ctx, b"k", 0);
-        assert!(matches!(HostValueState::open(&mut ctx, "z".into(), ttl(0, state::TtlUpdate::OnCreateAndWrite)).unwrap(), Err(state::StateError::InvalidTtl)));
+        assert!(matches!(
+            HostValueState::open(&mut ctx, "z".into(), ttl(0, state::TtlUpdate::OnCreateAndWrite))
+                .unwrap(),
+            Err(state::StateError::InvalidTtl)
+        ));
         let v = HostValueState::open(&mut ctx, "v".into(), None).unwrap().unwrap();
-        HostValueState::set(&mut ctx, Resource::new_borrow(v.rep()), b"x".to_vec()).unwrap().unwrap();
+        HostValueState::set(&mut ctx, Resource::new_borrow(v.rep()), b"x".to_vec())
+            .unwrap()
+            .unwrap();
         ctx_at(&mut ctx, b"k", 11);
-        assert_eq!(HostValueState::get(&mut ctx, Resource::new_borrow(v.rep())).unwrap().unwrap(), None);
+        assert_eq!(
+            HostValueState::get(&mut ctx, Resource::new_borrow(v.rep())).unwrap().unwrap(),
+            None
+        );
     }
 
     #[test]
     fn expired_map_entries_and_lists_are_invisible() {
         let mut ctx = new_ctx(HashMap::new());
         ctx_at(&mut ctx, b"k", 0);
-        let map = HostMapState::open(&mut ctx, "m".into(), ttl(100, state::TtlUpdate::OnCreateAndWrite)).unwrap().unwrap();
-        let list = HostListState::open(&mut ctx, "l".into(), ttl(100, state::TtlUpdate::OnCreateAndWrite)).unwrap().unwrap();
+        let map =
+            HostMapState::open(&mut ctx, "m".into(), ttl(100, state::TtlUpdate::OnCreateAndWrite))
+                .unwrap()
+                .unwrap();
+        let list =
+            HostListState::open(&mut ctx, "l".into(), ttl(100, state::TtlUpdate::OnCreateAndWrite))
+                .unwrap()
+                .unwrap();
         let m = || Resource::<MapStateHandle>::new_borrow(map.rep());
         HostMapState::put(&mut ctx, m(), b"old".to_vec(), b"1".to_vec()).unwrap().unwrap();
-        HostListState::add(&mut ctx, Resource::new_borrow(list.rep()), b"x".to_vec()).unwrap().unwrap();
+        HostListState::add(&mut ctx, Resource::new_borrow(list.rep()), b"x".to_vec())
+            .unwrap()
+            .unwrap();
         ctx_at(&mut ctx, b"k", 60);
         HostMapState::put(&mut ctx, m(), b"new".to_vec(), b"2".to_vec()).unwrap().unwrap();
         ctx_at(&mut ctx, b"k", 120);
         let entries = HostMapState::entries(&mut ctx, m(), None, 10).unwrap().unwrap();
         assert_eq!(entries, vec![(b"new".to_vec(), b"2".to_vec())]);
         assert!(!HostMapState::contains(&mut ctx, m(), b"old".to_vec()).unwrap().unwrap());
-        assert!(HostListState::get(&mut ctx, Resource::new_borrow(list.rep())).unwrap().unwrap().is_empty());
+        assert!(HostListState::get(&mut ctx, Resource::new_borrow(list.rep()))
+            .unwrap()
+            .unwrap()
+            .is_empty());
         ctx_at(&mut ctx, b"k", 200);
         assert!(HostMapState::is_empty(&mut ctx, m()).unwrap().unwrap());
     }
@@ -941,29 +1164,104 @@ mod tests {
         let mut ctx = new_ctx(HashMap::new());
         ctx_at(&mut ctx, b"a", 0);
         let v = HostValueState::open(&mut ctx, "v".into(), None).unwrap().unwrap();
-        HostValueState::open(&mut ctx, "renewed".into(), ttl(100, state::TtlUpdate::OnReadAndWrite)).unwrap().unwrap();
-        HostValueState::set(&mut ctx, Resource::new_borrow(v.rep()), b"1".to_vec()).unwrap().unwrap();
+        HostValueState::open(
+            &mut ctx,
+            "renewed".into(),
+            ttl(100, state::TtlUpdate::OnReadAndWrite),
+        )
+        .unwrap()
+        .unwrap();
+        HostValueState::set(&mut ctx, Resource::new_borrow(v.rep()), b"1".to_vec())
+            .unwrap()
+            .unwrap();
         ctx.begin_batch([&b"a"[..], b"b"].into_iter());
         let mut cells = super::super::packing::empty_cells();
         ctx.prefetch_values(&mut cells);
-        assert_eq!(cells.states, vec!["v".to_string()], "states whose reads renew a TTL are not read ahead");
-        assert_eq!((cells.present, cells.values, cells.ends), (vec![true, false], b"1".to_vec(), vec![1, 1]));
+        assert_eq!(
+            cells.states,
+            vec!["v".to_string()],
+            "states whose reads renew a TTL are not read ahead"
+        );
+        assert_eq!(
+            (cells.present, cells.values, cells.ends),
+            (vec![true, false], b"1".to_vec(), vec![1, 1])
+        );
 
-        let writes = |states: &[&str], present: Vec<bool>, values: &[u8], ends: Vec<u32>| types::ValueCells { states: states.iter().map(|s| s.to_string()).collect(), present, values: values.to_vec(), ends };
-        state::Host::write_values(&mut ctx, vec![(0, 1), (0, 0)], writes(&["v"], vec![true, false], b"22", vec![2, 2])).unwrap().unwrap();
+        let writes = |states: &[&str], present: Vec<bool>, values: &[u8], ends: Vec<u32>| {
+            types::ValueCells {
+                states: states.iter().map(|s| s.to_string()).collect(),
+                present,
+                values: values.to_vec(),
+                ends,
+            }
+        };
+        state::Host::write_values(
+            &mut ctx,
+            vec![(0, 1), (0, 0)],
+            writes(&["v"], vec![true, false], b"22", vec![2, 2]),
+        )
+        .unwrap()
+        .unwrap();
         state::Host::select_key(&mut ctx, 1).unwrap().unwrap();
-        assert_eq!(HostValueState::get(&mut ctx, Resource::new_borrow(v.rep())).unwrap().unwrap(), Some(b"22".to_vec()));
+        assert_eq!(
+            HostValueState::get(&mut ctx, Resource::new_borrow(v.rep())).unwrap().unwrap(),
+            Some(b"22".to_vec())
+        );
         state::Host::select_key(&mut ctx, 0).unwrap().unwrap();
-        assert_eq!(HostValueState::get(&mut ctx, Resource::new_borrow(v.rep())).unwrap().unwrap(), None, "cleared");
+        assert_eq!(
+            HostValueState::get(&mut ctx, Resource::new_borrow(v.rep())).unwrap().unwrap(),
+            None,
+            "cleared"
+        );
 
-        assert!(matches!(state::Host::write_values(&mut ctx, vec![(0, 0), (0, 5), (0, 1)], writes(&["v"], vec![true; 3], b"xyz", vec![1, 2, 3])).unwrap(), Err(state::StateError::UnknownKey(5))));
+        assert!(matches!(
+            state::Host::write_values(
+                &mut ctx,
+                vec![(0, 0), (0, 5), (0, 1)],
+                writes(&["v"], vec![true; 3], b"xyz", vec![1, 2, 3])
+            )
+            .unwrap(),
+            Err(state::StateError::UnknownKey(5))
+        ));
         state::Host::select_key(&mut ctx, 0).unwrap().unwrap();
-        assert_eq!(HostValueState::get(&mut ctx, Resource::new_borrow(v.rep())).unwrap().unwrap(), Some(b"x".to_vec()), "the write before the failing one is made");
+        assert_eq!(
+            HostValueState::get(&mut ctx, Resource::new_borrow(v.rep())).unwrap().unwrap(),
+            Some(b"x".to_vec()),
+            "the write before the failing one is made"
+        );
         state::Host::select_key(&mut ctx, 1).unwrap().unwrap();
-        assert_eq!(HostValueState::get(&mut ctx, Resource::new_borrow(v.rep())).unwrap().unwrap(), Some(b"22".to_vec()), "the one after it is not");
-        assert!(state::Host::write_values(&mut ctx, vec![(0, 0)], writes(&["never-opened"], vec![true], b"x", vec![1])).is_err(), "a trap");
-        assert!(state::Host::write_values(&mut ctx, vec![(0, 0)], writes(&["v"], vec![true], b"x", vec![9])).is_err(), "an end past the values");
-        assert!(state::Host::write_values(&mut ctx, vec![(3, 0)], writes(&["v"], vec![true], b"x", vec![1])).is_err(), "a state index past the states");
+        assert_eq!(
+            HostValueState::get(&mut ctx, Resource::new_borrow(v.rep())).unwrap().unwrap(),
+            Some(b"22".to_vec()),
+            "the one after it is not"
+        );
+        assert!(
+            state::Host::write_values(
+                &mut ctx,
+                vec![(0, 0)],
+                writes(&["never-opened"], vec![true], b"x", vec![1])
+            )
+            .is_err(),
+            "a trap"
+        );
+        assert!(
+            state::Host::write_values(
+                &mut ctx,
+                vec![(0, 0)],
+                writes(&["v"], vec![true], b"x", vec![9])
+            )
+            .is_err(),
+            "an end past the values"
+        );
+        assert!(
+            state::Host::write_values(
+                &mut ctx,
+                vec![(3, 0)],
+                writes(&["v"], vec![true], b"x", vec![1])
+            )
+            .is_err(),
+            "a state index past the states"
+        );
     }
 
     #[test]

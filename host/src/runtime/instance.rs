@@ -2,11 +2,16 @@
 
 use wasmtime::Store;
 
-use super::bindings::exports::weir::function::{aggregate_fn, key_fn, process_fn, window_process_fn};
-use super::bindings::weir::function::types::{Accumulate, AccumulateBatch, EventBatch, KeyedBatch, KeyedEvents, KeyedTimers, ValueCells, WindowEvents};
-use super::packing::{self, BareEvents, FiredWindows, Grouping, KeyList};
-use super::native::{NativeAggregateFunction, NativeKeyFunction, NativeProcessFunction};
+use super::bindings::exports::weir::function::{
+    aggregate_fn, key_fn, process_fn, window_process_fn,
+};
+use super::bindings::weir::function::types::{
+    Accumulate, AccumulateBatch, EventBatch, KeyedBatch, KeyedEvents, KeyedTimers, ValueCells,
+    WindowEvents,
+};
 use super::host_api::MAX_KEY_LEN;
+use super::native::{NativeAggregateFunction, NativeKeyFunction, NativeProcessFunction};
+use super::packing::{self, BareEvents, FiredWindows, Grouping, KeyList};
 use super::{HostCtx, LoadedFunction};
 use crate::Event;
 
@@ -19,7 +24,8 @@ enum Code<G, N: ?Sized> {
 
 /// Looks up a role's export in a new instance (a generated
 /// `GuestIndices::new(..).load(..)`).
-type LoadGuest<G> = fn(&LoadedFunction, &mut Store<HostCtx>, &wasmtime::component::Instance) -> wasmtime::Result<G>;
+type LoadGuest<G> =
+    fn(&LoadedFunction, &mut Store<HostCtx>, &wasmtime::component::Instance) -> wasmtime::Result<G>;
 
 /// Why a call into a function failed.
 #[derive(Debug, thiserror::Error)]
@@ -86,7 +92,12 @@ impl CallError {
 
 /// A new instance of `function` in a new store over `ctx`, its limits
 /// applied, with its export looked up by `load`.
-fn instantiate<G>(function: &LoadedFunction, ctx: HostCtx, name: &str, load: LoadGuest<G>) -> Result<(Store<HostCtx>, G), CallError> {
+fn instantiate<G>(
+    function: &LoadedFunction,
+    ctx: HostCtx,
+    name: &str,
+    load: LoadGuest<G>,
+) -> Result<(Store<HostCtx>, G), CallError> {
     let limits = ctx.limits;
     let failed = |e: wasmtime::Error| {
         let message = super::limits::limit_hit(&e, &limits).unwrap_or_else(|| format!("{e:#}"));
@@ -118,7 +129,12 @@ impl Doing {
 
 /// Call into a Wasm instance with its limits armed; name what stopped it
 /// and what it was doing (`doing`, or else the key it had selected).
-fn call_wasm<R>(store: &mut Store<HostCtx>, name: &str, doing: Option<Doing>, call: impl FnOnce(&mut Store<HostCtx>) -> wasmtime::Result<R>) -> Result<R, CallError> {
+fn call_wasm<R>(
+    store: &mut Store<HostCtx>,
+    name: &str,
+    doing: Option<Doing>,
+    call: impl FnOnce(&mut Store<HostCtx>) -> wasmtime::Result<R>,
+) -> Result<R, CallError> {
     let limits = store.data().limits;
     limits.arm(store);
     store.data_mut().start_call();
@@ -139,7 +155,12 @@ fn call_wasm<R>(store: &mut Store<HostCtx>, name: &str, doing: Option<Doing>, ca
 }
 
 impl<G, N: ?Sized> Code<G, N> {
-    fn wasm(function: &LoadedFunction, ctx: HostCtx, name: &str, load: LoadGuest<G>) -> Result<Self, CallError> {
+    fn wasm(
+        function: &LoadedFunction,
+        ctx: HostCtx,
+        name: &str,
+        load: LoadGuest<G>,
+    ) -> Result<Self, CallError> {
         let (store, guest) = instantiate(function, ctx, name, load)?;
         Ok(Code::Wasm { store: Box::new(store), guest, function: function.clone() })
     }
@@ -167,7 +188,6 @@ impl<G, N: ?Sized> Code<G, N> {
     }
 }
 
-
 /// A live key function.
 pub struct KeyFunctionInstance {
     name: String,
@@ -176,7 +196,11 @@ pub struct KeyFunctionInstance {
     packed: EventBatch,
 }
 
-fn load_key(function: &LoadedFunction, store: &mut Store<HostCtx>, instance: &wasmtime::component::Instance) -> wasmtime::Result<key_fn::Guest> {
+fn load_key(
+    function: &LoadedFunction,
+    store: &mut Store<HostCtx>,
+    instance: &wasmtime::component::Instance,
+) -> wasmtime::Result<key_fn::Guest> {
     key_fn::GuestIndices::new(&function.pre)?.load(store, instance)
 }
 
@@ -184,22 +208,37 @@ impl KeyFunctionInstance {
     /// Instantiate `function` (which must export `key-fn`) as `name`, over
     /// `ctx` (which holds no state: its limits and grants apply).
     pub fn new(function: &LoadedFunction, name: &str, ctx: HostCtx) -> Result<Self, CallError> {
-        Ok(Self { name: name.to_string(), code: Code::wasm(function, ctx, name, load_key)?, packed: packing::empty_batch() })
+        Ok(Self {
+            name: name.to_string(),
+            code: Code::wasm(function, ctx, name, load_key)?,
+            packed: packing::empty_batch(),
+        })
     }
 
     /// A native key function as `name`.
     pub fn native(function: Box<dyn NativeKeyFunction>, name: &str) -> Self {
-        Self { name: name.to_string(), code: Code::Native { ctx: Box::new(HostCtx::new(name, None, 1)), function }, packed: packing::empty_batch() }
+        Self {
+            name: name.to_string(),
+            code: Code::Native { ctx: Box::new(HostCtx::new(name, None, 1)), function },
+            packed: packing::empty_batch(),
+        }
     }
 
     /// The key of each event, in order.
     pub fn extract_keys(&mut self, events: &[Event]) -> Result<KeyList, CallError> {
         let doing = Doing { what: "computing the keys of", count: events.len(), unit: "events" };
-        let failed = |message| CallError::Failed { function: self.name.clone(), activity: doing.text(), message };
+        let failed = |message| CallError::Failed {
+            function: self.name.clone(),
+            activity: doing.text(),
+            message,
+        };
         let keys = match &mut self.code {
             Code::Wasm { store, guest, .. } => {
                 packing::pack(events, &mut self.packed);
-                let keys = call_wasm(store, &self.name, Some(doing), |store| guest.call_extract_keys(store, &self.packed))?.map_err(|e| failed(e.message))?;
+                let keys = call_wasm(store, &self.name, Some(doing), |store| {
+                    guest.call_extract_keys(store, &self.packed)
+                })?
+                .map_err(|e| failed(e.message))?;
                 KeyList::from_packed(keys).map_err(failed)?
             }
             Code::Native { function, .. } => {
@@ -209,10 +248,18 @@ impl KeyFunctionInstance {
             }
         };
         if keys.len() != events.len() {
-            return Err(CallError::KeyCount { function: self.name.clone(), expected: events.len(), got: keys.len() });
+            return Err(CallError::KeyCount {
+                function: self.name.clone(),
+                expected: events.len(),
+                got: keys.len(),
+            });
         }
         if let Some(key) = keys.iter().find(|key| key.len() > MAX_KEY_LEN) {
-            return Err(failed(format!("returned a key of {} bytes; keys may have at most {}", key.len(), super::limits::human_bytes(MAX_KEY_LEN))));
+            return Err(failed(format!(
+                "returned a key of {} bytes; keys may have at most {}",
+                key.len(),
+                crate::units::format_bytes(MAX_KEY_LEN as u64)
+            )));
         }
         Ok(keys)
     }
@@ -231,7 +278,11 @@ pub struct ProcessFunctionInstance {
     packed: KeyedBatch,
 }
 
-fn load_process(function: &LoadedFunction, store: &mut Store<HostCtx>, instance: &wasmtime::component::Instance) -> wasmtime::Result<process_fn::Guest> {
+fn load_process(
+    function: &LoadedFunction,
+    store: &mut Store<HostCtx>,
+    instance: &wasmtime::component::Instance,
+) -> wasmtime::Result<process_fn::Guest> {
     process_fn::GuestIndices::new(&function.pre)?.load(store, instance)
 }
 
@@ -239,12 +290,20 @@ impl ProcessFunctionInstance {
     /// Instantiate `function` (which must export `process-fn`) as `name`,
     /// with its state in `ctx`.
     pub fn new(function: &LoadedFunction, name: &str, ctx: HostCtx) -> Result<Self, CallError> {
-        Ok(Self { name: name.to_string(), code: Code::wasm(function, ctx, name, load_process)?, packed: packing::empty_keyed_batch() })
+        Ok(Self {
+            name: name.to_string(),
+            code: Code::wasm(function, ctx, name, load_process)?,
+            packed: packing::empty_keyed_batch(),
+        })
     }
 
     /// A native process function as `name`, with its state in `ctx`.
     pub fn native(function: Box<dyn NativeProcessFunction>, name: &str, ctx: HostCtx) -> Self {
-        Self { name: name.to_string(), code: Code::Native { ctx: Box::new(ctx), function }, packed: packing::empty_keyed_batch() }
+        Self {
+            name: name.to_string(),
+            code: Code::Native { ctx: Box::new(ctx), function },
+            packed: packing::empty_keyed_batch(),
+        }
     }
 
     /// Process `batch` (one entry per key). Emitted events are left in
@@ -270,7 +329,12 @@ impl ProcessFunctionInstance {
     /// [`Self::process`] for packed events grouped by key (`keys` has one
     /// key per event): the batch goes to the Wasm function without an
     /// [`Event`] per event. A native function takes events: an error.
-    pub fn process_grouped(&mut self, events: &BareEvents, keys: &KeyList, grouping: Grouping<'_>) -> Result<(), CallError> {
+    pub fn process_grouped(
+        &mut self,
+        events: &BareEvents,
+        keys: &KeyList,
+        grouping: Grouping<'_>,
+    ) -> Result<(), CallError> {
         self.ctx().begin_batch(grouping.first_events().map(|first| keys.get(first)));
         let result = match &mut self.code {
             Code::Wasm { store, guest, .. } => {
@@ -287,17 +351,27 @@ impl ProcessFunctionInstance {
     pub fn fire_timers(&mut self, batch: &[KeyedTimers]) -> Result<(), CallError> {
         self.ctx().begin_batch(batch.iter().map(|k| k.key.as_slice()));
         let result = match &mut self.code {
-            Code::Wasm { store, guest, .. } => call_wasm(store, &self.name, None, |store| guest.call_on_timers(store, batch)).map(|r| r.map_err(|e| e.message)),
+            Code::Wasm { store, guest, .. } => {
+                call_wasm(store, &self.name, None, |store| guest.call_on_timers(store, batch))
+                    .map(|r| r.map_err(|e| e.message))
+            }
             Code::Native { ctx, function } => Ok(function.on_timers(batch, ctx)),
         };
         self.finish_call(result)
     }
 
     /// Name what the call was doing when it failed, and forget the batch.
-    fn finish_call(&mut self, result: Result<Result<(), String>, CallError>) -> Result<(), CallError> {
+    fn finish_call(
+        &mut self,
+        result: Result<Result<(), String>, CallError>,
+    ) -> Result<(), CallError> {
         let outcome = match result {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(message)) => Err(CallError::Failed { function: self.name.clone(), activity: self.ctx().describe_selected_key(), message }),
+            Ok(Err(message)) => Err(CallError::Failed {
+                function: self.name.clone(),
+                activity: self.ctx().describe_selected_key(),
+                message,
+            }),
             Err(error) => Err(error),
         };
         self.ctx().end_batch();
@@ -320,14 +394,27 @@ const NATIVE_TAKES_EVENTS: &str = "a native function takes events, not packed ba
 
 /// Call a Wasm process function on `packed`, with the value states it
 /// reads read ahead.
-fn call_process(store: &mut Store<HostCtx>, guest: &process_fn::Guest, name: &str, packed: &mut KeyedBatch) -> Result<Result<(), String>, CallError> {
+fn call_process(
+    store: &mut Store<HostCtx>,
+    guest: &process_fn::Guest,
+    name: &str,
+    packed: &mut KeyedBatch,
+) -> Result<Result<(), String>, CallError> {
     store.data_mut().prefetch_values(&mut packed.prefetched);
-    call_wasm(store, name, None, |store| guest.call_process(store, packed)).map(|r| r.map_err(|e| e.message))
+    call_wasm(store, name, None, |store| guest.call_process(store, packed))
+        .map(|r| r.map_err(|e| e.message))
 }
 
 /// Call a Wasm aggregate function's `add` on `packed`.
-fn call_add(store: &mut Store<HostCtx>, guest: &aggregate_fn::Guest, name: &str, doing: Doing, packed: &AccumulateBatch) -> Result<Result<Vec<Vec<u8>>, String>, CallError> {
-    let cells = call_wasm(store, name, Some(doing), |store| guest.call_add(store, packed))?.map_err(|e| e.message);
+fn call_add(
+    store: &mut Store<HostCtx>,
+    guest: &aggregate_fn::Guest,
+    name: &str,
+    doing: Doing,
+    packed: &AccumulateBatch,
+) -> Result<Result<Vec<Vec<u8>>, String>, CallError> {
+    let cells = call_wasm(store, name, Some(doing), |store| guest.call_add(store, packed))?
+        .map_err(|e| e.message);
     Ok(cells.and_then(|cells| packing::unpack_values(&cells)))
 }
 
@@ -340,7 +427,11 @@ pub struct AggregateFunctionInstance {
     packed: AccumulateBatch,
 }
 
-fn load_aggregate(function: &LoadedFunction, store: &mut Store<HostCtx>, instance: &wasmtime::component::Instance) -> wasmtime::Result<aggregate_fn::Guest> {
+fn load_aggregate(
+    function: &LoadedFunction,
+    store: &mut Store<HostCtx>,
+    instance: &wasmtime::component::Instance,
+) -> wasmtime::Result<aggregate_fn::Guest> {
     aggregate_fn::GuestIndices::new(&function.pre)?.load(store, instance)
 }
 
@@ -348,12 +439,20 @@ impl AggregateFunctionInstance {
     /// Instantiate `function` (which must export `aggregate-fn`) as `name`
     /// over `ctx` (no state: its limits and grants apply).
     pub fn new(function: &LoadedFunction, name: &str, ctx: HostCtx) -> Result<Self, CallError> {
-        Ok(Self { name: name.to_string(), code: Code::wasm(function, ctx, name, load_aggregate)?, packed: packing::empty_accumulate_batch() })
+        Ok(Self {
+            name: name.to_string(),
+            code: Code::wasm(function, ctx, name, load_aggregate)?,
+            packed: packing::empty_accumulate_batch(),
+        })
     }
 
     /// A native aggregate function as `name`.
     pub fn native(function: Box<dyn NativeAggregateFunction>, name: &str) -> Self {
-        Self { name: name.to_string(), code: Code::Native { ctx: Box::new(HostCtx::new(name, None, 1)), function }, packed: packing::empty_accumulate_batch() }
+        Self {
+            name: name.to_string(),
+            code: Code::Native { ctx: Box::new(HostCtx::new(name, None, 1)), function },
+            packed: packing::empty_accumulate_batch(),
+        }
     }
 
     fn failed(&self, doing: Doing, message: String) -> CallError {
@@ -382,7 +481,12 @@ impl AggregateFunctionInstance {
     /// [`Self::add`] for packed events grouped by window: window `i` has
     /// accumulator cell `i` (absent: new) and group `i`'s events. A native
     /// function takes events: an error.
-    pub fn add_grouped(&mut self, accumulators: &ValueCells, events: &BareEvents, grouping: Grouping<'_>) -> Result<Vec<Vec<u8>>, CallError> {
+    pub fn add_grouped(
+        &mut self,
+        accumulators: &ValueCells,
+        events: &BareEvents,
+        grouping: Grouping<'_>,
+    ) -> Result<Vec<Vec<u8>>, CallError> {
         let doing = Doing { what: "aggregating", count: accumulators.ends.len(), unit: "windows" };
         let added = match &mut self.code {
             Code::Wasm { store, guest, .. } => {
@@ -395,10 +499,18 @@ impl AggregateFunctionInstance {
     }
 
     /// The accumulators a call returned for `windows` windows, or why not.
-    fn checked_accumulators(&self, doing: Doing, accumulators: Result<Vec<Vec<u8>>, String>, windows: usize) -> Result<Vec<Vec<u8>>, CallError> {
+    fn checked_accumulators(
+        &self,
+        doing: Doing,
+        accumulators: Result<Vec<Vec<u8>>, String>,
+        windows: usize,
+    ) -> Result<Vec<Vec<u8>>, CallError> {
         let accumulators = accumulators.map_err(|m| self.failed(doing, m))?;
         if accumulators.len() != windows {
-            return Err(self.failed(doing, format!("returned {} accumulators for {windows} windows", accumulators.len())));
+            return Err(self.failed(
+                doing,
+                format!("returned {} accumulators for {windows} windows", accumulators.len()),
+            ));
         }
         Ok(accumulators)
     }
@@ -407,7 +519,10 @@ impl AggregateFunctionInstance {
     pub fn merge(&mut self, a: &[u8], b: &[u8]) -> Result<Vec<u8>, CallError> {
         let doing = Doing { what: "merging", count: 2, unit: "windows" };
         match &mut self.code {
-            Code::Wasm { store, guest, .. } => call_wasm(store, &self.name, Some(doing), |store| guest.call_merge(store, a, b))?.map_err(|e| e.message),
+            Code::Wasm { store, guest, .. } => {
+                call_wasm(store, &self.name, Some(doing), |store| guest.call_merge(store, a, b))?
+                    .map_err(|e| e.message)
+            }
             Code::Native { function, .. } => function.merge(a, b),
         }
         .map_err(|m| self.failed(doing, m))
@@ -417,7 +532,13 @@ impl AggregateFunctionInstance {
     pub fn results(&mut self, batch: &FiredWindows) -> Result<Vec<Event>, CallError> {
         let doing = Doing { what: "computing the results of", count: batch.len(), unit: "windows" };
         match &mut self.code {
-            Code::Wasm { store, guest, .. } => call_wasm(store, &self.name, Some(doing), |store| guest.call_results(store, batch.packed()))?.map_err(|e| e.message).and_then(packing::unpack),
+            Code::Wasm { store, guest, .. } => {
+                call_wasm(store, &self.name, Some(doing), |store| {
+                    guest.call_results(store, batch.packed())
+                })?
+                .map_err(|e| e.message)
+                .and_then(packing::unpack)
+            }
             Code::Native { function, .. } => function.results(batch),
         }
         .map_err(|m| self.failed(doing, m))
@@ -431,7 +552,11 @@ pub struct WindowProcessFunctionInstance {
     guest: window_process_fn::Guest,
 }
 
-fn load_window_process(function: &LoadedFunction, store: &mut Store<HostCtx>, instance: &wasmtime::component::Instance) -> wasmtime::Result<window_process_fn::Guest> {
+fn load_window_process(
+    function: &LoadedFunction,
+    store: &mut Store<HostCtx>,
+    instance: &wasmtime::component::Instance,
+) -> wasmtime::Result<window_process_fn::Guest> {
     window_process_fn::GuestIndices::new(&function.pre)?.load(store, instance)
 }
 
@@ -447,8 +572,14 @@ impl WindowProcessFunctionInstance {
     pub fn process_windows(&mut self, batch: &[WindowEvents]) -> Result<Vec<Event>, CallError> {
         let doing = Doing { what: "processing", count: batch.len(), unit: "windows" };
         let guest = &self.guest;
-        call_wasm(&mut self.store, &self.name, Some(doing), |store| guest.call_process_windows(store, batch))?
-            .map_err(|e| CallError::Failed { function: self.name.clone(), activity: doing.text(), message: e.message })
+        call_wasm(&mut self.store, &self.name, Some(doing), |store| {
+            guest.call_process_windows(store, batch)
+        })?
+        .map_err(|e| CallError::Failed {
+            function: self.name.clone(),
+            activity: doing.text(),
+            message: e.message,
+        })
     }
 }
 
@@ -474,28 +605,51 @@ mod tests {
 
     fn instance(limits: FunctionLimits) -> (Store<HostCtx>, wasmtime::component::Instance) {
         let engine = new_engine(EngineLimits::for_functions(2, &limits)).unwrap();
-        let function = FunctionLoader::new(engine, None).unwrap().load(&wat::parse_str(MISBEHAVES).unwrap()).unwrap();
-        instantiate(&function, HostCtx::new("misbehaves", None, 1).with_limits(limits), "misbehaves", |_, _, instance| Ok(*instance)).unwrap()
+        let function = FunctionLoader::new(engine, None)
+            .unwrap()
+            .load(&wat::parse_str(MISBEHAVES).unwrap())
+            .unwrap();
+        instantiate(
+            &function,
+            HostCtx::new("misbehaves", None, 1).with_limits(limits),
+            "misbehaves",
+            |_, _, instance| Ok(*instance),
+        )
+        .unwrap()
     }
 
     #[test]
     fn an_endless_loop_is_stopped_after_its_cpu_budget() {
-        let limits = FunctionLimits { call_timeout: Duration::from_millis(50), ..Default::default() };
+        let limits =
+            FunctionLimits { call_timeout: Duration::from_millis(50), ..Default::default() };
         let (mut store, instance) = instance(limits);
         let spin = instance.get_typed_func::<(), ()>(&mut store, "spin").unwrap();
         let started = Instant::now();
-        let error = call_wasm(&mut store, "misbehaves", Some(TESTING), |store| spin.call(store, ())).unwrap_err();
-        assert!(error.to_string().contains("deadline exceeded: a call used more than 50ms of CPU time while testing"), "{error}");
+        let error =
+            call_wasm(&mut store, "misbehaves", Some(TESTING), |store| spin.call(store, ()))
+                .unwrap_err();
+        assert!(
+            error.to_string().contains(
+                "deadline exceeded: a call used more than 50ms of CPU time while testing"
+            ),
+            "{error}"
+        );
         assert!(error.poisons_instance());
         assert!(started.elapsed() < Duration::from_secs(30), "stopped in {:?}", started.elapsed());
     }
 
     #[test]
     fn fuel_runs_out() {
-        let limits = FunctionLimits { fuel: Some(1_000_000), call_timeout: Duration::from_secs(60), ..Default::default() };
+        let limits = FunctionLimits {
+            fuel: Some(1_000_000),
+            call_timeout: Duration::from_secs(60),
+            ..Default::default()
+        };
         let (mut store, instance) = instance(limits);
         let spin = instance.get_typed_func::<(), ()>(&mut store, "spin").unwrap();
-        let error = call_wasm(&mut store, "misbehaves", Some(TESTING), |store| spin.call(store, ())).unwrap_err();
+        let error =
+            call_wasm(&mut store, "misbehaves", Some(TESTING), |store| spin.call(store, ()))
+                .unwrap_err();
         assert!(error.to_string().contains("fuel of 1000000 exhausted"), "{error}");
     }
 
@@ -504,9 +658,16 @@ mod tests {
         let limits = FunctionLimits { memory_bytes: 2 << 20, ..Default::default() };
         let (mut store, instance) = instance(limits);
         let grow = instance.get_typed_func::<(u32,), (i32,)>(&mut store, "grow").unwrap();
-        let within = call_wasm(&mut store, "misbehaves", Some(TESTING), |store| grow.call(store, (15,))).unwrap();
+        let within =
+            call_wasm(&mut store, "misbehaves", Some(TESTING), |store| grow.call(store, (15,)))
+                .unwrap();
         assert_eq!(within, (1,), "1 + 15 pages = 1 MiB fits");
-        let error = call_wasm(&mut store, "misbehaves", Some(TESTING), |store| grow.call(store, (32,))).unwrap_err();
-        assert!(error.to_string().contains("memory limit of 2 MiB exceeded (it asked for 3 MiB)"), "{error}");
+        let error =
+            call_wasm(&mut store, "misbehaves", Some(TESTING), |store| grow.call(store, (32,)))
+                .unwrap_err();
+        assert!(
+            error.to_string().contains("memory limit of 2 MiB exceeded (it asked for 3 MiB)"),
+            "{error}"
+        );
     }
 }

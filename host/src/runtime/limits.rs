@@ -18,6 +18,7 @@ use std::time::Duration;
 use wasmtime::{Engine, ResourceLimiter, Store, UpdateDeadline};
 
 use super::HostCtx;
+use crate::units::format_bytes;
 
 /// How often the engine's epoch advances: the granularity of deadlines.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -101,7 +102,7 @@ pub enum LimitExceeded {
         timeout: Duration,
     },
     /// It tried to grow its linear memory beyond the limit.
-    #[error("memory limit of {} exceeded (it asked for {})", human_bytes(*limit), human_bytes(*requested))]
+    #[error("memory limit of {} exceeded (it asked for {})", format_bytes(*limit as u64), format_bytes(*requested as u64))]
     Memory {
         /// The limit, in bytes.
         limit: usize,
@@ -118,45 +119,33 @@ pub enum LimitExceeded {
     },
 }
 
-/// Bytes as KiB/MiB/GiB when they divide evenly, else bytes.
-pub fn human_bytes(bytes: usize) -> String {
-    match bytes {
-        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
-        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
-        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
-        b => format!("{b} bytes"),
-    }
-}
-
-/// Parse a size such as `64MiB`, `512 KiB`, `1GiB` or `1048576` (bytes).
-pub fn parse_bytes(text: &str) -> Option<usize> {
-    let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: usize = number.parse().ok()?;
-    let shift = match unit.trim() {
-        "" | "B" => 0,
-        "KiB" | "K" | "KB" => 10,
-        "MiB" | "M" | "MB" => 20,
-        "GiB" | "G" | "GB" => 30,
-        _ => return None,
-    };
-    number.checked_mul(1 << shift)
-}
-
 /// The limits are their store's `ResourceLimiter` (memory; tables are
 /// capped at [`MAX_TABLE_ELEMENTS`]).
 impl ResourceLimiter for FunctionLimits {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired > self.memory_bytes {
-            return Err(LimitExceeded::Memory { limit: self.memory_bytes, requested: desired }.into());
+            return Err(
+                LimitExceeded::Memory { limit: self.memory_bytes, requested: desired }.into()
+            );
         }
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired > MAX_TABLE_ELEMENTS {
-            return Err(LimitExceeded::Table { limit: MAX_TABLE_ELEMENTS, requested: desired }.into());
+            return Err(
+                LimitExceeded::Table { limit: MAX_TABLE_ELEMENTS, requested: desired }.into()
+            );
         }
         Ok(true)
     }
@@ -183,7 +172,9 @@ pub(crate) fn limit_hit(error: &wasmtime::Error, limits: &FunctionLimits) -> Opt
         return Some(exceeded.to_string());
     }
     match error.downcast_ref::<wasmtime::Trap>()? {
-        wasmtime::Trap::OutOfFuel => Some(format!("fuel of {} exhausted", limits.fuel.unwrap_or(0))),
+        wasmtime::Trap::OutOfFuel => {
+            Some(format!("fuel of {} exhausted", limits.fuel.unwrap_or(0)))
+        }
         _ => None,
     }
 }
@@ -193,21 +184,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes_parse_and_print() {
-        assert_eq!(parse_bytes("64MiB"), Some(64 << 20));
-        assert_eq!(parse_bytes("512 KiB"), Some(512 << 10));
-        assert_eq!(parse_bytes("1GiB"), Some(1 << 30));
-        assert_eq!(parse_bytes("4096"), Some(4096));
-        assert_eq!(parse_bytes("12 parsecs"), None);
-        assert_eq!(parse_bytes("MiB"), None);
-        assert_eq!(parse_bytes("99999999999999999999GiB"), None);
-        assert_eq!(human_bytes(64 << 20), "64 MiB");
-        assert_eq!(human_bytes(1000), "1000 bytes");
-    }
-
-    #[test]
     fn deadlines_round_up_to_ticks() {
-        let limits = |ms| FunctionLimits { call_timeout: Duration::from_millis(ms), ..Default::default() };
+        let limits =
+            |ms| FunctionLimits { call_timeout: Duration::from_millis(ms), ..Default::default() };
         assert_eq!(limits(100).deadline_ticks(), 11);
         assert_eq!(limits(1).deadline_ticks(), 2);
         assert_eq!(limits(0).deadline_ticks(), 2);

@@ -143,20 +143,27 @@ impl LoadedFunction {
         if self.exports.contains(&needed) {
             return Ok(());
         }
-        let found = if self.exports.is_empty() { "nothing".to_string() } else { self.exports.join(", ") };
+        let found =
+            if self.exports.is_empty() { "nothing".to_string() } else { self.exports.join(", ") };
         Err(LoadError::MissingExport { world: role.world(), needed, found })
     }
 
     /// The worlds this component implements.
     pub fn worlds(&self) -> Vec<&'static str> {
-        [Role::Key, Role::Process, Role::Aggregate, Role::WindowProcess].into_iter().filter(|r| self.require(*r).is_ok()).map(Role::world).collect()
+        [Role::Key, Role::Process, Role::Aggregate, Role::WindowProcess]
+            .into_iter()
+            .filter(|r| self.require(*r).is_ok())
+            .map(Role::world)
+            .collect()
     }
 }
 
 /// Whether the host provides the import `name`: the `weir:function`
 /// interfaces of this version, and WASI 0.2 (sandboxed).
 fn is_provided(name: &str) -> bool {
-    let weir = ["state", "timers", "context", "types"].iter().any(|i| name == format!("weir:function/{i}@{WIT_VERSION}"));
+    let weir = ["state", "timers", "context", "types"]
+        .iter()
+        .any(|i| name == format!("weir:function/{i}@{WIT_VERSION}"));
     weir || name.starts_with("wasi:") && name.contains("@0.2.")
 }
 
@@ -192,10 +199,12 @@ impl FunctionLoader {
         let digest = digest(&bytes);
         let component = match &self.cache_dir {
             Some(dir) => self.load_cached(dir, &digest, &bytes)?,
-            None => Component::new(&self.engine, &*bytes).map_err(|e| LoadError::Invalid(format!("{e:#}")))?,
+            None => Component::new(&self.engine, &*bytes)
+                .map_err(|e| LoadError::Invalid(format!("{e:#}")))?,
         };
         let ty = component.component_type();
-        let imports: Vec<String> = ty.imports(&self.engine).map(|(name, _)| name.to_string()).collect();
+        let imports: Vec<String> =
+            ty.imports(&self.engine).map(|(name, _)| name.to_string()).collect();
         if let Some(name) = imports.iter().find(|name| is_forbidden(name)) {
             return Err(LoadError::ForbiddenImport(name.clone()));
         }
@@ -203,7 +212,10 @@ impl FunctionLoader {
             return Err(LoadError::UnknownImport(name.clone()));
         }
         let exports = ty.exports(&self.engine).map(|(name, _)| name.to_string()).collect();
-        let pre = self.linker.instantiate_pre(&component).map_err(|e| LoadError::Link(format!("{e:#}")))?;
+        let pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| LoadError::Link(format!("{e:#}")))?;
         Ok(LoadedFunction { digest, pre, imports, exports, label: String::new() })
     }
 
@@ -222,7 +234,10 @@ impl FunctionLoader {
             }
             tracing::warn!(path = %path.display(), "ignoring unusable compiled-code cache entry");
         }
-        let compiled = self.engine.precompile_component(bytes).map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
+        let compiled = self
+            .engine
+            .precompile_component(bytes)
+            .map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
         std::fs::create_dir_all(dir).map_err(io)?;
         // Unique per writer (threads of one server compile concurrently).
         static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -232,7 +247,8 @@ impl FunctionLoader {
         std::fs::rename(&tmp, &path).map_err(io)?;
         // SAFETY: `compiled` was produced by this engine just now.
         #[allow(unsafe_code)]
-        unsafe { Component::deserialize(&self.engine, &compiled) }.map_err(|e| LoadError::Invalid(format!("{e:#}")))
+        unsafe { Component::deserialize(&self.engine, &compiled) }
+            .map_err(|e| LoadError::Invalid(format!("{e:#}")))
     }
 }
 
@@ -245,16 +261,28 @@ pub(crate) mod tests {
     /// `wit-bindgen` would embed.
     pub(crate) fn core_module_for(world: &str) -> Vec<u8> {
         let mut resolve = wit_parser::Resolve::default();
-        let (package, _) = resolve.push_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../wit")).unwrap();
+        let (package, _) =
+            resolve.push_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../wit")).unwrap();
         let world = resolve.select_world(&[package], Some(world)).unwrap();
         let mangling = wit_parser::ManglingAndAbi::Legacy(wit_parser::LiftLowerAbi::Sync);
         let mut module = wit_component::dummy_module(&resolve, world, mangling);
-        wit_component::embed_component_metadata(&mut module, &resolve, world, wit_component::StringEncoding::UTF8, false).unwrap();
+        wit_component::embed_component_metadata(
+            &mut module,
+            &resolve,
+            world,
+            wit_component::StringEncoding::UTF8,
+            false,
+        )
+        .unwrap();
         module
     }
 
     fn loader(cache: Option<PathBuf>) -> FunctionLoader {
-        FunctionLoader::new(new_engine(EngineLimits { instances: 4, ..Default::default() }).unwrap(), cache).unwrap()
+        FunctionLoader::new(
+            new_engine(EngineLimits { instances: 4, ..Default::default() }).unwrap(),
+            cache,
+        )
+        .unwrap()
     }
 
     #[test]
@@ -267,14 +295,22 @@ pub(crate) mod tests {
         assert_eq!(function.worlds(), vec!["weir:function/key-function"]);
         function.require(Role::Key).unwrap();
         let err = function.require(Role::Process).unwrap_err().to_string();
-        assert!(err.contains("weir:function/process-function") && err.contains("weir:function/process-fn@0.2.0") && err.contains("weir:function/key-fn@0.2.0"), "{err}");
+        assert!(
+            err.contains("weir:function/process-function")
+                && err.contains("weir:function/process-fn@0.2.0")
+                && err.contains("weir:function/key-fn@0.2.0"),
+            "{err}"
+        );
     }
 
     #[test]
     fn a_component_passes_through_unchanged() {
         let component = componentize(&core_module_for("process-function")).unwrap().into_owned();
         assert_eq!(componentize(&component).unwrap().as_ref(), component.as_slice());
-        assert_eq!(loader(None).load(&component).unwrap().worlds(), vec!["weir:function/process-function"]);
+        assert_eq!(
+            loader(None).load(&component).unwrap().worlds(),
+            vec!["weir:function/process-function"]
+        );
     }
 
     #[test]
@@ -282,14 +318,28 @@ pub(crate) mod tests {
         let loader = loader(None);
         assert!(matches!(loader.load(b"hello"), Err(LoadError::NotWasm)));
         let plain = wat::parse_str("(module (func (export \"f\")))").unwrap();
-        assert!(matches!(loader.load(&plain), Err(LoadError::Componentize(m)) if m.contains("no component type")));
+        assert!(
+            matches!(loader.load(&plain), Err(LoadError::Componentize(m)) if m.contains("no component type"))
+        );
         let component = componentize(&core_module_for("key-function")).unwrap().into_owned();
-        assert!(matches!(loader.load(&component[..component.len() - 3]), Err(LoadError::Invalid(_))));
-        let needy = wat::parse_str(r#"(component (import "example:net/socket@1.0.0" (instance)))"#).unwrap();
-        assert!(matches!(loader.load(&needy), Err(LoadError::UnknownImport(name)) if name == "example:net/socket@1.0.0"));
-        let networked = wat::parse_str(r#"(component (import "wasi:sockets/tcp-create-socket@0.2.0" (instance)))"#).unwrap();
+        assert!(matches!(
+            loader.load(&component[..component.len() - 3]),
+            Err(LoadError::Invalid(_))
+        ));
+        let needy = wat::parse_str(r#"(component (import "example:net/socket@1.0.0" (instance)))"#)
+            .unwrap();
+        assert!(
+            matches!(loader.load(&needy), Err(LoadError::UnknownImport(name)) if name == "example:net/socket@1.0.0")
+        );
+        let networked = wat::parse_str(
+            r#"(component (import "wasi:sockets/tcp-create-socket@0.2.0" (instance)))"#,
+        )
+        .unwrap();
         let error = loader.load(&networked).err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(error.contains("wasi:sockets/tcp-create-socket@0.2.0") && error.contains("no network"), "{error}");
+        assert!(
+            error.contains("wasi:sockets/tcp-create-socket@0.2.0") && error.contains("no network"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -297,7 +347,10 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let module = core_module_for("key-function");
         let first = loader(Some(dir.path().to_path_buf())).load(&module).unwrap();
-        let cached: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        let cached: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
         assert_eq!(cached.len(), 1);
         assert!(cached[0].starts_with(&first.digest) && cached[0].ends_with(".cwasm"));
         let second = loader(Some(dir.path().to_path_buf())).load(&module).unwrap();
@@ -308,6 +361,10 @@ pub(crate) mod tests {
         let digest = first.digest.clone();
         drop((first, second));
         std::fs::write(dir.path().join(&cached[0]), b"corrupt").unwrap();
-        assert_eq!(loader(Some(dir.path().to_path_buf())).load(&module).unwrap().digest, digest, "a corrupt cache entry is recompiled");
+        assert_eq!(
+            loader(Some(dir.path().to_path_buf())).load(&module).unwrap().digest,
+            digest,
+            "a corrupt cache entry is recompiled"
+        );
     }
 }

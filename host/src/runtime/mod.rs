@@ -7,11 +7,11 @@
 
 pub mod bindings;
 mod engine;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod host_api;
 mod instance;
 pub mod limits;
-#[doc(hidden)]
-pub mod fuzz;
 pub(crate) mod loader;
 pub mod native;
 pub mod packing;
@@ -19,8 +19,11 @@ pub mod wasi;
 
 pub use engine::{new_engine, EngineLimits};
 pub use host_api::HostCtx;
+pub use instance::{
+    AggregateFunctionInstance, CallError, KeyFunctionInstance, ProcessFunctionInstance,
+    WindowProcessFunctionInstance,
+};
 pub use limits::FunctionLimits;
-pub use instance::{AggregateFunctionInstance, CallError, KeyFunctionInstance, ProcessFunctionInstance, WindowProcessFunctionInstance};
 pub use loader::{componentize, digest, FunctionLoader, LoadError, LoadedFunction, Role};
 
 /// The WIT package version this host implements.

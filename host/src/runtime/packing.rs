@@ -6,12 +6,23 @@
 //! guest could get wrong — ends that go backwards or past the data, counts
 //! that disagree, indices out of range — and never panics on it.
 
-use super::bindings::weir::function::types::{Accumulate, AccumulateBatch, EventBatch, KeyedBatch, KeyedEvents, PackedKeys, ValueCells, Window, WindowResults};
+use super::bindings::weir::function::types::{
+    Accumulate, AccumulateBatch, EventBatch, KeyedBatch, KeyedEvents, PackedKeys, ValueCells,
+    Window, WindowResults,
+};
 use crate::Event;
 
 /// An empty batch.
 pub fn empty_batch() -> EventBatch {
-    EventBatch { values: Vec::new(), value_ends: Vec::new(), timestamps: Vec::new(), keyed: Vec::new(), keys: Vec::new(), key_ends: Vec::new(), headers: Vec::new() }
+    EventBatch {
+        values: Vec::new(),
+        value_ends: Vec::new(),
+        timestamps: Vec::new(),
+        keyed: Vec::new(),
+        keys: Vec::new(),
+        key_ends: Vec::new(),
+        headers: Vec::new(),
+    }
 }
 
 /// No value cells.
@@ -21,7 +32,12 @@ pub fn empty_cells() -> ValueCells {
 
 /// An empty keyed batch, to fill with [`pack_keyed`].
 pub fn empty_keyed_batch() -> KeyedBatch {
-    KeyedBatch { keys: PackedKeys { bytes: Vec::new(), ends: Vec::new() }, event_ends: Vec::new(), events: empty_batch(), prefetched: empty_cells() }
+    KeyedBatch {
+        keys: PackedKeys { bytes: Vec::new(), ends: Vec::new() },
+        event_ends: Vec::new(),
+        events: empty_batch(),
+        prefetched: empty_cells(),
+    }
 }
 
 fn clear(batch: &mut EventBatch) {
@@ -74,7 +90,9 @@ fn push(batch: &mut EventBatch, event: &Event) {
         batch.keys.extend_from_slice(key);
         batch.key_ends.push(end(batch.keys.len()));
     }
-    batch.headers.extend(event.headers.iter().map(|(name, value)| (index, name.clone(), value.clone())));
+    batch
+        .headers
+        .extend(event.headers.iter().map(|(name, value)| (index, name.clone(), value.clone())));
 }
 
 /// Pack `events` into `into` (cleared first).
@@ -145,7 +163,12 @@ impl BareEvents {
 
     /// Event `index` as an [`Event`].
     pub fn event(&self, index: usize) -> Event {
-        Event { key: None, value: self.value(index).to_vec(), timestamp: self.timestamps[index], headers: Vec::new() }
+        Event {
+            key: None,
+            value: self.value(index).to_vec(),
+            timestamp: self.timestamps[index],
+            headers: Vec::new(),
+        }
     }
 
     /// The events as [`Event`]s.
@@ -213,7 +236,12 @@ impl GroupOrder {
 
 /// Pack `events` in the groups of `grouping` (keys from `keys`, one per
 /// event) into `into` (cleared first).
-pub fn pack_grouped(events: &BareEvents, keys: &KeyList, grouping: Grouping<'_>, into: &mut KeyedBatch) {
+pub fn pack_grouped(
+    events: &BareEvents,
+    keys: &KeyList,
+    grouping: Grouping<'_>,
+    into: &mut KeyedBatch,
+) {
     clear(&mut into.events);
     into.keys.bytes.clear();
     into.keys.ends.clear();
@@ -235,7 +263,12 @@ fn push_in_order(events: &BareEvents, order: &[u32], batch: &mut EventBatch) {
 
 /// Pack windows' accumulators (a cell each, absent for a new window) and
 /// their events, the groups of `grouping`, into `into` (cleared first).
-pub fn pack_accumulate_grouped(accumulators: &ValueCells, events: &BareEvents, grouping: Grouping<'_>, into: &mut AccumulateBatch) {
+pub fn pack_accumulate_grouped(
+    accumulators: &ValueCells,
+    events: &BareEvents,
+    grouping: Grouping<'_>,
+    into: &mut AccumulateBatch,
+) {
     clear(&mut into.events);
     into.accumulators.clone_from(accumulators);
     into.event_ends.clear();
@@ -269,7 +302,11 @@ pub fn unpack_values(cells: &ValueCells) -> Result<Vec<Vec<u8>>, String> {
 }
 
 /// The slices `ends` cuts `bytes` into, checked.
-pub(crate) fn slices<'a>(bytes: &'a [u8], ends: &'a [u32], what: &'static str) -> impl Iterator<Item = Result<&'a [u8], String>> + 'a {
+pub(crate) fn slices<'a>(
+    bytes: &'a [u8],
+    ends: &'a [u32],
+    what: &'static str,
+) -> impl Iterator<Item = Result<&'a [u8], String>> + 'a {
     let mut start = 0usize;
     ends.iter().map(move |&end| {
         let end = end as usize;
@@ -298,13 +335,19 @@ impl KeyList {
 
     /// An empty list with room for as many keys and bytes as `self` holds.
     pub fn with_capacity_of(&self) -> Self {
-        Self { bytes: Vec::with_capacity(self.bytes.len()), ends: Vec::with_capacity(self.ends.len()) }
+        Self {
+            bytes: Vec::with_capacity(self.bytes.len()),
+            ends: Vec::with_capacity(self.ends.len()),
+        }
     }
 
     /// The keys of `packed`, checked.
     pub fn from_packed(packed: PackedKeys) -> Result<Self, String> {
         slices(&packed.bytes, &packed.ends, "keys").try_for_each(|key| key.map(drop))?;
-        Ok(Self { ends: packed.ends.iter().map(|&end| end as usize).collect(), bytes: packed.bytes })
+        Ok(Self {
+            ends: packed.ends.iter().map(|&end| end as usize).collect(),
+            bytes: packed.bytes,
+        })
     }
 
     /// Add `key`.
@@ -346,7 +389,14 @@ pub struct FiredWindows {
 impl Default for FiredWindows {
     fn default() -> Self {
         let keys = PackedKeys { bytes: Vec::new(), ends: Vec::new() };
-        Self { packed: WindowResults { keys, windows: Vec::new(), accumulators: Vec::new(), accumulator_ends: Vec::new() } }
+        Self {
+            packed: WindowResults {
+                keys,
+                windows: Vec::new(),
+                accumulators: Vec::new(),
+                accumulator_ends: Vec::new(),
+            },
+        }
     }
 }
 
@@ -363,8 +413,13 @@ impl FiredWindows {
     /// Each window: its key, the window and its accumulator.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], Window, &[u8])> {
         let packed = &self.packed;
-        let (keys, accumulators) = (pieces(&packed.keys.bytes, &packed.keys.ends), pieces(&packed.accumulators, &packed.accumulator_ends));
-        keys.zip(&packed.windows).zip(accumulators).map(|((key, &window), accumulator)| (key, window, accumulator))
+        let (keys, accumulators) = (
+            pieces(&packed.keys.bytes, &packed.keys.ends),
+            pieces(&packed.accumulators, &packed.accumulator_ends),
+        );
+        keys.zip(&packed.windows)
+            .zip(accumulators)
+            .map(|((key, &window), accumulator)| (key, window, accumulator))
     }
 
     /// How many windows.
@@ -393,26 +448,45 @@ fn pieces<'a>(bytes: &'a [u8], ends: &'a [u32]) -> impl Iterator<Item = &'a [u8]
 pub fn unpack(batch: EventBatch) -> Result<Vec<Event>, String> {
     let count = batch.timestamps.len();
     if batch.value_ends.len() != count {
-        return Err(format!("event batch: {} value ends for {count} events", batch.value_ends.len()));
+        return Err(format!(
+            "event batch: {} value ends for {count} events",
+            batch.value_ends.len()
+        ));
     }
     if batch.keyed.len() != batch.key_ends.len() {
-        return Err(format!("event batch: {} keyed events but {} key ends", batch.keyed.len(), batch.key_ends.len()));
+        return Err(format!(
+            "event batch: {} keyed events but {} key ends",
+            batch.keyed.len(),
+            batch.key_ends.len()
+        ));
     }
     let mut events = Vec::with_capacity(count);
-    for (value, timestamp) in slices(&batch.values, &batch.value_ends, "event values").zip(&batch.timestamps) {
-        events.push(Event { key: None, value: value?.to_vec(), timestamp: *timestamp, headers: Vec::new() });
+    for (value, timestamp) in
+        slices(&batch.values, &batch.value_ends, "event values").zip(&batch.timestamps)
+    {
+        events.push(Event {
+            key: None,
+            value: value?.to_vec(),
+            timestamp: *timestamp,
+            headers: Vec::new(),
+        });
     }
     let mut previous = None;
-    for (&index, key) in batch.keyed.iter().zip(slices(&batch.keys, &batch.key_ends, "event keys")) {
+    for (&index, key) in batch.keyed.iter().zip(slices(&batch.keys, &batch.key_ends, "event keys"))
+    {
         if previous.is_some_and(|p| p >= index) {
             return Err("event batch: keyed indices must ascend".into());
         }
         previous = Some(index);
-        let event = events.get_mut(index as usize).ok_or_else(|| format!("event batch: keyed index {index} of {count} events"))?;
+        let event = events
+            .get_mut(index as usize)
+            .ok_or_else(|| format!("event batch: keyed index {index} of {count} events"))?;
         event.key = Some(key?.to_vec());
     }
     for (index, name, value) in batch.headers {
-        let event = events.get_mut(index as usize).ok_or_else(|| format!("event batch: header of event {index} of {count}"))?;
+        let event = events
+            .get_mut(index as usize)
+            .ok_or_else(|| format!("event batch: header of event {index} of {count}"))?;
         event.headers.push((name, value));
     }
     Ok(events)
@@ -434,7 +508,10 @@ mod tests {
     type Shape = (Option<Vec<u8>>, Vec<u8>, i64, Vec<(String, Vec<u8>)>);
 
     fn shape(events: &[Event]) -> Vec<Shape> {
-        events.iter().map(|e| (e.key.clone(), e.value.clone(), e.timestamp, e.headers.clone())).collect()
+        events
+            .iter()
+            .map(|e| (e.key.clone(), e.value.clone(), e.timestamp, e.headers.clone()))
+            .collect()
     }
 
     #[test]
@@ -443,39 +520,91 @@ mod tests {
         fired.push(b"k1", Window { start: 0, end: 10 }, b"acc");
         fired.push(b"", Window { start: 10, end: 20 }, b"");
         fired.push(b"k3", Window { start: 20, end: 30 }, b"xy");
-        let read: Vec<_> = fired.iter().map(|(key, window, acc)| (key.to_vec(), window.start, window.end, acc.to_vec())).collect();
-        assert_eq!(read, [(b"k1".to_vec(), 0, 10, b"acc".to_vec()), (vec![], 10, 20, vec![]), (b"k3".to_vec(), 20, 30, b"xy".to_vec())]);
+        let read: Vec<_> = fired
+            .iter()
+            .map(|(key, window, acc)| (key.to_vec(), window.start, window.end, acc.to_vec()))
+            .collect();
+        assert_eq!(
+            read,
+            [
+                (b"k1".to_vec(), 0, 10, b"acc".to_vec()),
+                (vec![], 10, 20, vec![]),
+                (b"k3".to_vec(), 20, 30, b"xy".to_vec())
+            ]
+        );
         let packed = fired.packed();
-        assert_eq!((packed.keys.bytes.as_slice(), packed.keys.ends.as_slice()), (&b"k1k3"[..], &[2, 2, 4][..]));
-        assert_eq!((packed.accumulators.as_slice(), packed.accumulator_ends.as_slice()), (&b"accxy"[..], &[3, 3, 5][..]));
+        assert_eq!(
+            (packed.keys.bytes.as_slice(), packed.keys.ends.as_slice()),
+            (&b"k1k3"[..], &[2, 2, 4][..])
+        );
+        assert_eq!(
+            (packed.accumulators.as_slice(), packed.accumulator_ends.as_slice()),
+            (&b"accxy"[..], &[3, 3, 5][..])
+        );
         assert_eq!(fired.len(), 3);
     }
 
     #[test]
     fn accumulate_batches_pack_and_values_unpack_checked() {
         let batch = vec![
-            Accumulate { accumulator: None, events: vec![event("a", None, &[]), event("b", None, &[])] },
-            Accumulate { accumulator: Some(b"acc".to_vec()), events: vec![event("c", Some("k"), &[])] },
+            Accumulate {
+                accumulator: None,
+                events: vec![event("a", None, &[]), event("b", None, &[])],
+            },
+            Accumulate {
+                accumulator: Some(b"acc".to_vec()),
+                events: vec![event("c", Some("k"), &[])],
+            },
         ];
         let mut packed = empty_accumulate_batch();
         pack_accumulate(&batch, &mut packed);
-        assert_eq!((packed.accumulators.present.clone(), packed.accumulators.values.clone(), packed.event_ends.clone()), (vec![false, true], b"acc".to_vec(), vec![2, 3]));
-        assert_eq!(shape(&unpack(packed.events.clone()).unwrap()), shape(&[batch[0].events.clone(), batch[1].events.clone()].concat()));
-        let values = ValueCells { states: vec![], present: vec![true, true], values: b"xyz".to_vec(), ends: vec![1, 3] };
+        assert_eq!(
+            (
+                packed.accumulators.present.clone(),
+                packed.accumulators.values.clone(),
+                packed.event_ends.clone()
+            ),
+            (vec![false, true], b"acc".to_vec(), vec![2, 3])
+        );
+        assert_eq!(
+            shape(&unpack(packed.events.clone()).unwrap()),
+            shape(&[batch[0].events.clone(), batch[1].events.clone()].concat())
+        );
+        let values = ValueCells {
+            states: vec![],
+            present: vec![true, true],
+            values: b"xyz".to_vec(),
+            ends: vec![1, 3],
+        };
         assert_eq!(unpack_values(&values).unwrap(), vec![b"x".to_vec(), b"yz".to_vec()]);
-        assert!(unpack_values(&ValueCells { present: vec![true, false], ..values.clone() }).is_err(), "an absent accumulator");
-        assert!(unpack_values(&ValueCells { ends: vec![1, 9], ..values.clone() }).is_err(), "an end past the values");
+        assert!(
+            unpack_values(&ValueCells { present: vec![true, false], ..values.clone() }).is_err(),
+            "an absent accumulator"
+        );
+        assert!(
+            unpack_values(&ValueCells { ends: vec![1, 9], ..values.clone() }).is_err(),
+            "an end past the values"
+        );
         assert!(unpack_values(&ValueCells { ends: vec![1], ..values }).is_err(), "counts disagree");
     }
 
     #[test]
     fn events_round_trip() {
-        let events = vec![event("a", None, &[]), event("", Some(""), &[("h", "1")]), event("ccc", Some("k"), &[("x", ""), ("y", "2")]), event("d", None, &[])];
+        let events = vec![
+            event("a", None, &[]),
+            event("", Some(""), &[("h", "1")]),
+            event("ccc", Some("k"), &[("x", ""), ("y", "2")]),
+            event("d", None, &[]),
+        ];
         let mut batch = empty_batch();
         pack(&events, &mut batch);
         assert_eq!(shape(&unpack(batch.clone()).unwrap()), shape(&events));
         pack(&events[..1], &mut batch);
-        assert_eq!(shape(&unpack(batch).unwrap()), shape(&events[..1]), "packing clears what was there");
+        assert_eq!(
+            shape(&unpack(batch).unwrap()),
+            shape(&events[..1]),
+            "packing clears what was there"
+        );
     }
 
     #[test]
@@ -500,7 +629,8 @@ mod tests {
         }
         assert!(KeyList::from_packed(PackedKeys { bytes: vec![1, 2], ends: vec![2, 1] }).is_err());
         assert!(KeyList::from_packed(PackedKeys { bytes: vec![1, 2], ends: vec![3] }).is_err());
-        let keys = KeyList::from_packed(PackedKeys { bytes: vec![1, 2, 3], ends: vec![1, 1, 3] }).unwrap();
+        let keys =
+            KeyList::from_packed(PackedKeys { bytes: vec![1, 2, 3], ends: vec![1, 1, 3] }).unwrap();
         assert_eq!(keys.iter().collect::<Vec<_>>(), vec![&[1][..], &[], &[2, 3]]);
         let mut pushed = KeyList::default();
         keys.iter().for_each(|key| pushed.push(key));

@@ -19,7 +19,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use wasmtime_wasi::{Deterministic, FsPerms, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder};
+use wasmtime_wasi::{
+    Deterministic, FsPerms, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder,
+};
 
 /// Where a granted resources directory appears to a function.
 pub const RESOURCES_GUEST_PATH: &str = "/resources";

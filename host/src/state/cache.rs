@@ -76,7 +76,14 @@ impl CachedBackend {
     /// Cache `inner` with at most about `capacity` bytes of keys and values
     /// (plus what one batch adds between two [`KeyedStateBackend::relieve`]s).
     pub fn new(inner: Box<dyn KeyedStateBackend>, capacity: usize) -> Self {
-        Self { inner, slots: KeyMap::with_capacity_and_hasher(HEADROOM, Default::default()), bytes: 0, capacity, changelog: None, unlogged_slots: 0 }
+        Self {
+            inner,
+            slots: KeyMap::with_capacity_and_hasher(HEADROOM, Default::default()),
+            bytes: 0,
+            capacity,
+            changelog: None,
+            unlogged_slots: 0,
+        }
     }
 
     /// Take checkpoints through `changelog`: full ones only as often as it
@@ -111,8 +118,15 @@ impl CachedBackend {
         }
         // In key order: RocksDB's memtable then inserts each entry next to
         // the previous one instead of searching from the top.
-        let mut writes: Vec<(u128, Write<'_>)> = self.slots.iter().filter(|(_, s)| s.dirty).map(|(k, s)| (order_prefix(k), (&k[..], s.value.as_deref()))).collect();
-        writes.sort_unstable_by(|(a, (a_key, _)), (b, (b_key, _))| a.cmp(b).then_with(|| a_key.cmp(b_key)));
+        let mut writes: Vec<(u128, Write<'_>)> = self
+            .slots
+            .iter()
+            .filter(|(_, s)| s.dirty)
+            .map(|(k, s)| (order_prefix(k), (&k[..], s.value.as_deref())))
+            .collect();
+        writes.sort_unstable_by(|(a, (a_key, _)), (b, (b_key, _))| {
+            a.cmp(b).then_with(|| a_key.cmp(b_key))
+        });
         self.inner.write_batch(&mut writes.into_iter().map(|(_, write)| write))?;
         self.slots.values_mut().for_each(|s| {
             s.dirty = false;
@@ -140,7 +154,8 @@ impl CachedBackend {
             }
             EntryRef::Occupied(mut entry) => {
                 let slot = entry.get_mut();
-                self.bytes = self.bytes + Self::cost(key, value) - Self::cost(key, slot.value.as_deref());
+                self.bytes =
+                    self.bytes + Self::cost(key, value) - Self::cost(key, slot.value.as_deref());
                 match (slot.value.as_mut(), value) {
                     (Some(cached), Some(value)) => {
                         cached.clear();
@@ -157,7 +172,17 @@ impl CachedBackend {
             EntryRef::Vacant(entry) => {
                 self.bytes += Self::cost(key, value);
                 self.unlogged_slots += 1;
-                entry.insert_with_key(CachedKey::from_slice(key), Slot { value: value.map(CachedValue::from_slice), dirty: true, fresh, unwritten: fresh, unlogged: true, number: 0 });
+                entry.insert_with_key(
+                    CachedKey::from_slice(key),
+                    Slot {
+                        value: value.map(CachedValue::from_slice),
+                        dirty: true,
+                        fresh,
+                        unwritten: fresh,
+                        unlogged: true,
+                        number: 0,
+                    },
+                );
             }
         }
     }
@@ -168,9 +193,13 @@ impl CachedBackend {
 /// predict, so a walk over a table larger than the CPU's caches otherwise
 /// waits for memory at every slot (most of what a checkpoint's walk over
 /// 500,000 keys cost).
-fn walk_slots<'a>(slots: &'a mut KeyMap<CachedKey, Slot>, mut visit: impl FnMut(&'a CachedKey, &'a mut Slot)) {
+fn walk_slots<'a>(
+    slots: &'a mut KeyMap<CachedKey, Slot>,
+    mut visit: impl FnMut(&'a CachedKey, &'a mut Slot),
+) {
     const AHEAD: usize = 16;
-    let mut ahead: std::collections::VecDeque<(&CachedKey, &mut Slot)> = std::collections::VecDeque::with_capacity(AHEAD);
+    let mut ahead: std::collections::VecDeque<(&CachedKey, &mut Slot)> =
+        std::collections::VecDeque::with_capacity(AHEAD);
     for (key, slot) in slots.iter_mut() {
         prefetch(std::ptr::from_ref(key).cast());
         prefetch(std::ptr::from_ref(&*slot).cast());
@@ -242,7 +271,12 @@ impl KeyedStateBackend for CachedBackend {
         Ok(())
     }
 
-    fn scan(&mut self, prefix: &[u8], start_after: Option<&[u8]>, limit: usize) -> Result<Vec<ScanEntry>, StateError> {
+    fn scan(
+        &mut self,
+        prefix: &[u8],
+        start_after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<ScanEntry>, StateError> {
         self.write_back()?;
         self.inner.scan(prefix, start_after, limit)
     }
@@ -258,7 +292,10 @@ impl KeyedStateBackend for CachedBackend {
         self.inner.delete_prefix(prefix)
     }
 
-    fn write_batch(&mut self, writes: &mut dyn Iterator<Item = Write<'_>>) -> Result<(), StateError> {
+    fn write_batch(
+        &mut self,
+        writes: &mut dyn Iterator<Item = Write<'_>>,
+    ) -> Result<(), StateError> {
         for (key, value) in writes {
             self.write(key, value, false);
         }
@@ -274,18 +311,23 @@ impl KeyedStateBackend for CachedBackend {
     /// the changelog allows, else a full checkpoint of the backend.
     fn checkpoint(&mut self, dir: &std::path::Path, form: SnapshotForm) -> Result<(), StateError> {
         match &mut self.changelog {
-            Some(changelog) if form == SnapshotForm::Chained && !changelog.full_checkpoint_due() => changelog.checkpoint(dir, |latest| {
-                if std::mem::take(&mut self.unlogged_slots) == 0 {
-                    return;
-                }
-                walk_slots(&mut self.slots, |key, slot| {
-                    if slot.unlogged {
-                        slot.number = latest.write_numbered(slot.number, key, slot.value.as_deref());
-                        slot.unlogged = false;
-                        slot.fresh = false;
+            Some(changelog)
+                if form == SnapshotForm::Chained && !changelog.full_checkpoint_due() =>
+            {
+                changelog.checkpoint(dir, |latest| {
+                    if std::mem::take(&mut self.unlogged_slots) == 0 {
+                        return;
                     }
-                });
-            }),
+                    walk_slots(&mut self.slots, |key, slot| {
+                        if slot.unlogged {
+                            slot.number =
+                                latest.write_numbered(slot.number, key, slot.value.as_deref());
+                            slot.unlogged = false;
+                            slot.fresh = false;
+                        }
+                    });
+                })
+            }
             Some(changelog) if form == SnapshotForm::Chained => {
                 // A new chain whose base is the backend as it is plus every
                 // entry it has not seen: those keys get the chain's numbers.
@@ -293,7 +335,11 @@ impl KeyedStateBackend for CachedBackend {
                 self.unlogged_slots = 0;
                 changelog.materialize(dir, |unseen| {
                     walk_slots(&mut self.slots, |key, slot| {
-                        slot.number = if slot.dirty { unseen.write_numbered(0, key, slot.value.as_deref()) } else { 0 };
+                        slot.number = if slot.dirty {
+                            unseen.write_numbered(0, key, slot.value.as_deref())
+                        } else {
+                            0
+                        };
                         slot.unlogged = false;
                         slot.fresh = false;
                     });
@@ -305,7 +351,9 @@ impl KeyedStateBackend for CachedBackend {
                 if let Some(changelog) = &mut self.changelog {
                     changelog.rebase(dir)?;
                     // A new chain: keys are numbered afresh.
-                    self.slots.values_mut().for_each(|slot| (slot.unlogged, slot.number) = (false, 0));
+                    self.slots
+                        .values_mut()
+                        .for_each(|slot| (slot.unlogged, slot.number) = (false, 0));
                     self.unlogged_slots = 0;
                 }
                 Ok(())
@@ -370,7 +418,10 @@ mod tests {
     #[test]
     fn behaves_like_a_backend_at_any_size() {
         for capacity in [0, 100, 1 << 20] {
-            crate::state::tests::exercise(&mut CachedBackend::new(Box::new(InMemoryBackend::new()), capacity));
+            crate::state::tests::exercise(&mut CachedBackend::new(
+                Box::new(InMemoryBackend::new()),
+                capacity,
+            ));
         }
     }
 
@@ -387,7 +438,11 @@ mod tests {
             let rng = next_random(&mut rng);
             let key = [b'p', (rng % 3) as u8, (rng >> 8) as u8 % 40];
             match rng >> 40 & 7 {
-                0..=2 => assert_eq!(cached.get(&key).unwrap(), plain.get(&key).unwrap(), "get at step {step}"),
+                0..=2 => assert_eq!(
+                    cached.get(&key).unwrap(),
+                    plain.get(&key).unwrap(),
+                    "get at step {step}"
+                ),
                 3..=4 => put_both(&mut cached, &mut plain, &key, rng),
                 5 => {
                     cached.delete(&key).unwrap();
@@ -396,7 +451,11 @@ mod tests {
                 6 => {
                     let after = [(rng >> 30) as u8 % 40];
                     let start = Some(&after[..]).filter(|_| rng & 1 == 0);
-                    assert_eq!(cached.scan(&key[..2], start, 7).unwrap(), plain.scan(&key[..2], start, 7).unwrap(), "scan at step {step}");
+                    assert_eq!(
+                        cached.scan(&key[..2], start, 7).unwrap(),
+                        plain.scan(&key[..2], start, 7).unwrap(),
+                        "scan at step {step}"
+                    );
                 }
                 _ => {
                     cached.delete_prefix(&key[..2]).unwrap();
@@ -405,7 +464,11 @@ mod tests {
             }
         }
         cached.flush().unwrap();
-        assert_eq!(cached.inner.scan(b"p", None, usize::MAX).unwrap(), plain.scan(b"p", None, usize::MAX).unwrap(), "flushed state matches");
+        assert_eq!(
+            cached.inner.scan(b"p", None, usize::MAX).unwrap(),
+            plain.scan(b"p", None, usize::MAX).unwrap(),
+            "flushed state matches"
+        );
     }
 
     /// Every checkpoint, full or a changelog, restores (copied and
@@ -415,10 +478,17 @@ mod tests {
     #[test]
     fn every_checkpoint_restores_the_state_at_its_barrier() {
         use crate::state::{changelog, RocksDbBackend};
-        for (capacity, pending_limit, materialize_every) in [(2_000, 1 << 20, 4), (300, 200, 3), (1 << 20, 1 << 20, 1)] {
+        for (capacity, pending_limit, materialize_every) in
+            [(2_000, 1 << 20, 4), (300, 200, 3), (1 << 20, 1 << 20, 1)]
+        {
             let dir = tempfile::tempdir().unwrap();
             let live = Box::new(RocksDbBackend::open(&dir.path().join("live")).unwrap());
-            let chain = changelog::Changelog::create(dir.path().join("chain"), materialize_every, pending_limit).unwrap();
+            let chain = changelog::Changelog::create(
+                dir.path().join("chain"),
+                materialize_every,
+                pending_limit,
+            )
+            .unwrap();
             let mut cached = CachedBackend::new(live, capacity).with_changelog(chain);
             if materialize_every > 1 {
                 // The first checkpoint a changelog on the empty database.
@@ -455,7 +525,11 @@ mod tests {
                     }
                     changelog::replay(&restored).unwrap();
                     let mut copy = RocksDbBackend::open(&restored).unwrap();
-                    assert_eq!(copy.scan(b"p", None, usize::MAX).unwrap(), plain.scan(b"p", None, usize::MAX).unwrap(), "checkpoint at step {step} ({capacity} bytes cached)");
+                    assert_eq!(
+                        copy.scan(b"p", None, usize::MAX).unwrap(),
+                        plain.scan(b"p", None, usize::MAX).unwrap(),
+                        "checkpoint at step {step} ({capacity} bytes cached)"
+                    );
                 }
             }
         }
@@ -471,7 +545,10 @@ mod tests {
         cached.insert_new(b"later", b"x").unwrap();
         cached.flush().unwrap();
         cached.delete(b"later").unwrap();
-        assert!(cached.slots.get(&b"later"[..]).is_some_and(|s| s.value.is_none() && s.dirty), "written back once: a delete is a tombstone");
+        assert!(
+            cached.slots.get(&b"later"[..]).is_some_and(|s| s.value.is_none() && s.dirty),
+            "written back once: a delete is a tombstone"
+        );
         cached.flush().unwrap();
         assert_eq!(cached.inner.get(b"later").unwrap(), None);
     }
@@ -480,7 +557,14 @@ mod tests {
     /// empty database (one full checkpoint in `materialize_every`).
     fn chained_cache(dir: &std::path::Path, materialize_every: usize) -> CachedBackend {
         let live = Box::new(crate::state::RocksDbBackend::open(&dir.join("live")).unwrap());
-        let mut cached = CachedBackend::new(live, 1 << 20).with_changelog(crate::state::changelog::Changelog::create(dir.join("chain"), materialize_every, 1 << 20).unwrap());
+        let mut cached = CachedBackend::new(live, 1 << 20).with_changelog(
+            crate::state::changelog::Changelog::create(
+                dir.join("chain"),
+                materialize_every,
+                1 << 20,
+            )
+            .unwrap(),
+        );
         cached.start_chain(&dir.join("base")).unwrap();
         cached
     }
@@ -505,7 +589,11 @@ mod tests {
         assert!(cached.slots.is_empty(), "no tombstone slot");
         cached.checkpoint(&dir.path().join("chk-2"), SnapshotForm::Chained).unwrap();
         for (checkpoint, expected) in [("chk-1", Some(b"acc".to_vec())), ("chk-2", None)] {
-            assert_eq!(restored_value(&dir.path().join(checkpoint), b"window"), expected, "{checkpoint}");
+            assert_eq!(
+                restored_value(&dir.path().join(checkpoint), b"window"),
+                expected,
+                "{checkpoint}"
+            );
         }
         cached.flush().unwrap();
         assert_eq!(cached.get(b"window").unwrap(), None);
@@ -524,7 +612,11 @@ mod tests {
         cached.put(b"a", b"2").unwrap();
         cached.checkpoint(&dir.path().join("chk-3"), SnapshotForm::Chained).unwrap();
         for (checkpoint, expected) in [("chk-2", b"1"), ("chk-3", b"2")] {
-            assert_eq!(restored_value(&dir.path().join(checkpoint), b"a"), Some(expected.to_vec()), "{checkpoint}");
+            assert_eq!(
+                restored_value(&dir.path().join(checkpoint), b"a"),
+                Some(expected.to_vec()),
+                "{checkpoint}"
+            );
         }
     }
 
@@ -543,24 +635,66 @@ mod tests {
         cached.checkpoint(&dir.path().join("chk-1"), SnapshotForm::Chained).unwrap();
         cached.put(b"new", b"2").unwrap();
         cached.checkpoint(&dir.path().join("chk-2"), SnapshotForm::Chained).unwrap();
-        assert_eq!((cached.inner.get(b"new").unwrap(), cached.inner.get(b"gone").unwrap()), (None, Some(b"1".to_vec())), "nothing written back");
-        let changelogs = |checkpoint: &str| std::fs::read_dir(dir.path().join(checkpoint)).unwrap().filter(|f| f.as_ref().unwrap().file_name().to_str().is_some_and(crate::state::changelog::is_changelog)).count();
-        assert_eq!(changelogs("chk-2"), 1, "the full checkpoint's own changelog, none of the chain before");
+        assert_eq!(
+            (cached.inner.get(b"new").unwrap(), cached.inner.get(b"gone").unwrap()),
+            (None, Some(b"1".to_vec())),
+            "nothing written back"
+        );
+        let changelogs = |checkpoint: &str| {
+            std::fs::read_dir(dir.path().join(checkpoint))
+                .unwrap()
+                .filter(|f| {
+                    f.as_ref()
+                        .unwrap()
+                        .file_name()
+                        .to_str()
+                        .is_some_and(crate::state::changelog::is_changelog)
+                })
+                .count()
+        };
+        assert_eq!(
+            changelogs("chk-2"),
+            1,
+            "the full checkpoint's own changelog, none of the chain before"
+        );
         cached.put(b"new", b"3").unwrap();
         cached.checkpoint(&dir.path().join("chk-3"), SnapshotForm::Chained).unwrap();
         assert_eq!(changelogs("chk-3"), 2);
         for (checkpoint, new) in [("chk-1", b"1"), ("chk-2", b"2"), ("chk-3", b"3")] {
             let checkpoint = dir.path().join(checkpoint);
-            assert_eq!([restored_value(&checkpoint, b"new"), restored_value(&checkpoint, b"kept"), restored_value(&checkpoint, b"gone")], [Some(new.to_vec()), Some(b"1".to_vec()), None], "{}", checkpoint.display());
+            assert_eq!(
+                [
+                    restored_value(&checkpoint, b"new"),
+                    restored_value(&checkpoint, b"kept"),
+                    restored_value(&checkpoint, b"gone")
+                ],
+                [Some(new.to_vec()), Some(b"1".to_vec()), None],
+                "{}",
+                checkpoint.display()
+            );
         }
     }
 
     #[test]
     fn prefix_then_bytes_is_byte_order() {
-        let keys: [&[u8]; 9] = [b"", b"\0", b"\0\0\x01", b"a", b"ab", b"ab\0", b"ab\0\x01", b"abcdefghijklmnopq", b"abcdefghijklmnopr"];
+        let keys: [&[u8]; 9] = [
+            b"",
+            b"\0",
+            b"\0\0\x01",
+            b"a",
+            b"ab",
+            b"ab\0",
+            b"ab\0\x01",
+            b"abcdefghijklmnopq",
+            b"abcdefghijklmnopr",
+        ];
         for a in keys {
             for b in keys {
-                assert_eq!(order_prefix(a).cmp(&order_prefix(b)).then_with(|| a.cmp(b)), a.cmp(b), "{a:?} vs {b:?}");
+                assert_eq!(
+                    order_prefix(a).cmp(&order_prefix(b)).then_with(|| a.cmp(b)),
+                    a.cmp(b),
+                    "{a:?} vs {b:?}"
+                );
             }
         }
     }
@@ -573,6 +707,10 @@ mod tests {
             cached.relieve().unwrap();
             assert!(cached.bytes <= 10_000);
         }
-        assert_eq!(cached.get(&5u32.to_be_bytes()).unwrap(), Some(vec![0; 32]), "evicted writes reached the backend");
+        assert_eq!(
+            cached.get(&5u32.to_be_bytes()).unwrap(),
+            Some(vec![0; 32]),
+            "evicted writes reached the backend"
+        );
     }
 }

@@ -219,7 +219,11 @@ pub enum Change<'a> {
 /// order, and the key's number in the chain when the record names or uses
 /// one; returns how many records there were. `named` holds the keys the
 /// chain's earlier changelogs numbered, and gets the ones this file numbers.
-pub fn decode(bytes: &[u8], named: &mut NamedKeys, mut apply: impl FnMut(Change<'_>, Option<u64>) -> Result<(), StateError>) -> Result<u64, StateError> {
+pub fn decode(
+    bytes: &[u8],
+    named: &mut NamedKeys,
+    mut apply: impl FnMut(Change<'_>, Option<u64>) -> Result<(), StateError>,
+) -> Result<u64, StateError> {
     let corrupt = |what: &str| StateError::Corrupt(format!("changelog: {what}"));
     let version1 = bytes.get(..MAGIC.len()) == Some(MAGIC_V1);
     if bytes.len() < MAGIC.len() + 16 || (&bytes[..MAGIC.len()] != MAGIC && !version1) {
@@ -245,12 +249,21 @@ pub fn decode(bytes: &[u8], named: &mut NamedKeys, mut apply: impl FnMut(Change<
             PUT_NAMING if !version1 => {
                 let key = take_field(&mut rest)?;
                 named.keys.push(key.to_vec());
-                apply(Change::Write(key, Some(take_field(&mut rest)?)), Some(named.keys.len() as u64))?;
+                apply(
+                    Change::Write(key, Some(take_field(&mut rest)?)),
+                    Some(named.keys.len() as u64),
+                )?;
             }
             PUT_NUMBERED | DELETE_NUMBERED if !version1 => {
                 let number = take_varint(&mut rest)?;
                 let key = named.get(number)?;
-                apply(Change::Write(key, if tag == PUT_NUMBERED { Some(take_field(&mut rest)?) } else { None }), Some(number))?;
+                apply(
+                    Change::Write(
+                        key,
+                        if tag == PUT_NUMBERED { Some(take_field(&mut rest)?) } else { None },
+                    ),
+                    Some(number),
+                )?;
             }
             _ => return Err(corrupt(&format!("unknown record type {tag}"))),
         }
@@ -342,7 +355,8 @@ pub fn replay(dir: &Path) -> Result<u64, StateError> {
     // batch before it.
     let mut batch: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::with_capacity(REPLAY_BATCH);
     let apply_batch = |db: &mut RocksDbBackend, batch: &mut Vec<(Vec<u8>, Option<Vec<u8>>)>| {
-        let result = db.write_batch(&mut batch.iter().map(|(key, value)| (&key[..], value.as_deref())));
+        let result =
+            db.write_batch(&mut batch.iter().map(|(key, value)| (&key[..], value.as_deref())));
         batch.clear();
         result
     };
@@ -376,7 +390,10 @@ pub fn replay(dir: &Path) -> Result<u64, StateError> {
 
 /// Decode the changelog `files` of one chain, oldest first, into `apply`
 /// (as [`decode`] does one file's).
-fn decode_chain(files: &[PathBuf], mut apply: impl FnMut(Change<'_>, Option<u64>) -> Result<(), StateError>) -> Result<(), StateError> {
+fn decode_chain(
+    files: &[PathBuf],
+    mut apply: impl FnMut(Change<'_>, Option<u64>) -> Result<(), StateError>,
+) -> Result<(), StateError> {
     let mut named = NamedKeys::default();
     for file in files {
         let bytes = std::fs::read(file)?;
@@ -395,7 +412,8 @@ fn link_files(from: &Path, to: &Path) -> Result<(), StateError> {
         let entry = entry?;
         if entry.file_type()?.is_file() {
             let (source, target) = (entry.path(), to.join(entry.file_name()));
-            std::fs::hard_link(&source, &target).or_else(|_| std::fs::copy(&source, &target).map(drop))?;
+            std::fs::hard_link(&source, &target)
+                .or_else(|_| std::fs::copy(&source, &target).map(drop))?;
         }
     }
     Ok(())
@@ -431,13 +449,28 @@ impl Changelog {
     /// removed): the first checkpoint will be full. After it, one in
     /// `materialize_every` is full; between, changelogs, unless more than
     /// `pending_limit` bytes of changes pile up between two checkpoints.
-    pub fn create(dir: PathBuf, materialize_every: usize, pending_limit: usize) -> Result<Self, StateError> {
+    pub fn create(
+        dir: PathBuf,
+        materialize_every: usize,
+        pending_limit: usize,
+    ) -> Result<Self, StateError> {
         if dir.exists() {
             std::fs::remove_dir_all(&dir)?;
         }
         std::fs::create_dir_all(&dir)?;
-        let next_number = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64);
-        Ok(Self { dir, pending: ChangeRecords::default(), has_base: false, changelogs: 0, materialize_every: materialize_every.max(1), pending_limit, overflowed: false, next_number })
+        let next_number = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64);
+        Ok(Self {
+            dir,
+            pending: ChangeRecords::default(),
+            has_base: false,
+            changelogs: 0,
+            materialize_every: materialize_every.max(1),
+            pending_limit,
+            overflowed: false,
+            next_number,
+        })
     }
 
     /// Record that `key`, numbered `number` in the chain (0: not yet),
@@ -483,7 +516,11 @@ impl Changelog {
     /// beside it, and the whole becomes the base of a new chain. Cheaper
     /// than writing those entries into the backend first: no sort, no
     /// memtable, no flush, no compaction (the restore replays them).
-    pub fn materialize(&mut self, checkpoint: &Path, unseen: impl FnOnce(&mut ChangeRecords)) -> Result<(), StateError> {
+    pub fn materialize(
+        &mut self,
+        checkpoint: &Path,
+        unseen: impl FnOnce(&mut ChangeRecords),
+    ) -> Result<(), StateError> {
         // What was recorded left the cache through the backend, which
         // holds it now: a new chain.
         self.pending.clear();
@@ -509,7 +546,11 @@ impl Changelog {
 
     /// Seal `records` into changelog file `number` in `dir` (then the next
     /// number), and empty them (also when the write fails: they are gone).
-    fn write_records(records: &mut ChangeRecords, dir: &Path, number: &mut u64) -> Result<(), StateError> {
+    fn write_records(
+        records: &mut ChangeRecords,
+        dir: &Path,
+        number: &mut u64,
+    ) -> Result<(), StateError> {
         let name = format!("changelog-{number:020}{EXTENSION}");
         let written = std::fs::write(dir.join(&name), records.seal());
         records.empty();
@@ -522,8 +563,15 @@ impl Changelog {
     /// plus a changelog of what was recorded since the last checkpoint and
     /// then `latest` (the changed entries still cached, written by the
     /// caller into the records it is given).
-    pub fn checkpoint(&mut self, checkpoint: &Path, latest: impl FnOnce(&mut ChangeRecords)) -> Result<(), StateError> {
-        debug_assert!(self.has_base && !self.overflowed, "a changelog needs a base and complete records");
+    pub fn checkpoint(
+        &mut self,
+        checkpoint: &Path,
+        latest: impl FnOnce(&mut ChangeRecords),
+    ) -> Result<(), StateError> {
+        debug_assert!(
+            self.has_base && !self.overflowed,
+            "a changelog needs a base and complete records"
+        );
         latest(&mut self.pending);
         let written = Self::write_records(&mut self.pending, &self.dir, &mut self.next_number);
         if written.is_err() {
@@ -546,7 +594,11 @@ mod tests {
         let mut seen = Vec::new();
         let count = decode(bytes, named, |change, _| {
             seen.push(match change {
-                Change::Write(key, value) => format!("{}={}", String::from_utf8_lossy(key), value.map_or("-".into(), |v| String::from_utf8_lossy(v).into_owned())),
+                Change::Write(key, value) => format!(
+                    "{}={}",
+                    String::from_utf8_lossy(key),
+                    value.map_or("-".into(), |v| String::from_utf8_lossy(v).into_owned())
+                ),
                 Change::DeletePrefix(prefix) => format!("{}*-", String::from_utf8_lossy(prefix)),
             });
             Ok(())
@@ -563,14 +615,28 @@ mod tests {
         records.write(b"k2", None);
         records.write(b"", Some(b""));
         let bytes = records.seal().to_vec();
-        assert_eq!(decoded(&bytes, &mut NamedKeys::default()).unwrap(), ["k1=v1", "p*-", "k2=-", "="]);
+        assert_eq!(
+            decoded(&bytes, &mut NamedKeys::default()).unwrap(),
+            ["k1=v1", "p*-", "k2=-", "="]
+        );
         for at in [0, 9, bytes.len() - 12, bytes.len() - 1] {
             let mut damaged = bytes.clone();
             damaged[at] ^= 1;
-            assert!(decode(&damaged, &mut NamedKeys::default(), |_, _| Ok(())).is_err(), "flipped byte {at}");
+            assert!(
+                decode(&damaged, &mut NamedKeys::default(), |_, _| Ok(())).is_err(),
+                "flipped byte {at}"
+            );
         }
-        assert!(decode(&bytes[..bytes.len() - 3], &mut NamedKeys::default(), |_, _| Ok(())).is_err(), "truncated");
-        assert_eq!(decode(ChangeRecords::default().seal(), &mut NamedKeys::default(), |_, _| Ok(())).unwrap(), 0, "an empty changelog");
+        assert!(
+            decode(&bytes[..bytes.len() - 3], &mut NamedKeys::default(), |_, _| Ok(())).is_err(),
+            "truncated"
+        );
+        assert_eq!(
+            decode(ChangeRecords::default().seal(), &mut NamedKeys::default(), |_, _| Ok(()))
+                .unwrap(),
+            0,
+            "an empty changelog"
+        );
     }
 
     /// A key is named once per chain and written by number after, in the
@@ -588,11 +654,18 @@ mod tests {
         let first = records.seal().to_vec();
         records.empty();
         assert_eq!(records.write_numbered(b, &long_key, None), b);
-        assert_eq!(records.write_numbered(0, b"c", Some(b"4")), 3, "numbers go on across a chain's files");
+        assert_eq!(
+            records.write_numbered(0, b"c", Some(b"4")),
+            3,
+            "numbers go on across a chain's files"
+        );
         let second = records.seal().to_vec();
         let mut named = NamedKeys::default();
         let long = String::from_utf8(long_key.clone()).unwrap();
-        assert_eq!(decoded(&first, &mut named).unwrap(), ["a=1".to_string(), format!("{long}=2"), "gone=-".into(), "a=3".into()]);
+        assert_eq!(
+            decoded(&first, &mut named).unwrap(),
+            ["a=1".to_string(), format!("{long}=2"), "gone=-".into(), "a=3".into()]
+        );
         assert_eq!(decoded(&second, &mut named).unwrap(), [format!("{long}=-"), "c=4".into()]);
         let missing = decoded(&second, &mut NamedKeys::default()).unwrap_err().to_string();
         assert!(missing.contains("never named"), "{missing}");
@@ -605,7 +678,9 @@ mod tests {
     #[test]
     fn first_format_files_still_decode() {
         let mut bytes = MAGIC_V1.to_vec();
-        for (tag, fields) in [(PUT, &[&b"k1"[..], b"v1"][..]), (DELETE, &[b"k2"]), (DELETE_PREFIX, &[b"p"])] {
+        for (tag, fields) in
+            [(PUT, &[&b"k1"[..], b"v1"][..]), (DELETE, &[b"k2"]), (DELETE_PREFIX, &[b"p"])]
+        {
             bytes.push(tag);
             for field in fields {
                 bytes.extend_from_slice(&(field.len() as u32).to_le_bytes());
@@ -631,24 +706,36 @@ mod tests {
         chain.rebase(&dir.path().join("chk-1")).unwrap();
         assert!(!chain.full_checkpoint_due());
         chain.record_delete_prefix(b"a/");
-        chain.checkpoint(&dir.path().join("chk-2"), |latest| {
-            latest.write(b"a/1", Some(b"new"));
-            latest.write(b"b", None);
-        })
-        .unwrap();
-        chain.checkpoint(&dir.path().join("chk-3"), |latest| latest.write(b"c", Some(b"3"))).unwrap();
+        chain
+            .checkpoint(&dir.path().join("chk-2"), |latest| {
+                latest.write(b"a/1", Some(b"new"));
+                latest.write(b"b", None);
+            })
+            .unwrap();
+        chain
+            .checkpoint(&dir.path().join("chk-3"), |latest| latest.write(b"c", Some(b"3")))
+            .unwrap();
         // chk-1 goes away (as the coordinator removes older local copies).
         std::fs::remove_dir_all(dir.path().join("chk-1")).unwrap();
         assert_eq!(replay(&dir.path().join("chk-3")).unwrap(), 4);
         let restored = RocksDbBackend::open(&dir.path().join("chk-3")).unwrap();
         let mut all = Vec::new();
-        restored.for_each(|k, v| {
-            all.push((k.to_vec(), v.to_vec()));
-            Ok(())
-        }).unwrap();
+        restored
+            .for_each(|k, v| {
+                all.push((k.to_vec(), v.to_vec()));
+                Ok(())
+            })
+            .unwrap();
         assert_eq!(all, vec![(b"a/1".to_vec(), b"new".to_vec()), (b"c".to_vec(), b"3".to_vec())]);
-        assert!(changelogs_in(&dir.path().join("chk-3")).unwrap().is_empty(), "replayed changelogs are removed");
-        assert_eq!(changelogs_in(&dir.path().join("chk-2")).unwrap().len(), 1, "each checkpoint holds the chain so far");
+        assert!(
+            changelogs_in(&dir.path().join("chk-3")).unwrap().is_empty(),
+            "replayed changelogs are removed"
+        );
+        assert_eq!(
+            changelogs_in(&dir.path().join("chk-2")).unwrap().len(),
+            1,
+            "each checkpoint holds the chain so far"
+        );
     }
 
     /// A restore skips a numbered key's writes that a later record of the
@@ -662,27 +749,39 @@ mod tests {
         let mut chain = Changelog::create(dir.path().join("chain"), 10, 1 << 20).unwrap();
         chain.rebase(&dir.path().join("chk-1")).unwrap();
         let (mut a, mut b) = (0, 0);
-        chain.checkpoint(&dir.path().join("chk-2"), |latest| {
-            a = latest.write_numbered(a, b"a", Some(b"1"));
-            b = latest.write_numbered(b, b"b1", Some(b"1"));
-        })
-        .unwrap();
+        chain
+            .checkpoint(&dir.path().join("chk-2"), |latest| {
+                a = latest.write_numbered(a, b"a", Some(b"1"));
+                b = latest.write_numbered(b, b"b1", Some(b"1"));
+            })
+            .unwrap();
         chain.record_delete_prefix(b"b");
-        chain.checkpoint(&dir.path().join("chk-3"), |latest| a = latest.write_numbered(a, b"a", Some(b"2"))).unwrap();
-        chain.checkpoint(&dir.path().join("chk-4"), |latest| {
-            a = latest.write_numbered(a, b"a", None);
-            assert_eq!(latest.write_numbered(0, b"b2", Some(b"3")), 3);
-        })
-        .unwrap();
+        chain
+            .checkpoint(&dir.path().join("chk-3"), |latest| {
+                a = latest.write_numbered(a, b"a", Some(b"2"))
+            })
+            .unwrap();
+        chain
+            .checkpoint(&dir.path().join("chk-4"), |latest| {
+                a = latest.write_numbered(a, b"a", None);
+                assert_eq!(latest.write_numbered(0, b"b2", Some(b"3")), 3);
+            })
+            .unwrap();
         // a=1 and a=2 are overwritten later: 6 records, 4 applied.
         assert_eq!(replay(&dir.path().join("chk-4")).unwrap(), 4);
         assert_eq!(replay(&dir.path().join("chk-3")).unwrap(), 3, "4 records, a=1 skipped");
-        for (checkpoint, expected) in [("chk-3", vec![(b"a".to_vec(), b"2".to_vec())]), ("chk-4", vec![(b"b2".to_vec(), b"3".to_vec())])] {
+        for (checkpoint, expected) in [
+            ("chk-3", vec![(b"a".to_vec(), b"2".to_vec())]),
+            ("chk-4", vec![(b"b2".to_vec(), b"3".to_vec())]),
+        ] {
             let mut all = Vec::new();
-            RocksDbBackend::open(&dir.path().join(checkpoint)).unwrap().for_each(|k, v| {
-                all.push((k.to_vec(), v.to_vec()));
-                Ok(())
-            }).unwrap();
+            RocksDbBackend::open(&dir.path().join(checkpoint))
+                .unwrap()
+                .for_each(|k, v| {
+                    all.push((k.to_vec(), v.to_vec()));
+                    Ok(())
+                })
+                .unwrap();
             assert_eq!(all, expected, "{checkpoint}");
         }
     }

@@ -19,7 +19,8 @@ impl Default for KeyHashBuilder {
     fn default() -> Self {
         static SEED: OnceLock<u64> = OnceLock::new();
         // RandomState is seeded from the OS; hash nothing to draw from it.
-        let seed = *SEED.get_or_init(|| std::collections::hash_map::RandomState::new().hash_one(0u8));
+        let seed =
+            *SEED.get_or_init(|| std::collections::hash_map::RandomState::new().hash_one(0u8));
         Self { seed }
     }
 }
@@ -74,14 +75,27 @@ mod tests {
     fn equal_keys_hash_equal_and_long_keys_work() {
         let mut map: KeyMap<Vec<u8>, usize> = KeyMap::default();
         let long = vec![7u8; 300];
-        for (i, key) in [b"a".to_vec(), b"ab".to_vec(), Vec::new(), long.clone()].into_iter().enumerate() {
+        for (i, key) in
+            [b"a".to_vec(), b"ab".to_vec(), Vec::new(), long.clone()].into_iter().enumerate()
+        {
             map.insert(key, i);
         }
-        assert_eq!((map[&b"a".to_vec()], map[&b"ab".to_vec()], map[&Vec::new()], map[&long]), (0, 1, 2, 3));
+        assert_eq!(
+            (map[&b"a".to_vec()], map[&b"ab".to_vec()], map[&Vec::new()], map[&long]),
+            (0, 1, 2, 3)
+        );
         let builder = KeyHashBuilder::default();
         assert_eq!(builder.hash_one(b"key".to_vec()), builder.hash_one(b"key".to_vec()));
         assert_ne!(builder.hash_one(b"key".to_vec()), builder.hash_one(b"kez".to_vec()));
-        assert_eq!(builder.hash_one(&b"key"[..]), builder.hash_one(b"key".to_vec()), "slices hash as their owned forms");
-        assert_ne!(builder.hash_one((&b"k"[..], 1i64)), builder.hash_one((&b"k"[..], 2i64)), "numbers beside the bytes count");
+        assert_eq!(
+            builder.hash_one(&b"key"[..]),
+            builder.hash_one(b"key".to_vec()),
+            "slices hash as their owned forms"
+        );
+        assert_ne!(
+            builder.hash_one((&b"k"[..], 1i64)),
+            builder.hash_one((&b"k"[..], 2i64)),
+            "numbers beside the bytes count"
+        );
     }
 }

@@ -59,7 +59,12 @@ impl KeyedStateBackend for JournaledBackend {
         self.inner.delete(key)
     }
 
-    fn scan(&mut self, prefix: &[u8], start_after: Option<&[u8]>, limit: usize) -> Result<Vec<ScanEntry>, StateError> {
+    fn scan(
+        &mut self,
+        prefix: &[u8],
+        start_after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<ScanEntry>, StateError> {
         self.inner.scan(prefix, start_after, limit)
     }
 
@@ -79,7 +84,10 @@ impl KeyedStateBackend for JournaledBackend {
         self.inner.delete_prefix(prefix)
     }
 
-    fn write_batch(&mut self, writes: &mut dyn Iterator<Item = Write<'_>>) -> Result<(), StateError> {
+    fn write_batch(
+        &mut self,
+        writes: &mut dyn Iterator<Item = Write<'_>>,
+    ) -> Result<(), StateError> {
         if !self.recording {
             return self.inner.write_batch(writes);
         }
@@ -148,18 +156,31 @@ mod tests {
         state.put(b"a", b"3").unwrap();
         state.put(b"b", b"new").unwrap();
         state.delete_prefix(b"p/").unwrap();
-        state.write_batch(&mut [(&b"c"[..], Some(&b"c"[..])), (&b"p/x"[..], None)].into_iter()).unwrap();
+        state
+            .write_batch(&mut [(&b"c"[..], Some(&b"c"[..])), (&b"p/x"[..], None)].into_iter())
+            .unwrap();
         state.roll_back().unwrap();
         assert_eq!(state.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
         assert_eq!(state.get(b"b").unwrap(), None);
         assert_eq!(state.get(b"c").unwrap(), None);
-        assert_eq!(state.scan(b"p/", None, 10).unwrap(), vec![(b"x".to_vec(), b"x".to_vec()), (b"y".to_vec(), b"y".to_vec())]);
+        assert_eq!(
+            state.scan(b"p/", None, 10).unwrap(),
+            vec![(b"x".to_vec(), b"x".to_vec()), (b"y".to_vec(), b"y".to_vec())]
+        );
         state.mark();
         state.roll_back().unwrap();
-        assert_eq!(state.get(b"a").unwrap().as_deref(), Some(&b"1"[..]), "nothing to undo after a new mark");
+        assert_eq!(
+            state.get(b"a").unwrap().as_deref(),
+            Some(&b"1"[..]),
+            "nothing to undo after a new mark"
+        );
         state.unmark();
         state.put(b"a", b"unrecorded").unwrap();
         state.roll_back().unwrap();
-        assert_eq!(state.get(b"a").unwrap().as_deref(), Some(&b"unrecorded"[..]), "writes after unmark are not recorded");
+        assert_eq!(
+            state.get(b"a").unwrap().as_deref(),
+            Some(&b"unrecorded"[..]),
+            "writes after unmark are not recorded"
+        );
     }
 }

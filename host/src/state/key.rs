@@ -40,7 +40,13 @@ pub struct StateKey<'a> {
 
 impl<'a> StateKey<'a> {
     /// A state key. `name` must be at most [`MAX_STATE_NAME_LEN`] bytes.
-    pub fn new(key_group: u16, name: &'a str, kind: StateKind, key: &'a [u8], namespace: &'a [u8]) -> Self {
+    pub fn new(
+        key_group: u16,
+        name: &'a str,
+        kind: StateKind,
+        key: &'a [u8],
+        namespace: &'a [u8],
+    ) -> Self {
         debug_assert!(name.len() <= MAX_STATE_NAME_LEN);
         Self { key_group, name, kind, key, namespace }
     }
@@ -105,7 +111,11 @@ pub fn subtask_for_key_group(key_group: u16, max_parallelism: u16, parallelism: 
 }
 
 /// The key groups `start..=end` that subtask `index` of `parallelism` owns.
-pub fn key_group_range(index: u16, max_parallelism: u16, parallelism: u16) -> std::ops::RangeInclusive<u16> {
+pub fn key_group_range(
+    index: u16,
+    max_parallelism: u16,
+    parallelism: u16,
+) -> std::ops::RangeInclusive<u16> {
     let (index, max, p) = (u32::from(index), u32::from(max_parallelism), u32::from(parallelism));
     let start = (index * max).div_ceil(p);
     let end = ((index + 1) * max).div_ceil(p) - 1;
@@ -124,7 +134,11 @@ mod tests {
                 let range = key_group_range(index, max, p);
                 assert_eq!(u32::from(*range.start()), next, "ranges are contiguous ({max}, {p})");
                 for group in range.clone() {
-                    assert_eq!(subtask_for_key_group(group, max, p), index, "group {group} of ({max}, {p})");
+                    assert_eq!(
+                        subtask_for_key_group(group, max, p),
+                        index,
+                        "group {group} of ({max}, {p})"
+                    );
                 }
                 next = u32::from(*range.end()) + 1;
             }
@@ -143,7 +157,10 @@ mod tests {
         let full = StateKey::new(9, "t", StateKind::Timer, b"key", b"ns").encode();
         let prefix = StateKey::state_prefix(9, "t", StateKind::Timer);
         assert!(full.starts_with(&prefix));
-        assert_eq!(StateKey::split_rest(&full[prefix.len()..]), Some((&b"key"[..], &b"ns"[..], &b""[..])));
+        assert_eq!(
+            StateKey::split_rest(&full[prefix.len()..]),
+            Some((&b"key"[..], &b"ns"[..], &b""[..]))
+        );
         assert_eq!(StateKey::split_rest(&[0, 0, 0, 9, 1]), None);
     }
 

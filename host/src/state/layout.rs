@@ -68,7 +68,11 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LayoutError + '_ {
 
 /// Open the state in `dir` as `layout`, one database per subtask, creating
 /// it, discarding it (`fresh`) or rescaling it as needed.
-pub fn open_subtasks(dir: &Path, layout: Layout, fresh: bool) -> Result<Vec<RocksDbBackend>, LayoutError> {
+pub fn open_subtasks(
+    dir: &Path,
+    layout: Layout,
+    fresh: bool,
+) -> Result<Vec<RocksDbBackend>, LayoutError> {
     if fresh && dir.exists() {
         std::fs::remove_dir_all(dir).map_err(io(dir))?;
     }
@@ -76,7 +80,11 @@ pub fn open_subtasks(dir: &Path, layout: Layout, fresh: bool) -> Result<Vec<Rock
     let file = dir.join("layout.json");
     match read_layout(&file)? {
         Some(stored) if stored.max_parallelism != layout.max_parallelism => {
-            return Err(LayoutError::MaxParallelism { dir: dir.to_path_buf(), stored: stored.max_parallelism, wanted: layout.max_parallelism });
+            return Err(LayoutError::MaxParallelism {
+                dir: dir.to_path_buf(),
+                stored: stored.max_parallelism,
+                wanted: layout.max_parallelism,
+            });
         }
         Some(stored) if stored.parallelism != layout.parallelism => rescale(dir, stored, layout)?,
         Some(_) => {}
@@ -87,7 +95,9 @@ pub fn open_subtasks(dir: &Path, layout: Layout, fresh: bool) -> Result<Vec<Rock
 
 fn read_layout(file: &Path) -> Result<Option<Layout>, LayoutError> {
     match std::fs::read(file) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| LayoutError::Corrupt { path: file.to_path_buf(), message: e.to_string() }),
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| LayoutError::Corrupt { path: file.to_path_buf(), message: e.to_string() }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(io(file)(e)),
     }
@@ -95,7 +105,8 @@ fn read_layout(file: &Path) -> Result<Option<Layout>, LayoutError> {
 
 fn write_layout(file: &Path, layout: Layout) -> Result<(), LayoutError> {
     let tmp = file.with_extension("json.tmp");
-    let text = serde_json::to_vec(&layout).map_err(|e| LayoutError::Corrupt { path: file.to_path_buf(), message: e.to_string() })?;
+    let text = serde_json::to_vec(&layout)
+        .map_err(|e| LayoutError::Corrupt { path: file.to_path_buf(), message: e.to_string() })?;
     std::fs::write(&tmp, text).map_err(io(&tmp))?;
     std::fs::rename(&tmp, file).map_err(io(file))
 }
@@ -105,7 +116,8 @@ fn rescale(dir: &Path, from: Layout, to: Layout) -> Result<(), LayoutError> {
     let staging = dir.join(format!("rescale-{}", to.parallelism));
     let mut distributor = Distributor::create(&staging, to)?;
     for index in 0..from.parallelism {
-        RocksDbBackend::open(&subtask_dir(dir, index))?.for_each(|key, value| distributor.add(key, value))?;
+        RocksDbBackend::open(&subtask_dir(dir, index))?
+            .for_each(|key, value| distributor.add(key, value))?;
     }
     distributor.finish()?;
     install(dir, &staging, to)
@@ -126,14 +138,20 @@ impl Distributor {
         if staging.exists() {
             std::fs::remove_dir_all(staging).map_err(io(staging))?;
         }
-        let targets = (0..layout.parallelism).map(|i| RocksDbBackend::open(&subtask_dir(staging, i))).collect::<Result<Vec<_>, _>>()?;
+        let targets = (0..layout.parallelism)
+            .map(|i| RocksDbBackend::open(&subtask_dir(staging, i)))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Self { layout, pending: vec![Vec::new(); targets.len()], targets })
     }
 
     /// Add one entry.
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {
         let group = key.get(..2).map_or(0, |g| u16::from_be_bytes([g[0], g[1]]));
-        let target = usize::from(subtask_for_key_group(group, self.layout.max_parallelism, self.layout.parallelism));
+        let target = usize::from(subtask_for_key_group(
+            group,
+            self.layout.max_parallelism,
+            self.layout.parallelism,
+        ));
         self.pending[target].push((key.to_vec(), value.to_vec()));
         if self.pending[target].len() >= RESCALE_BATCH {
             flush_moves(&mut self.targets[target], &mut self.pending[target])?;
@@ -168,7 +186,8 @@ pub fn install(dir: &Path, staging: &Path, layout: Layout) -> Result<(), LayoutE
         }
     }
     for index in 0..layout.parallelism {
-        std::fs::rename(subtask_dir(staging, index), subtask_dir(dir, index)).map_err(io(staging))?;
+        std::fs::rename(subtask_dir(staging, index), subtask_dir(dir, index))
+            .map_err(io(staging))?;
     }
     write_layout(&dir.join("layout.json"), layout)?;
     std::fs::remove_dir_all(&retired).map_err(io(&retired))?;
@@ -180,7 +199,10 @@ pub fn subtask_dir(dir: &Path, index: u16) -> PathBuf {
     dir.join(format!("subtask-{index}"))
 }
 
-fn flush_moves(target: &mut RocksDbBackend, moves: &mut Vec<(Vec<u8>, Vec<u8>)>) -> Result<(), StateError> {
+fn flush_moves(
+    target: &mut RocksDbBackend,
+    moves: &mut Vec<(Vec<u8>, Vec<u8>)>,
+) -> Result<(), StateError> {
     target.write_batch(&mut moves.iter().map(|(k, v)| (k.as_slice(), Some(v.as_slice()))))?;
     moves.clear();
     Ok(())
@@ -193,20 +215,25 @@ mod tests {
 
     fn key(i: u32, max: u16) -> Vec<u8> {
         let user = i.to_string();
-        StateKey::new(key_group(user.as_bytes(), max), "v", StateKind::Value, user.as_bytes(), b"").encode()
+        StateKey::new(key_group(user.as_bytes(), max), "v", StateKind::Value, user.as_bytes(), b"")
+            .encode()
     }
 
     #[test]
     fn rescaling_moves_every_entry_to_its_owner() {
         let dir = tempfile::tempdir().unwrap();
         let max = 16;
-        let mut dbs = open_subtasks(dir.path(), Layout { max_parallelism: max, parallelism: 1 }, false).unwrap();
+        let mut dbs =
+            open_subtasks(dir.path(), Layout { max_parallelism: max, parallelism: 1 }, false)
+                .unwrap();
         for i in 0..500u32 {
             dbs[0].put(&key(i, max), &i.to_le_bytes()).unwrap();
         }
         drop(dbs);
         for parallelism in [3u16, 2, 5] {
-            let mut dbs = open_subtasks(dir.path(), Layout { max_parallelism: max, parallelism }, false).unwrap();
+            let mut dbs =
+                open_subtasks(dir.path(), Layout { max_parallelism: max, parallelism }, false)
+                    .unwrap();
             let mut seen = 0;
             for (index, db) in dbs.iter_mut().enumerate() {
                 db.for_each(|k, _| {
@@ -219,9 +246,13 @@ mod tests {
             }
             assert_eq!(seen, 500, "nothing lost or duplicated rescaling to {parallelism}");
         }
-        let err = open_subtasks(dir.path(), Layout { max_parallelism: 32, parallelism: 5 }, false).err().unwrap().to_string();
+        let err = open_subtasks(dir.path(), Layout { max_parallelism: 32, parallelism: 5 }, false)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains("max_parallelism 16"), "{err}");
-        let fresh = open_subtasks(dir.path(), Layout { max_parallelism: 32, parallelism: 2 }, true).unwrap();
+        let fresh = open_subtasks(dir.path(), Layout { max_parallelism: 32, parallelism: 2 }, true)
+            .unwrap();
         assert_eq!(fresh.len(), 2);
     }
 }

@@ -33,24 +33,42 @@ impl KeyedStateBackend for InMemoryBackend {
         Ok(())
     }
 
-    fn scan(&mut self, prefix: &[u8], start_after: Option<&[u8]>, limit: usize) -> Result<Vec<ScanEntry>, StateError> {
+    fn scan(
+        &mut self,
+        prefix: &[u8],
+        start_after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<ScanEntry>, StateError> {
         let lower = match start_after {
             Some(after) => Bound::Excluded([prefix, after].concat()),
             None => Bound::Included(prefix.to_vec()),
         };
         let upper = prefix_end(prefix).map_or(Bound::Unbounded, Bound::Excluded);
-        Ok(self.entries.range((lower, upper)).take(limit).map(|(k, v)| (k[prefix.len()..].to_vec(), v.clone())).collect())
+        Ok(self
+            .entries
+            .range((lower, upper))
+            .take(limit)
+            .map(|(k, v)| (k[prefix.len()..].to_vec(), v.clone()))
+            .collect())
     }
 
     fn delete_prefix(&mut self, prefix: &[u8]) -> Result<(), StateError> {
-        let doomed: Vec<Vec<u8>> = self.entries.range(prefix.to_vec()..).take_while(|(k, _)| k.starts_with(prefix)).map(|(k, _)| k.clone()).collect();
+        let doomed: Vec<Vec<u8>> = self
+            .entries
+            .range(prefix.to_vec()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, _)| k.clone())
+            .collect();
         for key in doomed {
             self.entries.remove(&key);
         }
         Ok(())
     }
 
-    fn write_batch(&mut self, writes: &mut dyn Iterator<Item = Write<'_>>) -> Result<(), StateError> {
+    fn write_batch(
+        &mut self,
+        writes: &mut dyn Iterator<Item = Write<'_>>,
+    ) -> Result<(), StateError> {
         for (key, value) in writes {
             match value {
                 Some(value) => self.entries.insert(key.to_vec(), value.to_vec()),

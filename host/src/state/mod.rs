@@ -14,9 +14,12 @@ mod memory;
 mod rocks;
 pub mod ttl;
 
-pub use key::{key_group, key_group_range, subtask_for_key_group, StateKey, StateKind, DEFAULT_MAX_PARALLELISM, MAX_STATE_NAME_LEN};
 pub use cache::CachedBackend;
 pub use journal::JournaledBackend;
+pub use key::{
+    key_group, key_group_range, subtask_for_key_group, StateKey, StateKind,
+    DEFAULT_MAX_PARALLELISM, MAX_STATE_NAME_LEN,
+};
 pub use memory::InMemoryBackend;
 pub use rocks::RocksDbBackend;
 
@@ -86,11 +89,19 @@ pub trait KeyedStateBackend: Send {
     /// Up to `limit` entries whose key starts with `prefix`, in key order,
     /// beginning after `prefix ++ start_after` when given. Returned keys
     /// have `prefix` removed.
-    fn scan(&mut self, prefix: &[u8], start_after: Option<&[u8]>, limit: usize) -> Result<Vec<ScanEntry>, StateError>;
+    fn scan(
+        &mut self,
+        prefix: &[u8],
+        start_after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<ScanEntry>, StateError>;
     /// Remove every entry whose key starts with `prefix`.
     fn delete_prefix(&mut self, prefix: &[u8]) -> Result<(), StateError>;
     /// Apply `writes` in order, as one atomic batch where the backend can.
-    fn write_batch(&mut self, writes: &mut dyn Iterator<Item = Write<'_>>) -> Result<(), StateError>;
+    fn write_batch(
+        &mut self,
+        writes: &mut dyn Iterator<Item = Write<'_>>,
+    ) -> Result<(), StateError>;
     /// Make everything written so far durable.
     fn flush(&mut self) -> Result<(), StateError>;
     /// Write a consistent snapshot of everything written so far into the
@@ -99,7 +110,10 @@ pub trait KeyedStateBackend: Send {
     /// may write only what changed). Backends that cannot say so.
     fn checkpoint(&mut self, dir: &std::path::Path, form: SnapshotForm) -> Result<(), StateError> {
         let _ = form;
-        Err(StateError::Unsupported(format!("this state backend cannot write a checkpoint to {}", dir.display())))
+        Err(StateError::Unsupported(format!(
+            "this state backend cannot write a checkpoint to {}",
+            dir.display()
+        )))
     }
     /// Do work kept off the hot path (a cache over its budget writes back
     /// and forgets entries). Called between calls into functions.
@@ -152,7 +166,11 @@ pub(crate) mod tests {
         assert!(!backend.get_into(&a, &mut out).unwrap() && out == b"x2");
         backend.put(&b, b"22").unwrap();
         backend.put(&b, b"3").unwrap();
-        assert_eq!(backend.get(&b).unwrap().as_deref(), Some(&b"3"[..]), "an overwrite in place replaces the whole value");
+        assert_eq!(
+            backend.get(&b).unwrap().as_deref(),
+            Some(&b"3"[..]),
+            "an overwrite in place replaces the whole value"
+        );
         backend.put(&b, b"2").unwrap();
 
         let map = StateKey::new(3, "seen", StateKind::Map, b"c1", b"").encode();
@@ -163,12 +181,20 @@ pub(crate) mod tests {
         backend.put(&[other.as_slice(), b"z"].concat(), b"z").unwrap();
         let all = backend.scan(&map, None, 10).unwrap();
         let keys: Vec<_> = all.iter().map(|(k, _)| k.clone()).collect();
-        assert_eq!(keys, vec![b"a".to_vec(), b"m".to_vec(), b"x".to_vec()], "scan is ordered and stays inside the prefix");
+        assert_eq!(
+            keys,
+            vec![b"a".to_vec(), b"m".to_vec(), b"x".to_vec()],
+            "scan is ordered and stays inside the prefix"
+        );
         let page = backend.scan(&map, Some(b"a"), 1).unwrap();
         assert_eq!(page, vec![(b"m".to_vec(), b"m".to_vec())]);
         backend.delete_prefix(&map).unwrap();
         assert!(backend.scan(&map, None, 10).unwrap().is_empty());
-        assert_eq!(backend.scan(&other, None, 10).unwrap().len(), 1, "delete_prefix leaves other keys alone");
+        assert_eq!(
+            backend.scan(&other, None, 10).unwrap().len(),
+            1,
+            "delete_prefix leaves other keys alone"
+        );
         let writes: [Write; 3] = [(b"w1", Some(b"1")), (b"w2", Some(b"2")), (b"w1", None)];
         backend.write_batch(&mut writes.into_iter()).unwrap();
         assert_eq!(backend.get(b"w1").unwrap(), None, "later writes of a batch win");

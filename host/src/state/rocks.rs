@@ -71,7 +71,12 @@ impl KeyedStateBackend for RocksDbBackend {
         Ok(self.db.delete_opt(key, &self.write)?)
     }
 
-    fn scan(&mut self, prefix: &[u8], start_after: Option<&[u8]>, limit: usize) -> Result<Vec<ScanEntry>, StateError> {
+    fn scan(
+        &mut self,
+        prefix: &[u8],
+        start_after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<ScanEntry>, StateError> {
         let mut read = ReadOptions::default();
         if let Some(end) = prefix_end(prefix) {
             read.set_iterate_upper_bound(end);
@@ -82,9 +87,13 @@ impl KeyedStateBackend for RocksDbBackend {
             None => prefix.to_vec(),
         };
         let mut out = Vec::new();
-        for item in self.db.iterator_opt(IteratorMode::From(&start, Direction::Forward), read).take(limit) {
+        for item in
+            self.db.iterator_opt(IteratorMode::From(&start, Direction::Forward), read).take(limit)
+        {
             let (key, value) = item?;
-            let rest = key.strip_prefix(prefix).ok_or_else(|| StateError::Corrupt("scan left its prefix".into()))?;
+            let rest = key
+                .strip_prefix(prefix)
+                .ok_or_else(|| StateError::Corrupt("scan left its prefix".into()))?;
             out.push((rest.to_vec(), value.to_vec()));
         }
         Ok(out)
@@ -98,7 +107,12 @@ impl KeyedStateBackend for RocksDbBackend {
                 Ok(self.db.write_opt(batch, &self.write)?)
             }
             None => {
-                let keys: Vec<Box<[u8]>> = self.db.prefix_iterator(prefix).map(|item| item.map(|(k, _)| k)).take_while(|k| k.as_ref().map_or(true, |k| k.starts_with(prefix))).collect::<Result<_, _>>()?;
+                let keys: Vec<Box<[u8]>> = self
+                    .db
+                    .prefix_iterator(prefix)
+                    .map(|item| item.map(|(k, _)| k))
+                    .take_while(|k| k.as_ref().map_or(true, |k| k.starts_with(prefix)))
+                    .collect::<Result<_, _>>()?;
                 for key in keys {
                     self.db.delete_opt(&key, &self.write)?;
                 }
@@ -107,7 +121,10 @@ impl KeyedStateBackend for RocksDbBackend {
         }
     }
 
-    fn write_batch(&mut self, writes: &mut dyn Iterator<Item = Write<'_>>) -> Result<(), StateError> {
+    fn write_batch(
+        &mut self,
+        writes: &mut dyn Iterator<Item = Write<'_>>,
+    ) -> Result<(), StateError> {
         let mut batch = rocksdb::WriteBatch::default();
         for (key, value) in writes {
             match value {
@@ -142,7 +159,10 @@ impl RocksDbBackend {
     }
 
     /// Call `f` on every stored entry, in key order.
-    pub fn for_each(&self, mut f: impl FnMut(&[u8], &[u8]) -> Result<(), StateError>) -> Result<(), StateError> {
+    pub fn for_each(
+        &self,
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<(), StateError>,
+    ) -> Result<(), StateError> {
         for item in self.db.iterator(IteratorMode::Start) {
             let (key, value) = item?;
             f(&key, &value)?;

@@ -61,7 +61,9 @@ pub fn decode(stored: &[u8], now: i64) -> Result<Option<&[u8]>, StateError> {
     match stored.split_first() {
         Some((&NEVER, value)) => Ok(Some(value)),
         Some((&EXPIRES, rest)) => {
-            let (at, value) = rest.split_first_chunk::<8>().ok_or_else(|| StateError::Corrupt("truncated expiry".into()))?;
+            let (at, value) = rest
+                .split_first_chunk::<8>()
+                .ok_or_else(|| StateError::Corrupt("truncated expiry".into()))?;
             Ok((i64::from_be_bytes(*at) > now).then_some(value))
         }
         _ => Err(StateError::Corrupt("unknown value header".into())),
@@ -76,7 +78,9 @@ pub fn is_expired(stored: &[u8], now: i64) -> bool {
 
 /// Milliseconds since the Unix epoch, now.
 pub fn now_millis() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 #[cfg(test)]

@@ -38,7 +38,14 @@ fn storage_key(name: &str, group: u16, key: &[u8], domain: u8, timestamp: i64) -
     out
 }
 
-fn storage_key_into(out: &mut Vec<u8>, name: &str, group: u16, key: &[u8], domain: u8, timestamp: i64) {
+fn storage_key_into(
+    out: &mut Vec<u8>,
+    name: &str,
+    group: u16,
+    key: &[u8],
+    domain: u8,
+    timestamp: i64,
+) {
     let mut namespace = [0u8; 9];
     namespace[0] = domain;
     namespace[1..].copy_from_slice(&timestamp.to_be_bytes());
@@ -69,7 +76,11 @@ impl TimerService {
 
     /// Rebuild the queue of the timers stored in `backend` under `name`
     /// (one service per name: a function's timers, a window operator's…).
-    pub fn load(backend: &mut dyn KeyedStateBackend, max_parallelism: u16, name: &'static str) -> Result<Self, StateError> {
+    pub fn load(
+        backend: &mut dyn KeyedStateBackend,
+        max_parallelism: u16,
+        name: &'static str,
+    ) -> Result<Self, StateError> {
         let mut timers = Self::new(max_parallelism, name);
         for group in 0..max_parallelism {
             let prefix = StateKey::state_prefix(group, name, StateKind::Timer);
@@ -81,7 +92,8 @@ impl TimerService {
                     let corrupt = || StateError::Corrupt("malformed timer entry".into());
                     let (key, namespace, _) = StateKey::split_rest(rest).ok_or_else(corrupt)?;
                     let (domain, timestamp) = namespace.split_first().ok_or_else(corrupt)?;
-                    let timestamp = i64::from_be_bytes(timestamp.try_into().map_err(|_| corrupt())?);
+                    let timestamp =
+                        i64::from_be_bytes(timestamp.try_into().map_err(|_| corrupt())?);
                     domain_of(*domain).ok_or_else(corrupt)?;
                     timers.insert(*domain, timestamp, key);
                 }
@@ -111,18 +123,33 @@ impl TimerService {
     }
 
     /// Register a timer for `key` (idempotent); whether it was new.
-    pub fn register(&mut self, backend: &mut dyn KeyedStateBackend, key: &[u8], domain: TimeDomain, timestamp: i64) -> Result<bool, StateError> {
+    pub fn register(
+        &mut self,
+        backend: &mut dyn KeyedStateBackend,
+        key: &[u8],
+        domain: TimeDomain,
+        timestamp: i64,
+    ) -> Result<bool, StateError> {
         let domain = domain_byte(domain);
         let new = self.insert(domain, timestamp, key);
         if new {
             let group = key_group(key, self.max_parallelism);
-            backend.insert_new(&storage_key(self.name, group, key, domain, timestamp), &ttl::encode(b"", None))?;
+            backend.insert_new(
+                &storage_key(self.name, group, key, domain, timestamp),
+                &ttl::encode(b"", None),
+            )?;
         }
         Ok(new)
     }
 
     /// Cancel a timer of `key`, if registered; whether it was.
-    pub fn delete(&mut self, backend: &mut dyn KeyedStateBackend, key: &[u8], domain: TimeDomain, timestamp: i64) -> Result<bool, StateError> {
+    pub fn delete(
+        &mut self,
+        backend: &mut dyn KeyedStateBackend,
+        key: &[u8],
+        domain: TimeDomain,
+        timestamp: i64,
+    ) -> Result<bool, StateError> {
         let domain = domain_byte(domain);
         let existed = self.remove(domain, timestamp, key);
         if existed {
@@ -147,26 +174,45 @@ impl TimerService {
     /// The earliest timer of `domain`, if any.
     pub fn next(&self, domain: TimeDomain) -> Option<i64> {
         let domain = domain_byte(domain);
-        self.queue.range((domain, i64::MIN)..).next().filter(|((d, _), _)| *d == domain).map(|((_, ts), _)| *ts)
+        self.queue
+            .range((domain, i64::MIN)..)
+            .next()
+            .filter(|((d, _), _)| *d == domain)
+            .map(|((_, ts), _)| *ts)
     }
 
     /// Remove and return every timer of `domain` at or before `up_to`,
     /// grouped by key (keys in order of their earliest timer, keys of the
     /// same timestamp in byte order; each key's timers in timestamp order).
-    pub fn take_due(&mut self, backend: &mut dyn KeyedStateBackend, domain: TimeDomain, up_to: i64) -> Result<Vec<KeyedTimers>, StateError> {
+    pub fn take_due(
+        &mut self,
+        backend: &mut dyn KeyedStateBackend,
+        domain: TimeDomain,
+        up_to: i64,
+    ) -> Result<Vec<KeyedTimers>, StateError> {
         let byte = domain_byte(domain);
         let mut batch: Vec<KeyedTimers> = Vec::new();
         let mut index: HashMap<Vec<u8>, usize, KeyHashBuilder> = HashMap::default();
         let mut storage = Vec::new();
         loop {
             let first = self.queue.range((byte, i64::MIN)..).next().map(|(&at, _)| at);
-            let Some((_, timestamp)) = first.filter(|&(d, ts)| d == byte && ts <= up_to) else { break };
-            let mut keys: Vec<Vec<u8>> = self.queue.remove(&(byte, timestamp)).unwrap_or_default().into_iter().collect();
+            let Some((_, timestamp)) = first.filter(|&(d, ts)| d == byte && ts <= up_to) else {
+                break;
+            };
+            let mut keys: Vec<Vec<u8>> =
+                self.queue.remove(&(byte, timestamp)).unwrap_or_default().into_iter().collect();
             keys.sort_unstable();
             let fired = FiredTimer { timestamp, domain };
             for key in keys {
                 storage.clear();
-                storage_key_into(&mut storage, self.name, key_group(&key, self.max_parallelism), &key, byte, timestamp);
+                storage_key_into(
+                    &mut storage,
+                    self.name,
+                    key_group(&key, self.max_parallelism),
+                    &key,
+                    byte,
+                    timestamp,
+                );
                 backend.delete(&storage)?;
                 match index.get(&key) {
                     Some(&i) => batch[i].timers.push(fired),
@@ -187,7 +233,14 @@ mod tests {
     use crate::state::InMemoryBackend;
 
     fn fired(batch: &[KeyedTimers]) -> Vec<(String, i64)> {
-        batch.iter().flat_map(|k| k.timers.iter().map(move |t| (String::from_utf8(k.key.clone()).unwrap(), t.timestamp))).collect()
+        batch
+            .iter()
+            .flat_map(|k| {
+                k.timers
+                    .iter()
+                    .map(move |t| (String::from_utf8(k.key.clone()).unwrap(), t.timestamp))
+            })
+            .collect()
     }
 
     #[test]
@@ -206,10 +259,21 @@ mod tests {
 
         let mut reloaded = TimerService::load(&mut backend, 8, FUNCTION_TIMERS).unwrap();
         let due = reloaded.take_due(&mut backend, TimeDomain::EventTime, 25).unwrap();
-        assert_eq!(fired(&due), vec![("a".into(), 10), ("b".into(), 20)], "deduplicated, deleted one gone, in order");
-        assert!(reloaded.take_due(&mut backend, TimeDomain::EventTime, 25).unwrap().is_empty(), "fires once");
+        assert_eq!(
+            fired(&due),
+            vec![("a".into(), 10), ("b".into(), 20)],
+            "deduplicated, deleted one gone, in order"
+        );
+        assert!(
+            reloaded.take_due(&mut backend, TimeDomain::EventTime, 25).unwrap().is_empty(),
+            "fires once"
+        );
         let rest = TimerService::load(&mut backend, 8, FUNCTION_TIMERS).unwrap();
-        assert_eq!(rest.next(TimeDomain::EventTime), Some(30), "fired timers are gone from state too");
+        assert_eq!(
+            rest.next(TimeDomain::EventTime),
+            Some(30),
+            "fired timers are gone from state too"
+        );
         assert_eq!(rest.next(TimeDomain::ProcessingTime), Some(5));
     }
 }

@@ -52,8 +52,17 @@ struct SplitState {
 
 impl SplitWatermarks {
     /// Track `splits` splits tolerating `delay_ms` of out-of-orderness each.
-    pub fn new(splits: usize, delay_ms: i64, idle_timeout: Option<std::time::Duration>, now: std::time::Instant) -> Self {
-        let split = SplitState { generator: BoundedOutOfOrderness::new(delay_ms), last_event: now, finished: false };
+    pub fn new(
+        splits: usize,
+        delay_ms: i64,
+        idle_timeout: Option<std::time::Duration>,
+        now: std::time::Instant,
+    ) -> Self {
+        let split = SplitState {
+            generator: BoundedOutOfOrderness::new(delay_ms),
+            last_event: now,
+            finished: false,
+        };
         Self { splits: vec![split; splits.max(1)], idle_timeout, emitted: i64::MIN }
     }
 
@@ -80,7 +89,9 @@ impl SplitWatermarks {
     /// often this is called (a source whose only busy split went quiet
     /// soon after the others idled still moves event time on).
     pub fn advance(&mut self, now: std::time::Instant) -> Option<i64> {
-        let idle = |s: &SplitState| self.idle_timeout.is_some_and(|t| now.duration_since(s.last_event) >= t);
+        let idle = |s: &SplitState| {
+            self.idle_timeout.is_some_and(|t| now.duration_since(s.last_event) >= t)
+        };
         let unfinished = || self.splits.iter().filter(|s| !s.finished);
         let holding: Vec<&SplitState> = if unfinished().any(|s| !idle(s)) {
             unfinished().filter(|s| !idle(s)).collect()
@@ -122,7 +133,9 @@ impl SplitWatermarks {
     /// Continue from `snapshot` (splits it does not cover start afresh);
     /// returns the watermark emitted before it was taken, to re-announce.
     pub fn restore(&mut self, snapshot: &WatermarkSnapshot) -> Option<i64> {
-        for (state, (max, finished)) in self.splits.iter_mut().zip(snapshot.max_timestamps.iter().zip(&snapshot.finished)) {
+        for (state, (max, finished)) in
+            self.splits.iter_mut().zip(snapshot.max_timestamps.iter().zip(&snapshot.finished))
+        {
             state.generator.max_timestamp = *max;
             state.generator.emitted = snapshot.emitted;
             state.finished = *finished;
@@ -183,9 +196,17 @@ mod tests {
         assert_eq!(watermarks.advance(start), Some(9));
         let later = start + Duration::from_secs(11);
         watermarks.observe(0, 2_000, later);
-        assert_eq!(watermarks.advance(later), Some(1_999), "split 1 went quiet for longer than the timeout");
+        assert_eq!(
+            watermarks.advance(later),
+            Some(1_999),
+            "split 1 went quiet for longer than the timeout"
+        );
         watermarks.observe(1, 20, later);
-        assert_eq!(watermarks.advance(later), None, "it rejoins, holding the watermark (which never goes back)");
+        assert_eq!(
+            watermarks.advance(later),
+            None,
+            "it rejoins, holding the watermark (which never goes back)"
+        );
         watermarks.observe(1, 3_000, later);
         watermarks.observe(0, 4_000, later);
         assert_eq!(watermarks.advance(later), Some(2_999));
@@ -197,7 +218,8 @@ mod tests {
         // timeout; the first call after that finds both idle. The result
         // is what a call in between would have returned.
         let start = Instant::now();
-        let mut watermarks = SplitWatermarks::new(2, 1_000, Some(Duration::from_millis(300)), start);
+        let mut watermarks =
+            SplitWatermarks::new(2, 1_000, Some(Duration::from_millis(300)), start);
         let busy = start + Duration::from_millis(50);
         watermarks.observe(0, 180_000, busy);
         assert_eq!(watermarks.advance(busy), None, "split 1 has seen nothing and is not idle yet");

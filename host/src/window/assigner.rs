@@ -35,7 +35,9 @@ impl WindowAssigner {
     /// The fixed window length (`None` for sessions, whose length varies).
     pub fn size(&self) -> Option<i64> {
         match *self {
-            WindowAssigner::Tumbling { size, .. } | WindowAssigner::Sliding { size, .. } => Some(size),
+            WindowAssigner::Tumbling { size, .. } | WindowAssigner::Sliding { size, .. } => {
+                Some(size)
+            }
             WindowAssigner::Session { .. } => None,
         }
     }

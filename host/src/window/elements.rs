@@ -38,12 +38,17 @@ struct Reader<'a>(&'a [u8]);
 
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], StateError> {
-        let (head, rest) = self.0.split_at_checked(n).ok_or_else(|| StateError::Corrupt("truncated window elements".into()))?;
+        let (head, rest) = self
+            .0
+            .split_at_checked(n)
+            .ok_or_else(|| StateError::Corrupt("truncated window elements".into()))?;
         self.0 = rest;
         Ok(head)
     }
     fn u32(&mut self) -> Result<usize, StateError> {
-        Ok(u32::from_be_bytes(self.take(4)?.try_into().map_err(|_| StateError::Corrupt("bad length".into()))?) as usize)
+        Ok(u32::from_be_bytes(
+            self.take(4)?.try_into().map_err(|_| StateError::Corrupt("bad length".into()))?,
+        ) as usize)
     }
     fn bytes(&mut self) -> Result<Vec<u8>, StateError> {
         let len = self.u32()?;
@@ -56,7 +61,9 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Event>, StateError> {
     let mut reader = Reader(bytes);
     let mut events = Vec::new();
     while !reader.0.is_empty() {
-        let timestamp = i64::from_be_bytes(reader.take(8)?.try_into().map_err(|_| StateError::Corrupt("bad timestamp".into()))?);
+        let timestamp = i64::from_be_bytes(
+            reader.take(8)?.try_into().map_err(|_| StateError::Corrupt("bad timestamp".into()))?,
+        );
         let key = match reader.take(1)?[0] {
             0 => None,
             _ => Some(reader.bytes()?),
@@ -65,7 +72,8 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Event>, StateError> {
         let count = reader.u32()?;
         let mut headers = Vec::with_capacity(count.min(64));
         for _ in 0..count {
-            let name = String::from_utf8(reader.bytes()?).map_err(|_| StateError::Corrupt("header name is not UTF-8".into()))?;
+            let name = String::from_utf8(reader.bytes()?)
+                .map_err(|_| StateError::Corrupt("header name is not UTF-8".into()))?;
             headers.push((name, reader.bytes()?));
         }
         events.push(Event { key, value, timestamp, headers });
@@ -79,7 +87,12 @@ mod tests {
 
     #[test]
     fn encodings_concatenate_and_round_trip() {
-        let a = Event { key: Some(b"k".to_vec()), value: b"v1".to_vec(), timestamp: -5, headers: vec![("h".into(), b"x".to_vec())] };
+        let a = Event {
+            key: Some(b"k".to_vec()),
+            value: b"v1".to_vec(),
+            timestamp: -5,
+            headers: vec![("h".into(), b"x".to_vec())],
+        };
         let b = Event { key: None, value: Vec::new(), timestamp: 7, headers: vec![] };
         let mut first = Vec::new();
         encode_into(&mut first, std::slice::from_ref(&a));
@@ -87,7 +100,10 @@ mod tests {
         encode_into(&mut second, std::slice::from_ref(&b));
         let both = decode(&[first.clone(), second].concat()).unwrap();
         assert_eq!(both.len(), 2);
-        assert_eq!((both[0].timestamp, both[0].key.clone(), both[0].headers.clone()), (-5, Some(b"k".to_vec()), a.headers.clone()));
+        assert_eq!(
+            (both[0].timestamp, both[0].key.clone(), both[0].headers.clone()),
+            (-5, Some(b"k".to_vec()), a.headers.clone())
+        );
         assert_eq!((both[1].timestamp, both[1].key.clone(), both[1].value.len()), (7, None, 0));
         assert!(decode(&first[..first.len() - 1]).is_err());
     }

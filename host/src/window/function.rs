@@ -43,10 +43,19 @@ impl WindowFunction {
     /// [`Self::add`] for packed events grouped by window (see
     /// [`AggregateFunctionInstance::add_grouped`]); only when
     /// [`Self::takes_packed`].
-    pub fn add_grouped(&mut self, accumulators: &ValueCells, events: &BareEvents, grouping: Grouping<'_>) -> Result<Vec<Vec<u8>>, WindowError> {
+    pub fn add_grouped(
+        &mut self,
+        accumulators: &ValueCells,
+        events: &BareEvents,
+        grouping: Grouping<'_>,
+    ) -> Result<Vec<Vec<u8>>, WindowError> {
         match self {
-            WindowFunction::Aggregate(function) => Ok(function.add_grouped(accumulators, events, grouping)?),
-            WindowFunction::Process(_) => Err(WindowError::Unsupported("a window process function keeps events, not packed batches".into())),
+            WindowFunction::Aggregate(function) => {
+                Ok(function.add_grouped(accumulators, events, grouping)?)
+            }
+            WindowFunction::Process(_) => Err(WindowError::Unsupported(
+                "a window process function keeps events, not packed batches".into(),
+            )),
         }
     }
 
@@ -65,7 +74,13 @@ impl WindowFunction {
             WindowFunction::Process(function) => {
                 let windows = batch
                     .iter()
-                    .map(|(key, window, elements)| Ok(WindowEvents { key: key.to_vec(), window, events: elements::decode(elements)? }))
+                    .map(|(key, window, elements)| {
+                        Ok(WindowEvents {
+                            key: key.to_vec(),
+                            window,
+                            events: elements::decode(elements)?,
+                        })
+                    })
                     .collect::<Result<Vec<_>, WindowError>>()?;
                 Ok(function.process_windows(&windows)?)
             }

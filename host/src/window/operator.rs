@@ -11,7 +11,9 @@
 
 use std::collections::HashMap;
 
-use crate::runtime::bindings::weir::function::types::{Accumulate, KeyedTimers, TimeDomain, ValueCells, Window};
+use crate::runtime::bindings::weir::function::types::{
+    Accumulate, KeyedTimers, TimeDomain, ValueCells, Window,
+};
 use crate::runtime::packing::{self, BareEvents, FiredWindows, GroupOrder, KeyList};
 use crate::runtime::CallError;
 use crate::state::hash::KeyHashBuilder;
@@ -88,10 +90,29 @@ fn window_key_into(out: &mut Vec<u8>, group: u16, key: &[u8], window: Window) {
 
 impl WindowOperator {
     /// An operator over `backend` calling `function`, restoring its timers.
-    pub fn new(config: WindowConfig, function: WindowFunction, mut backend: Box<dyn KeyedStateBackend>) -> Result<Self, WindowError> {
+    pub fn new(
+        config: WindowConfig,
+        function: WindowFunction,
+        mut backend: Box<dyn KeyedStateBackend>,
+    ) -> Result<Self, WindowError> {
         let fire = TimerService::load(backend.as_mut(), config.max_parallelism, FIRE_TIMERS)?;
         let cleanup = TimerService::load(backend.as_mut(), config.max_parallelism, CLEANUP_TIMERS)?;
-        Ok(Self { config, function, backend, fire, cleanup, watermark: i64::MIN, windows: Vec::new(), outputs: Vec::new(), side_outputs: Vec::new(), dropped_late: 0, key_buf: Vec::new(), read_buf: Vec::new(), order: GroupOrder::default(), cells: packing::empty_cells() })
+        Ok(Self {
+            config,
+            function,
+            backend,
+            fire,
+            cleanup,
+            watermark: i64::MIN,
+            windows: Vec::new(),
+            outputs: Vec::new(),
+            side_outputs: Vec::new(),
+            dropped_late: 0,
+            key_buf: Vec::new(),
+            read_buf: Vec::new(),
+            order: GroupOrder::default(),
+            cells: packing::empty_cells(),
+        })
     }
 
     /// The state backend, to flush it.
@@ -132,7 +153,11 @@ impl WindowOperator {
         window_key_into(out, key_group(key, self.config.max_parallelism), key, window);
     }
 
-    fn read_accumulator(&mut self, key: &[u8], window: Window) -> Result<Option<Vec<u8>>, StateError> {
+    fn read_accumulator(
+        &mut self,
+        key: &[u8],
+        window: Window,
+    ) -> Result<Option<Vec<u8>>, StateError> {
         let mut storage = std::mem::take(&mut self.key_buf);
         storage.clear();
         self.accumulator_key_into(key, window, &mut storage);
@@ -143,7 +168,12 @@ impl WindowOperator {
 
     /// Read `key`'s accumulator of `window` and append its storage key to
     /// `storage` (so storing or deleting it later needs no second encoding).
-    fn read_accumulator_keeping(&mut self, key: &[u8], window: Window, storage: &mut KeyList) -> Result<Option<Vec<u8>>, StateError> {
+    fn read_accumulator_keeping(
+        &mut self,
+        key: &[u8],
+        window: Window,
+        storage: &mut KeyList,
+    ) -> Result<Option<Vec<u8>>, StateError> {
         self.push_accumulator_key(key, window, storage);
         self.read_stored(storage.get(storage.len() - 1))
     }
@@ -172,12 +202,21 @@ impl WindowOperator {
     }
 
     fn sessions_key(&self, key: &[u8]) -> Vec<u8> {
-        StateKey::new(key_group(key, self.config.max_parallelism), SESSIONS, StateKind::Value, key, b"").encode()
+        StateKey::new(
+            key_group(key, self.config.max_parallelism),
+            SESSIONS,
+            StateKind::Value,
+            key,
+            b"",
+        )
+        .encode()
     }
 
     /// The key's open session windows.
     fn read_sessions(&mut self, key: &[u8]) -> Result<Vec<Window>, StateError> {
-        let Some(stored) = self.backend.get(&self.sessions_key(key))? else { return Ok(Vec::new()) };
+        let Some(stored) = self.backend.get(&self.sessions_key(key))? else {
+            return Ok(Vec::new());
+        };
         let bytes = ttl::decode(&stored, i64::MIN)?.unwrap_or_default();
         let corrupt = || StateError::Corrupt("malformed session list".into());
         bytes
@@ -195,7 +234,10 @@ impl WindowOperator {
         if sessions.is_empty() {
             return self.backend.delete(&storage);
         }
-        let bytes: Vec<u8> = sessions.iter().flat_map(|w| w.start.to_be_bytes().into_iter().chain(w.end.to_be_bytes())).collect();
+        let bytes: Vec<u8> = sessions
+            .iter()
+            .flat_map(|w| w.start.to_be_bytes().into_iter().chain(w.end.to_be_bytes()))
+            .collect();
         self.backend.put(&storage, &ttl::encode(&bytes, None))
     }
 
@@ -206,7 +248,8 @@ impl WindowOperator {
         }
         // (key, window start) → its entry: windows of one size are told
         // apart by their start. Keys are borrowed from the batch.
-        let mut index: HashMap<(&[u8], i64), usize, KeyHashBuilder> = HashMap::with_capacity_and_hasher(keys.len(), KeyHashBuilder::default());
+        let mut index: HashMap<(&[u8], i64), usize, KeyHashBuilder> =
+            HashMap::with_capacity_and_hasher(keys.len(), KeyHashBuilder::default());
         let mut windows: Vec<(&[u8], Window)> = Vec::new();
         let mut adds: Vec<Accumulate> = Vec::new();
         for (key, event) in keys.iter().zip(events) {
@@ -247,7 +290,8 @@ impl WindowOperator {
             return self.process(keys, events.to_events());
         }
         // (key, window start) → its window's index, as in `process`.
-        let mut index: HashMap<(&[u8], i64), usize, KeyHashBuilder> = HashMap::with_capacity_and_hasher(keys.len(), KeyHashBuilder::default());
+        let mut index: HashMap<(&[u8], i64), usize, KeyHashBuilder> =
+            HashMap::with_capacity_and_hasher(keys.len(), KeyHashBuilder::default());
         let mut windows: Vec<(&[u8], Window)> = Vec::new();
         let mut members: Vec<(u32, u32)> = Vec::with_capacity(events.len());
         for (event, key) in keys.iter().enumerate() {
@@ -269,7 +313,8 @@ impl WindowOperator {
         }
         // Each window's accumulator read straight into the cells that cross
         // the boundary (no owned copy per window).
-        let (mut storage, mut accumulators) = (KeyList::default(), std::mem::replace(&mut self.cells, packing::empty_cells()));
+        let (mut storage, mut accumulators) =
+            (KeyList::default(), std::mem::replace(&mut self.cells, packing::empty_cells()));
         packing::clear_cells(&mut accumulators);
         for (index, &(key, window)) in windows.iter().enumerate() {
             self.push_accumulator_key(key, window, &mut storage);
@@ -277,7 +322,14 @@ impl WindowOperator {
         }
         let grouping = self.order.sort(windows.len(), &members);
         let added = self.function.add_grouped(&accumulators, events, grouping);
-        let stored = added.and_then(|added| self.store(&windows, &storage, accumulators.present.iter().map(|present| !present), added));
+        let stored = added.and_then(|added| {
+            self.store(
+                &windows,
+                &storage,
+                accumulators.present.iter().map(|present| !present),
+                added,
+            )
+        });
         self.cells = accumulators;
         stored
     }
@@ -285,7 +337,12 @@ impl WindowOperator {
     /// Fold `batch[i]` into window `windows[i]` (stored under
     /// `storage[i]`), store the accumulators and schedule (or, for windows
     /// already past the watermark, do) the firing.
-    fn store_and_schedule(&mut self, windows: &[(&[u8], Window)], storage: &KeyList, batch: Vec<Accumulate>) -> Result<(), WindowError> {
+    fn store_and_schedule(
+        &mut self,
+        windows: &[(&[u8], Window)],
+        storage: &KeyList,
+        batch: Vec<Accumulate>,
+    ) -> Result<(), WindowError> {
         let accumulators = self.function.add(&batch)?;
         let new = batch.iter().map(|entry| entry.accumulator.is_none());
         self.store(windows, storage, new, accumulators)
@@ -294,11 +351,19 @@ impl WindowOperator {
     /// Store `accumulators[i]` of window `windows[i]` under `storage[i]`
     /// (`new` says, per window, that nothing is stored yet) and schedule
     /// (or, for windows already past the watermark, do) the firing.
-    fn store(&mut self, windows: &[(&[u8], Window)], storage: &KeyList, new: impl Iterator<Item = bool>, accumulators: Vec<Vec<u8>>) -> Result<(), WindowError> {
+    fn store(
+        &mut self,
+        windows: &[(&[u8], Window)],
+        storage: &KeyList,
+        new: impl Iterator<Item = bool>,
+        accumulators: Vec<Vec<u8>>,
+    ) -> Result<(), WindowError> {
         let merging = self.config.assigner.is_merging();
         let mut refire = Vec::new();
         let mut stored = std::mem::take(&mut self.read_buf);
-        for (((&(key, window), accumulator), new), storage) in windows.iter().zip(accumulators).zip(new).zip(storage.iter()) {
+        for (((&(key, window), accumulator), new), storage) in
+            windows.iter().zip(accumulators).zip(new).zip(storage.iter())
+        {
             stored.clear();
             ttl::encode_into(&mut stored, &accumulator, None);
             if new {
@@ -313,7 +378,12 @@ impl WindowOperator {
                 // A window's timer is registered with its first accumulator
                 // and lives as long as it does until the window fires (a
                 // merged session is a new window).
-                self.fire.register(self.backend.as_mut(), key, TimeDomain::EventTime, window.end - 1)?;
+                self.fire.register(
+                    self.backend.as_mut(),
+                    key,
+                    TimeDomain::EventTime,
+                    window.end - 1,
+                )?;
             }
         }
         self.read_buf = stored;
@@ -344,20 +414,29 @@ impl WindowOperator {
         let mut adds = Vec::new();
         for (key, events) in by_key {
             let stored = self.read_sessions(&key)?;
-            let mut working: Vec<Working> = stored.iter().map(|w| Working { window: *w, sources: vec![*w], events: Vec::new() }).collect();
+            let mut working: Vec<Working> = stored
+                .iter()
+                .map(|w| Working { window: *w, sources: vec![*w], events: Vec::new() })
+                .collect();
             for event in events {
                 self.windows.clear();
                 self.config.assigner.assign(event.timestamp, &mut self.windows);
                 let mut merged = self.windows[0];
                 // Grow the window until it overlaps no other session.
-                while let Some(other) = working.iter().map(|w| w.window).find(|w| overlaps(*w, merged) && (w.start < merged.start || w.end > merged.end)) {
-                    merged = Window { start: merged.start.min(other.start), end: merged.end.max(other.end) };
+                while let Some(other) = working.iter().map(|w| w.window).find(|w| {
+                    overlaps(*w, merged) && (w.start < merged.start || w.end > merged.end)
+                }) {
+                    merged = Window {
+                        start: merged.start.min(other.start),
+                        end: merged.end.max(other.end),
+                    };
                 }
                 if self.is_late(merged) {
                     self.set_aside_late(event);
                     continue;
                 }
-                let mut session = Working { window: merged, sources: Vec::new(), events: Vec::new() };
+                let mut session =
+                    Working { window: merged, sources: Vec::new(), events: Vec::new() };
                 for absorbed in working.extract_if(.., |w| overlaps(w.window, merged)) {
                     session.sources.extend(absorbed.sources);
                     session.events.extend(absorbed.events);
@@ -374,9 +453,19 @@ impl WindowOperator {
                     let Some(old) = self.read_accumulator(&key, source)? else { continue };
                     let storage = self.accumulator_key(&key, source);
                     self.backend.delete(&storage)?;
-                    self.fire.delete(self.backend.as_mut(), &key, TimeDomain::EventTime, source.end - 1)?;
+                    self.fire.delete(
+                        self.backend.as_mut(),
+                        &key,
+                        TimeDomain::EventTime,
+                        source.end - 1,
+                    )?;
                     let until = (source.end - 1).saturating_add(self.config.allowed_lateness);
-                    self.cleanup.delete(self.backend.as_mut(), &key, TimeDomain::EventTime, until)?;
+                    self.cleanup.delete(
+                        self.backend.as_mut(),
+                        &key,
+                        TimeDomain::EventTime,
+                        until,
+                    )?;
                     accumulator = Some(match accumulator {
                         Some(acc) => self.function.merge(&acc, &old)?,
                         None => old,
@@ -391,7 +480,8 @@ impl WindowOperator {
         if adds.is_empty() {
             return Ok(());
         }
-        let windows: Vec<(&[u8], Window)> = windows.iter().map(|(key, window)| (key.as_slice(), *window)).collect();
+        let windows: Vec<(&[u8], Window)> =
+            windows.iter().map(|(key, window)| (key.as_slice(), *window)).collect();
         let mut storage = KeyList::default();
         for &(key, window) in &windows {
             storage.push(&self.accumulator_key(key, window));
@@ -401,7 +491,12 @@ impl WindowOperator {
 
     /// The window of `key` whose timer (at its last millisecond plus
     /// `shift`) is `timestamp`.
-    fn window_for_timer(&mut self, key: &[u8], timestamp: i64, shift: i64) -> Result<Option<Window>, StateError> {
+    fn window_for_timer(
+        &mut self,
+        key: &[u8],
+        timestamp: i64,
+        shift: i64,
+    ) -> Result<Option<Window>, StateError> {
         let end = timestamp - shift + 1;
         match self.config.assigner.size() {
             Some(size) => Ok(Some(Window { start: end - size, end })),
@@ -420,7 +515,12 @@ impl WindowOperator {
     }
 
     /// [`Self::retire`], the accumulator's storage key given.
-    fn retire_stored(&mut self, key: &[u8], window: Window, storage: &[u8]) -> Result<(), StateError> {
+    fn retire_stored(
+        &mut self,
+        key: &[u8],
+        window: Window,
+        storage: &[u8],
+    ) -> Result<(), StateError> {
         self.backend.delete(storage)?;
         if self.config.assigner.is_merging() {
             let mut sessions = self.read_sessions(key)?;
@@ -434,7 +534,8 @@ impl WindowOperator {
     pub fn on_watermark(&mut self, watermark: i64) -> Result<(), WindowError> {
         self.watermark = watermark;
         loop {
-            let due = self.fire.take_due(self.backend.as_mut(), TimeDomain::EventTime, watermark)?;
+            let due =
+                self.fire.take_due(self.backend.as_mut(), TimeDomain::EventTime, watermark)?;
             if due.is_empty() {
                 break;
             }
@@ -445,7 +546,11 @@ impl WindowOperator {
                 for (i, timer) in timers.iter().enumerate() {
                     let Some(owned) = key.as_deref() else { break };
                     if let Some(window) = self.window_for_timer(owned, timer.timestamp, 0)? {
-                        let key = if i + 1 == timers.len() { key.take().unwrap_or_default() } else { owned.to_vec() };
+                        let key = if i + 1 == timers.len() {
+                            key.take().unwrap_or_default()
+                        } else {
+                            owned.to_vec()
+                        };
                         windows.push((key, window));
                     }
                 }
@@ -458,9 +563,13 @@ impl WindowOperator {
             }
         }
         let lateness = self.config.allowed_lateness;
-        for keyed in self.cleanup.take_due(self.backend.as_mut(), TimeDomain::EventTime, watermark)? {
+        for keyed in
+            self.cleanup.take_due(self.backend.as_mut(), TimeDomain::EventTime, watermark)?
+        {
             for timer in keyed.timers {
-                if let Some(window) = self.window_for_timer(&keyed.key, timer.timestamp, lateness)? {
+                if let Some(window) =
+                    self.window_for_timer(&keyed.key, timer.timestamp, lateness)?
+                {
                     self.retire(&keyed.key, window)?;
                 }
             }

@@ -97,16 +97,10 @@ impl TestKafka {
                 runtime,
             },
             _ => {
-                let broker = runtime
-                    .block_on(FakeBroker::start())
-                    .expect("start the in-process FakeBroker");
+                let broker =
+                    runtime.block_on(FakeBroker::start()).expect("start the in-process FakeBroker");
                 let bootstrap = broker.bootstrap_servers();
-                TestKafka {
-                    broker: Some(broker),
-                    producer: OnceLock::new(),
-                    bootstrap,
-                    runtime,
-                }
+                TestKafka { broker: Some(broker), producer: OnceLock::new(), bootstrap, runtime }
             }
         }
     }
@@ -148,9 +142,7 @@ impl TestKafka {
             self.client_config().create().expect("admin client");
         let topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
         let options = AdminOptions::new().operation_timeout(Some(TIMEOUT));
-        let results = self
-            .block_on(admin.create_topics([&topic], &options))
-            .expect("CreateTopics");
+        let results = self.block_on(admin.create_topics([&topic], &options)).expect("CreateTopics");
         for result in results {
             match result {
                 Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
@@ -197,7 +189,11 @@ impl TestKafka {
     /// If a record is not acknowledged.
     pub fn produce_many(&self, topic: &str, records: &[Record]) {
         let producer = self.producer.get_or_init(|| {
-            self.client_config().set("enable.idempotence", "true").set("message.timeout.ms", "30000").create().expect("producer")
+            self.client_config()
+                .set("enable.idempotence", "true")
+                .set("message.timeout.ms", "30000")
+                .create()
+                .expect("producer")
         });
         let sends: Vec<_> = records
             .iter()
@@ -209,11 +205,15 @@ impl TestKafka {
                 if let Some(key) = key {
                     record = record.key(&key[..]);
                 }
-                self.runtime.block_on(async { producer.send_result(record).map_err(|(e, _)| e) }).unwrap_or_else(|e| panic!("producing to {topic}: {e}"))
+                self.runtime
+                    .block_on(async { producer.send_result(record).map_err(|(e, _)| e) })
+                    .unwrap_or_else(|e| panic!("producing to {topic}: {e}"))
             })
             .collect();
         for send in sends {
-            self.block_on(send).expect("delivery future").unwrap_or_else(|(e, _)| panic!("producing to {topic}: {e}"));
+            self.block_on(send)
+                .expect("delivery future")
+                .unwrap_or_else(|(e, _)| panic!("producing to {topic}: {e}"));
         }
     }
 
@@ -222,10 +222,16 @@ impl TestKafka {
     /// # Panics
     /// If the commit fails.
     pub fn commit_offsets(&self, group: &str, topic: &str, offsets: &[i64]) {
-        let consumer: BaseConsumer = self.client_config().set("group.id", group).set("enable.auto.commit", "false").create().expect("consumer");
+        let consumer: BaseConsumer = self
+            .client_config()
+            .set("group.id", group)
+            .set("enable.auto.commit", "false")
+            .create()
+            .expect("consumer");
         let mut list = TopicPartitionList::new();
         for (partition, offset) in offsets.iter().enumerate() {
-            list.add_partition_offset(topic, partition as i32, Offset::Offset(*offset)).expect("offset");
+            list.add_partition_offset(topic, partition as i32, Offset::Offset(*offset))
+                .expect("offset");
         }
         consumer.commit(&list, rdkafka::consumer::CommitMode::Sync).expect("commit offsets");
     }
@@ -242,10 +248,7 @@ impl TestKafka {
         let consumer: BaseConsumer = self
             .client_config()
             // assign() needs a group id; nothing joins or commits with it.
-            .set(
-                "group.id",
-                format!("test-kafka-reader-{}", std::process::id()),
-            )
+            .set("group.id", format!("test-kafka-reader-{}", std::process::id()))
             .set("isolation.level", "read_committed")
             .set("enable.partition.eof", "true")
             .set("enable.auto.commit", "false")
@@ -304,27 +307,18 @@ impl TestKafka {
         for partition in 0..partitions {
             query.add_partition(topic, partition);
         }
-        let committed = consumer
-            .committed_offsets(query, TIMEOUT)
-            .expect("OffsetFetch");
+        let committed = consumer.committed_offsets(query, TIMEOUT).expect("OffsetFetch");
         (0..partitions)
-            .map(|partition| {
-                match committed
-                    .find_partition(topic, partition)
-                    .map(|e| e.offset())
-                {
-                    Some(Offset::Offset(offset)) => Some(offset),
-                    _ => None,
-                }
+            .map(|partition| match committed.find_partition(topic, partition).map(|e| e.offset()) {
+                Some(Offset::Offset(offset)) => Some(offset),
+                _ => None,
             })
             .collect()
     }
 
     /// Partition ids of `topic` as the broker's metadata lists them.
     fn partitions_of(&self, consumer: &BaseConsumer, topic: &str) -> Vec<i32> {
-        let metadata = consumer
-            .fetch_metadata(Some(topic), TIMEOUT)
-            .expect("Metadata");
+        let metadata = consumer.fetch_metadata(Some(topic), TIMEOUT).expect("Metadata");
         metadata
             .topics()
             .iter()

@@ -21,7 +21,11 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A client configuration: the bootstrap servers, Weir's own settings, then
 /// the user's `properties` (security, tuning), which win.
-fn client_config(bootstrap_servers: &str, ours: &[(&str, &str)], properties: &BTreeMap<String, String>) -> ClientConfig {
+fn client_config(
+    bootstrap_servers: &str,
+    ours: &[(&str, &str)],
+    properties: &BTreeMap<String, String>,
+) -> ClientConfig {
     let mut config = ClientConfig::new();
     config.set("bootstrap.servers", bootstrap_servers);
     for (key, value) in ours {
@@ -34,22 +38,30 @@ fn client_config(bootstrap_servers: &str, ours: &[(&str, &str)], properties: &BT
 }
 
 /// A Kafka failure, naming what was being done.
-fn kafka_error(what: impl Into<String>) -> impl FnOnce(rdkafka::error::KafkaError) -> ConnectorError {
+fn kafka_error(
+    what: impl Into<String>,
+) -> impl FnOnce(rdkafka::error::KafkaError) -> ConnectorError {
     let what = what.into();
     move |error| ConnectorError::Kafka { what, message: error.to_string() }
 }
 
 /// The broker's `transaction.max.timeout.ms`, if it answers a
 /// DescribeConfigs request (not every Kafka-protocol broker does).
-pub fn broker_transaction_max_timeout(bootstrap_servers: &str, properties: &BTreeMap<String, String>) -> Option<Duration> {
+pub fn broker_transaction_max_timeout(
+    bootstrap_servers: &str,
+    properties: &BTreeMap<String, String>,
+) -> Option<Duration> {
     use rdkafka::admin::{AdminClient, AdminOptions, ResourceSpecifier};
     use rdkafka::client::DefaultClientContext;
-    let admin: AdminClient<DefaultClientContext> = client_config(bootstrap_servers, &[], properties).create().ok()?;
+    let admin: AdminClient<DefaultClientContext> =
+        client_config(bootstrap_servers, &[], properties).create().ok()?;
     let metadata = admin.inner().fetch_metadata(None, CALL_TIMEOUT).ok()?;
     let broker = metadata.brokers().first()?.id();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
     let options = AdminOptions::new().request_timeout(Some(CALL_TIMEOUT));
-    let results = runtime.block_on(admin.describe_configs(&[ResourceSpecifier::Broker(broker)], &options)).ok()?;
+    let results = runtime
+        .block_on(admin.describe_configs(&[ResourceSpecifier::Broker(broker)], &options))
+        .ok()?;
     let resource = results.into_iter().next()?.ok()?;
     let millis: u64 = resource.get("transaction.max.timeout.ms")?.value.as_deref()?.parse().ok()?;
     Some(Duration::from_millis(millis))

@@ -98,21 +98,30 @@ pub struct KafkaSinkConfig {
 impl KafkaSinkConfig {
     /// The two transactional ids and the marker group of exactly-once.
     fn transactional(&self) -> Result<([String; 2], String), ConnectorError> {
-        let prefix = self.transactional_id_prefix.as_deref().ok_or_else(|| ConnectorError::Config {
-            what: "sink.transactional_id_prefix".into(),
-            message: "exactly-once delivery needs a transactional_id_prefix, unique to this pipeline".into(),
-        })?;
+        let prefix =
+            self.transactional_id_prefix.as_deref().ok_or_else(|| ConnectorError::Config {
+                what: "sink.transactional_id_prefix".into(),
+                message:
+                    "exactly-once delivery needs a transactional_id_prefix, unique to this pipeline"
+                        .into(),
+            })?;
         Ok(([format!("{prefix}-0"), format!("{prefix}-1")], format!("weir-txn-{prefix}")))
     }
 
-    fn producer(&self, transactional_id: Option<&str>) -> Result<ThreadedProducer<DeliveryErrors>, ConnectorError> {
+    fn producer(
+        &self,
+        transactional_id: Option<&str>,
+    ) -> Result<ThreadedProducer<DeliveryErrors>, ConnectorError> {
         let timeout = self.transaction_timeout.as_millis().to_string();
-        let mut ours = vec![("enable.idempotence", "true"), ("linger.ms", "5"), ("compression.type", "lz4")];
+        let mut ours =
+            vec![("enable.idempotence", "true"), ("linger.ms", "5"), ("compression.type", "lz4")];
         if let Some(id) = transactional_id {
             ours.push(("transactional.id", id));
             ours.push(("transaction.timeout.ms", timeout.as_str()));
         }
-        client_config(&self.bootstrap_servers, &ours, &self.properties).create_with_context(DeliveryErrors::default()).map_err(kafka_error("creating the producer"))
+        client_config(&self.bootstrap_servers, &ours, &self.properties)
+            .create_with_context(DeliveryErrors::default())
+            .map_err(kafka_error("creating the producer"))
     }
 }
 
@@ -141,14 +150,22 @@ pub fn committed_checkpoint(config: &KafkaSinkConfig) -> Result<Option<u64>, Con
     let (ids, group) = config.transactional()?;
     for id in &ids {
         let producer = config.producer(Some(id))?;
-        producer.init_transactions(CALL_TIMEOUT).map_err(kafka_error(format!("fencing transactional id {id}")))?;
+        producer
+            .init_transactions(CALL_TIMEOUT)
+            .map_err(kafka_error(format!("fencing transactional id {id}")))?;
     }
-    let consumer: BaseConsumer = client_config(&config.bootstrap_servers, &[("group.id", group.as_str()), ("enable.auto.commit", "false")], &config.properties)
-        .create()
-        .map_err(kafka_error("creating the marker reader"))?;
+    let consumer: BaseConsumer = client_config(
+        &config.bootstrap_servers,
+        &[("group.id", group.as_str()), ("enable.auto.commit", "false")],
+        &config.properties,
+    )
+    .create()
+    .map_err(kafka_error("creating the marker reader"))?;
     let mut list = TopicPartitionList::new();
     list.add_partition(&config.topic, 0);
-    let committed = consumer.committed_offsets(list, CALL_TIMEOUT).map_err(kafka_error(format!("reading the commit marker of group {group}")))?;
+    let committed = consumer
+        .committed_offsets(list, CALL_TIMEOUT)
+        .map_err(kafka_error(format!("reading the commit marker of group {group}")))?;
     Ok(match committed.find_partition(&config.topic, 0).map(|e| e.offset()) {
         Some(Offset::Offset(id)) if id > 0 => Some(id as u64),
         _ => None,
@@ -187,11 +204,28 @@ impl KafkaSink {
                 let (ids, group) = config.transactional()?;
                 let producers = [config.producer(Some(&ids[0]))?, config.producer(Some(&ids[1]))?];
                 for (producer, id) in producers.iter().zip(&ids) {
-                    producer.init_transactions(CALL_TIMEOUT).map_err(kafka_error(format!("initialising transactional id {id}")))?;
+                    producer
+                        .init_transactions(CALL_TIMEOUT)
+                        .map_err(kafka_error(format!("initialising transactional id {id}")))?;
                 }
-                let reader: BaseConsumer = client_config(&config.bootstrap_servers, &[("group.id", group.as_str())], &config.properties).create().map_err(kafka_error("creating the marker group"))?;
-                let marker_group = reader.group_metadata().ok_or_else(|| ConnectorError::Kafka { what: "the marker group".into(), message: "no group metadata".into() })?;
-                Mode::ExactlyOnce(Transactions { producers, open: [None, None], sealed: None, marker_group })
+                let reader: BaseConsumer = client_config(
+                    &config.bootstrap_servers,
+                    &[("group.id", group.as_str())],
+                    &config.properties,
+                )
+                .create()
+                .map_err(kafka_error("creating the marker group"))?;
+                let marker_group =
+                    reader.group_metadata().ok_or_else(|| ConnectorError::Kafka {
+                        what: "the marker group".into(),
+                        message: "no group metadata".into(),
+                    })?;
+                Mode::ExactlyOnce(Transactions {
+                    producers,
+                    open: [None, None],
+                    sealed: None,
+                    marker_group,
+                })
             }
         };
         Ok(Self { topic: config.topic.clone(), mode })
@@ -199,13 +233,18 @@ impl KafkaSink {
 }
 
 /// Send every event, waiting for queue space when librdkafka's buffer is full.
-fn produce(producer: &ThreadedProducer<DeliveryErrors>, topic: &str, events: &[Event]) -> Result<(), ConnectorError> {
+fn produce(
+    producer: &ThreadedProducer<DeliveryErrors>,
+    topic: &str,
+    events: &[Event],
+) -> Result<(), ConnectorError> {
     for event in events {
         let mut headers = OwnedHeaders::new_with_capacity(event.headers.len());
         for (key, value) in &event.headers {
             headers = headers.insert(Header { key, value: Some(value) });
         }
-        let mut record: BaseRecord<'_, [u8], [u8]> = BaseRecord::to(topic).payload(&event.value[..]).headers(headers);
+        let mut record: BaseRecord<'_, [u8], [u8]> =
+            BaseRecord::to(topic).payload(&event.value[..]).headers(headers);
         if let Some(key) = &event.key {
             record = record.key(&key[..]);
         }
@@ -215,7 +254,12 @@ fn produce(producer: &ThreadedProducer<DeliveryErrors>, topic: &str, events: &[E
         loop {
             match producer.send(record) {
                 Ok(()) => break,
-                Err((rdkafka::error::KafkaError::MessageProduction(rdkafka::types::RDKafkaErrorCode::QueueFull), back)) => {
+                Err((
+                    rdkafka::error::KafkaError::MessageProduction(
+                        rdkafka::types::RDKafkaErrorCode::QueueFull,
+                    ),
+                    back,
+                )) => {
                     // The producer's own thread drains the queue.
                     record = back;
                     std::thread::sleep(Duration::from_millis(5));
@@ -231,26 +275,35 @@ fn produce(producer: &ThreadedProducer<DeliveryErrors>, topic: &str, events: &[E
 fn flush(producer: &ThreadedProducer<DeliveryErrors>, topic: &str) -> Result<(), ConnectorError> {
     producer.flush(CALL_TIMEOUT).map_err(kafka_error(format!("flushing {topic}")))?;
     match producer.context().0.lock().ok().and_then(|mut e| e.take()) {
-        Some(message) => Err(ConnectorError::Kafka { what: format!("delivering to {topic}"), message }),
+        Some(message) => {
+            Err(ConnectorError::Kafka { what: format!("delivering to {topic}"), message })
+        }
         None => Ok(()),
     }
 }
 
 impl Transactions {
     /// The producer for `epoch`, with its transaction begun.
-    fn for_epoch(&mut self, epoch: u64) -> Result<&ThreadedProducer<DeliveryErrors>, ConnectorError> {
+    fn for_epoch(
+        &mut self,
+        epoch: u64,
+    ) -> Result<&ThreadedProducer<DeliveryErrors>, ConnectorError> {
         let slot = (epoch % 2) as usize;
         match self.open[slot] {
             Some(open) if open == epoch => {}
             Some(open) => {
                 return Err(ConnectorError::Kafka {
                     what: "exactly-once sink".into(),
-                    message: format!("epoch {epoch} needs the producer still holding epoch {open}'s transaction"),
+                    message: format!(
+                        "epoch {epoch} needs the producer still holding epoch {open}'s transaction"
+                    ),
                 })
             }
             None => {
                 tracing::debug!(epoch, slot, "kafka sink begins a transaction");
-                self.producers[slot].begin_transaction().map_err(kafka_error(format!("beginning the transaction of epoch {epoch}")))?;
+                self.producers[slot]
+                    .begin_transaction()
+                    .map_err(kafka_error(format!("beginning the transaction of epoch {epoch}")))?;
                 self.open[slot] = Some(epoch);
             }
         }
@@ -265,7 +318,9 @@ impl Sink for KafkaSink {
         }
         match &mut self.mode {
             Mode::AtLeastOnce(producer) => produce(producer, &self.topic, events),
-            Mode::ExactlyOnce(transactions) => produce(transactions.for_epoch(epoch)?, &self.topic, events),
+            Mode::ExactlyOnce(transactions) => {
+                produce(transactions.for_epoch(epoch)?, &self.topic, events)
+            }
         }
     }
 
@@ -292,7 +347,9 @@ impl Sink for KafkaSink {
 
     fn pre_commit(&mut self, checkpoint: u64) -> Result<serde_json::Value, ConnectorError> {
         let transactions = match &mut self.mode {
-            Mode::AtLeastOnce(producer) => return flush(producer, &self.topic).map(|()| serde_json::Value::Null),
+            Mode::AtLeastOnce(producer) => {
+                return flush(producer, &self.topic).map(|()| serde_json::Value::Null)
+            }
             Mode::ExactlyOnce(transactions) => transactions,
         };
         if let Some((pending, _)) = transactions.sealed {
@@ -302,15 +359,22 @@ impl Sink for KafkaSink {
             });
         }
         if let Some(stale) = transactions.open.iter().flatten().find(|&&epoch| epoch < checkpoint) {
-            return Err(ConnectorError::Kafka { what: "exactly-once sink".into(), message: format!("epoch {stale} is still open at checkpoint {checkpoint}") });
+            return Err(ConnectorError::Kafka {
+                what: "exactly-once sink".into(),
+                message: format!("epoch {stale} is still open at checkpoint {checkpoint}"),
+            });
         }
         // The marker goes into checkpoint N's transaction (begun here if the
         // epoch wrote nothing): it is visible exactly when the output is.
         transactions.for_epoch(checkpoint)?;
         let producer = &transactions.producers[(checkpoint % 2) as usize];
         let mut marker = TopicPartitionList::new();
-        marker.add_partition_offset(&self.topic, 0, Offset::Offset(checkpoint as i64)).map_err(kafka_error("building the commit marker"))?;
-        producer.send_offsets_to_transaction(&marker, &transactions.marker_group, CALL_TIMEOUT).map_err(kafka_error(format!("adding the marker of checkpoint {checkpoint}")))?;
+        marker
+            .add_partition_offset(&self.topic, 0, Offset::Offset(checkpoint as i64))
+            .map_err(kafka_error("building the commit marker"))?;
+        producer
+            .send_offsets_to_transaction(&marker, &transactions.marker_group, CALL_TIMEOUT)
+            .map_err(kafka_error(format!("adding the marker of checkpoint {checkpoint}")))?;
         flush(producer, &self.topic)?;
         transactions.sealed = Some((checkpoint, (checkpoint % 2) as usize));
         tracing::debug!(checkpoint, "kafka sink pre-committed");
@@ -320,9 +384,14 @@ impl Sink for KafkaSink {
 
     fn commit(&mut self, checkpoint: u64) -> Result<(), ConnectorError> {
         let Mode::ExactlyOnce(transactions) = &mut self.mode else { return Ok(()) };
-        let Some((sealed, slot)) = transactions.sealed.filter(|(sealed, _)| *sealed <= checkpoint) else { return Ok(()) };
+        let Some((sealed, slot)) = transactions.sealed.filter(|(sealed, _)| *sealed <= checkpoint)
+        else {
+            return Ok(());
+        };
         crate::fault::point("kafka-before-commit");
-        transactions.producers[slot].commit_transaction(CALL_TIMEOUT).map_err(kafka_error(format!("committing checkpoint {sealed}")))?;
+        transactions.producers[slot]
+            .commit_transaction(CALL_TIMEOUT)
+            .map_err(kafka_error(format!("committing checkpoint {sealed}")))?;
         tracing::debug!(checkpoint = sealed, "kafka sink committed");
         crate::fault::point("kafka-after-commit");
         transactions.open[slot] = None;

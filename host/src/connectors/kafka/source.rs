@@ -102,26 +102,52 @@ impl KafkaSource {
             ("isolation.level", "read_committed"),
             ("auto.offset.reset", "earliest"),
         ];
-        let consumer: BaseConsumer = client_config(&config.bootstrap_servers, &ours, &config.properties).create().map_err(kafka_error("creating the consumer"))?;
+        let consumer: BaseConsumer =
+            client_config(&config.bootstrap_servers, &ours, &config.properties)
+                .create()
+                .map_err(kafka_error("creating the consumer"))?;
         let topics = resolve_topics(&consumer, config)?;
         let mut partitions = Vec::new();
         for topic in &topics {
-            let metadata = consumer.fetch_metadata(Some(topic), CALL_TIMEOUT).map_err(kafka_error(format!("reading the metadata of topic {topic}")))?;
-            let found = metadata.topics().iter().find(|t| t.name() == topic).filter(|t| t.error().is_none() && !t.partitions().is_empty());
-            let found = found.ok_or_else(|| ConnectorError::Config { what: format!("kafka source topic {topic:?}"), message: "does not exist".into() })?;
+            let metadata = consumer
+                .fetch_metadata(Some(topic), CALL_TIMEOUT)
+                .map_err(kafka_error(format!("reading the metadata of topic {topic}")))?;
+            let found = metadata
+                .topics()
+                .iter()
+                .find(|t| t.name() == topic)
+                .filter(|t| t.error().is_none() && !t.partitions().is_empty());
+            let found = found.ok_or_else(|| ConnectorError::Config {
+                what: format!("kafka source topic {topic:?}"),
+                message: "does not exist".into(),
+            })?;
             let mut ids: Vec<i32> = found.partitions().iter().map(|p| p.id()).collect();
             ids.sort_unstable();
             for partition in ids {
                 let end = if config.bounded {
-                    let (_, high) = consumer.fetch_watermarks(topic, partition, CALL_TIMEOUT).map_err(kafka_error(format!("reading the end of {topic}/{partition}")))?;
+                    let (_, high) = consumer
+                        .fetch_watermarks(topic, partition, CALL_TIMEOUT)
+                        .map_err(kafka_error(format!("reading the end of {topic}/{partition}")))?;
                     Some(high)
                 } else {
                     None
                 };
-                partitions.push(Partition { topic: topic.clone(), partition, next: 0, buffered: VecDeque::new(), end });
+                partitions.push(Partition {
+                    topic: topic.clone(),
+                    partition,
+                    next: 0,
+                    buffered: VecDeque::new(),
+                    end,
+                });
             }
         }
-        let mut source = Self { consumer, partitions, timestamp_field: config.timestamp_field.clone(), cursor: 0, unassigned: true };
+        let mut source = Self {
+            consumer,
+            partitions,
+            timestamp_field: config.timestamp_field.clone(),
+            cursor: 0,
+            unassigned: true,
+        };
         let offsets = source.fresh_offsets(&config.start)?;
         for (p, offset) in source.partitions.iter_mut().zip(offsets) {
             p.next = offset;
@@ -137,17 +163,34 @@ impl KafkaSource {
         }
         let resolved = match start {
             KafkaStart::Earliest | KafkaStart::Latest => None,
-            KafkaStart::Committed => Some(self.consumer.committed_offsets(list, CALL_TIMEOUT).map_err(kafka_error("reading the group's committed offsets"))?),
+            KafkaStart::Committed => Some(
+                self.consumer
+                    .committed_offsets(list, CALL_TIMEOUT)
+                    .map_err(kafka_error("reading the group's committed offsets"))?,
+            ),
             KafkaStart::Timestamp(text) => {
-                let millis = parse_rfc3339_millis(text).ok_or_else(|| ConnectorError::Config { what: "kafka source start.timestamp".into(), message: format!("{text:?} is not an RFC 3339 time") })?;
-                Some(self.consumer.offsets_for_timestamp(millis, CALL_TIMEOUT).map_err(kafka_error("finding offsets by timestamp"))?)
+                let millis = parse_rfc3339_millis(text).ok_or_else(|| ConnectorError::Config {
+                    what: "kafka source start.timestamp".into(),
+                    message: format!("{text:?} is not an RFC 3339 time"),
+                })?;
+                Some(
+                    self.consumer
+                        .offsets_for_timestamp(millis, CALL_TIMEOUT)
+                        .map_err(kafka_error("finding offsets by timestamp"))?,
+                )
             }
         };
         self.partitions
             .iter()
             .map(|p| {
-                let (low, high) = self.consumer.fetch_watermarks(&p.topic, p.partition, CALL_TIMEOUT).map_err(kafka_error(format!("reading the offsets of {}/{}", p.topic, p.partition)))?;
-                let found = resolved.as_ref().and_then(|list| list.find_partition(&p.topic, p.partition)).map(|e| e.offset());
+                let (low, high) =
+                    self.consumer.fetch_watermarks(&p.topic, p.partition, CALL_TIMEOUT).map_err(
+                        kafka_error(format!("reading the offsets of {}/{}", p.topic, p.partition)),
+                    )?;
+                let found = resolved
+                    .as_ref()
+                    .and_then(|list| list.find_partition(&p.topic, p.partition))
+                    .map(|e| e.offset());
                 Ok(match (start, found) {
                     (KafkaStart::Latest, _) => high,
                     (_, Some(Offset::Offset(offset))) => offset.clamp(low, high),
@@ -165,7 +208,8 @@ impl KafkaSource {
         for (p, &offset) in self.partitions.iter_mut().zip(offsets) {
             p.next = offset;
             p.buffered.clear();
-            list.add_partition_offset(&p.topic, p.partition, Offset::Offset(offset)).map_err(kafka_error("building the assignment"))?;
+            list.add_partition_offset(&p.topic, p.partition, Offset::Offset(offset))
+                .map_err(kafka_error("building the assignment"))?;
         }
         tracing::debug!(?offsets, "kafka source assigned");
         self.consumer.assign(&list).map_err(kafka_error("assigning partitions"))
@@ -178,20 +222,38 @@ impl KafkaSource {
             let Some(result) = self.consumer.poll(wait) else { break };
             wait = Duration::ZERO;
             let message = result.map_err(kafka_error("reading"))?;
-            let Some(index) = self.partitions.iter().position(|p| p.partition == message.partition() && p.topic == message.topic()) else { continue };
+            let Some(index) = self
+                .partitions
+                .iter()
+                .position(|p| p.partition == message.partition() && p.topic == message.topic())
+            else {
+                continue;
+            };
             let value = message.payload().unwrap_or_default().to_vec();
             let timestamp = match &self.timestamp_field {
-                Some(field) => json_timestamp(&value, field).map_err(|reason| ConnectorError::BadRecord {
-                    location: format!("{}/{}@{}", message.topic(), message.partition(), message.offset()),
-                    message: reason,
-                })?,
+                Some(field) => {
+                    json_timestamp(&value, field).map_err(|reason| ConnectorError::BadRecord {
+                        location: format!(
+                            "{}/{}@{}",
+                            message.topic(),
+                            message.partition(),
+                            message.offset()
+                        ),
+                        message: reason,
+                    })?
+                }
                 None => message.timestamp().to_millis().unwrap_or(0),
             };
-            let headers = message.headers().map_or_else(Vec::new, |h| h.iter().map(|h| (h.key.to_string(), h.value.unwrap_or_default().to_vec())).collect());
+            let headers = message.headers().map_or_else(Vec::new, |h| {
+                h.iter()
+                    .map(|h| (h.key.to_string(), h.value.unwrap_or_default().to_vec()))
+                    .collect()
+            });
             let event = Event { key: message.key().map(<[u8]>::to_vec), value, timestamp, headers };
             let partition = &mut self.partitions[index];
             // Records before the position (a stale fetch) are not ours to deliver.
-            let expected = partition.buffered.back().map_or(partition.next, |(offset, _)| offset + 1);
+            let expected =
+                partition.buffered.back().map_or(partition.next, |(offset, _)| offset + 1);
             if message.offset() >= expected {
                 partition.buffered.push_back((message.offset(), event));
             }
@@ -208,12 +270,18 @@ impl KafkaSource {
     /// (transaction markers) never delivers them: take the consumer's
     /// position as the next offset once nothing is buffered.
     fn skip_control_records(&mut self) -> Result<(), ConnectorError> {
-        if !self.partitions.iter().any(|p| p.end.is_some_and(|end| p.next < end) && p.buffered.is_empty()) {
+        if !self
+            .partitions
+            .iter()
+            .any(|p| p.end.is_some_and(|end| p.next < end) && p.buffered.is_empty())
+        {
             return Ok(());
         }
         let positions = self.consumer.position().map_err(kafka_error("reading positions"))?;
         for p in self.partitions.iter_mut().filter(|p| p.buffered.is_empty()) {
-            if let Some(Offset::Offset(position)) = positions.find_partition(&p.topic, p.partition).map(|e| e.offset()) {
+            if let Some(Offset::Offset(position)) =
+                positions.find_partition(&p.topic, p.partition).map(|e| e.offset())
+            {
                 p.next = p.next.max(position);
             }
         }
@@ -221,14 +289,28 @@ impl KafkaSource {
     }
 }
 
-fn resolve_topics(consumer: &BaseConsumer, config: &KafkaSourceConfig) -> Result<Vec<String>, ConnectorError> {
+fn resolve_topics(
+    consumer: &BaseConsumer,
+    config: &KafkaSourceConfig,
+) -> Result<Vec<String>, ConnectorError> {
     let Some(pattern) = &config.topic_pattern else { return Ok(config.topics.clone()) };
-    let regex = regex::Regex::new(&format!("^(?:{pattern})$")).map_err(|e| ConnectorError::Config { what: "kafka source topic_pattern".into(), message: e.to_string() })?;
-    let metadata = consumer.fetch_metadata(None, CALL_TIMEOUT).map_err(kafka_error("listing topics"))?;
-    let mut topics: Vec<String> = metadata.topics().iter().map(|t| t.name().to_string()).filter(|name| regex.is_match(name)).collect();
+    let regex = regex::Regex::new(&format!("^(?:{pattern})$")).map_err(|e| {
+        ConnectorError::Config { what: "kafka source topic_pattern".into(), message: e.to_string() }
+    })?;
+    let metadata =
+        consumer.fetch_metadata(None, CALL_TIMEOUT).map_err(kafka_error("listing topics"))?;
+    let mut topics: Vec<String> = metadata
+        .topics()
+        .iter()
+        .map(|t| t.name().to_string())
+        .filter(|name| regex.is_match(name))
+        .collect();
     topics.sort();
     if topics.is_empty() {
-        return Err(ConnectorError::Config { what: "kafka source topic_pattern".into(), message: format!("{pattern:?} matches no topic") });
+        return Err(ConnectorError::Config {
+            what: "kafka source topic_pattern".into(),
+            message: format!("{pattern:?} matches no topic"),
+        });
     }
     Ok(topics)
 }
@@ -262,8 +344,17 @@ impl Source for KafkaSource {
                 partition.next = offset + 1;
                 out.push(event);
             }
-            tracing::trace!(split = index, next = self.partitions[index].next, events = out.len(), "kafka source batch");
-            return Ok(Polled { split: index, split_finished: self.finished(index), more: more(self) });
+            tracing::trace!(
+                split = index,
+                next = self.partitions[index].next,
+                events = out.len(),
+                "kafka source batch"
+            );
+            return Ok(Polled {
+                split: index,
+                split_finished: self.finished(index),
+                more: more(self),
+            });
         }
         // Nothing buffered: report finished partitions one call at a time.
         let split = (0..count).find(|&i| self.finished(i)).unwrap_or(0);
@@ -275,13 +366,25 @@ impl Source for KafkaSource {
     }
 
     fn position(&self) -> serde_json::Value {
-        encode(&Position { offsets: self.partitions.iter().map(|p| (format!("{}/{}", p.topic, p.partition), p.next)).collect() })
+        encode(&Position {
+            offsets: self
+                .partitions
+                .iter()
+                .map(|p| (format!("{}/{}", p.topic, p.partition), p.next))
+                .collect(),
+        })
     }
 
     fn seek(&mut self, position: &serde_json::Value) -> Result<(), ConnectorError> {
         let position: Position = decode(|| "kafka source".to_string(), position)?;
         // A partition added since the checkpoint starts at its beginning.
-        let offsets: Vec<i64> = self.partitions.iter().map(|p| position.offsets.get(&format!("{}/{}", p.topic, p.partition)).copied().unwrap_or(0)).collect();
+        let offsets: Vec<i64> = self
+            .partitions
+            .iter()
+            .map(|p| {
+                position.offsets.get(&format!("{}/{}", p.topic, p.partition)).copied().unwrap_or(0)
+            })
+            .collect();
         self.assign(&offsets)
     }
 
