@@ -6,7 +6,7 @@
 pub fn format_bytes(bytes: u64) -> String {
     for (shift, unit) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] {
         if bytes >= 1 << shift {
-            return if bytes % (1 << shift) == 0 {
+            return if bytes.is_multiple_of(1 << shift) {
                 format!("{} {unit}", bytes >> shift)
             } else {
                 format!("{:.1} {unit}", bytes as f64 / (1u64 << shift) as f64)
