@@ -16,12 +16,13 @@ use crate::config;
 use crate::connectors::kafka::{self, KafkaSinkConfig};
 use crate::state::changelog::Changelog;
 use crate::state::layout::{self, Layout};
-use crate::state::{CachedBackend, KeyedStateBackend};
+use crate::state::{CachedBackend, KeyedStateBackend, RocksDbBackend};
 
 /// Where a run starts: its state (restored or not), the snapshot it came
 /// from, and what checkpointing needs to go on.
 pub(crate) struct StartingPoint {
-    backends: Vec<crate::state::RocksDbBackend>,
+    /// Each subtask's database.
+    pub(crate) backends: Vec<RocksDbBackend>,
     /// The snapshot it restored, if any.
     pub(crate) snapshot: Option<LocatedSnapshot>,
     /// Where checkpoints go.
@@ -32,34 +33,6 @@ pub(crate) struct StartingPoint {
     pub(crate) known: Vec<KnownFiles>,
     /// Where the subtasks write local checkpoints.
     pub(crate) local_checkpoints: PathBuf,
-}
-
-impl StartingPoint {
-    /// Each subtask's state: its database behind a cache of `cache_bytes`
-    /// and, when checkpointing, a changelog chain (changes piling up beyond
-    /// the cache's own budget between two checkpoints make the next one
-    /// full instead).
-    pub(crate) fn subtask_backends(
-        &mut self,
-        settings: Option<&CheckpointSettings>,
-        cache_bytes: usize,
-    ) -> Result<Vec<Box<dyn KeyedStateBackend>>, RunError> {
-        let mut backends = Vec::with_capacity(self.backends.len());
-        for (index, backend) in std::mem::take(&mut self.backends).into_iter().enumerate() {
-            let mut cache = CachedBackend::new(Box::new(backend), cache_bytes);
-            if let Some(settings) = settings {
-                let chain = self.local_checkpoints.join(format!("chain-{index}"));
-                cache = cache.with_changelog(Changelog::create(
-                    chain,
-                    settings.materialize_every,
-                    cache_bytes,
-                )?);
-                cache.start_chain(&self.local_checkpoints.join(format!("base-{index}")))?;
-            }
-            backends.push(Box::new(cache) as Box<dyn KeyedStateBackend>);
-        }
-        Ok(backends)
-    }
 }
 
 /// Open the pipeline's state: restored from a snapshot when asked, or when
@@ -179,4 +152,31 @@ fn committed_snapshot(
         id,
         message: "the output topic's commit marker names this snapshot, but it is not stored (deleted?); restoring any other would lose or duplicate output — restore a snapshot explicitly with --restore, or start over with --fresh".into(),
     })
+}
+
+/// Each subtask's state: its database of `backends` behind a cache of
+/// `cache_bytes` and, when checkpointing, a changelog chain under
+/// `local_checkpoints` (changes piling up beyond the cache's own budget
+/// between two checkpoints make the next one full instead).
+pub(crate) fn cached_backends(
+    backends: Vec<RocksDbBackend>,
+    local_checkpoints: &Path,
+    settings: Option<&CheckpointSettings>,
+    cache_bytes: usize,
+) -> Result<Vec<Box<dyn KeyedStateBackend>>, RunError> {
+    let mut cached = Vec::with_capacity(backends.len());
+    for (index, backend) in backends.into_iter().enumerate() {
+        let mut cache = CachedBackend::new(Box::new(backend), cache_bytes);
+        if let Some(settings) = settings {
+            let chain = local_checkpoints.join(format!("chain-{index}"));
+            cache = cache.with_changelog(Changelog::create(
+                chain,
+                settings.materialize_every,
+                cache_bytes,
+            )?);
+            cache.start_chain(&local_checkpoints.join(format!("base-{index}")))?;
+        }
+        cached.push(Box::new(cache) as Box<dyn KeyedStateBackend>);
+    }
+    Ok(cached)
 }

@@ -36,7 +36,7 @@ use super::connect::open_source;
 use super::load::{prepare, Prepared};
 use super::messages::{SinkMessage, SubtaskMessage, CHANNEL_BATCHES};
 use super::operator::{FunctionCode, KeyedOperator};
-use super::restore::prepare_state;
+use super::restore::{cached_backends, prepare_state};
 use super::sink_task::{open_sinks, SinkTask};
 use super::source_task::{SourceLinks, SourceTask};
 use super::spec::PipelineSpec;
@@ -72,9 +72,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let mut source = SourceTask::new(spec, open_source(spec)?, keyer, &env, &plan);
     tracing::debug!(elapsed = ?started.elapsed(), "functions loaded, source open");
     let parallelism = usize::from(spec.parallelism);
-    let mut start = prepare_state(spec, options, settings.as_ref(), kafka_exactly_once.as_ref())?;
-    let backends =
-        start.subtask_backends(settings.as_ref(), spec.state_cache_bytes / parallelism)?;
+    let start = prepare_state(spec, options, settings.as_ref(), kafka_exactly_once.as_ref())?;
     tracing::debug!(elapsed = ?started.elapsed(), "state ready");
     if let Some(snapshot) = &start.snapshot {
         source.resume(snapshot)?;
@@ -133,6 +131,9 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     );
     let coordinator_thread = spawn("coordinator", move || Ok(coordinator.run()?))?;
 
+    let cache_bytes = spec.state_cache_bytes / parallelism;
+    let backends =
+        cached_backends(start.backends, &start.local_checkpoints, settings.as_ref(), cache_bytes)?;
     let mut subtask_txs = Vec::new();
     let mut subtask_threads = Vec::new();
     let subtask_counts = metrics.start_subtasks(parallelism);
