@@ -1,7 +1,8 @@
 //! Pipelines: the spec users write and the machinery that runs it.
 //!
 //! Modules, from the bottom up (a module uses those above it in this list,
-//! none below):
+//! none below; `exactly_once` still reaches [`RunError`] through
+//! `runner`'s re-export):
 //!
 //! * [`spec`]: the spec users write; `error`: why a run failed;
 //!   `summary`: counts and what a run reports; `live`: counters and
