@@ -696,7 +696,8 @@ fn execute(command: Command) -> anyhow::Result<()> {
                 spec.checkpoint = Some(checkpoint);
             }
             let mut options =
-                RunOptions::new(data_dir.unwrap_or_else(weir_host::config::default_data_dir));
+                RunOptions::new(data_dir.unwrap_or_else(weir_host::config::default_data_dir))
+                    .with_natives(weir_host::bench::native::catalog());
             options.fresh = fresh;
             options.restore =
                 restore.map(

@@ -18,7 +18,8 @@ use crate::runtime::bindings::weir::function::state::{self, HostValueState};
 use crate::runtime::bindings::weir::function::types::{Accumulate, KeyedEvents};
 use crate::runtime::host_api::ValueStateHandle;
 use crate::runtime::native::{
-    NativeAggregateFunction, NativeFunction, NativeKeyFunction, NativeProcessFunction, NativeRef,
+    NativeAggregateFunction, NativeCatalog, NativeFunction, NativeKeyFunction,
+    NativeProcessFunction, NativeRef,
 };
 use crate::runtime::packing::{FiredWindows, KeyList};
 use crate::runtime::HostCtx;
@@ -38,6 +39,12 @@ pub fn lookup(name: &str) -> Option<NativeRef> {
 
 /// The names [`lookup`] knows.
 pub const NAMES: [&str; 4] = ["bench-sum", "bench-json", "bench-dedup", "bench-filter"];
+
+/// Every function [`lookup`] knows, as the catalogue a run resolves
+/// `native:` names in (`RunOptions::with_natives`).
+pub fn catalog() -> NativeCatalog {
+    NativeCatalog::new(NAMES.iter().filter_map(|name| Some((*name, lookup(name)?))))
+}
 
 /// How a workload's orders are encoded (a type, so each function is
 /// compiled for its own: no indirect call per event).

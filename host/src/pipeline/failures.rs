@@ -22,7 +22,7 @@ use crate::runtime::packing::KeyList;
 use crate::runtime::{CallError, KeyFunctionInstance, ProcessFunctionInstance};
 use crate::Event;
 
-use super::runner::RunError;
+use super::error::RunError;
 
 /// Header naming why an event was dead-lettered.
 pub const ERROR_HEADER: &str = "weir.error";

@@ -12,7 +12,7 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use super::runner::OperatorCounts;
+use super::summary::{OperatorCounts, RunSummary};
 use crate::checkpoint::{CompletedSnapshot, Request, Response, SnapshotKind};
 
 /// Records into and out of one operator, updated while it runs.
@@ -135,6 +135,30 @@ impl LiveMetrics {
     /// The snapshot the run started from: (kind, id).
     pub fn restored_from(&self) -> Option<(SnapshotKind, u64)> {
         *self.restored_from.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl From<&LiveMetrics> for RunSummary {
+    /// What the run counted so far (elapsed time, expired snapshots and
+    /// the stop flag are the runner's to fill in).
+    fn from(metrics: &LiveMetrics) -> Self {
+        let key = metrics.key.get();
+        let (last_snapshot, snapshots_completed) = metrics.last_snapshot();
+        Self {
+            records_in: key.records_in,
+            records_out: metrics.sink_written.load(Ordering::Relaxed),
+            side_outputs_written: metrics.side_written.load(Ordering::Relaxed),
+            side_outputs_dropped: metrics.side_dropped.load(Ordering::Relaxed),
+            dropped_bad_timestamps: metrics.dropped_bad_timestamps.load(Ordering::Relaxed),
+            key,
+            subtasks: metrics.subtasks(),
+            elapsed: Duration::ZERO,
+            restored_from: metrics.restored_from(),
+            snapshots_completed,
+            last_snapshot,
+            snapshots_expired: 0,
+            stopped: false,
+        }
     }
 }
 

@@ -12,7 +12,7 @@ use super::spec::{OnError, PipelineSpec};
 use crate::state::hash::KeyHashBuilder;
 use crate::state::ttl::Ttl;
 
-use super::runner::RunError;
+use super::error::RunError;
 use crate::runtime::bindings::weir::function::types::{KeyedEvents, TimeDomain};
 use crate::runtime::native::NativeRef;
 use crate::runtime::packing::{BareEvents, GroupOrder, Grouping, KeyList};

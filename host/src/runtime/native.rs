@@ -5,7 +5,8 @@
 //! between the two is what crossing the Wasm boundary costs.
 //!
 //! A spec names one with `native: <name>` in place of `wasm:` or
-//! `function:`; the host knows them by name ([`crate::bench::native`]).
+//! `function:`; a run finds it by name in the [`NativeCatalog`] it was
+//! given (empty unless the binary supplies one, as `weir bench` does).
 
 use std::sync::Arc;
 
@@ -60,3 +61,28 @@ pub trait NativeFunction: Send + Sync {
 
 /// Shared handle on a native function.
 pub type NativeRef = Arc<dyn NativeFunction>;
+
+/// The native functions a run may name, by name. Empty by default: the
+/// binary that wants some (the benchmarks' twins) builds the catalogue
+/// and hands it to the run.
+#[derive(Clone, Default)]
+pub struct NativeCatalog {
+    functions: Vec<(&'static str, NativeRef)>,
+}
+
+impl NativeCatalog {
+    /// A catalogue of `functions`, by name.
+    pub fn new(functions: impl IntoIterator<Item = (&'static str, NativeRef)>) -> Self {
+        Self { functions: functions.into_iter().collect() }
+    }
+
+    /// The function called `name`, if there is one.
+    pub fn lookup(&self, name: &str) -> Option<NativeRef> {
+        self.functions.iter().find(|(known, _)| *known == name).map(|(_, f)| f.clone())
+    }
+
+    /// The names it knows, in order.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.functions.iter().map(|(name, _)| *name)
+    }
+}

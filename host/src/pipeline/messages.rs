@@ -1,0 +1,43 @@
+//! What flows between a pipeline's threads: the source → subtask and
+//! subtask/source → sink messages, and how many batches a channel holds.
+
+use super::operator::RoutedBatch;
+use crate::state::SnapshotForm;
+use crate::Event;
+
+/// Batches a channel holds before its sender waits.
+pub(crate) const CHANNEL_BATCHES: usize = 4;
+
+/// What flows from the source thread to a subtask, in order.
+pub(crate) enum SubtaskMessage {
+    /// Events to process.
+    Events(RoutedBatch),
+    /// Event time has reached this watermark.
+    Watermark(i64),
+    /// Snapshot this state for checkpoint/savepoint `id`, in `form`, then
+    /// forward it.
+    Barrier(u64, SnapshotForm),
+}
+
+/// What flows into the sink thread, in order per input (subtask `i` is
+/// input `i`; the source, for events it sets aside, is input `P`).
+pub(crate) enum SinkMessage {
+    /// Output of input `from`.
+    Batch {
+        /// The input.
+        from: usize,
+        /// Main output.
+        main: Vec<Event>,
+        /// Side outputs, by name.
+        side: Vec<(String, Event)>,
+    },
+    /// Barrier `id` from input `from`: what it sends next is after `id`.
+    Barrier {
+        /// The input.
+        from: usize,
+        /// The snapshot.
+        id: u64,
+    },
+    /// Snapshot `id` is complete: commit its output.
+    Complete(u64),
+}

@@ -1,0 +1,64 @@
+//! How to run a pipeline: the options a caller (the CLI, the API's
+//! supervisor, the benchmarks) gives [`run`](super::run).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::live::RunHandle;
+use crate::runtime::native::NativeCatalog;
+
+/// Reports how far a bounded source has got: `(done, total)` in the
+/// source's own unit (events or bytes).
+pub type ProgressFn = Arc<dyn Fn(u64, u64) + Send + Sync>;
+
+/// How to run a pipeline.
+#[derive(Clone)]
+pub struct RunOptions {
+    /// The host's data directory (state, compiled-code cache).
+    pub data_dir: PathBuf,
+    /// Start from empty state even if the spec does not say `fresh: true`.
+    pub fresh: bool,
+    /// Called after each source batch, for a progress display.
+    pub progress: Option<ProgressFn>,
+    /// Testing aid: pause this long after each batch the sink writes.
+    pub sink_delay: Option<Duration>,
+    /// Start from this snapshot. Without it a checkpointed pipeline resumes
+    /// from its newest completed checkpoint, if any.
+    pub restore: Option<RestoreFrom>,
+    /// The run's live counters and in-process control (savepoint, stop).
+    pub handle: Arc<RunHandle>,
+    /// The native functions a spec may name with `native:` (none unless
+    /// given: see [`RunOptions::with_natives`]).
+    pub natives: NativeCatalog,
+}
+
+/// Which snapshot a run starts from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RestoreFrom {
+    /// The pipeline's newest completed checkpoint (an error if none).
+    Latest,
+    /// A checkpoint or savepoint directory: local path or URL.
+    Path(String),
+}
+
+impl RunOptions {
+    /// Options with everything else off.
+    pub fn new(data_dir: PathBuf) -> Self {
+        Self {
+            data_dir,
+            fresh: false,
+            progress: None,
+            sink_delay: None,
+            restore: None,
+            handle: RunHandle::new(),
+            natives: NativeCatalog::default(),
+        }
+    }
+
+    /// These options, resolving `native:` functions in `natives`.
+    pub fn with_natives(mut self, natives: NativeCatalog) -> Self {
+        self.natives = natives;
+        self
+    }
+}

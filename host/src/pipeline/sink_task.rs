@@ -1,0 +1,521 @@
+//! The sink task (on its own thread): write what the subtasks and the
+//! source send to the main sink and the side outputs' sinks, each batch
+//! under its input's epoch; at barrier N from an input, end that input's
+//! epoch; once barrier N came from every input, pre-commit and ack N to
+//! the coordinator; commit when the coordinator says N is complete.
+//!
+//! Each input is tagged with its own epoch (the id of the next checkpoint
+//! it has not passed), so the sink never holds an input back to align
+//! barriers: a fast input's output simply belongs to a later epoch.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::connect::{open_sink, SinkMode};
+use super::error::RunError;
+use super::live::{LiveMetrics, RunHandle};
+use super::messages::SinkMessage;
+use super::spec::PipelineSpec;
+use crate::checkpoint::Ack;
+use crate::connectors::Sink;
+use crate::Event;
+
+/// What the sinks record in a snapshot: each sink's pre-commit state.
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+struct SinkState {
+    main: serde_json::Value,
+    #[serde(default)]
+    side: BTreeMap<String, serde_json::Value>,
+}
+
+/// The sink thread's sinks, inputs and channels.
+pub(crate) struct SinkTask {
+    /// The main output.
+    pub(crate) sink: Box<dyn Sink>,
+    /// The declared side outputs.
+    pub(crate) side_outputs: SideOutputs,
+    /// How many inputs send barriers: the subtasks, then the source.
+    pub(crate) inputs: usize,
+    /// Every input's epoch at the start: the id of the run's first snapshot.
+    pub(crate) first_epoch: u64,
+    /// Checkpointing: output becomes visible when its checkpoint completes,
+    /// and nothing is flushed at the end.
+    pub(crate) exactly_once: bool,
+    /// Testing aid: pause this long after each batch.
+    pub(crate) delay: Option<Duration>,
+    /// Where the counts go.
+    pub(crate) handle: Arc<RunHandle>,
+    /// To the checkpoint coordinator.
+    pub(crate) acks: Sender<Ack>,
+}
+
+/// Open `spec`'s sink and side-output sinks; with checkpoints
+/// (`exactly_once`) from the pre-commit state `recovered` of the snapshot
+/// the run restores, if any.
+pub(crate) fn open_sinks(
+    spec: &PipelineSpec,
+    exactly_once: bool,
+    recovered: Option<&serde_json::Value>,
+) -> Result<(Box<dyn Sink>, SideOutputs), RunError> {
+    let recovered: Option<SinkState> = recovered
+        .filter(|v| !v.is_null())
+        .map(|v| serde_json::from_value(v.clone()))
+        .transpose()
+        .map_err(|source| RunError::SnapshotState {
+            what: "cannot decode the sink state in the snapshot",
+            source,
+        })?;
+    let mode = |state: Option<&serde_json::Value>| {
+        if exactly_once {
+            SinkMode::ExactlyOnce(state.filter(|v| !v.is_null()).cloned())
+        } else {
+            SinkMode::Direct
+        }
+    };
+    let sink = open_sink(&spec.sink, mode(recovered.as_ref().map(|r| &r.main)))?;
+    let side_outputs = SideOutputs::new(
+        spec.side_outputs
+            .iter()
+            .map(|(name, spec)| {
+                let state = recovered.as_ref().and_then(|r| r.side.get(name));
+                Ok((name.clone(), open_sink(spec, mode(state))?))
+            })
+            .collect::<Result<_, RunError>>()?,
+    );
+    Ok((sink, side_outputs))
+}
+
+impl SinkTask {
+    /// Handle what arrives on `input` until every sender is gone.
+    pub(crate) fn run(mut self, input: Receiver<SinkMessage>) -> Result<(), RunError> {
+        let report = &self.handle.metrics;
+        let mut epochs = vec![self.first_epoch; self.inputs];
+        let mut barriers: BTreeMap<u64, usize> = BTreeMap::new();
+        for message in input {
+            match message {
+                SinkMessage::Batch { from, main, side } => {
+                    let epoch = epochs[from];
+                    self.sink.write(epoch, &main)?;
+                    report.sink_written.fetch_add(main.len() as u64, Ordering::Relaxed);
+                    self.side_outputs.route(epoch, side, report)?;
+                    if let Some(delay) = self.delay {
+                        std::thread::sleep(delay);
+                    }
+                }
+                SinkMessage::Barrier { from, id } => {
+                    self.sink.end_of_epoch(epochs[from])?;
+                    self.side_outputs.end_of_epoch(epochs[from])?;
+                    epochs[from] = id + 1;
+                    let arrived = barriers.entry(id).or_default();
+                    *arrived += 1;
+                    if *arrived == self.inputs {
+                        barriers.remove(&id);
+                        let state = SinkState {
+                            main: self.sink.pre_commit(id)?,
+                            side: self.side_outputs.pre_commit(id)?,
+                        };
+                        let state = serde_json::to_value(state).map_err(|source| {
+                            RunError::SnapshotState { what: "cannot encode the sink state", source }
+                        })?;
+                        let _ = self.acks.send(Ack::Sink { id, state });
+                    }
+                }
+                SinkMessage::Complete(id) => {
+                    self.sink.commit(id)?;
+                    self.side_outputs.commit(id)?;
+                }
+            }
+        }
+        // With checkpoints, only a completed checkpoint makes output
+        // visible (the final one at the end of the input); a run that
+        // fails leaves its pending output to recovery.
+        if !self.exactly_once {
+            self.sink.flush()?;
+            self.side_outputs.flush()?;
+        }
+        Ok(())
+    }
+}
+
+/// The sinks of the declared side outputs.
+pub(crate) struct SideOutputs {
+    sinks: BTreeMap<String, Box<dyn Sink>>,
+    warned: Vec<String>,
+}
+
+impl SideOutputs {
+    /// The side outputs `sinks`, by name.
+    pub(crate) fn new(sinks: BTreeMap<String, Box<dyn Sink>>) -> Self {
+        Self { sinks, warned: Vec::new() }
+    }
+
+    /// Write each event to its side output's sink, or count it as dropped.
+    fn route(
+        &mut self,
+        epoch: u64,
+        events: Vec<(String, Event)>,
+        report: &LiveMetrics,
+    ) -> Result<(), RunError> {
+        let (mut written, mut dropped) = (0, 0);
+        for (name, event) in events {
+            match self.sinks.get_mut(&name) {
+                Some(sink) => {
+                    sink.write(epoch, std::slice::from_ref(&event))?;
+                    written += 1;
+                }
+                None => {
+                    if !self.warned.contains(&name) {
+                        tracing::warn!(side_output = %name, "dropping events sent to a side output the spec does not declare");
+                        self.warned.push(name);
+                    }
+                    dropped += 1;
+                }
+            }
+        }
+        // Counted once per batch, not per event.
+        report.side_written.fetch_add(written, Ordering::Relaxed);
+        report.side_dropped.fetch_add(dropped, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn end_of_epoch(&mut self, epoch: u64) -> Result<(), RunError> {
+        self.sinks
+            .values_mut()
+            .try_for_each(|sink| sink.end_of_epoch(epoch).map_err(RunError::from))
+    }
+
+    fn pre_commit(&mut self, id: u64) -> Result<BTreeMap<String, serde_json::Value>, RunError> {
+        self.sinks.iter_mut().map(|(name, sink)| Ok((name.clone(), sink.pre_commit(id)?))).collect()
+    }
+
+    fn commit(&mut self, id: u64) -> Result<(), RunError> {
+        self.sinks.values_mut().try_for_each(|sink| sink.commit(id).map_err(RunError::from))
+    }
+
+    fn flush(&mut self) -> Result<(), RunError> {
+        self.sinks.values_mut().try_for_each(|sink| sink.flush().map_err(RunError::from))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The sink task driven through its channel, over sinks that behave
+    //! like a transactional one: what is written stays pending until a
+    //! commit (or, without checkpoints, a flush) makes it visible.
+
+    use std::sync::mpsc::{channel, TryRecvError};
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::connectors::ConnectorError;
+
+    /// A call a sink received.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    enum Call {
+        Write(u64, Vec<String>),
+        EndOfEpoch(u64),
+        PreCommit(u64),
+        Commit(u64),
+        Flush,
+    }
+
+    /// What one recording sink saw and what a reader of it would see.
+    #[derive(Debug, Default)]
+    struct Output {
+        calls: Vec<Call>,
+        /// Written, not yet visible: by epoch.
+        pending: BTreeMap<u64, Vec<String>>,
+        /// Visible, in the order it became so: (epoch, value).
+        visible: Vec<(u64, String)>,
+    }
+
+    impl Output {
+        /// Make the pending epochs up to `last` visible.
+        fn publish(&mut self, last: u64) {
+            let later = self.pending.split_off(&(last.saturating_add(1)));
+            for (epoch, values) in std::mem::replace(&mut self.pending, later) {
+                self.visible.extend(values.into_iter().map(|v| (epoch, v)));
+            }
+        }
+
+        fn visible_in(&self, epoch: u64) -> Vec<&str> {
+            self.visible.iter().filter(|(e, _)| *e == epoch).map(|(_, v)| v.as_str()).collect()
+        }
+    }
+
+    #[derive(Clone, Default)]
+    struct Recording(Arc<Mutex<Output>>);
+
+    impl Recording {
+        fn get(&self) -> std::sync::MutexGuard<'_, Output> {
+            self.0.lock().unwrap()
+        }
+    }
+
+    impl Sink for Recording {
+        fn write(&mut self, epoch: u64, events: &[Event]) -> Result<(), ConnectorError> {
+            let values: Vec<String> =
+                events.iter().map(|e| String::from_utf8(e.value.clone()).unwrap()).collect();
+            let mut out = self.get();
+            out.calls.push(Call::Write(epoch, values.clone()));
+            out.pending.entry(epoch).or_default().extend(values);
+            Ok(())
+        }
+
+        fn flush(&mut self) -> Result<(), ConnectorError> {
+            let mut out = self.get();
+            out.calls.push(Call::Flush);
+            out.publish(u64::MAX);
+            Ok(())
+        }
+
+        fn end_of_epoch(&mut self, epoch: u64) -> Result<(), ConnectorError> {
+            self.get().calls.push(Call::EndOfEpoch(epoch));
+            Ok(())
+        }
+
+        fn pre_commit(&mut self, checkpoint: u64) -> Result<serde_json::Value, ConnectorError> {
+            self.get().calls.push(Call::PreCommit(checkpoint));
+            Ok(serde_json::json!({ "pre_committed": checkpoint }))
+        }
+
+        fn commit(&mut self, checkpoint: u64) -> Result<(), ConnectorError> {
+            let mut out = self.get();
+            out.calls.push(Call::Commit(checkpoint));
+            out.publish(checkpoint);
+            Ok(())
+        }
+    }
+
+    fn event(value: &str) -> Event {
+        Event { key: None, value: value.as_bytes().to_vec(), timestamp: 0, headers: vec![] }
+    }
+
+    fn batch(from: usize, values: &[&str]) -> SinkMessage {
+        SinkMessage::Batch { from, main: values.iter().map(|v| event(v)).collect(), side: vec![] }
+    }
+
+    fn visible(epoch: u64, values: &[&str]) -> Vec<(u64, String)> {
+        values.iter().map(|v| (epoch, v.to_string())).collect()
+    }
+
+    fn barrier(from: usize, id: u64) -> SinkMessage {
+        SinkMessage::Barrier { from, id }
+    }
+
+    /// A sink task over a recording main sink and a recording side output
+    /// `late`, run over `messages`: (main, late, acks, counters).
+    struct Run {
+        main: Recording,
+        late: Recording,
+        acks: Vec<Ack>,
+        handle: Arc<RunHandle>,
+    }
+
+    fn run(inputs: usize, exactly_once: bool, messages: Vec<SinkMessage>) -> Run {
+        let (main, late) = (Recording::default(), Recording::default());
+        let (ack_tx, ack_rx) = channel();
+        let handle = RunHandle::new();
+        let task = SinkTask {
+            sink: Box::new(main.clone()),
+            side_outputs: SideOutputs::new(BTreeMap::from([(
+                "late".to_string(),
+                Box::new(late.clone()) as Box<dyn Sink>,
+            )])),
+            inputs,
+            first_epoch: if exactly_once { 1 } else { 0 },
+            exactly_once,
+            delay: None,
+            handle: handle.clone(),
+            acks: ack_tx,
+        };
+        let (tx, rx) = channel();
+        messages.into_iter().for_each(|m| tx.send(m).unwrap());
+        drop(tx);
+        task.run(rx).unwrap();
+        let acks = ack_rx.try_iter().collect();
+        assert!(matches!(ack_rx.try_recv(), Err(TryRecvError::Disconnected)));
+        Run { main, late, acks, handle }
+    }
+
+    fn sink_acks(acks: &[Ack]) -> Vec<(u64, serde_json::Value)> {
+        acks.iter()
+            .map(|ack| match ack {
+                Ack::Sink { id, state } => (*id, state.clone()),
+                other => panic!("the sink sent {other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn output_is_committed_in_the_epoch_of_its_input() {
+        // Two subtasks (inputs 0, 1) and the source (input 2). Subtask 0
+        // passes barrier 1 early; what it sends next belongs to epoch 2
+        // even though subtask 1 is still in epoch 1.
+        let run = run(
+            3,
+            true,
+            vec![
+                batch(0, &["a"]),
+                barrier(0, 1),
+                batch(0, &["b"]),
+                batch(1, &["c"]),
+                barrier(2, 1),
+                barrier(1, 1),
+                batch(1, &["d"]),
+                SinkMessage::Complete(1),
+                batch(0, &["e"]),
+            ],
+        );
+        let main = run.main.get();
+        assert_eq!(main.visible_in(1), ["a", "c"]);
+        assert!(main.visible_in(2).is_empty(), "epoch 2 is not committed");
+        assert_eq!(main.pending, BTreeMap::from([(2, vec!["b".into(), "d".into(), "e".into()])]));
+        // Every input ended epoch 1 at its own barrier; nothing flushed at
+        // the end: checkpoint 2 never completed.
+        assert_eq!(main.calls.iter().filter(|c| **c == Call::EndOfEpoch(1)).count(), 3);
+        assert!(!main.calls.contains(&Call::Flush));
+        assert_eq!(run.handle.metrics.sink_written.load(Ordering::Relaxed), 5);
+        // One ack, after the last input's barrier, with both sinks' state.
+        assert_eq!(
+            sink_acks(&run.acks),
+            [(
+                1,
+                serde_json::json!({
+                    "main": { "pre_committed": 1 },
+                    "side": { "late": { "pre_committed": 1 } },
+                })
+            )]
+        );
+    }
+
+    #[test]
+    fn pre_commits_once_every_input_passed_the_barrier_in_any_interleaving() {
+        // Each input sends: x1, barrier 1, x2, barrier 2, x3. Every
+        // interleaving of the two inputs gives the same committed epochs.
+        let script = |from: usize| {
+            let name = |n: u32| format!("{from}-{n}");
+            vec![
+                batch(from, &[&name(1)]),
+                barrier(from, 1),
+                batch(from, &[&name(2)]),
+                barrier(from, 2),
+                batch(from, &[&name(3)]),
+            ]
+        };
+        let steps = 5;
+        let mut interleavings = 0;
+        for mask in 0u32..(1 << (2 * steps)) {
+            if mask.count_ones() != steps {
+                continue;
+            }
+            interleavings += 1;
+            let (mut first, mut second) = (script(0).into_iter(), script(1).into_iter());
+            let mut messages: Vec<SinkMessage> = (0..2 * steps)
+                .map(|i| if mask & (1 << i) == 0 { first.next() } else { second.next() })
+                .map(Option::unwrap)
+                .collect();
+            messages.extend([SinkMessage::Complete(1), SinkMessage::Complete(2)]);
+            let run = run(2, true, messages);
+            let main = run.main.get();
+            assert_eq!(main.visible_in(1), sorted_by_arrival(&main, ["0-1", "1-1"]));
+            assert_eq!(main.visible_in(2), sorted_by_arrival(&main, ["0-2", "1-2"]));
+            let pending: Vec<&String> = main.pending.values().flatten().collect();
+            assert_eq!(main.pending.keys().collect::<Vec<_>>(), [&3u64]);
+            assert_eq!(pending.len(), 2);
+            // Pre-commit N right after the second input ended epoch N,
+            // never before.
+            for n in [1, 2] {
+                let ended: Vec<usize> = (0..main.calls.len())
+                    .filter(|i| main.calls[*i] == Call::EndOfEpoch(n))
+                    .collect();
+                let pre_commit = main.calls.iter().position(|c| *c == Call::PreCommit(n));
+                assert_eq!(ended.len(), 2, "mask {mask:b}");
+                assert_eq!(pre_commit, Some(ended[1] + 1), "mask {mask:b}: {:?}", main.calls);
+            }
+            let acked: Vec<u64> = sink_acks(&run.acks).into_iter().map(|(id, _)| id).collect();
+            assert_eq!(acked, [1, 2], "mask {mask:b}");
+        }
+        assert_eq!(interleavings, 252);
+    }
+
+    /// `values` in the order the sink received them.
+    fn sorted_by_arrival<'a>(output: &Output, values: [&'a str; 2]) -> Vec<&'a str> {
+        let position = |value: &str| {
+            output.calls.iter().position(|c| matches!(c, Call::Write(_, v) if v == &[value]))
+        };
+        let mut values = values.to_vec();
+        values.sort_by_key(|v| position(v));
+        values
+    }
+
+    #[test]
+    fn a_checkpoint_commits_only_on_complete() {
+        let run = run(1, true, vec![batch(0, &["a"]), barrier(0, 1), batch(0, &["b"])]);
+        let main = run.main.get();
+        // Pre-committed and acked, but the coordinator never said complete:
+        // nothing is visible, and the end of the input flushes nothing.
+        assert_eq!(sink_acks(&run.acks).len(), 1);
+        assert!(main.visible.is_empty());
+        assert_eq!(main.calls.last(), Some(&Call::Write(2, vec!["b".into()])));
+    }
+
+    #[test]
+    fn without_checkpoints_the_output_is_flushed_at_the_end() {
+        let mut late = vec![("late".to_string(), event("l"))];
+        late.push(("late".to_string(), event("m")));
+        let run = run(
+            2,
+            false,
+            vec![
+                batch(0, &["a", "b"]),
+                SinkMessage::Batch { from: 1, main: vec![event("c")], side: late },
+            ],
+        );
+        let main = run.main.get();
+        assert_eq!(main.visible, visible(0, &["a", "b", "c"]));
+        assert_eq!(main.calls.last(), Some(&Call::Flush));
+        assert_eq!(run.late.get().visible, visible(0, &["l", "m"]));
+        assert!(run.acks.is_empty());
+    }
+
+    #[test]
+    fn side_outputs_are_routed_and_undeclared_ones_dropped() {
+        let side = |names: &[(&str, &str)]| -> Vec<(String, Event)> {
+            names.iter().map(|(name, value)| (name.to_string(), event(value))).collect()
+        };
+        let run = run(
+            2,
+            true,
+            vec![
+                SinkMessage::Batch {
+                    from: 0,
+                    main: vec![event("a")],
+                    side: side(&[("late", "x"), ("typo", "y")]),
+                },
+                barrier(0, 1),
+                // The source's dead letters go to its own input, still in epoch 1.
+                SinkMessage::Batch { from: 1, main: vec![], side: side(&[("late", "z")]) },
+                barrier(1, 1),
+                SinkMessage::Batch {
+                    from: 0,
+                    main: vec![],
+                    side: side(&[("late", "w"), ("typo", "v")]),
+                },
+                SinkMessage::Complete(1),
+            ],
+        );
+        assert_eq!(run.main.get().visible_in(1), ["a"]);
+        let late = run.late.get();
+        assert_eq!(late.visible_in(1), ["x", "z"]);
+        assert_eq!(late.pending, BTreeMap::from([(2, vec!["w".into()])]));
+        assert!(late.calls.contains(&Call::EndOfEpoch(1)));
+        let metrics = &run.handle.metrics;
+        assert_eq!(metrics.side_written.load(Ordering::Relaxed), 3);
+        assert_eq!(metrics.side_dropped.load(Ordering::Relaxed), 2);
+        assert_eq!(metrics.sink_written.load(Ordering::Relaxed), 1);
+    }
+}
