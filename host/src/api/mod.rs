@@ -46,7 +46,11 @@ use utoipa_axum::routes;
 
 pub use client::ApiClient;
 pub use error::{ApiError, ErrorBody, ErrorDetail};
-pub use pipelines::{PipelineStatus, SnapshotInfo};
+pub use functions::{FunctionDetails, FunctionList, FunctionVersions};
+pub use pipelines::{
+    Counts, OperatorCountsView, PinnedFunction, PipelineList, PipelineStatus, SnapshotInfo,
+    SnapshotList, SnapshotRef, SnapshotTaken, StopRequest,
+};
 pub use supervisor::{Supervisor, Upgrade, VersionChoice};
 
 use crate::registry::FunctionStore;

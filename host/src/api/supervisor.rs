@@ -50,7 +50,7 @@ struct Run {
 }
 
 /// A change to a running pipeline's function versions, parallelism or spec.
-#[derive(Debug, Default, serde::Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Upgrade {
     /// A whole new spec (same `name`); default: keep the deployed one.
@@ -73,6 +73,15 @@ pub enum VersionChoice {
     Latest,
     /// This one.
     Exactly(u32),
+}
+
+impl serde::Serialize for VersionChoice {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Latest => serializer.serialize_str("latest"),
+            Self::Exactly(version) => serializer.serialize_u32(*version),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for VersionChoice {
@@ -408,10 +417,7 @@ impl Supervisor {
                 }
             }
         }
-        let dir = config::pipeline_state_dir(&self.data_dir, name);
-        if let Some(pipeline_dir) = dir.parent() {
-            let _ = std::fs::remove_dir_all(pipeline_dir);
-        }
+        let _ = std::fs::remove_dir_all(config::pipeline_dir(&self.data_dir, name));
         Ok(())
     }
 
