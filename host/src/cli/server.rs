@@ -24,10 +24,11 @@ impl ServerArgs {
         Ok(ApiClient::new(&self.server, self.token.clone())?)
     }
 
-    /// Print `answer`: its JSON with `--json`, else `show` it for people.
+    /// Print `answer`: its JSON with `--json` (through a JSON value, so
+    /// keys come sorted as they always have), else `show` it for people.
     pub fn print<T: Serialize>(&self, answer: &T, show: impl FnOnce(&T)) -> anyhow::Result<()> {
         if self.json {
-            println!("{}", serde_json::to_string(answer)?);
+            println!("{}", serde_json::to_value(answer)?);
         } else {
             show(answer);
         }
