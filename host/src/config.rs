@@ -1,14 +1,23 @@
 //! Where the host keeps its files. Every default works on a laptop with no
-//! services running.
+//! services running. Every path inside the data directory is built here.
 //!
 //! ```text
 //! <data dir>/
-//!   cache/components/<digest>-<engine>.cwasm   compiled functions
-//!   pipelines/<name>/state/subtask-<i>/        RocksDB keyed state
+//!   cache/components/<digest>-<engine>.cwasm    compiled functions
+//!   functions/blobs/<sha256>.wasm               uploaded functions (HTTP API)
+//!   functions/index.json                        their names and versions
+//!   api/pipelines/<name>.json                   pipelines deployed through the HTTP API
+//!   pipelines/<name>/state/layout.json          key groups and parallelism of the state
+//!   pipelines/<name>/state/subtask-<i>/         RocksDB keyed state of subtask i
 //!   pipelines/<name>/local-checkpoints/chk-<N>/ local copy of the newest checkpoint
-//!   pipelines/<name>/control/                  requests to the running pipeline
-//!   checkpoints/<name>/…                       checkpoint storage (default)
+//!   pipelines/<name>/control/                   requests to the running pipeline
+//!   checkpoints/<name>/…                        checkpoint storage (default)
+//!   kafka-transactional-ids/<prefix>            the pipeline owning each Kafka id prefix
 //! ```
+//!
+//! Relative paths in a spec deployed through the HTTP API (`wasm:`,
+//! `resources`, file sources and sinks) are resolved against the data
+//! directory itself.
 
 use std::path::{Path, PathBuf};
 
@@ -35,24 +44,72 @@ pub fn component_cache_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("cache").join("components")
 }
 
+/// Directory of the function store (uploaded functions).
+pub fn function_store_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("functions")
+}
+
+/// Directory of the pipeline store (pipelines deployed through the API).
+pub fn pipeline_store_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("api").join("pipelines")
+}
+
+/// Directory of everything one pipeline keeps locally (state, local
+/// checkpoint copies, control files).
+pub fn pipeline_dir(data_dir: &Path, pipeline: &str) -> PathBuf {
+    data_dir.join("pipelines").join(pipeline)
+}
+
 /// Directory of one pipeline's keyed state.
 pub fn pipeline_state_dir(data_dir: &Path, pipeline: &str) -> PathBuf {
-    data_dir.join("pipelines").join(pipeline).join("state")
+    pipeline_dir(data_dir, pipeline).join("state")
 }
 
 /// Directory of one pipeline's local checkpoint copies.
 pub fn local_checkpoints_dir(data_dir: &Path, pipeline: &str) -> PathBuf {
-    data_dir.join("pipelines").join(pipeline).join("local-checkpoints")
+    pipeline_dir(data_dir, pipeline).join("local-checkpoints")
 }
 
 /// Directory through which a running pipeline takes requests.
 pub fn control_dir(data_dir: &Path, pipeline: &str) -> PathBuf {
-    data_dir.join("pipelines").join(pipeline).join("control")
+    pipeline_dir(data_dir, pipeline).join("control")
+}
+
+/// Directory recording which pipeline owns each Kafka
+/// `transactional_id_prefix` on this host.
+pub fn kafka_transactional_ids_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("kafka-transactional-ids")
+}
+
+/// Directory of the default checkpoint storage.
+pub fn checkpoints_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("checkpoints")
 }
 
 /// The default checkpoint storage: `file://<data dir>/checkpoints`.
 pub fn default_checkpoint_storage(data_dir: &Path) -> std::io::Result<String> {
-    let dir = data_dir.join("checkpoints");
+    let dir = checkpoints_dir(data_dir);
     std::fs::create_dir_all(&dir)?;
     Ok(format!("file://{}", std::fs::canonicalize(dir)?.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_directories_of_earlier_runs_are_found_where_they_were() {
+        let data = Path::new("/data");
+        assert_eq!(component_cache_dir(data), Path::new("/data/cache/components"));
+        assert_eq!(function_store_dir(data), Path::new("/data/functions"));
+        assert_eq!(pipeline_store_dir(data), Path::new("/data/api/pipelines"));
+        assert_eq!(pipeline_state_dir(data, "p"), Path::new("/data/pipelines/p/state"));
+        assert_eq!(
+            local_checkpoints_dir(data, "p"),
+            Path::new("/data/pipelines/p/local-checkpoints")
+        );
+        assert_eq!(control_dir(data, "p"), Path::new("/data/pipelines/p/control"));
+        assert_eq!(kafka_transactional_ids_dir(data), Path::new("/data/kafka-transactional-ids"));
+        assert_eq!(checkpoints_dir(data), Path::new("/data/checkpoints"));
+    }
 }

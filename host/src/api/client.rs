@@ -1,9 +1,15 @@
 //! A client of the HTTP API, for the `weir function …` and `weir pipeline …`
-//! commands.
+//! commands. It reads the same answer types the server writes.
 
 use std::time::Duration;
 
-use super::ApiError;
+use serde::de::DeserializeOwned;
+
+use super::{
+    ApiError, ErrorBody, FunctionList, PipelineList, PipelineStatus, SnapshotList, SnapshotTaken,
+    StopRequest, Upgrade,
+};
+use crate::registry::FunctionVersion;
 
 /// Talks to a `weir serve`.
 pub struct ApiClient {
@@ -22,10 +28,12 @@ impl ApiClient {
         Ok(Self { base: base.trim_end_matches('/').to_string(), token, http })
     }
 
-    fn send(
+    /// Send `request`; read a success answer as `T` (an empty body as
+    /// JSON `null`), an error answer as [`ErrorBody`].
+    fn send<T: DeserializeOwned>(
         &self,
         request: reqwest::blocking::RequestBuilder,
-    ) -> Result<serde_json::Value, ApiError> {
+    ) -> Result<T, ApiError> {
         let request = match &self.token {
             Some(token) => request.bearer_auth(token),
             None => request,
@@ -34,12 +42,16 @@ impl ApiClient {
             .send()
             .map_err(|e| ApiError::internal(format!("cannot reach {}: {e}", self.base)))?;
         let status = response.status();
-        let body: serde_json::Value = response.json().unwrap_or(serde_json::Value::Null);
+        let body = response.bytes().unwrap_or_default();
         if status.is_success() {
-            return Ok(body);
+            let body: &[u8] = if body.is_empty() { b"null" } else { &body };
+            return serde_json::from_slice(body).map_err(|e| {
+                ApiError::internal(format!("unreadable answer from {}: {e}", self.base))
+            });
         }
-        let code = body["error"]["code"].as_str().unwrap_or("error");
-        let message = body["error"]["message"].as_str().unwrap_or("(no message)");
+        let error = serde_json::from_slice::<ErrorBody>(&body).ok().map(|body| body.error);
+        let code = error.as_ref().map_or("error", |e| e.code.as_str());
+        let message = error.as_ref().map_or("(no message)", |e| e.message.as_str());
         Err(ApiError {
             status,
             code: "remote",
@@ -52,25 +64,17 @@ impl ApiClient {
     }
 
     /// Upload `bytes` as the next version of function `name`.
-    pub fn upload_function(
-        &self,
-        name: &str,
-        bytes: Vec<u8>,
-    ) -> Result<serde_json::Value, ApiError> {
+    pub fn upload_function(&self, name: &str, bytes: Vec<u8>) -> Result<FunctionVersion, ApiError> {
         self.send(self.http.put(self.url(&format!("/functions/{name}"))).body(bytes))
     }
 
     /// Every function with its versions.
-    pub fn list_functions(&self) -> Result<serde_json::Value, ApiError> {
+    pub fn list_functions(&self) -> Result<FunctionList, ApiError> {
         self.send(self.http.get(self.url("/functions")))
     }
 
     /// Deploy the spec `text`, optionally from the snapshot at `restore`.
-    pub fn deploy(
-        &self,
-        text: String,
-        restore: Option<&str>,
-    ) -> Result<serde_json::Value, ApiError> {
+    pub fn deploy(&self, text: String, restore: Option<&str>) -> Result<PipelineStatus, ApiError> {
         let url = match restore {
             Some(restore) => {
                 reqwest::Url::parse_with_params(&self.url("/pipelines"), &[("restore", restore)])
@@ -83,45 +87,41 @@ impl ApiClient {
     }
 
     /// Every pipeline's status.
-    pub fn list_pipelines(&self) -> Result<serde_json::Value, ApiError> {
+    pub fn list_pipelines(&self) -> Result<PipelineList, ApiError> {
         self.send(self.http.get(self.url("/pipelines")))
     }
 
     /// One pipeline's status.
-    pub fn pipeline(&self, name: &str) -> Result<serde_json::Value, ApiError> {
+    pub fn pipeline(&self, name: &str) -> Result<PipelineStatus, ApiError> {
         self.send(self.http.get(self.url(&format!("/pipelines/{name}"))))
     }
 
     /// Take a savepoint.
-    pub fn savepoint(&self, name: &str) -> Result<serde_json::Value, ApiError> {
+    pub fn savepoint(&self, name: &str) -> Result<SnapshotTaken, ApiError> {
         self.send(self.http.post(self.url(&format!("/pipelines/{name}/savepoints"))))
     }
 
     /// Stop, with a savepoint if `savepoint`.
-    pub fn stop(&self, name: &str, savepoint: bool) -> Result<serde_json::Value, ApiError> {
+    pub fn stop(&self, name: &str, savepoint: bool) -> Result<SnapshotTaken, ApiError> {
         self.send(
             self.http
                 .post(self.url(&format!("/pipelines/{name}/stop")))
-                .json(&serde_json::json!({ "savepoint": savepoint })),
+                .json(&StopRequest { savepoint }),
         )
     }
 
-    /// Upgrade with `upgrade` (`{"functions": {…}, "parallelism": …, "spec": …}`).
-    pub fn upgrade(
-        &self,
-        name: &str,
-        upgrade: &serde_json::Value,
-    ) -> Result<serde_json::Value, ApiError> {
+    /// New function versions, parallelism or spec, state kept.
+    pub fn upgrade(&self, name: &str, upgrade: &Upgrade) -> Result<PipelineStatus, ApiError> {
         self.send(self.http.post(self.url(&format!("/pipelines/{name}/upgrade"))).json(upgrade))
     }
 
     /// Stop and delete.
-    pub fn delete_pipeline(&self, name: &str) -> Result<serde_json::Value, ApiError> {
+    pub fn delete_pipeline(&self, name: &str) -> Result<(), ApiError> {
         self.send(self.http.delete(self.url(&format!("/pipelines/{name}"))))
     }
 
     /// Completed checkpoints and savepoints.
-    pub fn checkpoints(&self, name: &str) -> Result<serde_json::Value, ApiError> {
+    pub fn checkpoints(&self, name: &str) -> Result<SnapshotList, ApiError> {
         self.send(self.http.get(self.url(&format!("/pipelines/{name}/checkpoints"))))
     }
 }

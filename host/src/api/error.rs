@@ -86,14 +86,14 @@ impl From<RegistryError> for ApiError {
 }
 
 /// The JSON body of every error answer.
-#[derive(serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct ErrorBody {
     /// The error.
     pub error: ErrorDetail,
 }
 
 /// What went wrong.
-#[derive(serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct ErrorDetail {
     /// Stable machine-readable code: `invalid_name`, `invalid_spec`,
     /// `invalid_pipeline`, `not_found`, `exists`, `busy`, `not_running`,

@@ -1,4 +1,5 @@
-//! `/functions` handlers.
+//! `/functions` handlers, and the answer types they share with
+//! [`ApiClient`](super::ApiClient).
 
 use std::sync::Arc;
 
@@ -6,9 +7,38 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use super::{blocking, ApiError, AppState, ErrorBody};
 use crate::registry::FunctionVersion;
+
+/// Every stored function.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct FunctionList {
+    /// By name.
+    pub functions: Vec<FunctionVersions>,
+}
+
+/// A function's versions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct FunctionVersions {
+    /// The function's name.
+    pub name: String,
+    /// Oldest first.
+    pub versions: Vec<FunctionVersion>,
+}
+
+/// One function: its newest version and all of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct FunctionDetails {
+    /// The function's name.
+    pub name: String,
+    /// Its newest version.
+    pub newest: u32,
+    /// Oldest first.
+    pub versions: Vec<FunctionVersion>,
+}
 
 /// Upload a function: a component, or a core module carrying a component
 /// type (componentized). It is validated and compiled before it is stored
@@ -35,30 +65,26 @@ pub(crate) async fn upload(
 }
 
 /// Every function with its versions.
-#[utoipa::path(get, path = "/functions", tag = "functions", responses((status = 200, body = Object, description = "`{\"functions\": [{\"name\", \"versions\": [FunctionVersion]}]}`")))]
+#[utoipa::path(get, path = "/functions", tag = "functions", responses((status = 200, body = FunctionList)))]
 pub(crate) async fn list(
     State(state): State<Arc<AppState>>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<FunctionList>, ApiError> {
     let index = state.functions.list()?;
-    let functions: Vec<serde_json::Value> = index
-        .into_iter()
-        .map(|(name, versions)| serde_json::json!({ "name": name, "versions": versions }))
-        .collect();
-    Ok(Json(serde_json::json!({ "functions": functions })))
+    let functions =
+        index.into_iter().map(|(name, versions)| FunctionVersions { name, versions }).collect();
+    Ok(Json(FunctionList { functions }))
 }
 
 /// One function's versions.
 #[utoipa::path(get, path = "/functions/{name}", tag = "functions", params(("name" = String, Path, description = "The function")),
-    responses((status = 200, body = Object, description = "`{\"name\", \"newest\", \"versions\": [FunctionVersion]}`"), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = FunctionDetails), (status = 404, body = ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<FunctionDetails>, ApiError> {
     let newest = state.functions.get(&name, None)?;
     let versions = state.functions.list()?.remove(&name).unwrap_or_default();
-    Ok(Json(
-        serde_json::json!({ "name": newest.name, "newest": newest.version, "versions": versions }),
-    ))
+    Ok(Json(FunctionDetails { name: newest.name, newest: newest.version, versions }))
 }
 
 /// Delete a function and its versions; refused while a deployed pipeline

@@ -46,7 +46,11 @@ use utoipa_axum::routes;
 
 pub use client::ApiClient;
 pub use error::{ApiError, ErrorBody, ErrorDetail};
-pub use pipelines::{PipelineStatus, SnapshotInfo};
+pub use functions::{FunctionDetails, FunctionList, FunctionVersions};
+pub use pipelines::{
+    Counts, OperatorCountsView, PinnedFunction, PipelineList, PipelineStatus, SnapshotInfo,
+    SnapshotList, SnapshotRef, SnapshotTaken, StopRequest,
+};
 pub use supervisor::{Supervisor, Upgrade, VersionChoice};
 
 use crate::registry::FunctionStore;
@@ -66,6 +70,8 @@ pub struct ServeConfig {
     /// The most a pipeline may grant its functions (`limits:`): deploys
     /// and upgrades asking for more are refused.
     pub max_limits: crate::runtime::FunctionLimits,
+    /// The built-in functions a spec may name with `native:`.
+    pub natives: crate::runtime::native::NativeCatalog,
 }
 
 /// What every handler shares.
@@ -85,7 +91,7 @@ pub fn serve(config: ServeConfig, on_listening: impl FnOnce(SocketAddr)) -> Resu
         FunctionLoader::new(engine, Some(crate::config::component_cache_dir(&config.data_dir)))
             .map_err(|e| ApiError::internal(e.to_string()))?;
     let functions = FunctionStore::open(&config.data_dir)?;
-    let supervisor = Supervisor::open(&config.data_dir, config.max_limits)?;
+    let supervisor = Supervisor::open(&config.data_dir, config.max_limits, config.natives.clone())?;
     let state = Arc::new(AppState { functions, loader, supervisor, token: config.token.clone() });
     let app = router(state, config.max_upload_bytes);
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -1,6 +1,7 @@
 //! `/pipelines` handlers: deploy, status, savepoints, stop, upgrade,
 //! delete, checkpoints. The work is the [`Supervisor`]'s; handlers parse
-//! requests, run it off the async workers and shape the answers.
+//! requests, run it off the async workers and shape the answers. The
+//! answer types are also what [`ApiClient`](super::ApiClient) reads.
 
 use std::sync::Arc;
 
@@ -18,7 +19,7 @@ use crate::pipeline::{OperatorCounts, RunSummary};
 use crate::registry::PipelineState;
 
 /// A pipeline's status.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PipelineStatus {
     /// The pipeline's name.
     pub name: String,
@@ -54,7 +55,7 @@ pub struct PipelineStatus {
 }
 
 /// A stored function a pipeline runs.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PinnedFunction {
     /// The spec field: `key`, `process`, `aggregate` or `window_process`.
     pub field: String,
@@ -65,7 +66,7 @@ pub struct PinnedFunction {
 }
 
 /// Records into and out of the operators.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Counts {
     /// Read from the source (= into the key function).
     pub source_records: u64,
@@ -84,7 +85,7 @@ pub struct Counts {
 }
 
 /// One operator's counts.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct OperatorCountsView {
     /// Records received.
     pub records_in: u64,
@@ -101,7 +102,7 @@ impl From<OperatorCounts> for OperatorCountsView {
 }
 
 /// A snapshot named by kind and id.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SnapshotRef {
     /// `checkpoint` or `savepoint`.
     pub kind: String,
@@ -110,7 +111,7 @@ pub struct SnapshotRef {
 }
 
 /// A completed checkpoint or savepoint.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SnapshotInfo {
     /// Its id.
     pub id: u64,
@@ -274,7 +275,7 @@ pub(crate) async fn deploy(
 }
 
 /// Every pipeline.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PipelineList {
     /// By name.
     pub pipelines: Vec<PipelineStatus>,
@@ -309,7 +310,7 @@ pub(crate) async fn get(
 }
 
 /// Where a snapshot was stored.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SnapshotTaken {
     /// The pipeline's state afterwards.
     pub state: PipelineState,
@@ -332,7 +333,7 @@ pub(crate) async fn savepoint(
 }
 
 /// How to stop.
-#[derive(Debug, Default, Deserialize, ToSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StopRequest {
     /// Take a savepoint (else a checkpoint) before stopping.
@@ -389,7 +390,7 @@ pub(crate) async fn delete(
 }
 
 /// A pipeline's snapshots.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SnapshotList {
     /// Completed checkpoints and savepoints, newest first.
     pub checkpoints: Vec<SnapshotInfo>,

@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::runtime::native::NativeCatalog;
 use crate::runtime::FunctionLimits;
 use crate::units::format_bytes;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -50,7 +51,7 @@ struct Run {
 }
 
 /// A change to a running pipeline's function versions, parallelism or spec.
-#[derive(Debug, Default, serde::Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Upgrade {
     /// A whole new spec (same `name`); default: keep the deployed one.
@@ -73,6 +74,15 @@ pub enum VersionChoice {
     Latest,
     /// This one.
     Exactly(u32),
+}
+
+impl serde::Serialize for VersionChoice {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Latest => serializer.serialize_str("latest"),
+            Self::Exactly(version) => serializer.serialize_u32(*version),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for VersionChoice {
@@ -109,6 +119,8 @@ pub struct Supervisor {
     data_dir: PathBuf,
     /// The most a pipeline's `limits` may grant its functions.
     max_limits: FunctionLimits,
+    /// The built-in functions a spec may name with `native:`.
+    natives: NativeCatalog,
     store: PipelineStore,
     pipelines: Mutex<BTreeMap<String, Entry>>,
     next_run: std::sync::atomic::AtomicU64,
@@ -116,13 +128,19 @@ pub struct Supervisor {
 
 impl Supervisor {
     /// Open the store and start every pipeline recorded as running;
-    /// deploys and upgrades may grant functions at most `max_limits`.
-    pub fn open(data_dir: &Path, max_limits: FunctionLimits) -> Result<Arc<Self>, ApiError> {
+    /// deploys and upgrades may grant functions at most `max_limits`, and
+    /// `native:` names a function of `natives`.
+    pub fn open(
+        data_dir: &Path,
+        max_limits: FunctionLimits,
+        natives: NativeCatalog,
+    ) -> Result<Arc<Self>, ApiError> {
         let store = PipelineStore::open(data_dir)?;
         let records = store.list()?;
         let supervisor = Arc::new(Self {
             data_dir: data_dir.to_path_buf(),
             max_limits,
+            natives,
             store,
             pipelines: Mutex::default(),
             next_run: 1.into(),
@@ -252,7 +270,7 @@ impl Supervisor {
                 (format_bytes(limits.memory_bytes as u64), format_bytes(max.memory_bytes as u64));
             return Err(ApiError::invalid_pipeline(format!("limits.memory: {asked} is more than this server grants ({allowed}; weir serve --max-function-memory)")));
         }
-        pipeline::check(&spec, &self.data_dir).map_err(|e| match e {
+        pipeline::check(&spec, &self.data_dir, &self.natives).map_err(|e| match e {
             RunError::StoredFunction { .. } | RunError::Load { .. } | RunError::Deploy(_) => {
                 ApiError::invalid_pipeline(e.to_string())
             }
@@ -408,10 +426,7 @@ impl Supervisor {
                 }
             }
         }
-        let dir = config::pipeline_state_dir(&self.data_dir, name);
-        if let Some(pipeline_dir) = dir.parent() {
-            let _ = std::fs::remove_dir_all(pipeline_dir);
-        }
+        let _ = std::fs::remove_dir_all(config::pipeline_dir(&self.data_dir, name));
         Ok(())
     }
 
@@ -480,7 +495,7 @@ impl Supervisor {
                     .record_end(entry, Err(format!("the stored spec no longer parses: {error}")))
             }
         };
-        let mut options = RunOptions::new(self.data_dir.clone());
+        let mut options = RunOptions::new(self.data_dir.clone()).with_natives(self.natives.clone());
         options.restore = match restore_choice(&spec, &self.data_dir, entry.record.restore.as_ref())
         {
             Ok(restore) => restore,

@@ -482,3 +482,442 @@ fn remove_dir(dir: &std::path::Path) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The coordinator driven through its channels, as the source, the
+    //! subtasks and the sink drive it, against checkpoint storage in a
+    //! temporary directory. Timing is only ever checked as a lower bound
+    //! (something did not happen before it was due); "soon" is generous.
+
+    use std::path::Path;
+    use std::sync::mpsc::{self, Receiver, Sender};
+    use std::thread::JoinHandle;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::state::RocksDbBackend;
+
+    const PIPELINE: &str = "orders";
+
+    /// How long anything that should happen may take on a busy machine.
+    const SOON: Duration = Duration::from_secs(20);
+
+    /// No checkpoint expires unless a test says so.
+    const NEVER: Duration = Duration::from_secs(3600);
+
+    fn schedule(interval: Duration, min_pause: Duration, timeout: Duration) -> CheckpointSettings {
+        CheckpointSettings {
+            interval,
+            min_pause,
+            timeout,
+            retained: 3,
+            materialize_every: 1,
+            storage: None,
+        }
+    }
+
+    fn ms(millis: u64) -> Duration {
+        Duration::from_millis(millis)
+    }
+
+    /// What the sink was told: commit `id`; `stored` says whether the
+    /// snapshot's metadata was already in storage at that moment.
+    #[derive(Debug, PartialEq, Eq)]
+    struct Commit {
+        id: u64,
+        stored: bool,
+    }
+
+    /// How a test's coordinator is set up.
+    struct Setup {
+        parallelism: u16,
+        schedule: Option<CheckpointSettings>,
+        first_id: u64,
+        restored_checkpoint: Option<u64>,
+    }
+
+    impl Setup {
+        fn every(interval: Duration) -> Self {
+            Self {
+                parallelism: 1,
+                schedule: Some(schedule(interval, Duration::ZERO, NEVER)),
+                first_id: 1,
+                restored_checkpoint: None,
+            }
+        }
+    }
+
+    /// A coordinator on its own thread, and the pipeline's ends of its
+    /// channels.
+    struct Harness {
+        url: String,
+        local_dir: PathBuf,
+        control: ControlDir,
+        parallelism: u16,
+        triggers: Receiver<Trigger>,
+        acks: Sender<Ack>,
+        inbox: Sender<Request>,
+        commits: Receiver<Commit>,
+        snapshots: Receiver<CompletedSnapshot>,
+        thread: JoinHandle<Result<CoordinatorReport, CheckpointError>>,
+    }
+
+    impl Harness {
+        fn start(root: &Path, setup: Setup) -> Self {
+            let url = format!("file://{}", root.join("storage").display());
+            let local_dir = root.join("local");
+            let control = ControlDir::new(root.join("control"));
+            let (trigger_tx, triggers) = mpsc::channel();
+            let (acks, ack_rx) = mpsc::channel();
+            let (inbox, inbox_rx) = mpsc::channel();
+            let (commit_tx, commits) = mpsc::channel();
+            let (snapshot_tx, snapshots) = mpsc::channel();
+            let config = CoordinatorConfig {
+                pipeline: PIPELINE.into(),
+                operator_uid: "process".into(),
+                max_parallelism: 128,
+                parallelism: setup.parallelism,
+                schedule: setup.schedule,
+                local_dir: local_dir.clone(),
+                control: control.clone(),
+                inbox: Some(inbox_rx),
+                on_snapshot: Box::new(move |snapshot| {
+                    let _ = snapshot_tx.send(snapshot.clone());
+                }),
+                first_id: setup.first_id,
+                restored_checkpoint: setup.restored_checkpoint,
+                known: Vec::new(),
+            };
+            let storage = CheckpointStorage::open(&url, PIPELINE).expect("storage");
+            let commit_url = url.clone();
+            let complete = Box::new(move |id| {
+                let storage = CheckpointStorage::open(&commit_url, PIPELINE).expect("storage");
+                let stored =
+                    [SnapshotKind::Checkpoint, SnapshotKind::Savepoint].into_iter().any(|kind| {
+                        storage.completed_of(kind).expect("list").iter().any(|m| m.id == id)
+                    });
+                commit_tx.send(Commit { id, stored }).is_ok()
+            });
+            let coordinator = Coordinator::new(config, storage, trigger_tx, ack_rx, complete);
+            let thread = std::thread::spawn(move || coordinator.run());
+            Self {
+                url,
+                local_dir,
+                control,
+                parallelism: setup.parallelism,
+                triggers,
+                acks,
+                inbox,
+                commits,
+                snapshots,
+                thread,
+            }
+        }
+
+        /// A second handle on the coordinator's storage.
+        fn storage(&self) -> CheckpointStorage {
+            CheckpointStorage::open(&self.url, PIPELINE).expect("storage")
+        }
+
+        /// Ids of the completed checkpoints in storage, newest first.
+        fn stored_checkpoints(&self) -> Vec<u64> {
+            self.storage().completed().expect("list").iter().map(|m| m.id).collect()
+        }
+
+        /// The next trigger the source receives.
+        fn trigger(&self) -> Trigger {
+            self.triggers.recv_timeout(SOON).expect("a trigger")
+        }
+
+        /// The next commit the sink is told of.
+        fn commit(&self) -> Commit {
+            self.commits.recv_timeout(SOON).expect("a commit")
+        }
+
+        fn ack(&self, ack: Ack) {
+            self.acks.send(ack).expect("the coordinator is running");
+        }
+
+        fn ack_source(&self, id: u64) {
+            self.ack(Ack::Source { id, state: json!({ "offset": id * 100 }) });
+        }
+
+        fn ack_sink(&self, id: u64) {
+            self.ack(Ack::Sink { id, state: json!({ "pending": id }) });
+        }
+
+        /// Subtask `index` snapshots an (empty) database for `id` where
+        /// the subtasks put theirs, and acknowledges.
+        fn ack_subtask(&self, id: u64, index: usize) {
+            let dir = self.subtask_dir(id, index);
+            std::fs::create_dir_all(&dir).expect("local dir");
+            drop(RocksDbBackend::open(&dir).expect("database"));
+            self.ack(Ack::Subtask { id, index, dir });
+        }
+
+        fn subtask_dir(&self, id: u64, index: usize) -> PathBuf {
+            self.local_dir.join(format!("chk-{id}")).join(format!("subtask-{index}"))
+        }
+
+        /// Every task acknowledges `id`.
+        fn ack_all(&self, id: u64) {
+            self.ack_source(id);
+            for index in 0..usize::from(self.parallelism) {
+                self.ack_subtask(id, index);
+            }
+            self.ack_sink(id);
+        }
+
+        /// Acknowledge every trigger until a snapshot completes; its id.
+        fn complete_next(&self) -> u64 {
+            let deadline = Instant::now() + SOON;
+            while Instant::now() < deadline {
+                if let Ok(commit) = self.commits.try_recv() {
+                    assert!(commit.stored, "{commit:?}");
+                    return commit.id;
+                }
+                if let Ok(trigger) = self.triggers.try_recv() {
+                    self.ack_all(trigger.id);
+                }
+                std::thread::sleep(ms(5));
+            }
+            panic!("no snapshot completed");
+        }
+
+        /// The pipeline ends; what the coordinator reports.
+        fn shutdown(self) -> CoordinatorReport {
+            let _ = self.acks.send(Ack::Shutdown);
+            self.finished()
+        }
+
+        /// The coordinator's result once it has ended by itself.
+        fn finished(self) -> CoordinatorReport {
+            self.thread.join().expect("no panic").expect("no error")
+        }
+    }
+
+    #[test]
+    fn checkpoints_are_triggered_once_per_interval_with_increasing_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let interval = ms(300);
+        let started = Instant::now();
+        let h = Harness::start(dir.path(), Setup::every(interval));
+        let first = h.trigger();
+        assert!(started.elapsed() >= interval, "not before the interval");
+        assert_eq!(first, Trigger { id: 1, kind: SnapshotKind::Checkpoint, stop: false });
+        h.ack_all(1);
+        assert_eq!(h.commit(), Commit { id: 1, stored: true });
+        let second = h.trigger();
+        assert!(started.elapsed() >= 2 * interval, "the next one an interval after the first");
+        assert_eq!(second.id, 2);
+        assert_eq!(h.shutdown(), CoordinatorReport { completed: 1, expired: 0 });
+    }
+
+    #[test]
+    fn one_checkpoint_at_a_time_however_short_the_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = Harness::start(dir.path(), Setup::every(ms(10)));
+        assert_eq!(h.trigger().id, 1);
+        std::thread::sleep(ms(300));
+        assert!(h.triggers.try_recv().is_err(), "no trigger while checkpoint 1 is in flight");
+        h.ack_all(1);
+        assert_eq!(h.commit().id, 1);
+        assert_eq!(h.trigger().id, 2, "the next one once it completed");
+        h.shutdown();
+    }
+
+    #[test]
+    fn a_checkpoint_completes_only_once_the_source_every_subtask_and_the_sink_acknowledged() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = Harness::start(dir.path(), Setup { parallelism: 2, ..Setup::every(ms(10)) });
+        let id = h.trigger().id;
+        h.ack_subtask(id, 1);
+        h.ack_sink(id);
+        h.ack_source(id);
+        // An acknowledgement of another snapshot stands in for none.
+        h.ack_subtask(id + 7, 0);
+        assert!(h.commits.recv_timeout(ms(300)).is_err(), "subtask 0 has not acknowledged");
+        assert!(h.stored_checkpoints().is_empty());
+
+        h.ack_subtask(id, 0);
+        assert_eq!(h.commit(), Commit { id, stored: true }, "stored before the sink commits");
+        assert!(
+            !h.subtask_dir(id + 7, 0).exists(),
+            "the stray acknowledgement's files are removed"
+        );
+        let stored = h.storage().completed().unwrap();
+        assert_eq!(stored.len(), 1);
+        let metadata = &stored[0];
+        assert_eq!((metadata.id, metadata.parallelism), (id, 2));
+        assert_eq!(metadata.source, json!({ "offset": id * 100 }), "the source's positions");
+        assert_eq!(metadata.sink, json!({ "pending": id }), "what the sink needs to commit");
+        let snapshot = h.snapshots.recv_timeout(SOON).unwrap();
+        assert_eq!((snapshot.id, snapshot.kind), (id, SnapshotKind::Checkpoint));
+        let storage = h.storage();
+        assert_eq!(snapshot.location, storage.describe(&storage.checkpoint_dir(id)));
+        h.shutdown();
+    }
+
+    #[test]
+    fn the_sink_is_told_to_commit_each_completed_checkpoint_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = Harness::start(dir.path(), Setup::every(ms(10)));
+        let committed: Vec<u64> = (0..3).map(|_| h.complete_next()).collect();
+        assert_eq!(committed, [1, 2, 3]);
+        assert!(h.commits.try_recv().is_err(), "each commit once");
+        assert_eq!(h.shutdown().completed, 3);
+    }
+
+    #[test]
+    fn min_pause_separates_a_completion_from_the_next_trigger() {
+        let dir = tempfile::tempdir().unwrap();
+        let min_pause = ms(400);
+        let setup =
+            Setup { schedule: Some(schedule(ms(10), min_pause, NEVER)), ..Setup::every(ms(10)) };
+        let h = Harness::start(dir.path(), setup);
+        let id = h.trigger().id;
+        h.ack_source(id);
+        h.ack_subtask(id, 0);
+        let before_completion = Instant::now();
+        h.ack_sink(id);
+        assert_eq!(h.commit().id, id);
+        assert_eq!(h.trigger().id, id + 1);
+        assert!(
+            before_completion.elapsed() >= min_pause,
+            "the interval (10 ms) is long past, but the pause after a completion is kept"
+        );
+        h.shutdown();
+    }
+
+    #[test]
+    fn an_incomplete_checkpoint_expires_is_counted_and_the_next_one_is_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let timeout = ms(300);
+        let setup = Setup {
+            schedule: Some(schedule(ms(10), Duration::ZERO, timeout)),
+            ..Setup::every(ms(10))
+        };
+        let started = Instant::now();
+        let h = Harness::start(dir.path(), setup);
+        assert_eq!(h.trigger().id, 1);
+        // Subtask 0 never acknowledges checkpoint 1.
+        h.ack_source(1);
+        h.ack_sink(1);
+        let next = h.trigger();
+        assert!(started.elapsed() >= timeout, "abandoned only after its timeout");
+        assert_eq!(next.id, 2);
+        // Too late: checkpoint 1 is gone; the late files are removed.
+        h.ack_subtask(1, 0);
+        h.ack_all(2);
+        let completed = h.complete_next();
+        assert!(completed >= 2, "checkpoint 1 never completes");
+        assert!(!h.subtask_dir(1, 0).exists());
+        assert!(!h.stored_checkpoints().contains(&1));
+        let report = h.shutdown();
+        assert_eq!(report.completed, 1);
+        // Checkpoint 1, and any other this busy machine was too slow to
+        // acknowledge in time.
+        assert!(report.expired >= completed - 1, "{report:?}");
+    }
+
+    #[test]
+    fn retention_keeps_the_newest_checkpoints_and_the_one_restored_from_until_it_is_safe() {
+        let dir = tempfile::tempdir().unwrap();
+        let keep_one =
+            CheckpointSettings { retained: 1, ..schedule(ms(10), Duration::ZERO, NEVER) };
+        let setup = Setup { schedule: Some(keep_one.clone()), ..Setup::every(ms(10)) };
+        let first = Harness::start(dir.path(), setup);
+        for id in 1..=3 {
+            assert_eq!(first.trigger().id, id);
+            first.ack_all(id);
+            assert_eq!(first.commit().id, id);
+        }
+        // The next trigger comes once checkpoint 3 is finished, retention
+        // included.
+        assert_eq!(first.trigger().id, 4);
+        assert_eq!(first.stored_checkpoints(), [3], "only the newest is retained");
+        let local: Vec<_> = std::fs::read_dir(&first.local_dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(local, ["chk-3"], "only the newest local copy is kept");
+        first.shutdown();
+
+        // A restart from checkpoint 3: it stays until two checkpoints of
+        // the new run completed (the sink has then committed the first).
+        let setup = Setup {
+            schedule: Some(keep_one),
+            first_id: 4,
+            restored_checkpoint: Some(3),
+            ..Setup::every(ms(10))
+        };
+        let second = Harness::start(dir.path(), setup);
+        assert_eq!(second.trigger().id, 4);
+        for (id, retained) in [(4, vec![4, 3]), (5, vec![5])] {
+            second.ack_all(id);
+            assert_eq!(second.commit().id, id);
+            assert_eq!(second.trigger().id, id + 1, "sent once checkpoint {id} is finished");
+            assert_eq!(second.stored_checkpoints(), retained, "after checkpoint {id}");
+        }
+        second.shutdown();
+    }
+
+    #[test]
+    fn a_savepoint_request_is_taken_and_answered_with_its_location() {
+        let dir = tempfile::tempdir().unwrap();
+        let on_request_only = Setup { schedule: None, ..Setup::every(ms(10)) };
+        let h = Harness::start(dir.path(), on_request_only);
+        assert!(h.triggers.recv_timeout(ms(300)).is_err(), "no periodic checkpoints");
+
+        let (request, answer) = Request::in_process(SnapshotKind::Savepoint, false);
+        h.inbox.send(request).unwrap();
+        let trigger = h.trigger();
+        assert_eq!(trigger, Trigger { id: 1, kind: SnapshotKind::Savepoint, stop: false });
+        h.ack_all(1);
+        let answer = answer.recv_timeout(SOON).unwrap();
+        let storage = h.storage();
+        let location = storage.describe(&storage.savepoint_dir(1));
+        assert_eq!(answer, Response::done(&location));
+        assert_eq!(h.commit(), Commit { id: 1, stored: true });
+        let savepoints = storage.completed_of(SnapshotKind::Savepoint).unwrap();
+        assert_eq!(savepoints.iter().map(|m| m.id).collect::<Vec<_>>(), [1]);
+        assert!(h.stored_checkpoints().is_empty(), "a savepoint is not a checkpoint");
+        assert_eq!(h.shutdown().completed, 1, "the pipeline keeps running after it");
+    }
+
+    #[test]
+    fn stop_with_savepoint_from_another_process_ends_the_coordinator() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = Harness::start(dir.path(), Setup::every(NEVER));
+        h.control.claim().unwrap();
+        let control = h.control.clone();
+        let client =
+            std::thread::spawn(move || control.request(SnapshotKind::Savepoint, true, SOON));
+        let trigger = h.trigger();
+        assert_eq!((trigger.kind, trigger.stop), (SnapshotKind::Savepoint, true));
+        h.ack_all(trigger.id);
+        let answer = client.join().unwrap().unwrap();
+        assert!(answer.ok && answer.location.is_some(), "{answer:?}");
+        assert_eq!(h.finished().completed, 1, "ended by itself after the savepoint");
+    }
+
+    #[test]
+    fn a_finished_source_gets_a_final_checkpoint_then_the_coordinator_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = Harness::start(dir.path(), Setup::every(NEVER));
+        h.ack(Ack::SourceFinished);
+        let trigger = h.trigger();
+        assert_eq!(trigger, Trigger { id: 1, kind: SnapshotKind::Checkpoint, stop: false });
+        h.ack_all(1);
+        assert_eq!(h.commit().id, 1, "the rest of the output is committed");
+        assert_eq!(h.finished().completed, 1);
+
+        // Without checkpointing there is nothing to commit: it ends at once.
+        let dir = tempfile::tempdir().unwrap();
+        let h = Harness::start(dir.path(), Setup { schedule: None, ..Setup::every(NEVER) });
+        h.ack(Ack::SourceFinished);
+        assert_eq!(h.finished(), CoordinatorReport::default());
+    }
+}

@@ -62,10 +62,14 @@ pub(crate) fn prepare(
 
 /// Check, without running it, that `spec` can run on this host: its
 /// settings, the exactly-once requirements of its sink, and that every
-/// function exists and implements its role. What a deploy refuses. (No
-/// native functions: a spec naming one is refused.)
-pub fn check(spec: &PipelineSpec, data_dir: &Path) -> Result<(), RunError> {
-    prepare(spec, data_dir, &NativeCatalog::default()).map(drop)
+/// function exists and implements its role (`native:` functions are looked
+/// up in `natives`). What a deploy refuses.
+pub fn check(
+    spec: &PipelineSpec,
+    data_dir: &Path,
+    natives: &NativeCatalog,
+) -> Result<(), RunError> {
+    prepare(spec, data_dir, natives).map(drop)
 }
 
 /// Where a spec's functions come from.

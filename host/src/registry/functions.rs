@@ -89,7 +89,7 @@ pub struct FunctionStore {
 impl FunctionStore {
     /// Open (creating) the store under `data_dir`.
     pub fn open(data_dir: &Path) -> Result<Self, RegistryError> {
-        let path = data_dir.join("functions");
+        let path = crate::config::function_store_dir(data_dir);
         let io = |source| RegistryError::Io { path: path.clone(), source };
         std::fs::create_dir_all(path.join(BLOBS)).map_err(io)?;
         let root = Dir::open_ambient_dir(&path, ambient_authority()).map_err(io)?;

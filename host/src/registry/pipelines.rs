@@ -130,7 +130,7 @@ pub struct PipelineStore {
 impl PipelineStore {
     /// Open (creating) the store under `data_dir`.
     pub fn open(data_dir: &Path) -> Result<Self, RegistryError> {
-        let path = data_dir.join("api").join("pipelines");
+        let path = crate::config::pipeline_store_dir(data_dir);
         let io = |source| RegistryError::Io { path: path.clone(), source };
         std::fs::create_dir_all(&path).map_err(io)?;
         let dir = Dir::open_ambient_dir(&path, ambient_authority()).map_err(io)?;

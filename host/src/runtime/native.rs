@@ -86,3 +86,9 @@ impl NativeCatalog {
         self.functions.iter().map(|(name, _)| *name)
     }
 }
+
+impl std::fmt::Debug for NativeCatalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
+}

@@ -1,0 +1,70 @@
+//! The `weir` command line: the argument types, one module per command
+//! group, and the text printed for people. Each command parses nothing
+//! itself (clap did) and leaves the work to the library.
+//!
+//! * `run`, `bench`, `snapshots` (`savepoint`, `stop`) and `checkpoints`
+//!   work on a pipeline in this process or on its data directory;
+//! * `serve` starts the HTTP API; `function` and `pipeline` are its
+//!   clients (`server` says which server);
+//! * `wasm` (`inspect`, `componentize`) works on `.wasm` files;
+//! * `print` holds the tables and summaries.
+
+pub mod bench;
+pub mod checkpoints;
+pub mod function;
+pub mod pipeline;
+pub mod print;
+pub mod run;
+pub mod serve;
+pub mod server;
+pub mod snapshots;
+pub mod wasm;
+
+use clap::{Parser, Subcommand};
+
+/// Weir: a stream processor whose functions are WebAssembly components.
+#[derive(Parser)]
+#[command(version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run a pipeline spec in this process until its sources are exhausted
+    /// (or `weir stop` asks it to stop).
+    Run(run::RunArgs),
+    /// Measure the standard workloads, Wasm against the same logic native
+    /// (see the README's "Benchmarks"). Build with `--release`.
+    Bench(bench::BenchArgs),
+    /// Take a savepoint of a running pipeline (started by `weir run` with
+    /// the same data directory) and print where it is.
+    Savepoint(snapshots::SavepointArgs),
+    /// Stop a running pipeline gracefully: in-flight records are processed,
+    /// a final snapshot is taken, and `weir run` exits.
+    Stop(snapshots::StopArgs),
+    /// Serve the HTTP API: functions, pipelines, metrics (see the README).
+    Serve(serve::ServeArgs),
+    /// Functions on a `weir serve`: upload, list.
+    Function {
+        #[command(subcommand)]
+        command: function::FunctionCommand,
+    },
+    /// Pipelines on a `weir serve`: deploy, list, status, savepoint, stop,
+    /// upgrade, delete.
+    Pipeline {
+        #[command(subcommand)]
+        command: pipeline::PipelineCommand,
+    },
+    /// Inspect a pipeline's checkpoints and savepoints.
+    Checkpoints {
+        #[command(subcommand)]
+        command: checkpoints::CheckpointsCommand,
+    },
+    /// Check a `.wasm` file and print which Weir worlds it implements.
+    Inspect(wasm::InspectArgs),
+    /// Turn a core module carrying a component type into a component.
+    Componentize(wasm::ComponentizeArgs),
+}

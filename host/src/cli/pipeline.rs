@@ -1,0 +1,135 @@
+//! `weir pipeline …`: pipelines on a `weir serve`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::Subcommand;
+use weir_host::api::{Upgrade, VersionChoice};
+
+use super::print::{print_pipeline_list, print_status};
+use super::server::ServerArgs;
+
+/// What `weir pipeline` does.
+#[derive(Subcommand)]
+pub enum PipelineCommand {
+    /// Deploy a spec whose functions are stored ones (`function: <name>`).
+    Deploy {
+        /// The pipeline spec (YAML or JSON).
+        spec: PathBuf,
+        /// Start from this checkpoint or savepoint (its location).
+        #[arg(long)]
+        restore: Option<String>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Every pipeline with its state.
+    List {
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// One pipeline: state, failure, counts, watermark, last checkpoint.
+    Status {
+        /// The pipeline's name.
+        name: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Take a savepoint and print where it is.
+    Savepoint {
+        /// The pipeline's name.
+        name: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Stop gracefully (final snapshot) and print where the snapshot is.
+    Stop {
+        /// The pipeline's name.
+        name: String,
+        /// Take a savepoint rather than a checkpoint.
+        #[arg(long)]
+        savepoint: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Savepoint, stop, and start again with new function versions, a new
+    /// parallelism or a new spec, keeping the state.
+    Upgrade {
+        /// The pipeline's name.
+        name: String,
+        /// `NAME` (its newest version) or `NAME=VERSION`; repeatable.
+        #[arg(long = "function", value_name = "NAME[=VERSION]")]
+        functions: Vec<String>,
+        /// New parallelism.
+        #[arg(long)]
+        parallelism: Option<u16>,
+        /// A new spec file (same name).
+        #[arg(long)]
+        spec: Option<PathBuf>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Stop and delete a pipeline (its savepoints are kept).
+    Delete {
+        /// The pipeline's name.
+        name: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+}
+
+/// Run a `weir pipeline` command: call the server, print its answer.
+pub fn execute(command: PipelineCommand) -> anyhow::Result<()> {
+    match command {
+        PipelineCommand::Deploy { spec, restore, server } => {
+            let text = std::fs::read_to_string(&spec)
+                .with_context(|| format!("cannot read {}", spec.display()))?;
+            server.print(&server.client()?.deploy(text, restore.as_deref())?, print_status)
+        }
+        PipelineCommand::List { server } => {
+            server.print(&server.client()?.list_pipelines()?, print_pipeline_list)
+        }
+        PipelineCommand::Status { name, server } => {
+            server.print(&server.client()?.pipeline(&name)?, print_status)
+        }
+        PipelineCommand::Savepoint { name, server } => {
+            server.print(&server.client()?.savepoint(&name)?, |a| println!("{}", a.location))
+        }
+        PipelineCommand::Stop { name, savepoint, server } => server
+            .print(&server.client()?.stop(&name, savepoint)?, |a| {
+                println!("stopped; snapshot at {}", a.location)
+            }),
+        PipelineCommand::Upgrade { name, functions, parallelism, spec, server } => {
+            let functions = version_choices(functions)?;
+            let spec = spec
+                .map(|path| {
+                    std::fs::read_to_string(&path)
+                        .with_context(|| format!("cannot read {}", path.display()))
+                })
+                .transpose()?;
+            let upgrade = Upgrade { spec, functions, parallelism };
+            server.print(&server.client()?.upgrade(&name, &upgrade)?, print_status)
+        }
+        PipelineCommand::Delete { name, server } => {
+            server.print(&server.client()?.delete_pipeline(&name)?, |_| println!("deleted"))
+        }
+    }
+}
+
+/// `--function NAME` (the newest version) or `NAME=VERSION`, by name.
+fn version_choices(choices: Vec<String>) -> anyhow::Result<BTreeMap<String, VersionChoice>> {
+    let mut versions = BTreeMap::new();
+    for choice in choices {
+        let (function, version) = match choice.split_once('=') {
+            Some((function, version)) => (
+                function.to_string(),
+                VersionChoice::Exactly(version.parse().with_context(|| {
+                    format!("--function {choice}: the version is not a number")
+                })?),
+            ),
+            None => (choice, VersionChoice::Latest),
+        };
+        versions.insert(function, version);
+    }
+    Ok(versions)
+}

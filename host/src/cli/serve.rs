@@ -1,0 +1,58 @@
+//! `weir serve`: the HTTP API on this machine's data directory.
+
+use std::path::PathBuf;
+
+/// What `weir serve` takes.
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on; port 0 picks a free one.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: std::net::SocketAddr,
+    /// Where functions, state and compiled code are kept.
+    #[arg(long, env = weir_host::config::DATA_DIR_ENV)]
+    data_dir: Option<PathBuf>,
+    /// Require `Authorization: Bearer <token>` on every route but /healthz.
+    #[arg(long, env = "WEIR_API_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Largest accepted upload, in bytes.
+    #[arg(long, default_value_t = 64 << 20)]
+    max_upload_bytes: usize,
+    /// The most CPU time per call a pipeline's `limits.call_timeout`
+    /// may grant its functions.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    max_call_timeout: std::time::Duration,
+    /// The most linear memory a pipeline's `limits.memory` may grant
+    /// each function instance (`512MiB`, `1GiB`, bytes).
+    #[arg(long, default_value = "1GiB", value_parser = parse_size)]
+    max_function_memory: usize,
+}
+
+/// Serve until the process ends; say on stdout where.
+pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let data_dir = args.data_dir.unwrap_or_else(weir_host::config::default_data_dir);
+    let max_limits = weir_host::runtime::FunctionLimits {
+        call_timeout: args.max_call_timeout,
+        memory_bytes: args.max_function_memory,
+        fuel: None,
+    };
+    let config = weir_host::api::ServeConfig {
+        listen: args.listen,
+        data_dir,
+        token: args.token.filter(|t| !t.is_empty()),
+        max_upload_bytes: args.max_upload_bytes,
+        max_limits,
+        natives: weir_host::bench::native::catalog(),
+    };
+    weir_host::api::serve(config, |address| {
+        use std::io::Write as _;
+        println!("weir serve listening on http://{address}");
+        let _ = std::io::stdout().flush();
+    })?;
+    Ok(())
+}
+
+/// A size argument: `512MiB`, `1GiB` or bytes.
+fn parse_size(text: &str) -> Result<usize, String> {
+    weir_host::units::parse_bytes(text)
+        .ok_or_else(|| format!("{text:?} is not a size (like 512MiB, 1GiB)"))
+}
