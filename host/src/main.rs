@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use weir_host::checkpoint::CheckpointSettings;
 use weir_host::checkpoint::{CheckpointStorage, ControlDir, SnapshotKind, SnapshotMetadata};
-use weir_host::pipeline::spec::CheckpointSpec;
 use weir_host::pipeline::{self, PipelineSpec, ProgressFn, RestoreFrom, RunOptions, RunSummary};
 use weir_host::runtime::{componentize, digest, new_engine, FunctionLoader};
 
@@ -689,10 +689,12 @@ fn execute(command: Command) -> anyhow::Result<()> {
         } => {
             let mut spec = PipelineSpec::load(&spec)?;
             if let Some(interval) = checkpoint_interval {
+                let interval =
+                    humantime::parse_duration(&interval).context("--checkpoint-interval")?;
                 let mut checkpoint =
-                    spec.checkpoint.take().unwrap_or_else(|| CheckpointSpec::every(&interval));
+                    spec.checkpoint.take().unwrap_or_else(|| CheckpointSettings::every(interval));
                 checkpoint.interval = interval;
-                checkpoint.settings().context("--checkpoint-interval")?;
+                checkpoint.validate().context("--checkpoint-interval")?;
                 spec.checkpoint = Some(checkpoint);
             }
             let mut options =

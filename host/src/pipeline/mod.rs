@@ -1,6 +1,5 @@
 //! Pipelines: the spec users write and the machinery that runs it.
 
-mod exactly_once;
 pub mod failures;
 mod live;
 mod operator;

@@ -34,20 +34,18 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::failures;
 use super::live::{LiveCounts, LiveMetrics, RunHandle};
 use super::operator::{FunctionCode, FunctionEnv, KeyedOperator, OperatorPlan, RoutedBatch};
-use super::spec::{CheckpointSettings, FunctionSpec, PipelineSpec, SinkSpec, SourceSpec};
-use super::{exactly_once, failures};
+use super::spec::{FunctionSpec, PipelineSpec, SinkSpec};
 use crate::checkpoint::{
-    self, Ack, CheckpointError, CheckpointStorage, CompletedSnapshot, ControlDir, Coordinator,
-    CoordinatorConfig, KnownFiles, LocatedSnapshot, RestoreTarget, SnapshotKind, Trigger,
+    self, Ack, CheckpointError, CheckpointSettings, CheckpointStorage, CompletedSnapshot,
+    ControlDir, Coordinator, CoordinatorConfig, KnownFiles, LocatedSnapshot, RestoreTarget,
+    SnapshotKind, Trigger,
 };
 use crate::config;
-use crate::connectors::kafka::{self, KafkaSink, KafkaSinkConfig, KafkaSource, KafkaSourceConfig};
-use crate::connectors::{
-    ConnectorError, DiscardSink, FileSink, FileSource, GeneratorSource, Sink, Source, SplitSource,
-    StdoutSink,
-};
+use crate::connectors::kafka::{self, KafkaSinkConfig};
+use crate::connectors::{self, open_sink, ConnectorError, Sink, SinkMode, Source};
 use crate::registry::{FunctionStore, RegistryError};
 use crate::runtime::{
     new_engine, CallError, EngineLimits, FunctionLoader, KeyFunctionInstance, LoadError,
@@ -134,6 +132,13 @@ pub enum RunError {
     /// the one reported.
     #[error("a downstream operator stopped")]
     Stopped,
+}
+
+/// An exactly-once Kafka sink that cannot work is refused at deploy.
+impl From<kafka::ExactlyOnceError> for RunError {
+    fn from(error: kafka::ExactlyOnceError) -> Self {
+        RunError::Deploy(error.to_string())
+    }
 }
 
 /// Reports how far a bounded source has got: `(done, total)` in the
@@ -301,12 +306,12 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
             "key",
         ),
     };
-    let mut source = open_source(spec)?;
+    let mut source = connectors::open_source(&spec.source, &spec.name)?;
     tracing::debug!(elapsed = ?started.elapsed(), "functions loaded, source open");
     let start = prepare_state(spec, options, settings.as_ref(), kafka_exactly_once.as_ref())?;
     tracing::debug!(elapsed = ?started.elapsed(), "state ready");
     let mut watermarks = spec.watermark.as_ref().and_then(|w| {
-        let idle = w.idle_timeout().ok().flatten();
+        let idle = w.idle_timeout;
         w.delay_ms().map(|delay| SplitWatermarks::new(source.splits(), delay, idle, Instant::now()))
     });
     let mut resumed_watermark = None;
@@ -479,15 +484,10 @@ struct Prepared {
 /// Check the settings and the exactly-once requirements, and load every
 /// function for its role.
 fn prepare(spec: &PipelineSpec, data_dir: &Path) -> Result<Prepared, RunError> {
-    let settings = spec
-        .checkpoint
-        .as_ref()
-        .map(|c| c.settings())
-        .transpose()
-        .map_err(|e| RunError::Deploy(e.to_string()))?;
-    let kafka_exactly_once = exactly_once::exactly_once_sink(spec)?;
+    let settings = spec.checkpoint.clone();
+    let kafka_exactly_once = kafka::exactly_once_sink(&spec.sink).cloned();
     if let Some(sink) = &kafka_exactly_once {
-        exactly_once::check(spec, sink, settings.as_ref(), data_dir)?;
+        kafka::check_exactly_once(sink, settings.as_ref(), &spec.name, data_dir)?;
     }
     let env = FunctionEnv::of(spec)?;
     // One key function instance and one per subtask, each replaced (the old
@@ -1085,79 +1085,6 @@ fn load(
     loaded
         .map(|f| FunctionCode::Wasm(LoadedFunction { label: short, ..f }))
         .map_err(|source| RunError::Load { function: label, source })
-}
-
-fn open_source(spec: &PipelineSpec) -> Result<Box<dyn Source>, RunError> {
-    Ok(match &spec.source {
-        SourceSpec::File { path, paths, timestamp_field, on_bad_timestamp } => {
-            let open = |path: &std::path::PathBuf| -> Result<Box<dyn Source>, RunError> {
-                Ok(Box::new(
-                    FileSource::open(path, timestamp_field.clone())?
-                        .with_bad_timestamps(on_bad_timestamp.clone()),
-                ))
-            };
-            match path {
-                Some(path) => open(path)?,
-                None => {
-                    Box::new(SplitSource::new(paths.iter().map(open).collect::<Result<_, _>>()?))
-                }
-            }
-        }
-        SourceSpec::Generator { count, keys, seed, start_time, interval_ms, encoding } => {
-            let start = crate::connectors::parse_rfc3339_millis(start_time).unwrap_or(0);
-            Box::new(
-                GeneratorSource::new(*count, *keys, *seed, start, *interval_ms)
-                    .with_encoding(*encoding),
-            )
-        }
-        SourceSpec::Kafka {
-            bootstrap_servers,
-            topics,
-            topic_pattern,
-            group_id,
-            start,
-            bounded,
-            timestamp_field,
-            properties,
-        } => Box::new(KafkaSource::open(&KafkaSourceConfig {
-            bootstrap_servers: bootstrap_servers.clone(),
-            topics: topics.clone(),
-            topic_pattern: topic_pattern.clone(),
-            group_id: group_id.clone().unwrap_or_else(|| format!("weir-{}", spec.name)),
-            start: start.clone(),
-            bounded: *bounded,
-            timestamp_field: timestamp_field.clone(),
-            properties: properties.clone(),
-        })?),
-    })
-}
-
-/// How a sink makes output visible.
-#[derive(Debug, Clone)]
-enum SinkMode {
-    /// As it is written (no checkpointing).
-    Direct,
-    /// When the checkpoint covering it completes; recovering the pending
-    /// output recorded in the snapshot's state, if restoring.
-    ExactlyOnce(Option<serde_json::Value>),
-}
-
-fn open_sink(spec: &SinkSpec, mode: SinkMode) -> Result<Box<dyn Sink>, RunError> {
-    Ok(match (spec, mode) {
-        (SinkSpec::File { path }, SinkMode::Direct) => Box::new(FileSink::create(path)?),
-        (SinkSpec::File { path }, SinkMode::ExactlyOnce(state)) => {
-            Box::new(FileSink::exactly_once(path, state.as_ref())?)
-        }
-        (SinkSpec::Stdout {}, _) => Box::new(StdoutSink::new()),
-        (SinkSpec::Discard {}, _) => Box::new(DiscardSink),
-        (kafka @ SinkSpec::Kafka { .. }, _) => {
-            let config = kafka
-                .kafka_config()
-                .map_err(|e| RunError::Deploy(e.to_string()))?
-                .ok_or_else(|| RunError::Deploy("not a Kafka sink".into()))?;
-            Box::new(KafkaSink::open(&config)?)
-        }
-    })
 }
 
 /// The sinks of the declared side outputs.
