@@ -689,8 +689,8 @@ fn execute(command: Command) -> anyhow::Result<()> {
         } => {
             let mut spec = PipelineSpec::load(&spec)?;
             if let Some(interval) = checkpoint_interval {
-                let interval =
-                    humantime::parse_duration(&interval).context("--checkpoint-interval")?;
+                let interval = humantime::parse_duration(&interval)
+                    .with_context(|| format!("--checkpoint-interval {interval:?}"))?;
                 let mut checkpoint =
                     spec.checkpoint.take().unwrap_or_else(|| CheckpointSettings::every(interval));
                 checkpoint.interval = interval;

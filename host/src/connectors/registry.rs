@@ -180,7 +180,7 @@ pub(crate) fn resolve(path: &mut PathBuf, base: &Path) {
 /// A deserialization error inside a connector's section starts with this,
 /// then the field's path within the section and `: `, so the spec can name
 /// the whole path (`sink.transaction_timeout`).
-pub const NESTED_FIELD: char = '.';
+pub(crate) const NESTED_FIELD: char = '.';
 
 /// Read a connector section: its `type:` name and the rest (kept as JSON
 /// values, which read enums written as `{ variant: value }` like the spec).
