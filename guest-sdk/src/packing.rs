@@ -245,13 +245,17 @@ pub(crate) fn groups<'a>(
     })
 }
 
+/// One window of an accumulate batch: its accumulator so far (`None` for a
+/// new window) and its events, each checked.
+pub(crate) type AccumulateGroup<'a> = (Result<Option<&'a [u8]>, Error>, Result<&'a [Event], Error>);
+
 /// Each window of an accumulate batch: its accumulator so far (checked;
 /// `None` for a new window) and its events (slices of `events`, the
 /// batch's events unpacked).
 pub(crate) fn accumulate_groups<'a>(
     batch: &'a AccumulateBatch,
     events: &'a [Event],
-) -> impl Iterator<Item = (Result<Option<&'a [u8]>, Error>, Result<&'a [Event], Error>)> + 'a {
+) -> impl Iterator<Item = AccumulateGroup<'a>> + 'a {
     let cells = &batch.accumulators;
     let mut taken = 0usize;
     let accumulators = cut(&cells.values, &cells.ends)

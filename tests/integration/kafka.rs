@@ -493,9 +493,7 @@ fn the_kafka_example_spec_is_valid() {
             .unwrap();
     assert!(matches!(
         &spec.sink,
-        weir_host::pipeline::spec::SinkSpec::Kafka {
-            delivery: weir_host::connectors::kafka::Delivery::ExactlyOnce,
-            ..
-        }
+        weir_host::pipeline::spec::SinkSpec::Kafka(sink)
+            if sink.delivery == weir_host::connectors::kafka::Delivery::ExactlyOnce
     ));
 }

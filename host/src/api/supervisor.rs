@@ -271,9 +271,10 @@ impl Supervisor {
             return Err(ApiError::invalid_pipeline(format!("limits.memory: {asked} is more than this server grants ({allowed}; weir serve --max-function-memory)")));
         }
         pipeline::check(&spec, &self.data_dir, &self.natives).map_err(|e| match e {
-            RunError::StoredFunction { .. } | RunError::Load { .. } | RunError::Deploy(_) => {
-                ApiError::invalid_pipeline(e.to_string())
-            }
+            RunError::StoredFunction { .. }
+            | RunError::Load { .. }
+            | RunError::Deploy(_)
+            | RunError::ExactlyOnce(_) => ApiError::invalid_pipeline(e.to_string()),
             other => ApiError::internal(other.to_string()),
         })?;
         Ok(spec)

@@ -11,8 +11,8 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use wasmtime::component::Resource;
+use weir_sdk::binary::Order;
 
-use crate::connectors::decode_binary_order;
 use crate::runtime::bindings::weir::function::context::Host as _;
 use crate::runtime::bindings::weir::function::state::{self, HostValueState};
 use crate::runtime::bindings::weir::function::types::{Accumulate, KeyedEvents};
@@ -58,7 +58,8 @@ struct Binary;
 
 impl OrderFormat for Binary {
     fn decode(event: &Event) -> Result<(u64, i64), String> {
-        decode_binary_order(&event.value).map(|(_, customer, cents)| (customer, cents))
+        let order = Order::decode(&event.value).map_err(|e| e.to_string())?;
+        Ok((order.customer_id, order.amount_cents))
     }
 }
 

@@ -28,8 +28,8 @@ use std::time::{Duration, Instant};
 use super::control::{ControlDir, Request, Response};
 use super::incremental::{self, KnownFiles};
 use super::metadata::{CanonicalFile, SnapshotKind, SnapshotMetadata, StateFiles};
+use super::settings::CheckpointSettings;
 use super::{canonical, CheckpointError, CheckpointStorage};
-use crate::pipeline::spec::CheckpointSettings;
 
 /// What the pipeline's tasks tell the coordinator.
 #[derive(Debug)]

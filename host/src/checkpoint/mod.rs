@@ -9,6 +9,8 @@
 //! * `canonical`: the backend-independent savepoint format.
 //! * `restore`: state back from a snapshot, staged then switched in.
 //! * [`control`](ControlDir): savepoint / stop requests to a running pipeline.
+//! * [`settings`](CheckpointSettings): interval, min pause, timeout,
+//!   retention and storage of a pipeline's checkpoints.
 
 mod canonical;
 mod control;
@@ -16,6 +18,7 @@ mod coordinator;
 mod incremental;
 mod metadata;
 mod restore;
+mod settings;
 mod storage;
 
 pub use control::{ControlDir, Request, Response};
@@ -25,4 +28,5 @@ pub use coordinator::{
 pub use incremental::KnownFiles;
 pub use metadata::{CanonicalFile, SnapshotKind, SnapshotMetadata, StateFiles, StoredFile};
 pub use restore::{restore, RestoreTarget};
+pub use settings::{CheckpointSettings, SettingsError};
 pub use storage::{CheckpointError, CheckpointStorage, LocatedSnapshot, RetainReport};

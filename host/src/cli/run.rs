@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use weir_host::pipeline::spec::CheckpointSpec;
+use weir_host::checkpoint::CheckpointSettings;
 use weir_host::pipeline::{self, PipelineSpec, ProgressFn, RestoreFrom, RunOptions};
 
 use super::print::print_summary;
@@ -47,10 +47,12 @@ pub struct RunArgs {
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let mut spec = PipelineSpec::load(&args.spec)?;
     if let Some(interval) = args.checkpoint_interval {
+        let interval = humantime::parse_duration(&interval)
+            .with_context(|| format!("--checkpoint-interval {interval:?}"))?;
         let mut checkpoint =
-            spec.checkpoint.take().unwrap_or_else(|| CheckpointSpec::every(&interval));
+            spec.checkpoint.take().unwrap_or_else(|| CheckpointSettings::every(interval));
         checkpoint.interval = interval;
-        checkpoint.settings().context("--checkpoint-interval")?;
+        checkpoint.validate().context("--checkpoint-interval")?;
         spec.checkpoint = Some(checkpoint);
     }
     let mut options =

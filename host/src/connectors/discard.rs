@@ -1,7 +1,20 @@
-//! The discard sink: drops everything (for benchmarks and dry runs).
+//! The discard sink: drops everything, for benchmarks and dry runs
+//! (`type: discard`).
 
+use super::registry::{SinkConfig, SinkMode};
 use super::{ConnectorError, Sink};
 use crate::Event;
+
+/// `sink: { type: discard }`: no settings.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiscardConfig {}
+
+impl SinkConfig for DiscardConfig {
+    fn open(&self, _mode: SinkMode) -> Result<Box<dyn Sink>, ConnectorError> {
+        Ok(Box::new(DiscardSink))
+    }
+}
 
 /// Accepts events and drops them. It ignores epochs and checkpoints
 /// (at-least-once, trivially: nothing is kept).

@@ -7,18 +7,22 @@
 //! stream seeded with `seed`, and `t = start_time + i * interval_ms`. The
 //! same settings always give the same events.
 //!
-//! With [`Encoding::Binary`] the same order is 24 bytes instead: `order_id`,
-//! `customer_id` (u64) and the amount in cents (i64), little-endian — the
-//! layout of `weir_sdk::binary::Order`, for benchmarks that should measure
-//! the pipeline rather than JSON parsing.
+//! With [`Encoding::Binary`] the same order is a [`weir_sdk::binary::Order`]
+//! instead (24 bytes: `order_id`, `customer_id`, amount in cents,
+//! little-endian), for benchmarks that should measure the pipeline rather
+//! than JSON parsing.
 //!
 //! Its position is `{"produced": n}`, the number of events already given
 //! out; seeking computes the random state directly, so a resumed generator
 //! continues exactly as an uninterrupted one.
 
 use std::fmt::Write as _;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use serde::Deserialize;
+use weir_sdk::binary::Order;
+
+use super::registry::{ConfigError, SourceConfig};
 use super::{decode, encode, ConnectorError, Polled, Source};
 use crate::Event;
 
@@ -28,8 +32,68 @@ const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
 /// Random numbers drawn per event (customer and amount).
 const DRAWS_PER_EVENT: u64 = 2;
 
+/// `source: { type: generator, … }`: deterministic synthetic orders, for
+/// demos and benchmarks.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GeneratorConfig {
+    /// Number of events to produce.
+    pub count: u64,
+    /// Number of distinct customers (keys).
+    #[serde(default = "default_keys")]
+    pub keys: u64,
+    /// Seed of the pseudo-random amounts and customers.
+    #[serde(default)]
+    pub seed: u64,
+    /// Event time of the first event, RFC 3339 (default
+    /// `2026-01-15T10:00:00Z`).
+    #[serde(default = "default_start_time", with = "humantime_serde")]
+    pub start_time: SystemTime,
+    /// Milliseconds of event time between consecutive events.
+    #[serde(default = "default_interval")]
+    pub interval_ms: u64,
+    /// `json` (default) or `binary` (24 bytes per order, see
+    /// `weir_sdk::binary::Order`).
+    #[serde(default)]
+    pub encoding: Encoding,
+}
+
+fn default_keys() -> u64 {
+    100
+}
+
+fn default_start_time() -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(1_768_471_200_000)
+}
+
+fn default_interval() -> u64 {
+    1000
+}
+
+impl SourceConfig for GeneratorConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.keys == 0 {
+            return Err(ConfigError::new("keys", "must be at least 1"));
+        }
+        Ok(())
+    }
+
+    fn open(&self, _pipeline: &str) -> Result<Box<dyn Source>, ConnectorError> {
+        let start = self
+            .start_time
+            .duration_since(UNIX_EPOCH)
+            .ok()
+            .and_then(|d| i64::try_from(d.as_millis()).ok())
+            .unwrap_or(0);
+        Ok(Box::new(
+            GeneratorSource::new(self.count, self.keys, self.seed, start, self.interval_ms)
+                .with_encoding(self.encoding),
+        ))
+    }
+}
+
 /// How generated orders are encoded.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Encoding {
     /// JSON text (the default).
@@ -37,29 +101,6 @@ pub enum Encoding {
     Json,
     /// 24 bytes: order id, customer id, amount in cents (little-endian).
     Binary,
-}
-
-/// Bytes of a binary-encoded order.
-pub const BINARY_ORDER_BYTES: usize = 24;
-
-/// A binary order's bytes: `order_id`, `customer_id`, amount in cents.
-pub fn encode_binary_order(order_id: u64, customer_id: u64, amount_cents: i64) -> Vec<u8> {
-    let mut value = Vec::with_capacity(BINARY_ORDER_BYTES);
-    value.extend_from_slice(&order_id.to_le_bytes());
-    value.extend_from_slice(&customer_id.to_le_bytes());
-    value.extend_from_slice(&amount_cents.to_le_bytes());
-    value
-}
-
-/// `(order_id, customer_id, amount_cents)` of a binary order, or why not.
-pub fn decode_binary_order(bytes: &[u8]) -> Result<(u64, u64, i64), String> {
-    let field = |i: usize| bytes.get(i * 8..i * 8 + 8).and_then(|b| <[u8; 8]>::try_from(b).ok());
-    match (bytes.len(), field(0), field(1), field(2)) {
-        (BINARY_ORDER_BYTES, Some(id), Some(customer), Some(cents)) => {
-            Ok((u64::from_le_bytes(id), u64::from_le_bytes(customer), i64::from_le_bytes(cents)))
-        }
-        (len, ..) => Err(format!("a binary order is {BINARY_ORDER_BYTES} bytes, not {len}")),
-    }
 }
 
 /// Generates synthetic orders.
@@ -119,9 +160,11 @@ impl Source for GeneratorSource {
                 .saturating_add(((id - 1).saturating_mul(self.interval_ms)) as i64);
             self.next_id += 1;
             if self.encoding == Encoding::Binary {
+                let order =
+                    Order { order_id: id, customer_id: customer, amount_cents: cents as i64 };
                 out.push(Event {
                     key: None,
-                    value: encode_binary_order(id, customer, cents as i64),
+                    value: order.encode().to_vec(),
                     timestamp,
                     headers: Vec::new(),
                 });

@@ -1,9 +1,22 @@
-//! The stdout sink: one event value per line on standard output.
+//! The stdout sink: one event value per line on standard output
+//! (`type: stdout`).
 
 use std::io::{BufWriter, Stdout, Write};
 
+use super::registry::{SinkConfig, SinkMode};
 use super::{write_lines, ConnectorError, Sink};
 use crate::Event;
+
+/// `sink: { type: stdout }`: no settings.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StdoutConfig {}
+
+impl SinkConfig for StdoutConfig {
+    fn open(&self, _mode: SinkMode) -> Result<Box<dyn Sink>, ConnectorError> {
+        Ok(Box::new(StdoutSink::new()))
+    }
+}
 
 /// Writes event values to standard output, one per line. It ignores
 /// epochs and checkpoints: output is at-least-once (after a restore, the

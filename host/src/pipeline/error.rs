@@ -80,6 +80,9 @@ pub enum RunError {
     /// The pipeline's configuration cannot work (found before it starts).
     #[error("cannot deploy: {0}")]
     Deploy(String),
+    /// An exactly-once Kafka sink that cannot work (found before it starts).
+    #[error("cannot deploy: {0}")]
+    ExactlyOnce(#[from] crate::connectors::kafka::ExactlyOnceError),
     /// The wasmtime engine could not be set up.
     #[error("wasm engine: {0}")]
     Engine(String),

@@ -5,11 +5,11 @@
 use std::path::Path;
 
 use super::error::RunError;
-use super::exactly_once;
 use super::operator::{FunctionCode, FunctionEnv, OperatorPlan};
-use super::spec::{CheckpointSettings, FunctionSpec, PipelineSpec};
+use super::spec::{FunctionSpec, PipelineSpec};
+use crate::checkpoint::CheckpointSettings;
 use crate::config;
-use crate::connectors::kafka::KafkaSinkConfig;
+use crate::connectors::kafka::{self, KafkaSinkConfig};
 use crate::registry::FunctionStore;
 use crate::runtime::native::NativeCatalog;
 use crate::runtime::{new_engine, EngineLimits, FunctionLoader, LoadedFunction, Role};
@@ -36,15 +36,10 @@ pub(crate) fn prepare(
     data_dir: &Path,
     natives: &NativeCatalog,
 ) -> Result<Prepared, RunError> {
-    let settings = spec
-        .checkpoint
-        .as_ref()
-        .map(|c| c.settings())
-        .transpose()
-        .map_err(|e| RunError::Deploy(e.to_string()))?;
-    let kafka_exactly_once = exactly_once::exactly_once_sink(spec)?;
+    let settings = spec.checkpoint.clone();
+    let kafka_exactly_once = kafka::exactly_once_sink(&spec.sink).cloned();
     if let Some(sink) = &kafka_exactly_once {
-        exactly_once::check(spec, sink, settings.as_ref(), data_dir)?;
+        kafka::check_exactly_once(sink, settings.as_ref(), &spec.name, data_dir)?;
     }
     let env = FunctionEnv::of(spec)?;
     // One key function instance and one per subtask, each replaced (the old

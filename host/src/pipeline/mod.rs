@@ -1,23 +1,20 @@
 //! Pipelines: the spec users write and the machinery that runs it.
 //!
 //! Modules, from the bottom up (a module uses those above it in this list,
-//! none below; `exactly_once` still reaches [`RunError`] through
-//! `runner`'s re-export):
+//! none below):
 //!
 //! * [`spec`]: the spec users write; `error`: why a run failed;
 //!   `summary`: counts and what a run reports; `live`: counters and
 //!   control while it runs; `options`: how to run it;
 //! * `failures`, `operator`: the keyed operator a subtask runs;
 //!   `messages`: what flows between the threads; `thread`: starting them;
-//! * `connect`: opening the source and sinks; `exactly_once`: the Kafka
-//!   sink's deploy checks; `load`: checking a spec and loading its
-//!   functions; `restore`: where a run starts;
+//! * `load`: checking a spec (with its connectors' own checks, such as the
+//!   Kafka sink's exactly-once rules) and loading its functions;
+//!   `restore`: where a run starts;
 //! * `source_task`, `subtask`, `sink_task`: the three kinds of thread;
 //! * `runner`: [`run`], the outline that wires them together.
 
-mod connect;
 mod error;
-mod exactly_once;
 pub mod failures;
 mod live;
 mod load;

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use super::error::RunError;
 use super::options::{RestoreFrom, RunOptions};
-use super::spec::{CheckpointSettings, PipelineSpec};
+use super::spec::PipelineSpec;
+use crate::checkpoint::CheckpointSettings;
 use crate::checkpoint::{
     self, CheckpointError, CheckpointStorage, KnownFiles, LocatedSnapshot, RestoreTarget,
     SnapshotKind,

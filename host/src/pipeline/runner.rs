@@ -32,7 +32,6 @@
 use std::sync::mpsc::{channel, sync_channel};
 use std::time::Instant;
 
-use super::connect::open_source;
 use super::load::{prepare, Prepared};
 use super::messages::{SinkMessage, SubtaskMessage, CHANNEL_BATCHES};
 use super::operator::{FunctionCode, KeyedOperator};
@@ -44,6 +43,7 @@ use super::subtask::Subtask;
 use super::thread::{join, spawn};
 use crate::checkpoint::{Ack, ControlDir, Coordinator, CoordinatorConfig, SnapshotKind, Trigger};
 use crate::config;
+use crate::connectors::open_source;
 use crate::runtime::KeyFunctionInstance;
 
 pub use super::error::RunError;
@@ -69,7 +69,8 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
             "key",
         ),
     };
-    let mut source = SourceTask::new(spec, open_source(spec)?, keyer, &env, &plan);
+    let mut source =
+        SourceTask::new(spec, open_source(&spec.source, &spec.name)?, keyer, &env, &plan);
     tracing::debug!(elapsed = ?started.elapsed(), "functions loaded, source open");
     let parallelism = usize::from(spec.parallelism);
     let start = prepare_state(spec, options, settings.as_ref(), kafka_exactly_once.as_ref())?;

@@ -14,13 +14,13 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::connect::{open_sink, SinkMode};
 use super::error::RunError;
 use super::live::{LiveMetrics, RunHandle};
 use super::messages::SinkMessage;
 use super::spec::PipelineSpec;
 use crate::checkpoint::Ack;
 use crate::connectors::Sink;
+use crate::connectors::{open_sink, SinkMode};
 use crate::Event;
 
 /// What the sinks record in a snapshot: each sink's pre-commit state.

@@ -69,7 +69,7 @@ impl<'a> SourceTask<'a> {
         plan: &OperatorPlan,
     ) -> Self {
         let watermarks = spec.watermark.as_ref().and_then(|w| {
-            let idle = w.idle_timeout().ok().flatten();
+            let idle = w.idle_timeout;
             w.delay_ms()
                 .map(|delay| SplitWatermarks::new(source.splits(), delay, idle, Instant::now()))
         });

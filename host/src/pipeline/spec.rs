@@ -1,17 +1,23 @@
 //! The pipeline spec: what a user writes in `pipeline.yaml`.
 //!
 //! Parsing rejects unknown fields and names the field at fault
-//! (`source.path: missing field`), and [`PipelineSpec::validate`] checks
-//! what types cannot express. Relative paths are resolved against the
-//! spec file's directory.
+//! (`source.path: missing field`); durations and sizes are parsed then.
+//! [`PipelineSpec::validate`] checks what types cannot express across the
+//! spec (names, parallelism, side outputs declared, …) and asks each
+//! section's owner for the rest: connectors check their own settings
+//! ([`crate::connectors::registry`]), checkpoint settings theirs. Relative
+//! paths are resolved against the spec file's directory.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 
-use crate::connectors::kafka::{Delivery, KafkaSinkConfig, KafkaStart};
-use crate::connectors::BadTimestamps;
+pub use crate::checkpoint::CheckpointSettings;
+use crate::connectors::registry::{resolve, ConfigError, NESTED_FIELD};
+use crate::connectors::SinkRole;
+pub use crate::connectors::{SinkSpec, SourceSpec};
 use crate::names::{is_valid_name, NAME_RULE};
 use crate::runtime::FunctionLimits;
 use crate::state::ttl::{Ttl, TtlUpdate};
@@ -42,6 +48,11 @@ pub enum SpecError {
 impl SpecError {
     fn field(field: &str, message: impl Into<String>) -> Self {
         Self::Field { field: field.to_string(), message: message.into() }
+    }
+
+    /// A connector's complaint about its field, under `section` (`sink`).
+    fn connector(section: &str, error: ConfigError) -> Self {
+        Self::field(&format!("{section}.{}", error.field), error.message)
     }
 }
 
@@ -103,7 +114,7 @@ pub struct PipelineSpec {
     /// Periodic checkpoints (off without it): state, source positions and
     /// sink commits snapshotted together, for exactly-once recovery.
     #[serde(default)]
-    pub checkpoint: Option<CheckpointSpec>,
+    pub checkpoint: Option<CheckpointSettings>,
     /// What each function instance may use:
     /// `limits: { call_timeout: 100ms, memory: 64MiB, fuel: 100000000 }`.
     #[serde(default)]
@@ -127,8 +138,8 @@ pub struct LimitsSpec {
     /// CPU time one call (one batch) may use (default `100ms`); past it the
     /// function is stopped. Time spent waiting (for a core, for the disk)
     /// does not count.
-    #[serde(default)]
-    pub call_timeout: Option<String>,
+    #[serde(default, with = "humantime_serde")]
+    pub call_timeout: Option<Duration>,
     /// Largest linear memory of one instance: `64MiB` (the default), `1GiB`,
     /// or a number of bytes.
     #[serde(default)]
@@ -139,45 +150,43 @@ pub struct LimitsSpec {
     pub fuel: Option<u64>,
 }
 
-/// A size: a number of bytes or text like `64MiB`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-pub enum Size {
-    /// Bytes.
-    Bytes(u64),
-    /// `64MiB`, `512KiB`, `1GiB`.
-    Text(String),
+/// A size in bytes, written as a number of bytes or as text like `64MiB`;
+/// parsed when the spec is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Size(pub usize);
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// How a size may be written.
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Bytes(u64),
+            Text(String),
+        }
+        let bytes = match Written::deserialize(deserializer)? {
+            Written::Bytes(bytes) => usize::try_from(bytes).map_err(|_| bytes.to_string()),
+            Written::Text(text) => {
+                crate::units::parse_bytes(&text).ok_or_else(|| format!("{text:?}"))
+            }
+        };
+        bytes.map(Size).map_err(|text| {
+            serde::de::Error::custom(format!("{text} is not a size (like 64MiB, 1GiB)"))
+        })
+    }
 }
 
 impl LimitsSpec {
     /// The limits, or the field at fault.
     pub fn to_limits(&self) -> Result<FunctionLimits, SpecError> {
         let mut limits = FunctionLimits::default();
-        if let Some(text) = &self.call_timeout {
-            let timeout = humantime::parse_duration(text).map_err(|_| {
-                SpecError::field(
-                    "limits.call_timeout",
-                    format!("{text:?} is not a duration (like 100ms, 2s)"),
-                )
-            })?;
-            if !(std::time::Duration::from_millis(1)..=std::time::Duration::from_secs(3600))
-                .contains(&timeout)
-            {
+        if let Some(timeout) = self.call_timeout {
+            if !(Duration::from_millis(1)..=Duration::from_secs(3600)).contains(&timeout) {
                 return Err(SpecError::field("limits.call_timeout", "must be between 1ms and 1h"));
             }
             limits.call_timeout = timeout;
         }
-        if let Some(size) = &self.memory {
-            let bytes = match size {
-                Size::Bytes(bytes) => usize::try_from(*bytes).ok(),
-                Size::Text(text) => crate::units::parse_bytes(text),
-            };
-            let bytes = bytes.ok_or_else(|| {
-                SpecError::field(
-                    "limits.memory",
-                    format!("{size:?} is not a size (like 64MiB, 1GiB)"),
-                )
-            })?;
+        if let Some(Size(bytes)) = self.memory {
             if !(1 << 20..=4 << 30).contains(&bytes) {
                 return Err(SpecError::field("limits.memory", "must be between 1MiB and 4GiB"));
             }
@@ -230,112 +239,6 @@ impl TryFrom<OnErrorText> for OnError {
     }
 }
 
-/// Checkpointing settings.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CheckpointSpec {
-    /// Time between checkpoint triggers, e.g. `2s`.
-    pub interval: String,
-    /// Least time between the end of one checkpoint and the start of the
-    /// next, e.g. `500ms` (default 0).
-    #[serde(default)]
-    pub min_pause: Option<String>,
-    /// A checkpoint not complete after this long is abandoned (default `10m`).
-    #[serde(default)]
-    pub timeout: Option<String>,
-    /// Completed checkpoints kept (default 3).
-    #[serde(default = "default_retained")]
-    pub retained: usize,
-    /// One checkpoint in this many is full (RocksDB's checkpoint plus a
-    /// changelog of the cached entries it has not seen); the others store
-    /// only the state changed since the one before, as a changelog a
-    /// restore replays (default 10; 1: every one is full).
-    #[serde(default = "default_materialize_every")]
-    pub materialize_every: usize,
-    /// Where checkpoints and savepoints go: an `object_store` URL
-    /// (`file:///abs/dir`, `s3://bucket/prefix`, `memory://`); default
-    /// `<data dir>/checkpoints`.
-    #[serde(default)]
-    pub storage: Option<String>,
-}
-
-fn default_retained() -> usize {
-    3
-}
-
-fn default_materialize_every() -> usize {
-    10
-}
-
-/// Checkpointing settings with durations parsed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CheckpointSettings {
-    /// Time between triggers.
-    pub interval: std::time::Duration,
-    /// Least time between one checkpoint's end and the next's start.
-    pub min_pause: std::time::Duration,
-    /// Time after which an incomplete checkpoint is abandoned.
-    pub timeout: std::time::Duration,
-    /// Completed checkpoints kept.
-    pub retained: usize,
-    /// One checkpoint in this many is full (the others are changelogs).
-    pub materialize_every: usize,
-    /// Storage URL, if not the default.
-    pub storage: Option<String>,
-}
-
-impl CheckpointSpec {
-    /// A spec with only an interval (what `--checkpoint-interval` gives).
-    pub fn every(interval: &str) -> Self {
-        Self {
-            interval: interval.to_string(),
-            min_pause: None,
-            timeout: None,
-            retained: default_retained(),
-            materialize_every: default_materialize_every(),
-            storage: None,
-        }
-    }
-
-    /// The settings, or the field at fault.
-    pub fn settings(&self) -> Result<CheckpointSettings, SpecError> {
-        let duration = |field: &str, text: &str| {
-            humantime::parse_duration(text).map_err(|_| {
-                SpecError::field(field, format!("{text:?} is not a duration (like 500ms, 2s, 1m)"))
-            })
-        };
-        let interval = duration("checkpoint.interval", &self.interval)?;
-        if interval < std::time::Duration::from_millis(10) {
-            return Err(SpecError::field("checkpoint.interval", "must be at least 10ms"));
-        }
-        let min_pause = self
-            .min_pause
-            .as_deref()
-            .map_or(Ok(std::time::Duration::ZERO), |t| duration("checkpoint.min_pause", t))?;
-        let timeout =
-            self.timeout.as_deref().map_or(Ok(std::time::Duration::from_secs(600)), |t| {
-                duration("checkpoint.timeout", t)
-            })?;
-        if timeout.is_zero() {
-            return Err(SpecError::field("checkpoint.timeout", "must be more than 0"));
-        }
-        if self.retained == 0 {
-            return Err(SpecError::field("checkpoint.retained", "must be at least 1"));
-        }
-        if self.materialize_every == 0 {
-            return Err(SpecError::field("checkpoint.materialize_every", "must be at least 1"));
-        }
-        Ok(CheckpointSettings {
-            interval,
-            min_pause,
-            timeout,
-            retained: self.retained,
-            materialize_every: self.materialize_every,
-            storage: self.storage.clone(),
-        })
-    }
-}
-
 fn default_max_parallelism() -> u16 {
     DEFAULT_MAX_PARALLELISM
 }
@@ -372,37 +275,37 @@ pub struct WindowSpec {
     #[serde(rename = "type")]
     pub kind: WindowKind,
     /// Window length, e.g. `1m` (tumbling and sliding).
-    #[serde(default)]
-    pub size: Option<String>,
+    #[serde(default, with = "humantime_serde")]
+    pub size: Option<Duration>,
     /// Inactivity that closes a session, e.g. `30m` (session only).
-    #[serde(default)]
-    pub gap: Option<String>,
+    #[serde(default, with = "humantime_serde")]
+    pub gap: Option<Duration>,
     /// Distance between window starts (sliding only), e.g. `30s`.
-    #[serde(default)]
-    pub slide: Option<String>,
+    #[serde(default, with = "humantime_serde")]
+    pub slide: Option<Duration>,
     /// Shift of the window starts, e.g. `15s` (default 0).
-    #[serde(default)]
-    pub offset: Option<String>,
+    #[serde(default, with = "humantime_serde")]
+    pub offset: Option<Duration>,
     /// How long after a window's end late events still update it and fire
     /// it again (default 0: late events are not accepted).
-    #[serde(default)]
-    pub allowed_lateness: Option<String>,
+    #[serde(default, with = "humantime_serde")]
+    pub allowed_lateness: Option<Duration>,
     /// Side output for events too late for every window of theirs; without
     /// it they are dropped and counted.
     #[serde(default)]
     pub late_output: Option<String>,
 }
 
-fn millis(field: &str, text: &str) -> Result<i64, SpecError> {
-    humantime::parse_duration(text).ok().and_then(|d| i64::try_from(d.as_millis()).ok()).ok_or_else(
-        || SpecError::field(field, format!("{text:?} is not a duration (like 30s, 1m)")),
-    )
+/// `duration` in milliseconds, or an error naming `field` if it is too long.
+fn millis(field: &str, duration: Duration) -> Result<i64, SpecError> {
+    i64::try_from(duration.as_millis())
+        .map_err(|_| SpecError::field(field, format!("{duration:?} is too long")))
 }
 
 impl WindowSpec {
     /// The window assigner this spec describes.
     pub fn assigner(&self) -> Result<WindowAssigner, SpecError> {
-        let positive = |field: &str, text: &str| match millis(field, text)? {
+        let positive = |field: &str, duration: Duration| match millis(field, duration)? {
             ms if ms > 0 => Ok(ms),
             _ => Err(SpecError::field(field, "must be at least 1ms")),
         };
@@ -419,19 +322,18 @@ impl WindowSpec {
             only("window.offset", self.offset.is_some(), "tumbling and sliding")?;
             let gap = self
                 .gap
-                .as_deref()
                 .ok_or_else(|| SpecError::field("window.gap", "session windows need a gap"))?;
             return Ok(WindowAssigner::Session { gap: positive("window.gap", gap)? });
         }
         only("window.gap", self.gap.is_some(), "session")?;
         let size = positive(
             "window.size",
-            self.size.as_deref().ok_or_else(|| {
+            self.size.ok_or_else(|| {
                 SpecError::field("window.size", "tumbling and sliding windows need a size")
             })?,
         )?;
-        let offset = self.offset.as_deref().map_or(Ok(0), |o| millis("window.offset", o))?;
-        match (self.kind, &self.slide) {
+        let offset = self.offset.map_or(Ok(0), |o| millis("window.offset", o))?;
+        match (self.kind, self.slide) {
             (WindowKind::Sliding, Some(slide)) => Ok(WindowAssigner::Sliding {
                 size,
                 slide: positive("window.slide", slide)?,
@@ -449,7 +351,7 @@ impl WindowSpec {
 
     /// The allowed lateness in milliseconds.
     pub fn allowed_lateness(&self) -> Result<i64, SpecError> {
-        self.allowed_lateness.as_deref().map_or(Ok(0), |l| millis("window.allowed_lateness", l))
+        self.allowed_lateness.map_or(Ok(0), |l| millis("window.allowed_lateness", l))
     }
 }
 
@@ -460,24 +362,18 @@ pub struct WatermarkSpec {
     /// How late (in event time) an event may be behind the newest one and
     /// still be on time, e.g. `5s`: the watermark is the newest timestamp
     /// minus this, minus 1 ms.
-    pub max_out_of_orderness: String,
+    #[serde(with = "humantime_serde")]
+    pub max_out_of_orderness: Duration,
     /// A split that produces nothing for this long (processing time, e.g.
     /// `30s`) stops holding the watermark back until it produces again.
-    #[serde(default)]
-    pub idle_timeout: Option<String>,
+    #[serde(default, with = "humantime_serde")]
+    pub idle_timeout: Option<Duration>,
 }
 
 impl WatermarkSpec {
-    /// The out-of-orderness in milliseconds, if valid.
+    /// The out-of-orderness in milliseconds (`None` if too long).
     pub fn delay_ms(&self) -> Option<i64> {
-        humantime::parse_duration(&self.max_out_of_orderness)
-            .ok()
-            .and_then(|d| i64::try_from(d.as_millis()).ok())
-    }
-
-    /// The idleness timeout: `Ok(None)` when not set, `Err` when invalid.
-    pub fn idle_timeout(&self) -> Result<Option<std::time::Duration>, humantime::DurationError> {
-        self.idle_timeout.as_deref().map(humantime::parse_duration).transpose()
+        i64::try_from(self.max_out_of_orderness.as_millis()).ok()
     }
 }
 
@@ -486,7 +382,8 @@ impl WatermarkSpec {
 #[serde(deny_unknown_fields)]
 pub struct TtlSpec {
     /// How long an untouched value lives, e.g. `30s`, `10m`, `1h 30m`.
-    pub ttl: String,
+    #[serde(with = "humantime_serde")]
+    pub ttl: Duration,
     /// Which accesses renew it: `on-create-and-write` (default) or
     /// `on-read-and-write`.
     #[serde(default = "default_ttl_update")]
@@ -498,10 +395,9 @@ fn default_ttl_update() -> TtlUpdate {
 }
 
 impl TtlSpec {
-    /// The TTL, if `ttl` is a valid non-zero duration.
+    /// The TTL, if `ttl` is at least 1ms.
     pub fn to_ttl(&self) -> Option<Ttl> {
-        let duration = humantime::parse_duration(&self.ttl).ok()?;
-        let millis = u64::try_from(duration.as_millis()).ok().filter(|m| *m > 0)?;
+        let millis = u64::try_from(self.ttl.as_millis()).ok().filter(|m| *m > 0)?;
         Some(Ttl { millis, update: self.update })
     }
 }
@@ -533,169 +429,6 @@ pub struct FunctionSpec {
     pub uid: Option<String>,
 }
 
-/// Where events come from.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "type", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum SourceSpec {
-    /// A file of JSON lines; each line is one event's value.
-    File {
-        /// The file to read.
-        #[serde(default)]
-        path: Option<PathBuf>,
-        /// Several files instead of `path`, each a split with its own
-        /// watermark, read round-robin.
-        #[serde(default)]
-        paths: Vec<PathBuf>,
-        /// Field of each JSON object that holds the event time, as RFC 3339
-        /// text (`2026-01-15T10:00:05Z`) or integer milliseconds since the
-        /// epoch. Without it, events carry timestamp 0.
-        #[serde(default)]
-        timestamp_field: Option<String>,
-        /// A line without a usable timestamp: `fail` (default), `drop`
-        /// (counted) or `{ side-output: name }`.
-        #[serde(default)]
-        on_bad_timestamp: BadTimestamps,
-    },
-    /// Kafka topics: every partition assigned to the source, positions
-    /// kept in checkpoints.
-    Kafka {
-        /// `host:port,…`.
-        bootstrap_servers: String,
-        /// Topics to read.
-        #[serde(default)]
-        topics: Vec<String>,
-        /// Or: topics whose whole name matches this regular expression.
-        #[serde(default)]
-        topic_pattern: Option<String>,
-        /// Consumer group for `start: committed` and lag monitoring
-        /// (default `weir-<pipeline>`).
-        #[serde(default)]
-        group_id: Option<String>,
-        /// Where a fresh start begins: `earliest` (default), `latest`,
-        /// `committed`, or `{ timestamp: <RFC 3339> }`.
-        #[serde(default)]
-        start: KafkaStart,
-        /// Stop at the end offsets found at start (a bounded backfill).
-        #[serde(default)]
-        bounded: bool,
-        /// JSON field of the value holding the event time; default the
-        /// record's Kafka timestamp.
-        #[serde(default)]
-        timestamp_field: Option<String>,
-        /// librdkafka properties passed through (security, tuning).
-        #[serde(default)]
-        properties: BTreeMap<String, String>,
-    },
-    /// Deterministic synthetic orders, for demos and benchmarks.
-    Generator {
-        /// Number of events to produce.
-        count: u64,
-        /// Number of distinct customers (keys).
-        #[serde(default = "default_keys")]
-        keys: u64,
-        /// Seed of the pseudo-random amounts and customers.
-        #[serde(default)]
-        seed: u64,
-        /// Event time of the first event, RFC 3339.
-        #[serde(default = "default_start_time")]
-        start_time: String,
-        /// Milliseconds of event time between consecutive events.
-        #[serde(default = "default_interval")]
-        interval_ms: u64,
-        /// `json` (default) or `binary` (24 bytes per order, see
-        /// `weir_sdk::binary::Order`).
-        #[serde(default)]
-        encoding: crate::connectors::Encoding,
-    },
-}
-
-fn default_keys() -> u64 {
-    100
-}
-
-fn default_start_time() -> String {
-    "2026-01-15T10:00:00Z".to_string()
-}
-
-fn default_interval() -> u64 {
-    1000
-}
-
-/// Where output goes.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "type", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum SinkSpec {
-    /// A file of JSON lines (one event value per line), replaced each run.
-    File {
-        /// The file to write.
-        path: PathBuf,
-    },
-    /// Standard output, one event value per line.
-    Stdout {},
-    /// Nowhere: events are counted and dropped (benchmarks, dry runs).
-    Discard {},
-    /// A Kafka topic.
-    Kafka {
-        /// `host:port,…`.
-        bootstrap_servers: String,
-        /// The output topic.
-        topic: String,
-        /// `at-least-once` (default) or `exactly-once` (needs checkpoints
-        /// and a `transactional_id_prefix`).
-        #[serde(default)]
-        delivery: Delivery,
-        /// Exactly-once: prefix of the transactional ids; unique per
-        /// pipeline and kept across restarts.
-        #[serde(default)]
-        transactional_id_prefix: Option<String>,
-        /// Exactly-once: the transaction timeout (default `15m`); must exceed
-        /// checkpoint interval + timeout + 1m and fit the broker's
-        /// `transaction.max.timeout.ms`.
-        #[serde(default)]
-        transaction_timeout: Option<String>,
-        /// The broker's `transaction.max.timeout.ms` if it cannot be asked
-        /// (default: ask the broker; 15m if it does not say).
-        #[serde(default)]
-        broker_transaction_max_timeout: Option<String>,
-        /// librdkafka properties passed through (security, tuning).
-        #[serde(default)]
-        properties: BTreeMap<String, String>,
-    },
-}
-
-impl SinkSpec {
-    /// The Kafka sink's settings, if this is a Kafka sink.
-    pub fn kafka_config(&self) -> Result<Option<KafkaSinkConfig>, SpecError> {
-        let SinkSpec::Kafka {
-            bootstrap_servers,
-            topic,
-            delivery,
-            transactional_id_prefix,
-            transaction_timeout,
-            properties,
-            ..
-        } = self
-        else {
-            return Ok(None);
-        };
-        let text = transaction_timeout.as_deref().unwrap_or("15m");
-        let transaction_timeout = humantime::parse_duration(text).map_err(|_| {
-            SpecError::field(
-                "sink.transaction_timeout",
-                format!("{text:?} is not a duration (like 15m)"),
-            )
-        })?;
-        Ok(Some(KafkaSinkConfig {
-            bootstrap_servers: bootstrap_servers.clone(),
-            topic: topic.clone(),
-            delivery: *delivery,
-            transactional_id_prefix: transactional_id_prefix.clone(),
-            transaction_timeout,
-            properties: properties.clone(),
-        }))
-    }
-}
-
 impl PipelineSpec {
     /// Read, parse and validate the spec at `path`, resolving relative
     /// paths against its directory.
@@ -712,7 +445,12 @@ impl PipelineSpec {
         let deserializer = serde_yaml::Deserializer::from_str(text);
         let spec: Self = serde_path_to_error::deserialize(deserializer).map_err(|e| {
             let field = e.path().to_string();
-            SpecError::field(&field, e.into_inner().to_string())
+            let message = e.into_inner().to_string();
+            // A connector's section names the field within it first.
+            match message.strip_prefix(NESTED_FIELD).and_then(|m| m.split_once(": ")) {
+                Some((inner, message)) => SpecError::field(&format!("{field}.{inner}"), message),
+                None => SpecError::field(&field, message),
+            }
         })?;
         spec.validate()?;
         Ok(spec)
@@ -774,7 +512,7 @@ impl PipelineSpec {
         {
             return Err(SpecError::field(
                 &format!("state_ttl.{name}.ttl"),
-                format!("{:?} is not a duration of at least 1ms (like 30s, 10m, 1h)", spec.ttl),
+                format!("{} is less than 1ms", humantime::format_duration(spec.ttl)),
             ));
         }
         let window_function = match (&self.aggregate, &self.window_process) {
@@ -823,68 +561,32 @@ impl PipelineSpec {
         if let Some(watermark) = self.watermark.as_ref().filter(|w| w.delay_ms().is_none()) {
             return Err(SpecError::field(
                 "watermark.max_out_of_orderness",
-                format!("{:?} is not a duration (like 0s, 5s, 1m)", watermark.max_out_of_orderness),
+                format!("{:?} is too long", watermark.max_out_of_orderness),
             ));
         }
-        if let Some(watermark) = self.watermark.as_ref().filter(|w| w.idle_timeout().is_err()) {
-            return Err(SpecError::field(
-                "watermark.idle_timeout",
-                format!(
-                    "{:?} is not a duration (like 30s)",
-                    watermark.idle_timeout.as_deref().unwrap_or("")
-                ),
-            ));
-        }
-        if let SourceSpec::File { path, paths, on_bad_timestamp, .. } = &self.source {
-            if path.is_some() != paths.is_empty() {
+        let source = self.source.config();
+        source.validate().map_err(|e| SpecError::connector("source", e))?;
+        for (field, name) in source.side_outputs() {
+            if !self.side_outputs.contains_key(name) {
                 return Err(SpecError::field(
-                    "source.path",
-                    "give either `path` or a non-empty `paths`",
+                    &format!("source.{field}"),
+                    format!("side output {name:?} is not declared in side_outputs"),
                 ));
             }
-            if let BadTimestamps::SideOutput(name) = on_bad_timestamp {
-                if !self.side_outputs.contains_key(name) {
-                    return Err(SpecError::field(
-                        "source.on_bad_timestamp",
-                        format!("side output {name:?} is not declared in side_outputs"),
-                    ));
-                }
-            }
         }
-        self.sink.kafka_config()?;
-        if let SinkSpec::Kafka {
-            delivery: Delivery::ExactlyOnce, transactional_id_prefix, ..
-        } = &self.sink
-        {
-            match transactional_id_prefix {
-                None => return Err(SpecError::field("sink.transactional_id_prefix", "exactly-once delivery needs a transactional_id_prefix, unique to this pipeline")),
-                Some(prefix) if !is_valid_name(prefix) => return Err(SpecError::field("sink.transactional_id_prefix", format!("{prefix:?} must be {NAME_RULE}"))),
-                Some(_) => {}
-            }
-        }
-        if let Some(name) = self
-            .side_outputs
-            .iter()
-            .find(|(_, sink)| {
-                matches!(sink, SinkSpec::Kafka { delivery: Delivery::ExactlyOnce, .. })
-            })
-            .map(|(name, _)| name)
-        {
-            return Err(SpecError::field(&format!("side_outputs.{name}.delivery"), "only the main sink can be exactly-once Kafka; side outputs to Kafka are at-least-once"));
-        }
-        if let SourceSpec::Kafka { topics, topic_pattern, .. } = &self.source {
-            if topics.is_empty() == topic_pattern.is_none() {
-                return Err(SpecError::field(
-                    "source.topics",
-                    "give either `topics` or `topic_pattern`",
-                ));
-            }
+        self.sink.config().validate(SinkRole::Main).map_err(|e| SpecError::connector("sink", e))?;
+        for (name, sink) in &self.side_outputs {
+            sink.config()
+                .validate(SinkRole::SideOutput)
+                .map_err(|e| SpecError::connector(&format!("side_outputs.{name}"), e))?;
         }
         if let Some(bad) = self.side_outputs.keys().find(|name| !is_valid_name(name)) {
             return Err(SpecError::field("side_outputs", format!("{bad:?} must be {NAME_RULE}")));
         }
         if let Some(checkpoint) = &self.checkpoint {
-            checkpoint.settings()?;
+            checkpoint
+                .validate()
+                .map_err(|e| SpecError::field(&format!("checkpoint.{}", e.field), e.message))?;
         }
         self.limits.to_limits()?;
         if let OnError::DeadLetter(name) = &self.on_error {
@@ -919,38 +621,18 @@ impl PipelineSpec {
         if !(1..=1_000_000).contains(&self.batch_size) {
             return Err(SpecError::field("batch_size", "must be between 1 and 1000000"));
         }
-        if let SourceSpec::Generator { keys, start_time, .. } = &self.source {
-            if *keys == 0 {
-                return Err(SpecError::field("source.keys", "must be at least 1"));
-            }
-            if humantime::parse_rfc3339_weak(start_time).is_err() {
-                return Err(SpecError::field(
-                    "source.start_time",
-                    format!("{start_time:?} is not an RFC 3339 time"),
-                ));
-            }
-        }
         Ok(())
     }
 
     /// Make relative file paths relative to `base` (the spec file's directory).
     pub(crate) fn resolve_paths(&mut self, base: &Path) {
-        let resolve = |path: &mut PathBuf| {
-            if path.is_relative() {
-                *path = base.join(&*path);
-            }
-        };
         for (_, function) in self.functions_mut() {
-            function.wasm.iter_mut().for_each(resolve);
+            function.wasm.iter_mut().for_each(|path| resolve(path, base));
         }
-        self.resources.iter_mut().for_each(resolve);
-        if let SourceSpec::File { path, paths, .. } = &mut self.source {
-            path.iter_mut().chain(paths.iter_mut()).for_each(resolve);
-        }
+        self.resources.iter_mut().for_each(|path| resolve(path, base));
+        self.source.config_mut().resolve_paths(base);
         for sink in std::iter::once(&mut self.sink).chain(self.side_outputs.values_mut()) {
-            if let SinkSpec::File { path } = sink {
-                resolve(path);
-            }
+            sink.config_mut().resolve_paths(base);
         }
     }
 }
@@ -978,16 +660,16 @@ sink: { type: stdout }
         assert!(!spec.fresh);
         assert_eq!(spec.max_parallelism, 128);
         assert!(
-            matches!(spec.source, SourceSpec::File { ref timestamp_field, .. } if timestamp_field.as_deref() == Some("event_time"))
+            matches!(spec.source, SourceSpec::File(ref file) if file.timestamp_field.as_deref() == Some("event_time"))
         );
-        assert!(matches!(spec.sink, SinkSpec::Stdout {}));
+        assert!(matches!(spec.sink, SinkSpec::Stdout(_)));
     }
 
     #[test]
     fn one_checkpoint_in_materialize_every_is_full() {
         let settings = |extra: &str| {
             PipelineSpec::parse(&format!("{GOOD}checkpoint: {{ interval: 1s{extra} }}\n"))
-                .and_then(|s| s.checkpoint.expect("checkpoint").settings())
+                .map(|s| s.checkpoint.expect("checkpoint"))
         };
         assert_eq!(settings("").unwrap().materialize_every, 10, "default");
         assert_eq!(settings(", materialize_every: 1").unwrap().materialize_every, 1);
@@ -1165,6 +847,39 @@ sink: { type: stdout }
     }
 
     #[test]
+    fn connector_and_checkpoint_fields_are_named() {
+        let kafka_sink = |extra: &str| {
+            GOOD.replace(
+                "sink: { type: stdout }",
+                &format!("sink: {{ type: kafka, bootstrap_servers: b, topic: t{extra} }}"),
+            )
+        };
+        assert!(error_of(&kafka_sink(", transaction_timeout: soon"))
+            .contains("sink.transaction_timeout"));
+        assert!(error_of(&kafka_sink(", delivery: exactly-once"))
+            .contains("sink.transactional_id_prefix"));
+        assert!(error_of(&kafka_sink(", delivery: exactly-once, transactional_id_prefix: A/B"))
+            .contains("sink.transactional_id_prefix"));
+        assert!(PipelineSpec::parse(&kafka_sink(
+            ", delivery: exactly-once, transactional_id_prefix: ok, transaction_timeout: 20m"
+        ))
+        .is_ok());
+        let side = format!("{GOOD}side_outputs: {{ k: {{ type: kafka, bootstrap_servers: b, topic: t, delivery: exactly-once, transactional_id_prefix: k }} }}\n");
+        assert!(error_of(&side).contains("side_outputs.k.delivery"));
+        let kafka_source = GOOD.replace(
+            "source: { type: file, path: orders.jsonl, timestamp_field: event_time }",
+            "source: { type: kafka, bootstrap_servers: b }",
+        );
+        assert!(error_of(&kafka_source).contains("source.topics"));
+        assert!(error_of(&format!("{GOOD}checkpoint: {{ interval: soon }}\n"))
+            .contains("checkpoint.interval"));
+        assert!(error_of(&format!("{GOOD}checkpoint: {{ interval: 1ms }}\n"))
+            .contains("checkpoint.interval"));
+        assert!(error_of(&format!("{GOOD}checkpoint: {{ interval: 1s, timeout: 0s }}\n"))
+            .contains("checkpoint.timeout"));
+    }
+
+    #[test]
     fn relative_paths_resolve_against_the_spec_directory() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pipeline.yaml");
@@ -1177,10 +892,10 @@ sink: { type: stdout }
         assert_eq!(spec.key.wasm, Some(dir.path().join("revenue.wasm")));
         assert_eq!(spec.process.unwrap().wasm, Some(dir.path().join("revenue.wasm")));
         assert!(
-            matches!(spec.source, SourceSpec::File { ref path, .. } if path.as_deref() == Some(dir.path().join("orders.jsonl").as_path()))
+            matches!(spec.source, SourceSpec::File(ref file) if file.path.as_deref() == Some(dir.path().join("orders.jsonl").as_path()))
         );
         assert!(
-            matches!(spec.side_outputs["late"], SinkSpec::File { ref path } if path == &dir.path().join("late.jsonl"))
+            matches!(spec.side_outputs["late"], SinkSpec::File(ref file) if file.path == dir.path().join("late.jsonl"))
         );
     }
 }

@@ -1,12 +1,16 @@
 //! Kafka: a source reading assigned partitions at positions kept in
 //! checkpoints, and a sink writing at-least-once or exactly-once (Kafka
-//! transactions committed when a checkpoint completes). See
-//! [`sink`](self::sink) for how exactly-once survives a crash at any instant.
+//! transactions committed when a checkpoint completes), with their settings
+//! (`type: kafka`). See [`sink`](self::sink) for how exactly-once survives
+//! a crash at any instant, and [`exactly_once`](self::exactly_once) for
+//! what it needs before a pipeline runs.
 
+mod exactly_once;
 mod sink;
 mod source;
 
-pub use sink::{committed_checkpoint, Delivery, KafkaSink, KafkaSinkConfig, RESTART_MARGIN};
+pub use exactly_once::{check_exactly_once, exactly_once_sink, ExactlyOnceError, RESTART_MARGIN};
+pub use sink::{committed_checkpoint, Delivery, KafkaSink, KafkaSinkConfig};
 pub use source::{KafkaSource, KafkaSourceConfig, KafkaStart};
 
 use std::collections::BTreeMap;

@@ -59,12 +59,10 @@ use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use serde::Deserialize;
 
 use super::{client_config, kafka_error, CALL_TIMEOUT};
+use crate::connectors::registry::{ConfigError, SinkConfig, SinkMode, SinkRole};
 use crate::connectors::{ConnectorError, Sink};
+use crate::names::{is_valid_name, NAME_RULE};
 use crate::Event;
-
-/// Time allowed for a restart between a checkpoint's pre-commit and its
-/// commit by the restarted host, on top of the checkpoint's own time.
-pub const RESTART_MARGIN: Duration = Duration::from_secs(60);
 
 /// What the sink promises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -77,22 +75,67 @@ pub enum Delivery {
     ExactlyOnce,
 }
 
-/// Where and how the sink writes.
-#[derive(Debug, Clone)]
+/// `sink: { type: kafka, … }`: where and how the sink writes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct KafkaSinkConfig {
     /// `host:port,…`.
     pub bootstrap_servers: String,
     /// The output topic.
     pub topic: String,
-    /// At-least-once or exactly-once.
+    /// `at-least-once` (default) or `exactly-once` (needs checkpoints and a
+    /// `transactional_id_prefix`).
+    #[serde(default)]
     pub delivery: Delivery,
     /// Exactly-once: prefix of the transactional ids, unique per pipeline
     /// and stable across restarts.
+    #[serde(default)]
     pub transactional_id_prefix: Option<String>,
-    /// Exactly-once: `transaction.timeout.ms`.
+    /// Exactly-once: `transaction.timeout.ms` (default `15m`); must exceed
+    /// checkpoint interval + timeout + 1m and fit the broker's
+    /// `transaction.max.timeout.ms`.
+    #[serde(default = "default_transaction_timeout", with = "humantime_serde")]
     pub transaction_timeout: Duration,
-    /// librdkafka properties (security, tuning), passed through.
+    /// The broker's `transaction.max.timeout.ms` if it cannot be asked
+    /// (default: ask the broker; 15m if it does not say).
+    #[serde(default, with = "humantime_serde")]
+    pub broker_transaction_max_timeout: Option<Duration>,
+    /// librdkafka properties passed through (security, tuning).
+    #[serde(default)]
     pub properties: BTreeMap<String, String>,
+}
+
+fn default_transaction_timeout() -> Duration {
+    Duration::from_secs(15 * 60)
+}
+
+impl SinkConfig for KafkaSinkConfig {
+    fn validate(&self, role: SinkRole) -> Result<(), ConfigError> {
+        if self.delivery != Delivery::ExactlyOnce {
+            return Ok(());
+        }
+        if role == SinkRole::SideOutput {
+            return Err(ConfigError::new(
+                "delivery",
+                "only the main sink can be exactly-once Kafka; side outputs to Kafka are at-least-once",
+            ));
+        }
+        match &self.transactional_id_prefix {
+            None => Err(ConfigError::new(
+                "transactional_id_prefix",
+                "exactly-once delivery needs a transactional_id_prefix, unique to this pipeline",
+            )),
+            Some(prefix) if !is_valid_name(prefix) => Err(ConfigError::new(
+                "transactional_id_prefix",
+                format!("{prefix:?} must be {NAME_RULE}"),
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+
+    fn open(&self, _mode: SinkMode) -> Result<Box<dyn Sink>, ConnectorError> {
+        Ok(Box::new(KafkaSink::open(self)?))
+    }
 }
 
 impl KafkaSinkConfig {

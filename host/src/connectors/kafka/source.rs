@@ -17,6 +17,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
 use super::{client_config, kafka_error, CALL_TIMEOUT};
+use crate::connectors::registry::{ConfigError, SourceConfig};
 use crate::connectors::timestamp::{json_timestamp, parse_rfc3339_millis};
 use crate::connectors::{decode, encode, ConnectorError, Polled, Source};
 use crate::Event;
@@ -39,26 +40,51 @@ pub enum KafkaStart {
     Timestamp(String),
 }
 
-/// What the source reads.
-#[derive(Debug, Clone)]
+/// `source: { type: kafka, … }`: Kafka topics, every partition assigned
+/// to the source, positions kept in checkpoints.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct KafkaSourceConfig {
     /// `host:port,…`.
     pub bootstrap_servers: String,
     /// Topics to read (all their partitions).
+    #[serde(default)]
     pub topics: Vec<String>,
-    /// Or: every topic whose name matches this regular expression (at start).
+    /// Or: every topic whose whole name matches this regular expression
+    /// (at start).
+    #[serde(default)]
     pub topic_pattern: Option<String>,
-    /// Consumer group for committed offsets (start: committed, lag monitoring).
-    pub group_id: String,
-    /// Where a fresh start begins.
+    /// Consumer group for `start: committed` and lag monitoring (default
+    /// `weir-<pipeline>`).
+    #[serde(default)]
+    pub group_id: Option<String>,
+    /// Where a fresh start begins: `earliest` (default), `latest`,
+    /// `committed`, or `{ timestamp: <RFC 3339> }`.
+    #[serde(default)]
     pub start: KafkaStart,
     /// Stop at the end offsets found at start (a bounded backfill).
+    #[serde(default)]
     pub bounded: bool,
-    /// JSON field of the value holding the event time, instead of the
+    /// JSON field of the value holding the event time; default the
     /// record's Kafka timestamp.
+    #[serde(default)]
     pub timestamp_field: Option<String>,
-    /// librdkafka properties (security, tuning), passed through.
+    /// librdkafka properties passed through (security, tuning).
+    #[serde(default)]
     pub properties: BTreeMap<String, String>,
+}
+
+impl SourceConfig for KafkaSourceConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.topics.is_empty() == self.topic_pattern.is_none() {
+            return Err(ConfigError::new("topics", "give either `topics` or `topic_pattern`"));
+        }
+        Ok(())
+    }
+
+    fn open(&self, pipeline: &str) -> Result<Box<dyn Source>, ConnectorError> {
+        Ok(Box::new(KafkaSource::open(self, pipeline)?))
+    }
 }
 
 /// One assigned partition.
@@ -93,10 +119,12 @@ struct Position {
 
 impl KafkaSource {
     /// Connect, find the partitions and their fresh-start offsets; `seek`
-    /// (a restore) replaces those before the first read assigns them.
-    pub fn open(config: &KafkaSourceConfig) -> Result<Self, ConnectorError> {
+    /// (a restore) replaces those before the first read assigns them. The
+    /// group is `group_id`, or `weir-<pipeline>`.
+    pub fn open(config: &KafkaSourceConfig, pipeline: &str) -> Result<Self, ConnectorError> {
+        let group_id = config.group_id.clone().unwrap_or_else(|| format!("weir-{pipeline}"));
         let ours = [
-            ("group.id", config.group_id.as_str()),
+            ("group.id", group_id.as_str()),
             ("enable.auto.commit", "false"),
             ("enable.auto.offset.store", "false"),
             ("isolation.level", "read_committed"),

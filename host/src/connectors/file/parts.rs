@@ -26,7 +26,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use super::{decode, encode, write_lines, ConnectorError};
+use crate::connectors::{decode, encode, write_lines, ConnectorError};
 use crate::Event;
 
 /// What a pre-commit returns and recovery reads.
@@ -400,7 +400,8 @@ mod tests {
 
     use serde_json::json;
 
-    use crate::connectors::{ConnectorError, FileSink, Sink};
+    use crate::connectors::file::FileSink;
+    use crate::connectors::{ConnectorError, Sink};
     use crate::Event;
 
     fn events(values: &[&str]) -> Vec<Event> {
