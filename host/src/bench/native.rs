@@ -16,7 +16,7 @@ use weir_sdk::binary::Order;
 use crate::runtime::bindings::weir::function::context::Host as _;
 use crate::runtime::bindings::weir::function::state::{self, HostValueState};
 use crate::runtime::bindings::weir::function::types::{Accumulate, KeyedEvents};
-use crate::runtime::host_api::ValueStateHandle;
+use crate::runtime::host::ValueStateHandle;
 use crate::runtime::native::{
     NativeAggregateFunction, NativeCatalog, NativeFunction, NativeKeyFunction,
     NativeProcessFunction, NativeRef,
@@ -109,7 +109,7 @@ impl Value {
         let rep = match self.rep {
             Some(rep) => rep,
             None => {
-                let opened = HostValueState::open(ctx, name.to_string(), ttl)
+                let opened = HostValueState::open(&mut ctx.state(), name.to_string(), ttl)
                     .map_err(state_error)?
                     .map_err(state_error)?;
                 *self.rep.insert(opened.rep())
@@ -125,7 +125,7 @@ impl Value {
         ttl: Option<state::Ttl>,
     ) -> Result<Option<Vec<u8>>, String> {
         let handle = self.handle(ctx, name, ttl)?;
-        HostValueState::get(ctx, handle).map_err(state_error)?.map_err(state_error)
+        HostValueState::get(&mut ctx.state(), handle).map_err(state_error)?.map_err(state_error)
     }
 
     fn set(
@@ -136,12 +136,16 @@ impl Value {
         value: Vec<u8>,
     ) -> Result<(), String> {
         let handle = self.handle(ctx, name, ttl)?;
-        HostValueState::set(ctx, handle, value).map_err(state_error)?.map_err(state_error)
+        HostValueState::set(&mut ctx.state(), handle, value)
+            .map_err(state_error)?
+            .map_err(state_error)
     }
 }
 
 fn select(ctx: &mut HostCtx, index: usize) -> Result<(), String> {
-    state::Host::select_key(ctx, index as u32).map_err(state_error)?.map_err(state_error)
+    state::Host::select_key(&mut ctx.state(), index as u32)
+        .map_err(state_error)?
+        .map_err(state_error)
 }
 
 /// Key: the customer id.
@@ -189,13 +193,14 @@ impl<F: OrderFormat> NativeProcessFunction for SumProcess<F> {
             for event in &keyed.events {
                 let (customer, amount) = F::decode(event)?;
                 total = total.checked_add(amount).ok_or("total overflows")?;
-                ctx.emit(Event {
-                    key: None,
-                    value: pair(customer, total),
-                    timestamp: event.timestamp,
-                    headers: Vec::new(),
-                })
-                .map_err(state_error)?;
+                ctx.context()
+                    .emit(Event {
+                        key: None,
+                        value: pair(customer, total),
+                        timestamp: event.timestamp,
+                        headers: Vec::new(),
+                    })
+                    .map_err(state_error)?;
             }
             self.total.set(ctx, "total", None, total.to_le_bytes().to_vec())?;
         }
@@ -282,7 +287,7 @@ impl NativeProcessFunction for DedupProcess {
                 continue;
             }
             if let Some(first) = keyed.events.first() {
-                ctx.emit(first.clone()).map_err(state_error)?;
+                ctx.context().emit(first.clone()).map_err(state_error)?;
                 self.seen.set(ctx, "seen", ttl, vec![1])?;
             }
         }
@@ -311,13 +316,14 @@ impl NativeProcessFunction for FilterMapProcess {
             for event in &keyed.events {
                 let (customer, amount) = Binary::decode(event)?;
                 if amount >= 1_000 {
-                    ctx.emit(Event {
-                        key: None,
-                        value: pair(customer, amount * 2),
-                        timestamp: event.timestamp,
-                        headers: Vec::new(),
-                    })
-                    .map_err(state_error)?;
+                    ctx.context()
+                        .emit(Event {
+                            key: None,
+                            value: pair(customer, amount * 2),
+                            timestamp: event.timestamp,
+                            headers: Vec::new(),
+                        })
+                        .map_err(state_error)?;
                 }
             }
         }

@@ -7,8 +7,8 @@ wasmtime::component::bindgen!({
     world: "weir:function/host",
     imports: { default: trappable },
     with: {
-        "weir:function/state.value-state": crate::runtime::host_api::ValueStateHandle,
-        "weir:function/state.map-state": crate::runtime::host_api::MapStateHandle,
-        "weir:function/state.list-state": crate::runtime::host_api::ListStateHandle,
+        "weir:function/state.value-state": crate::runtime::host::ValueStateHandle,
+        "weir:function/state.map-state": crate::runtime::host::MapStateHandle,
+        "weir:function/state.list-state": crate::runtime::host::ListStateHandle,
     },
 });

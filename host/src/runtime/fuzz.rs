@@ -5,8 +5,10 @@
 //! order. Every call must return (an error, or a trap for the guest) and
 //! never panic; a roll-back must restore exactly the state at its mark.
 //!
-//! The seeded test below runs it on every `cargo test`; a coverage-guided
-//! fuzzer can call [`host_api_calls`] directly, e.g. with cargo-fuzz:
+//! It is not part of the production library: it is compiled for the
+//! host's own tests, whose seeded test below runs it on every `cargo test`,
+//! and with the `fuzz` feature, which the cargo-fuzz crate (`fuzz/`)
+//! enables to call [`host_api_calls`] directly:
 //! `fuzz_target!(|data: &[u8]| weir_host::runtime::fuzz::host_api_calls(data));`.
 
 use wasmtime::component::Resource;
@@ -17,7 +19,8 @@ use super::bindings::weir::function::state::{
 };
 use super::bindings::weir::function::timers::Host as _;
 use super::bindings::weir::function::types::{EventBatch, TimeDomain};
-use super::host_api::{HostCtx, ListStateHandle, MapStateHandle, ValueStateHandle, MAX_VALUE_LEN};
+use super::host::state::MAX_VALUE_LEN;
+use super::host::{HostCtx, ListStateHandle, MapStateHandle, ValueStateHandle};
 use crate::state::{InMemoryBackend, JournaledBackend, KeyedStateBackend};
 use crate::Event;
 
@@ -136,82 +139,98 @@ pub fn host_api_calls(data: &[u8]) {
                 let keys: Vec<Vec<u8>> = (0..input.byte() % 4).map(|_| input.bytes()).collect();
                 ctx.begin_batch(keys.iter().map(Vec::as_slice));
             }
-            1 => drop(ctx.select_key(input.u32() % 6)),
-            2 => drop(ctx.select_key(input.u32())),
+            1 => drop(ctx.state().select_key(input.u32() % 6)),
+            2 => drop(ctx.state().select_key(input.u32())),
             3 => {
                 let (name, ttl) = (input.text(), input.ttl());
-                if let Ok(Ok(handle)) = HostValueState::open(&mut ctx, name, ttl) {
+                if let Ok(Ok(handle)) = HostValueState::open(&mut ctx.state(), name, ttl) {
                     values.push(handle.rep());
                 }
             }
-            4 => drop(HostValueState::get(&mut ctx, input.handle::<ValueStateHandle>(&values))),
+            4 => drop(HostValueState::get(
+                &mut ctx.state(),
+                input.handle::<ValueStateHandle>(&values),
+            )),
             5 => {
                 let handle = input.handle::<ValueStateHandle>(&values);
-                drop(HostValueState::set(&mut ctx, handle, input.bytes()));
+                drop(HostValueState::set(&mut ctx.state(), handle, input.bytes()));
             }
-            6 => drop(HostValueState::clear(&mut ctx, input.handle::<ValueStateHandle>(&values))),
+            6 => drop(HostValueState::clear(
+                &mut ctx.state(),
+                input.handle::<ValueStateHandle>(&values),
+            )),
             7 => drop(HostValueState::drop(
-                &mut ctx,
+                &mut ctx.state(),
                 Resource::new_own(input.handle::<ValueStateHandle>(&values).rep()),
             )),
             8 => {
                 let (name, ttl) = (input.text(), input.ttl());
-                if let Ok(Ok(handle)) = HostMapState::open(&mut ctx, name, ttl) {
+                if let Ok(Ok(handle)) = HostMapState::open(&mut ctx.state(), name, ttl) {
                     maps.push(handle.rep());
                 }
             }
             9 => {
                 let handle = input.handle::<MapStateHandle>(&maps);
-                drop(HostMapState::put(&mut ctx, handle, input.bytes(), input.bytes()));
+                drop(HostMapState::put(&mut ctx.state(), handle, input.bytes(), input.bytes()));
             }
             10 => {
                 let handle = input.handle::<MapStateHandle>(&maps);
-                drop(HostMapState::get(&mut ctx, handle, input.bytes()));
+                drop(HostMapState::get(&mut ctx.state(), handle, input.bytes()));
             }
             11 => {
                 let handle = input.handle::<MapStateHandle>(&maps);
-                drop(HostMapState::remove(&mut ctx, handle, input.bytes()));
+                drop(HostMapState::remove(&mut ctx.state(), handle, input.bytes()));
             }
             12 => {
                 let handle = input.handle::<MapStateHandle>(&maps);
                 let start = if input.byte().is_multiple_of(2) { None } else { Some(input.bytes()) };
-                drop(HostMapState::entries(&mut ctx, handle, start, input.u32()));
+                drop(HostMapState::entries(&mut ctx.state(), handle, start, input.u32()));
             }
-            13 => drop(HostMapState::is_empty(&mut ctx, input.handle::<MapStateHandle>(&maps))),
-            14 => drop(HostMapState::clear(&mut ctx, input.handle::<MapStateHandle>(&maps))),
+            13 => drop(HostMapState::is_empty(
+                &mut ctx.state(),
+                input.handle::<MapStateHandle>(&maps),
+            )),
+            14 => {
+                drop(HostMapState::clear(&mut ctx.state(), input.handle::<MapStateHandle>(&maps)))
+            }
             15 => {
                 let handle = input.handle::<MapStateHandle>(&maps);
-                drop(HostMapState::contains(&mut ctx, handle, input.bytes()));
+                drop(HostMapState::contains(&mut ctx.state(), handle, input.bytes()));
             }
             16 => {
                 let (name, ttl) = (input.text(), input.ttl());
-                if let Ok(Ok(handle)) = HostListState::open(&mut ctx, name, ttl) {
+                if let Ok(Ok(handle)) = HostListState::open(&mut ctx.state(), name, ttl) {
                     lists.push(handle.rep());
                 }
             }
             17 => {
                 let handle = input.handle::<ListStateHandle>(&lists);
-                drop(HostListState::add(&mut ctx, handle, input.bytes()));
+                drop(HostListState::add(&mut ctx.state(), handle, input.bytes()));
             }
             18 => {
                 let handle = input.handle::<ListStateHandle>(&lists);
                 let values = (0..input.byte() % 4).map(|_| input.bytes()).collect();
-                drop(HostListState::add_all(&mut ctx, handle, values));
+                drop(HostListState::add_all(&mut ctx.state(), handle, values));
             }
-            19 => drop(HostListState::get(&mut ctx, input.handle::<ListStateHandle>(&lists))),
+            19 => {
+                drop(HostListState::get(&mut ctx.state(), input.handle::<ListStateHandle>(&lists)))
+            }
             20 => {
                 let handle = input.handle::<ListStateHandle>(&lists);
                 let values = (0..input.byte() % 4).map(|_| input.bytes()).collect();
-                drop(HostListState::update(&mut ctx, handle, values));
+                drop(HostListState::update(&mut ctx.state(), handle, values));
             }
-            21 => drop(HostListState::clear(&mut ctx, input.handle::<ListStateHandle>(&lists))),
+            21 => drop(HostListState::clear(
+                &mut ctx.state(),
+                input.handle::<ListStateHandle>(&lists),
+            )),
             22 => {
                 let (domain, timestamp) =
                     (input.domain(), i64::from(input.u32()) - i64::from(i32::MAX));
                 drop(if input.byte().is_multiple_of(2) {
-                    ctx.register(domain, timestamp)
+                    ctx.timers().register(domain, timestamp)
                 } else {
-                    ctx.delete(domain, timestamp)
+                    ctx.timers().delete(domain, timestamp)
                 });
             }
             23 => {
@@ -225,16 +244,16 @@ pub fn host_api_calls(data: &[u8]) {
                     timestamp: i64::from(input.u32()),
                     headers: vec![(input.text(), input.bytes())],
                 };
-                drop(ctx.emit(event));
+                drop(ctx.context().emit(event));
             }
             25 => {
                 let batch = input.batch();
-                drop(ctx.emit_batch(batch));
+                drop(ctx.context().emit_batch(batch));
             }
             26 => {
                 let (name, value) = (input.text(), input.bytes());
                 drop(
-                    ctx.emit_to(
+                    ctx.context().emit_to(
                         name,
                         Event { key: None, value, timestamp: 0, headers: Vec::new() },
                     ),
@@ -257,7 +276,7 @@ pub fn host_api_calls(data: &[u8]) {
                     (0..count).map(|_| (input.u32() % 3, input.u32() % 5)).collect();
                 let mut writes = input.batch_cells(count);
                 writes.states = (0..input.byte() % 3).map(|_| input.text()).collect();
-                drop(ctx.write_values(cells, writes));
+                drop(ctx.state().write_values(cells, writes));
             }
             31 => {
                 ctx.mark();
@@ -276,8 +295,8 @@ pub fn host_api_calls(data: &[u8]) {
                 marked = Some(all_state(&mut ctx));
             }
             _ => {
-                drop(ctx.current_watermark());
-                drop(ctx.processing_time());
+                drop(ctx.context().current_watermark());
+                drop(ctx.context().processing_time());
                 ctx.end_batch();
             }
         }

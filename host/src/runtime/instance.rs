@@ -9,7 +9,7 @@ use super::bindings::weir::function::types::{
     Accumulate, AccumulateBatch, EventBatch, KeyedBatch, KeyedEvents, KeyedTimers, ValueCells,
     WindowEvents,
 };
-use super::host_api::MAX_KEY_LEN;
+use super::host::MAX_KEY_LEN;
 use super::native::{NativeAggregateFunction, NativeKeyFunction, NativeProcessFunction};
 use super::packing::{self, BareEvents, FiredWindows, Grouping, KeyList};
 use super::{HostCtx, LoadedFunction};
@@ -145,7 +145,7 @@ fn call_wasm<R>(
             None => {
                 tracing::debug!(function = name, "trap: {error:?}");
                 let mut message = error.root_cause().to_string();
-                if let Some(logged) = store.data_mut().logged_error.take() {
+                if let Some(logged) = store.data_mut().take_logged_error() {
                     message = format!("{message}; it logged: {logged}");
                 }
                 CallError::Trapped { function: name.to_string(), activity, message }

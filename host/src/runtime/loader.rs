@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, InstancePre, Linker};
 use wasmtime::Engine;
 
-use super::{host_api, HostCtx, WIT_VERSION};
+use super::{host, HostCtx, WIT_VERSION};
 
 /// What a function is used for in a pipeline; each role needs one export.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -184,7 +184,7 @@ impl FunctionLoader {
     /// and reused across runs.
     pub fn new(engine: Engine, cache_dir: Option<PathBuf>) -> Result<Self, LoadError> {
         let mut linker = Linker::new(&engine);
-        host_api::add_to_linker(&mut linker).map_err(|e| LoadError::Link(format!("{e:#}")))?;
+        host::add_to_linker(&mut linker).map_err(|e| LoadError::Link(format!("{e:#}")))?;
         Ok(Self { engine, linker, cache_dir })
     }
 

@@ -7,9 +7,10 @@
 
 pub mod bindings;
 mod engine;
+#[cfg(any(test, feature = "fuzz"))]
 #[doc(hidden)]
 pub mod fuzz;
-pub mod host_api;
+pub mod host;
 mod instance;
 pub mod limits;
 pub(crate) mod loader;
@@ -18,7 +19,7 @@ pub mod packing;
 pub mod wasi;
 
 pub use engine::{new_engine, EngineLimits};
-pub use host_api::HostCtx;
+pub use host::HostCtx;
 pub use instance::{
     AggregateFunctionInstance, CallError, KeyFunctionInstance, ProcessFunctionInstance,
     WindowProcessFunctionInstance,

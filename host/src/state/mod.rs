@@ -6,6 +6,7 @@
 
 mod cache;
 pub mod changelog;
+pub mod encoding;
 pub mod hash;
 mod journal;
 mod key;

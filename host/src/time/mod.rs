@@ -7,5 +7,5 @@
 mod timers;
 mod watermark;
 
-pub use timers::{TimerService, FUNCTION_TIMERS};
+pub use timers::{DueTimers, TimeDomain, TimerService, FUNCTION_TIMERS};
 pub use watermark::{BoundedOutOfOrderness, SplitWatermarks, WatermarkSnapshot};

@@ -9,13 +9,31 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::runtime::bindings::weir::function::types::{FiredTimer, KeyedTimers, TimeDomain};
 use crate::state::hash::KeyHashBuilder;
 use crate::state::{key_group, ttl, KeyedStateBackend, StateError, StateKey, StateKind};
 
 /// The state name a function's timers are stored under (kind `Timer`, so
 /// no clash with the function's own state names).
 pub const FUNCTION_TIMERS: &str = "timers";
+
+/// Which clock a timer follows (the runtime maps the WIT `time-domain` to
+/// it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeDomain {
+    /// Event time: the timer is due when the watermark reaches it.
+    EventTime,
+    /// Processing time: the timer is due when the host's clock reaches it.
+    ProcessingTime,
+}
+
+/// The due timers of one key, as [`TimerService::take_due`] returns them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DueTimers {
+    /// The key the timers belong to.
+    pub key: Vec<u8>,
+    /// Their timestamps, in order.
+    pub timestamps: Vec<i64>,
+}
 
 fn domain_byte(domain: TimeDomain) -> u8 {
     match domain {
@@ -189,9 +207,9 @@ impl TimerService {
         backend: &mut dyn KeyedStateBackend,
         domain: TimeDomain,
         up_to: i64,
-    ) -> Result<Vec<KeyedTimers>, StateError> {
+    ) -> Result<Vec<DueTimers>, StateError> {
         let byte = domain_byte(domain);
-        let mut batch: Vec<KeyedTimers> = Vec::new();
+        let mut batch: Vec<DueTimers> = Vec::new();
         let mut index: HashMap<Vec<u8>, usize, KeyHashBuilder> = HashMap::default();
         let mut storage = Vec::new();
         loop {
@@ -202,7 +220,6 @@ impl TimerService {
             let mut keys: Vec<Vec<u8>> =
                 self.queue.remove(&(byte, timestamp)).unwrap_or_default().into_iter().collect();
             keys.sort_unstable();
-            let fired = FiredTimer { timestamp, domain };
             for key in keys {
                 storage.clear();
                 storage_key_into(
@@ -215,10 +232,10 @@ impl TimerService {
                 );
                 backend.delete(&storage)?;
                 match index.get(&key) {
-                    Some(&i) => batch[i].timers.push(fired),
+                    Some(&i) => batch[i].timestamps.push(timestamp),
                     None => {
                         index.insert(key.clone(), batch.len());
-                        batch.push(KeyedTimers { key, timers: vec![fired] });
+                        batch.push(DueTimers { key, timestamps: vec![timestamp] });
                     }
                 }
             }
@@ -232,13 +249,11 @@ mod tests {
     use super::*;
     use crate::state::InMemoryBackend;
 
-    fn fired(batch: &[KeyedTimers]) -> Vec<(String, i64)> {
+    fn fired(batch: &[DueTimers]) -> Vec<(String, i64)> {
         batch
             .iter()
             .flat_map(|k| {
-                k.timers
-                    .iter()
-                    .map(move |t| (String::from_utf8(k.key.clone()).unwrap(), t.timestamp))
+                k.timestamps.iter().map(move |&t| (String::from_utf8(k.key.clone()).unwrap(), t))
             })
             .collect()
     }

@@ -11,14 +11,12 @@
 
 use std::collections::HashMap;
 
-use crate::runtime::bindings::weir::function::types::{
-    Accumulate, KeyedTimers, TimeDomain, ValueCells, Window,
-};
+use crate::runtime::bindings::weir::function::types::{Accumulate, ValueCells, Window};
 use crate::runtime::packing::{self, BareEvents, FiredWindows, GroupOrder, KeyList};
 use crate::runtime::CallError;
 use crate::state::hash::KeyHashBuilder;
 use crate::state::{key_group, ttl, KeyedStateBackend, StateError, StateKey, StateKind};
-use crate::time::TimerService;
+use crate::time::{DueTimers, TimeDomain, TimerService};
 use crate::Event;
 
 use super::{WindowAssigner, WindowFunction};
@@ -540,13 +538,13 @@ impl WindowOperator {
                 break;
             }
             let mut windows = Vec::new();
-            for KeyedTimers { key, timers } in due {
+            for DueTimers { key, timestamps } in due {
                 // The key moves into the last of its windows.
                 let mut key = Some(key);
-                for (i, timer) in timers.iter().enumerate() {
+                for (i, &timestamp) in timestamps.iter().enumerate() {
                     let Some(owned) = key.as_deref() else { break };
-                    if let Some(window) = self.window_for_timer(owned, timer.timestamp, 0)? {
-                        let key = if i + 1 == timers.len() {
+                    if let Some(window) = self.window_for_timer(owned, timestamp, 0)? {
+                        let key = if i + 1 == timestamps.len() {
                             key.take().unwrap_or_default()
                         } else {
                             owned.to_vec()
@@ -566,10 +564,8 @@ impl WindowOperator {
         for keyed in
             self.cleanup.take_due(self.backend.as_mut(), TimeDomain::EventTime, watermark)?
         {
-            for timer in keyed.timers {
-                if let Some(window) =
-                    self.window_for_timer(&keyed.key, timer.timestamp, lateness)?
-                {
+            for timestamp in keyed.timestamps {
+                if let Some(window) = self.window_for_timer(&keyed.key, timestamp, lateness)? {
                     self.retire(&keyed.key, window)?;
                 }
             }
