@@ -47,7 +47,7 @@
 //!
 //! ## Building
 //! `scripts/dev build-functions` in the Weir repository builds every crate
-//! under `functions/` to a component (see the repository README for both
+//! under `functions/` to a component (see `docs/functions.md` there for both
 //! the rustup `wasm32-wasip2` route and the Debian `-Zbuild-std` route).
 #![deny(missing_docs)]
 

@@ -4,17 +4,41 @@
 //! function, hands each key's events in batches to a Wasm process function
 //! whose keyed state lives in RocksDB, and writes what it emits to sinks.
 //!
-//! One concern per module:
-//! * [`runtime`] — wasmtime engine, component loading and caching, the host
-//!   side of the WIT interfaces, calling functions;
-//! * [`state`] — keyed state backends and the state key layout;
-//! * [`checkpoint`] — checkpoint storage (object_store);
-//! * [`time`] — watermarks and timers;
+//! One concern per module, in layers: a module uses only modules of the
+//! layers below it (and its own layer's leaves), never one above, so no two
+//! modules import each other.
+//!
+//! ```text
+//! binary      cli/ (main.rs: arguments → commands; not part of this library)
+//!   ─────────────────────────────────────────────────────────────────────
+//! serving     api          bench (runs `weir` processes)
+//! running     pipeline
+//! parts       connectors   window   registry
+//! engine      runtime
+//! storage     checkpoint   time
+//!             state
+//! leaves      names   units   config   fault   metrics
+//! ```
+//!
+//! * [`api`] — the HTTP API (axum routes, OpenAPI), the supervisor that
+//!   runs deployed pipelines, and the CLI's client of it;
+//! * [`bench`] — `weir bench`: the standard workloads, their native twins
+//!   (handed to runs as a [`runtime::native::NativeCatalog`]) and the tables;
+//! * [`pipeline`] — the spec and running a pipeline: the source task, keyed
+//!   subtasks and sink task, restore, function loading;
+//! * [`connectors`] — sources and sinks, each owning its configuration, and
+//!   the registry that ties a spec's `type:` to them;
 //! * [`window`] — window assignment, accumulators, firing and lateness;
-//! * [`connectors`] — sources and sinks;
-//! * [`pipeline`] — the spec and running a pipeline;
-//! * [`config`] — where the host keeps its files;
-//! * [`metrics`] — process-level measurements.
+//! * [`registry`] — the stores of uploaded functions and deployed pipelines;
+//! * [`runtime`] — wasmtime engine, component loading and caching, the host
+//!   side of the WIT interfaces (one module per interface), calling functions;
+//! * [`checkpoint`] — checkpoint settings, the coordinator, storage
+//!   (object_store), savepoints and restore;
+//! * [`time`] — watermarks and timers;
+//! * [`state`] — keyed state backends, the state key layout and encodings;
+//! * [`names`] — the one rule for user-given names; [`units`] — sizes;
+//!   [`config`] — where the host keeps its files; [`fault`] — fault
+//!   injection for crash tests; [`metrics`] — process-level measurements.
 
 pub mod api;
 pub mod bench;

@@ -26,7 +26,7 @@ use super::ApiError;
 use crate::checkpoint::{CheckpointStorage, SnapshotKind, SnapshotMetadata};
 use crate::config;
 use crate::pipeline::{
-    self, PipelineSpec, RestoreFrom, RunError, RunHandle, RunOptions, RunSummary,
+    self, DeployedSpec, PipelineSpec, RestoreFrom, RunError, RunHandle, RunOptions, RunSummary,
 };
 use crate::registry::{FunctionStore, PipelineRecord, PipelineState, PipelineStore, RestorePoint};
 

@@ -37,7 +37,7 @@ pub enum Command {
     /// (or `weir stop` asks it to stop).
     Run(run::RunArgs),
     /// Measure the standard workloads, Wasm against the same logic native
-    /// (see the README's "Benchmarks"). Build with `--release`.
+    /// (see docs/benchmarks.md). Build with `--release`.
     Bench(bench::BenchArgs),
     /// Take a savepoint of a running pipeline (started by `weir run` with
     /// the same data directory) and print where it is.
@@ -45,7 +45,7 @@ pub enum Command {
     /// Stop a running pipeline gracefully: in-flight records are processed,
     /// a final snapshot is taken, and `weir run` exits.
     Stop(snapshots::StopArgs),
-    /// Serve the HTTP API: functions, pipelines, metrics (see the README).
+    /// Serve the HTTP API: functions, pipelines, metrics (see docs/api.md).
     Serve(serve::ServeArgs),
     /// Functions on a `weir serve`: upload, list.
     Function {

@@ -3,7 +3,8 @@
 //! Modules, from the bottom up (a module uses those above it in this list,
 //! none below):
 //!
-//! * [`spec`]: the spec users write; `error`: why a run failed;
+//! * [`spec`]: the spec users write; [`record`]: the spec a deployed
+//!   pipeline's record runs; `error`: why a run failed;
 //!   `summary`: counts and what a run reports; `live`: counters and
 //!   control while it runs; `options`: how to run it;
 //! * `failures`, `operator`: the keyed operator a subtask runs;
@@ -21,6 +22,7 @@ mod load;
 mod messages;
 mod operator;
 mod options;
+pub mod record;
 mod restore;
 mod runner;
 mod sink_task;
@@ -31,6 +33,7 @@ mod summary;
 mod thread;
 
 pub use live::{LiveCounts, LiveMetrics, RunHandle};
+pub use record::DeployedSpec;
 pub use runner::{
     check, checkpoint_storage, run, OperatorCounts, ProgressFn, RestoreFrom, RunError, RunOptions,
     RunSummary,

@@ -9,6 +9,10 @@ mod pipelines;
 pub use functions::{FunctionStore, FunctionVersion, RegistryError};
 pub use pipelines::{PipelineRecord, PipelineState, PipelineStore, RestorePoint};
 
+/// A record of a pipeline using function `revenue`, for other modules' tests.
+#[cfg(test)]
+pub(crate) use pipelines::tests::record as test_record;
+
 use std::io::Write as _;
 
 use cap_std::fs::Dir;

@@ -18,8 +18,6 @@ use serde::{Deserialize, Serialize};
 
 use super::RegistryError;
 use crate::names::is_valid_name;
-use crate::pipeline::spec::SpecError;
-use crate::pipeline::PipelineSpec;
 
 /// Where a pipeline stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -92,33 +90,6 @@ pub struct PipelineRecord {
     pub deployed_at: i64,
     /// 1 at deploy, +1 per upgrade.
     pub generation: u32,
-}
-
-impl PipelineRecord {
-    /// The spec this record runs: the deployed text with the pinned
-    /// versions and parallelism applied, relative paths resolved against
-    /// `data_dir`, validated again.
-    pub fn spec(&self, data_dir: &Path) -> Result<PipelineSpec, SpecError> {
-        let mut spec = PipelineSpec::parse(&self.spec)?;
-        for (field, function) in spec.functions_mut() {
-            if let Some(version) = self.pins.get(field) {
-                function.version = Some(*version);
-            }
-        }
-        if let Some(parallelism) = self.parallelism {
-            spec.parallelism = parallelism;
-        }
-        spec.resolve_paths(data_dir);
-        spec.validate()?;
-        Ok(spec)
-    }
-
-    /// Whether the pipeline uses the stored function `name`.
-    pub fn uses_function(&self, name: &str) -> bool {
-        PipelineSpec::parse(&self.spec).is_ok_and(|spec| {
-            spec.functions().iter().any(|(_, f)| f.function.as_deref() == Some(name))
-        })
-    }
 }
 
 /// The records of one data directory.
@@ -194,10 +165,11 @@ impl PipelineStore {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn record(name: &str) -> PipelineRecord {
+    /// A record of a pipeline using function `revenue`, versions pinned.
+    pub(crate) fn record(name: &str) -> PipelineRecord {
         PipelineRecord {
             name: name.to_string(),
             spec: format!("name: {name}\nsource: {{ type: generator, count: 10 }}\nkey: {{ function: revenue }}\nprocess: {{ function: revenue }}\nsink: {{ type: discard }}\n"),
@@ -222,13 +194,7 @@ mod tests {
         store.delete("never-there").unwrap();
         let reopened = PipelineStore::open(dir.path()).unwrap().list().unwrap();
         assert_eq!(reopened.keys().collect::<Vec<_>>(), ["orders"]);
-        let spec = reopened["orders"].spec(dir.path()).unwrap();
-        assert_eq!(
-            (spec.key.version, spec.process.as_ref().unwrap().version, spec.parallelism),
-            (Some(1), Some(2), 3)
-        );
-        assert!(reopened["orders"].uses_function("revenue"));
-        assert!(!reopened["orders"].uses_function("other"));
+        assert_eq!(reopened["orders"], record("orders"));
     }
 
     #[test]

@@ -24,7 +24,7 @@ pub trait NativeKeyFunction: Send {
 /// A native keyed process function.
 pub trait NativeProcessFunction: Send {
     /// Process each key's events; before touching key `i`'s state, call
-    /// `state::Host::select_key(ctx, i)` as the SDK's glue does.
+    /// `state::Host::select_key(&mut ctx.state(), i)` as the SDK's glue does.
     fn process(&mut self, batch: &[KeyedEvents], ctx: &mut HostCtx) -> Result<(), String>;
 
     /// Fired timers (none by default).
