@@ -115,7 +115,7 @@ impl ProcessFunction for Misbehaving {
     fn process(&mut self, _key: &[u8], events: &[Event], ctx: &mut Context) -> Result<(), Error> {
         let mut count = self.count.get()?.unwrap_or(0);
         for event in events {
-            let input = Input::parse(&event)?;
+            let input = Input::parse(event)?;
             count += 1;
             // Written before misbehaving, so the host's rollback shows.
             self.count.set(&count)?;
