@@ -254,9 +254,19 @@ fn a_savepoint_at_parallelism_2_restores_at_parallelism_3_with_every_keys_state(
     let data = dir.path().join("data");
     let spec2 = checkpointed_spec(dir.path(), "rescale", count, 2, &out);
     let running = start_weir(&spec2, &data, &["--sink-delay-ms", "5"], &[]);
+    // Ask once the run is up: it takes requests after loading its
+    // functions, which a loaded machine can make take over a second.
     std::thread::sleep(Duration::from_millis(700));
-    let savepoint =
-        weir(&["savepoint", spec2.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let savepoint = loop {
+        let asked =
+            weir(&["savepoint", spec2.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
+        let not_yet = String::from_utf8_lossy(&asked.stderr).contains("not running here");
+        if asked.status.success() || !not_yet || Instant::now() > deadline {
+            break asked;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
     assert!(savepoint.status.success(), "{}", String::from_utf8_lossy(&savepoint.stderr));
     let first = String::from_utf8_lossy(&savepoint.stdout).trim().to_string();
     assert!(Path::new(&first).join("_metadata").exists(), "savepoint at {first}");
