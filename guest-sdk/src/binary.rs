@@ -27,6 +27,7 @@ pub const ORDER_BYTES: usize = 24;
 
 impl Order {
     /// Read an order; an error unless `bytes` is exactly [`ORDER_BYTES`] long.
+    #[inline]
     pub fn decode(bytes: &[u8]) -> Result<Self, Error> {
         let field =
             |i: usize| -> [u8; 8] { bytes[i * 8..i * 8 + 8].try_into().unwrap_or_default() };
@@ -44,6 +45,7 @@ impl Order {
     }
 
     /// The order's bytes.
+    #[inline]
     pub fn encode(&self) -> [u8; ORDER_BYTES] {
         let mut out = [0; ORDER_BYTES];
         out[..8].copy_from_slice(&self.order_id.to_le_bytes());
