@@ -22,8 +22,9 @@
 //!
 //! * [`api`] — the HTTP API (axum routes, OpenAPI), the supervisor that
 //!   runs deployed pipelines, and the CLI's client of it;
-//! * [`bench`] — `weir bench`: the standard workloads, their native twins
-//!   (handed to runs as a [`runtime::native::NativeCatalog`]) and the tables;
+//! * `bench` — `weir bench` (cargo feature `bench`, on by default): the
+//!   standard workloads, their native twins (handed to runs as a
+//!   [`runtime::native::NativeCatalog`]) and the tables;
 //! * [`pipeline`] — the spec and running a pipeline: the source task, keyed
 //!   subtasks and sink task, restore, function loading;
 //! * [`connectors`] — sources and sinks, each owning its configuration, and
@@ -41,6 +42,7 @@
 //!   injection for crash tests; [`metrics`] — process-level measurements.
 
 pub mod api;
+#[cfg(feature = "bench")]
 pub mod bench;
 pub mod checkpoint;
 pub mod config;

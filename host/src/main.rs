@@ -24,6 +24,7 @@ fn main() -> ExitCode {
         .init();
     let result = match Cli::parse().command {
         Command::Run(args) => cli::run::run(args),
+        #[cfg(feature = "bench")]
         Command::Bench(args) => cli::bench::bench(&args),
         Command::Savepoint(args) => cli::snapshots::savepoint(args),
         Command::Stop(args) => cli::snapshots::stop(args),

@@ -1,6 +1,8 @@
 //! Process-level measurements reported by `weir run` (and, later, the
 //! metrics endpoint).
 
+use serde::{Deserialize, Serialize};
+
 /// The process's peak resident set size in bytes (Linux `VmHWM`), if known.
 pub fn peak_rss_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -30,5 +32,27 @@ mod tests {
             while spin.elapsed() < std::time::Duration::from_millis(50) {}
             assert!(super::cpu_seconds().unwrap() > 0.0);
         }
+    }
+}
+
+/// What one run measured (printed by `weir run --report-json`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Measurement {
+    /// Events read.
+    pub events: u64,
+    /// Wall-clock seconds of the run.
+    pub seconds: f64,
+    /// CPU seconds of the process (user + system, all threads).
+    pub cpu_seconds: f64,
+    /// Peak resident set size in bytes.
+    pub peak_rss_bytes: u64,
+    /// Checkpoints completed.
+    pub checkpoints: usize,
+}
+
+impl Measurement {
+    /// Events per second.
+    pub fn rate(&self) -> f64 {
+        self.events as f64 / self.seconds.max(1e-9)
     }
 }

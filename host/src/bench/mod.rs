@@ -20,8 +20,6 @@ pub mod native;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde::{Deserialize, Serialize};
-
 /// A standard workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Workload {
@@ -130,27 +128,7 @@ impl Case {
     }
 }
 
-/// What one run measured (printed by `weir run --report-json`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Measurement {
-    /// Events read.
-    pub events: u64,
-    /// Wall-clock seconds of the run.
-    pub seconds: f64,
-    /// CPU seconds of the process (user + system, all threads).
-    pub cpu_seconds: f64,
-    /// Peak resident set size in bytes.
-    pub peak_rss_bytes: u64,
-    /// Checkpoints completed.
-    pub checkpoints: usize,
-}
-
-impl Measurement {
-    /// Events per second.
-    pub fn rate(&self) -> f64 {
-        self.events as f64 / self.seconds.max(1e-9)
-    }
-}
+pub use crate::metrics::Measurement;
 
 /// Why a benchmark could not run.
 #[derive(Debug, thiserror::Error)]

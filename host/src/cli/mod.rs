@@ -9,6 +9,7 @@
 //! * `wasm` (`inspect`, `componentize`) works on `.wasm` files;
 //! * `print` holds the tables and summaries.
 
+#[cfg(feature = "bench")]
 pub mod bench;
 pub mod checkpoints;
 pub mod function;
@@ -38,6 +39,7 @@ pub enum Command {
     Run(run::RunArgs),
     /// Measure the standard workloads, Wasm against the same logic native
     /// (see docs/benchmarks.md). Build with `--release`.
+    #[cfg(feature = "bench")]
     Bench(bench::BenchArgs),
     /// Take a savepoint of a running pipeline (started by `weir run` with
     /// the same data directory) and print where it is.
@@ -67,4 +69,18 @@ pub enum Command {
     Inspect(wasm::InspectArgs),
     /// Turn a core module carrying a component type into a component.
     Componentize(wasm::ComponentizeArgs),
+}
+
+/// The built-in functions a spec may name with `native:`: the benchmarks'
+/// native twins.
+#[cfg(feature = "bench")]
+pub fn natives() -> weir_host::runtime::native::NativeCatalog {
+    weir_host::bench::native::catalog()
+}
+
+/// The built-in functions a spec may name with `native:`: none in a build
+/// without the `bench` feature.
+#[cfg(not(feature = "bench"))]
+pub fn natives() -> weir_host::runtime::native::NativeCatalog {
+    weir_host::runtime::native::NativeCatalog::default()
 }

@@ -57,7 +57,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     let mut options =
         RunOptions::new(args.data_dir.unwrap_or_else(weir_host::config::default_data_dir))
-            .with_natives(weir_host::bench::native::catalog());
+            .with_natives(super::natives());
     options.fresh = args.fresh;
     options.restore =
         args.restore
@@ -74,7 +74,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         print_summary(&spec.name, &summary);
     }
     if args.report_json {
-        let measurement = weir_host::bench::Measurement {
+        let measurement = weir_host::metrics::Measurement {
             events: summary.records_in,
             seconds: summary.elapsed.as_secs_f64(),
             cpu_seconds: weir_host::metrics::cpu_seconds().unwrap_or_default(),

@@ -41,7 +41,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         token: args.token.filter(|t| !t.is_empty()),
         max_upload_bytes: args.max_upload_bytes,
         max_limits,
-        natives: weir_host::bench::native::catalog(),
+        natives: super::natives(),
     };
     weir_host::api::serve(config, |address| {
         use std::io::Write as _;
