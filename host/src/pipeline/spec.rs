@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
-pub use crate::checkpoint::CheckpointSettings;
+use crate::checkpoint::CheckpointSettings;
 use crate::connectors::registry::{resolve, ConfigError, NESTED_FIELD};
 use crate::connectors::SinkRole;
 pub use crate::connectors::{SinkSpec, SourceSpec};
