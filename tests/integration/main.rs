@@ -15,10 +15,6 @@ mod customer_profile;
 mod fraud_detector;
 mod isolation;
 mod kafka;
-// The broker helper lives with the check of the broker patch, so there is
-// one copy; the integration tests use part of it.
-#[path = "../../third_party/kafka-test-broker-check/src/lib.rs"]
-#[allow(dead_code)]
 mod kafka_support;
 mod minute_revenue;
 mod parallel;

@@ -1,35 +1,22 @@
-//! A Kafka broker for synchronous integration tests: [`TestKafka`]. Weir's
-//! integration tests include this file as their `kafka_support` module.
+//! A real Apache Kafka broker for the integration tests: [`TestKafka`].
 //!
-//! [`TestKafka::start`] runs krafka's in-process `FakeBroker` (the vendored,
-//! patched copy in `third_party/krafka`, feature `test-broker`) on a tokio
-//! runtime of its own, listening on `127.0.0.1:<free port>`. When the
-//! environment variable `WEIR_TEST_KAFKA_BOOTSTRAP` is set, it starts nothing
-//! and points at that external broker instead, so the same tests can run
-//! against a real Kafka.
+//! [`TestKafka::start`] uses the broker named by `WEIR_TEST_KAFKA_BOOTSTRAP`
+//! (`scripts/dev test` starts one and sets it), else starts the shared
+//! broker itself with `scripts/dev kafka start` (its log directory under
+//! `~/.cache/weir/kafka/broker`; kept running for later runs).
+//! [`TestKafka::dedicated`] starts a broker of the test's own, on its own
+//! log directory and ports with the broker configs the test gives, which
+//! the test may kill (`kill -9`) and start again ([`TestKafka::restart`]).
 //!
-//! Every method blocks; the helpers use `rdkafka` (librdkafka) as clients, so
-//! what they see is what an rdkafka-based sink or source would see. This
-//! module owns test plumbing only: it must never be linked into a production
-//! binary.
-//!
-//! ```no_run
-//! use kafka_test_broker_check::TestKafka;
-//!
-//! let kafka = TestKafka::start();
-//! kafka.create_topic("in", 3);
-//! kafka.produce("in", Some(1), Some(b"k"), b"v");
-//! let records = kafka.read_committed("in");
-//! assert_eq!(records, vec![(1, 0, Some(b"k".to_vec()), b"v".to_vec())]);
-//! ```
-
-#![deny(missing_docs)]
+//! Every method blocks; the helpers use `rdkafka` (librdkafka) as clients,
+//! so what they see is what Weir's sink and source see.
 
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use krafka::testing::FakeBroker;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
@@ -45,64 +32,50 @@ pub type Record = (Option<i32>, Option<Vec<u8>>, Vec<u8>);
 /// A record read back: (partition, offset, key, value).
 pub type Consumed = (i32, i64, Option<Vec<u8>>, Vec<u8>);
 
-/// Environment variable naming an external broker's bootstrap servers.
+/// Environment variable naming the shared broker's bootstrap servers.
 pub const BOOTSTRAP_ENV: &str = "WEIR_TEST_KAFKA_BOOTSTRAP";
 
 /// How long one blocking helper call may take before it panics.
 const TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A Kafka broker for a test: in-process, or external via
-/// [`BOOTSTRAP_ENV`].
-///
-/// Dropping it stops the in-process broker (its listener and every
-/// connection) and its runtime.
+/// A Kafka broker for a test: the shared one, or a dedicated one this
+/// value owns (killed when it is dropped).
 pub struct TestKafka {
-    // Field order is drop order: the broker's tasks are aborted before the
-    // runtime that runs them shuts down.
-    broker: Option<FakeBroker>,
     producer: OnceLock<FutureProducer>,
     bootstrap: String,
+    /// The dedicated broker's directory (log dir, pid, ports).
+    dedicated: Option<tempfile::TempDir>,
     runtime: tokio::runtime::Runtime,
 }
 
-impl std::fmt::Debug for TestKafka {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TestKafka")
-            .field("bootstrap", &self.bootstrap)
-            .field("in_process", &self.broker.is_some())
-            .finish_non_exhaustive()
-    }
-}
-
 impl TestKafka {
-    /// Start an in-process broker on `127.0.0.1:<free port>`, or use the
-    /// external one named by `WEIR_TEST_KAFKA_BOOTSTRAP`.
-    ///
-    /// # Panics
-    /// If the runtime or the listener cannot be started.
+    /// The shared broker: `$WEIR_TEST_KAFKA_BOOTSTRAP`, else the one
+    /// `scripts/dev kafka start` runs.
     pub fn start() -> TestKafka {
-        // One worker thread serves the broker's accept loop and connections;
-        // the test thread only enters the runtime through `block_on`.
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("test-kafka")
+        static SHARED: OnceLock<String> = OnceLock::new();
+        let bootstrap = SHARED.get_or_init(|| match std::env::var(BOOTSTRAP_ENV) {
+            Ok(bootstrap) if !bootstrap.trim().is_empty() => bootstrap.trim().to_owned(),
+            _ => dev_kafka(&["start"]),
+        });
+        TestKafka::new(bootstrap.clone(), None)
+    }
+
+    /// A broker of this test's own, with `configs` (`name=value` broker
+    /// settings, e.g. `transaction.max.timeout.ms=10000`).
+    pub fn dedicated(configs: &[&str]) -> TestKafka {
+        let dir = tempfile::Builder::new().prefix("weir-kafka-").tempdir().expect("broker dir");
+        let mut args = vec!["start", dir.path().to_str().expect("UTF-8 path")];
+        args.extend_from_slice(configs);
+        let bootstrap = dev_kafka(&args);
+        TestKafka::new(bootstrap, Some(dir))
+    }
+
+    fn new(bootstrap: String, dedicated: Option<tempfile::TempDir>) -> TestKafka {
+        let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .expect("tokio runtime for the test broker");
-        match std::env::var(BOOTSTRAP_ENV) {
-            Ok(bootstrap) if !bootstrap.trim().is_empty() => TestKafka {
-                broker: None,
-                producer: OnceLock::new(),
-                bootstrap: bootstrap.trim().to_owned(),
-                runtime,
-            },
-            _ => {
-                let broker =
-                    runtime.block_on(FakeBroker::start()).expect("start the in-process FakeBroker");
-                let bootstrap = broker.bootstrap_servers();
-                TestKafka { broker: Some(broker), producer: OnceLock::new(), bootstrap, runtime }
-            }
-        }
+            .expect("tokio runtime for the Kafka clients");
+        TestKafka { producer: OnceLock::new(), bootstrap, dedicated, runtime }
     }
 
     /// Bootstrap servers for a client, e.g. `127.0.0.1:40123`.
@@ -110,13 +83,34 @@ impl TestKafka {
         self.bootstrap.clone()
     }
 
-    /// The in-process broker, for assertions on its state; `None` when an
-    /// external broker is used.
-    pub fn fake_broker(&self) -> Option<&FakeBroker> {
-        self.broker.as_ref()
+    fn dedicated_dir(&self) -> &Path {
+        self.dedicated.as_ref().expect("only a dedicated broker can be killed or restarted").path()
     }
 
-    /// Run a future on this broker's runtime, blocking the caller.
+    /// Kill the dedicated broker with SIGKILL and wait until it is gone.
+    pub fn kill(&self) {
+        let pid = std::fs::read_to_string(self.dedicated_dir().join("pid")).expect("broker pid");
+        let status = Command::new("kill").args(["-9", pid.trim()]).status().expect("kill");
+        assert!(status.success(), "kill -9 {pid}");
+        let proc = PathBuf::from(format!("/proc/{}", pid.trim()));
+        let deadline = Instant::now() + TIMEOUT;
+        while proc.exists() && !is_zombie(&proc) {
+            assert!(Instant::now() < deadline, "broker {pid} did not die");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Start the dedicated broker again on the same log directory and
+    /// ports (after [`TestKafka::kill`]), waiting until it accepts
+    /// connections.
+    pub fn restart(&self, configs: &[&str]) {
+        let mut args = vec!["start", self.dedicated_dir().to_str().expect("UTF-8 path")];
+        args.extend_from_slice(configs);
+        let bootstrap = dev_kafka(&args);
+        assert_eq!(bootstrap, self.bootstrap, "a restarted broker keeps its address");
+    }
+
+    /// Run a future on this helper's runtime, blocking the caller.
     pub fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
         self.runtime.block_on(future)
     }
@@ -128,21 +122,17 @@ impl TestKafka {
         config
     }
 
+    fn admin(&self) -> AdminClient<DefaultClientContext> {
+        self.client_config().create().expect("admin client")
+    }
+
     /// Create `name` with `partitions` partitions (replication factor 1).
     /// An already existing topic is left as it is.
-    ///
-    /// # Panics
-    /// If the topic cannot be created.
     pub fn create_topic(&self, name: &str, partitions: i32) {
-        if let Some(broker) = &self.broker {
-            broker.create_topic(name, partitions);
-            return;
-        }
-        let admin: AdminClient<DefaultClientContext> =
-            self.client_config().create().expect("admin client");
         let topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
         let options = AdminOptions::new().operation_timeout(Some(TIMEOUT));
-        let results = self.block_on(admin.create_topics([&topic], &options)).expect("CreateTopics");
+        let results =
+            self.block_on(self.admin().create_topics([&topic], &options)).expect("CreateTopics");
         for result in results {
             match result {
                 Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
@@ -158,43 +148,55 @@ impl TestKafka {
         }
     }
 
-    /// Produce one record, not transactionally, and wait until the broker
-    /// has acknowledged it. `partition: None` lets the partitioner choose.
-    ///
-    /// # Panics
-    /// If the record is not acknowledged.
-    pub fn produce(&self, topic: &str, partition: Option<i32>, key: Option<&[u8]>, value: &[u8]) {
-        let producer = self.producer.get_or_init(|| {
+    /// Delete consumer group `group` (e.g. the one holding a sink's commit
+    /// marker).
+    pub fn delete_group(&self, group: &str) {
+        let options = AdminOptions::new().operation_timeout(Some(TIMEOUT));
+        let results =
+            self.block_on(self.admin().delete_groups(&[group], &options)).expect("DeleteGroups");
+        for result in results {
+            if let Err((group, code)) = result {
+                panic!("deleting group {group}: {code}");
+            }
+        }
+    }
+
+    /// Delete the records of `topic`'s `partition` below `offset`, as
+    /// retention would (the partition's log start moves to `offset`).
+    pub fn delete_records_before(&self, topic: &str, partition: i32, offset: i64) {
+        let mut list = TopicPartitionList::new();
+        list.add_partition_offset(topic, partition, Offset::Offset(offset)).expect("offset");
+        let options = AdminOptions::new().operation_timeout(Some(TIMEOUT));
+        let result =
+            self.block_on(self.admin().delete_records(&list, &options)).expect("DeleteRecords");
+        for element in result.elements() {
+            if let Err(e) = element.error() {
+                panic!("deleting records of {topic}/{partition}: {e}");
+            }
+        }
+    }
+
+    fn producer(&self) -> &FutureProducer {
+        self.producer.get_or_init(|| {
             self.client_config()
                 .set("enable.idempotence", "true")
                 .set("message.timeout.ms", "30000")
+                .set("linger.ms", "5")
                 .create()
                 .expect("producer")
-        });
-        let mut record = FutureRecord::<[u8], [u8]>::to(topic).payload(value);
-        if let Some(partition) = partition {
-            record = record.partition(partition);
-        }
-        if let Some(key) = key {
-            record = record.key(key);
-        }
-        self.block_on(producer.send(record, TIMEOUT))
-            .unwrap_or_else(|(e, _)| panic!("producing to {topic}: {e}"));
+        })
+    }
+
+    /// Produce one record, not transactionally, and wait until the broker
+    /// has acknowledged it. `partition: None` lets the partitioner choose.
+    pub fn produce(&self, topic: &str, partition: Option<i32>, key: Option<&[u8]>, value: &[u8]) {
+        self.produce_many(topic, &[(partition, key.map(<[u8]>::to_vec), value.to_vec())]);
     }
 
     /// Produce `records` (partition, key, value), not transactionally, and
     /// wait until the broker has acknowledged all of them.
-    ///
-    /// # Panics
-    /// If a record is not acknowledged.
     pub fn produce_many(&self, topic: &str, records: &[Record]) {
-        let producer = self.producer.get_or_init(|| {
-            self.client_config()
-                .set("enable.idempotence", "true")
-                .set("message.timeout.ms", "30000")
-                .create()
-                .expect("producer")
-        });
+        let producer = self.producer();
         let sends: Vec<_> = records
             .iter()
             .map(|(partition, key, value)| {
@@ -218,9 +220,6 @@ impl TestKafka {
     }
 
     /// Commit `offsets` (one per partition, from 0) of `topic` for `group`.
-    ///
-    /// # Panics
-    /// If the commit fails.
     pub fn commit_offsets(&self, group: &str, topic: &str, offsets: &[i64]) {
         let consumer: BaseConsumer = self
             .client_config()
@@ -236,14 +235,10 @@ impl TestKafka {
         consumer.commit(&list, rdkafka::consumer::CommitMode::Sync).expect("commit offsets");
     }
 
-    /// Every record of `topic` that a `read_committed` consumer sees now, from
-    /// the beginning of each partition up to its end (the last stable
-    /// offset), as `(partition, offset, key, value)` sorted by partition and
-    /// offset.
-    ///
-    /// # Panics
-    /// If the topic does not exist or a partition's end is not reached
-    /// within 30 s.
+    /// Every record of `topic` that a `read_committed` consumer sees now,
+    /// from the beginning of each partition up to its end (the last stable
+    /// offset), as `(partition, offset, key, value)` sorted by partition
+    /// and offset.
     pub fn read_committed(&self, topic: &str) -> Vec<Consumed> {
         let consumer: BaseConsumer = self
             .client_config()
@@ -293,9 +288,6 @@ impl TestKafka {
 
     /// The offsets `group` has committed for partitions `0..partitions` of
     /// `topic`; `None` where nothing is committed.
-    ///
-    /// # Panics
-    /// If the group coordinator cannot be asked.
     pub fn committed_offsets(&self, group: &str, topic: &str, partitions: i32) -> Vec<Option<i64>> {
         let consumer: BaseConsumer = self
             .client_config()
@@ -326,4 +318,36 @@ impl TestKafka {
             .flat_map(|t| t.partitions().iter().map(|p| p.id()))
             .collect()
     }
+}
+
+impl Drop for TestKafka {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.dedicated {
+            if let Ok(pid) = std::fs::read_to_string(dir.path().join("pid")) {
+                let _ = Command::new("kill").args(["-9", pid.trim()]).status();
+            }
+        }
+    }
+}
+
+/// A process that has exited but not been reaped (the broker's parent is
+/// `scripts/dev`, which has exited; init reaps it soon).
+fn is_zombie(proc: &Path) -> bool {
+    std::fs::read_to_string(proc.join("stat"))
+        .map(|stat| stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')))
+        .unwrap_or(true)
+}
+
+/// Run `scripts/dev kafka ARGS` and return what it prints (the bootstrap
+/// address for `start`).
+fn dev_kafka(args: &[&str]) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/dev");
+    let output = Command::new(script).arg("kafka").args(args).output().expect("scripts/dev runs");
+    assert!(
+        output.status.success(),
+        "scripts/dev kafka {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("UTF-8").trim().to_owned()
 }
