@@ -122,6 +122,43 @@ fn assert_same(
     }
 }
 
+/// How many `kill -9`s the chaos test lands: `$WEIR_CHAOS_KILLS`, else 100.
+fn chaos_kills() -> usize {
+    std::env::var("WEIR_CHAOS_KILLS").ok().and_then(|s| s.parse().ok()).unwrap_or(100)
+}
+
+/// Every customer's records in `before` are a prefix of theirs in `after`:
+/// committed output only grows, nothing is replaced or repeated.
+fn assert_extends(
+    before: &BTreeMap<u64, Vec<String>>,
+    after: &BTreeMap<u64, Vec<String>>,
+    when: &str,
+) {
+    assert_prefix(before, after, when);
+}
+
+fn total(records: &BTreeMap<u64, Vec<String>>) -> usize {
+    records.values().map(Vec::len).sum()
+}
+
+/// Records of `expected` missing from `actual` and records of `actual`
+/// beyond `expected` (as multisets): (lost, duplicated).
+fn lost_and_duplicated(
+    actual: &BTreeMap<u64, Vec<String>>,
+    expected: &BTreeMap<u64, Vec<String>>,
+) -> (usize, usize) {
+    let mut counts: BTreeMap<&str, i64> = BTreeMap::new();
+    for record in expected.values().flatten() {
+        *counts.entry(record).or_default() += 1;
+    }
+    for record in actual.values().flatten() {
+        *counts.entry(record).or_default() -= 1;
+    }
+    let lost = counts.values().filter(|&&c| c > 0).map(|&c| c as usize).sum();
+    let duplicated = counts.values().filter(|&&c| c < 0).map(|&c| (-c) as usize).sum();
+    (lost, duplicated)
+}
+
 #[test]
 fn kafka_to_kafka_is_exactly_once_through_kill_9_and_commit_phase_crashes() {
     let kafka = TestKafka::start();
@@ -131,23 +168,8 @@ fn kafka_to_kafka_is_exactly_once_through_kill_9_and_commit_phase_crashes() {
     kafka.create_topic(&orders, 3);
     kafka.create_topic(&revenue, 1);
     kafka.create_topic(&expected_topic, 1);
-    let count = 60_000;
-    produce_orders(&kafka, &orders, 3, count, 40, 1);
-
-    let expected_spec = KafkaPipeline {
-        name: unique("expected"),
-        source: orders.clone(),
-        sink: expected_topic.clone(),
-        extra: "",
-    }
-    .write(dir.path(), &kafka);
-    run_ok(&expected_spec, &dir.path().join("data-expected"), &[]);
-    let expected = committed_per_key(&kafka, &expected_topic);
-    assert_eq!(
-        expected.values().map(Vec::len).sum::<usize>(),
-        count as usize,
-        "the failure-free run"
-    );
+    let mut produced = 40_000;
+    produce_orders(&kafka, &orders, 3, produced, 40, 1);
 
     let spec = KafkaPipeline {
         name: unique("chaos"),
@@ -160,61 +182,103 @@ fn kafka_to_kafka_is_exactly_once_through_kill_9_and_commit_phase_crashes() {
     let seed = crash_seed();
     eprintln!("kafka chaos seed {seed}");
     let mut dice = Dice(seed);
-    // A slow sink stretches the job over ~12 s of sink time, so the kills
-    // land mid-run (a much slower sink would make barriers slow, as
-    // backpressure delays aligned barriers).
-    let slow = ["--sink-delay-ms", "10"];
+    // A slow sink (20 ms per batch of 100) keeps every run busy writing,
+    // so the kills land mid-run; the restore is logged so each restart can
+    // be seen to resume from a checkpoint.
+    let slow = ["--sink-delay-ms", "20"];
+    let log = ("WEIR_LOG", "warn,weir_host::pipeline::restore=info");
     // Crashes injected exactly at each commit phase, then SIGKILLs at random.
     let faults = ["kafka-after-pre-commit:3", "kafka-before-commit:2", "kafka-after-commit:2"];
+    let mut visible = BTreeMap::new();
     for fault in faults {
-        let output =
-            start_weir(&spec, &data, &slow, &[("WEIR_FAULT", fault)]).wait_with_output().unwrap();
+        let output = start_weir(&spec, &data, &slow, &[("WEIR_FAULT", fault), log])
+            .wait_with_output()
+            .unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!output.status.success() && stderr.contains("fault injected"), "{fault}: {stderr}");
-        let visible = committed_per_key(&kafka, &revenue);
-        assert_prefix(&visible, &expected, fault);
-        eprintln!(
-            "crash at {fault}: {} results visible",
-            visible.values().map(Vec::len).sum::<usize>()
-        );
+        let now = committed_per_key(&kafka, &revenue);
+        assert_extends(&visible, &now, fault);
+        eprintln!("crash at {fault}: {} results committed", total(&now));
+        visible = now;
     }
-    let mut kills = 0;
-    let mut attempts = 0;
-    while kills < 20 {
-        attempts += 1;
-        assert!(attempts < 80, "too many runs finished before their kill (seed {seed})");
-        let mut child = start_weir(&spec, &data, &slow, &[]);
-        let deadline = Instant::now() + Duration::from_millis(dice.between(300, 2_500));
+    assert!(total(&visible) > 0, "the injected crashes left nothing committed");
+
+    let wanted = chaos_kills();
+    let (mut kills, mut progressed, mut finished) = (0, 0, 0);
+    while kills < wanted {
+        let mut child = start_weir(&spec, &data, &slow, &[log]);
+        let after = dice.between(1_000, 4_000);
+        let deadline = Instant::now() + Duration::from_millis(after);
         while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
             std::thread::sleep(Duration::from_millis(5));
         }
-        if let Some(status) = child.try_wait().unwrap() {
-            let stderr = child.wait_with_output().unwrap().stderr;
+        if child.try_wait().unwrap().is_some() {
+            let output = child.wait_with_output().unwrap();
             assert!(
-                status.success(),
+                output.status.success(),
                 "a run failed on its own (seed {seed}): {}",
-                String::from_utf8_lossy(&stderr)
+                String::from_utf8_lossy(&output.stderr)
             );
-            break; // finished: the remaining kills would find nothing to do
+            // It read everything: give the next runs more to do.
+            finished += 1;
+            produce_orders(&kafka, &orders, 3, 20_000, 40, produced + 1);
+            produced += 20_000;
+            visible = committed_per_key(&kafka, &revenue);
+            continue;
         }
         child.kill().unwrap();
-        child.wait().unwrap();
+        let output = child.wait_with_output().unwrap();
         kills += 1;
-        let visible = committed_per_key(&kafka, &revenue);
-        assert_prefix(&visible, &expected, &format!("after kill {kills} (seed {seed})"));
-        eprintln!(
-            "kill {kills}: {} results visible",
-            visible.values().map(Vec::len).sum::<usize>()
+        let now = committed_per_key(&kafka, &revenue);
+        let when = format!("after kill {kills} (seed {seed})");
+        assert_extends(&visible, &now, &when);
+        let committed = total(&now);
+        assert!(
+            0 < committed && committed < produced as usize,
+            "{when}: the kill landed mid-work ({committed} of {produced} results committed)"
         );
+        eprintln!("kill {kills} after {after} ms: {committed} results committed");
+        if committed > total(&visible) {
+            // This run committed new output, so it resumed from the
+            // committed checkpoint rather than from nothing.
+            progressed += 1;
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(stderr.contains("restored state"), "{when}: no restore logged: {stderr}");
+        }
+        visible = now;
     }
     run_ok(&spec, &data, &[]);
     let actual = committed_per_key(&kafka, &revenue);
+
+    // The reference: one failure-free run over the same input.
+    let expected_spec = KafkaPipeline {
+        name: unique("expected"),
+        source: orders.clone(),
+        sink: expected_topic.clone(),
+        extra: "",
+    }
+    .write(dir.path(), &kafka);
+    run_ok(&expected_spec, &dir.path().join("data-expected"), &[]);
+    let expected = committed_per_key(&kafka, &expected_topic);
+    assert_eq!(total(&expected), produced as usize, "the failure-free run");
+    let (lost, duplicated) = lost_and_duplicated(&actual, &expected);
+    eprintln!(
+        "kafka chaos (seed {seed}): 3 injected commit-phase crashes, {kills} kill -9 \
+         ({progressed} after the run committed more, {finished} runs finished before their kill); \
+         {} results committed, {} expected, lost {lost}, duplicated {duplicated}",
+        total(&actual),
+        total(&expected)
+    );
     assert_same(
         &actual,
         &expected,
         &format!("after 3 injected crashes and {kills} kills (seed {seed})"),
     );
-    assert!(kills >= 5, "only {kills} kills landed mid-run (seed {seed})");
+    assert_eq!((lost, duplicated), (0, 0));
+    assert!(
+        progressed * 4 >= kills,
+        "only {progressed} of {kills} runs committed before their kill (seed {seed})"
+    );
 }
 
 #[test]
@@ -246,7 +310,7 @@ fn restarts_that_die_before_their_first_commit_keep_the_committed_checkpoint() {
         KafkaPipeline { name: unique("pinned"), source: orders, sink: revenue.clone(), extra: "" }
             .write(dir.path(), &kafka);
     let data = dir.path().join("data");
-    let slow = ["--sink-delay-ms", "10"];
+    let slow = ["--sink-delay-ms", "20"];
     for fault in [
         "kafka-after-commit:2",
         "kafka-before-commit:1",
