@@ -12,6 +12,7 @@ mod bad_input;
 mod bench;
 mod checkpoints;
 mod customer_profile;
+mod file_faults;
 mod foreign_restore;
 mod fraud_detector;
 mod isolation;

@@ -230,6 +230,7 @@ impl PendingParts {
             part.sealed_by.get_or_insert(checkpoint);
         }
         sync_dir(&self.dir)?;
+        crate::fault::point("file-after-pre-commit");
         self.sealed_through = self.sealed_through.max(Some(checkpoint));
         let parts = self
             .parts
@@ -252,13 +253,19 @@ impl PendingParts {
         if done.is_empty() {
             return Ok(());
         }
+        // The checkpoint's `_metadata` is durable; nothing is appended yet.
+        crate::fault::point("file-before-commit");
         self.append(&done)?;
+        // Every part appended and the file synced; every part still there.
+        crate::fault::point("file-after-append");
         for part in &done {
             let part_path = self.part_path(part.epoch);
             std::fs::remove_file(&part_path)
                 .map_err(io(format!("deleting {}", part_path.display())))?;
             self.parts.remove(&part.epoch);
+            crate::fault::point("file-after-delete");
         }
+        crate::fault::point("file-after-commit");
         Ok(())
     }
 
