@@ -21,5 +21,7 @@ mod kafka_support;
 mod minute_revenue;
 mod parallel;
 mod revenue;
+mod s3;
+mod s3_support;
 mod support;
 mod windows;
