@@ -9,7 +9,9 @@
 //! pipeline's, or another storage URL's) is read, never claimed: none of
 //! its files count as stored, so the run's first checkpoint uploads every
 //! file it references into the pipeline's own storage and no later
-//! checkpoint depends on the other storage (Flink's `NO_CLAIM` mode).
+//! checkpoint depends on the other storage (Flink's `NO_CLAIM` mode). Nor
+//! is it read from the pipeline's local checkpoint copies: one of the same
+//! id there is of another snapshot.
 
 use std::path::Path;
 
@@ -48,14 +50,19 @@ pub fn restore(
     if staging.exists() {
         std::fs::remove_dir_all(&staging)?;
     }
+    // Local copies are of this pipeline's own checkpoints: another
+    // storage's checkpoint of the same id is another snapshot.
+    let own = is_own(snapshot, target.storage);
     match &metadata.state {
         StateFiles::Rocksdb { subtasks } => {
             let mut known = Vec::new();
             for (index, files) in subtasks.iter().enumerate() {
-                let local = target
-                    .local_checkpoints
-                    .join(format!("chk-{}", metadata.id))
-                    .join(format!("subtask-{index}"));
+                let local = own.then(|| {
+                    target
+                        .local_checkpoints
+                        .join(format!("chk-{}", metadata.id))
+                        .join(format!("subtask-{index}"))
+                });
                 let index16 = u16::try_from(index)
                     .map_err(|_| CheckpointError::Corrupt("too many subtasks".into()))?;
                 let database = layout::subtask_dir(&staging, index16);
@@ -64,7 +71,7 @@ pub fn restore(
                     &snapshot.dir,
                     index,
                     files,
-                    &local,
+                    local.as_deref(),
                     &database,
                 )?);
                 // A checkpoint between full ones carries changelogs.
@@ -75,8 +82,7 @@ pub fn restore(
                 parallelism: metadata.parallelism,
             };
             layout::install(target.state_dir, &staging, stored)?;
-            let claimed = stored == target.layout && is_own(snapshot, target.storage);
-            Ok(if claimed { known } else { Vec::new() })
+            Ok(if own && stored == target.layout { known } else { Vec::new() })
         }
         StateFiles::Canonical { files } => {
             let mut distributor = Distributor::create(&staging, target.layout)?;
@@ -189,6 +195,15 @@ mod tests {
             !own[0].is_empty() && own[0].values().all(|f| f.shared.is_some()),
             "its own checkpoint's SSTs are stored: {own:?}"
         );
+        // The other run's local copy of its own checkpoint 1: same names and
+        // sizes, other bytes.
+        let snapshot = CheckpointStorage::locate(&location).unwrap();
+        let StateFiles::Rocksdb { subtasks } = &snapshot.metadata.state else { unreachable!() };
+        let stale = dir.path().join("other/local/chk-1/subtask-0");
+        std::fs::create_dir_all(&stale).unwrap();
+        for file in &subtasks[0] {
+            std::fs::write(stale.join(&file.name), vec![b'?'; file.size as usize]).unwrap();
+        }
         assert!(
             restore_into(&url("store-b"), "other").iter().all(KnownFiles::is_empty),
             "another storage's files are uploaded again by the first checkpoint"
