@@ -96,6 +96,22 @@ fn take_over(
     let location = take(&origin, &origin_data, child);
     let restored_id: u64 = location.rsplit('-').next().unwrap().parse().unwrap();
 
+    // Its exactly-once output continues the origin's file: a run writing
+    // elsewhere is refused, saying so.
+    let elsewhere = dir.join("elsewhere.yaml");
+    let text = std::fs::read_to_string(successor).unwrap().replace("out.jsonl", "elsewhere.jsonl");
+    std::fs::write(&elsewhere, text).unwrap();
+    let refused = weir(&[
+        "run",
+        elsewhere.to_str().unwrap(),
+        "--data-dir",
+        dir.join("refused-data").to_str().unwrap(),
+        "--restore",
+        &location,
+    ]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && stderr.contains("copy that file here first"), "{stderr}");
+
     let restore = [SLOW[0], SLOW[1], "--restore", location.as_str()];
     let mut child = start_weir(successor, successor_data, &restore, &[]);
     kill_after_checkpoints(&mut child, successor_root, restored_id, 2);

@@ -122,7 +122,11 @@ impl PendingParts {
             parts.visible.metadata().map_err(io(format!("looking at {}", path.display())))?.len();
         let needed = if all_there { state.committed_len } else { total };
         if visible_len < needed {
-            return Err(misfit(format!("the file has {visible_len} bytes but the checkpoint needs at least {needed}; was it changed outside Weir?")));
+            return Err(misfit(format!(
+                "the file has {visible_len} bytes but the checkpoint needs at least {needed}: \
+                 it was changed outside Weir, or the snapshot is of a run that wrote its output \
+                 elsewhere (copy that file here first); --fresh starts over"
+            )));
         }
         parts.committed_len = state.committed_len;
         if all_there {
