@@ -3,7 +3,12 @@
 //! it passes the named point. Unset, a point costs one atomic load.
 //!
 //! Points: `kafka-after-pre-commit`, `kafka-before-commit` (the checkpoint's
-//! metadata is durable, the Kafka commit not sent), `kafka-after-commit`.
+//! metadata is durable, the Kafka commit not sent), `kafka-after-commit`;
+//! for the exactly-once file sink `file-after-pre-commit` (parts synced),
+//! `file-before-commit` (the checkpoint's metadata is durable, nothing
+//! appended), `file-after-append` (parts appended to the visible file and
+//! synced, none deleted), `file-after-delete` (after each part deleted:
+//! some may remain) and `file-after-commit`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;

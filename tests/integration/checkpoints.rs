@@ -11,7 +11,13 @@ use crate::support::*;
 
 /// A revenue pipeline over `count` generated orders, checkpointing every
 /// 100 ms, writing `out` exactly-once.
-fn checkpointed_spec(dir: &Path, name: &str, count: u64, parallelism: u16, out: &Path) -> PathBuf {
+pub(crate) fn checkpointed_spec(
+    dir: &Path,
+    name: &str,
+    count: u64,
+    parallelism: u16,
+    out: &Path,
+) -> PathBuf {
     let wasm = function("revenue");
     let spec = dir.join(format!("{name}-p{parallelism}.yaml"));
     std::fs::write(
@@ -28,7 +34,7 @@ fn checkpointed_spec(dir: &Path, name: &str, count: u64, parallelism: u16, out: 
 }
 
 /// Each customer's output records, in output order.
-fn per_key(output: &Path) -> BTreeMap<u64, Vec<String>> {
+pub(crate) fn per_key(output: &Path) -> BTreeMap<u64, Vec<String>> {
     let mut keys: BTreeMap<u64, Vec<String>> = BTreeMap::new();
     for line in std::fs::read_to_string(output).unwrap().lines() {
         let record: serde_json::Value =
@@ -40,7 +46,7 @@ fn per_key(output: &Path) -> BTreeMap<u64, Vec<String>> {
 
 /// The ids of the checkpoint directories (`chk-<id>`) under `root`,
 /// ascending (none if it does not exist yet).
-fn checkpoint_ids(root: &Path) -> Vec<u64> {
+pub(crate) fn checkpoint_ids(root: &Path) -> Vec<u64> {
     let mut ids: Vec<u64> = std::fs::read_dir(root)
         .into_iter()
         .flatten()
@@ -51,7 +57,7 @@ fn checkpoint_ids(root: &Path) -> Vec<u64> {
 }
 
 /// Each customer's records from a failure-free run of `count` orders.
-fn expected_run(dir: &Path, name: &str, count: u64) -> BTreeMap<u64, Vec<String>> {
+pub(crate) fn expected_run(dir: &Path, name: &str, count: u64) -> BTreeMap<u64, Vec<String>> {
     let expected_out = dir.join(format!("{name}-expected.jsonl"));
     run_ok(
         &checkpointed_spec(dir, name, count, 2, &expected_out),

@@ -114,14 +114,15 @@ pub fn upload(
 
 /// Write subtask `subtask`'s database of the snapshot in `dir` into the new
 /// directory `target`. Files found with the right size in `local_copy` (the
-/// local checkpoint the snapshot was uploaded from) are hard-linked (SSTs)
-/// or copied instead of downloaded. Returns the SSTs now known to be stored.
+/// local checkpoint the snapshot was uploaded from, if there may be one)
+/// are hard-linked (SSTs) or copied instead of downloaded. Returns the SSTs
+/// the snapshot stores.
 pub fn download(
     storage: &CheckpointStorage,
     dir: &StorePath,
     subtask: usize,
     files: &[StoredFile],
-    local_copy: &Path,
+    local_copy: Option<&Path>,
     target: &Path,
 ) -> Result<KnownFiles, CheckpointError> {
     std::fs::create_dir_all(target)?;
@@ -134,14 +135,15 @@ pub fn download(
             )));
         }
         let destination = target.join(&file.name);
-        let local = local_copy.join(&file.name);
-        let have_local = std::fs::metadata(&local).is_ok_and(|m| m.len() == file.size);
-        match (&file.shared, have_local) {
-            (Some(_), true) => std::fs::hard_link(&local, &destination)
+        let local = local_copy
+            .map(|dir| dir.join(&file.name))
+            .filter(|local| std::fs::metadata(local).is_ok_and(|m| m.len() == file.size));
+        match (&file.shared, local) {
+            (Some(_), Some(local)) => std::fs::hard_link(&local, &destination)
                 .or_else(|_| std::fs::copy(&local, &destination).map(drop))?,
-            (None, true) => std::fs::copy(&local, &destination).map(drop)?,
-            (Some(shared), false) => std::fs::write(&destination, storage.get_shared(shared)?)?,
-            (None, false) => std::fs::write(
+            (None, Some(local)) => std::fs::copy(&local, &destination).map(drop)?,
+            (Some(shared), None) => std::fs::write(&destination, storage.get_shared(shared)?)?,
+            (None, None) => std::fs::write(
                 &destination,
                 storage.get_file(dir, &format!("subtask-{subtask}/{}", file.name))?,
             )?,
@@ -221,15 +223,7 @@ mod tests {
         );
 
         let restored = dir.path().join("restored");
-        download(
-            storage,
-            &storage.checkpoint_dir(2),
-            0,
-            &second.files,
-            &dir.path().join("nowhere"),
-            &restored,
-        )
-        .unwrap();
+        download(storage, &storage.checkpoint_dir(2), 0, &second.files, None, &restored).unwrap();
         let copy = RocksDbBackend::open(&restored).unwrap();
         assert_eq!(copy.get(b"key-00000007").unwrap().as_deref(), Some(&b"changed"[..]));
         assert_eq!(
@@ -242,7 +236,7 @@ mod tests {
             &storage.checkpoint_dir(2),
             0,
             &second.files,
-            &dir.path().join("chk-2"),
+            Some(&dir.path().join("chk-2")),
             &linked,
         )
         .unwrap();

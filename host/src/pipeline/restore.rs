@@ -96,6 +96,7 @@ pub(crate) fn prepare_state(
             local_checkpoints: &local_checkpoints,
             layout,
             operator_uid: &spec.operator_uid(),
+            storage: &storage,
         };
         known = checkpoint::restore(snapshot, &target)?;
         tracing::info!(id = snapshot.metadata.id, kind = ?snapshot.metadata.kind, "restored state");

@@ -122,7 +122,11 @@ impl PendingParts {
             parts.visible.metadata().map_err(io(format!("looking at {}", path.display())))?.len();
         let needed = if all_there { state.committed_len } else { total };
         if visible_len < needed {
-            return Err(misfit(format!("the file has {visible_len} bytes but the checkpoint needs at least {needed}; was it changed outside Weir?")));
+            return Err(misfit(format!(
+                "the file has {visible_len} bytes but the checkpoint needs at least {needed}: \
+                 it was changed outside Weir, or the snapshot is of a run that wrote its output \
+                 elsewhere (copy that file here first); --fresh starts over"
+            )));
         }
         parts.committed_len = state.committed_len;
         if all_there {
@@ -230,6 +234,7 @@ impl PendingParts {
             part.sealed_by.get_or_insert(checkpoint);
         }
         sync_dir(&self.dir)?;
+        crate::fault::point("file-after-pre-commit");
         self.sealed_through = self.sealed_through.max(Some(checkpoint));
         let parts = self
             .parts
@@ -252,13 +257,19 @@ impl PendingParts {
         if done.is_empty() {
             return Ok(());
         }
+        // The checkpoint's `_metadata` is durable; nothing is appended yet.
+        crate::fault::point("file-before-commit");
         self.append(&done)?;
+        // Every part appended and the file synced; every part still there.
+        crate::fault::point("file-after-append");
         for part in &done {
             let part_path = self.part_path(part.epoch);
             std::fs::remove_file(&part_path)
                 .map_err(io(format!("deleting {}", part_path.display())))?;
             self.parts.remove(&part.epoch);
+            crate::fault::point("file-after-delete");
         }
+        crate::fault::point("file-after-commit");
         Ok(())
     }
 
