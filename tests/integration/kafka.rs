@@ -5,6 +5,7 @@
 //! deploy-time refusals.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -262,7 +263,10 @@ fn kafka_to_kafka_is_exactly_once_through_kill_9_and_commit_phase_crashes() {
     let expected = committed_per_key(&kafka, &expected_topic);
     assert_eq!(total(&expected), produced as usize, "the failure-free run");
     let (lost, duplicated) = lost_and_duplicated(&actual, &expected);
-    eprintln!(
+    // Written to the real stderr (not captured by the test harness), so
+    // the figures show in every test run's log.
+    let _ = writeln!(
+        std::io::stderr(),
         "kafka chaos (seed {seed}): 3 injected commit-phase crashes, {kills} kill -9 \
          ({progressed} after the run committed more, {finished} runs finished before their kill); \
          {} results committed, {} expected, lost {lost}, duplicated {duplicated}",
