@@ -25,6 +25,7 @@ use std::time::Duration;
 use super::ApiError;
 use crate::checkpoint::{CheckpointStorage, SnapshotKind, SnapshotMetadata};
 use crate::config;
+use crate::pipeline::lock::PipelineLock;
 use crate::pipeline::{
     self, DeployedSpec, PipelineSpec, RestoreFrom, RunError, RunHandle, RunOptions, RunSummary,
 };
@@ -417,6 +418,14 @@ impl Supervisor {
                 return Err(error);
             }
         }
+        // Nothing is deleted while another process runs the pipeline here.
+        let guard = match PipelineLock::acquire(&self.data_dir, name, true) {
+            Ok(guard) => guard,
+            Err(error) => {
+                self.finish_operation(name, |_| {})?;
+                return Err(ApiError::conflict("running_elsewhere", error.to_string()));
+            }
+        };
         let mut pipelines = self.lock();
         let Some(entry) = pipelines.remove(name) else { return Ok(()) };
         self.store.delete(name)?;
@@ -427,7 +436,23 @@ impl Supervisor {
                 }
             }
         }
-        let _ = std::fs::remove_dir_all(config::pipeline_dir(&self.data_dir, name));
+        // Everything but the lock file, which must outlive any holder.
+        let lock = config::pipeline_lock_path(&self.data_dir, name);
+        let dir = config::pipeline_dir(&self.data_dir, name);
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path != lock {
+                let removed = if path.is_dir() {
+                    std::fs::remove_dir_all(&path)
+                } else {
+                    std::fs::remove_file(&path)
+                };
+                if let Err(error) = removed {
+                    tracing::warn!(path = %path.display(), %error, "cannot delete a deleted pipeline's file");
+                }
+            }
+        }
+        drop(guard);
         Ok(())
     }
 
@@ -497,6 +522,7 @@ impl Supervisor {
             }
         };
         let mut options = RunOptions::new(self.data_dir.clone()).with_natives(self.natives.clone());
+        options.served = true;
         options.restore = match restore_choice(&spec, &self.data_dir, entry.record.restore.as_ref())
         {
             Ok(restore) => restore,

@@ -9,6 +9,7 @@
 //!   control while it runs; `options`: how to run it;
 //! * `failures`, `operator`: the keyed operator a subtask runs;
 //!   `messages`: what flows between the threads; `thread`: starting them;
+//! * `lock`: one process at a time runs a pipeline on a data directory;
 //! * `load`: checking a spec (with its connectors' own checks, such as the
 //!   Kafka sink's exactly-once rules) and loading its functions;
 //!   `restore`: where a run starts;
@@ -19,6 +20,7 @@ mod error;
 pub mod failures;
 mod live;
 mod load;
+pub(crate) mod lock;
 mod messages;
 mod operator;
 mod options;
