@@ -646,6 +646,43 @@ mod tests {
         }
     }
 
+    #[test]
+    fn metadata_is_written_create_only_on_s3() {
+        // The moto server of `scripts/dev s3 start` (`scripts/dev test`
+        // exports its endpoint); skipped without one.
+        let Ok(endpoint) = std::env::var("WEIR_TEST_S3_ENDPOINT") else {
+            eprintln!("skipped: WEIR_TEST_S3_ENDPOINT is not set (scripts/dev s3 start)");
+            return;
+        };
+        let bucket = format!("guard-{}-{}", std::process::id(), crate::state::ttl::now_millis());
+        let created = reqwest::blocking::Client::new()
+            .put(format!("{endpoint}/{bucket}"))
+            .send()
+            .expect("the S3 server answers");
+        assert!(created.status().is_success(), "create bucket: {}", created.status());
+        let store = object_store::aws::AmazonS3Builder::new()
+            .with_endpoint(&endpoint)
+            .with_allow_http(true)
+            .with_bucket_name(&bucket)
+            .with_region("us-east-1")
+            .with_access_key_id("test")
+            .with_secret_access_key("test")
+            .build()
+            .unwrap();
+        let storage = CheckpointStorage::with_store(
+            Arc::new(store),
+            format!("s3://{bucket}"),
+            "orders".into(),
+        )
+        .unwrap();
+        storage.commit(&metadata(1, &["a"])).unwrap();
+        storage.commit(&metadata(1, &["a"])).expect("the same metadata again is no conflict");
+        let error = storage.commit(&metadata(1, &["b"])).unwrap_err();
+        assert!(matches!(error, CheckpointError::AlreadyCompleted { .. }), "{error}");
+        assert!(error.to_string().contains(&format!("s3://{bucket}/orders/chk-1")), "{error}");
+        assert_eq!(storage.completed().unwrap(), vec![metadata(1, &["a"])]);
+    }
+
     /// A store whose next `failures` reads of a `_metadata` fail.
     #[derive(Debug)]
     struct FlakyStore {
