@@ -13,6 +13,7 @@ mod bench;
 mod checkpoints;
 mod customer_profile;
 mod fraud_detector;
+mod guard;
 mod isolation;
 mod kafka;
 mod kafka_support;
