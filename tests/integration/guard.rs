@@ -2,7 +2,8 @@
 //! incomplete when they cannot be read: a second `weir run` beside a
 //! running one (or beside `weir serve` running the pipeline) is refused
 //! before it touches anything, naming the holder's pid, and the first
-//! finishes with exact output; a corrupt newest `_metadata` stops start-up
+//! finishes with exact output; `weir serve` neither runs nor deletes a
+//! pipeline a `weir run` runs; a corrupt newest `_metadata` stops start-up
 //! naming it, and keeps the shared files it references.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -164,6 +165,48 @@ fn weir_run_beside_weir_serve_running_the_pipeline_is_refused() {
     let output = run_ok(&spec, &data, &["--fresh"]);
     assert!(output.status.success());
     assert_eq!(per_key(&out).values().map(Vec::len).sum::<usize>(), 1_000);
+}
+
+#[test]
+fn weir_serve_does_not_run_or_delete_a_pipeline_that_weir_run_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let out = dir.path().join("out.jsonl");
+    let count = 30_000;
+    let spec = spec(dir.path(), "beside", count, &out);
+    let running = start_weir(&spec, &data, &["--sink-delay-ms", "20"], &[]);
+    let pid = running.id();
+    let lock = data.join("pipelines/beside/lock");
+    wait_until("the run's lock", || {
+        std::fs::read_to_string(&lock).is_ok_and(|t| t.contains(&format!("\"pid\":{pid}")))
+    });
+
+    let server = Server::start(&data, &[]);
+    let wasm = std::fs::read(function("revenue")).unwrap();
+    assert_eq!(server.call("PUT", "/functions/revenue", None, &wasm).0, 201);
+    let served = "name: beside\nsource: { type: generator, count: 1000, keys: 100 }\n\
+                  key: { function: revenue }\nprocess: { function: revenue }\nsink: { type: discard }\n";
+    let (status, deployed) = server.call("POST", "/pipelines", None, served.as_bytes());
+    assert_eq!(status, 201, "{deployed}");
+    let failed = server
+        .wait_for("/pipelines/beside", None, Duration::from_secs(60), |s| s["state"] == "failed");
+    let failure = failed["failure"].as_str().unwrap_or_default();
+    assert!(
+        failure.contains(&format!("pipeline beside is already running (pid {pid}) on data dir"))
+            && failure.contains("weir stop"),
+        "{failed}"
+    );
+    let (code, refused) = server.call("DELETE", "/pipelines/beside", None, b"");
+    assert_eq!(
+        (code, refused["error"]["code"].as_str()),
+        (409, Some("running_elsewhere")),
+        "{refused}"
+    );
+
+    let finished = running.wait_with_output().unwrap();
+    assert!(finished.status.success(), "{}", String::from_utf8_lossy(&finished.stderr));
+    assert_eq!(per_key(&out).values().map(Vec::len).sum::<usize>(), count as usize);
+    assert_eq!(server.call("DELETE", "/pipelines/beside", None, b"").0, 204);
 }
 
 #[test]
