@@ -3,7 +3,8 @@
 //! running one (or beside `weir serve` running the pipeline) is refused
 //! before it touches anything, naming the holder's pid, and the first
 //! finishes with exact output; `weir serve` neither runs nor deletes a
-//! pipeline a `weir run` runs; a corrupt newest `_metadata` stops start-up
+//! pipeline a `weir run` runs, and a second `weir serve` of the data
+//! directory is refused; a corrupt newest `_metadata` stops start-up
 //! naming it, and keeps the shared files it references.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -153,6 +154,23 @@ fn weir_run_beside_weir_serve_running_the_pipeline_is_refused() {
         "{stderr}"
     );
     assert!(!out.exists(), "the refused run wrote nothing");
+
+    // A second server on the data directory is refused before it resumes
+    // (and rewrites) the first one's pipelines.
+    let second = std::process::Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir", data.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "data dir {} is already served by another `weir serve` (pid {}",
+            data.display(),
+            server.pid()
+        )),
+        "{stderr}"
+    );
 
     // The served pipeline is untouched: it runs on and stops with a
     // savepoint.

@@ -25,7 +25,7 @@ use std::time::Duration;
 use super::ApiError;
 use crate::checkpoint::{CheckpointStorage, SnapshotKind, SnapshotMetadata};
 use crate::config;
-use crate::pipeline::lock::PipelineLock;
+use crate::pipeline::lock::{PipelineLock, ServerLock};
 use crate::pipeline::{
     self, DeployedSpec, PipelineSpec, RestoreFrom, RunError, RunHandle, RunOptions, RunSummary,
 };
@@ -125,6 +125,8 @@ pub struct Supervisor {
     store: PipelineStore,
     pipelines: Mutex<BTreeMap<String, Entry>>,
     next_run: std::sync::atomic::AtomicU64,
+    /// This server's hold on the data directory.
+    _server: ServerLock,
 }
 
 impl Supervisor {
@@ -136,6 +138,9 @@ impl Supervisor {
         max_limits: FunctionLimits,
         natives: NativeCatalog,
     ) -> Result<Arc<Self>, ApiError> {
+        // Before any record is read: a second server would rewrite them.
+        let server = ServerLock::acquire(data_dir)
+            .map_err(|e| ApiError::conflict("data_dir_in_use", e.to_string()))?;
         let store = PipelineStore::open(data_dir)?;
         let records = store.list()?;
         let supervisor = Arc::new(Self {
@@ -145,6 +150,7 @@ impl Supervisor {
             store,
             pipelines: Mutex::default(),
             next_run: 1.into(),
+            _server: server,
         });
         let mut pipelines = supervisor.lock();
         for (name, record) in records {

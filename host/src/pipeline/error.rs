@@ -57,19 +57,9 @@ pub enum RunError {
     /// Checkpointing or restoring failed.
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
-    /// Another process (or run) holds the pipeline's lock on this data
-    /// directory.
-    #[error("pipeline {pipeline} is already running ({holder}) on data dir {data_dir}; stop it with `{stop}` first", data_dir = data_dir.display())]
-    AlreadyRunning {
-        /// The pipeline.
-        pipeline: String,
-        /// Who runs it: its pid, and whether in `weir serve`.
-        holder: String,
-        /// The data directory.
-        data_dir: PathBuf,
-        /// The command that stops it.
-        stop: String,
-    },
+    /// Another process holds the pipeline's lock on this data directory.
+    #[error(transparent)]
+    Locked(#[from] super::lock::LockError),
     /// `--restore latest` found no completed checkpoint.
     #[error("nothing to restore: pipeline {0} has no completed checkpoint")]
     NothingToRestore(String),
