@@ -7,10 +7,12 @@
 //!   functions/blobs/<sha256>.wasm               uploaded functions (HTTP API)
 //!   functions/index.json                        their names and versions
 //!   api/pipelines/<name>.json                   pipelines deployed through the HTTP API
+//!   api/lock                                    held by the `weir serve` serving the directory
 //!   pipelines/<name>/state/layout.json          key groups and parallelism of the state
 //!   pipelines/<name>/state/subtask-<i>/         RocksDB keyed state of subtask i
 //!   pipelines/<name>/local-checkpoints/chk-<N>/ local copy of the newest checkpoint
 //!   pipelines/<name>/control/                   requests to the running pipeline
+//!   pipelines/<name>/lock                       held by the process running the pipeline
 //!   checkpoints/<name>/…                        checkpoint storage (default)
 //!   kafka-transactional-ids/<prefix>            the pipeline owning each Kafka id prefix
 //! ```
@@ -75,6 +77,17 @@ pub fn control_dir(data_dir: &Path, pipeline: &str) -> PathBuf {
     pipeline_dir(data_dir, pipeline).join("control")
 }
 
+/// The lock file that one process at a time holds to run a pipeline.
+pub fn pipeline_lock_path(data_dir: &Path, pipeline: &str) -> PathBuf {
+    pipeline_dir(data_dir, pipeline).join("lock")
+}
+
+/// The lock file that one `weir serve` at a time holds to serve the data
+/// directory.
+pub fn server_lock_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("api").join("lock")
+}
+
 /// Directory recording which pipeline owns each Kafka
 /// `transactional_id_prefix` on this host.
 pub fn kafka_transactional_ids_dir(data_dir: &Path) -> PathBuf {
@@ -109,6 +122,8 @@ mod tests {
             Path::new("/data/pipelines/p/local-checkpoints")
         );
         assert_eq!(control_dir(data, "p"), Path::new("/data/pipelines/p/control"));
+        assert_eq!(pipeline_lock_path(data, "p"), Path::new("/data/pipelines/p/lock"));
+        assert_eq!(server_lock_path(data), Path::new("/data/api/lock"));
         assert_eq!(kafka_transactional_ids_dir(data), Path::new("/data/kafka-transactional-ids"));
         assert_eq!(checkpoints_dir(data), Path::new("/data/checkpoints"));
     }

@@ -175,6 +175,11 @@ impl Server {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The server's URL.
     pub fn url(&self) -> String {
         format!("http://{}", self.address)

@@ -25,6 +25,7 @@ use std::time::Duration;
 use super::ApiError;
 use crate::checkpoint::{CheckpointStorage, SnapshotKind, SnapshotMetadata};
 use crate::config;
+use crate::pipeline::lock::{PipelineLock, ServerLock};
 use crate::pipeline::{
     self, DeployedSpec, PipelineSpec, RestoreFrom, RunError, RunHandle, RunOptions, RunSummary,
 };
@@ -124,6 +125,8 @@ pub struct Supervisor {
     store: PipelineStore,
     pipelines: Mutex<BTreeMap<String, Entry>>,
     next_run: std::sync::atomic::AtomicU64,
+    /// This server's hold on the data directory.
+    _server: ServerLock,
 }
 
 impl Supervisor {
@@ -135,6 +138,9 @@ impl Supervisor {
         max_limits: FunctionLimits,
         natives: NativeCatalog,
     ) -> Result<Arc<Self>, ApiError> {
+        // Before any record is read: a second server would rewrite them.
+        let server = ServerLock::acquire(data_dir)
+            .map_err(|e| ApiError::conflict("data_dir_in_use", e.to_string()))?;
         let store = PipelineStore::open(data_dir)?;
         let records = store.list()?;
         let supervisor = Arc::new(Self {
@@ -144,6 +150,7 @@ impl Supervisor {
             store,
             pipelines: Mutex::default(),
             next_run: 1.into(),
+            _server: server,
         });
         let mut pipelines = supervisor.lock();
         for (name, record) in records {
@@ -417,6 +424,14 @@ impl Supervisor {
                 return Err(error);
             }
         }
+        // Nothing is deleted while another process runs the pipeline here.
+        let guard = match PipelineLock::acquire(&self.data_dir, name, true) {
+            Ok(guard) => guard,
+            Err(error) => {
+                self.finish_operation(name, |_| {})?;
+                return Err(ApiError::conflict("running_elsewhere", error.to_string()));
+            }
+        };
         let mut pipelines = self.lock();
         let Some(entry) = pipelines.remove(name) else { return Ok(()) };
         self.store.delete(name)?;
@@ -427,7 +442,23 @@ impl Supervisor {
                 }
             }
         }
-        let _ = std::fs::remove_dir_all(config::pipeline_dir(&self.data_dir, name));
+        // Everything but the lock file, which must outlive any holder.
+        let lock = config::pipeline_lock_path(&self.data_dir, name);
+        let dir = config::pipeline_dir(&self.data_dir, name);
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path != lock {
+                let removed = if path.is_dir() {
+                    std::fs::remove_dir_all(&path)
+                } else {
+                    std::fs::remove_file(&path)
+                };
+                if let Err(error) = removed {
+                    tracing::warn!(path = %path.display(), %error, "cannot delete a deleted pipeline's file");
+                }
+            }
+        }
+        drop(guard);
         Ok(())
     }
 
@@ -497,6 +528,7 @@ impl Supervisor {
             }
         };
         let mut options = RunOptions::new(self.data_dir.clone()).with_natives(self.natives.clone());
+        options.served = true;
         options.restore = match restore_choice(&spec, &self.data_dir, entry.record.restore.as_ref())
         {
             Ok(restore) => restore,

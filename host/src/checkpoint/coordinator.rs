@@ -355,7 +355,11 @@ impl Coordinator {
             // (it pre-commits one checkpoint at a time).
             let pinned = self.config.restored_checkpoint.filter(|_| self.checkpoints_completed < 2);
             if let Some(schedule) = &self.config.schedule {
-                self.storage.retain(schedule.retained, pinned)?;
+                // Housekeeping: a failure deletes less (it never deletes
+                // more), and the next checkpoint's round tries again.
+                if let Err(error) = self.storage.retain(schedule.retained, pinned) {
+                    tracing::warn!(id = trigger.id, %error, "checkpoint retention failed; retrying after the next checkpoint");
+                }
             }
         }
         self.remove_local_copies(trigger.id, trigger.kind == SnapshotKind::Checkpoint);

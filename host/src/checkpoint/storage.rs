@@ -11,19 +11,33 @@
 //! `s3://bucket/prefix` (credentials, region and endpoint from the `AWS_*`
 //! environment variables) and `memory://` (tests) are supported. Writes of one object are atomic (the
 //! local store writes a temporary file and renames it), so a checkpoint
-//! without readable `_metadata` was never completed and is ignored.
+//! without `_metadata` was never completed and is ignored.
+//!
+//! A `_metadata` that exists but cannot be read is not taken for absent:
+//! reads are retried, and one that still fails (or does not parse) is an
+//! error — start-up fails naming it, and retention deletes no shared file
+//! while it lasts (the checkpoint may be complete and need them).
+//! `_metadata` is written create-only, so two writers sharing a store
+//! never overwrite each other's checkpoint.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::TryStreamExt;
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
 use super::metadata::{SnapshotKind, SnapshotMetadata};
 
 /// The name of the file that marks a checkpoint complete.
 const METADATA: &str = "_metadata";
+
+/// How many times a `_metadata` read is tried before it counts as failed.
+const READ_ATTEMPTS: u32 = 4;
+
+/// The pause before the first retry of a failed read; doubled each time.
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 
 /// Why checkpoint storage failed.
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +79,31 @@ pub enum CheckpointError {
         what: String,
         /// Why.
         message: String,
+    },
+    /// A snapshot's metadata exists (or may) but could not be read, even
+    /// after retries: the snapshot may be complete.
+    #[error("cannot read the metadata of snapshot {location}: {source}; it may be complete, so Weir neither starts from an older snapshot nor deletes the files it references — make the storage readable and run again, or name the snapshot to start from with --restore <dir>")]
+    UnreadableMetadata {
+        /// The snapshot's directory.
+        location: String,
+        /// What the store said.
+        source: object_store::Error,
+    },
+    /// A snapshot's metadata was read but is not valid.
+    #[error("corrupt metadata in snapshot {location}: {message}; name the snapshot to start from with --restore <dir>, or move {location} away to fall back to the one before it")]
+    CorruptMetadata {
+        /// The snapshot's directory.
+        location: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// Another writer completed a snapshot of the same id first.
+    #[error("snapshot {location} was already completed by another writer: two processes are checkpointing pipeline {pipeline} into the same storage; stop the other one (each pipeline runs in one process, with its own checkpoint storage)")]
+    AlreadyCompleted {
+        /// The snapshot's directory.
+        location: String,
+        /// The pipeline.
+        pipeline: String,
     },
 }
 
@@ -149,9 +188,9 @@ impl CheckpointStorage {
         };
         let base = Path::from_iter(parts[..parts.len() - depth].iter().map(String::as_str));
         let storage = Self::with_store(store, root, base)?;
-        let metadata = storage.read_metadata(&dir).map_err(|e| CheckpointError::Url {
+        let metadata = storage.read_metadata(&dir)?.ok_or_else(|| CheckpointError::Url {
             url: reference.to_string(),
-            message: format!("no readable {METADATA}: {e}"),
+            message: format!("has no {METADATA}: not a completed checkpoint or savepoint"),
         })?;
         Ok(LocatedSnapshot { storage, dir, metadata })
     }
@@ -256,14 +295,74 @@ impl CheckpointStorage {
         self.runtime.block_on(async { Ok(self.store.get(path).await?.bytes().await?.to_vec()) })
     }
 
-    /// Mark a snapshot complete by writing its metadata, last.
+    /// Mark a snapshot complete by writing its metadata, last. The write
+    /// is create-only: metadata another writer stored first for the same
+    /// snapshot is an error, never overwritten.
     pub fn commit(&self, metadata: &SnapshotMetadata) -> Result<(), CheckpointError> {
         let bytes = serde_json::to_vec_pretty(metadata)?;
-        self.put(&self.snapshot_dir(metadata.kind, metadata.id), METADATA, bytes)
+        let dir = self.snapshot_dir(metadata.kind, metadata.id);
+        let path = dir.clone().join(METADATA);
+        let create = PutOptions { mode: PutMode::Create, ..PutOptions::default() };
+        self.runtime.block_on(async {
+            match self.store.put_opts(&path, PutPayload::from(bytes.clone()), create).await {
+                Ok(_) => Ok(()),
+                Err(object_store::Error::AlreadyExists { .. }) => {
+                    // A retried write of ours that had landed is no conflict.
+                    let stored = match self.store.get(&path).await {
+                        Ok(stored) => stored.bytes().await.ok(),
+                        Err(_) => None,
+                    };
+                    if stored.as_deref() == Some(&bytes[..]) {
+                        return Ok(());
+                    }
+                    Err(CheckpointError::AlreadyCompleted {
+                        location: self.describe(&dir),
+                        pipeline: metadata.pipeline.clone(),
+                    })
+                }
+                Err(object_store::Error::NotImplemented { .. }) => {
+                    tracing::warn!(location = %self.describe(&dir), "the checkpoint store cannot write create-only (conditional put disabled?); writing the metadata unconditionally");
+                    Ok(self.store.put(&path, PutPayload::from(bytes)).await.map(drop)?)
+                }
+                Err(e) => Err(e.into()),
+            }
+        })
     }
 
-    fn read_metadata(&self, dir: &Path) -> Result<SnapshotMetadata, CheckpointError> {
-        Ok(serde_json::from_slice(&self.get(&dir.clone().join(METADATA))?)?)
+    /// The metadata in snapshot directory `dir`: `None` when there is none
+    /// (never completed, or being deleted). Failed reads are retried with
+    /// backoff; one that keeps failing, or metadata that does not parse, is
+    /// an error — never taken for absent.
+    fn read_metadata(&self, dir: &Path) -> Result<Option<SnapshotMetadata>, CheckpointError> {
+        let path = dir.clone().join(METADATA);
+        let mut backoff = FIRST_BACKOFF;
+        let mut attempt = 1;
+        let bytes = loop {
+            let read = self.runtime.block_on(async {
+                let bytes = self.store.get(&path).await?.bytes().await?;
+                Ok::<_, object_store::Error>(bytes)
+            });
+            match read {
+                Ok(bytes) => break bytes,
+                Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                Err(source) if attempt >= READ_ATTEMPTS => {
+                    return Err(CheckpointError::UnreadableMetadata {
+                        location: self.describe(dir),
+                        source,
+                    })
+                }
+                Err(error) => {
+                    tracing::warn!(location = %self.describe(dir), attempt, %error, "cannot read snapshot metadata; retrying");
+                    std::thread::sleep(backoff);
+                    backoff *= 2;
+                    attempt += 1;
+                }
+            }
+        };
+        serde_json::from_slice(&bytes).map(Some).map_err(|e| CheckpointError::CorruptMetadata {
+            location: self.describe(dir),
+            message: e.to_string(),
+        })
     }
 
     /// Ids of the snapshot directories (`prefix` + id) directly under `dir`,
@@ -285,36 +384,49 @@ impl CheckpointStorage {
         Ok(checkpoints.last().copied().unwrap_or(0).max(savepoints.last().copied().unwrap_or(0)))
     }
 
-    /// Every completed snapshot of `kind`, newest first. A directory whose
-    /// metadata is missing or unreadable is skipped with a warning.
+    /// Every completed snapshot of `kind`, newest first. A directory
+    /// without metadata is skipped (never completed); metadata that cannot
+    /// be read, or names another snapshot, is an error.
     pub fn completed_of(
         &self,
         kind: SnapshotKind,
     ) -> Result<Vec<SnapshotMetadata>, CheckpointError> {
+        let scan = self.scan(kind)?;
+        match scan.unreadable.into_iter().next() {
+            Some((_, error)) => Err(error),
+            None => Ok(scan.completed),
+        }
+    }
+
+    /// The snapshot directories of `kind`, newest first: the completed
+    /// ones, and those whose metadata could not be read (with why).
+    fn scan(&self, kind: SnapshotKind) -> Result<Scan, CheckpointError> {
         let ids = match kind {
             SnapshotKind::Checkpoint => self.ids(&self.base, "chk-")?,
             SnapshotKind::Savepoint => self.ids(&self.base.clone().join("savepoints"), "sp-")?,
         };
-        let mut completed = Vec::new();
+        let mut scan = Scan::default();
         for id in ids.into_iter().rev() {
-            match self.read_metadata(&self.snapshot_dir(kind, id)) {
-                Ok(metadata) if metadata.id == id && metadata.kind == kind => {
-                    completed.push(metadata)
+            let dir = self.snapshot_dir(kind, id);
+            match self.read_metadata(&dir) {
+                Ok(Some(metadata)) if metadata.id == id && metadata.kind == kind => {
+                    scan.completed.push(metadata)
                 }
-                Ok(_) => tracing::warn!(
-                    id,
-                    "skipping a snapshot whose metadata names another id or kind"
-                ),
+                Ok(Some(metadata)) => {
+                    let message = format!(
+                        "it names {:?} {}, not the directory's {kind:?} {id}",
+                        metadata.kind, metadata.id
+                    );
+                    let location = self.describe(&dir);
+                    scan.unreadable
+                        .push((id, CheckpointError::CorruptMetadata { location, message }))
+                }
                 // In flight, abandoned, or being deleted: never completed.
-                Err(CheckpointError::Store(object_store::Error::NotFound { .. })) => {
-                    tracing::debug!(id, "skipping a snapshot without metadata")
-                }
-                Err(error) => {
-                    tracing::warn!(id, %error, "skipping a snapshot whose metadata is unreadable")
-                }
+                Ok(None) => tracing::debug!(id, "skipping a snapshot without metadata"),
+                Err(error) => scan.unreadable.push((id, error)),
             }
         }
-        Ok(completed)
+        Ok(scan)
     }
 
     /// Every completed checkpoint, newest first (see [`Self::completed_of`]).
@@ -326,23 +438,33 @@ impl CheckpointStorage {
     /// `pinned` (one a restart may need): delete older checkpoint
     /// directories (complete or not), then every shared file that no kept
     /// checkpoint references. Savepoints are self-contained and never
-    /// touched.
+    /// touched. A checkpoint whose metadata cannot be read is never
+    /// deleted, and while there is one no shared file is (it may reference
+    /// any of them): this round deletes only older checkpoints, and says why.
     pub fn retain(
         &self,
         keep: usize,
         pinned: Option<u64>,
     ) -> Result<RetainReport, CheckpointError> {
-        let completed = self.completed()?;
+        let Scan { completed, unreadable } = self.scan(SnapshotKind::Checkpoint)?;
         let kept = &completed[..keep.min(completed.len())];
-        let oldest_kept = kept.last().map_or(0, |m| m.id);
+        let oldest_kept = match kept.last() {
+            Some(oldest) => oldest.id,
+            None if keep == 0 => u64::MAX,
+            None => 0,
+        };
         let pinned_metadata = completed.iter().find(|m| Some(m.id) == pinned);
         let referenced: BTreeSet<&str> =
             kept.iter().chain(pinned_metadata).flat_map(SnapshotMetadata::shared_files).collect();
+        for (id, error) in &unreadable {
+            tracing::warn!(id, %error, "retention keeps this checkpoint and every shared file while its metadata cannot be read");
+        }
+        let unreadable: BTreeSet<u64> = unreadable.into_iter().map(|(id, _)| id).collect();
         let mut report = RetainReport::default();
         let doomed: Vec<u64> = self
             .ids(&self.base, "chk-")?
             .into_iter()
-            .filter(|id| *id < oldest_kept && Some(*id) != pinned)
+            .filter(|id| *id < oldest_kept && Some(*id) != pinned && !unreadable.contains(id))
             .collect();
         self.runtime.block_on(async {
             for id in doomed {
@@ -358,6 +480,9 @@ impl CheckpointStorage {
                 }
                 report.checkpoints.push(id);
             }
+            if !unreadable.is_empty() {
+                return Ok(());
+            }
             let shared = self.base.clone().join("shared");
             let files: Vec<_> = self.store.list(Some(&shared)).try_collect().await?;
             for file in files {
@@ -372,6 +497,15 @@ impl CheckpointStorage {
         report.shared_files.sort();
         Ok(report)
     }
+}
+
+/// What [`CheckpointStorage::scan`] found.
+#[derive(Default)]
+struct Scan {
+    /// Completed snapshots, newest first.
+    completed: Vec<SnapshotMetadata>,
+    /// Snapshots whose metadata could not be read, newest first, and why.
+    unreadable: Vec<(u64, CheckpointError)>,
 }
 
 /// `dir/name`, where `name` may contain `/`.
@@ -475,16 +609,239 @@ mod tests {
     }
 
     #[test]
-    fn unreadable_metadata_falls_back_to_the_previous_checkpoint() {
+    fn corrupt_metadata_is_an_error_not_an_incomplete_checkpoint() {
         let dir = tempfile::tempdir().unwrap();
         let storage = file_storage(dir.path());
         storage.commit(&metadata(1, &[])).unwrap();
         storage.commit(&metadata(2, &[])).unwrap();
         std::fs::write(dir.path().join("orders/chk-2/_metadata"), b"{ truncated").unwrap();
         storage.put(&storage.checkpoint_dir(3), "state", b"x".to_vec()).unwrap();
+        let error = storage.completed().unwrap_err();
+        assert!(matches!(error, CheckpointError::CorruptMetadata { .. }), "{error}");
+        let message = error.to_string();
+        assert!(message.contains("orders/chk-2") && message.contains("--restore"), "{message}");
+        assert_eq!(storage.highest_id().unwrap(), 3);
+        // A directory without metadata (3) is incomplete, not an error.
+        std::fs::remove_file(dir.path().join("orders/chk-2/_metadata")).unwrap();
         let ids: Vec<u64> = storage.completed().unwrap().iter().map(|m| m.id).collect();
         assert_eq!(ids, vec![1]);
-        assert_eq!(storage.highest_id().unwrap(), 3);
+    }
+
+    #[test]
+    fn metadata_is_written_create_only() {
+        let dir = tempfile::tempdir().unwrap();
+        for storage in
+            [file_storage(dir.path()), CheckpointStorage::open("memory://", "orders").unwrap()]
+        {
+            storage.commit(&metadata(1, &["a"])).unwrap();
+            storage.commit(&metadata(1, &["a"])).expect("the same metadata again is no conflict");
+            let error = storage.commit(&metadata(1, &["b"])).unwrap_err();
+            assert!(matches!(error, CheckpointError::AlreadyCompleted { .. }), "{error}");
+            assert!(error.to_string().contains("orders/chk-1"), "{error}");
+            assert_eq!(
+                storage.completed().unwrap(),
+                vec![metadata(1, &["a"])],
+                "the first writer's metadata stays"
+            );
+        }
+    }
+
+    #[test]
+    fn metadata_is_written_create_only_on_s3() {
+        // The moto server of `scripts/dev s3 start` (`scripts/dev test`
+        // exports its endpoint); skipped without one.
+        let Ok(endpoint) = std::env::var("WEIR_TEST_S3_ENDPOINT") else {
+            eprintln!("skipped: WEIR_TEST_S3_ENDPOINT is not set (scripts/dev s3 start)");
+            return;
+        };
+        let bucket = format!("guard-{}-{}", std::process::id(), crate::state::ttl::now_millis());
+        let created = reqwest::blocking::Client::new()
+            .put(format!("{endpoint}/{bucket}"))
+            .send()
+            .expect("the S3 server answers");
+        assert!(created.status().is_success(), "create bucket: {}", created.status());
+        let store = object_store::aws::AmazonS3Builder::new()
+            .with_endpoint(&endpoint)
+            .with_allow_http(true)
+            .with_bucket_name(&bucket)
+            .with_region("us-east-1")
+            .with_access_key_id("test")
+            .with_secret_access_key("test")
+            .build()
+            .unwrap();
+        let storage = CheckpointStorage::with_store(
+            Arc::new(store),
+            format!("s3://{bucket}"),
+            "orders".into(),
+        )
+        .unwrap();
+        storage.commit(&metadata(1, &["a"])).unwrap();
+        storage.commit(&metadata(1, &["a"])).expect("the same metadata again is no conflict");
+        let error = storage.commit(&metadata(1, &["b"])).unwrap_err();
+        assert!(matches!(error, CheckpointError::AlreadyCompleted { .. }), "{error}");
+        assert!(error.to_string().contains(&format!("s3://{bucket}/orders/chk-1")), "{error}");
+        assert_eq!(storage.completed().unwrap(), vec![metadata(1, &["a"])]);
+    }
+
+    /// A store whose next `failures` reads of a `_metadata` fail.
+    #[derive(Debug)]
+    struct FlakyStore {
+        inner: object_store::memory::InMemory,
+        failures: std::sync::atomic::AtomicU32,
+    }
+
+    impl std::fmt::Display for FlakyStore {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "FlakyStore")
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl ObjectStore for FlakyStore {
+        async fn put_opts(
+            &self,
+            location: &Path,
+            payload: PutPayload,
+            opts: PutOptions,
+        ) -> object_store::Result<object_store::PutResult> {
+            self.inner.put_opts(location, payload, opts).await
+        }
+
+        async fn put_multipart_opts(
+            &self,
+            location: &Path,
+            opts: object_store::PutMultipartOptions,
+        ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
+            self.inner.put_multipart_opts(location, opts).await
+        }
+
+        async fn get_opts(
+            &self,
+            location: &Path,
+            options: object_store::GetOptions,
+        ) -> object_store::Result<object_store::GetResult> {
+            use std::sync::atomic::Ordering;
+            let fail = location.filename() == Some(METADATA)
+                && self
+                    .failures
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok();
+            if fail {
+                return Err(object_store::Error::Generic {
+                    store: "FlakyStore",
+                    source: "connection reset by peer".into(),
+                });
+            }
+            self.inner.get_opts(location, options).await
+        }
+
+        fn delete_stream(
+            &self,
+            locations: futures::stream::BoxStream<'static, object_store::Result<Path>>,
+        ) -> futures::stream::BoxStream<'static, object_store::Result<Path>> {
+            self.inner.delete_stream(locations)
+        }
+
+        fn list(
+            &self,
+            prefix: Option<&Path>,
+        ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>>
+        {
+            self.inner.list(prefix)
+        }
+
+        async fn list_with_delimiter(
+            &self,
+            prefix: Option<&Path>,
+        ) -> object_store::Result<object_store::ListResult> {
+            self.inner.list_with_delimiter(prefix).await
+        }
+
+        async fn copy_opts(
+            &self,
+            from: &Path,
+            to: &Path,
+            options: object_store::CopyOptions,
+        ) -> object_store::Result<()> {
+            self.inner.copy_opts(from, to, options).await
+        }
+    }
+
+    /// Storage on a [`FlakyStore`] holding checkpoints 1..=3 (files a..d,
+    /// as in the retention tests), and the store to make reads fail.
+    fn flaky_storage() -> (CheckpointStorage, Arc<FlakyStore>) {
+        let store = Arc::new(FlakyStore {
+            inner: object_store::memory::InMemory::new(),
+            failures: 0.into(),
+        });
+        let storage =
+            CheckpointStorage::with_store(store.clone(), "memory://".into(), Path::from("orders"))
+                .unwrap();
+        for name in ["a", "b", "c", "d"] {
+            storage.put_shared(name, name.as_bytes().to_vec()).unwrap();
+        }
+        for (id, files) in [(1, ["a", "b"]), (2, ["b", "c"]), (3, ["c", "d"])] {
+            storage.commit(&metadata(id, &files)).unwrap();
+        }
+        (storage, store)
+    }
+
+    #[test]
+    fn a_transient_metadata_read_error_is_retried() {
+        let (storage, store) = flaky_storage();
+        store.failures.store(READ_ATTEMPTS - 1, std::sync::atomic::Ordering::SeqCst);
+        let ids: Vec<u64> = storage.completed().unwrap().iter().map(|m| m.id).collect();
+        assert_eq!(ids, vec![3, 2, 1], "the newest checkpoint read on its last attempt");
+        assert_eq!(store.failures.load(std::sync::atomic::Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn a_persistent_metadata_read_error_fails_loudly_and_retention_deletes_nothing_shared() {
+        let (storage, store) = flaky_storage();
+        store.failures.store(u32::MAX, std::sync::atomic::Ordering::SeqCst);
+        let error = storage.completed().unwrap_err();
+        assert!(matches!(error, CheckpointError::UnreadableMetadata { .. }), "{error}");
+        let message = error.to_string();
+        assert!(
+            message.contains("orders/chk-3") && message.contains("connection reset by peer"),
+            "names the checkpoint and the storage error: {message}"
+        );
+        assert!(message.contains("--restore"), "and the way out: {message}");
+
+        // Every metadata unreadable: retention deletes nothing at all.
+        let report = storage.retain(1, None).unwrap();
+        assert_eq!(report, RetainReport::default());
+
+        // Only the newest unreadable: older checkpoints go, no shared file.
+        store.failures.store(READ_ATTEMPTS, std::sync::atomic::Ordering::SeqCst);
+        let report = storage.retain(1, None).unwrap();
+        assert_eq!(report, RetainReport { checkpoints: vec![1], shared_files: vec![] });
+        for name in ["a", "b", "c", "d"] {
+            assert!(storage.get_shared(name).is_ok(), "{name} is kept");
+        }
+        let ids: Vec<u64> = storage.completed().unwrap().iter().map(|m| m.id).collect();
+        assert_eq!(ids, vec![3, 2], "the unreadable checkpoint 3 is kept, and 2 with it");
+
+        // Readable again: a normal round.
+        let report = storage.retain(1, None).unwrap();
+        assert_eq!(
+            report,
+            RetainReport { checkpoints: vec![2], shared_files: vec!["a".into(), "b".into()] }
+        );
+    }
+
+    #[test]
+    fn deleting_every_checkpoint_deletes_their_directories_too() {
+        let storage = CheckpointStorage::open("memory://", "orders").unwrap();
+        storage.put_shared("a", b"a".to_vec()).unwrap();
+        storage.commit(&metadata(1, &["a"])).unwrap();
+        storage.commit(&metadata(2, &["a"])).unwrap();
+        let report = storage.retain(0, None).unwrap();
+        assert_eq!(
+            report,
+            RetainReport { checkpoints: vec![1, 2], shared_files: vec!["a".into()] }
+        );
+        assert!(storage.completed().unwrap().is_empty());
     }
 
     #[test]

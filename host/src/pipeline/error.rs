@@ -57,6 +57,9 @@ pub enum RunError {
     /// Checkpointing or restoring failed.
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
+    /// Another process holds the pipeline's lock on this data directory.
+    #[error(transparent)]
+    Locked(#[from] super::lock::LockError),
     /// `--restore latest` found no completed checkpoint.
     #[error("nothing to restore: pipeline {0} has no completed checkpoint")]
     NothingToRestore(String),

@@ -9,6 +9,8 @@
 //!   control while it runs; `options`: how to run it;
 //! * `failures`, `operator`: the keyed operator a subtask runs;
 //!   `messages`: what flows between the threads; `thread`: starting them;
+//! * `lock`: one process at a time runs a pipeline on a data directory
+//!   (and one `weir serve` serves it);
 //! * `load`: checking a spec (with its connectors' own checks, such as the
 //!   Kafka sink's exactly-once rules) and loading its functions;
 //!   `restore`: where a run starts;
@@ -19,6 +21,7 @@ mod error;
 pub mod failures;
 mod live;
 mod load;
+pub(crate) mod lock;
 mod messages;
 mod operator;
 mod options;
@@ -33,6 +36,7 @@ mod summary;
 mod thread;
 
 pub use live::{LiveCounts, LiveMetrics, RunHandle};
+pub use lock::LockError;
 pub use record::DeployedSpec;
 pub use runner::{
     check, checkpoint_storage, run, OperatorCounts, ProgressFn, RestoreFrom, RunError, RunOptions,

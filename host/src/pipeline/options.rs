@@ -31,6 +31,9 @@ pub struct RunOptions {
     /// The native functions a spec may name with `native:` (none unless
     /// given: see [`RunOptions::with_natives`]).
     pub natives: NativeCatalog,
+    /// Run by `weir serve` (a process refused the pipeline's lock is told
+    /// to stop it through the API, not with `weir stop`).
+    pub served: bool,
 }
 
 /// Which snapshot a run starts from.
@@ -53,6 +56,7 @@ impl RunOptions {
             restore: None,
             handle: RunHandle::new(),
             natives: NativeCatalog::default(),
+            served: false,
         }
     }
 

@@ -33,6 +33,7 @@ use std::sync::mpsc::{channel, sync_channel};
 use std::time::Instant;
 
 use super::load::{prepare, Prepared};
+use super::lock::PipelineLock;
 use super::messages::{SinkMessage, SubtaskMessage, CHANNEL_BATCHES};
 use super::operator::{FunctionCode, KeyedOperator};
 use super::restore::{cached_backends, prepare_state};
@@ -57,6 +58,8 @@ pub use super::summary::{OperatorCounts, RunSummary};
 pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunError> {
     let started = Instant::now();
     let _span = tracing::info_span!("pipeline", name = %spec.name).entered();
+    // Before anything of the pipeline's is touched; held until the run ends.
+    let _lock = PipelineLock::acquire(&options.data_dir, &spec.name, options.served)?;
     let Prepared { settings, kafka_exactly_once, key_function, plan, env } =
         prepare(spec, &options.data_dir, &options.natives)?;
     let keyer = match &key_function {
