@@ -601,6 +601,7 @@ impl Supervisor {
             _ => return self.record_end(entry, Err(reason)),
         };
         let restarts = &mut entry.restarts;
+        restarts.last_failure = Some(reason.clone());
         let Some(delay) = restarts.tracker.next(&strategy, ran) else {
             let reason = match strategy.attempts() {
                 Some(0) => reason,
@@ -618,7 +619,6 @@ impl Supervisor {
         let at = crate::state::ttl::now_millis().saturating_add(delay_ms);
         let name = entry.record.name.clone();
         tracing::warn!(pipeline = %name, restart = restarts.tracker.total, delay = %humantime::format_duration(delay), "restarting the failed pipeline after a delay");
-        restarts.last_failure = Some(reason);
         restarts.pending = Some((token, at));
         // Still running as far as a server restart is concerned.
         entry.record.state = PipelineState::Running;
