@@ -52,8 +52,9 @@ fn a_position_below_the_log_start_is_refused_unless_skipping() {
     let refused = weir(&["run", pipeline.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success(), "a restore past deleted records must fail: {stderr}");
-    for part in [&format!("topic {topic} partition 0"), "100..150", "on_data_loss: skip"] {
-        assert!(stderr.contains(part.as_str()), "{part:?} not in: {stderr}");
+    let partition = format!("topic {topic} partition 0");
+    for part in [partition.as_str(), "100..150", "on_data_loss: skip"] {
+        assert!(stderr.contains(part), "{part:?} not in: {stderr}");
     }
     assert_eq!(records(&output).len(), 100, "the refused run wrote nothing");
 

@@ -453,8 +453,9 @@ impl Supervisor {
                 return Err(busy(name));
             }
             entry.busy = true;
+            let running = entry.running();
             entry.restarts.pending = None;
-            entry.running()
+            running
         };
         if running {
             if let Err(error) = self.stop_run(name, false) {
@@ -626,25 +627,21 @@ impl Supervisor {
         if let Err(error) = self.store.put(&entry.record) {
             tracing::error!(pipeline = %name, %error, "cannot record a pending restart");
         }
-        self.arm(name, token, delay);
+        if let Err(error) = self.arm(name, token, delay) {
+            entry.restarts.pending = None;
+            let reason = entry.restarts.last_failure.clone().unwrap_or_default();
+            self.record_end(entry, Err(format!("{reason}; cannot start a restart timer: {error}")));
+        }
     }
 
     /// After `delay`, restart `name` if restart `token` is still pending.
-    fn arm(self: &Arc<Self>, name: String, token: u64, delay: Duration) {
+    fn arm(self: &Arc<Self>, name: String, token: u64, delay: Duration) -> std::io::Result<()> {
         let supervisor = Arc::clone(self);
-        let timer = std::thread::Builder::new().name(format!("restart-{name}")).spawn(move || {
+        std::thread::Builder::new().name(format!("restart-{name}")).spawn(move || {
             std::thread::sleep(delay);
             supervisor.restart_due(&name, token);
-        });
-        if let Err(error) = timer {
-            let mut pipelines = self.lock();
-            if let Some(entry) =
-                pipelines.values_mut().find(|e| e.restarts.pending.is_some_and(|(t, _)| t == token))
-            {
-                entry.restarts.pending = None;
-                self.record_end(entry, Err(format!("cannot start a restart timer: {error}")));
-            }
-        }
+        })?;
+        Ok(())
     }
 
     /// Restart `token`'s delay is over: start the pipeline again, unless the
@@ -657,8 +654,11 @@ impl Supervisor {
         }
         if entry.busy {
             // An operation decides; look again shortly if it leaves the restart pending.
-            drop(pipelines);
-            return self.arm(name.to_string(), token, Duration::from_millis(200));
+            if let Err(error) = self.arm(name.to_string(), token, Duration::from_millis(200)) {
+                entry.restarts.pending = None;
+                self.record_end(entry, Err(format!("cannot start a restart timer: {error}")));
+            }
+            return;
         }
         entry.restarts.pending = None;
         tracing::info!(
