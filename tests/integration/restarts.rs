@@ -54,6 +54,7 @@ fn a_run_that_fails_once_is_restarted_from_its_checkpoint_with_exact_output() {
         s["restart"]["restarts"] == 1
             && s["restart"]["next_attempt_at"].is_null()
             && !s["restored_from"].is_null()
+            && s["snapshots_completed"].as_u64() >= Some(1)
     });
     assert_eq!(status["state"], "running", "{status}");
     assert_eq!(status["failure"], serde_json::Value::Null, "{status}");
@@ -62,13 +63,16 @@ fn a_run_that_fails_once_is_restarted_from_its_checkpoint_with_exact_output() {
     let last_failure = status["restart"]["last_failure"].as_str().unwrap_or_default();
     assert!(last_failure.contains("source-barrier"), "{status}");
 
+    // More orders for the restarted run.
+    produce_orders(&kafka, &orders, 2, 1000, 30, 2001);
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while total(&committed_per_key(&kafka, &revenue)) < 2000 {
+    while total(&committed_per_key(&kafka, &revenue)) < 3000 {
         assert!(std::time::Instant::now() < deadline, "the restarted run did not catch up");
         std::thread::sleep(Duration::from_millis(200));
     }
     let (code, stopped) = server.call("POST", "/pipelines/orders/stop", None, b"");
-    assert_eq!(code, 200, "{stopped}");
+    let status = server.call("GET", "/pipelines/orders", None, b"").1;
+    assert_eq!(code, 200, "{stopped}\n{status}");
 
     // Exactly the output of a failure-free run.
     let wasm = function("revenue");
@@ -86,7 +90,7 @@ fn a_run_that_fails_once_is_restarted_from_its_checkpoint_with_exact_output() {
     .unwrap();
     run_ok(&reference, &dir.path().join("data-reference"), &[]);
     let expected = committed_per_key(&kafka, &expected_topic);
-    assert_eq!(total(&expected), 2000);
+    assert_eq!(total(&expected), 3000);
     assert_eq!(
         committed_per_key(&kafka, &revenue),
         expected,

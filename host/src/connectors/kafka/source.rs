@@ -438,7 +438,7 @@ impl Source for KafkaSource {
         let position: Position = decode(|| "kafka source".to_string(), position)?;
         let mut offsets = Vec::with_capacity(self.partitions.len());
         for p in &self.partitions {
-            let (low, _) =
+            let (low, high) =
                 self.consumer.fetch_watermarks(&p.topic, p.partition, CALL_TIMEOUT).map_err(
                     kafka_error(format!("reading the offsets of {}/{}", p.topic, p.partition)),
                 )?;
@@ -448,11 +448,19 @@ impl Source for KafkaSource {
                 offsets.push(low);
                 continue;
             };
+            let (topic, partition) = (&p.topic, p.partition);
+            if offset > high {
+                return Err(ConnectorError::Restore {
+                    what: format!("kafka source topic {topic} partition {partition}"),
+                    message: format!(
+                        "the checkpoint resumes at offset {offset}, but the partition ends at {high}: was the topic deleted and created again? Restore an older snapshot, or start over (--fresh)"
+                    ),
+                });
+            }
             if offset >= low {
                 offsets.push(offset);
                 continue;
             }
-            let (topic, partition) = (&p.topic, p.partition);
             match self.on_data_loss {
                 OnDataLoss::Fail => {
                     return Err(ConnectorError::Restore {
