@@ -9,6 +9,8 @@
 //! appended), `file-after-append` (parts appended to the visible file and
 //! synced, none deleted), `file-after-delete` (after each part deleted:
 //! some may remain) and `file-after-commit`.
+//! Failure points ([`fails`]) make the run fail with an error instead:
+//! `source-barrier` (the `n`-th barrier the source would inject).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -21,15 +23,27 @@ static PASSED: AtomicU64 = AtomicU64::new(0);
 
 /// Abort here if `WEIR_FAULT` names this point and this is its `n`-th pass.
 pub fn point(name: &str) {
+    if fires(name) {
+        eprintln!("fault injected at {name}: aborting");
+        std::process::abort();
+    }
+}
+
+/// Whether the run should fail here (an error, not an abort): `WEIR_FAULT`
+/// names this point and this is its `n`-th pass in this process, so a run
+/// that `weir serve` restarts passes it again without failing.
+pub fn fails(name: &str) -> bool {
+    fires(name)
+}
+
+/// Whether `WEIR_FAULT` names this point and this is its `n`-th pass.
+fn fires(name: &str) -> bool {
     let fault = FAULT.get_or_init(|| {
         let text = std::env::var(FAULT_ENV).ok()?;
         let (point, n) = text.rsplit_once(':').unwrap_or((text.as_str(), "1"));
         Some((point.to_string(), n.parse().unwrap_or(1)))
     });
-    if let Some((point, n)) = fault {
-        if point == name && PASSED.fetch_add(1, Ordering::SeqCst) + 1 == *n {
-            eprintln!("fault injected at {name} (pass {n}): aborting");
-            std::process::abort();
-        }
-    }
+    fault
+        .as_ref()
+        .is_some_and(|(point, n)| point == name && PASSED.fetch_add(1, Ordering::SeqCst) + 1 == *n)
 }

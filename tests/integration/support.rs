@@ -155,9 +155,15 @@ pub struct Server {
 impl Server {
     /// Start `weir serve` on a free port with `data` as its data directory.
     pub fn start(data: &Path, extra: &[&str]) -> Server {
+        Server::start_with_env(data, extra, &[])
+    }
+
+    /// [`Server::start`] with `env` variables (a `WEIR_FAULT`, say).
+    pub fn start_with_env(data: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir", data.to_str().unwrap()])
             .args(extra)
+            .envs(env.iter().copied())
             .env_remove("WEIR_API_TOKEN")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -50,8 +50,22 @@ pub struct PipelineStatus {
     pub last_checkpoint: Option<SnapshotInfo>,
     /// The newest savepoint taken through the API.
     pub last_savepoint: Option<String>,
+    /// Restarts after failed runs (see the spec's `restart:`).
+    pub restart: RestartStatus,
     /// The spec as deployed.
     pub spec: String,
+}
+
+/// A pipeline's restarts after failed runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct RestartStatus {
+    /// Restarts since it was deployed, upgraded or resumed by this server.
+    pub restarts: u32,
+    /// The message of the last failed run (kept after a restart).
+    pub last_failure: Option<String>,
+    /// While it waits to restart: when the next attempt starts, ms since
+    /// the epoch (its `state` stays `running`).
+    pub next_attempt_at: Option<i64>,
 }
 
 /// A stored function a pipeline runs.
@@ -229,6 +243,7 @@ fn status(
         snapshots_completed,
         last_checkpoint,
         last_savepoint: record.last_savepoint,
+        restart: view.restart,
         spec: record.spec,
     }
 }

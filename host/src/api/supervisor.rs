@@ -12,6 +12,12 @@
 //!
 //! One operation at a time per pipeline: a second one while a stop or an
 //! upgrade is under way gets `409 busy`.
+//!
+//! A run that fails is restarted as the spec's `restart:` strategy says
+//! ([`crate::pipeline::restart`]): after the delay, a timer starts it again
+//! like any start (from its newest checkpoint). While it waits, the record
+//! stays `running` (a server restart resumes it at once); a stop or delete
+//! cancels the restart; when the attempts are used up it is `failed`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,10 +28,12 @@ use crate::units::format_bytes;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use super::pipelines::RestartStatus;
 use super::ApiError;
 use crate::checkpoint::{CheckpointStorage, SnapshotKind, SnapshotMetadata};
 use crate::config;
 use crate::pipeline::lock::{PipelineLock, ServerLock};
+use crate::pipeline::restart::RestartTracker;
 use crate::pipeline::{
     self, DeployedSpec, PipelineSpec, RestoreFrom, RunError, RunHandle, RunOptions, RunSummary,
 };
@@ -41,6 +49,31 @@ struct Entry {
     run: Option<Run>,
     /// A stop, upgrade or delete is under way.
     busy: bool,
+    /// Restarts after failures.
+    restarts: Restarts,
+}
+
+/// The restarts of a pipeline after failed runs.
+#[derive(Default)]
+struct Restarts {
+    tracker: RestartTracker,
+    /// The message of the last failed run.
+    last_failure: Option<String>,
+    /// The restart waiting for its delay: (timer token, when, ms).
+    pending: Option<(u64, i64)>,
+}
+
+impl Entry {
+    fn new(record: PipelineRecord) -> Self {
+        Self { record, run: None, busy: false, restarts: Restarts::default() }
+    }
+
+    /// Whether a run is under way (not waiting to restart).
+    fn running(&self) -> bool {
+        self.record.state == PipelineState::Running
+            && self.run.is_some()
+            && self.restarts.pending.is_none()
+    }
 }
 
 /// One run of a pipeline.
@@ -113,6 +146,8 @@ pub struct PipelineView {
     /// Its current or last run in this process, if any: the live handle
     /// and when it started.
     pub run: Option<(Arc<RunHandle>, i64)>,
+    /// Its restarts after failures.
+    pub restart: RestartStatus,
 }
 
 /// Runs the deployed pipelines of one data directory.
@@ -155,7 +190,7 @@ impl Supervisor {
         let mut pipelines = supervisor.lock();
         for (name, record) in records {
             let running = record.state == PipelineState::Running;
-            pipelines.insert(name.clone(), Entry { record, run: None, busy: false });
+            pipelines.insert(name.clone(), Entry::new(record));
             if running {
                 tracing::info!(pipeline = %name, "resuming a pipeline that was running");
                 let entry = pipelines.get_mut(&name).expect("just inserted");
@@ -250,7 +285,7 @@ impl Supervisor {
         }
         self.store.put(&record)?;
         let name = record.name.clone();
-        let entry = pipelines.entry(name).or_insert(Entry { record, run: None, busy: false });
+        let entry = pipelines.entry(name).or_insert(Entry::new(record));
         self.start(entry);
         Ok(view(entry))
     }
@@ -304,6 +339,14 @@ impl Supervisor {
     /// Stop a running pipeline gracefully (a final snapshot; a savepoint if
     /// `savepoint`), and wait until it has stopped. The snapshot's location.
     pub fn stop(&self, name: &str, savepoint: bool) -> Result<String, ApiError> {
+        if self.cancel_restart(name, savepoint)? {
+            // No run to snapshot: it stops at its newest snapshot.
+            let (storage, snapshots) = self.snapshots(name)?;
+            let newest = snapshots.first();
+            return Ok(newest
+                .map(|m| storage.describe(&storage.snapshot_dir(m.kind, m.id)))
+                .unwrap_or_default());
+        }
         self.running_handle(name, true)?;
         let result = self.stop_run(name, savepoint);
         self.finish_operation(name, |record| {
@@ -341,6 +384,7 @@ impl Supervisor {
         entry.busy = false;
         result?;
         entry.record = record;
+        entry.restarts = Restarts::default();
         self.store.put(&entry.record)?;
         self.start(entry);
         Ok(view(entry))
@@ -393,7 +437,7 @@ impl Supervisor {
         next.generation += 1;
         next.failure = None;
         self.check(&next)?;
-        if self.lock().get(&record.name).is_some_and(|e| e.record.state == PipelineState::Running) {
+        if self.lock().get(&record.name).is_some_and(Entry::running) {
             let location = self.stop_run(&record.name, true)?;
             let id = CheckpointStorage::locate(&location).map_err(internal)?.metadata.id;
             next.last_savepoint = Some(location.clone());
@@ -416,7 +460,9 @@ impl Supervisor {
                 return Err(busy(name));
             }
             entry.busy = true;
-            entry.record.state == PipelineState::Running && entry.run.is_some()
+            let running = entry.running();
+            entry.restarts.pending = None;
+            running
         };
         if running {
             if let Err(error) = self.stop_run(name, false) {
@@ -468,6 +514,9 @@ impl Supervisor {
         let entry = pipelines.get_mut(name).ok_or_else(|| no_pipeline(name))?;
         if entry.busy {
             return Err(busy(name));
+        }
+        if let Some((_, at)) = entry.restarts.pending {
+            return Err(restarting(name, at));
         }
         let handle = match (&entry.run, entry.record.state) {
             (Some(run), PipelineState::Running) => run.handle.clone(),
@@ -532,7 +581,7 @@ impl Supervisor {
         options.restore = match restore_choice(&spec, &self.data_dir, entry.record.restore.as_ref())
         {
             Ok(restore) => restore,
-            Err(error) => return self.record_end(entry, Err(error.message)),
+            Err(error) => return self.failed(entry, error.message, Duration::ZERO),
         };
         let handle = options.handle.clone();
         let id = self.next_run.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -556,7 +605,7 @@ impl Supervisor {
     }
 
     /// A run's thread ended with `result`.
-    fn run_ended(&self, name: &str, id: u64, result: Result<RunSummary, RunError>) {
+    fn run_ended(self: &Arc<Self>, name: &str, id: u64, result: Result<RunSummary, RunError>) {
         let mut pipelines = self.lock();
         let Some(entry) =
             pipelines.get_mut(name).filter(|e| e.run.as_ref().is_some_and(|r| r.id == id))
@@ -567,9 +616,107 @@ impl Supervisor {
             Ok(summary) => self.record_end(entry, Ok(summary.stopped)),
             Err(error) => {
                 tracing::warn!(pipeline = name, %error, "pipeline failed");
-                self.record_end(entry, Err(error.to_string()));
+                let started = entry.run.as_ref().map_or(0, |r| r.started_at);
+                let ran = crate::state::ttl::now_millis().saturating_sub(started);
+                let ran = Duration::from_millis(u64::try_from(ran).unwrap_or(0));
+                self.failed(entry, error.to_string(), ran);
             }
         }
+    }
+
+    /// A run of `entry` failed with `reason` after running for `ran` (or
+    /// could not start): schedule its restart as its strategy says, or
+    /// record the failure. A failure during a stop, upgrade or delete is
+    /// only recorded.
+    fn failed(self: &Arc<Self>, entry: &mut Entry, reason: String, ran: Duration) {
+        let strategy = match entry.record.spec(&self.data_dir).map(|s| s.restart_strategy()) {
+            Ok(Ok(strategy)) if !entry.busy => strategy,
+            _ => return self.record_end(entry, Err(reason)),
+        };
+        let restarts = &mut entry.restarts;
+        restarts.last_failure = Some(reason.clone());
+        let Some(delay) = restarts.tracker.next(&strategy, ran) else {
+            let reason = match strategy.attempts() {
+                Some(0) => reason,
+                attempts => format!(
+                    "{reason} (gave up after {} restart(s): restart.attempts is {}; fix the cause, then start it again with POST /pipelines/{}/upgrade)",
+                    restarts.tracker.total,
+                    attempts.map_or("unlimited".to_string(), |a| a.to_string()),
+                    entry.record.name,
+                ),
+            };
+            return self.record_end(entry, Err(reason));
+        };
+        let token = self.next_run.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let delay_ms = i64::try_from(delay.as_millis()).unwrap_or(i64::MAX);
+        let at = crate::state::ttl::now_millis().saturating_add(delay_ms);
+        let name = entry.record.name.clone();
+        tracing::warn!(pipeline = %name, restart = restarts.tracker.total, delay = %humantime::format_duration(delay), "restarting the failed pipeline after a delay");
+        restarts.pending = Some((token, at));
+        // Still running as far as a server restart is concerned.
+        entry.record.state = PipelineState::Running;
+        entry.record.failure = None;
+        if let Err(error) = self.store.put(&entry.record) {
+            tracing::error!(pipeline = %name, %error, "cannot record a pending restart");
+        }
+        if let Err(error) = self.arm(name, token, delay) {
+            entry.restarts.pending = None;
+            let reason = entry.restarts.last_failure.clone().unwrap_or_default();
+            self.record_end(entry, Err(format!("{reason}; cannot start a restart timer: {error}")));
+        }
+    }
+
+    /// After `delay`, restart `name` if restart `token` is still pending.
+    fn arm(self: &Arc<Self>, name: String, token: u64, delay: Duration) -> std::io::Result<()> {
+        let supervisor = Arc::clone(self);
+        std::thread::Builder::new().name(format!("restart-{name}")).spawn(move || {
+            std::thread::sleep(delay);
+            supervisor.restart_due(&name, token);
+        })?;
+        Ok(())
+    }
+
+    /// Restart `token`'s delay is over: start the pipeline again, unless the
+    /// restart was cancelled (stop, delete, upgrade) since.
+    fn restart_due(self: &Arc<Self>, name: &str, token: u64) {
+        let mut pipelines = self.lock();
+        let Some(entry) = pipelines.get_mut(name) else { return };
+        if entry.restarts.pending.map(|(t, _)| t) != Some(token) {
+            return;
+        }
+        if entry.busy {
+            // An operation decides; look again shortly if it leaves the restart pending.
+            if let Err(error) = self.arm(name.to_string(), token, Duration::from_millis(200)) {
+                entry.restarts.pending = None;
+                self.record_end(entry, Err(format!("cannot start a restart timer: {error}")));
+            }
+            return;
+        }
+        entry.restarts.pending = None;
+        tracing::info!(
+            pipeline = name,
+            restart = entry.restarts.tracker.total,
+            "restarting the failed pipeline"
+        );
+        self.start(entry);
+    }
+
+    /// If `name` waits to restart, cancel that and mark it stopped (true);
+    /// a savepoint cannot be taken then.
+    fn cancel_restart(&self, name: &str, savepoint: bool) -> Result<bool, ApiError> {
+        let mut pipelines = self.lock();
+        let entry = pipelines.get_mut(name).ok_or_else(|| no_pipeline(name))?;
+        if entry.busy {
+            return Err(busy(name));
+        }
+        let Some((_, at)) = entry.restarts.pending else { return Ok(false) };
+        if savepoint {
+            return Err(restarting(name, at));
+        }
+        entry.restarts.pending = None;
+        entry.record.state = PipelineState::Stopped;
+        self.store.put(&entry.record)?;
+        Ok(true)
     }
 
     /// Record how a run ended: `Ok(stopped on request)` or the failure.
@@ -660,6 +807,11 @@ fn view(entry: &Entry) -> PipelineView {
     PipelineView {
         record: entry.record.clone(),
         run: entry.run.as_ref().map(|r| (r.handle.clone(), r.started_at)),
+        restart: RestartStatus {
+            restarts: entry.restarts.tracker.total,
+            last_failure: entry.restarts.last_failure.clone(),
+            next_attempt_at: entry.restarts.pending.map(|(_, at)| at),
+        },
     }
 }
 
@@ -673,6 +825,13 @@ fn busy(name: &str) -> ApiError {
         format!(
             "pipeline {name} is being stopped, upgraded or deleted; try again when that is done"
         ),
+    )
+}
+
+fn restarting(name: &str, at: i64) -> ApiError {
+    ApiError::conflict(
+        "restarting",
+        format!("pipeline {name} failed and waits to restart (at {at} ms since the epoch): it has no running state; stop it (without a savepoint) to cancel the restart, or try again once it runs"),
     )
 }
 

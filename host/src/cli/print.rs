@@ -171,6 +171,18 @@ pub fn print_status(p: &PipelineStatus) {
     if let Some(failure) = &p.failure {
         println!("  failure: {failure}");
     }
+    let restart = &p.restart;
+    if restart.restarts > 0 || restart.next_attempt_at.is_some() {
+        let next = restart.next_attempt_at.map_or(String::new(), |at| {
+            let time =
+                std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(at).unwrap_or(0));
+            format!(", next attempt at {}", humantime::format_rfc3339_seconds(time))
+        });
+        println!("  restarts: {}{next}", restart.restarts);
+        if let Some(last) = &restart.last_failure {
+            println!("  last failure: {last}");
+        }
+    }
     for f in &p.functions {
         println!("  {:<14} {} v{}", f.field, f.function, f.version);
     }

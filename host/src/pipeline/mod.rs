@@ -13,7 +13,8 @@
 //!   (and one `weir serve` serves it);
 //! * `load`: checking a spec (with its connectors' own checks, such as the
 //!   Kafka sink's exactly-once rules) and loading its functions;
-//!   `restore`: where a run starts;
+//!   `restore`: where a run starts; [`restart`]: how `weir serve`
+//!   restarts a failed run;
 //! * `source_task`, `subtask`, `sink_task`: the three kinds of thread;
 //! * `runner`: [`run`], the outline that wires them together.
 
@@ -26,6 +27,7 @@ mod messages;
 mod operator;
 mod options;
 pub mod record;
+pub mod restart;
 mod restore;
 mod runner;
 mod sink_task;

@@ -152,8 +152,17 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
             counts,
         };
         let (plan, env) = (plan.clone(), env.clone());
+        let shutdown = ack_tx.clone();
         subtask_threads.push(spawn(&format!("subtask-{index}"), move || {
-            subtask.run(KeyedOperator::new(&plan, index, backend, &env)?)
+            let result = KeyedOperator::new(&plan, index, backend, &env)
+                .and_then(|operator| subtask.run(operator));
+            if result.is_err() {
+                // The coordinator stops waiting for this subtask's acks (a
+                // source already at its end would otherwise only notice at
+                // the checkpoint timeout).
+                let _ = shutdown.send(Ack::Shutdown);
+            }
+            result
         })?);
         subtask_txs.push(tx);
     }

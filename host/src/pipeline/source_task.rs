@@ -229,6 +229,12 @@ impl SourceLinks<'_> {
         source: &mut dyn Source,
         watermarks: Option<&SplitWatermarks>,
     ) -> Result<(), RunError> {
+        if crate::fault::fails("source-barrier") {
+            return Err(RunError::Io {
+                doing: "fault injected at source-barrier (WEIR_FAULT)",
+                source: std::io::Error::other("the run fails here once"),
+            });
+        }
         let position = source.position();
         source.on_barrier(&position);
         let state = SourceState { position, watermarks: watermarks.map(SplitWatermarks::snapshot) };

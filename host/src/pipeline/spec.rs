@@ -19,6 +19,7 @@ use crate::connectors::registry::{resolve, ConfigError, NESTED_FIELD};
 use crate::connectors::SinkRole;
 pub use crate::connectors::{SinkSpec, SourceSpec};
 use crate::names::{is_valid_name, NAME_RULE};
+use crate::pipeline::restart::{RestartSpec, RestartStrategy};
 use crate::runtime::FunctionLimits;
 use crate::state::ttl::{Ttl, TtlUpdate};
 use crate::state::DEFAULT_MAX_PARALLELISM;
@@ -125,6 +126,12 @@ pub struct PipelineSpec {
     /// goes on.
     #[serde(default)]
     pub on_error: OnError,
+    /// How `weir serve` restarts the pipeline when a run fails:
+    /// `restart: { strategy: fixed-delay, attempts: 3, delay: 10s }`,
+    /// `{ strategy: exponential-backoff, … }` or `{ strategy: none }`
+    /// (default: exponential backoff with checkpoints, none without).
+    #[serde(default)]
+    pub restart: Option<RestartSpec>,
     /// A directory the functions may read, read-only, as `/resources`
     /// (through WASI); nothing else of the host's file system is visible.
     #[serde(default)]
@@ -456,6 +463,16 @@ impl PipelineSpec {
         Ok(spec)
     }
 
+    /// How a failed run is restarted (by `weir serve`), defaults applied.
+    pub fn restart_strategy(&self) -> Result<RestartStrategy, SpecError> {
+        match &self.restart {
+            Some(restart) => restart
+                .strategy()
+                .map_err(|e| SpecError::field(&format!("restart.{}", e.field), e.message)),
+            None => Ok(RestartStrategy::default_for(self.checkpoint.is_some())),
+        }
+    }
+
     /// The keyed operator's identity in savepoints: the `uid` of its
     /// function, else `process` or `window`.
     pub fn operator_uid(&self) -> String {
@@ -589,6 +606,7 @@ impl PipelineSpec {
                 .map_err(|e| SpecError::field(&format!("checkpoint.{}", e.field), e.message))?;
         }
         self.limits.to_limits()?;
+        self.restart_strategy()?;
         if let OnError::DeadLetter(name) = &self.on_error {
             if !self.side_outputs.contains_key(name) {
                 return Err(SpecError::field(
@@ -727,6 +745,28 @@ sink: { type: stdout }
         assert!(error_of(&windowed).contains("window"));
         assert!(error_of(&format!("{GOOD}window: {{ type: tumbling, size: 1m }}\n"))
             .contains("process"));
+    }
+
+    #[test]
+    fn restart_strategies_default_and_are_named() {
+        use crate::pipeline::restart::RestartStrategy;
+        let strategy = |extra: &str| {
+            PipelineSpec::parse(&format!("{GOOD}{extra}")).map(|s| s.restart_strategy().unwrap())
+        };
+        assert_eq!(strategy("").unwrap(), RestartStrategy::None, "no checkpoints: no restarts");
+        assert_eq!(
+            strategy("checkpoint: { interval: 1s }\n").unwrap(),
+            RestartStrategy::default_for(true)
+        );
+        assert_eq!(
+            strategy("restart: { strategy: fixed-delay, attempts: 3, delay: 10s }\n").unwrap(),
+            RestartStrategy::FixedDelay { delay: Duration::from_secs(10), attempts: Some(3) }
+        );
+        assert!(error_of(&format!("{GOOD}restart: {{ strategy: fixed-delay, delay: soon }}\n"))
+            .contains("restart.delay"));
+        assert!(error_of(&format!("{GOOD}restart: {{ strategy: none, delay: 1s }}\n"))
+            .contains("restart.delay"));
+        assert!(error_of(&format!("{GOOD}restart: {{ delay: 1s }}\n")).contains("strategy"));
     }
 
     #[test]

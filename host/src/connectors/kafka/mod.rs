@@ -3,15 +3,18 @@
 //! transactions committed when a checkpoint completes), with their settings
 //! (`type: kafka`). See [`sink`](self::sink) for how exactly-once survives
 //! a crash at any instant, and [`exactly_once`](self::exactly_once) for
-//! what it needs before a pipeline runs.
+//! what it needs before a pipeline runs. User `properties` are checked by
+//! [`properties`](self::properties) before anything connects.
 
 mod exactly_once;
+mod properties;
 mod sink;
 mod source;
 
 pub use exactly_once::{check_exactly_once, exactly_once_sink, ExactlyOnceError, RESTART_MARGIN};
+pub use properties::check_properties;
 pub use sink::{committed_checkpoint, Delivery, KafkaSink, KafkaSinkConfig};
-pub use source::{KafkaSource, KafkaSourceConfig, KafkaStart};
+pub use source::{KafkaSource, KafkaSourceConfig, KafkaStart, OnDataLoss};
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -24,7 +27,8 @@ use super::ConnectorError;
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A client configuration: the bootstrap servers, Weir's own settings, then
-/// the user's `properties` (security, tuning), which win.
+/// the user's `properties` (security, tuning; [`check_properties`] keeps
+/// them off Weir's own settings).
 fn client_config(
     bootstrap_servers: &str,
     ours: &[(&str, &str)],

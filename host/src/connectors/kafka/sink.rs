@@ -111,6 +111,7 @@ fn default_transaction_timeout() -> Duration {
 
 impl SinkConfig for KafkaSinkConfig {
     fn validate(&self, role: SinkRole) -> Result<(), ConfigError> {
+        super::check_properties(&self.properties)?;
         if self.delivery != Delivery::ExactlyOnce {
             return Ok(());
         }

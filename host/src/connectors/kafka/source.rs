@@ -4,6 +4,11 @@
 //! and live in checkpoints; a restore seeks to them. Group offsets are
 //! committed at each barrier only so lag monitoring works.
 //!
+//! A restored position below a partition's log start (records deleted by
+//! retention before they were read) is refused unless the spec says
+//! `on_data_loss: skip`; so is an offset that goes out of range while
+//! running.
+//!
 //! A record becomes an event as: Kafka key → `key`, value → `value`,
 //! headers → `headers`, timestamp → `timestamp` (or the JSON field
 //! `timestamp_field` of the value).
@@ -69,9 +74,26 @@ pub struct KafkaSourceConfig {
     /// record's Kafka timestamp.
     #[serde(default)]
     pub timestamp_field: Option<String>,
-    /// librdkafka properties passed through (security, tuning).
+    /// What a restore does when a partition's checkpointed position is
+    /// below the partition's log start (records deleted by retention before
+    /// they were read): `fail` (default) or `skip` to the log start.
+    #[serde(default)]
+    pub on_data_loss: OnDataLoss,
+    /// librdkafka properties passed through (security, tuning); not those
+    /// Weir sets itself.
     #[serde(default)]
     pub properties: BTreeMap<String, String>,
+}
+
+/// What a restore does when records it should read were deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnDataLoss {
+    /// Refuse to start, naming the partition and the lost offsets.
+    #[default]
+    Fail,
+    /// Log a warning with the lost offsets and go on from the log start.
+    Skip,
 }
 
 impl SourceConfig for KafkaSourceConfig {
@@ -79,7 +101,7 @@ impl SourceConfig for KafkaSourceConfig {
         if self.topics.is_empty() == self.topic_pattern.is_none() {
             return Err(ConfigError::new("topics", "give either `topics` or `topic_pattern`"));
         }
-        Ok(())
+        super::check_properties(&self.properties)
     }
 
     fn open(&self, pipeline: &str) -> Result<Box<dyn Source>, ConnectorError> {
@@ -104,6 +126,7 @@ pub struct KafkaSource {
     consumer: BaseConsumer,
     partitions: Vec<Partition>,
     timestamp_field: Option<String>,
+    on_data_loss: OnDataLoss,
     cursor: usize,
     /// The partitions are not assigned yet: the first read assigns them at
     /// their `next` offsets (so a restore's `seek` never makes the consumer
@@ -123,12 +146,19 @@ impl KafkaSource {
     /// group is `group_id`, or `weir-<pipeline>`.
     pub fn open(config: &KafkaSourceConfig, pipeline: &str) -> Result<Self, ConnectorError> {
         let group_id = config.group_id.clone().unwrap_or_else(|| format!("weir-{pipeline}"));
+        // Every assignment is at an offset Weir chose; one that turns out of
+        // range while running (retention deleted records not yet read) fails
+        // the run, and its restore applies `on_data_loss`, unless skipping.
+        let reset = match config.on_data_loss {
+            OnDataLoss::Fail => "error",
+            OnDataLoss::Skip => "earliest",
+        };
         let ours = [
             ("group.id", group_id.as_str()),
             ("enable.auto.commit", "false"),
             ("enable.auto.offset.store", "false"),
             ("isolation.level", "read_committed"),
-            ("auto.offset.reset", "earliest"),
+            ("auto.offset.reset", reset),
         ];
         let consumer: BaseConsumer =
             client_config(&config.bootstrap_servers, &ours, &config.properties)
@@ -173,6 +203,7 @@ impl KafkaSource {
             consumer,
             partitions,
             timestamp_field: config.timestamp_field.clone(),
+            on_data_loss: config.on_data_loss,
             cursor: 0,
             unassigned: true,
         };
@@ -405,14 +436,51 @@ impl Source for KafkaSource {
 
     fn seek(&mut self, position: &serde_json::Value) -> Result<(), ConnectorError> {
         let position: Position = decode(|| "kafka source".to_string(), position)?;
-        // A partition added since the checkpoint starts at its beginning.
-        let offsets: Vec<i64> = self
-            .partitions
-            .iter()
-            .map(|p| {
-                position.offsets.get(&format!("{}/{}", p.topic, p.partition)).copied().unwrap_or(0)
-            })
-            .collect();
+        let mut offsets = Vec::with_capacity(self.partitions.len());
+        for p in &self.partitions {
+            let (low, high) =
+                self.consumer.fetch_watermarks(&p.topic, p.partition, CALL_TIMEOUT).map_err(
+                    kafka_error(format!("reading the offsets of {}/{}", p.topic, p.partition)),
+                )?;
+            // A partition added since the checkpoint starts at its beginning.
+            let Some(&offset) = position.offsets.get(&format!("{}/{}", p.topic, p.partition))
+            else {
+                offsets.push(low);
+                continue;
+            };
+            let (topic, partition) = (&p.topic, p.partition);
+            if offset > high {
+                return Err(ConnectorError::Restore {
+                    what: format!("kafka source topic {topic} partition {partition}"),
+                    message: format!(
+                        "the checkpoint resumes at offset {offset}, but the partition ends at {high}: was the topic deleted and created again? Restore an older snapshot, or start over (--fresh)"
+                    ),
+                });
+            }
+            if offset >= low {
+                offsets.push(offset);
+                continue;
+            }
+            match self.on_data_loss {
+                OnDataLoss::Fail => {
+                    return Err(ConnectorError::Restore {
+                        what: format!("kafka source topic {topic} partition {partition}"),
+                        message: format!(
+                            "the checkpoint resumes at offset {offset}, but the partition's log now starts at {low}: records {offset}..{low} were deleted (retention?) before the pipeline read them; to accept the loss and go on from the log start, set `on_data_loss: skip` on the source"
+                        ),
+                    })
+                }
+                OnDataLoss::Skip => {
+                    tracing::warn!(
+                        topic = %topic,
+                        partition,
+                        lost = %format!("{offset}..{low}"),
+                        "records deleted before they were read are skipped (on_data_loss: skip)"
+                    );
+                    offsets.push(low);
+                }
+            }
+        }
         self.assign(&offsets)
     }
 
