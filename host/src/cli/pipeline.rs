@@ -107,7 +107,7 @@ pub fn execute(command: PipelineCommand) -> anyhow::Result<()> {
                         .with_context(|| format!("cannot read {}", path.display()))
                 })
                 .transpose()?;
-            let upgrade = Upgrade { spec, functions, parallelism };
+            let upgrade = Upgrade { spec, functions, parallelism, override_kafka_marker: false };
             server.print(&server.client()?.upgrade(&name, &upgrade)?, print_status)
         }
         PipelineCommand::Delete { name, server } => {

@@ -10,7 +10,10 @@ mod sink;
 mod source;
 
 pub use exactly_once::{check_exactly_once, exactly_once_sink, ExactlyOnceError, RESTART_MARGIN};
-pub use sink::{committed_checkpoint, Delivery, KafkaSink, KafkaSinkConfig};
+pub use sink::{
+    commit_marker_location, committed_checkpoint, set_commit_marker, CommitMarker, Delivery,
+    KafkaSink, KafkaSinkConfig,
+};
 pub use source::{KafkaSource, KafkaSourceConfig, KafkaStart};
 
 use std::collections::BTreeMap;

@@ -186,10 +186,30 @@ impl ProducerContext for DeliveryErrors {
     }
 }
 
+/// What the commit marker of an exactly-once sink says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitMarker {
+    /// The marker group has no committed offset on the output topic: the
+    /// pipeline never ran, or the marker is gone (offsets expired, the group
+    /// deleted, the prefix renamed, the topic recreated).
+    Absent,
+    /// The output of this snapshot is the last one in Kafka; `0` means the
+    /// marker was set up before any commit (nothing committed yet).
+    At(u64),
+}
+
+/// Where an exactly-once sink's commit marker lives: `(group, topic)`; the
+/// marker is the group's offset on partition 0 of the topic.
+pub fn commit_marker_location(
+    config: &KafkaSinkConfig,
+) -> Result<(String, String), ConnectorError> {
+    Ok((config.transactional()?.1, config.topic.clone()))
+}
+
 /// Fence the exactly-once sink's transactional ids (aborting what a dead
 /// run left open), then read which snapshot's output Kafka holds: the
-/// marker written atomically with it, or `None` if nothing was committed.
-pub fn committed_checkpoint(config: &KafkaSinkConfig) -> Result<Option<u64>, ConnectorError> {
+/// marker written atomically with it.
+pub fn committed_checkpoint(config: &KafkaSinkConfig) -> Result<CommitMarker, ConnectorError> {
     let (ids, group) = config.transactional()?;
     for id in &ids {
         let producer = config.producer(Some(id))?;
@@ -210,9 +230,44 @@ pub fn committed_checkpoint(config: &KafkaSinkConfig) -> Result<Option<u64>, Con
         .committed_offsets(list, CALL_TIMEOUT)
         .map_err(kafka_error(format!("reading the commit marker of group {group}")))?;
     Ok(match committed.find_partition(&config.topic, 0).map(|e| e.offset()) {
-        Some(Offset::Offset(id)) if id > 0 => Some(id as u64),
-        _ => None,
+        Some(Offset::Offset(id)) if id >= 0 => CommitMarker::At(id as u64),
+        _ => CommitMarker::Absent,
     })
+}
+
+/// Set the commit marker to `id` (`0`: nothing committed yet) in a
+/// transaction of its own, committed at once. Used when a pipeline first
+/// starts, so that a marker found absent later means it was lost, and
+/// when a start accepts a marker that disagrees with the checkpoints.
+pub fn set_commit_marker(config: &KafkaSinkConfig, id: u64) -> Result<(), ConnectorError> {
+    let (ids, group) = config.transactional()?;
+    let producer = config.producer(Some(&ids[0]))?;
+    producer
+        .init_transactions(CALL_TIMEOUT)
+        .map_err(kafka_error(format!("initialising transactional id {}", ids[0])))?;
+    let reader: BaseConsumer = client_config(
+        &config.bootstrap_servers,
+        &[("group.id", group.as_str())],
+        &config.properties,
+    )
+    .create()
+    .map_err(kafka_error("creating the marker group"))?;
+    let metadata = reader.group_metadata().ok_or_else(|| ConnectorError::Kafka {
+        what: "the marker group".into(),
+        message: "no group metadata".into(),
+    })?;
+    let mut marker = TopicPartitionList::new();
+    marker
+        .add_partition_offset(&config.topic, 0, Offset::Offset(id as i64))
+        .map_err(kafka_error("building the commit marker"))?;
+    let what = format!("setting the commit marker of group {group} to {id}");
+    producer.begin_transaction().map_err(kafka_error(what.clone()))?;
+    producer
+        .send_offsets_to_transaction(&marker, &metadata, CALL_TIMEOUT)
+        .map_err(kafka_error(what.clone()))?;
+    producer.commit_transaction(CALL_TIMEOUT).map_err(kafka_error(what))?;
+    tracing::info!(group, id, "commit marker set");
+    Ok(())
 }
 
 /// Writes events to a Kafka topic.
