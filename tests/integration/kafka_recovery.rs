@@ -6,6 +6,19 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use weir_host::pipeline::{self, PipelineSpec, RunOptions};
+use weir_host::runtime::bindings::weir::function::context::Host as _;
+use weir_host::runtime::bindings::weir::function::state::Host as _;
+use weir_host::runtime::bindings::weir::function::timers::Host as _;
+use weir_host::runtime::bindings::weir::function::types::{KeyedEvents, KeyedTimers, TimeDomain};
+use weir_host::runtime::native::{
+    NativeCatalog, NativeFunction, NativeKeyFunction, NativeProcessFunction,
+};
+use weir_host::runtime::packing::KeyList;
+use weir_host::runtime::HostCtx;
+use weir_host::Event;
 
 use crate::kafka::{committed_per_key, produce_orders, unique};
 use crate::kafka_support::TestKafka;
@@ -212,4 +225,106 @@ fn a_restore_that_does_not_match_the_commit_marker_is_refused() {
         "{stderr}"
     );
     assert_eq!(committed_per_key(&kafka, &revenue), expected, "a refused run writes nothing");
+}
+
+/// A process function keyed by the event's value that emits nothing for
+/// events: each key registers a processing-time timer an hour ahead, and
+/// the timer emits `fired <key>`. Only the end of the input makes it fire.
+struct TimerAtEnd;
+
+impl NativeFunction for TimerAtEnd {
+    fn key(&self) -> Option<Box<dyn NativeKeyFunction>> {
+        Some(Box::new(TimerAtEnd))
+    }
+    fn process(&self) -> Option<Box<dyn NativeProcessFunction>> {
+        Some(Box::new(TimerAtEnd))
+    }
+}
+
+impl NativeKeyFunction for TimerAtEnd {
+    fn extract_keys(&mut self, events: &[Event], keys: &mut KeyList) -> Result<(), String> {
+        events.iter().for_each(|event| keys.push(&event.value));
+        Ok(())
+    }
+}
+
+impl NativeProcessFunction for TimerAtEnd {
+    fn process(&mut self, batch: &[KeyedEvents], ctx: &mut HostCtx) -> Result<(), String> {
+        let in_an_hour = ctx.now() + 3_600_000;
+        for index in 0..batch.len() {
+            ctx.state()
+                .select_key(index as u32)
+                .map_err(|e| e.to_string())?
+                .map_err(|e| format!("{e:?}"))?;
+            ctx.timers()
+                .register(TimeDomain::ProcessingTime, in_an_hour)
+                .map_err(|e| e.to_string())?
+                .map_err(|e| format!("{e:?}"))?;
+        }
+        Ok(())
+    }
+
+    fn on_timers(&mut self, batch: &[KeyedTimers], ctx: &mut HostCtx) -> Result<(), String> {
+        for keyed in batch {
+            for _ in &keyed.timers {
+                let value = [b"fired ".as_slice(), &keyed.key].concat();
+                let event = Event { key: None, value, timestamp: 0, headers: Vec::new() };
+                ctx.context().emit(event).map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Run the `timer-at-end` pipeline in this process from `input` (its
+/// 50 keys, bounded) to `sink`, checkpointing every 100 ms.
+fn run_timer_at_end(kafka: &TestKafka, data: &Path, name: &str, input: &str, sink: &str) {
+    let bootstrap = kafka.bootstrap();
+    let spec = PipelineSpec::parse(&format!(
+        "name: {name}\nparallelism: 2\n\
+         source: {{ type: kafka, bootstrap_servers: {bootstrap:?}, topics: [{input}], bounded: true }}\n\
+         key: {{ native: timer-at-end }}\nprocess: {{ native: timer-at-end }}\n\
+         sink: {sink}\ncheckpoint: {{ interval: 100ms, timeout: 1m }}\n"
+    ))
+    .unwrap();
+    let catalog =
+        NativeCatalog::new([("timer-at-end", Arc::new(TimerAtEnd) as Arc<dyn NativeFunction>)]);
+    let options = RunOptions::new(data.to_path_buf()).with_natives(catalog);
+    let summary = pipeline::run(&spec, &options).unwrap();
+    assert_eq!(summary.records_in, 50);
+}
+
+#[test]
+fn output_of_processing_time_timers_firing_at_the_end_is_committed() {
+    let kafka = TestKafka::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (input, output) = (unique("keys"), unique("fired"));
+    kafka.create_topic(&input, 2);
+    kafka.create_topic(&output, 1);
+    let keys: Vec<String> = (0..50).map(|i| format!("k{i}")).collect();
+    let records: Vec<_> =
+        keys.iter().map(|k| (Some(k.len() as i32 % 2), None, k.clone().into_bytes())).collect();
+    kafka.produce_many(&input, &records);
+    let expected: BTreeSet<String> = keys.iter().map(|k| format!("fired {k}")).collect();
+
+    // Into an exactly-once Kafka topic.
+    let name = unique("timers");
+    let bootstrap = kafka.bootstrap();
+    let sink = format!("{{ type: kafka, bootstrap_servers: {bootstrap:?}, topic: {output}, delivery: exactly-once, transactional_id_prefix: {name}, transaction_timeout: 5m }}");
+    run_timer_at_end(&kafka, &dir.path().join("data"), &name, &input, &sink);
+    let fired: Vec<String> = kafka
+        .read_committed(&output)
+        .into_iter()
+        .map(|(_, _, _, value)| String::from_utf8(value).unwrap())
+        .collect();
+    assert_eq!(fired.len(), 50, "{fired:?}");
+    assert_eq!(fired.into_iter().collect::<BTreeSet<_>>(), expected, "committed in Kafka");
+
+    // Into a file (committed when its checkpoint completes).
+    let out = dir.path().join("fired.txt");
+    let sink = format!("{{ type: file, path: {out:?} }}");
+    run_timer_at_end(&kafka, &dir.path().join("data-file"), &unique("timers"), &input, &sink);
+    let lines = sorted_lines(&out);
+    assert_eq!(lines.len(), 50, "{lines:?}");
+    assert_eq!(lines.into_iter().collect::<BTreeSet<_>>(), expected, "committed in the file");
 }
