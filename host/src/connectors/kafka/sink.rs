@@ -40,6 +40,16 @@
 //!   `transaction.timeout.ms`): the commit fails, the run fails, and the
 //!   restart restores C as above.
 //!
+//! The marker can also be lost or reset outside Weir (offsets retention
+//! after a long stop, a deleted group, a renamed prefix, a recreated
+//! topic): read as "nothing committed", that would silently replay or lose
+//! output. So a pipeline's first run sets the marker to `0` ("nothing
+//! committed yet": absent later means lost), and each snapshot's metadata
+//! records the last snapshot whose commit had returned (`last_committed`);
+//! a start refuses a marker that is absent while snapshots exist, or older
+//! than a recorded commit, unless told to override it (see
+//! `pipeline/restore.rs`).
+//!
 //! Checkpoint N is committed with one transaction, so the marker and the
 //! output are all-or-nothing. That needs at most one pre-committed
 //! transaction at a time: if checkpoint N is abandoned (its timeout) after
