@@ -363,3 +363,85 @@ pub(crate) fn cached_backends(
     }
     Ok(cached)
 }
+
+#[cfg(test)]
+mod tests {
+    //! The commit-marker decision, over metadata that records commits.
+
+    use super::*;
+    use crate::checkpoint::StateFiles;
+
+    fn snapshot(id: u64, last_committed: Option<u64>) -> SnapshotMetadata {
+        SnapshotMetadata {
+            id,
+            kind: SnapshotKind::Checkpoint,
+            pipeline: "orders".into(),
+            completed_at: 0,
+            operator_uid: "process".into(),
+            max_parallelism: 128,
+            parallelism: 1,
+            state: StateFiles::Rocksdb { subtasks: vec![] },
+            source: serde_json::Value::Null,
+            sink: serde_json::Value::Null,
+            last_committed,
+            size_bytes: 0,
+            incremental_bytes: 0,
+            duration_ms: 0,
+        }
+    }
+
+    fn check(marker: CommitMarker, stored: &[SnapshotMetadata]) -> Option<String> {
+        MarkerCheck {
+            pipeline: "orders",
+            group: "weir-txn-orders".into(),
+            topic: "revenue".into(),
+            marker,
+            stored,
+        }
+        .against_checkpoints()
+    }
+
+    #[test]
+    fn a_marker_is_refused_when_absent_or_behind_a_recorded_commit() {
+        use CommitMarker::{Absent, At};
+        let stored = [snapshot(7, Some(6)), snapshot(6, Some(5)), snapshot(5, None)];
+        // A first run; a marker at or past the newest recorded commit.
+        assert_eq!(check(Absent, &[]), None);
+        assert_eq!(check(At(6), &stored), None);
+        assert_eq!(check(At(7), &stored), None);
+        assert_eq!(check(At(0), &[snapshot(1, None)]), None, "died before its first commit");
+        // Lost or reset: refused, naming the cause and the way out.
+        let lost = check(Absent, &stored).unwrap();
+        assert!(
+            lost.contains("consumer group weir-txn-orders on topic revenue partition 0) is absent"),
+            "{lost}"
+        );
+        assert!(
+            lost.contains("snapshot 7 records that the output of snapshot 6 was committed"),
+            "{lost}"
+        );
+        assert!(
+            lost.contains(
+                "--override-kafka-marker (API: override_kafka_marker=true) to restore snapshot 6"
+            ),
+            "{lost}"
+        );
+        assert!(lost.contains("--fresh"), "{lost}");
+        let behind = check(At(5), &stored).unwrap();
+        assert!(
+            behind.contains("says the output of snapshot 5 is the last in the topic"),
+            "{behind}"
+        );
+        let unknown = check(Absent, &[snapshot(1, None)]).unwrap();
+        assert!(unknown.contains("has completed snapshots (1)"), "{unknown}");
+        assert!(unknown.contains("to start from empty state"), "{unknown}");
+    }
+
+    #[test]
+    fn metadata_without_last_committed_reads_as_unknown() {
+        let mut json = serde_json::to_value(snapshot(3, Some(2))).unwrap();
+        json.as_object_mut().unwrap().remove("last_committed");
+        let old: SnapshotMetadata = serde_json::from_value(json).unwrap();
+        assert_eq!(old.last_committed, None);
+    }
+}
