@@ -118,10 +118,19 @@ fn kafka_start(
 ) -> Result<(Option<LocatedSnapshot>, Option<u64>), RunError> {
     let marker = kafka::committed_checkpoint(sink)?;
     let storage = CheckpointStorage::open(url, &spec.name)?;
-    let mut stored = storage.completed()?;
-    stored.extend(storage.completed_of(SnapshotKind::Savepoint)?);
+    // The evidence is the checkpoints (the host's own, deleted with the
+    // pipeline); savepoints belong to the user and may outlive it.
+    let stored = storage.completed()?;
+    let savepoints = storage.completed_of(SnapshotKind::Savepoint)?;
     let (group, topic) = kafka::commit_marker_location(sink)?;
-    let check = MarkerCheck { pipeline: &spec.name, group, topic, marker, stored: &stored };
+    let check = MarkerCheck {
+        pipeline: &spec.name,
+        group,
+        topic,
+        marker,
+        stored: &stored,
+        savepoints: &savepoints,
+    };
     let marked = match marker {
         CommitMarker::At(c) if c > 0 => Some(c),
         _ => None,
@@ -166,15 +175,16 @@ fn kafka_start(
                 Some(message) if !accept => return Err(check.error(message)),
                 Some(message) => {
                     let recorded = check.recorded().map(|(_, r)| r);
+                    let snapshot = match recorded {
+                        Some(id) => committed_snapshot(url, spec, Some(id))?,
+                        None if required => {
+                            return Err(RunError::NothingToRestore(spec.name.clone()))
+                        }
+                        None => None,
+                    };
                     tracing::warn!("{message}; --override-kafka-marker: restoring snapshot {recorded:?}, the newest the checkpoints record as committed (results after it may be written again)");
                     kafka::set_commit_marker(sink, recorded.unwrap_or(0))?;
-                    match recorded {
-                        Some(id) => Some(
-                            committed_snapshot(url, spec, Some(id))?
-                                .ok_or_else(|| RunError::NothingToRestore(spec.name.clone()))?,
-                        ),
-                        None => None,
-                    }
+                    snapshot
                 }
             };
             let committed = snapshot.as_ref().map(|s| s.metadata.id);
@@ -184,14 +194,17 @@ fn kafka_start(
 }
 
 /// The commit marker of an exactly-once Kafka sink held against the
-/// pipeline's stored snapshots, each of which records the newest snapshot
-/// known to be committed when it was taken.
+/// pipeline's stored checkpoints, each of which records the newest
+/// snapshot known to be committed when it was taken.
 struct MarkerCheck<'a> {
     pipeline: &'a str,
     group: String,
     topic: String,
     marker: CommitMarker,
+    /// The completed checkpoints.
     stored: &'a [SnapshotMetadata],
+    /// The savepoints (only to say where the marker's snapshot is).
+    savepoints: &'a [SnapshotMetadata],
 }
 
 /// What the documented way out does, in the errors.
@@ -227,7 +240,7 @@ impl MarkerCheck<'_> {
             (CommitMarker::Absent, None) => {
                 let ids: Vec<String> = self.stored.iter().map(|m| m.id.to_string()).collect();
                 return Some(format!(
-                    "{}, but pipeline {} has completed snapshots ({}): {lost}. Pass {OVERRIDE} to start from empty state (no snapshot records a commit; results already in the topic are written again), or --fresh to start over",
+                    "{}, but pipeline {} has completed checkpoints ({}): {lost}. Pass {OVERRIDE} to start from empty state (no checkpoint records a commit; results already in the topic are written again), or --fresh to start over",
                     self.says(), self.pipeline, ids.join(", ")
                 ));
             }
@@ -236,7 +249,7 @@ impl MarkerCheck<'_> {
             (CommitMarker::At(_), _) => return None,
         };
         Some(format!(
-            "{}, but snapshot {by} records that the output of snapshot {r} was committed: {lost}. Pass {OVERRIDE} to restore snapshot {r}, the newest the snapshots record as committed (results after it may be written again, never lost), or --fresh to start from empty state",
+            "{}, but checkpoint {by} records that the output of snapshot {r} was committed: {lost}. Pass {OVERRIDE} to restore snapshot {r}, the newest the checkpoints record as committed (results after it may be written again, never lost), or --fresh to start from empty state",
             self.says()
         ))
     }
@@ -252,7 +265,7 @@ impl MarkerCheck<'_> {
         let c = match self.marker {
             CommitMarker::Absent if self.stored.is_empty() => return None,
             CommitMarker::Absent => return Some(format!(
-                "{}, but pipeline {} has completed snapshots: the marker was lost or reset (offsets retention, a deleted consumer group, a recreated topic?), so it cannot be checked that restoring snapshot {id} loses or repeats nothing. Pass {OVERRIDE} to restore snapshot {id} anyway (the marker is then set to it)",
+                "{}, but pipeline {} has completed checkpoints: the marker was lost or reset (offsets retention, a deleted consumer group, a recreated topic?), so it cannot be checked that restoring snapshot {id} loses or repeats nothing. Pass {OVERRIDE} to restore snapshot {id} anyway (the marker is then set to it)",
                 self.says(), self.pipeline
             )),
             CommitMarker::At(c) if c == id => return None,
@@ -261,6 +274,7 @@ impl MarkerCheck<'_> {
         let marked = self
             .stored
             .iter()
+            .chain(self.savepoints)
             .find(|m| m.id == c)
             .map(|m| storage.describe(&storage.snapshot_dir(m.kind, m.id)));
         Some(if c < id {
@@ -397,6 +411,7 @@ mod tests {
             topic: "revenue".into(),
             marker,
             stored,
+            savepoints: &[],
         }
         .against_checkpoints()
     }
@@ -417,7 +432,7 @@ mod tests {
             "{lost}"
         );
         assert!(
-            lost.contains("snapshot 7 records that the output of snapshot 6 was committed"),
+            lost.contains("checkpoint 7 records that the output of snapshot 6 was committed"),
             "{lost}"
         );
         assert!(
@@ -433,7 +448,7 @@ mod tests {
             "{behind}"
         );
         let unknown = check(Absent, &[snapshot(1, None)]).unwrap();
-        assert!(unknown.contains("has completed snapshots (1)"), "{unknown}");
+        assert!(unknown.contains("has completed checkpoints (1)"), "{unknown}");
         assert!(unknown.contains("to start from empty state"), "{unknown}");
     }
 
