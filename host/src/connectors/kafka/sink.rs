@@ -46,7 +46,7 @@
 //! output. So a pipeline's first run sets the marker to `0` ("nothing
 //! committed yet": absent later means lost), and each snapshot's metadata
 //! records the last snapshot whose commit had returned (`last_committed`);
-//! a start refuses a marker that is absent while snapshots exist, or older
+//! a start refuses a marker that is absent while checkpoints exist, or older
 //! than a recorded commit, unless told to override it (see
 //! `pipeline/restore.rs`).
 //!
