@@ -73,16 +73,28 @@ impl ApiClient {
         self.send(self.http.get(self.url("/functions")))
     }
 
-    /// Deploy the spec `text`, optionally from the snapshot at `restore`.
-    pub fn deploy(&self, text: String, restore: Option<&str>) -> Result<PipelineStatus, ApiError> {
-        let url = match restore {
-            Some(restore) => {
-                reqwest::Url::parse_with_params(&self.url("/pipelines"), &[("restore", restore)])
-                    .map_err(|e| ApiError::internal(format!("bad server URL: {e}")))?
-            }
-            None => reqwest::Url::parse(&self.url("/pipelines"))
-                .map_err(|e| ApiError::internal(format!("bad server URL: {e}")))?,
-        };
+    /// Deploy the spec `text`, optionally from the snapshot at `restore`
+    /// (overriding a disagreeing Kafka commit marker if
+    /// `override_kafka_marker`).
+    pub fn deploy(
+        &self,
+        text: String,
+        restore: Option<&str>,
+        override_kafka_marker: bool,
+    ) -> Result<PipelineStatus, ApiError> {
+        let mut params: Vec<(&str, &str)> = Vec::new();
+        if let Some(restore) = restore {
+            params.push(("restore", restore));
+        }
+        if override_kafka_marker {
+            params.push(("override_kafka_marker", "true"));
+        }
+        let url = if params.is_empty() {
+            reqwest::Url::parse(&self.url("/pipelines"))
+        } else {
+            reqwest::Url::parse_with_params(&self.url("/pipelines"), &params)
+        }
+        .map_err(|e| ApiError::internal(format!("bad server URL: {e}")))?;
         self.send(self.http.post(url).header("content-type", "application/yaml").body(text))
     }
 

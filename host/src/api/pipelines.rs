@@ -264,6 +264,10 @@ pub struct DeployQuery {
     /// Start from this checkpoint or savepoint (its location, as a
     /// savepoint answer gives it).
     pub restore: Option<String>,
+    /// Start even though an exactly-once Kafka sink's commit marker
+    /// disagrees with the snapshots (see `weir run --override-kafka-marker`).
+    #[serde(default)]
+    pub override_kafka_marker: bool,
 }
 
 /// Deploy a pipeline from its spec (YAML or JSON). Functions are named by
@@ -283,7 +287,12 @@ pub(crate) async fn deploy(
     let text = String::from_utf8(body.to_vec())
         .map_err(|_| ApiError::invalid_spec("the spec is not UTF-8 text"))?;
     blocking(move || {
-        let view = state.supervisor.deploy(&text, query.restore.as_deref(), &state.functions)?;
+        let view = state.supervisor.deploy(
+            &text,
+            query.restore.as_deref(),
+            query.override_kafka_marker,
+            &state.functions,
+        )?;
         Ok((StatusCode::CREATED, Json(full_status(&state.supervisor, view))))
     })
     .await

@@ -99,6 +99,10 @@ pub struct Upgrade {
     /// New parallelism (≤ the spec's `max_parallelism`).
     #[serde(default)]
     pub parallelism: Option<u16>,
+    /// Start even though an exactly-once Kafka sink's commit marker
+    /// disagrees with the snapshots (see `weir run --override-kafka-marker`).
+    #[serde(default)]
+    pub override_kafka_marker: bool,
 }
 
 /// A function version to upgrade to.
@@ -194,7 +198,7 @@ impl Supervisor {
             if running {
                 tracing::info!(pipeline = %name, "resuming a pipeline that was running");
                 let entry = pipelines.get_mut(&name).expect("just inserted");
-                supervisor.start(entry);
+                supervisor.start(entry, false);
             }
         }
         drop(pipelines);
@@ -241,11 +245,13 @@ impl Supervisor {
     }
 
     /// Deploy `spec_text` (YAML or JSON) and start it, optionally from the
-    /// snapshot at `restore`.
+    /// snapshot at `restore`, overriding a disagreeing Kafka commit marker
+    /// if `override_kafka_marker`.
     pub fn deploy(
         self: &Arc<Self>,
         spec_text: &str,
         restore: Option<&str>,
+        override_kafka_marker: bool,
         functions: &FunctionStore,
     ) -> Result<PipelineView, ApiError> {
         let spec =
@@ -286,7 +292,7 @@ impl Supervisor {
         self.store.put(&record)?;
         let name = record.name.clone();
         let entry = pipelines.entry(name).or_insert(Entry::new(record));
-        self.start(entry);
+        self.start(entry, override_kafka_marker);
         Ok(view(entry))
     }
 
@@ -386,7 +392,7 @@ impl Supervisor {
         entry.record = record;
         entry.restarts = Restarts::default();
         self.store.put(&entry.record)?;
-        self.start(entry);
+        self.start(entry, upgrade.override_kafka_marker);
         Ok(view(entry))
     }
 
@@ -566,8 +572,9 @@ impl Supervisor {
         Ok(())
     }
 
-    /// Start a run of `entry` on its own thread.
-    fn start(self: &Arc<Self>, entry: &mut Entry) {
+    /// Start a run of `entry` on its own thread (overriding a disagreeing
+    /// Kafka commit marker if `override_kafka_marker`: this run only).
+    fn start(self: &Arc<Self>, entry: &mut Entry, override_kafka_marker: bool) {
         let name = entry.record.name.clone();
         let spec = match entry.record.spec(&self.data_dir) {
             Ok(spec) => spec,
@@ -578,6 +585,7 @@ impl Supervisor {
         };
         let mut options = RunOptions::new(self.data_dir.clone()).with_natives(self.natives.clone());
         options.served = true;
+        options.override_kafka_marker = override_kafka_marker;
         options.restore = match restore_choice(&spec, &self.data_dir, entry.record.restore.as_ref())
         {
             Ok(restore) => restore,
@@ -698,7 +706,7 @@ impl Supervisor {
             restart = entry.restarts.tracker.total,
             "restarting the failed pipeline"
         );
-        self.start(entry);
+        self.start(entry, false);
     }
 
     /// If `name` waits to restart, cancel that and mark it stopped (true);

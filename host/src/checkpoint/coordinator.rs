@@ -56,6 +56,8 @@ pub enum Ack {
         id: u64,
         /// What the sinks need to commit or recover.
         state: serde_json::Value,
+        /// The newest snapshot whose output the sinks know is committed.
+        committed: Option<u64>,
     },
     /// A bounded source is exhausted: take a final checkpoint, then end.
     SourceFinished,
@@ -142,6 +144,7 @@ struct Pending {
     source: Option<serde_json::Value>,
     subtasks: Vec<Option<PathBuf>>,
     sink: Option<serde_json::Value>,
+    committed: Option<u64>,
 }
 
 impl Pending {
@@ -291,6 +294,7 @@ impl Coordinator {
                     source: None,
                     subtasks,
                     sink: None,
+                    committed: None,
                 });
             }
         }
@@ -305,13 +309,14 @@ impl Coordinator {
 
     /// Store a snapshot every task has acknowledged, then commit it.
     fn finish(&mut self, pending: Pending) -> Result<(), CheckpointError> {
-        let Pending { trigger, started, request, source, subtasks, sink, .. } = pending;
+        let Pending { trigger, started, request, source, subtasks, sink, committed, .. } = pending;
         let dirs: Vec<PathBuf> = subtasks.into_iter().flatten().collect();
         let stored = self.store(
             trigger,
             &dirs,
             source.unwrap_or_default(),
             sink.unwrap_or_default(),
+            committed,
             started,
         );
         let metadata = match stored {
@@ -372,6 +377,7 @@ impl Coordinator {
         dirs: &[PathBuf],
         source: serde_json::Value,
         sink: serde_json::Value,
+        last_committed: Option<u64>,
         started: Instant,
     ) -> Result<SnapshotMetadata, CheckpointError> {
         let dir = self.storage.snapshot_dir(trigger.kind, trigger.id);
@@ -420,6 +426,7 @@ impl Coordinator {
             state,
             source,
             sink,
+            last_committed,
             size_bytes,
             incremental_bytes,
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -466,8 +473,10 @@ fn record(pending: &mut Option<Pending>, ack: Ack) {
         Ack::Source { id, state } if Some(id) == current => {
             pending.as_mut().expect("current").source = Some(state)
         }
-        Ack::Sink { id, state } if Some(id) == current => {
-            pending.as_mut().expect("current").sink = Some(state)
+        Ack::Sink { id, state, committed } if Some(id) == current => {
+            let pending = pending.as_mut().expect("current");
+            pending.sink = Some(state);
+            pending.committed = committed;
         }
         Ack::Subtask { id, index, dir } if Some(id) == current => {
             if let Some(slot) = pending.as_mut().expect("current").subtasks.get_mut(index) {
@@ -649,7 +658,7 @@ mod tests {
         }
 
         fn ack_sink(&self, id: u64) {
-            self.ack(Ack::Sink { id, state: json!({ "pending": id }) });
+            self.ack(Ack::Sink { id, state: json!({ "pending": id }), committed: None });
         }
 
         /// Subtask `index` snapshots an (empty) database for `id` where

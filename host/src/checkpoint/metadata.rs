@@ -94,6 +94,13 @@ pub struct SnapshotMetadata {
     pub source: serde_json::Value,
     /// What the sinks need to finish or discard pending output.
     pub sink: serde_json::Value,
+    /// The newest earlier snapshot whose output the sinks are known to have
+    /// committed when this one was taken (their commit had returned, or an
+    /// exactly-once Kafka sink's commit marker named it at the run's
+    /// start); `None` if none is known (and in metadata written before
+    /// Weir recorded it). A start checks the Kafka commit marker against it.
+    #[serde(default)]
+    pub last_committed: Option<u64>,
     /// Bytes of all files it references.
     pub size_bytes: u64,
     /// Bytes it uploaded itself (not already stored).

@@ -168,6 +168,7 @@ mod tests {
                 size_bytes: uploaded.size,
                 incremental_bytes: uploaded.sent,
                 duration_ms: 0,
+                last_committed: None,
             })
             .unwrap();
         storage.describe(&dir)

@@ -560,6 +560,7 @@ mod tests {
             state: StateFiles::Rocksdb { subtasks: vec![files] },
             source: serde_json::json!({ "offset": id }),
             sink: serde_json::Value::Null,
+            last_committed: None,
             size_bytes: 0,
             incremental_bytes: 0,
             duration_ms: 0,

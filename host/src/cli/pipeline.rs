@@ -20,6 +20,10 @@ pub enum PipelineCommand {
         /// Start from this checkpoint or savepoint (its location).
         #[arg(long)]
         restore: Option<String>,
+        /// Start even though the exactly-once Kafka sink's commit marker
+        /// disagrees with the snapshots (see `weir run --override-kafka-marker`).
+        #[arg(long)]
+        override_kafka_marker: bool,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -66,6 +70,10 @@ pub enum PipelineCommand {
         /// A new spec file (same name).
         #[arg(long)]
         spec: Option<PathBuf>,
+        /// Start even though the exactly-once Kafka sink's commit marker
+        /// disagrees with the snapshots (see `weir run --override-kafka-marker`).
+        #[arg(long)]
+        override_kafka_marker: bool,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -81,10 +89,14 @@ pub enum PipelineCommand {
 /// Run a `weir pipeline` command: call the server, print its answer.
 pub fn execute(command: PipelineCommand) -> anyhow::Result<()> {
     match command {
-        PipelineCommand::Deploy { spec, restore, server } => {
+        PipelineCommand::Deploy { spec, restore, override_kafka_marker, server } => {
             let text = std::fs::read_to_string(&spec)
                 .with_context(|| format!("cannot read {}", spec.display()))?;
-            server.print(&server.client()?.deploy(text, restore.as_deref())?, print_status)
+            let client = server.client()?;
+            server.print(
+                &client.deploy(text, restore.as_deref(), override_kafka_marker)?,
+                print_status,
+            )
         }
         PipelineCommand::List { server } => {
             server.print(&server.client()?.list_pipelines()?, print_pipeline_list)
@@ -99,7 +111,14 @@ pub fn execute(command: PipelineCommand) -> anyhow::Result<()> {
             .print(&server.client()?.stop(&name, savepoint)?, |a| {
                 println!("stopped; snapshot at {}", a.location)
             }),
-        PipelineCommand::Upgrade { name, functions, parallelism, spec, server } => {
+        PipelineCommand::Upgrade {
+            name,
+            functions,
+            parallelism,
+            spec,
+            override_kafka_marker,
+            server,
+        } => {
             let functions = version_choices(functions)?;
             let spec = spec
                 .map(|path| {
@@ -107,7 +126,7 @@ pub fn execute(command: PipelineCommand) -> anyhow::Result<()> {
                         .with_context(|| format!("cannot read {}", path.display()))
                 })
                 .transpose()?;
-            let upgrade = Upgrade { spec, functions, parallelism };
+            let upgrade = Upgrade { spec, functions, parallelism, override_kafka_marker };
             server.print(&server.client()?.upgrade(&name, &upgrade)?, print_status)
         }
         PipelineCommand::Delete { name, server } => {

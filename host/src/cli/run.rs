@@ -31,6 +31,14 @@ pub struct RunArgs {
     /// checkpoint / savepoint directory (path or URL).
     #[arg(long, value_name = "latest|PATH")]
     restore: Option<String>,
+    /// Start even though the exactly-once Kafka sink's commit marker
+    /// disagrees with the checkpoints (absent, older than a commit they
+    /// record, or not the snapshot given to --restore): restore the
+    /// --restore snapshot, else the newest one the checkpoints record as
+    /// committed, and set the marker to it. Results after it may be written
+    /// again (see docs/kafka.md).
+    #[arg(long)]
+    override_kafka_marker: bool,
     /// Do not print the summary at the end.
     #[arg(long, short)]
     quiet: bool,
@@ -59,6 +67,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         RunOptions::new(args.data_dir.unwrap_or_else(weir_host::config::default_data_dir))
             .with_natives(super::natives());
     options.fresh = args.fresh;
+    options.override_kafka_marker = args.override_kafka_marker;
     options.restore =
         args.restore
             .map(|r| if r == "latest" { RestoreFrom::Latest } else { RestoreFrom::Path(r) });

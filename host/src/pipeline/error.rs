@@ -71,6 +71,16 @@ pub enum RunError {
         /// What does not fit.
         message: String,
     },
+    /// An exactly-once Kafka sink's commit marker disagrees with the
+    /// stored snapshots: absent or older than a recorded commit, or not
+    /// the snapshot asked to restore.
+    #[error("cannot start pipeline {pipeline}: {message}")]
+    CommitMarker {
+        /// The pipeline.
+        pipeline: String,
+        /// What the marker and the snapshots say, and the way out.
+        message: String,
+    },
     /// The source's or the sinks' state could not be written into a
     /// snapshot, or read back from one.
     #[error("{what}: {source}")]

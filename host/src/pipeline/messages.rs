@@ -17,6 +17,17 @@ pub(crate) enum SubtaskMessage {
     /// Snapshot this state for checkpoint/savepoint `id`, in `form`, then
     /// forward it.
     Barrier(u64, SnapshotForm),
+    /// The run is ending: fire no processing-time timer from now on, so
+    /// nothing is emitted after the final barrier (which an exactly-once
+    /// sink would never commit). `drained`: a bounded input is exhausted,
+    /// and processing time ends with it — first fire every pending
+    /// processing-time timer, as the final watermark fires the event-time
+    /// ones. Otherwise (a stop) pending timers stay in the snapshot, to fire
+    /// in the run that restores it.
+    End {
+        /// The input is exhausted (not stopped).
+        drained: bool,
+    },
 }
 
 /// What flows into the sink thread, in order per input (subtask `i` is

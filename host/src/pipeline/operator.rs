@@ -13,7 +13,7 @@ use crate::state::hash::KeyHashBuilder;
 use crate::state::ttl::Ttl;
 
 use super::error::RunError;
-use crate::runtime::bindings::weir::function::types::{KeyedEvents, TimeDomain};
+use crate::runtime::bindings::weir::function::types::{KeyedEvents, KeyedTimers, TimeDomain};
 use crate::runtime::native::NativeRef;
 use crate::runtime::packing::{BareEvents, GroupOrder, Grouping, KeyList};
 use crate::runtime::{
@@ -246,6 +246,21 @@ impl KeyedOperator {
         }
     }
 
+    /// The input has ended: processing time ends with it. Fire every
+    /// processing-time timer pending now, due or not, once (timers the
+    /// handlers register meanwhile stay pending, so a timer that renews
+    /// itself cannot keep the run from ending).
+    pub(crate) fn end_processing_time(&mut self) -> Result<(), RunError> {
+        match self {
+            KeyedOperator::Process(processor, _, dead_letter) => {
+                let pending =
+                    processor.ctx().take_due_timers(TimeDomain::ProcessingTime, i64::MAX)?;
+                fire_taken(processor, &pending, dead_letter.as_deref())
+            }
+            KeyedOperator::Window(_) => Ok(()),
+        }
+    }
+
     /// The earliest pending processing-time timer.
     pub(crate) fn next_processing_timer(&mut self) -> Option<i64> {
         match self {
@@ -319,19 +334,29 @@ fn fire_due(
         if due.is_empty() {
             return Ok(());
         }
-        // In chunks, so no single call grows with the number of keys (each
-        // call has a deadline).
-        for chunk in due.chunks(TIMER_CHUNK) {
-            match dead_letter {
-                None => processor.fire_timers(chunk).map_err(|error| {
-                    failures::pinpoint(processor, chunk.len(), error, |p, i| {
-                        p.fire_timers(&chunk[i..=i])
-                    })
-                })?,
-                Some(output) => failures::dead_letter_timers(processor, chunk, output)?,
-            }
+        fire_taken(processor, &due, dead_letter)?;
+    }
+}
+
+/// Fire the timers `due`, taken from the queue.
+fn fire_taken(
+    processor: &mut ProcessFunctionInstance,
+    due: &[KeyedTimers],
+    dead_letter: Option<&str>,
+) -> Result<(), RunError> {
+    // In chunks, so no single call grows with the number of keys (each
+    // call has a deadline).
+    for chunk in due.chunks(TIMER_CHUNK) {
+        match dead_letter {
+            None => processor.fire_timers(chunk).map_err(|error| {
+                failures::pinpoint(processor, chunk.len(), error, |p, i| {
+                    p.fire_timers(&chunk[i..=i])
+                })
+            })?,
+            Some(output) => failures::dead_letter_timers(processor, chunk, output)?,
         }
     }
+    Ok(())
 }
 
 /// Events routed to one subtask, each with its key (the keys packed: no

@@ -26,6 +26,14 @@ pub struct RunOptions {
     /// Start from this snapshot. Without it a checkpointed pipeline resumes
     /// from its newest completed checkpoint, if any.
     pub restore: Option<RestoreFrom>,
+    /// Start even though an exactly-once Kafka sink's commit marker
+    /// disagrees with the stored snapshots (absent, older than a commit
+    /// they record, or not the snapshot given in `restore`): restore the
+    /// snapshot given in `restore`, else the newest one the snapshots
+    /// record as committed (else start empty), and set the marker to it.
+    /// Results after that snapshot may be written again (or, restoring a
+    /// snapshot newer than the marker, lost).
+    pub override_kafka_marker: bool,
     /// The run's live counters and in-process control (savepoint, stop).
     pub handle: Arc<RunHandle>,
     /// The native functions a spec may name with `native:` (none unless
@@ -54,6 +62,7 @@ impl RunOptions {
             progress: None,
             sink_delay: None,
             restore: None,
+            override_kafka_marker: false,
             handle: RunHandle::new(),
             natives: NativeCatalog::default(),
             served: false,

@@ -11,10 +11,10 @@ use super::spec::PipelineSpec;
 use crate::checkpoint::CheckpointSettings;
 use crate::checkpoint::{
     self, CheckpointError, CheckpointStorage, KnownFiles, LocatedSnapshot, RestoreTarget,
-    SnapshotKind,
+    SnapshotKind, SnapshotMetadata,
 };
 use crate::config;
-use crate::connectors::kafka::{self, KafkaSinkConfig};
+use crate::connectors::kafka::{self, CommitMarker, KafkaSinkConfig};
 use crate::state::changelog::Changelog;
 use crate::state::layout::{self, Layout};
 use crate::state::{CachedBackend, KeyedStateBackend, RocksDbBackend};
@@ -34,6 +34,9 @@ pub(crate) struct StartingPoint {
     pub(crate) known: Vec<KnownFiles>,
     /// Where the subtasks write local checkpoints.
     pub(crate) local_checkpoints: PathBuf,
+    /// The newest snapshot whose output an exactly-once Kafka sink holds
+    /// (its commit marker), if any.
+    pub(crate) committed: Option<u64>,
 }
 
 /// Open the pipeline's state: restored from a snapshot when asked, or when
@@ -64,27 +67,17 @@ pub(crate) fn prepare_state(
         Ok(Some(CheckpointStorage::open(&url, &spec.name)?.into_located(newest)))
     };
     // An exactly-once Kafka sink says which snapshot's output it holds.
-    let committed = match kafka_sink {
-        Some(sink) => Some(kafka::committed_checkpoint(sink)?),
-        None => None,
-    };
-    let snapshot = match (&options.restore, committed) {
-        (Some(RestoreFrom::Path(path)), committed) => {
-            let located = CheckpointStorage::locate(path)?;
-            if let Some(Some(c)) = committed.filter(|c| c.is_some_and(|c| c > located.metadata.id))
-            {
-                tracing::warn!(committed = c, restoring = located.metadata.id, "the output topic already holds results through snapshot {c}; replaying from an older snapshot writes them again");
-            }
-            Some(located)
+    let (snapshot, committed) = match kafka_sink {
+        Some(sink) => kafka_start(&url, spec, options, sink, fresh)?,
+        None => {
+            let snapshot = match &options.restore {
+                Some(RestoreFrom::Path(path)) => Some(CheckpointStorage::locate(path)?),
+                Some(RestoreFrom::Latest) => latest(true)?,
+                None if settings.is_some() && !fresh => latest(false)?,
+                None => None,
+            };
+            (snapshot, None)
         }
-        (Some(RestoreFrom::Latest), Some(committed)) => Some(
-            committed_snapshot(&url, spec, committed)?
-                .ok_or_else(|| RunError::NothingToRestore(spec.name.clone()))?,
-        ),
-        (None, Some(committed)) if !fresh => committed_snapshot(&url, spec, committed)?,
-        (Some(RestoreFrom::Latest), None) => latest(true)?,
-        (None, None) if settings.is_some() && !fresh => latest(false)?,
-        (None, _) => None,
     };
     let layout = Layout { max_parallelism: spec.max_parallelism, parallelism: spec.parallelism };
     let state_dir = config::pipeline_state_dir(&options.data_dir, &spec.name);
@@ -108,7 +101,210 @@ pub(crate) fn prepare_state(
     let empty = snapshot.is_none() && (fresh || settings.is_some());
     let backends = layout::open_subtasks(&state_dir, layout, empty)?;
     let first_id = storage.highest_id()?.max(snapshot.as_ref().map_or(0, |s| s.metadata.id)) + 1;
-    Ok(StartingPoint { backends, snapshot, storage, first_id, known, local_checkpoints })
+    Ok(StartingPoint { backends, snapshot, storage, first_id, known, local_checkpoints, committed })
+}
+
+/// How a run with an exactly-once Kafka sink starts: the snapshot it
+/// restores and the newest snapshot whose output the topic holds, decided
+/// from the sink's commit marker checked against what the stored snapshots
+/// record as committed (see [`MarkerCheck`]). A first run (no snapshots,
+/// no marker) sets the marker to `0`, so that a marker found absent later
+/// means it was lost.
+fn kafka_start(
+    url: &str,
+    spec: &PipelineSpec,
+    options: &RunOptions,
+    sink: &KafkaSinkConfig,
+    fresh: bool,
+) -> Result<(Option<LocatedSnapshot>, Option<u64>), RunError> {
+    let marker = kafka::committed_checkpoint(sink)?;
+    let storage = CheckpointStorage::open(url, &spec.name)?;
+    // The evidence is the checkpoints (the host's own, deleted with the
+    // pipeline); savepoints belong to the user and may outlive it.
+    let stored = storage.completed()?;
+    let savepoints = storage.completed_of(SnapshotKind::Savepoint)?;
+    let (group, topic) = kafka::commit_marker_location(sink)?;
+    let check = MarkerCheck {
+        pipeline: &spec.name,
+        group,
+        topic,
+        marker,
+        stored: &stored,
+        savepoints: &savepoints,
+    };
+    let marked = match marker {
+        CommitMarker::At(c) if c > 0 => Some(c),
+        _ => None,
+    };
+    let accept = options.override_kafka_marker;
+    match &options.restore {
+        Some(RestoreFrom::Path(path)) => {
+            let located = CheckpointStorage::locate(path)?;
+            let id = located.metadata.id;
+            // Another pipeline's snapshot numbers another sequence.
+            let own = located.metadata.pipeline == spec.name;
+            let problem = if own { check.against_restore(&located, &storage) } else { None };
+            match problem {
+                None => Ok((Some(located), marked)),
+                Some(message) if !accept => Err(check.error(message)),
+                Some(message) => {
+                    tracing::warn!(restoring = id, "{message}; --override-kafka-marker: restoring snapshot {id} as asked and setting the commit marker to it");
+                    kafka::set_commit_marker(sink, id)?;
+                    Ok((Some(located), Some(id)))
+                }
+            }
+        }
+        None if fresh => {
+            if marker == CommitMarker::Absent {
+                kafka::set_commit_marker(sink, 0)?;
+            }
+            Ok((None, marked))
+        }
+        restore => {
+            let required = restore.is_some();
+            let snapshot = match check.against_checkpoints() {
+                None => {
+                    if marker == CommitMarker::Absent {
+                        kafka::set_commit_marker(sink, 0)?;
+                    }
+                    let snapshot = committed_snapshot(url, spec, marked)?;
+                    return match snapshot {
+                        None if required => Err(RunError::NothingToRestore(spec.name.clone())),
+                        snapshot => Ok((snapshot, marked)),
+                    };
+                }
+                Some(message) if !accept => return Err(check.error(message)),
+                Some(message) => {
+                    let recorded = check.recorded().map(|(_, r)| r);
+                    let snapshot = match recorded {
+                        Some(id) => committed_snapshot(url, spec, Some(id))?,
+                        None if required => {
+                            return Err(RunError::NothingToRestore(spec.name.clone()))
+                        }
+                        None => None,
+                    };
+                    tracing::warn!("{message}; --override-kafka-marker: restoring snapshot {recorded:?}, the newest the checkpoints record as committed (results after it may be written again)");
+                    kafka::set_commit_marker(sink, recorded.unwrap_or(0))?;
+                    snapshot
+                }
+            };
+            let committed = snapshot.as_ref().map(|s| s.metadata.id);
+            Ok((snapshot, committed))
+        }
+    }
+}
+
+/// The commit marker of an exactly-once Kafka sink held against the
+/// pipeline's stored checkpoints, each of which records the newest
+/// snapshot known to be committed when it was taken.
+struct MarkerCheck<'a> {
+    pipeline: &'a str,
+    group: String,
+    topic: String,
+    marker: CommitMarker,
+    /// The completed checkpoints.
+    stored: &'a [SnapshotMetadata],
+    /// The savepoints (only to say where the marker's snapshot is).
+    savepoints: &'a [SnapshotMetadata],
+}
+
+/// What the documented way out does, in the errors.
+const OVERRIDE: &str = "--override-kafka-marker (API: override_kafka_marker=true)";
+
+impl MarkerCheck<'_> {
+    /// `(snapshot recording it, id)`: the newest commit any stored snapshot
+    /// records.
+    fn recorded(&self) -> Option<(u64, u64)> {
+        self.stored.iter().filter_map(|m| Some((m.id, m.last_committed?))).max_by_key(|(_, r)| *r)
+    }
+
+    /// What the marker says, for messages.
+    fn says(&self) -> String {
+        let at = format!("consumer group {} on topic {} partition 0", self.group, self.topic);
+        match self.marker {
+            CommitMarker::Absent => format!("the Kafka commit marker ({at}) is absent"),
+            CommitMarker::At(0) => {
+                format!("the Kafka commit marker ({at}) says nothing was committed yet")
+            }
+            CommitMarker::At(c) => format!(
+                "the Kafka commit marker ({at}) says the output of snapshot {c} is the last in the topic"
+            ),
+        }
+    }
+
+    /// Starting from the marker's snapshot: the marker must not be absent
+    /// while snapshots exist, nor older than a recorded commit.
+    fn against_checkpoints(&self) -> Option<String> {
+        let lost = "the marker was lost or reset (offsets retention after a long stop, a deleted consumer group, a renamed transactional_id_prefix or a recreated topic?), so the topic's contents cannot be matched to a snapshot";
+        let (by, r) = match (self.marker, self.recorded()) {
+            (CommitMarker::Absent, _) if self.stored.is_empty() => return None,
+            (CommitMarker::Absent, None) => {
+                let ids: Vec<String> = self.stored.iter().map(|m| m.id.to_string()).collect();
+                return Some(format!(
+                    "{}, but pipeline {} has completed checkpoints ({}): {lost}. Pass {OVERRIDE} to start from empty state (no checkpoint records a commit; results already in the topic are written again), or --fresh to start over",
+                    self.says(), self.pipeline, ids.join(", ")
+                ));
+            }
+            (CommitMarker::Absent, Some(recorded)) => recorded,
+            (CommitMarker::At(c), Some(recorded)) if c < recorded.1 => recorded,
+            (CommitMarker::At(_), _) => return None,
+        };
+        Some(format!(
+            "{}, but checkpoint {by} records that the output of snapshot {r} was committed: {lost}. Pass {OVERRIDE} to restore snapshot {r}, the newest the checkpoints record as committed (results after it may be written again, never lost), or --fresh to start from empty state",
+            self.says()
+        ))
+    }
+
+    /// Restoring `located`, one of this pipeline's snapshots, as asked: the
+    /// marker must name it (else output would be lost or written twice).
+    fn against_restore(
+        &self,
+        located: &LocatedSnapshot,
+        storage: &CheckpointStorage,
+    ) -> Option<String> {
+        let id = located.metadata.id;
+        let c = match self.marker {
+            CommitMarker::Absent if self.stored.is_empty() => return None,
+            CommitMarker::Absent => return Some(format!(
+                "{}, but pipeline {} has completed checkpoints: the marker was lost or reset (offsets retention, a deleted consumer group, a recreated topic?), so it cannot be checked that restoring snapshot {id} loses or repeats nothing. Pass {OVERRIDE} to restore snapshot {id} anyway (the marker is then set to it)",
+                self.says(), self.pipeline
+            )),
+            CommitMarker::At(c) if c == id => return None,
+            CommitMarker::At(c) => c,
+        };
+        let marked = self
+            .stored
+            .iter()
+            .chain(self.savepoints)
+            .find(|m| m.id == c)
+            .map(|m| storage.describe(&storage.snapshot_dir(m.kind, m.id)));
+        Some(if c < id {
+            let replay = match marked {
+                Some(location) => {
+                    format!("Restore snapshot {c} instead to replay them (--restore {location})")
+                }
+                None if c == 0 => {
+                    "Start without --restore and with --fresh to replay everything".to_string()
+                }
+                None => format!(
+                    "Snapshot {c} is no longer stored; start with --fresh to replay everything"
+                ),
+            };
+            format!(
+                "{}, but snapshot {id} (asked to restore) is newer: the results between snapshots {c} and {id} were never committed (the commit of {id} failed or never happened), and restoring {id} would lose them. {replay}, or pass {OVERRIDE} to restore {id} anyway (those results are lost)",
+                self.says()
+            )
+        } else {
+            format!(
+                "{}, but snapshot {id} (asked to restore) is older: restoring it would write the results between snapshots {id} and {c} again (duplicates for read_committed readers). Start without --restore to resume from snapshot {c}, or pass {OVERRIDE} to restore {id} anyway (those results are written twice)",
+                self.says()
+            )
+        })
+    }
+
+    fn error(&self, message: String) -> RunError {
+        RunError::CommitMarker { pipeline: self.pipeline.to_string(), message }
+    }
 }
 
 /// Where `spec`'s checkpoints go: its `checkpoint.storage`, else
@@ -181,4 +377,87 @@ pub(crate) fn cached_backends(
         cached.push(Box::new(cache) as Box<dyn KeyedStateBackend>);
     }
     Ok(cached)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The commit-marker decision, over metadata that records commits.
+
+    use super::*;
+    use crate::checkpoint::StateFiles;
+
+    fn snapshot(id: u64, last_committed: Option<u64>) -> SnapshotMetadata {
+        SnapshotMetadata {
+            id,
+            kind: SnapshotKind::Checkpoint,
+            pipeline: "orders".into(),
+            completed_at: 0,
+            operator_uid: "process".into(),
+            max_parallelism: 128,
+            parallelism: 1,
+            state: StateFiles::Rocksdb { subtasks: vec![] },
+            source: serde_json::Value::Null,
+            sink: serde_json::Value::Null,
+            last_committed,
+            size_bytes: 0,
+            incremental_bytes: 0,
+            duration_ms: 0,
+        }
+    }
+
+    fn check(marker: CommitMarker, stored: &[SnapshotMetadata]) -> Option<String> {
+        MarkerCheck {
+            pipeline: "orders",
+            group: "weir-txn-orders".into(),
+            topic: "revenue".into(),
+            marker,
+            stored,
+            savepoints: &[],
+        }
+        .against_checkpoints()
+    }
+
+    #[test]
+    fn a_marker_is_refused_when_absent_or_behind_a_recorded_commit() {
+        use CommitMarker::{Absent, At};
+        let stored = [snapshot(7, Some(6)), snapshot(6, Some(5)), snapshot(5, None)];
+        // A first run; a marker at or past the newest recorded commit.
+        assert_eq!(check(Absent, &[]), None);
+        assert_eq!(check(At(6), &stored), None);
+        assert_eq!(check(At(7), &stored), None);
+        assert_eq!(check(At(0), &[snapshot(1, None)]), None, "died before its first commit");
+        // Lost or reset: refused, naming the cause and the way out.
+        let lost = check(Absent, &stored).unwrap();
+        assert!(
+            lost.contains("consumer group weir-txn-orders on topic revenue partition 0) is absent"),
+            "{lost}"
+        );
+        assert!(
+            lost.contains("checkpoint 7 records that the output of snapshot 6 was committed"),
+            "{lost}"
+        );
+        assert!(
+            lost.contains(
+                "--override-kafka-marker (API: override_kafka_marker=true) to restore snapshot 6"
+            ),
+            "{lost}"
+        );
+        assert!(lost.contains("--fresh"), "{lost}");
+        let behind = check(At(5), &stored).unwrap();
+        assert!(
+            behind.contains("says the output of snapshot 5 is the last in the topic"),
+            "{behind}"
+        );
+        let unknown = check(Absent, &[snapshot(1, None)]).unwrap();
+        assert!(unknown.contains("has completed checkpoints (1)"), "{unknown}");
+        assert!(unknown.contains("to start from empty state"), "{unknown}");
+    }
+
+    #[test]
+    fn metadata_without_last_committed_reads_as_unknown() {
+        let mut json = serde_json::to_value(snapshot(3, Some(2))).unwrap();
+        json.as_object_mut().unwrap().remove("last_committed");
+        let old: SnapshotMetadata = serde_json::from_value(json).unwrap();
+        assert_eq!(old.last_committed, None);
+    }
 }

@@ -95,6 +95,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
         inputs: parallelism + 1,
         first_epoch: start.first_id,
         exactly_once: settings.is_some(),
+        committed: start.committed,
         delay: options.sink_delay,
         handle: options.handle.clone(),
         acks: ack_tx.clone(),

@@ -44,6 +44,11 @@ pub(crate) struct SinkTask {
     /// Checkpointing: output becomes visible when its checkpoint completes,
     /// and nothing is flushed at the end.
     pub(crate) exactly_once: bool,
+    /// The newest snapshot whose output is known to be committed when the
+    /// run starts (what the Kafka commit marker said); each commit that
+    /// returns moves it on, and each ack reports it (see
+    /// [`SnapshotMetadata::last_committed`](crate::checkpoint::SnapshotMetadata::last_committed)).
+    pub(crate) committed: Option<u64>,
     /// Testing aid: pause this long after each batch.
     pub(crate) delay: Option<Duration>,
     /// Where the counts go.
@@ -120,12 +125,14 @@ impl SinkTask {
                         let state = serde_json::to_value(state).map_err(|source| {
                             RunError::SnapshotState { what: "cannot encode the sink state", source }
                         })?;
-                        let _ = self.acks.send(Ack::Sink { id, state });
+                        let committed = self.committed;
+                        let _ = self.acks.send(Ack::Sink { id, state, committed });
                     }
                 }
                 SinkMessage::Complete(id) => {
                     self.sink.commit(id)?;
                     self.side_outputs.commit(id)?;
+                    self.committed = Some(id);
                 }
             }
         }
@@ -328,6 +335,7 @@ mod tests {
             inputs,
             first_epoch: if exactly_once { 1 } else { 0 },
             exactly_once,
+            committed: None,
             delay: None,
             handle: handle.clone(),
             acks: ack_tx,
@@ -344,7 +352,7 @@ mod tests {
     fn sink_acks(acks: &[Ack]) -> Vec<(u64, serde_json::Value)> {
         acks.iter()
             .map(|ack| match ack {
-                Ack::Sink { id, state } => (*id, state.clone()),
+                Ack::Sink { id, state, .. } => (*id, state.clone()),
                 other => panic!("the sink sent {other:?}"),
             })
             .collect()

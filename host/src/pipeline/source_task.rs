@@ -129,6 +129,10 @@ impl<'a> SourceTask<'a> {
         loop {
             match links.triggers.try_recv() {
                 Ok(trigger) => {
+                    if trigger.stop {
+                        // Nothing may be emitted after the stop's barrier.
+                        links.broadcast(|| SubtaskMessage::End { drained: false })?;
+                    }
                     links.inject_barrier(trigger, source, watermarks.as_ref())?;
                     if trigger.stop {
                         links
@@ -195,6 +199,9 @@ impl<'a> SourceTask<'a> {
                 // A bounded source is exhausted: event time has ended, and a
                 // final checkpoint commits the rest of the output.
                 links.broadcast_watermark(i64::MAX)?;
+                // Processing time ends too: pending timers fire before the
+                // final barrier, and none after it.
+                links.broadcast(|| SubtaskMessage::End { drained: true })?;
                 let _ = links.acks.send(Ack::SourceFinished);
                 links.serve_remaining_triggers(source, watermarks.as_ref())?;
                 return Ok(false);

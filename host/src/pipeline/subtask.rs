@@ -2,6 +2,11 @@
 //! its operator and forward what it emits to the sink; fire
 //! processing-time timers as the clock passes; snapshot its state at each
 //! barrier, ack it and forward the barrier.
+//!
+//! Processing-time timers stop when the run ends (`End`, which the source
+//! sends before the final barrier): at the end of a bounded input every
+//! pending one fires first; at a stop they stay in the snapshot. So nothing
+//! is emitted after the final barrier, where no checkpoint would commit it.
 
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender};
@@ -37,8 +42,10 @@ impl Subtask {
     /// Run `operator` until the source's channel closes.
     pub(crate) fn run(self, mut operator: KeyedOperator) -> Result<(), RunError> {
         let _span = tracing::info_span!("subtask", index = self.index).entered();
+        // After the input's end (or a stop): no processing-time timer fires.
+        let mut ended = false;
         loop {
-            let message = match operator.next_processing_timer() {
+            let message = match operator.next_processing_timer().filter(|_| !ended) {
                 Some(_) => match self.input.recv_timeout(TIMER_POLL) {
                     Ok(message) => Some(message),
                     Err(RecvTimeoutError::Timeout) => None,
@@ -56,7 +63,11 @@ impl Subtask {
                 }
                 Some(SubtaskMessage::Watermark(watermark)) => operator.on_watermark(watermark)?,
                 Some(SubtaskMessage::Barrier(id, form)) => {
-                    // What was emitted before the barrier belongs before it.
+                    // Timers due by now fire before the barrier, and what was
+                    // emitted before it belongs before it.
+                    if !ended {
+                        operator.on_processing_time()?;
+                    }
                     self.forward_outputs(&mut operator)?;
                     let dir = self
                         .local_checkpoints
@@ -73,9 +84,17 @@ impl Subtask {
                         .send(SinkMessage::Barrier { from: self.index, id })
                         .map_err(|_| RunError::Stopped)?;
                 }
+                Some(SubtaskMessage::End { drained }) => {
+                    if drained && !ended {
+                        operator.end_processing_time()?;
+                    }
+                    ended = true;
+                }
                 None => {}
             }
-            operator.on_processing_time()?;
+            if !ended {
+                operator.on_processing_time()?;
+            }
             self.forward_outputs(&mut operator)?;
             operator.relieve()?;
         }

@@ -13,7 +13,10 @@ mod source;
 
 pub use exactly_once::{check_exactly_once, exactly_once_sink, ExactlyOnceError, RESTART_MARGIN};
 pub use properties::check_properties;
-pub use sink::{committed_checkpoint, Delivery, KafkaSink, KafkaSinkConfig};
+pub use sink::{
+    commit_marker_location, committed_checkpoint, set_commit_marker, CommitMarker, Delivery,
+    KafkaSink, KafkaSinkConfig,
+};
 pub use source::{KafkaSource, KafkaSourceConfig, KafkaStart, OnDataLoss};
 
 use std::collections::BTreeMap;

@@ -40,6 +40,16 @@
 //!   `transaction.timeout.ms`): the commit fails, the run fails, and the
 //!   restart restores C as above.
 //!
+//! The marker can also be lost or reset outside Weir (offsets retention
+//! after a long stop, a deleted group, a renamed prefix, a recreated
+//! topic): read as "nothing committed", that would silently replay or lose
+//! output. So a pipeline's first run sets the marker to `0` ("nothing
+//! committed yet": absent later means lost), and each snapshot's metadata
+//! records the last snapshot whose commit had returned (`last_committed`);
+//! a start refuses a marker that is absent while checkpoints exist, or older
+//! than a recorded commit, unless told to override it (see
+//! `pipeline/restore.rs`).
+//!
 //! Checkpoint N is committed with one transaction, so the marker and the
 //! output are all-or-nothing. That needs at most one pre-committed
 //! transaction at a time: if checkpoint N is abandoned (its timeout) after
@@ -187,10 +197,30 @@ impl ProducerContext for DeliveryErrors {
     }
 }
 
+/// What the commit marker of an exactly-once sink says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitMarker {
+    /// The marker group has no committed offset on the output topic: the
+    /// pipeline never ran, or the marker is gone (offsets expired, the group
+    /// deleted, the prefix renamed, the topic recreated).
+    Absent,
+    /// The output of this snapshot is the last one in Kafka; `0` means the
+    /// marker was set up before any commit (nothing committed yet).
+    At(u64),
+}
+
+/// Where an exactly-once sink's commit marker lives: `(group, topic)`; the
+/// marker is the group's offset on partition 0 of the topic.
+pub fn commit_marker_location(
+    config: &KafkaSinkConfig,
+) -> Result<(String, String), ConnectorError> {
+    Ok((config.transactional()?.1, config.topic.clone()))
+}
+
 /// Fence the exactly-once sink's transactional ids (aborting what a dead
 /// run left open), then read which snapshot's output Kafka holds: the
-/// marker written atomically with it, or `None` if nothing was committed.
-pub fn committed_checkpoint(config: &KafkaSinkConfig) -> Result<Option<u64>, ConnectorError> {
+/// marker written atomically with it.
+pub fn committed_checkpoint(config: &KafkaSinkConfig) -> Result<CommitMarker, ConnectorError> {
     let (ids, group) = config.transactional()?;
     let producers = [config.producer(Some(&ids[0]))?, config.producer(Some(&ids[1]))?];
     init_transactions(&producers, &ids, "fencing")?;
@@ -207,8 +237,8 @@ pub fn committed_checkpoint(config: &KafkaSinkConfig) -> Result<Option<u64>, Con
         .committed_offsets(list, CALL_TIMEOUT)
         .map_err(kafka_error(format!("reading the commit marker of group {group}")))?;
     Ok(match committed.find_partition(&config.topic, 0).map(|e| e.offset()) {
-        Some(Offset::Offset(id)) if id > 0 => Some(id as u64),
-        _ => None,
+        Some(Offset::Offset(id)) if id >= 0 => CommitMarker::At(id as u64),
+        _ => CommitMarker::Absent,
     })
 }
 
@@ -237,6 +267,41 @@ fn init_transactions(
             call.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         })
     })
+}
+
+/// Set the commit marker to `id` (`0`: nothing committed yet) in a
+/// transaction of its own, committed at once. Used when a pipeline first
+/// starts, so that a marker found absent later means it was lost, and
+/// when a start accepts a marker that disagrees with the checkpoints.
+pub fn set_commit_marker(config: &KafkaSinkConfig, id: u64) -> Result<(), ConnectorError> {
+    let (ids, group) = config.transactional()?;
+    let producer = config.producer(Some(&ids[0]))?;
+    producer
+        .init_transactions(CALL_TIMEOUT)
+        .map_err(kafka_error(format!("initialising transactional id {}", ids[0])))?;
+    let reader: BaseConsumer = client_config(
+        &config.bootstrap_servers,
+        &[("group.id", group.as_str())],
+        &config.properties,
+    )
+    .create()
+    .map_err(kafka_error("creating the marker group"))?;
+    let metadata = reader.group_metadata().ok_or_else(|| ConnectorError::Kafka {
+        what: "the marker group".into(),
+        message: "no group metadata".into(),
+    })?;
+    let mut marker = TopicPartitionList::new();
+    marker
+        .add_partition_offset(&config.topic, 0, Offset::Offset(id as i64))
+        .map_err(kafka_error("building the commit marker"))?;
+    let what = format!("setting the commit marker of group {group} to {id}");
+    producer.begin_transaction().map_err(kafka_error(what.clone()))?;
+    producer
+        .send_offsets_to_transaction(&marker, &metadata, CALL_TIMEOUT)
+        .map_err(kafka_error(what.clone()))?;
+    producer.commit_transaction(CALL_TIMEOUT).map_err(kafka_error(what))?;
+    tracing::info!(group, id, "commit marker set");
+    Ok(())
 }
 
 /// Writes events to a Kafka topic.
