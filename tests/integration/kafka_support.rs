@@ -219,14 +219,18 @@ impl TestKafka {
         }
     }
 
-    /// Commit `offsets` (one per partition, from 0) of `topic` for `group`.
-    pub fn commit_offsets(&self, group: &str, topic: &str, offsets: &[i64]) {
-        let consumer: BaseConsumer = self
-            .client_config()
+    /// A consumer of `group` that commits only when told to.
+    fn group_consumer(&self, group: &str) -> BaseConsumer {
+        self.client_config()
             .set("group.id", group)
             .set("enable.auto.commit", "false")
             .create()
-            .expect("consumer");
+            .expect("consumer")
+    }
+
+    /// Commit `offsets` (one per partition, from 0) of `topic` for `group`.
+    pub fn commit_offsets(&self, group: &str, topic: &str, offsets: &[i64]) {
+        let consumer = self.group_consumer(group);
         let mut list = TopicPartitionList::new();
         for (partition, offset) in offsets.iter().enumerate() {
             list.add_partition_offset(topic, partition as i32, Offset::Offset(*offset))
@@ -289,12 +293,7 @@ impl TestKafka {
     /// The offsets `group` has committed for partitions `0..partitions` of
     /// `topic`; `None` where nothing is committed.
     pub fn committed_offsets(&self, group: &str, topic: &str, partitions: i32) -> Vec<Option<i64>> {
-        let consumer: BaseConsumer = self
-            .client_config()
-            .set("group.id", group)
-            .set("enable.auto.commit", "false")
-            .create()
-            .expect("consumer");
+        let consumer = self.group_consumer(group);
         let mut query = TopicPartitionList::new();
         for partition in 0..partitions {
             query.add_partition(topic, partition);
