@@ -93,6 +93,8 @@ pub(crate) fn prepare_state(
         };
         known = checkpoint::restore(snapshot, &target)?;
         tracing::info!(id = snapshot.metadata.id, kind = ?snapshot.metadata.kind, "restored state");
+    } else {
+        tracing::info!("no snapshot restored");
     }
     // Local copies served the restore; new checkpoints start a new chain.
     if local_checkpoints.exists() {
