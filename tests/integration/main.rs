@@ -15,6 +15,7 @@ mod customer_profile;
 mod fraud_detector;
 mod isolation;
 mod kafka;
+mod kafka_faults;
 mod kafka_support;
 mod minute_revenue;
 mod parallel;

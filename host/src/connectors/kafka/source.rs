@@ -2,21 +2,23 @@
 //! explicitly (no consumer-group rebalancing) and is one split, with its
 //! own watermark. Positions are the next offset to deliver per partition
 //! and live in checkpoints; a restore seeks to them. Group offsets are
-//! committed at each barrier only so lag monitoring works.
+//! committed at each barrier only so lag monitoring works. While the
+//! broker cannot be reached, fetching goes on retrying for the run's retry
+//! budget (see [`super::Retry`]) before the source fails.
 //!
 //! A record becomes an event as: Kafka key → `key`, value → `value`,
 //! headers → `headers`, timestamp → `timestamp` (or the JSON field
 //! `timestamp_field` of the value).
 
 use std::collections::{BTreeMap, VecDeque};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
-use super::{client_config, kafka_error, CALL_TIMEOUT};
+use super::{client_config, is_transient_code, kafka_error, Retry, CALL_TIMEOUT};
 use crate::connectors::registry::{ConfigError, SourceConfig};
 use crate::connectors::timestamp::{json_timestamp, parse_rfc3339_millis};
 use crate::connectors::{decode, encode, ConnectorError, Polled, Source};
@@ -109,6 +111,10 @@ pub struct KafkaSource {
     /// their `next` offsets (so a restore's `seek` never makes the consumer
     /// fetch from the fresh-start offsets first).
     unassigned: bool,
+    /// How long fetching may fail transiently.
+    retry: Retry,
+    /// Since when fetching has failed transiently, if it does.
+    failing_since: Option<Instant>,
 }
 
 /// The position: next offset per `topic/partition`.
@@ -175,6 +181,8 @@ impl KafkaSource {
             timestamp_field: config.timestamp_field.clone(),
             cursor: 0,
             unassigned: true,
+            retry: Retry::default(),
+            failing_since: None,
         };
         let offsets = source.fresh_offsets(&config.start)?;
         for (p, offset) in source.partitions.iter_mut().zip(offsets) {
@@ -249,7 +257,14 @@ impl KafkaSource {
         for _ in 0..max {
             let Some(result) = self.consumer.poll(wait) else { break };
             wait = Duration::ZERO;
-            let message = result.map_err(kafka_error("reading"))?;
+            let message = match result {
+                Ok(message) => message,
+                Err(error) => {
+                    self.ride_out(error)?;
+                    break;
+                }
+            };
+            self.failing_since = None;
             let Some(index) = self
                 .partitions
                 .iter()
@@ -287,6 +302,35 @@ impl KafkaSource {
             }
         }
         Ok(())
+    }
+
+    /// A fetch failed: a transient error (the broker unreachable) is
+    /// logged and fetching goes on, librdkafka reconnecting, until errors
+    /// have lasted the retry budget with the broker still unreachable.
+    fn ride_out(&mut self, error: rdkafka::error::KafkaError) -> Result<(), ConnectorError> {
+        let transient = matches!(error, rdkafka::error::KafkaError::MessageConsumption(code) if is_transient_code(code));
+        if !transient {
+            return Err(kafka_error("reading")(error));
+        }
+        let now = Instant::now();
+        let since = *self.failing_since.get_or_insert(now);
+        if now.duration_since(since) < self.retry.budget() {
+            tracing::warn!(%error, failing_for = ?now.duration_since(since), "kafka source cannot fetch; retrying");
+            return Ok(());
+        }
+        // Errors since `since`, but fetching may have recovered in between
+        // without a record to show it (an idle topic): ask the broker.
+        if self.consumer.fetch_metadata(None, CALL_TIMEOUT.min(self.retry.budget())).is_ok() {
+            self.failing_since = Some(now);
+            return Ok(());
+        }
+        Err(ConnectorError::Kafka {
+            what: "reading".into(),
+            message: format!(
+                "{error} (the broker has been unreachable for {}; the retry budget is checkpoint.timeout: raise it to ride out longer outages)",
+                humantime::format_duration(Duration::from_secs(now.duration_since(since).as_secs()))
+            ),
+        })
     }
 
     fn finished(&self, index: usize) -> bool {
@@ -414,6 +458,10 @@ impl Source for KafkaSource {
             })
             .collect();
         self.assign(&offsets)
+    }
+
+    fn set_retry_budget(&mut self, budget: Duration) {
+        self.retry = Retry::for_up_to(budget);
     }
 
     fn on_barrier(&mut self, position: &serde_json::Value) {
