@@ -123,12 +123,12 @@ fn assert_exact(actual: &BTreeMap<u64, Vec<String>>, expected: &BTreeMap<u64, Ve
     }
 }
 
-/// The revenue results of `orders` written failure-free to a topic of
-/// their own: what every faulty run must end up with.
-fn reference(kafka: &TestKafka, dir: &Path, orders: &str) -> BTreeMap<u64, Vec<String>> {
+/// The results of `pipeline` written failure-free to a topic of their
+/// own: what every faulty run of it must end up with.
+fn reference(kafka: &TestKafka, dir: &Path, pipeline: &Pipeline) -> BTreeMap<u64, Vec<String>> {
     let topic = unique("revenue-expected");
     kafka.create_topic(&topic, 1);
-    let spec = Pipeline::revenue("expected", orders, &topic).write(dir, kafka);
+    let spec = Pipeline { name: unique("expected"), sink: &topic, ..*pipeline }.write(dir, kafka);
     run_ok(&spec, &dir.join("data-expected"), &[]);
     results(kafka, &topic)
 }
@@ -191,9 +191,10 @@ fn the_next_start_aborts_what_a_killed_run_left_open() {
     kafka.create_topic(&orders, 3);
     kafka.create_topic(&revenue, 1);
     produce_orders(&kafka, &orders, 3, 20_000, 40, 1);
-    let expected = reference(&kafka, dir.path(), &orders);
+    let pipeline = Pipeline::revenue("killed", &orders, &revenue);
+    let expected = reference(&kafka, dir.path(), &pipeline);
 
-    let spec = Pipeline::revenue("killed", &orders, &revenue).write(dir.path(), &kafka);
+    let spec = pipeline.write(dir.path(), &kafka);
     let data = dir.path().join("data");
     let slow = ["--sink-delay-ms", "10"];
     // Killed (no unwinding: nothing aborts) right after pre-committing
@@ -239,15 +240,14 @@ fn a_broker_killed_and_restarted_twice_mid_run_is_ridden_out() {
     kafka.create_topic(&revenue, 1);
     let total = 60_000;
     produce_orders(&kafka, &orders, 3, total as u64, 40, 1);
-    let expected = reference(&kafka, dir.path(), &orders);
-    assert_eq!(count(&expected), total);
-
     // The checkpoint timeout (the retry budget) outlasts an outage.
-    let spec = Pipeline {
+    let pipeline = Pipeline {
         checkpoint: "{ interval: 150ms, timeout: 2m }",
         ..Pipeline::revenue("outage", &orders, &revenue)
-    }
-    .write(dir.path(), &kafka);
+    };
+    let expected = reference(&kafka, dir.path(), &pipeline);
+    assert_eq!(count(&expected), total);
+    let spec = pipeline.write(dir.path(), &kafka);
     let mut run = start_weir(&spec, &dir.path().join("data"), &["--sink-delay-ms", "20"], &[]);
     let mut committed = 0;
     for outage in 1..=2 {
@@ -283,14 +283,13 @@ fn a_transaction_the_broker_aborts_by_timeout_fails_the_run_and_the_rerun_is_exa
     kafka.create_topic(&orders, 3);
     kafka.create_topic(&revenue, 1);
     produce_orders(&kafka, &orders, 3, 20_000, 40, 1);
-    let expected = reference(&kafka, dir.path(), &orders);
-
-    let spec = Pipeline {
+    let pipeline = Pipeline {
         transaction_timeout: "65s",
         checkpoint: "{ interval: 150ms, timeout: 3s }",
         ..Pipeline::revenue("stalled", &orders, &revenue)
-    }
-    .write(dir.path(), &kafka);
+    };
+    let expected = reference(&kafka, dir.path(), &pipeline);
+    let spec = pipeline.write(dir.path(), &kafka);
     let data = dir.path().join("data");
     // The sink stalls 80 s after its 20th batch, inside a transaction.
     let (ok, stderr) = stderr_of(start_weir(
