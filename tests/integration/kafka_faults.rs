@@ -300,6 +300,7 @@ fn a_transaction_the_broker_aborts_by_timeout_fails_the_run_and_the_rerun_is_exa
     ));
     assert!(stderr.contains("pausing"), "the sink stalled: {stderr}");
     assert!(!ok, "a run whose transaction the broker aborted fails: {stderr}");
+    eprintln!("the stalled run: {}", stderr.lines().last().unwrap_or_default());
     let visible = results(&kafka, &revenue);
     assert!(count(&visible) < count(&expected), "the stalled run did not finish");
 
