@@ -1,7 +1,9 @@
 //! The rules an exactly-once Kafka sink must meet before a pipeline runs:
 //! checkpoints on, two retained, a transaction timeout that outlives a
 //! checkpoint (plus its commit) and fits the broker, and a transactional-id
-//! prefix no other pipeline of this host uses.
+//! prefix no other pipeline of this host uses. Which snapshot to restore
+//! is the sink's commit marker ([`super::committed_checkpoint`]; see
+//! [`super::sink`] for why).
 //!
 //! How long a transaction stays open: epoch N's transaction begins when
 //! checkpoint N-1's barrier has passed the sink; checkpoint N is triggered
@@ -10,9 +12,7 @@
 //! metadata: the coordinator abandons it otherwise), and then the sink
 //! commits. So the broker must allow `max(interval, min_pause) + timeout`
 //! plus the commit ([`COMMIT_MARGIN`]); a transaction it aborts earlier
-//! fails the run, which restarts from its checkpoint. Which snapshot to restore
-//! is the sink's commit marker ([`super::committed_checkpoint`]; see
-//! [`super::sink`] for why).
+//! fails the run, which restarts from its checkpoint.
 
 use std::path::Path;
 use std::time::Duration;

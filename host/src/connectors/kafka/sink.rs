@@ -321,7 +321,13 @@ fn produce(
                     record = back;
                     std::thread::sleep(Duration::from_millis(5));
                 }
-                Err((error, _)) => return Err(kafka_error(format!("producing to {topic}"))(error)),
+                Err((error, _)) => {
+                    return Err(failed(
+                        producer,
+                        format!("producing to {topic}"),
+                        error.to_string(),
+                    ))
+                }
             }
         }
     }
@@ -337,11 +343,25 @@ fn flush(
 ) -> Result<(), ConnectorError> {
     retry.call(|| format!("flushing {topic}"), |timeout| producer.flush(timeout))?;
     match producer.context().0.lock().ok().and_then(|mut e| e.take()) {
-        Some(message) => {
-            Err(ConnectorError::Kafka { what: format!("delivering to {topic}"), message })
-        }
+        Some(message) => Err(failed(producer, format!("delivering to {topic}"), message)),
         None => Ok(()),
     }
+}
+
+/// A producer's failure, with librdkafka's reason when the producer can no
+/// longer be used (its transaction aborted by the broker, or fenced).
+fn failed(
+    producer: &ThreadedProducer<DeliveryErrors>,
+    what: String,
+    message: String,
+) -> ConnectorError {
+    let message = match producer.client().fatal_error() {
+        Some((_, reason)) => format!(
+            "{message}: {reason} (the broker aborted this run's transaction because it outlived sink.transaction_timeout, or a newer process with the same transactional_id_prefix fenced it; a restart restores the last committed checkpoint)"
+        ),
+        None => message,
+    };
+    ConnectorError::Kafka { what, message }
 }
 
 impl Transactions {

@@ -477,3 +477,50 @@ impl Source for KafkaSource {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rdkafka::error::KafkaError;
+    use rdkafka::types::RDKafkaErrorCode;
+
+    use super::*;
+
+    /// A source whose broker is not there (nothing listens on port 1).
+    fn unreachable(budget: Duration) -> KafkaSource {
+        let consumer = client_config("127.0.0.1:1", &[("group.id", "test")], &BTreeMap::new())
+            .create()
+            .unwrap();
+        KafkaSource {
+            consumer,
+            partitions: Vec::new(),
+            timestamp_field: None,
+            cursor: 0,
+            unassigned: true,
+            retry: Retry::for_up_to(budget),
+            failing_since: None,
+        }
+    }
+
+    fn down() -> KafkaError {
+        KafkaError::MessageConsumption(RDKafkaErrorCode::AllBrokersDown)
+    }
+
+    #[test]
+    fn fetch_errors_of_a_broker_outage_are_ridden_out_for_the_retry_budget() {
+        let mut source = unreachable(Duration::from_secs(3600));
+        for _ in 0..3 {
+            source.ride_out(down()).unwrap();
+        }
+        // Past the budget, the broker still unreachable: the source fails,
+        // naming the setting to raise.
+        let mut source = unreachable(Duration::from_millis(1));
+        source.ride_out(down()).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let error = source.ride_out(down()).unwrap_err().to_string();
+        assert!(error.contains("unreachable") && error.contains("checkpoint.timeout"), "{error}");
+        // Not an outage: at once.
+        let mut source = unreachable(Duration::from_secs(3600));
+        let other = KafkaError::MessageConsumption(RDKafkaErrorCode::OffsetOutOfRange);
+        assert!(source.ride_out(other).is_err());
+    }
+}
