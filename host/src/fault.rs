@@ -3,7 +3,8 @@
 //! it passes the named point. Unset, a point costs one atomic load.
 //!
 //! Points: `kafka-after-pre-commit`, `kafka-before-commit` (the checkpoint's
-//! metadata is durable, the Kafka commit not sent), `kafka-after-commit`;
+//! metadata is durable, the Kafka commit not sent), `kafka-after-commit`,
+//! `kafka-after-write` (an exactly-once batch written into its transaction);
 //! for the exactly-once file sink `file-after-pre-commit` (parts synced),
 //! `file-before-commit` (the checkpoint's metadata is durable, nothing
 //! appended), `file-after-append` (parts appended to the visible file and
@@ -11,6 +12,9 @@
 //! some may remain) and `file-after-commit`.
 //! Failure points ([`fails`]) make the run fail with an error instead:
 //! `source-barrier` (the `n`-th barrier the source would inject).
+//!
+//! `WEIR_FAULT=<point>:<n>:pause=<ms>` pauses the thread that passes the
+//! point that many milliseconds instead (a stalled process), then goes on.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -18,14 +22,25 @@ use std::sync::OnceLock;
 /// The environment variable naming the fault.
 pub const FAULT_ENV: &str = "WEIR_FAULT";
 
-static FAULT: OnceLock<Option<(String, u64)>> = OnceLock::new();
+/// A fault: the point, on which pass, and how long to pause (`None`: abort).
+type Fault = (String, u64, Option<u64>);
+
+static FAULT: OnceLock<Option<Fault>> = OnceLock::new();
 static PASSED: AtomicU64 = AtomicU64::new(0);
 
-/// Abort here if `WEIR_FAULT` names this point and this is its `n`-th pass.
+/// Abort (or pause) here if `WEIR_FAULT` names this point and this is its
+/// `n`-th pass.
 pub fn point(name: &str) {
-    if fires(name) {
-        eprintln!("fault injected at {name}: aborting");
-        std::process::abort();
+    match fires(name) {
+        Some((n, None)) => {
+            eprintln!("fault injected at {name} (pass {n}): aborting");
+            std::process::abort();
+        }
+        Some((n, Some(millis))) => {
+            eprintln!("fault injected at {name} (pass {n}): pausing {millis} ms");
+            std::thread::sleep(std::time::Duration::from_millis(millis));
+        }
+        None => {}
     }
 }
 
@@ -33,17 +48,37 @@ pub fn point(name: &str) {
 /// names this point and this is its `n`-th pass in this process, so a run
 /// that `weir serve` restarts passes it again without failing.
 pub fn fails(name: &str) -> bool {
-    fires(name)
+    fires(name).is_some()
 }
 
-/// Whether `WEIR_FAULT` names this point and this is its `n`-th pass.
-fn fires(name: &str) -> bool {
-    let fault = FAULT.get_or_init(|| {
-        let text = std::env::var(FAULT_ENV).ok()?;
-        let (point, n) = text.rsplit_once(':').unwrap_or((text.as_str(), "1"));
-        Some((point.to_string(), n.parse().unwrap_or(1)))
-    });
-    fault
-        .as_ref()
-        .is_some_and(|(point, n)| point == name && PASSED.fetch_add(1, Ordering::SeqCst) + 1 == *n)
+/// `(n, pause)` if `WEIR_FAULT` names this point and this is its `n`-th
+/// pass.
+fn fires(name: &str) -> Option<(u64, Option<u64>)> {
+    let (point, n, pause) =
+        FAULT.get_or_init(|| parse(&std::env::var(FAULT_ENV).ok()?)).as_ref()?;
+    (point == name && PASSED.fetch_add(1, Ordering::SeqCst) + 1 == *n).then_some((*n, *pause))
+}
+
+/// `<point>[:<n>[:pause=<ms>]]`.
+fn parse(text: &str) -> Option<Fault> {
+    let mut parts = text.split(':');
+    let point = parts.next()?.to_string();
+    let n = parts.next().and_then(|n| n.parse().ok()).unwrap_or(1);
+    let pause = parts.next().and_then(|p| p.strip_prefix("pause=")?.parse().ok());
+    Some((point, n, pause))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn faults_parse() {
+        assert_eq!(parse("kafka-after-commit"), Some(("kafka-after-commit".into(), 1, None)));
+        assert_eq!(parse("kafka-after-commit:3"), Some(("kafka-after-commit".into(), 3, None)));
+        assert_eq!(
+            parse("kafka-after-write:2:pause=1500"),
+            Some(("kafka-after-write".into(), 2, Some(1500)))
+        );
+    }
 }

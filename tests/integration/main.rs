@@ -19,6 +19,7 @@ mod guard;
 mod isolation;
 mod kafka;
 mod kafka_config;
+mod kafka_faults;
 mod kafka_recovery;
 mod kafka_support;
 mod minute_revenue;

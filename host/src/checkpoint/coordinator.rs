@@ -18,7 +18,11 @@
 //! At most one snapshot is in flight; a new checkpoint starts `interval`
 //! after the previous trigger and at least `min_pause` after the previous
 //! completion; one not complete within `timeout` is abandoned (its pending
-//! output is covered by the next). Savepoints are asked for through files
+//! output is covered by the next). The timeout covers the upload too: a
+//! snapshot whose files are not all stored by then is abandoned before its
+//! metadata is written, never completed late (an exactly-once sink's
+//! transaction must outlive its checkpoint, and its timeout is checked
+//! against this one). Savepoints are asked for through files
 //! in the pipeline's control directory (see [`control`](super::control)).
 
 use std::path::PathBuf;
@@ -227,11 +231,20 @@ impl Coordinator {
             }
             if pending.as_ref().is_some_and(Pending::is_complete) {
                 let done = pending.take().expect("checked above");
-                let stop = done.trigger.stop || done.final_checkpoint;
-                self.finish(done)?;
+                let (id, stop) = (done.trigger.id, done.trigger.stop || done.final_checkpoint);
+                let timeout = schedule.as_ref().map(|s| s.timeout);
+                let completed = self.finish(done, timeout)?;
                 last_end = Instant::now();
-                if stop {
-                    return Ok(());
+                match (stop, completed, timeout) {
+                    (true, true, _) => return Ok(()),
+                    (true, false, Some(timeout)) => {
+                        // The source has stopped reading: nothing can follow.
+                        return Err(CheckpointError::StoreTooSlow {
+                            id,
+                            timeout: humantime::format_duration(timeout).to_string(),
+                        });
+                    }
+                    _ => {}
                 }
             }
             if let (Some(p), Some(s)) = (&pending, &schedule) {
@@ -240,7 +253,11 @@ impl Coordinator {
                     tracing::warn!(id = expired.trigger.id, timeout = ?s.timeout, "checkpoint expired before every task acknowledged; abandoning it");
                     let (id, last) =
                         (expired.trigger.id, expired.trigger.stop || expired.final_checkpoint);
-                    self.abandon(expired);
+                    self.abandon(
+                        expired.trigger.id,
+                        expired.request,
+                        "the savepoint expired before every task acknowledged it",
+                    );
                     if last {
                         // The source has stopped reading: nothing can follow.
                         return Err(CheckpointError::Expired(id));
@@ -307,20 +324,43 @@ impl Coordinator {
         requests
     }
 
-    /// Store a snapshot every task has acknowledged, then commit it.
-    fn finish(&mut self, pending: Pending) -> Result<(), CheckpointError> {
+    /// Store a snapshot every task has acknowledged, then commit it;
+    /// whether it completed (false: not stored within `timeout` of its
+    /// trigger, and abandoned).
+    fn finish(
+        &mut self,
+        pending: Pending,
+        timeout: Option<Duration>,
+    ) -> Result<bool, CheckpointError> {
         let Pending { trigger, started, request, source, subtasks, sink, committed, .. } = pending;
         let dirs: Vec<PathBuf> = subtasks.into_iter().flatten().collect();
+        let acknowledged = Acknowledged {
+            source: source.unwrap_or_default(),
+            sink: sink.unwrap_or_default(),
+            last_committed: committed,
+        };
         let stored = self.store(
             trigger,
             &dirs,
-            source.unwrap_or_default(),
-            sink.unwrap_or_default(),
-            committed,
+            acknowledged,
             started,
+            timeout.map(|timeout| started + timeout),
         );
         let metadata = match stored {
-            Ok(metadata) => metadata,
+            Ok(Stored::Done(metadata)) => *metadata,
+            Ok(Stored::TooLate) => {
+                tracing::warn!(
+                    id = trigger.id,
+                    ?timeout,
+                    "snapshot not stored within its timeout; abandoning it"
+                );
+                self.abandon(
+                    trigger.id,
+                    request,
+                    "the savepoint was not stored within checkpoint.timeout",
+                );
+                return Ok(false);
+            }
             Err(error) => {
                 if let Some(request) = request {
                     request.respond(&Response::failed(&error.to_string()));
@@ -368,18 +408,20 @@ impl Coordinator {
             }
         }
         self.remove_local_copies(trigger.id, trigger.kind == SnapshotKind::Checkpoint);
-        Ok(())
+        Ok(true)
     }
 
+    /// Upload the snapshot's files, then write its metadata, unless
+    /// `deadline` passed first.
     fn store(
         &mut self,
         trigger: Trigger,
         dirs: &[PathBuf],
-        source: serde_json::Value,
-        sink: serde_json::Value,
-        last_committed: Option<u64>,
+        acknowledged: Acknowledged,
         started: Instant,
-    ) -> Result<SnapshotMetadata, CheckpointError> {
+        deadline: Option<Instant>,
+    ) -> Result<Stored, CheckpointError> {
+        let late = || deadline.is_some_and(|deadline| Instant::now() > deadline);
         let dir = self.storage.snapshot_dir(trigger.kind, trigger.id);
         let (mut size_bytes, mut incremental_bytes) = (0, 0);
         let state = match trigger.kind {
@@ -387,6 +429,9 @@ impl Coordinator {
                 self.config.known.resize_with(dirs.len(), KnownFiles::new);
                 let mut subtasks = Vec::new();
                 for (index, (local, known)) in dirs.iter().zip(&mut self.config.known).enumerate() {
+                    if late() {
+                        return Ok(Stored::TooLate);
+                    }
                     let uploaded = incremental::upload(&self.storage, &dir, index, local, known)?;
                     size_bytes += uploaded.size;
                     incremental_bytes += uploaded.sent;
@@ -397,6 +442,9 @@ impl Coordinator {
             SnapshotKind::Savepoint => {
                 let mut files = Vec::new();
                 for (index, local) in dirs.iter().enumerate() {
+                    if late() {
+                        return Ok(Stored::TooLate);
+                    }
                     let encoded = canonical::encode_database(local)?;
                     let name = format!("{}/state-{index}.bin", self.config.operator_uid);
                     let size = encoded.bytes.len() as u64;
@@ -424,25 +472,29 @@ impl Coordinator {
             max_parallelism: self.config.max_parallelism,
             parallelism: self.config.parallelism,
             state,
-            source,
-            sink,
-            last_committed,
+            source: acknowledged.source,
+            sink: acknowledged.sink,
+            last_committed: acknowledged.last_committed,
             size_bytes,
             incremental_bytes,
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         };
+        // The last moment to give up: once the metadata is written, the
+        // snapshot is complete.
+        if late() {
+            return Ok(Stored::TooLate);
+        }
         self.storage.commit(&metadata)?;
-        Ok(metadata)
+        Ok(Stored::Done(Box::new(metadata)))
     }
 
-    fn abandon(&mut self, pending: Pending) {
+    /// Give up snapshot `id`, telling whoever asked for it `why`.
+    fn abandon(&mut self, id: u64, request: Option<Request>, why: &str) {
         self.report.expired += 1;
-        if let Some(request) = pending.request {
-            request.respond(&Response::failed(
-                "the savepoint expired before every task acknowledged it",
-            ));
+        if let Some(request) = request {
+            request.respond(&Response::failed(why));
         }
-        remove_dir(&self.config.local_dir.join(format!("chk-{}", pending.trigger.id)));
+        remove_dir(&self.config.local_dir.join(format!("chk-{id}")));
     }
 
     /// Delete local checkpoint copies older than `id` (and `id` itself
@@ -463,6 +515,24 @@ impl Coordinator {
             }
         }
     }
+}
+
+/// What the tasks acknowledged for a snapshot, stored in its metadata.
+struct Acknowledged {
+    /// The source's positions.
+    source: serde_json::Value,
+    /// The sink's pending state.
+    sink: serde_json::Value,
+    /// The newest snapshot whose output the sinks know is committed.
+    last_committed: Option<u64>,
+}
+
+/// How storing a snapshot ended.
+enum Stored {
+    /// Its metadata is written: it is complete.
+    Done(Box<SnapshotMetadata>),
+    /// Its timeout passed before its metadata was written: abandoned.
+    TooLate,
 }
 
 /// Record an acknowledgement for the snapshot in flight; one for another
@@ -833,6 +903,68 @@ mod tests {
         // Checkpoint 1, and any other this busy machine was too slow to
         // acknowledge in time.
         assert!(report.expired >= completed - 1, "{report:?}");
+    }
+
+    #[test]
+    fn a_snapshot_not_stored_within_its_timeout_is_abandoned_not_completed_late() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().join("storage").display());
+        let local_dir = dir.path().join("local");
+        let (trigger_tx, _triggers) = mpsc::channel();
+        let (_acks, ack_rx) = mpsc::channel();
+        let committed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let config = CoordinatorConfig {
+            pipeline: PIPELINE.into(),
+            operator_uid: "process".into(),
+            max_parallelism: 128,
+            parallelism: 1,
+            schedule: Some(schedule(ms(10), Duration::ZERO, ms(50))),
+            local_dir: local_dir.clone(),
+            control: ControlDir::new(dir.path().join("control")),
+            inbox: None,
+            on_snapshot: Box::new(|_| {}),
+            first_id: 1,
+            restored_checkpoint: None,
+            known: Vec::new(),
+        };
+        let storage = CheckpointStorage::open(&url, PIPELINE).unwrap();
+        let told = committed.clone();
+        let complete = Box::new(move |id| {
+            told.lock().unwrap().push(id);
+            true
+        });
+        let mut coordinator = Coordinator::new(config, storage, trigger_tx, ack_rx, complete);
+        // Every task acknowledged checkpoint `id`, triggered at `started`.
+        let acknowledged = |id: u64, started: Instant| {
+            let subtask = local_dir.join(format!("chk-{id}")).join("subtask-0");
+            std::fs::create_dir_all(&subtask).unwrap();
+            drop(RocksDbBackend::open(&subtask).unwrap());
+            Pending {
+                trigger: Trigger { id, kind: SnapshotKind::Checkpoint, stop: false },
+                started,
+                final_checkpoint: false,
+                request: None,
+                source: Some(json!({ "offset": id })),
+                subtasks: vec![Some(subtask)],
+                sink: Some(json!({ "pending": id })),
+                committed: None,
+            }
+        };
+        let stored = || CheckpointStorage::open(&url, PIPELINE).unwrap().completed().unwrap();
+
+        // Acknowledged in time, but its timeout passed before it was
+        // stored: no metadata, no commit, its local copy gone.
+        let long_ago = Instant::now() - ms(500);
+        assert!(!coordinator.finish(acknowledged(1, long_ago), Some(ms(50))).unwrap());
+        assert!(stored().is_empty(), "not completed late");
+        assert!(committed.lock().unwrap().is_empty(), "the sink is not told to commit");
+        assert!(!local_dir.join("chk-1").exists());
+        assert_eq!(coordinator.report, CoordinatorReport { completed: 0, expired: 1 });
+
+        // Stored in time, the next one completes.
+        assert!(coordinator.finish(acknowledged(2, Instant::now()), Some(SOON)).unwrap());
+        assert_eq!(stored().iter().map(|m| m.id).collect::<Vec<_>>(), [2]);
+        assert_eq!(*committed.lock().unwrap(), [2]);
     }
 
     #[test]

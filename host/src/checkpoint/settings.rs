@@ -73,6 +73,14 @@ impl CheckpointSettings {
         }
     }
 
+    /// How long connectors retry transient failures (a broker outage)
+    /// before failing the run: the checkpoint timeout (a checkpoint not
+    /// done by then is abandoned anyway), or its default without
+    /// checkpoints.
+    pub fn retry_budget(settings: Option<&Self>) -> Duration {
+        settings.map_or_else(default_timeout, |s| s.timeout)
+    }
+
     /// Check what the types cannot, naming the setting at fault.
     pub fn validate(&self) -> Result<(), SettingsError> {
         let bad = |field, message: &str| Err(SettingsError { field, message: message.into() });

@@ -72,6 +72,15 @@ pub enum CheckpointError {
     /// complete within the timeout.
     #[error("snapshot {0} expired before every task acknowledged it")]
     Expired(u64),
+    /// The final snapshot of a run (at its end, or for a stop) was not
+    /// stored within the timeout.
+    #[error("snapshot {id} was not stored within checkpoint.timeout {timeout}: raise checkpoint.timeout or use faster checkpoint storage")]
+    StoreTooSlow {
+        /// The snapshot.
+        id: u64,
+        /// The timeout.
+        timeout: String,
+    },
     /// A snapshot cannot be restored into this pipeline.
     #[error("cannot restore {what}: {message}")]
     Incompatible {

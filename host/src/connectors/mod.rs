@@ -145,6 +145,13 @@ pub trait Source: Send {
     fn on_barrier(&mut self, position: &serde_json::Value) {
         let _ = position;
     }
+
+    /// Retry transient failures of an external system (a broker outage)
+    /// for up to `budget` before failing (the pipeline gives its checkpoint
+    /// timeout). Default: nothing to retry.
+    fn set_retry_budget(&mut self, budget: std::time::Duration) {
+        let _ = budget;
+    }
 }
 
 /// Decode a position or state stored by `what`, or say why it does not fit.
@@ -197,6 +204,13 @@ pub trait Sink: Send {
     fn commit(&mut self, checkpoint: u64) -> Result<(), ConnectorError> {
         let _ = checkpoint;
         Ok(())
+    }
+
+    /// Retry transient failures of an external system (a broker outage)
+    /// for up to `budget` before failing (the pipeline gives its checkpoint
+    /// timeout). Default: nothing to retry.
+    fn set_retry_budget(&mut self, budget: std::time::Duration) {
+        let _ = budget;
     }
 }
 

@@ -42,7 +42,9 @@ use super::source_task::{SourceLinks, SourceTask};
 use super::spec::PipelineSpec;
 use super::subtask::Subtask;
 use super::thread::{join, spawn};
-use crate::checkpoint::{Ack, ControlDir, Coordinator, CoordinatorConfig, SnapshotKind, Trigger};
+use crate::checkpoint::{
+    Ack, CheckpointSettings, ControlDir, Coordinator, CoordinatorConfig, SnapshotKind, Trigger,
+};
 use crate::config;
 use crate::connectors::open_source;
 use crate::runtime::KeyFunctionInstance;
@@ -72,8 +74,12 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
             "key",
         ),
     };
-    let mut source =
-        SourceTask::new(spec, open_source(&spec.source, &spec.name)?, keyer, &env, &plan);
+    // Transient failures (a broker outage) are retried for as long as a
+    // checkpoint may take.
+    let retry_budget = CheckpointSettings::retry_budget(settings.as_ref());
+    let mut opened = open_source(&spec.source, &spec.name)?;
+    opened.set_retry_budget(retry_budget);
+    let mut source = SourceTask::new(spec, opened, keyer, &env, &plan);
     tracing::debug!(elapsed = ?started.elapsed(), "functions loaded, source open");
     let parallelism = usize::from(spec.parallelism);
     let start = prepare_state(spec, options, settings.as_ref(), kafka_exactly_once.as_ref())?;
@@ -88,7 +94,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let metrics = &options.handle.metrics;
     metrics.set_restored_from(start.snapshot.as_ref().map(|s| (s.metadata.kind, s.metadata.id)));
     let sink_state = start.snapshot.as_ref().map(|s| &s.metadata.sink);
-    let (sink, side_outputs) = open_sinks(spec, settings.is_some(), sink_state)?;
+    let (sink, side_outputs) = open_sinks(spec, settings.is_some(), sink_state, retry_budget)?;
     let sink_task = SinkTask {
         sink,
         side_outputs,

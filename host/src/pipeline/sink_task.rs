@@ -57,13 +57,14 @@ pub(crate) struct SinkTask {
     pub(crate) acks: Sender<Ack>,
 }
 
-/// Open `spec`'s sink and side-output sinks; with checkpoints
-/// (`exactly_once`) from the pre-commit state `recovered` of the snapshot
-/// the run restores, if any.
+/// Open `spec`'s sink and side-output sinks, retrying transient failures
+/// for `retry_budget`; with checkpoints (`exactly_once`) from the
+/// pre-commit state `recovered` of the snapshot the run restores, if any.
 pub(crate) fn open_sinks(
     spec: &PipelineSpec,
     exactly_once: bool,
     recovered: Option<&serde_json::Value>,
+    retry_budget: Duration,
 ) -> Result<(Box<dyn Sink>, SideOutputs), RunError> {
     let recovered: Option<SinkState> = recovered
         .filter(|v| !v.is_null())
@@ -80,13 +81,18 @@ pub(crate) fn open_sinks(
             SinkMode::Direct
         }
     };
-    let sink = open_sink(&spec.sink, mode(recovered.as_ref().map(|r| &r.main)))?;
+    let open = |spec, state| -> Result<Box<dyn Sink>, RunError> {
+        let mut sink = open_sink(spec, mode(state))?;
+        sink.set_retry_budget(retry_budget);
+        Ok(sink)
+    };
+    let sink = open(&spec.sink, recovered.as_ref().map(|r| &r.main))?;
     let side_outputs = SideOutputs::new(
         spec.side_outputs
             .iter()
             .map(|(name, spec)| {
                 let state = recovered.as_ref().and_then(|r| r.side.get(name));
-                Ok((name.clone(), open_sink(spec, mode(state))?))
+                Ok((name.clone(), open(spec, state)?))
             })
             .collect::<Result<_, RunError>>()?,
     );

@@ -5,13 +5,20 @@
 //! a crash at any instant, and [`exactly_once`](self::exactly_once) for
 //! what it needs before a pipeline runs. User `properties` are checked by
 //! [`properties`](self::properties) before anything connects.
+//!
+//! A broker outage longer than one call's timeout ([`CALL_TIMEOUT`]) does
+//! not fail a run at once: the sink's flushes, pre-commits and commits and
+//! the source's fetches retry transient errors (the broker unreachable, a
+//! call timed out) for the run's retry budget, the checkpoint timeout (see
+//! [`Retry`]). A transaction the broker aborted (its timeout, fencing) is
+//! no transient error: the run fails and restarts from its checkpoint.
 
 mod exactly_once;
 mod properties;
 mod sink;
 mod source;
 
-pub use exactly_once::{check_exactly_once, exactly_once_sink, ExactlyOnceError, RESTART_MARGIN};
+pub use exactly_once::{check_exactly_once, exactly_once_sink, ExactlyOnceError, COMMIT_MARGIN};
 pub use properties::check_properties;
 pub use sink::{
     commit_marker_location, committed_checkpoint, set_commit_marker, CommitMarker, Delivery,
@@ -20,14 +27,127 @@ pub use sink::{
 pub use source::{KafkaSource, KafkaSourceConfig, KafkaStart, OnDataLoss};
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use rdkafka::error::KafkaError;
+use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::ClientConfig;
 
 use super::ConnectorError;
 
 /// How long a metadata, offset or transaction call to the broker may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a failing call is retried when it returns at once.
+const RETRY_PAUSE: Duration = Duration::from_secs(1);
+
+/// How long transient Kafka errors are retried before the run fails: the
+/// checkpoint timeout (a checkpoint not done by then is abandoned anyway).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Retry {
+    budget: Duration,
+}
+
+impl Default for Retry {
+    /// One call's timeout, until the pipeline sets its budget.
+    fn default() -> Self {
+        Self { budget: CALL_TIMEOUT }
+    }
+}
+
+impl Retry {
+    /// Retry for `budget`.
+    pub(crate) fn for_up_to(budget: Duration) -> Self {
+        Self { budget }
+    }
+
+    /// The budget.
+    pub(crate) fn budget(self) -> Duration {
+        self.budget
+    }
+
+    /// Call `call` with a timeout (at most [`CALL_TIMEOUT`]) until it
+    /// succeeds, fails for good, or fails transiently past the budget;
+    /// errors name `what` (and how long it was retried).
+    fn call<T>(
+        self,
+        what: impl Fn() -> String,
+        mut call: impl FnMut(Duration) -> Result<T, KafkaError>,
+    ) -> Result<T, ConnectorError> {
+        let started = Instant::now();
+        let deadline = started + self.budget;
+        let mut failures = 0u32;
+        loop {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let attempt_started = Instant::now();
+            match call(CALL_TIMEOUT.min(remaining).max(RETRY_PAUSE)) {
+                Ok(value) => {
+                    if failures > 0 {
+                        tracing::info!(what = %what(), after = ?started.elapsed(), "kafka call succeeded after transient failures");
+                    }
+                    return Ok(value);
+                }
+                Err(error) if is_transient(&error) && Instant::now() < deadline => {
+                    failures += 1;
+                    tracing::warn!(what = %what(), %error, retrying_for = ?deadline.saturating_duration_since(Instant::now()), "kafka call failed transiently; retrying");
+                    if attempt_started.elapsed() < RETRY_PAUSE {
+                        std::thread::sleep(RETRY_PAUSE.min(remaining));
+                    }
+                }
+                Err(error) if is_transient(&error) => {
+                    return Err(ConnectorError::Kafka {
+                        what: what(),
+                        message: format!(
+                            "{error} (still failing after {} of retries; the retry budget is checkpoint.timeout: raise it to ride out longer broker outages)",
+                            humantime::format_duration(round_to_seconds(started.elapsed()))
+                        ),
+                    })
+                }
+                Err(error) => return Err(kafka_error(what())(error)),
+            }
+        }
+    }
+}
+
+fn round_to_seconds(duration: Duration) -> Duration {
+    Duration::from_secs(duration.as_secs())
+}
+
+/// Whether a failed call may succeed if made again: the broker could not
+/// be reached or did not answer in time. A transaction that must be
+/// aborted, a fenced producer, a failed delivery are not.
+fn is_transient(error: &KafkaError) -> bool {
+    match error {
+        KafkaError::Transaction(error) => {
+            error.is_retriable() && !error.is_fatal() && !error.txn_requires_abort()
+        }
+        other => other.rdkafka_error_code().is_some_and(is_transient_code),
+    }
+}
+
+/// Error codes of a broker that is down, restarting or moving leadership.
+pub(crate) fn is_transient_code(code: RDKafkaErrorCode) -> bool {
+    use RDKafkaErrorCode as C;
+    matches!(
+        code,
+        C::BrokerTransportFailure
+            | C::AllBrokersDown
+            | C::Resolve
+            | C::OperationTimedOut
+            | C::TimedOutQueue
+            | C::RequestTimedOut
+            | C::NetworkException
+            | C::LeaderNotAvailable
+            | C::NotLeaderForPartition
+            | C::BrokerNotAvailable
+            | C::CoordinatorLoadInProgress
+            | C::CoordinatorNotAvailable
+            | C::NotCoordinator
+            | C::NotEnoughReplicas
+            | C::NotEnoughReplicasAfterAppend
+            | C::ConcurrentTransactions
+    )
+}
 
 /// A client configuration: the bootstrap servers, Weir's own settings, then
 /// the user's `properties` (security, tuning; [`check_properties`] keeps

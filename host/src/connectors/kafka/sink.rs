@@ -50,6 +50,15 @@
 //! than a recorded commit, unless told to override it (see
 //! `pipeline/restore.rs`).
 //!
+//! A run that fails (a trapping function, a failed checkpoint, any error)
+//! or ends with a transaction still open aborts it when the sink is
+//! dropped: left open, it would hold back every `read_committed` reader
+//! of the topic (the last stable offset) until the broker's transaction
+//! timeout. A process killed outright cannot; the fencing at the next
+//! start aborts its transactions. A broker outage is ridden out: flushes,
+//! pre-commits and commits retry transient errors for the run's retry
+//! budget (see [`super::Retry`]).
+//!
 //! Checkpoint N is committed with one transaction, so the marker and the
 //! output are all-or-nothing. That needs at most one pre-committed
 //! transaction at a time: if checkpoint N is abandoned (its timeout) after
@@ -68,7 +77,7 @@ use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, T
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use serde::Deserialize;
 
-use super::{client_config, kafka_error, CALL_TIMEOUT};
+use super::{client_config, kafka_error, Retry, CALL_TIMEOUT};
 use crate::connectors::registry::{ConfigError, SinkConfig, SinkMode, SinkRole};
 use crate::connectors::{ConnectorError, Sink};
 use crate::names::{is_valid_name, NAME_RULE};
@@ -304,10 +313,15 @@ pub fn set_commit_marker(config: &KafkaSinkConfig, id: u64) -> Result<(), Connec
     Ok(())
 }
 
+/// How long the sink waits for the broker to abort a transaction when the
+/// sink is dropped (the fencing at the next start aborts it otherwise).
+const ABORT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Writes events to a Kafka topic.
 pub struct KafkaSink {
     topic: String,
     mode: Mode,
+    retry: Retry,
 }
 
 enum Mode {
@@ -356,7 +370,7 @@ impl KafkaSink {
                 })
             }
         };
-        Ok(Self { topic: config.topic.clone(), mode })
+        Ok(Self { topic: config.topic.clone(), mode, retry: Retry::default() })
     }
 }
 
@@ -392,22 +406,47 @@ fn produce(
                     record = back;
                     std::thread::sleep(Duration::from_millis(5));
                 }
-                Err((error, _)) => return Err(kafka_error(format!("producing to {topic}"))(error)),
+                Err((error, _)) => {
+                    return Err(failed(
+                        producer,
+                        format!("producing to {topic}"),
+                        error.to_string(),
+                    ))
+                }
             }
         }
     }
     Ok(())
 }
 
-/// Wait until everything sent is acknowledged; report a failed delivery.
-fn flush(producer: &ThreadedProducer<DeliveryErrors>, topic: &str) -> Result<(), ConnectorError> {
-    producer.flush(CALL_TIMEOUT).map_err(kafka_error(format!("flushing {topic}")))?;
+/// Wait until everything sent is acknowledged (through a broker outage
+/// within `retry`'s budget); report a failed delivery.
+fn flush(
+    producer: &ThreadedProducer<DeliveryErrors>,
+    topic: &str,
+    retry: Retry,
+) -> Result<(), ConnectorError> {
+    retry.call(|| format!("flushing {topic}"), |timeout| producer.flush(timeout))?;
     match producer.context().0.lock().ok().and_then(|mut e| e.take()) {
-        Some(message) => {
-            Err(ConnectorError::Kafka { what: format!("delivering to {topic}"), message })
-        }
+        Some(message) => Err(failed(producer, format!("delivering to {topic}"), message)),
         None => Ok(()),
     }
+}
+
+/// A producer's failure, with librdkafka's reason when the producer can no
+/// longer be used (its transaction aborted by the broker, or fenced).
+fn failed(
+    producer: &ThreadedProducer<DeliveryErrors>,
+    what: String,
+    message: String,
+) -> ConnectorError {
+    let message = match producer.client().fatal_error() {
+        Some((_, reason)) => format!(
+            "{message}: {reason} (the broker aborted this run's transaction because it outlived sink.transaction_timeout, or a newer process with the same transactional_id_prefix fenced it; a restart restores the last committed checkpoint)"
+        ),
+        None => message,
+    };
+    ConnectorError::Kafka { what, message }
 }
 
 impl Transactions {
@@ -447,14 +486,16 @@ impl Sink for KafkaSink {
         match &mut self.mode {
             Mode::AtLeastOnce(producer) => produce(producer, &self.topic, events),
             Mode::ExactlyOnce(transactions) => {
-                produce(transactions.for_epoch(epoch)?, &self.topic, events)
+                produce(transactions.for_epoch(epoch)?, &self.topic, events)?;
+                crate::fault::point("kafka-after-write");
+                Ok(())
             }
         }
     }
 
     fn flush(&mut self) -> Result<(), ConnectorError> {
         match &self.mode {
-            Mode::AtLeastOnce(producer) => flush(producer, &self.topic),
+            Mode::AtLeastOnce(producer) => flush(producer, &self.topic, self.retry),
             // Only a completed checkpoint makes exactly-once output visible.
             Mode::ExactlyOnce(_) => Ok(()),
         }
@@ -468,7 +509,7 @@ impl Sink for KafkaSink {
         let Mode::ExactlyOnce(transactions) = &self.mode else { return Ok(()) };
         let slot = (epoch % 2) as usize;
         if transactions.open[slot] == Some(epoch) {
-            flush(&transactions.producers[slot], &self.topic)?;
+            flush(&transactions.producers[slot], &self.topic, self.retry)?;
         }
         Ok(())
     }
@@ -476,7 +517,7 @@ impl Sink for KafkaSink {
     fn pre_commit(&mut self, checkpoint: u64) -> Result<serde_json::Value, ConnectorError> {
         let transactions = match &mut self.mode {
             Mode::AtLeastOnce(producer) => {
-                return flush(producer, &self.topic).map(|()| serde_json::Value::Null)
+                return flush(producer, &self.topic, self.retry).map(|()| serde_json::Value::Null)
             }
             Mode::ExactlyOnce(transactions) => transactions,
         };
@@ -500,10 +541,12 @@ impl Sink for KafkaSink {
         marker
             .add_partition_offset(&self.topic, 0, Offset::Offset(checkpoint as i64))
             .map_err(kafka_error("building the commit marker"))?;
-        producer
-            .send_offsets_to_transaction(&marker, &transactions.marker_group, CALL_TIMEOUT)
-            .map_err(kafka_error(format!("adding the marker of checkpoint {checkpoint}")))?;
-        flush(producer, &self.topic)?;
+        let group = &transactions.marker_group;
+        self.retry.call(
+            || format!("adding the marker of checkpoint {checkpoint}"),
+            |timeout| producer.send_offsets_to_transaction(&marker, group, timeout),
+        )?;
+        flush(producer, &self.topic, self.retry)?;
         transactions.sealed = Some((checkpoint, (checkpoint % 2) as usize));
         tracing::debug!(checkpoint, "kafka sink pre-committed");
         crate::fault::point("kafka-after-pre-commit");
@@ -517,13 +560,36 @@ impl Sink for KafkaSink {
             return Ok(());
         };
         crate::fault::point("kafka-before-commit");
-        transactions.producers[slot]
-            .commit_transaction(CALL_TIMEOUT)
-            .map_err(kafka_error(format!("committing checkpoint {sealed}")))?;
+        let producer = &transactions.producers[slot];
+        self.retry.call(
+            || format!("committing checkpoint {sealed}"),
+            |timeout| producer.commit_transaction(timeout),
+        )?;
         tracing::debug!(checkpoint = sealed, "kafka sink committed");
         crate::fault::point("kafka-after-commit");
         transactions.open[slot] = None;
         transactions.sealed = None;
         Ok(())
+    }
+
+    fn set_retry_budget(&mut self, budget: Duration) {
+        self.retry = Retry::for_up_to(budget);
+    }
+}
+
+impl Drop for Transactions {
+    /// Abort the transactions still open: their output can never be
+    /// committed (no process can resume them), and left open they hold
+    /// back every `read_committed` reader until the broker times them out.
+    fn drop(&mut self) {
+        for (slot, epoch) in self.open.iter().enumerate() {
+            let Some(epoch) = epoch else { continue };
+            match self.producers[slot].abort_transaction(ABORT_TIMEOUT) {
+                Ok(()) => tracing::info!(epoch, "kafka sink aborted the open transaction"),
+                Err(error) => {
+                    tracing::warn!(epoch, %error, "cannot abort the open transaction; the fencing at the next start aborts it")
+                }
+            }
+        }
     }
 }

@@ -2,7 +2,9 @@
 //! explicitly (no consumer-group rebalancing) and is one split, with its
 //! own watermark. Positions are the next offset to deliver per partition
 //! and live in checkpoints; a restore seeks to them. Group offsets are
-//! committed at each barrier only so lag monitoring works.
+//! committed at each barrier only so lag monitoring works. While the
+//! broker cannot be reached, fetching goes on retrying for the run's retry
+//! budget (see [`super::Retry`]) before the source fails.
 //!
 //! A restored position below a partition's log start (records deleted by
 //! retention before they were read) is refused unless the spec says
@@ -14,14 +16,14 @@
 //! `timestamp_field` of the value).
 
 use std::collections::{BTreeMap, VecDeque};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
-use super::{client_config, kafka_error, CALL_TIMEOUT};
+use super::{client_config, is_transient_code, kafka_error, Retry, CALL_TIMEOUT};
 use crate::connectors::registry::{ConfigError, SourceConfig};
 use crate::connectors::timestamp::{json_timestamp, parse_rfc3339_millis};
 use crate::connectors::{decode, encode, ConnectorError, Polled, Source};
@@ -132,6 +134,10 @@ pub struct KafkaSource {
     /// their `next` offsets (so a restore's `seek` never makes the consumer
     /// fetch from the fresh-start offsets first).
     unassigned: bool,
+    /// How long fetching may fail transiently.
+    retry: Retry,
+    /// Since when fetching has failed transiently, if it does.
+    failing_since: Option<Instant>,
 }
 
 /// The position: next offset per `topic/partition`.
@@ -206,6 +212,8 @@ impl KafkaSource {
             on_data_loss: config.on_data_loss,
             cursor: 0,
             unassigned: true,
+            retry: Retry::default(),
+            failing_since: None,
         };
         let offsets = source.fresh_offsets(&config.start)?;
         for (p, offset) in source.partitions.iter_mut().zip(offsets) {
@@ -280,7 +288,14 @@ impl KafkaSource {
         for _ in 0..max {
             let Some(result) = self.consumer.poll(wait) else { break };
             wait = Duration::ZERO;
-            let message = result.map_err(kafka_error("reading"))?;
+            let message = match result {
+                Ok(message) => message,
+                Err(error) => {
+                    self.ride_out(error)?;
+                    break;
+                }
+            };
+            self.failing_since = None;
             let Some(index) = self
                 .partitions
                 .iter()
@@ -318,6 +333,35 @@ impl KafkaSource {
             }
         }
         Ok(())
+    }
+
+    /// A fetch failed: a transient error (the broker unreachable) is
+    /// logged and fetching goes on, librdkafka reconnecting, until errors
+    /// have lasted the retry budget with the broker still unreachable.
+    fn ride_out(&mut self, error: rdkafka::error::KafkaError) -> Result<(), ConnectorError> {
+        let transient = matches!(error, rdkafka::error::KafkaError::MessageConsumption(code) if is_transient_code(code));
+        if !transient {
+            return Err(kafka_error("reading")(error));
+        }
+        let now = Instant::now();
+        let since = *self.failing_since.get_or_insert(now);
+        if now.duration_since(since) < self.retry.budget() {
+            tracing::warn!(%error, failing_for = ?now.duration_since(since), "kafka source cannot fetch; retrying");
+            return Ok(());
+        }
+        // Errors since `since`, but fetching may have recovered in between
+        // without a record to show it (an idle topic): ask the broker.
+        if self.consumer.fetch_metadata(None, CALL_TIMEOUT.min(self.retry.budget())).is_ok() {
+            self.failing_since = Some(now);
+            return Ok(());
+        }
+        Err(ConnectorError::Kafka {
+            what: "reading".into(),
+            message: format!(
+                "{error} (the broker has been unreachable for {}; the retry budget is checkpoint.timeout: raise it to ride out longer outages)",
+                humantime::format_duration(Duration::from_secs(now.duration_since(since).as_secs()))
+            ),
+        })
     }
 
     fn finished(&self, index: usize) -> bool {
@@ -484,6 +528,10 @@ impl Source for KafkaSource {
         self.assign(&offsets)
     }
 
+    fn set_retry_budget(&mut self, budget: Duration) {
+        self.retry = Retry::for_up_to(budget);
+    }
+
     fn on_barrier(&mut self, position: &serde_json::Value) {
         let Ok(position) = serde_json::from_value::<Position>(position.clone()) else { return };
         let mut list = TopicPartitionList::new();
@@ -495,5 +543,53 @@ impl Source for KafkaSource {
         if let Err(error) = self.consumer.commit(&list, CommitMode::Async) {
             tracing::debug!(%error, "cannot commit group offsets (used for lag monitoring only)");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rdkafka::error::KafkaError;
+    use rdkafka::types::RDKafkaErrorCode;
+
+    use super::*;
+
+    /// A source whose broker is not there (nothing listens on port 1).
+    fn unreachable(budget: Duration) -> KafkaSource {
+        let consumer = client_config("127.0.0.1:1", &[("group.id", "test")], &BTreeMap::new())
+            .create()
+            .unwrap();
+        KafkaSource {
+            consumer,
+            partitions: Vec::new(),
+            timestamp_field: None,
+            cursor: 0,
+            unassigned: true,
+            retry: Retry::for_up_to(budget),
+            failing_since: None,
+            on_data_loss: OnDataLoss::Fail,
+        }
+    }
+
+    fn down() -> KafkaError {
+        KafkaError::MessageConsumption(RDKafkaErrorCode::AllBrokersDown)
+    }
+
+    #[test]
+    fn fetch_errors_of_a_broker_outage_are_ridden_out_for_the_retry_budget() {
+        let mut source = unreachable(Duration::from_secs(3600));
+        for _ in 0..3 {
+            source.ride_out(down()).unwrap();
+        }
+        // Past the budget, the broker still unreachable: the source fails,
+        // naming the setting to raise.
+        let mut source = unreachable(Duration::from_millis(1));
+        source.ride_out(down()).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let error = source.ride_out(down()).unwrap_err().to_string();
+        assert!(error.contains("unreachable") && error.contains("checkpoint.timeout"), "{error}");
+        // Not an outage: at once.
+        let mut source = unreachable(Duration::from_secs(3600));
+        let other = KafkaError::MessageConsumption(RDKafkaErrorCode::OffsetOutOfRange);
+        assert!(source.ride_out(other).is_err());
     }
 }
