@@ -190,3 +190,42 @@ fn a_stop_or_delete_during_the_delay_cancels_the_restart() {
     assert_eq!(server.call("GET", "/pipelines/waiting", None, b"").0, 404);
     assert_eq!(server.call("GET", "/pipelines", None, b"").1["pipelines"], serde_json::json!([]));
 }
+
+#[test]
+fn a_start_refused_on_purpose_is_not_restarted() {
+    // The commit marker of a running pipeline is lost while its server is
+    // down: the resumed run is refused, and restarting it would only be
+    // refused again, so the pipeline is failed at once with the reason.
+    let kafka = TestKafka::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (orders, revenue) = (unique("orders"), unique("revenue"));
+    kafka.create_topic(&orders, 1);
+    kafka.create_topic(&revenue, 1);
+    produce_orders(&kafka, &orders, 1, 500, 10, 1);
+    let data = dir.path().join("data");
+    let server = Server::start(&data, &[]);
+    upload(&server, "revenue");
+    let bootstrap = kafka.bootstrap();
+    let spec = format!(
+        "name: orders\nsource: {{ type: kafka, bootstrap_servers: {bootstrap:?}, topics: [{orders}], timestamp_field: event_time }}\n\
+         key: {{ function: revenue }}\nprocess: {{ function: revenue }}\n\
+         sink: {{ type: kafka, bootstrap_servers: {bootstrap:?}, topic: {revenue}, delivery: exactly-once, transactional_id_prefix: {revenue}, transaction_timeout: 5m }}\n\
+         checkpoint: {{ interval: 200ms, timeout: 1m }}\n\
+         restart: {{ strategy: fixed-delay, attempts: 5, delay: 100ms }}\n"
+    );
+    assert_eq!(server.call("POST", "/pipelines", None, spec.as_bytes()).0, 201);
+    server.wait_for("/pipelines/orders", None, Duration::from_secs(60), |s| {
+        s["snapshots_completed"].as_u64() >= Some(2)
+    });
+    assert!(total(&committed_per_key(&kafka, &revenue)) > 0, "the run committed output");
+    drop(server); // kill -9
+    kafka.delete_group(&format!("weir-txn-{revenue}"));
+
+    let server = Server::start(&data, &[]);
+    let status = server
+        .wait_for("/pipelines/orders", None, Duration::from_secs(60), |s| s["state"] == "failed");
+    let failure = status["failure"].as_str().unwrap_or_default();
+    assert!(failure.contains("commit marker") && failure.contains("not restarted"), "{status}");
+    assert_eq!(status["restart"]["restarts"], 0, "{status}");
+    assert!(status["restart"]["next_attempt_at"].is_null(), "{status}");
+}

@@ -622,6 +622,10 @@ impl Supervisor {
         };
         match result {
             Ok(summary) => self.record_end(entry, Ok(summary.stopped)),
+            Err(error) if error.needs_operator() => {
+                tracing::warn!(pipeline = name, %error, "pipeline failed; a restart cannot help");
+                self.record_end(entry, Err(format!("{error} (not restarted: running it again cannot help until this is dealt with)")));
+            }
             Err(error) => {
                 tracing::warn!(pipeline = name, %error, "pipeline failed");
                 let started = entry.run.as_ref().map_or(0, |r| r.started_at);

@@ -124,3 +124,24 @@ pub enum RunError {
     #[error("a downstream operator stopped")]
     Stopped,
 }
+
+impl RunError {
+    /// Whether running again cannot help until someone acts: the start was
+    /// refused on purpose (a commit marker that disagrees with the
+    /// checkpoints, a snapshot that does not fit, settings that cannot
+    /// work) or a function cannot be loaded. `weir serve` records such a
+    /// failure instead of restarting the pipeline.
+    pub fn needs_operator(&self) -> bool {
+        matches!(
+            self,
+            RunError::CommitMarker { .. }
+                | RunError::Resume { .. }
+                | RunError::NothingToRestore(_)
+                | RunError::Deploy(_)
+                | RunError::ExactlyOnce(_)
+                | RunError::ReadFunction { .. }
+                | RunError::StoredFunction { .. }
+                | RunError::Load { .. }
+        )
+    }
+}

@@ -171,6 +171,22 @@ impl KafkaSinkConfig {
         Ok(([format!("{prefix}-0"), format!("{prefix}-1")], format!("weir-txn-{prefix}")))
     }
 
+    /// The metadata of the marker consumer `group`, which transactions
+    /// commit the marker for.
+    fn marker_group(
+        &self,
+        group: &str,
+    ) -> Result<rdkafka::consumer::ConsumerGroupMetadata, ConnectorError> {
+        let reader: BaseConsumer =
+            client_config(&self.bootstrap_servers, &[("group.id", group)], &self.properties)
+                .create()
+                .map_err(kafka_error("creating the marker group"))?;
+        reader.group_metadata().ok_or_else(|| ConnectorError::Kafka {
+            what: "the marker group".into(),
+            message: "no group metadata".into(),
+        })
+    }
+
     fn producer(
         &self,
         transactional_id: Option<&str>,
@@ -278,6 +294,16 @@ fn init_transactions(
     })
 }
 
+/// The commit marker's value `id` as an offset commit: partition 0 of the
+/// output `topic`.
+fn marker_offsets(topic: &str, id: u64) -> Result<TopicPartitionList, ConnectorError> {
+    let mut marker = TopicPartitionList::new();
+    marker
+        .add_partition_offset(topic, 0, Offset::Offset(id as i64))
+        .map_err(kafka_error("building the commit marker"))?;
+    Ok(marker)
+}
+
 /// Set the commit marker to `id` (`0`: nothing committed yet) in a
 /// transaction of its own, committed at once. Used when a pipeline first
 /// starts, so that a marker found absent later means it was lost, and
@@ -288,21 +314,8 @@ pub fn set_commit_marker(config: &KafkaSinkConfig, id: u64) -> Result<(), Connec
     producer
         .init_transactions(CALL_TIMEOUT)
         .map_err(kafka_error(format!("initialising transactional id {}", ids[0])))?;
-    let reader: BaseConsumer = client_config(
-        &config.bootstrap_servers,
-        &[("group.id", group.as_str())],
-        &config.properties,
-    )
-    .create()
-    .map_err(kafka_error("creating the marker group"))?;
-    let metadata = reader.group_metadata().ok_or_else(|| ConnectorError::Kafka {
-        what: "the marker group".into(),
-        message: "no group metadata".into(),
-    })?;
-    let mut marker = TopicPartitionList::new();
-    marker
-        .add_partition_offset(&config.topic, 0, Offset::Offset(id as i64))
-        .map_err(kafka_error("building the commit marker"))?;
+    let metadata = config.marker_group(&group)?;
+    let marker = marker_offsets(&config.topic, id)?;
     let what = format!("setting the commit marker of group {group} to {id}");
     producer.begin_transaction().map_err(kafka_error(what.clone()))?;
     producer
@@ -350,18 +363,7 @@ impl KafkaSink {
                 let (ids, group) = config.transactional()?;
                 let producers = [config.producer(Some(&ids[0]))?, config.producer(Some(&ids[1]))?];
                 init_transactions(&producers, &ids, "initialising")?;
-                let reader: BaseConsumer = client_config(
-                    &config.bootstrap_servers,
-                    &[("group.id", group.as_str())],
-                    &config.properties,
-                )
-                .create()
-                .map_err(kafka_error("creating the marker group"))?;
-                let marker_group =
-                    reader.group_metadata().ok_or_else(|| ConnectorError::Kafka {
-                        what: "the marker group".into(),
-                        message: "no group metadata".into(),
-                    })?;
+                let marker_group = config.marker_group(&group)?;
                 Mode::ExactlyOnce(Transactions {
                     producers,
                     open: [None, None],
@@ -537,10 +539,7 @@ impl Sink for KafkaSink {
         // epoch wrote nothing): it is visible exactly when the output is.
         transactions.for_epoch(checkpoint)?;
         let producer = &transactions.producers[(checkpoint % 2) as usize];
-        let mut marker = TopicPartitionList::new();
-        marker
-            .add_partition_offset(&self.topic, 0, Offset::Offset(checkpoint as i64))
-            .map_err(kafka_error("building the commit marker"))?;
+        let marker = marker_offsets(&self.topic, checkpoint)?;
         let group = &transactions.marker_group;
         self.retry.call(
             || format!("adding the marker of checkpoint {checkpoint}"),
