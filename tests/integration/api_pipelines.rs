@@ -4,19 +4,14 @@
 //! stop, delete; refusals of bad specs and hostile requests that change
 //! nothing; the OpenAPI document matching the routes.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::kafka::{committed_per_key, produce_orders, unique};
+use crate::kafka::{committed_per_key, produce_orders, total, unique};
 use crate::kafka_support::TestKafka;
 use crate::support::*;
 
 const TOKEN: Option<&str> = Some("t0ken");
-
-fn total(keys: &BTreeMap<u64, Vec<String>>) -> usize {
-    keys.values().map(Vec::len).sum()
-}
 
 /// The same component with a custom section appended: other bytes (a new
 /// version), the same behaviour.

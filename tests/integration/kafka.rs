@@ -104,12 +104,11 @@ fn assert_prefix(
 }
 
 /// The same records per customer, reporting the first difference briefly.
-fn assert_same(
+pub(crate) fn assert_same(
     actual: &BTreeMap<u64, Vec<String>>,
     expected: &BTreeMap<u64, Vec<String>>,
     when: &str,
 ) {
-    let total = |m: &BTreeMap<u64, Vec<String>>| m.values().map(Vec::len).sum::<usize>();
     assert_eq!(total(actual), total(expected), "{when}: number of results");
     for (customer, want) in expected {
         let got = actual.get(customer).map(Vec::as_slice).unwrap_or_default();
@@ -138,7 +137,8 @@ fn assert_extends(
     assert_prefix(before, after, when);
 }
 
-fn total(records: &BTreeMap<u64, Vec<String>>) -> usize {
+/// How many results there are, over all customers.
+pub(crate) fn total(records: &BTreeMap<u64, Vec<String>>) -> usize {
     records.values().map(Vec::len).sum()
 }
 

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use crate::kafka::{produce_orders, unique};
+use crate::kafka::{assert_same, produce_orders, total, unique};
 use crate::kafka_support::{Record, TestKafka};
 use crate::support::*;
 
@@ -104,25 +104,6 @@ fn results(kafka: &TestKafka, topic: &str) -> BTreeMap<u64, Vec<String>> {
     keys
 }
 
-fn count(results: &BTreeMap<u64, Vec<String>>) -> usize {
-    results.values().map(Vec::len).sum()
-}
-
-/// Exactly the expected results per customer: nothing lost or duplicated.
-fn assert_exact(actual: &BTreeMap<u64, Vec<String>>, expected: &BTreeMap<u64, Vec<String>>) {
-    assert_eq!(count(actual), count(expected), "number of results");
-    for (customer, want) in expected {
-        let got = actual.get(customer).map(Vec::as_slice).unwrap_or_default();
-        if let Some(i) = (0..want.len().max(got.len())).find(|&i| got.get(i) != want.get(i)) {
-            panic!(
-                "customer {customer}'s result {i} is {:?}, expected {:?}",
-                got.get(i),
-                want.get(i)
-            );
-        }
-    }
-}
-
 /// The results of `pipeline` written failure-free to a topic of their
 /// own: what every faulty run of it must end up with.
 fn reference(kafka: &TestKafka, dir: &Path, pipeline: &Pipeline) -> BTreeMap<u64, Vec<String>> {
@@ -213,7 +194,7 @@ fn the_next_start_aborts_what_a_killed_run_left_open() {
     );
     let (ok, stderr) = stderr_of(rerun);
     assert!(ok, "{stderr}");
-    assert_exact(&results(&kafka, &revenue), &expected);
+    assert_same(&results(&kafka, &revenue), &expected, "after the faults");
 }
 
 /// Wait until `topic` has more than `than` committed results (the run
@@ -221,7 +202,7 @@ fn the_next_start_aborts_what_a_killed_run_left_open() {
 fn wait_for_progress(kafka: &TestKafka, topic: &str, than: usize, child: &mut Child) -> usize {
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
-        let committed = count(&results(kafka, topic));
+        let committed = total(&results(kafka, topic));
         if committed > than {
             return committed;
         }
@@ -238,24 +219,24 @@ fn a_broker_killed_and_restarted_twice_mid_run_is_ridden_out() {
     let (orders, revenue) = (unique("orders"), unique("revenue"));
     kafka.create_topic(&orders, 3);
     kafka.create_topic(&revenue, 1);
-    let total = 60_000;
-    produce_orders(&kafka, &orders, 3, total as u64, 40, 1);
+    let orders_count = 60_000;
+    produce_orders(&kafka, &orders, 3, orders_count as u64, 40, 1);
     // The checkpoint timeout (the retry budget) outlasts an outage.
     let pipeline = Pipeline {
         checkpoint: "{ interval: 150ms, timeout: 2m }",
         ..Pipeline::revenue("outage", &orders, &revenue)
     };
     let expected = reference(&kafka, dir.path(), &pipeline);
-    assert_eq!(count(&expected), total);
+    assert_eq!(total(&expected), orders_count);
     let spec = pipeline.write(dir.path(), &kafka);
     let mut run = start_weir(&spec, &dir.path().join("data"), &["--sink-delay-ms", "20"], &[]);
     let mut committed = 0;
     for outage in 1..=2 {
         committed = wait_for_progress(&kafka, &revenue, committed, &mut run);
-        assert!(committed < total, "outage {outage}: the run is already done");
+        assert!(committed < orders_count, "outage {outage}: the run is already done");
         kafka.kill();
         assert!(run.try_wait().unwrap().is_none(), "outage {outage} began mid-run");
-        eprintln!("broker killed with {committed} of {total} results committed");
+        eprintln!("broker killed with {committed} of {orders_count} results committed");
         std::thread::sleep(OUTAGE);
         assert!(
             run.try_wait().unwrap().is_none(),
@@ -266,7 +247,7 @@ fn a_broker_killed_and_restarted_twice_mid_run_is_ridden_out() {
     }
     let (ok, stderr) = stderr_of(run);
     assert!(ok, "the run did not ride out the outages: {stderr}");
-    assert_exact(&results(&kafka, &revenue), &expected);
+    assert_same(&results(&kafka, &revenue), &expected, "after the faults");
 }
 
 #[test]
@@ -302,8 +283,8 @@ fn a_transaction_the_broker_aborts_by_timeout_fails_the_run_and_the_rerun_is_exa
     assert!(!ok, "a run whose transaction the broker aborted fails: {stderr}");
     eprintln!("the stalled run: {}", stderr.lines().last().unwrap_or_default());
     let visible = results(&kafka, &revenue);
-    assert!(count(&visible) < count(&expected), "the stalled run did not finish");
+    assert!(total(&visible) < total(&expected), "the stalled run did not finish");
 
     run_ok(&spec, &data, &[]);
-    assert_exact(&results(&kafka, &revenue), &expected);
+    assert_same(&results(&kafka, &revenue), &expected, "after the faults");
 }

@@ -20,7 +20,7 @@ use weir_host::runtime::packing::KeyList;
 use weir_host::runtime::HostCtx;
 use weir_host::Event;
 
-use crate::kafka::{committed_per_key, produce_orders, unique};
+use crate::kafka::{committed_per_key, produce_orders, total, unique};
 use crate::kafka_support::TestKafka;
 use crate::support::*;
 
@@ -62,10 +62,6 @@ fn reference(kafka: &TestKafka, dir: &Path, orders: &str) -> BTreeMap<u64, Vec<S
     let name = unique("reference");
     run_ok(&spec(dir, kafka, &name, orders, &topic), &dir.join(&name), &[]);
     committed_per_key(kafka, &topic)
-}
-
-fn total(results: &BTreeMap<u64, Vec<String>>) -> usize {
-    results.values().map(Vec::len).sum()
 }
 
 /// The commit marker: the offset group `weir-txn-<name>` committed on

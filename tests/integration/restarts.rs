@@ -6,13 +6,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::kafka::{committed_per_key, produce_orders, unique};
+use crate::kafka::{committed_per_key, produce_orders, total, unique};
 use crate::kafka_support::TestKafka;
 use crate::support::*;
-
-fn total(keys: &std::collections::BTreeMap<u64, Vec<String>>) -> usize {
-    keys.values().map(Vec::len).sum()
-}
 
 fn upload(server: &Server, name: &str) {
     let wasm = std::fs::read(function(name)).unwrap();
