@@ -1,6 +1,6 @@
-//! Kafka source and sink on a Kafka-protocol broker (the vendored krafka
-//! FakeBroker in this process, or `$WEIR_TEST_KAFKA_BOOTSTRAP`): exactly-once
-//! output through SIGKILLs and crashes injected at each commit phase;
+//! Kafka source and sink on a real Kafka broker (see `kafka_support`):
+//! exactly-once output through 100 SIGKILLs and crashes injected at each
+//! commit phase;
 //! positions from checkpoints, not group offsets; idle partitions; fencing;
 //! deploy-time refusals.
 
