@@ -49,27 +49,51 @@ pub(crate) fn produce_orders(
     kafka.produce_many(topic, &records);
 }
 
-struct KafkaPipeline<'a> {
-    name: String,
-    source: String,
-    sink: String,
-    extra: &'a str,
+/// A pipeline from Kafka topic `source` to an exactly-once Kafka sink on
+/// `sink`, with `function` as key and process function.
+pub(crate) struct KafkaPipeline<'a> {
+    pub(crate) name: String,
+    pub(crate) function: &'a str,
+    pub(crate) source: &'a str,
+    pub(crate) sink: &'a str,
+    /// The source's `timestamp_field`, if any.
+    pub(crate) timestamp_field: Option<&'a str>,
+    pub(crate) transaction_timeout: &'a str,
+    pub(crate) checkpoint: &'a str,
 }
 
 impl KafkaPipeline<'_> {
-    fn write(&self, dir: &Path, kafka: &TestKafka) -> PathBuf {
-        let wasm = function("revenue");
+    /// The revenue pipeline, named `name` made unique.
+    pub(crate) fn revenue<'a>(name: &str, source: &'a str, sink: &'a str) -> KafkaPipeline<'a> {
+        KafkaPipeline {
+            name: unique(name),
+            function: "revenue",
+            source,
+            sink,
+            timestamp_field: Some("event_time"),
+            transaction_timeout: "5m",
+            checkpoint: "{ interval: 150ms, timeout: 1m }",
+        }
+    }
+
+    /// Write the spec into `dir`; its path.
+    pub(crate) fn write(&self, dir: &Path, kafka: &TestKafka) -> PathBuf {
+        let wasm = function(self.function);
         let bootstrap = kafka.bootstrap();
+        let timestamp = self
+            .timestamp_field
+            .map(|field| format!(", timestamp_field: {field}"))
+            .unwrap_or_default();
         let spec = dir.join(format!("{}.yaml", self.name));
         std::fs::write(
             &spec,
             format!(
                 "name: {}\nparallelism: 2\nbatch_size: 100\n\
-                 source: {{ type: kafka, bootstrap_servers: {bootstrap:?}, topics: [{}], bounded: true, timestamp_field: event_time }}\n\
+                 source: {{ type: kafka, bootstrap_servers: {bootstrap:?}, topics: [{}], bounded: true{timestamp} }}\n\
                  key: {{ wasm: {wasm:?} }}\nprocess: {{ wasm: {wasm:?} }}\n\
-                 sink: {{ type: kafka, bootstrap_servers: {bootstrap:?}, topic: {}, delivery: exactly-once, transactional_id_prefix: {}, transaction_timeout: 5m }}\n\
-                 checkpoint: {{ interval: 150ms, timeout: 1m }}\n{}",
-                self.name, self.source, self.sink, self.name, self.extra
+                 sink: {{ type: kafka, bootstrap_servers: {bootstrap:?}, topic: {}, delivery: exactly-once, transactional_id_prefix: {}, transaction_timeout: {} }}\n\
+                 checkpoint: {}\n",
+                self.name, self.source, self.sink, self.name, self.transaction_timeout, self.checkpoint
             ),
         )
         .unwrap();
@@ -172,13 +196,7 @@ fn kafka_to_kafka_is_exactly_once_through_kill_9_and_commit_phase_crashes() {
     let mut produced = 40_000;
     produce_orders(&kafka, &orders, 3, produced, 40, 1);
 
-    let spec = KafkaPipeline {
-        name: unique("chaos"),
-        source: orders.clone(),
-        sink: revenue.clone(),
-        extra: "",
-    }
-    .write(dir.path(), &kafka);
+    let spec = KafkaPipeline::revenue("chaos", &orders, &revenue).write(dir.path(), &kafka);
     let data = dir.path().join("data");
     let seed = crash_seed();
     eprintln!("kafka chaos seed {seed}");
@@ -266,13 +284,8 @@ fn kafka_to_kafka_is_exactly_once_through_kill_9_and_commit_phase_crashes() {
     let actual = committed_per_key(&kafka, &revenue);
 
     // The reference: one failure-free run over the same input.
-    let expected_spec = KafkaPipeline {
-        name: unique("expected"),
-        source: orders.clone(),
-        sink: expected_topic.clone(),
-        extra: "",
-    }
-    .write(dir.path(), &kafka);
+    let expected_spec =
+        KafkaPipeline::revenue("expected", &orders, &expected_topic).write(dir.path(), &kafka);
     run_ok(&expected_spec, &dir.path().join("data-expected"), &[]);
     let expected = committed_per_key(&kafka, &expected_topic);
     assert_eq!(total(&expected), produced as usize, "the failure-free run");
@@ -314,19 +327,12 @@ fn restarts_that_die_before_their_first_commit_keep_the_committed_checkpoint() {
     kafka.create_topic(&revenue, 1);
     kafka.create_topic(&expected_topic, 1);
     produce_orders(&kafka, &orders, 2, 20_000, 40, 1);
-    let expected_spec = KafkaPipeline {
-        name: unique("expected"),
-        source: orders.clone(),
-        sink: expected_topic.clone(),
-        extra: "",
-    }
-    .write(dir.path(), &kafka);
+    let expected_spec =
+        KafkaPipeline::revenue("expected", &orders, &expected_topic).write(dir.path(), &kafka);
     run_ok(&expected_spec, &dir.path().join("data-expected"), &[]);
     let expected = committed_per_key(&kafka, &expected_topic);
 
-    let spec =
-        KafkaPipeline { name: unique("pinned"), source: orders, sink: revenue.clone(), extra: "" }
-            .write(dir.path(), &kafka);
+    let spec = KafkaPipeline::revenue("pinned", &orders, &revenue).write(dir.path(), &kafka);
     let data = dir.path().join("data");
     let slow = ["--sink-delay-ms", "20"];
     for fault in [
@@ -447,8 +453,7 @@ fn a_second_host_with_the_same_transactional_ids_fences_the_first() {
     // one's transaction, gets to fence it (12,000 orders once ran out
     // after 28 s, before the fence). Fenced, the first host stops early.
     produce_orders(&kafka, &orders, 1, 24_000, 10, 1);
-    let spec = KafkaPipeline { name: unique("zombie"), source: orders, sink: revenue, extra: "" }
-        .write(dir.path(), &kafka);
+    let spec = KafkaPipeline::revenue("zombie", &orders, &revenue).write(dir.path(), &kafka);
     let zombie = start_weir(&spec, &dir.path().join("data-a"), &["--sink-delay-ms", "100"], &[]);
     std::thread::sleep(Duration::from_millis(1_500));
     let successor = start_weir(&spec, &dir.path().join("data-b"), &["--sink-delay-ms", "100"], &[]);
@@ -513,9 +518,7 @@ fn impossible_exactly_once_settings_are_refused_before_anything_runs() {
     produce_orders(&kafka, &orders, 1, 10, 3, 1);
     let first = KafkaPipeline {
         name: "first".into(),
-        source: orders.clone(),
-        sink: revenue.clone(),
-        extra: "",
+        ..KafkaPipeline::revenue("first", &orders, &revenue)
     }
     .write(dir.path(), &kafka);
     let first_text = std::fs::read_to_string(&first)
@@ -556,9 +559,7 @@ fn an_at_least_once_sink_without_checkpoints_delivers_everything() {
     kafka.create_topic(&orders, 2);
     kafka.create_topic(&revenue, 1);
     produce_orders(&kafka, &orders, 2, 300, 5, 1);
-    let spec =
-        KafkaPipeline { name: unique("plain"), source: orders, sink: revenue.clone(), extra: "" }
-            .write(dir.path(), &kafka);
+    let spec = KafkaPipeline::revenue("plain", &orders, &revenue).write(dir.path(), &kafka);
     let text = std::fs::read_to_string(&spec).unwrap();
     let text = text
         .replace("delivery: exactly-once, ", "delivery: at-least-once, ")

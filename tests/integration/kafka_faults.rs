@@ -6,11 +6,11 @@
 //! fails the run, whose rerun is exact.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use crate::kafka::{assert_same, produce_orders, total, unique};
+use crate::kafka::{assert_same, produce_orders, total, unique, KafkaPipeline};
 use crate::kafka_support::{Record, TestKafka};
 use crate::support::*;
 
@@ -23,50 +23,6 @@ const NOT_HELD_BACK: Duration = Duration::from_secs(60);
 /// A little longer than one Kafka call's timeout (`CALL_TIMEOUT`, 30 s):
 /// an outage a single call cannot ride out.
 const OUTAGE: Duration = Duration::from_secs(36);
-
-/// A pipeline from Kafka topic `source` to an exactly-once Kafka sink on
-/// `sink`, with `function` as key and process function.
-struct Pipeline<'a> {
-    name: String,
-    function: &'a str,
-    source: &'a str,
-    sink: &'a str,
-    transaction_timeout: &'a str,
-    checkpoint: &'a str,
-}
-
-impl Pipeline<'_> {
-    fn write(&self, dir: &Path, kafka: &TestKafka) -> PathBuf {
-        let wasm = function(self.function);
-        let bootstrap = kafka.bootstrap();
-        let spec = dir.join(format!("{}.yaml", self.name));
-        std::fs::write(
-            &spec,
-            format!(
-                "name: {}\nparallelism: 2\nbatch_size: 100\n\
-                 source: {{ type: kafka, bootstrap_servers: {bootstrap:?}, topics: [{}], bounded: true }}\n\
-                 key: {{ wasm: {wasm:?} }}\nprocess: {{ wasm: {wasm:?} }}\n\
-                 sink: {{ type: kafka, bootstrap_servers: {bootstrap:?}, topic: {}, delivery: exactly-once, transactional_id_prefix: {}, transaction_timeout: {} }}\n\
-                 checkpoint: {}\n",
-                self.name, self.source, self.sink, self.name, self.transaction_timeout, self.checkpoint
-            ),
-        )
-        .unwrap();
-        spec
-    }
-
-    /// The revenue pipeline of `kafka.rs`'s tests.
-    fn revenue<'a>(name: &str, source: &'a str, sink: &'a str) -> Pipeline<'a> {
-        Pipeline {
-            name: unique(name),
-            function: "revenue",
-            source,
-            sink,
-            transaction_timeout: "5m",
-            checkpoint: "{ interval: 150ms, timeout: 1m }",
-        }
-    }
-}
 
 /// A record no pipeline writes, produced to an output topic outside any
 /// transaction.
@@ -106,10 +62,15 @@ fn results(kafka: &TestKafka, topic: &str) -> BTreeMap<u64, Vec<String>> {
 
 /// The results of `pipeline` written failure-free to a topic of their
 /// own: what every faulty run of it must end up with.
-fn reference(kafka: &TestKafka, dir: &Path, pipeline: &Pipeline) -> BTreeMap<u64, Vec<String>> {
+fn reference(
+    kafka: &TestKafka,
+    dir: &Path,
+    pipeline: &KafkaPipeline,
+) -> BTreeMap<u64, Vec<String>> {
     let topic = unique("revenue-expected");
     kafka.create_topic(&topic, 1);
-    let spec = Pipeline { name: unique("expected"), sink: &topic, ..*pipeline }.write(dir, kafka);
+    let spec =
+        KafkaPipeline { name: unique("expected"), sink: &topic, ..*pipeline }.write(dir, kafka);
     run_ok(&spec, &dir.join("data-expected"), &[]);
     results(kafka, &topic)
 }
@@ -137,11 +98,12 @@ fn a_failed_run_aborts_its_open_transaction() {
         .collect();
     records.push((Some(0), None, br#"{"customer":"c1","act":"trap"}"#.to_vec()));
     kafka.produce_many(&acts, &records);
-    let spec = Pipeline {
+    let spec = KafkaPipeline {
         name: unique("trap"),
         function: "misbehaving",
         source: &acts,
         sink: &counts,
+        timestamp_field: None,
         transaction_timeout: "5m",
         checkpoint: "{ interval: 150ms, timeout: 1m }",
     }
@@ -172,7 +134,7 @@ fn the_next_start_aborts_what_a_killed_run_left_open() {
     kafka.create_topic(&orders, 3);
     kafka.create_topic(&revenue, 1);
     produce_orders(&kafka, &orders, 3, 20_000, 40, 1);
-    let pipeline = Pipeline::revenue("killed", &orders, &revenue);
+    let pipeline = KafkaPipeline::revenue("killed", &orders, &revenue);
     let expected = reference(&kafka, dir.path(), &pipeline);
 
     let spec = pipeline.write(dir.path(), &kafka);
@@ -222,9 +184,9 @@ fn a_broker_killed_and_restarted_twice_mid_run_is_ridden_out() {
     let orders_count = 60_000;
     produce_orders(&kafka, &orders, 3, orders_count as u64, 40, 1);
     // The checkpoint timeout (the retry budget) outlasts an outage.
-    let pipeline = Pipeline {
+    let pipeline = KafkaPipeline {
         checkpoint: "{ interval: 150ms, timeout: 2m }",
-        ..Pipeline::revenue("outage", &orders, &revenue)
+        ..KafkaPipeline::revenue("outage", &orders, &revenue)
     };
     let expected = reference(&kafka, dir.path(), &pipeline);
     assert_eq!(total(&expected), orders_count);
@@ -264,10 +226,10 @@ fn a_transaction_the_broker_aborts_by_timeout_fails_the_run_and_the_rerun_is_exa
     kafka.create_topic(&orders, 3);
     kafka.create_topic(&revenue, 1);
     produce_orders(&kafka, &orders, 3, 20_000, 40, 1);
-    let pipeline = Pipeline {
+    let pipeline = KafkaPipeline {
         transaction_timeout: "65s",
         checkpoint: "{ interval: 150ms, timeout: 3s }",
-        ..Pipeline::revenue("stalled", &orders, &revenue)
+        ..KafkaPipeline::revenue("stalled", &orders, &revenue)
     };
     let expected = reference(&kafka, dir.path(), &pipeline);
     let spec = pipeline.write(dir.path(), &kafka);

@@ -310,32 +310,29 @@ impl CheckpointStorage {
     pub fn commit(&self, metadata: &SnapshotMetadata) -> Result<(), CheckpointError> {
         let bytes = serde_json::to_vec_pretty(metadata)?;
         let dir = self.snapshot_dir(metadata.kind, metadata.id);
-        let path = dir.clone().join(METADATA);
+        let path = join(&dir, METADATA);
         let create = PutOptions { mode: PutMode::Create, ..PutOptions::default() };
-        self.runtime.block_on(async {
-            match self.store.put_opts(&path, PutPayload::from(bytes.clone()), create).await {
-                Ok(_) => Ok(()),
-                Err(object_store::Error::AlreadyExists { .. }) => {
-                    // A retried write of ours that had landed is no conflict.
-                    let stored = match self.store.get(&path).await {
-                        Ok(stored) => stored.bytes().await.ok(),
-                        Err(_) => None,
-                    };
-                    if stored.as_deref() == Some(&bytes[..]) {
-                        return Ok(());
-                    }
-                    Err(CheckpointError::AlreadyCompleted {
-                        location: self.describe(&dir),
-                        pipeline: metadata.pipeline.clone(),
-                    })
-                }
-                Err(object_store::Error::NotImplemented { .. }) => {
-                    tracing::warn!(location = %self.describe(&dir), "the checkpoint store cannot write create-only (conditional put disabled?); writing the metadata unconditionally");
-                    Ok(self.store.put(&path, PutPayload::from(bytes)).await.map(drop)?)
-                }
-                Err(e) => Err(e.into()),
+        let put = PutPayload::from(bytes.clone());
+        match self.runtime.block_on(self.store.put_opts(&path, put, create)) {
+            Ok(_) => Ok(()),
+            // A retried write of ours that had landed is no conflict.
+            Err(object_store::Error::AlreadyExists { .. })
+                if self.get(&path).ok().as_deref() == Some(&bytes[..]) =>
+            {
+                Ok(())
             }
-        })
+            Err(object_store::Error::AlreadyExists { .. }) => {
+                Err(CheckpointError::AlreadyCompleted {
+                    location: self.describe(&dir),
+                    pipeline: metadata.pipeline.clone(),
+                })
+            }
+            Err(object_store::Error::NotImplemented { .. }) => {
+                tracing::warn!(location = %self.describe(&dir), "the checkpoint store cannot write create-only (conditional put disabled?); writing the metadata unconditionally");
+                self.put(&dir, METADATA, bytes)
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// The metadata in snapshot directory `dir`: `None` when there is none
@@ -343,21 +340,22 @@ impl CheckpointStorage {
     /// backoff; one that keeps failing, or metadata that does not parse, is
     /// an error — never taken for absent.
     fn read_metadata(&self, dir: &Path) -> Result<Option<SnapshotMetadata>, CheckpointError> {
-        let path = dir.clone().join(METADATA);
+        let path = join(dir, METADATA);
         let mut backoff = FIRST_BACKOFF;
         let mut attempt = 1;
         let bytes = loop {
-            let read = self.runtime.block_on(async {
-                let bytes = self.store.get(&path).await?.bytes().await?;
-                Ok::<_, object_store::Error>(bytes)
-            });
-            match read {
+            match self.get(&path) {
                 Ok(bytes) => break bytes,
-                Err(object_store::Error::NotFound { .. }) => return Ok(None),
-                Err(source) if attempt >= READ_ATTEMPTS => {
-                    return Err(CheckpointError::UnreadableMetadata {
-                        location: self.describe(dir),
-                        source,
+                Err(CheckpointError::Store(object_store::Error::NotFound { .. })) => {
+                    return Ok(None)
+                }
+                Err(error) if attempt >= READ_ATTEMPTS => {
+                    return Err(match error {
+                        CheckpointError::Store(source) => CheckpointError::UnreadableMetadata {
+                            location: self.describe(dir),
+                            source,
+                        },
+                        other => other,
                     })
                 }
                 Err(error) => {

@@ -101,6 +101,15 @@ pub enum RestartStrategy {
 /// The longest wait a setting may ask for.
 const LONGEST: Duration = Duration::from_secs(24 * 3600);
 
+/// The default backoff's first wait.
+const INITIAL_DELAY: Duration = Duration::from_secs(1);
+/// The default backoff's longest wait.
+const MAX_DELAY: Duration = Duration::from_secs(60);
+/// The default backoff's growth per restart.
+const MULTIPLIER: f64 = 1.5;
+/// The default run length that resets the backoff.
+const RESET_AFTER: Duration = Duration::from_secs(3600);
+
 impl RestartStrategy {
     /// The default: exponential backoff with checkpoints, none without.
     pub fn default_for(checkpointed: bool) -> Self {
@@ -108,10 +117,10 @@ impl RestartStrategy {
             return Self::None;
         }
         Self::ExponentialBackoff {
-            initial_delay: Duration::from_secs(1),
-            max_delay: Duration::from_secs(60),
-            multiplier: 1.5,
-            reset_after: Duration::from_secs(3600),
+            initial_delay: INITIAL_DELAY,
+            max_delay: MAX_DELAY,
+            multiplier: MULTIPLIER,
+            reset_after: RESET_AFTER,
             attempts: None,
         }
     }
@@ -180,24 +189,14 @@ impl RestartSpec {
                 attempts: self.attempts,
             },
             StrategyKind::ExponentialBackoff => {
-                let RestartStrategy::ExponentialBackoff {
-                    initial_delay,
-                    max_delay,
-                    multiplier,
-                    reset_after,
-                    ..
-                } = RestartStrategy::default_for(true)
-                else {
-                    unreachable!("the default with checkpoints is exponential backoff")
-                };
                 let ms = Duration::from_millis(1);
                 let initial_delay =
-                    within("initial_delay", self.initial_delay.unwrap_or(initial_delay), ms)?;
-                let max_delay = within("max_delay", self.max_delay.unwrap_or(max_delay), ms)?;
+                    within("initial_delay", self.initial_delay.unwrap_or(INITIAL_DELAY), ms)?;
+                let max_delay = within("max_delay", self.max_delay.unwrap_or(MAX_DELAY), ms)?;
                 if max_delay < initial_delay {
                     return Err(bad("max_delay", "must be at least initial_delay"));
                 }
-                let multiplier = self.multiplier.unwrap_or(multiplier);
+                let multiplier = self.multiplier.unwrap_or(MULTIPLIER);
                 if !(1.0..=100.0).contains(&multiplier) {
                     return Err(bad("multiplier", "must be between 1 and 100"));
                 }
@@ -207,7 +206,7 @@ impl RestartSpec {
                     multiplier,
                     reset_after: within(
                         "reset_after",
-                        self.reset_after.unwrap_or(reset_after),
+                        self.reset_after.unwrap_or(RESET_AFTER),
                         ms,
                     )?,
                     attempts: self.attempts,

@@ -95,13 +95,7 @@ impl Retry {
                     }
                 }
                 Err(error) if is_transient(&error) => {
-                    return Err(ConnectorError::Kafka {
-                        what: what(),
-                        message: format!(
-                            "{error} (still failing after {} of retries; the retry budget is checkpoint.timeout: raise it to ride out longer broker outages)",
-                            humantime::format_duration(round_to_seconds(started.elapsed()))
-                        ),
-                    })
+                    return Err(outlasted(what(), &error, started.elapsed()))
                 }
                 Err(error) => return Err(kafka_error(what())(error)),
             }
@@ -109,8 +103,16 @@ impl Retry {
     }
 }
 
-fn round_to_seconds(duration: Duration) -> Duration {
-    Duration::from_secs(duration.as_secs())
+/// The error of a broker outage that lasted (`lasted`) past the retry
+/// budget, naming the setting to raise.
+fn outlasted(what: String, error: &KafkaError, lasted: Duration) -> ConnectorError {
+    let lasted = humantime::format_duration(Duration::from_secs(lasted.as_secs()));
+    ConnectorError::Kafka {
+        what,
+        message: format!(
+            "{error} (the broker has been unreachable for {lasted}; the retry budget is checkpoint.timeout: raise it to ride out longer broker outages)"
+        ),
+    }
 }
 
 /// Whether a failed call may succeed if made again: the broker could not

@@ -23,7 +23,7 @@ use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
-use super::{client_config, is_transient_code, kafka_error, Retry, CALL_TIMEOUT};
+use super::{client_config, is_transient_code, kafka_error, outlasted, Retry, CALL_TIMEOUT};
 use crate::connectors::registry::{ConfigError, SourceConfig};
 use crate::connectors::timestamp::{json_timestamp, parse_rfc3339_millis};
 use crate::connectors::{decode, encode, ConnectorError, Polled, Source};
@@ -285,7 +285,7 @@ impl KafkaSource {
     /// Poll what the consumer has into the partitions' buffers.
     fn fill(&mut self, max: usize) -> Result<(), ConnectorError> {
         let mut wait = POLL_WAIT;
-        for _ in 0..max {
+        for polled in 0..max {
             let Some(result) = self.consumer.poll(wait) else { break };
             wait = Duration::ZERO;
             let message = match result {
@@ -295,7 +295,10 @@ impl KafkaSource {
                     break;
                 }
             };
-            self.failing_since = None;
+            // An error ends a fill, so only its first record can follow one.
+            if polled == 0 {
+                self.failing_since = None;
+            }
             let Some(index) = self
                 .partitions
                 .iter()
@@ -355,13 +358,7 @@ impl KafkaSource {
             self.failing_since = Some(now);
             return Ok(());
         }
-        Err(ConnectorError::Kafka {
-            what: "reading".into(),
-            message: format!(
-                "{error} (the broker has been unreachable for {}; the retry budget is checkpoint.timeout: raise it to ride out longer outages)",
-                humantime::format_duration(Duration::from_secs(now.duration_since(since).as_secs()))
-            ),
-        })
+        Err(outlasted("reading".into(), &error, now.duration_since(since)))
     }
 
     fn finished(&self, index: usize) -> bool {
