@@ -7,10 +7,11 @@
 //! directory is refused; a corrupt newest `_metadata` stops start-up
 //! naming it, and keeps the shared files it references.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::checkpoints::per_key;
 use crate::support::*;
 
 /// A revenue pipeline over `count` generated orders, checkpointing every
@@ -29,17 +30,6 @@ fn spec(dir: &Path, name: &str, count: u64, out: &Path) -> PathBuf {
     )
     .unwrap();
     spec
-}
-
-/// Each customer's output records, in output order.
-fn per_key(output: &Path) -> BTreeMap<u64, Vec<String>> {
-    let mut keys: BTreeMap<u64, Vec<String>> = BTreeMap::new();
-    for line in std::fs::read_to_string(output).unwrap().lines() {
-        let record: serde_json::Value =
-            serde_json::from_str(line).unwrap_or_else(|e| panic!("a torn line {line:?}: {e}"));
-        keys.entry(record["customer_id"].as_u64().unwrap()).or_default().push(line.to_string());
-    }
-    keys
 }
 
 /// The ids of the checkpoint directories under `root`, ascending.
