@@ -167,7 +167,9 @@ impl Functions<'_> {
             Role::Key => native.key().is_some(),
             Role::Process => native.process().is_some(),
             Role::Aggregate => native.aggregate().is_some(),
-            Role::WindowProcess => false,
+            Role::WindowProcess | Role::Transform | Role::CoProcess | Role::BroadcastProcess => {
+                false
+            }
         };
         if plays {
             Ok(FunctionCode::Native(native))

@@ -10,5 +10,6 @@ wasmtime::component::bindgen!({
         "weir:function/state.value-state": crate::runtime::host::ValueStateHandle,
         "weir:function/state.map-state": crate::runtime::host::MapStateHandle,
         "weir:function/state.list-state": crate::runtime::host::ListStateHandle,
+        "weir:function/broadcast.broadcast-map": crate::runtime::host::BroadcastMapHandle,
     },
 });

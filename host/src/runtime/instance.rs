@@ -3,16 +3,18 @@
 use wasmtime::Store;
 
 use super::bindings::exports::weir::function::{
-    aggregate_fn, key_fn, process_fn, window_process_fn,
+    aggregate_fn, broadcast_fn, co_process_fn, key_fn, process_fn, transform_fn, window_process_fn,
 };
 use super::bindings::weir::function::types::{
     Accumulate, AccumulateBatch, EventBatch, KeyedBatch, KeyedEvents, KeyedTimers, ValueCells,
     WindowEvents,
 };
 use super::host::MAX_KEY_LEN;
-use super::native::{NativeAggregateFunction, NativeKeyFunction, NativeProcessFunction};
+use super::native::{
+    NativeAggregateFunction, NativeKeyFunction, NativeProcessFunction, NativeTransformFunction,
+};
 use super::packing::{self, BareEvents, FiredWindows, Grouping, KeyList};
-use super::{HostCtx, LoadedFunction};
+use super::{HostCtx, LoadedFunction, Role};
 use crate::Event;
 
 /// A function's code: a Wasm instance in its store (with the component,
@@ -270,30 +272,136 @@ impl KeyFunctionInstance {
     }
 }
 
+/// A live transform function (map, filter, flat-map): no keyed state.
+pub struct TransformInstance {
+    name: String,
+    code: Code<transform_fn::Guest, dyn NativeTransformFunction>,
+    /// The batch as it crosses the boundary (buffers reused).
+    packed: EventBatch,
+}
+
+fn load_transform(
+    function: &LoadedFunction,
+    store: &mut Store<HostCtx>,
+    instance: &wasmtime::component::Instance,
+) -> wasmtime::Result<transform_fn::Guest> {
+    transform_fn::GuestIndices::new(&function.pre)?.load(store, instance)
+}
+
+impl TransformInstance {
+    /// Instantiate `function` (which must export `transform-fn`) as `name`,
+    /// over `ctx` (which holds no state: its limits and grants apply).
+    pub fn new(function: &LoadedFunction, name: &str, ctx: HostCtx) -> Result<Self, CallError> {
+        Ok(Self {
+            name: name.to_string(),
+            code: Code::wasm(function, ctx, name, load_transform)?,
+            packed: packing::empty_batch(),
+        })
+    }
+
+    /// A native transform function as `name`.
+    pub fn native(function: Box<dyn NativeTransformFunction>, name: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            code: Code::Native { ctx: Box::new(HostCtx::new(name, None, 1)), function },
+            packed: packing::empty_batch(),
+        }
+    }
+
+    /// The outputs for `events`, in input order: those the function
+    /// returned, then any it emitted through `context.emit`. Events it sent
+    /// to side outputs are left in [`HostCtx::side_outputs`].
+    pub fn transform(&mut self, events: &[Event]) -> Result<Vec<Event>, CallError> {
+        let doing = Doing { what: "transforming", count: events.len(), unit: "events" };
+        let failed = |message| CallError::Failed {
+            function: self.name.clone(),
+            activity: doing.text(),
+            message,
+        };
+        let mut outputs = match &mut self.code {
+            Code::Wasm { store, guest, .. } => {
+                packing::pack(events, &mut self.packed);
+                let batch = call_wasm(store, &self.name, Some(doing), |store| {
+                    guest.call_transform(store, &self.packed)
+                })?
+                .map_err(|e| failed(e.message))?;
+                packing::unpack(batch).map_err(failed)?
+            }
+            Code::Native { function, .. } => {
+                let mut outputs = Vec::new();
+                function.transform(events, &mut outputs).map_err(failed)?;
+                outputs
+            }
+        };
+        outputs.append(&mut self.code.ctx().outputs);
+        Ok(outputs)
+    }
+
+    /// After a trap: continue with a new instance.
+    pub fn recover(&mut self) -> Result<(), CallError> {
+        self.code.reinstantiate(&self.name, load_transform)
+    }
+
+    /// The store's data: side outputs, limits.
+    pub fn ctx(&mut self) -> &mut HostCtx {
+        self.code.ctx()
+    }
+}
+
 /// A live keyed process function with its state.
 pub struct ProcessFunctionInstance {
     name: String,
-    code: Code<process_fn::Guest, dyn NativeProcessFunction>,
+    code: Code<ProcessGuest, dyn NativeProcessFunction>,
     /// The batch as it crosses the boundary (buffers reused).
     packed: KeyedBatch,
+    /// Broadcast events as they cross the boundary (buffers reused).
+    packed_broadcast: EventBatch,
+}
+
+/// The exports of a keyed process function, by the world it implements.
+enum ProcessGuest {
+    /// `process-fn`, and `broadcast-fn` for a broadcast process function.
+    Process { process: process_fn::Guest, broadcast: Option<broadcast_fn::Guest> },
+    /// `co-process-fn`: two keyed inputs.
+    CoProcess(co_process_fn::Guest),
 }
 
 fn load_process(
     function: &LoadedFunction,
     store: &mut Store<HostCtx>,
     instance: &wasmtime::component::Instance,
-) -> wasmtime::Result<process_fn::Guest> {
-    process_fn::GuestIndices::new(&function.pre)?.load(store, instance)
+) -> wasmtime::Result<ProcessGuest> {
+    if function.implements(Role::Process) {
+        let process = process_fn::GuestIndices::new(&function.pre)?.load(&mut *store, instance)?;
+        let broadcast = if function.implements(Role::BroadcastProcess) {
+            Some(broadcast_fn::GuestIndices::new(&function.pre)?.load(store, instance)?)
+        } else {
+            None
+        };
+        Ok(ProcessGuest::Process { process, broadcast })
+    } else if function.implements(Role::CoProcess) {
+        let co = co_process_fn::GuestIndices::new(&function.pre)?.load(store, instance)?;
+        Ok(ProcessGuest::CoProcess(co))
+    } else {
+        Err(wasmtime::Error::msg(format!(
+            "it exports neither `{}` nor `{}`",
+            Role::Process.interface(),
+            Role::CoProcess.interface()
+        )))
+    }
 }
 
 impl ProcessFunctionInstance {
-    /// Instantiate `function` (which must export `process-fn`) as `name`,
-    /// with its state in `ctx`.
+    /// Instantiate `function` as `name`, with its state in `ctx`. It must
+    /// export `process-fn` (a process function, and with `broadcast-fn` a
+    /// broadcast process function) or `co-process-fn` (a co-process
+    /// function).
     pub fn new(function: &LoadedFunction, name: &str, ctx: HostCtx) -> Result<Self, CallError> {
         Ok(Self {
             name: name.to_string(),
             code: Code::wasm(function, ctx, name, load_process)?,
             packed: packing::empty_keyed_batch(),
+            packed_broadcast: packing::empty_batch(),
         })
     }
 
@@ -303,21 +411,50 @@ impl ProcessFunctionInstance {
             name: name.to_string(),
             code: Code::Native { ctx: Box::new(ctx), function },
             packed: packing::empty_keyed_batch(),
+            packed_broadcast: packing::empty_batch(),
         }
     }
 
+    /// How many keyed inputs the function takes: 2 for a co-process
+    /// function, else 1.
+    pub fn inputs(&self) -> usize {
+        match &self.code {
+            Code::Wasm { guest: ProcessGuest::CoProcess(_), .. } => 2,
+            _ => 1,
+        }
+    }
+
+    /// Whether the function handles broadcast events (a broadcast process
+    /// function: [`Self::process_broadcast`]).
+    pub fn has_broadcast(&self) -> bool {
+        matches!(
+            &self.code,
+            Code::Wasm { guest: ProcessGuest::Process { broadcast: Some(_), .. }, .. }
+        )
+    }
+
     /// Process `batch` (one entry per key). Emitted events are left in
-    /// [`HostCtx::outputs`] and [`HostCtx::side_outputs`].
+    /// [`HostCtx::outputs`] and [`HostCtx::side_outputs`]. For a co-process
+    /// function, the events of its first input.
     pub fn process(&mut self, batch: &[KeyedEvents]) -> Result<(), CallError> {
+        self.process_input(0, batch)
+    }
+
+    /// Process `batch` (one entry per key) of keyed input `input` (below
+    /// [`Self::inputs`]): 0 is `process` (`process1` of a co-process
+    /// function), 1 is `process2`. Emitted events are left in
+    /// [`HostCtx::outputs`] and [`HostCtx::side_outputs`].
+    pub fn process_input(&mut self, input: usize, batch: &[KeyedEvents]) -> Result<(), CallError> {
+        self.check_input(input)?;
         self.ctx().begin_batch(batch.iter().map(|k| k.key.as_slice()));
         let result = match &mut self.code {
             Code::Wasm { store, guest, .. } => {
                 packing::pack_keyed(batch, &mut self.packed);
-                call_process(store, guest, &self.name, &mut self.packed)
+                call_process(store, guest, input, &self.name, &mut self.packed)
             }
             Code::Native { ctx, function } => Ok(function.process(batch, ctx)),
         };
-        self.finish_call(result)
+        self.finish_call(result, None)
     }
 
     /// Whether the function is a Wasm component: only then does it take
@@ -335,15 +472,60 @@ impl ProcessFunctionInstance {
         keys: &KeyList,
         grouping: Grouping<'_>,
     ) -> Result<(), CallError> {
+        self.process_input_grouped(0, events, keys, grouping)
+    }
+
+    /// [`Self::process_input`] for packed events grouped by key, as
+    /// [`Self::process_grouped`].
+    pub fn process_input_grouped(
+        &mut self,
+        input: usize,
+        events: &BareEvents,
+        keys: &KeyList,
+        grouping: Grouping<'_>,
+    ) -> Result<(), CallError> {
+        self.check_input(input)?;
         self.ctx().begin_batch(grouping.first_events().map(|first| keys.get(first)));
         let result = match &mut self.code {
             Code::Wasm { store, guest, .. } => {
                 packing::pack_grouped(events, keys, grouping, &mut self.packed);
-                call_process(store, guest, &self.name, &mut self.packed)
+                call_process(store, guest, input, &self.name, &mut self.packed)
             }
             Code::Native { .. } => Ok(Err(NATIVE_TAKES_EVENTS.to_string())),
         };
-        self.finish_call(result)
+        self.finish_call(result, None)
+    }
+
+    /// Handle broadcast events (in the order every subtask sees them):
+    /// no key is selected, and broadcast state is writable for the call.
+    /// Emitted events are left in [`HostCtx::outputs`] and
+    /// [`HostCtx::side_outputs`]. A function without broadcast input
+    /// ([`Self::has_broadcast`]): an error.
+    pub fn process_broadcast(&mut self, events: &[Event]) -> Result<(), CallError> {
+        let doing = Doing { what: "processing", count: events.len(), unit: "broadcast events" };
+        self.ctx().begin_batch(std::iter::empty());
+        self.ctx().set_broadcast_writable(true);
+        let result = match &mut self.code {
+            Code::Wasm {
+                store,
+                guest: ProcessGuest::Process { broadcast: Some(guest), .. },
+                ..
+            } => {
+                packing::pack(events, &mut self.packed_broadcast);
+                let packed = &self.packed_broadcast;
+                call_wasm(store, &self.name, Some(doing), |store| {
+                    guest.call_process_broadcast(store, packed)
+                })
+                .map(|r| r.map_err(|e| e.message))
+            }
+            _ => Ok(Err(format!(
+                "it takes no broadcast input: it does not export `{}` (implement \
+                 `BroadcastProcessFunction` in the SDK)",
+                Role::BroadcastProcess.interface()
+            ))),
+        };
+        self.ctx().set_broadcast_writable(false);
+        self.finish_call(result, Some(doing))
     }
 
     /// Deliver fired timers (one entry per key). Emitted events are left in
@@ -352,24 +534,45 @@ impl ProcessFunctionInstance {
         self.ctx().begin_batch(batch.iter().map(|k| k.key.as_slice()));
         let result = match &mut self.code {
             Code::Wasm { store, guest, .. } => {
-                call_wasm(store, &self.name, None, |store| guest.call_on_timers(store, batch))
-                    .map(|r| r.map_err(|e| e.message))
+                call_wasm(store, &self.name, None, |store| match guest {
+                    ProcessGuest::Process { process, .. } => process.call_on_timers(store, batch),
+                    ProcessGuest::CoProcess(co) => co.call_on_timers(store, batch),
+                })
+                .map(|r| r.map_err(|e| e.message))
             }
             Code::Native { ctx, function } => Ok(function.on_timers(batch, ctx)),
         };
-        self.finish_call(result)
+        self.finish_call(result, None)
     }
 
-    /// Name what the call was doing when it failed, and forget the batch.
+    /// An error unless the function has keyed input `input`.
+    fn check_input(&self, input: usize) -> Result<(), CallError> {
+        let inputs = self.inputs();
+        if input < inputs {
+            return Ok(());
+        }
+        Err(CallError::Failed {
+            function: self.name.clone(),
+            activity: format!("while processing input {input}"),
+            message: format!(
+                "it takes {inputs} keyed input{} (a co-process function takes 2)",
+                if inputs == 1 { "" } else { "s" }
+            ),
+        })
+    }
+
+    /// Name what the call was doing when it failed (`doing`, or else the
+    /// key it had selected), and forget the batch.
     fn finish_call(
         &mut self,
         result: Result<Result<(), String>, CallError>,
+        doing: Option<Doing>,
     ) -> Result<(), CallError> {
         let outcome = match result {
             Ok(Ok(())) => Ok(()),
             Ok(Err(message)) => Err(CallError::Failed {
                 function: self.name.clone(),
-                activity: self.ctx().describe_selected_key(),
+                activity: doing.map_or_else(|| self.ctx().describe_selected_key(), Doing::text),
                 message,
             }),
             Err(error) => Err(error),
@@ -392,17 +595,23 @@ impl ProcessFunctionInstance {
 /// Why a native function cannot take a packed batch.
 const NATIVE_TAKES_EVENTS: &str = "a native function takes events, not packed batches";
 
-/// Call a Wasm process function on `packed`, with the value states it
-/// reads read ahead.
+/// Call a Wasm process function on `packed` of keyed input `input`
+/// (checked against the function's inputs), with the value states it reads
+/// read ahead.
 fn call_process(
     store: &mut Store<HostCtx>,
-    guest: &process_fn::Guest,
+    guest: &ProcessGuest,
+    input: usize,
     name: &str,
     packed: &mut KeyedBatch,
 ) -> Result<Result<(), String>, CallError> {
     store.data_mut().prefetch_values(&mut packed.prefetched);
-    call_wasm(store, name, None, |store| guest.call_process(store, packed))
-        .map(|r| r.map_err(|e| e.message))
+    call_wasm(store, name, None, |store| match (guest, input) {
+        (ProcessGuest::Process { process, .. }, _) => process.call_process(store, packed),
+        (ProcessGuest::CoProcess(co), 0) => co.call_process1(store, packed),
+        (ProcessGuest::CoProcess(co), _) => co.call_process2(store, packed),
+    })
+    .map(|r| r.map_err(|e| e.message))
 }
 
 /// Call a Wasm aggregate function's `add` on `packed`.

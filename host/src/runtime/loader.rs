@@ -12,7 +12,8 @@ use wasmtime::Engine;
 
 use super::{host, HostCtx, WIT_VERSION};
 
-/// What a function is used for in a pipeline; each role needs one export.
+/// What a function is used for in a pipeline; each role needs one export
+/// (a broadcast process function two).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
     /// Computes keys: exports `weir:function/key-fn`.
@@ -23,16 +24,48 @@ pub enum Role {
     Aggregate,
     /// Processes whole windows: exports `weir:function/window-process-fn`.
     WindowProcess,
+    /// Transforms events without state (map, filter, flat-map): exports
+    /// `weir:function/transform-fn`.
+    Transform,
+    /// Processes two keyed inputs: exports `weir:function/co-process-fn`.
+    CoProcess,
+    /// Processes keyed events and broadcast events: exports
+    /// `weir:function/process-fn` and `weir:function/broadcast-fn`.
+    BroadcastProcess,
 }
 
 impl Role {
-    /// The interface a component must export for this role.
+    /// Every role, in the order [`LoadedFunction::worlds`] reports them.
+    pub const ALL: [Role; 7] = [
+        Role::Key,
+        Role::Transform,
+        Role::Process,
+        Role::BroadcastProcess,
+        Role::CoProcess,
+        Role::Aggregate,
+        Role::WindowProcess,
+    ];
+
+    /// The interface a component must export for this role (for a
+    /// broadcast process function, the one besides `process-fn`).
     pub fn interface(self) -> String {
+        let name = match self {
+            Role::Key => "key-fn",
+            Role::Process => "process-fn",
+            Role::Aggregate => "aggregate-fn",
+            Role::WindowProcess => "window-process-fn",
+            Role::Transform => "transform-fn",
+            Role::CoProcess => "co-process-fn",
+            Role::BroadcastProcess => "broadcast-fn",
+        };
+        format!("weir:function/{name}@{WIT_VERSION}")
+    }
+
+    /// Every interface a component must export for this role.
+    pub fn interfaces(self) -> Vec<String> {
         match self {
-            Role::Key => format!("weir:function/key-fn@{WIT_VERSION}"),
-            Role::Process => format!("weir:function/process-fn@{WIT_VERSION}"),
-            Role::Aggregate => format!("weir:function/aggregate-fn@{WIT_VERSION}"),
-            Role::WindowProcess => format!("weir:function/window-process-fn@{WIT_VERSION}"),
+            Role::BroadcastProcess => vec![Role::Process.interface(), self.interface()],
+            _ => vec![self.interface()],
         }
     }
 
@@ -43,6 +76,9 @@ impl Role {
             Role::Process => "weir:function/process-function",
             Role::Aggregate => "weir:function/aggregate-function",
             Role::WindowProcess => "weir:function/window-process-function",
+            Role::Transform => "weir:function/transform-function",
+            Role::CoProcess => "weir:function/co-process-function",
+            Role::BroadcastProcess => "weir:function/broadcast-process-function",
         }
     }
 }
@@ -60,7 +96,7 @@ pub enum LoadError {
     #[error("invalid component: {0}")]
     Invalid(String),
     /// The component imports something the host does not provide.
-    #[error("the component imports `{0}`, which the Weir host does not provide (it provides weir:function/state, timers, context and types @{WIT_VERSION}, and WASI 0.2 without authority)")]
+    #[error("the component imports `{0}`, which the Weir host does not provide (it provides weir:function/state, timers, context, broadcast and types @{WIT_VERSION}, and WASI 0.2 without authority)")]
     UnknownImport(String),
     /// The component imports an interface functions are never granted.
     #[error("the component imports `{0}`, which Weir never grants functions: they get no network (wasi:sockets, wasi:http); state, time and output come through weir:function")]
@@ -68,7 +104,7 @@ pub enum LoadError {
     /// The component's imports do not match what the host provides.
     #[error("the component cannot be linked: {0}")]
     Link(String),
-    /// The component lacks the export its role needs.
+    /// The component lacks an export its role needs.
     #[error("the component does not implement the `{world}` world: it lacks the export `{needed}` (it exports: {found})")]
     MissingExport {
         /// The world the role needs.
@@ -139,29 +175,35 @@ pub struct LoadedFunction {
 impl LoadedFunction {
     /// Check that the component can serve as `role`.
     pub fn require(&self, role: Role) -> Result<(), LoadError> {
-        let needed = role.interface();
-        if self.exports.contains(&needed) {
+        let Some(needed) = role.interfaces().into_iter().find(|i| !self.exports.contains(i)) else {
             return Ok(());
-        }
+        };
         let found =
             if self.exports.is_empty() { "nothing".to_string() } else { self.exports.join(", ") };
         Err(LoadError::MissingExport { world: role.world(), needed, found })
     }
 
-    /// The worlds this component implements.
+    /// The worlds this component implements (a broadcast process function
+    /// is reported as that, not also as a process function).
     pub fn worlds(&self) -> Vec<&'static str> {
-        [Role::Key, Role::Process, Role::Aggregate, Role::WindowProcess]
+        let broadcast = self.require(Role::BroadcastProcess).is_ok();
+        Role::ALL
             .into_iter()
-            .filter(|r| self.require(*r).is_ok())
+            .filter(|r| self.require(*r).is_ok() && !(broadcast && *r == Role::Process))
             .map(Role::world)
             .collect()
+    }
+
+    /// Whether the component exports `role`'s interfaces.
+    pub fn implements(&self, role: Role) -> bool {
+        self.require(role).is_ok()
     }
 }
 
 /// Whether the host provides the import `name`: the `weir:function`
 /// interfaces of this version, and WASI 0.2 (sandboxed).
 fn is_provided(name: &str) -> bool {
-    let weir = ["state", "timers", "context", "types"]
+    let weir = ["state", "timers", "context", "broadcast", "types"]
         .iter()
         .any(|i| name == format!("weir:function/{i}@{WIT_VERSION}"));
     weir || name.starts_with("wasi:") && name.contains("@0.2.")

@@ -22,7 +22,7 @@ pub use engine::{new_engine, EngineLimits};
 pub use host::HostCtx;
 pub use instance::{
     AggregateFunctionInstance, CallError, KeyFunctionInstance, ProcessFunctionInstance,
-    WindowProcessFunctionInstance,
+    TransformInstance, WindowProcessFunctionInstance,
 };
 pub use limits::FunctionLimits;
 pub use loader::{componentize, digest, FunctionLoader, LoadError, LoadedFunction, Role};

@@ -21,6 +21,12 @@ pub trait NativeKeyFunction: Send {
     fn extract_keys(&mut self, events: &[Event], keys: &mut KeyList) -> Result<(), String>;
 }
 
+/// A native transform function (map, filter, flat-map).
+pub trait NativeTransformFunction: Send {
+    /// Append the outputs for `events` to `outputs`, in input order.
+    fn transform(&mut self, events: &[Event], outputs: &mut Vec<Event>) -> Result<(), String>;
+}
+
 /// A native keyed process function.
 pub trait NativeProcessFunction: Send {
     /// Process each key's events; before touching key `i`'s state, call
@@ -55,6 +61,10 @@ pub trait NativeFunction: Send + Sync {
     }
     /// An aggregate function, if it is one.
     fn aggregate(&self) -> Option<Box<dyn NativeAggregateFunction>> {
+        None
+    }
+    /// A transform function, if it is one.
+    fn transform(&self) -> Option<Box<dyn NativeTransformFunction>> {
         None
     }
 }

@@ -10,6 +10,13 @@
 /// Default number of key groups (Flink's default max parallelism).
 pub const DEFAULT_MAX_PARALLELISM: u16 = 128;
 
+/// The key group broadcast state is stored under (see the runtime's
+/// `broadcast` host interface): it is not keyed, so it belongs to no real
+/// key group. Real key groups are below the largest max parallelism
+/// (32768), so this one never collides with them; checkpoints and restores
+/// copy its entries to every subtask.
+pub const BROADCAST_KEY_GROUP: u16 = u16::MAX;
+
 /// Longest state name, in bytes.
 pub const MAX_STATE_NAME_LEN: usize = 255;
 

@@ -18,7 +18,7 @@ pub mod ttl;
 pub use cache::CachedBackend;
 pub use journal::JournaledBackend;
 pub use key::{
-    key_group, key_group_range, subtask_for_key_group, StateKey, StateKind,
+    key_group, key_group_range, subtask_for_key_group, StateKey, StateKind, BROADCAST_KEY_GROUP,
     DEFAULT_MAX_PARALLELISM, MAX_STATE_NAME_LEN,
 };
 pub use memory::InMemoryBackend;

@@ -1,5 +1,5 @@
 //! The host side of the WIT interfaces, one module per interface —
-//! [`state`], [`timers`], [`context`] — as wasmtime-wasi lays out its own:
+//! [`state`], [`timers`], [`context`], [`broadcast`] — as wasmtime-wasi lays out its own:
 //! each has a small context struct holding what it keeps, a view type
 //! borrowing that context with the shared parts of the store it needs,
 //! and an `add_to_linker(linker, fn(&mut T) -> View<'_>)` registering it
@@ -10,7 +10,7 @@
 //! ([`CallScope`]: the batch's keys, the selected key, processing time),
 //! the state backend, the guest's handle table, the outputs — and hands
 //! out the views ([`HostCtx::state`], [`HostCtx::timers`],
-//! [`HostCtx::context`]). Before calling `process`, the caller records the
+//! [`HostCtx::context`], [`HostCtx::broadcast`]). Before calling `process`, the caller records the
 //! batch's keys with [`HostCtx::begin_batch`]; the guest then picks one
 //! with `select-key` and every state call is scoped to that key. Emitted
 //! events are collected in [`HostCtx::outputs`] for the pipeline to forward.
@@ -25,6 +25,7 @@
 //! let store = wasmtime::Store::new(&engine, ctx);
 //! ```
 
+pub mod broadcast;
 mod call;
 pub mod context;
 pub mod state;
@@ -41,6 +42,7 @@ use crate::state::ttl::{self, Ttl};
 use crate::state::KeyedStateBackend;
 use crate::Event;
 
+pub use broadcast::{BroadcastCtx, BroadcastMapHandle, BroadcastView};
 pub use call::CallScope;
 pub use context::{ContextCtx, ContextView};
 pub use state::{ListStateHandle, MapStateHandle, StateCtx, StateView, ValueStateHandle};
@@ -63,6 +65,7 @@ pub struct HostCtx {
     state: StateCtx,
     timers: TimersCtx,
     context: ContextCtx,
+    broadcast: BroadcastCtx,
     /// Events the function emitted to the main output, in order.
     pub outputs: Vec<Event>,
     /// Events the function emitted to named side outputs, in order.
@@ -92,6 +95,7 @@ impl HostCtx {
             state: StateCtx::default(),
             timers: TimersCtx::new(max_parallelism),
             context: ContextCtx::default(),
+            broadcast: BroadcastCtx::default(),
             outputs: Vec::new(),
             side_outputs: Vec::new(),
             marked_outputs: (0, 0),
@@ -123,6 +127,22 @@ impl HostCtx {
             outputs: &mut self.outputs,
             side_outputs: &mut self.side_outputs,
         }
+    }
+
+    /// The `broadcast` interface's view of this store.
+    pub fn broadcast(&mut self) -> BroadcastView<'_> {
+        BroadcastView {
+            ctx: &mut self.broadcast,
+            call: &self.call,
+            backend: self.backend.as_deref_mut(),
+            table: &mut self.table,
+        }
+    }
+
+    /// Allow the function to write broadcast state (only while it handles
+    /// broadcast events), or stop allowing it.
+    pub fn set_broadcast_writable(&mut self, writable: bool) {
+        self.broadcast.set_writable(writable);
     }
 
     /// Remember where state, timers and outputs stand, so a failed call's
@@ -291,13 +311,14 @@ impl HasData for WeirTypes {
 
 impl types::Host for WeirTypes {}
 
-/// Register the `state`, `timers`, `context` and `types` interfaces, and the
-/// sandboxed WASI (see [`super::wasi`]), in `linker`.
+/// Register the `state`, `timers`, `context`, `broadcast` and `types`
+/// interfaces, and the sandboxed WASI (see [`super::wasi`]), in `linker`.
 pub fn add_to_linker(linker: &mut Linker<HostCtx>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_sync(linker)?;
     state::add_to_linker(linker, HostCtx::state)?;
     timers::add_to_linker(linker, HostCtx::timers)?;
     context::add_to_linker(linker, HostCtx::context)?;
+    broadcast::add_to_linker(linker, HostCtx::broadcast)?;
     types::add_to_linker::<HostCtx, WeirTypes>(linker, |_| WeirTypes)?;
     Ok(())
 }
