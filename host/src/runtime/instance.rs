@@ -809,6 +809,180 @@ mod tests {
         (func (export "spin") (canon lift (core func $i "spin")))
         (func (export "grow") (param "pages" u32) (result s32) (canon lift (core func $i "grow"))))"#;
 
+    /// A bump allocator as `cabi_realloc`, over one growing memory.
+    const ALLOCATOR: &str = r#"
+        (memory (export "memory") 1)
+        (global $heap (mut i32) (i32.const 1024))
+        (func (export "cabi_realloc") (param i32 i32) (param $align i32) (param $size i32)
+            (result i32)
+            (local $p i32)
+            (local.set $p (i32.and
+                (i32.add (global.get $heap) (i32.sub (local.get $align) (i32.const 1)))
+                (i32.sub (i32.const 0) (local.get $align))))
+            (global.set $heap (i32.add (local.get $p) (local.get $size)))
+            (if (i32.gt_u (global.get $heap) (i32.mul (memory.size) (i32.const 65536)))
+                (then (drop (memory.grow (i32.add (i32.const 1) (i32.div_u
+                    (global.get $heap) (i32.const 65536)))))))
+            (local.get $p))"#;
+
+    /// A transform that returns its batch unchanged, except that a batch of
+    /// exactly 3 events comes back malformed (2 value ends).
+    fn identity_transform() -> String {
+        let params = (0..14).map(|i| format!("(local.get {i})")).collect::<Vec<_>>();
+        let stores: String = params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("(i32.store (i32.const {}) {p})\n", 20 + 4 * i))
+            .collect();
+        format!(
+            r#"(module {ALLOCATOR}
+            (func (export "weir:function/transform-fn@0.2.0#transform")
+                (param i32 i32 i32 i32 i32 i32 i32 i32 i32 i32 i32 i32 i32 i32) (result i32)
+                (if (i32.eq (local.get 5) (i32.const 3)) (then (local.set 3 (i32.const 2))))
+                (i32.store8 (i32.const 16) (i32.const 0))
+                {stores}
+                (i32.const 16)))"#
+        )
+    }
+
+    /// A co-process function whose `process1` succeeds and whose
+    /// `process2` and `on-timers` fail with "two" and "timers".
+    fn co_process() -> String {
+        format!(
+            r#"(module {ALLOCATOR}
+            (data (i32.const 64) "two")
+            (data (i32.const 80) "timers")
+            (func (export "weir:function/co-process-fn@0.2.0#process1") (param i32) (result i32)
+                (i32.store8 (i32.const 16) (i32.const 0))
+                (i32.const 16))
+            (func (export "weir:function/co-process-fn@0.2.0#process2") (param i32) (result i32)
+                (i32.store8 (i32.const 16) (i32.const 1))
+                (i32.store (i32.const 20) (i32.const 64))
+                (i32.store (i32.const 24) (i32.const 3))
+                (i32.const 16))
+            (func (export "weir:function/co-process-fn@0.2.0#on-timers") (param i32 i32)
+                (result i32)
+                (i32.store8 (i32.const 16) (i32.const 1))
+                (i32.store (i32.const 20) (i32.const 80))
+                (i32.store (i32.const 24) (i32.const 6))
+                (i32.const 16)))"#
+        )
+    }
+
+    fn load(wat: Option<&str>, world: &str) -> LoadedFunction {
+        let engine = new_engine(EngineLimits { instances: 4, ..Default::default() }).unwrap();
+        let module = crate::runtime::loader::tests::module_with_world(wat, world);
+        FunctionLoader::new(engine, None).unwrap().load(&module).unwrap()
+    }
+
+    fn keyed_ctx() -> HostCtx {
+        HostCtx::new("f", Some(Box::new(crate::state::InMemoryBackend::new())), 128)
+    }
+
+    fn keyed(key: &str, values: &[&str]) -> KeyedEvents {
+        KeyedEvents { key: key.as_bytes().to_vec(), events: values.iter().map(|v| ev(v)).collect() }
+    }
+
+    fn ev(value: &str) -> Event {
+        Event { key: None, value: value.as_bytes().to_vec(), timestamp: 7, headers: Vec::new() }
+    }
+
+    #[test]
+    fn a_transform_passes_batches_both_ways_and_checks_what_comes_back() {
+        let function = load(Some(&identity_transform()), "transform-function");
+        let mut transform =
+            TransformInstance::new(&function, "identity", HostCtx::new("identity", None, 1))
+                .unwrap();
+        let events = vec![
+            Event { key: Some(b"k".to_vec()), ..ev("a") },
+            Event { headers: vec![("h".into(), b"v".to_vec())], timestamp: -3, ..ev("bc") },
+        ];
+        let out = transform.transform(&events).unwrap();
+        assert_eq!(out.len(), 2);
+        assert_eq!((out[0].key.as_deref(), &out[0].value[..]), (Some(&b"k"[..]), &b"a"[..]));
+        assert_eq!((out[1].timestamp, &out[1].headers), (-3, &events[1].headers));
+        assert!(transform.transform(&[]).unwrap().is_empty());
+        let error = transform.transform(&[ev("x"), ev("y"), ev("z")]).unwrap_err().to_string();
+        assert!(
+            error.contains("function `identity` failed while transforming 3 events")
+                && error.contains("2 value ends for 3 events"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_transform_that_traps_is_replaced_on_recovery() {
+        let function = load(None, "transform-function");
+        let mut transform =
+            TransformInstance::new(&function, "dummy", HostCtx::new("dummy", None, 1)).unwrap();
+        let error = transform.transform(&[ev("a")]).unwrap_err();
+        assert!(error.poisons_instance(), "{error}");
+        assert!(error.to_string().contains("while transforming 1 events"), "{error}");
+        transform.recover().unwrap();
+        assert!(transform.transform(&[ev("a")]).unwrap_err().poisons_instance());
+    }
+
+    #[test]
+    fn a_co_process_function_has_two_inputs() {
+        let function = load(Some(&co_process()), "co-process-function");
+        let mut co = ProcessFunctionInstance::new(&function, "co", keyed_ctx()).unwrap();
+        assert_eq!((co.inputs(), co.has_broadcast()), (2, false));
+        co.process_input(0, &[keyed("k", &["a"])]).unwrap();
+        co.process(&[keyed("k", &["a"])]).unwrap();
+        let second = co.process_input(1, &[keyed("k", &["b"])]).unwrap_err().to_string();
+        assert!(second.contains("failed while processing key \"k\": two"), "{second}");
+        let timers = [KeyedTimers {
+            key: b"k".to_vec(),
+            timers: vec![crate::runtime::bindings::weir::function::types::FiredTimer {
+                timestamp: 5,
+                domain: crate::runtime::bindings::weir::function::types::TimeDomain::EventTime,
+            }],
+        }];
+        let fired = co.fire_timers(&timers).unwrap_err().to_string();
+        assert!(fired.ends_with(": timers"), "on-timers of co-process-fn: {fired}");
+        let third = co.process_input(2, &[keyed("k", &["c"])]).unwrap_err().to_string();
+        assert!(third.contains("it takes 2 keyed inputs"), "{third}");
+        let broadcast = co.process_broadcast(&[ev("rule")]).unwrap_err().to_string();
+        assert!(
+            broadcast.contains("while processing 1 broadcast events")
+                && broadcast.contains("it takes no broadcast input"),
+            "{broadcast}"
+        );
+    }
+
+    #[test]
+    fn a_broadcast_process_function_is_one_process_function_with_broadcast_input() {
+        let function = load(None, "broadcast-process-function");
+        let mut f = ProcessFunctionInstance::new(&function, "rules", keyed_ctx()).unwrap();
+        assert_eq!((f.inputs(), f.has_broadcast()), (1, true));
+        let error = f.process_broadcast(&[ev("rule")]).unwrap_err();
+        assert!(
+            error.poisons_instance()
+                && error.to_string().contains("while processing 1 broadcast events"),
+            "{error}"
+        );
+        use crate::runtime::bindings::weir::function::broadcast::HostBroadcastMap;
+        let ctx = f.ctx();
+        let map = HostBroadcastMap::open(&mut ctx.broadcast(), "m".into()).unwrap().unwrap();
+        assert!(
+            HostBroadcastMap::put(&mut ctx.broadcast(), map, b"k".to_vec(), b"v".to_vec())
+                .unwrap()
+                .is_err(),
+            "read-only again once the broadcast call is over, even after a trap"
+        );
+        let plain = load(None, "process-function");
+        let mut plain = ProcessFunctionInstance::new(&plain, "plain", keyed_ctx()).unwrap();
+        assert_eq!((plain.inputs(), plain.has_broadcast()), (1, false));
+        let one = plain.process_input(1, &[keyed("k", &["a"])]).unwrap_err().to_string();
+        assert!(one.contains("it takes 1 keyed input (a co-process"), "{one}");
+        let neither = load(None, "key-function");
+        let error = ProcessFunctionInstance::new(&neither, "key", keyed_ctx())
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(error.contains("exports neither `weir:function/process-fn@0.2.0`"), "{error}");
+    }
+
     /// What the test calls are doing.
     const TESTING: Doing = Doing { what: "testing", count: 1, unit: "call" };
 

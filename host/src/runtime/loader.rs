@@ -302,12 +302,22 @@ pub(crate) mod tests {
     /// A core module implementing `world`, with the component type that
     /// `wit-bindgen` would embed.
     pub(crate) fn core_module_for(world: &str) -> Vec<u8> {
+        module_with_world(None, world)
+    }
+
+    /// `wat` (a core module with the exports `wit-bindgen` would make), or
+    /// a dummy module whose functions trap, with the component type of
+    /// `world` embedded.
+    pub(crate) fn module_with_world(wat: Option<&str>, world: &str) -> Vec<u8> {
         let mut resolve = wit_parser::Resolve::default();
         let (package, _) =
             resolve.push_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../wit")).unwrap();
         let world = resolve.select_world(&[package], Some(world)).unwrap();
         let mangling = wit_parser::ManglingAndAbi::Legacy(wit_parser::LiftLowerAbi::Sync);
-        let mut module = wit_component::dummy_module(&resolve, world, mangling);
+        let mut module = match wat {
+            Some(wat) => wat::parse_str(wat).unwrap(),
+            None => wit_component::dummy_module(&resolve, world, mangling),
+        };
         wit_component::embed_component_metadata(
             &mut module,
             &resolve,
@@ -352,6 +362,29 @@ pub(crate) mod tests {
         assert_eq!(
             loader(None).load(&component).unwrap().worlds(),
             vec!["weir:function/process-function"]
+        );
+    }
+
+    #[test]
+    fn graph_roles_are_detected_by_their_exports() {
+        let loader = loader(None);
+        let transform = loader.load(&core_module_for("transform-function")).unwrap();
+        assert_eq!(transform.worlds(), vec!["weir:function/transform-function"]);
+        transform.require(Role::Transform).unwrap();
+        let co = loader.load(&core_module_for("co-process-function")).unwrap();
+        assert_eq!(co.worlds(), vec!["weir:function/co-process-function"]);
+        assert!(co.require(Role::Process).is_err());
+        let broadcast = loader.load(&core_module_for("broadcast-process-function")).unwrap();
+        assert_eq!(broadcast.worlds(), vec!["weir:function/broadcast-process-function"]);
+        broadcast.require(Role::BroadcastProcess).unwrap();
+        broadcast.require(Role::Process).unwrap();
+        assert!(broadcast.imports.contains(&format!("weir:function/broadcast@{WIT_VERSION}")));
+        let plain = loader.load(&core_module_for("process-function")).unwrap();
+        let err = plain.require(Role::BroadcastProcess).unwrap_err().to_string();
+        assert!(
+            err.contains("weir:function/broadcast-process-function")
+                && err.contains("lacks the export `weir:function/broadcast-fn@0.2.0`"),
+            "{err}"
         );
     }
 
