@@ -13,7 +13,7 @@
 //!   ─────────────────────────────────────────────────────────────────────
 //! serving     api          bench (runs `weir` processes)
 //! running     pipeline
-//! parts       connectors   window   registry
+//! parts       connectors   window   join   registry
 //! engine      runtime
 //! storage     checkpoint   time
 //!             state
@@ -30,6 +30,7 @@
 //! * [`connectors`] — sources and sinks, each owning its configuration, and
 //!   the registry that ties a spec's `type:` to them;
 //! * [`window`] — window assignment, accumulators, firing and lateness;
+//! * [`join`] — the host-provided interval and window joins of two inputs;
 //! * [`registry`] — the stores of uploaded functions and deployed pipelines;
 //! * [`runtime`] — wasmtime engine, component loading and caching, the host
 //!   side of the WIT interfaces (one module per interface), calling functions;
@@ -48,6 +49,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod connectors;
 pub mod fault;
+pub mod join;
 pub mod metrics;
 pub mod names;
 pub mod pipeline;
