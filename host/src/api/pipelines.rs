@@ -189,7 +189,7 @@ fn status(
             pinned
                 .map(|(field, function)| PinnedFunction {
                     field: field.to_string(),
-                    version: record.pins.get(field).copied().unwrap_or_default(),
+                    version: record.pins.get(&field).copied().unwrap_or_default(),
                     function,
                 })
                 .collect()

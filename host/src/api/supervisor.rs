@@ -429,7 +429,7 @@ impl Supervisor {
                 let named = |s: &PipelineSpec| {
                     s.functions()
                         .into_iter()
-                        .find(|(f, _)| f == field)
+                        .find(|(f, _)| f.as_str() == field.as_str())
                         .and_then(|(_, f)| f.function.clone())
                 };
                 named(&spec).is_some() && named(&spec) == named(&old_spec)
@@ -800,7 +800,7 @@ fn pin_functions(
         let wanted = match (function.version, choices.get(name)) {
             (Some(version), _) | (None, Some(&VersionChoice::Exactly(version))) => Some(version),
             (None, Some(VersionChoice::Latest)) => None,
-            (None, None) => kept.get(field).copied(),
+            (None, None) => kept.get(&field).copied(),
         };
         let stored = functions
             .get(name, wanted)

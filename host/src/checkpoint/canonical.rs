@@ -15,7 +15,7 @@
 use std::path::Path;
 
 use super::CheckpointError;
-use crate::state::{RocksDbBackend, StateError};
+use crate::state::{RocksDbBackend, StateError, BROADCAST_KEY_GROUP};
 
 const MAGIC: &[u8] = b"WEIR-SAVEPOINT-1\n";
 const END: u32 = u32::MAX;
@@ -31,12 +31,16 @@ pub struct Encoded {
     pub key_groups: Option<(u16, u16)>,
 }
 
-/// Encode every entry of the RocksDB checkpoint in `dir`.
-pub fn encode_database(dir: &Path) -> Result<Encoded, CheckpointError> {
+/// Encode every entry of the RocksDB checkpoint in `dir`; broadcast
+/// state (the same in every subtask of a stage) only if `broadcast`.
+pub fn encode_database(dir: &Path, broadcast: bool) -> Result<Encoded, CheckpointError> {
     let db = RocksDbBackend::open_read_only(dir)?;
     let mut encoded = Encoded { bytes: MAGIC.to_vec(), entries: 0, key_groups: None };
     db.for_each(|key, value| {
         let group = key_group_of(key)?;
+        if group == BROADCAST_KEY_GROUP && !broadcast {
+            return Ok(());
+        }
         encoded.key_groups = Some(
             encoded
                 .key_groups
@@ -116,7 +120,7 @@ mod tests {
         db.put(&[0, 9, b'a'], b"1").unwrap();
         db.put(&[0, 2, b'b'], b"").unwrap();
         db.checkpoint(&dir.path().join("chk"), crate::state::SnapshotForm::Database).unwrap();
-        let encoded = encode_database(&dir.path().join("chk")).unwrap();
+        let encoded = encode_database(&dir.path().join("chk"), true).unwrap();
         assert_eq!((encoded.entries, encoded.key_groups), (2, Some((2, 9))));
         let mut seen = Vec::new();
         decode(&encoded.bytes, |k, v| {

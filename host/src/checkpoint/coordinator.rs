@@ -31,17 +31,19 @@ use std::time::{Duration, Instant};
 
 use super::control::{ControlDir, Request, Response};
 use super::incremental::{self, KnownFiles};
-use super::metadata::{CanonicalFile, SnapshotKind, SnapshotMetadata, StateFiles};
+use super::metadata::{CanonicalFile, OperatorSnapshot, SnapshotKind, SnapshotMetadata, StateFiles};
 use super::settings::CheckpointSettings;
 use super::{canonical, CheckpointError, CheckpointStorage};
 
 /// What the pipeline's tasks tell the coordinator.
 #[derive(Debug)]
 pub enum Ack {
-    /// The source recorded `state` and injected barrier `id`.
+    /// Source `source` recorded `state` and injected barrier `id`.
     Source {
         /// The snapshot.
         id: u64,
+        /// Which source (its index among the pipeline's).
+        source: usize,
         /// Positions and watermarks to resume from.
         state: serde_json::Value,
     },
@@ -63,7 +65,8 @@ pub enum Ack {
         /// The newest snapshot whose output the sinks know is committed.
         committed: Option<u64>,
     },
-    /// A bounded source is exhausted: take a final checkpoint, then end.
+    /// A bounded source is exhausted: once every source is, take a final
+    /// checkpoint, then end.
     SourceFinished,
     /// The pipeline is ending early (a failure): stop now.
     Shutdown,
@@ -84,12 +87,13 @@ pub struct Trigger {
 pub struct CoordinatorConfig {
     /// The pipeline's name.
     pub pipeline: String,
-    /// The keyed operator's uid.
-    pub operator_uid: String,
+    /// Every keyed stage's uid and subtasks, in slot order (stage `s`'s
+    /// subtask `i` acks as the slot after every earlier stage's).
+    pub operators: Vec<(String, u16)>,
+    /// The sources' names.
+    pub sources: Vec<String>,
     /// Key groups.
     pub max_parallelism: u16,
-    /// Keyed subtasks.
-    pub parallelism: u16,
     /// Periodic checkpoints; `None` takes snapshots only on request.
     pub schedule: Option<CheckpointSettings>,
     /// Where subtasks write local checkpoints (`chk-<id>/subtask-<i>`).
@@ -145,7 +149,7 @@ struct Pending {
     started: Instant,
     final_checkpoint: bool,
     request: Option<Request>,
-    source: Option<serde_json::Value>,
+    sources: Vec<Option<serde_json::Value>>,
     subtasks: Vec<Option<PathBuf>>,
     sink: Option<serde_json::Value>,
     committed: Option<u64>,
@@ -153,7 +157,9 @@ struct Pending {
 
 impl Pending {
     fn is_complete(&self) -> bool {
-        self.source.is_some() && self.sink.is_some() && self.subtasks.iter().all(Option::is_some)
+        self.sources.iter().all(Option::is_some)
+            && self.sink.is_some()
+            && self.subtasks.iter().all(Option::is_some)
     }
 }
 
@@ -215,7 +221,7 @@ impl Coordinator {
         let mut last_end = Instant::now();
         let mut pending: Option<Pending> = None;
         let mut requests: Vec<Request> = Vec::new();
-        let mut source_finished = false;
+        let mut sources_finished = 0;
         let mut last_poll = Instant::now() - CONTROL_POLL;
         loop {
             let now = Instant::now();
@@ -225,10 +231,11 @@ impl Coordinator {
             }
             match self.acks.recv_timeout(wake.saturating_duration_since(now)) {
                 Ok(Ack::Shutdown) | Err(RecvTimeoutError::Disconnected) => return Ok(()),
-                Ok(Ack::SourceFinished) => source_finished = true,
+                Ok(Ack::SourceFinished) => sources_finished += 1,
                 Ok(ack) => record(&mut pending, ack),
                 Err(RecvTimeoutError::Timeout) => {}
             }
+            let source_finished = sources_finished >= self.config.sources.len();
             if pending.as_ref().is_some_and(Pending::is_complete) {
                 let done = pending.take().expect("checked above");
                 let (id, stop) = (done.trigger.id, done.trigger.stop || done.final_checkpoint);
@@ -302,13 +309,14 @@ impl Coordinator {
                     }
                     return Ok(());
                 }
-                let subtasks = vec![None; usize::from(self.config.parallelism)];
+                let slots = self.config.operators.iter().map(|(_, p)| usize::from(*p)).sum();
+                let subtasks = vec![None; slots];
                 pending = Some(Pending {
                     trigger,
                     started: now,
                     final_checkpoint: source_finished || stop,
                     request,
-                    source: None,
+                    sources: vec![None; self.config.sources.len()],
                     subtasks,
                     sink: None,
                     committed: None,
@@ -332,10 +340,16 @@ impl Coordinator {
         pending: Pending,
         timeout: Option<Duration>,
     ) -> Result<bool, CheckpointError> {
-        let Pending { trigger, started, request, source, subtasks, sink, committed, .. } = pending;
+        let Pending { trigger, started, request, sources, subtasks, sink, committed, .. } = pending;
         let dirs: Vec<PathBuf> = subtasks.into_iter().flatten().collect();
+        let mut sources: Vec<serde_json::Value> = sources.into_iter().flatten().collect();
+        let source = if sources.len() == 1 {
+            sources.pop().unwrap_or_default()
+        } else {
+            serde_json::Value::Object(self.config.sources.iter().cloned().zip(sources).collect())
+        };
         let acknowledged = Acknowledged {
-            source: source.unwrap_or_default(),
+            source,
             sink: sink.unwrap_or_default(),
             last_committed: committed,
         };
@@ -424,54 +438,72 @@ impl Coordinator {
         let late = || deadline.is_some_and(|deadline| Instant::now() > deadline);
         let dir = self.storage.snapshot_dir(trigger.kind, trigger.id);
         let (mut size_bytes, mut incremental_bytes) = (0, 0);
-        let state = match trigger.kind {
-            SnapshotKind::Checkpoint => {
-                self.config.known.resize_with(dirs.len(), KnownFiles::new);
-                let mut subtasks = Vec::new();
-                for (index, (local, known)) in dirs.iter().zip(&mut self.config.known).enumerate() {
-                    if late() {
-                        return Ok(Stored::TooLate);
+        self.config.known.resize_with(dirs.len(), KnownFiles::new);
+        let mut operators = Vec::new();
+        let mut first_slot = 0;
+        for (uid, parallelism) in self.config.operators.clone() {
+            let slots = first_slot..first_slot + usize::from(parallelism);
+            let state = match trigger.kind {
+                SnapshotKind::Checkpoint => {
+                    let mut subtasks = Vec::new();
+                    for slot in slots {
+                        if late() {
+                            return Ok(Stored::TooLate);
+                        }
+                        let known = &mut self.config.known[slot];
+                        let uploaded =
+                            incremental::upload(&self.storage, &dir, slot, &dirs[slot], known)?;
+                        size_bytes += uploaded.size;
+                        incremental_bytes += uploaded.sent;
+                        subtasks.push(uploaded.files);
                     }
-                    let uploaded = incremental::upload(&self.storage, &dir, index, local, known)?;
-                    size_bytes += uploaded.size;
-                    incremental_bytes += uploaded.sent;
-                    subtasks.push(uploaded.files);
+                    StateFiles::Rocksdb { subtasks }
                 }
-                StateFiles::Rocksdb { subtasks }
-            }
-            SnapshotKind::Savepoint => {
-                let mut files = Vec::new();
-                for (index, local) in dirs.iter().enumerate() {
-                    if late() {
-                        return Ok(Stored::TooLate);
+                SnapshotKind::Savepoint => {
+                    let mut files = Vec::new();
+                    for (index, slot) in slots.enumerate() {
+                        if late() {
+                            return Ok(Stored::TooLate);
+                        }
+                        // Broadcast state is the same in every subtask: kept once.
+                        let encoded = canonical::encode_database(&dirs[slot], index == 0)?;
+                        let name = format!("{uid}/state-{index}.bin");
+                        let size = encoded.bytes.len() as u64;
+                        let (first_key_group, last_key_group) =
+                            encoded.key_groups.unwrap_or((0, 0));
+                        self.storage.put(&dir, &name, encoded.bytes)?;
+                        files.push(CanonicalFile {
+                            name,
+                            first_key_group,
+                            last_key_group,
+                            entries: encoded.entries,
+                            size,
+                        });
+                        size_bytes += size;
+                        incremental_bytes += size;
                     }
-                    let encoded = canonical::encode_database(local)?;
-                    let name = format!("{}/state-{index}.bin", self.config.operator_uid);
-                    let size = encoded.bytes.len() as u64;
-                    let (first_key_group, last_key_group) = encoded.key_groups.unwrap_or((0, 0));
-                    self.storage.put(&dir, &name, encoded.bytes)?;
-                    files.push(CanonicalFile {
-                        name,
-                        first_key_group,
-                        last_key_group,
-                        entries: encoded.entries,
-                        size,
-                    });
-                    size_bytes += size;
+                    StateFiles::Canonical { files }
                 }
-                incremental_bytes = size_bytes;
-                StateFiles::Canonical { files }
-            }
-        };
+            };
+            operators.push(OperatorSnapshot { uid, parallelism, first_slot, state });
+            first_slot += usize::from(parallelism);
+        }
+        let first = operators.first().cloned().ok_or_else(|| {
+            CheckpointError::Corrupt("a pipeline without a keyed stage".into())
+        })?;
+        if operators.len() == 1 {
+            operators.clear();
+        }
         let metadata = SnapshotMetadata {
             id: trigger.id,
             kind: trigger.kind,
             pipeline: self.config.pipeline.clone(),
             completed_at: crate::state::ttl::now_millis(),
-            operator_uid: self.config.operator_uid.clone(),
+            operator_uid: first.uid,
             max_parallelism: self.config.max_parallelism,
-            parallelism: self.config.parallelism,
-            state,
+            parallelism: first.parallelism,
+            state: first.state,
+            operators,
             source: acknowledged.source,
             sink: acknowledged.sink,
             last_committed: acknowledged.last_committed,
@@ -540,8 +572,10 @@ enum Stored {
 fn record(pending: &mut Option<Pending>, ack: Ack) {
     let current = pending.as_ref().map(|p| p.trigger.id);
     match ack {
-        Ack::Source { id, state } if Some(id) == current => {
-            pending.as_mut().expect("current").source = Some(state)
+        Ack::Source { id, source, state } if Some(id) == current => {
+            if let Some(slot) = pending.as_mut().expect("current").sources.get_mut(source) {
+                *slot = Some(state);
+            }
         }
         Ack::Sink { id, state, committed } if Some(id) == current => {
             let pending = pending.as_mut().expect("current");

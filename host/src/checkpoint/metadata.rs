@@ -71,6 +71,21 @@ pub enum StateFiles {
     },
 }
 
+/// The state of one keyed stage in a snapshot of a graph.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperatorSnapshot {
+    /// The stage's uid.
+    pub uid: String,
+    /// Its subtasks when it was taken.
+    pub parallelism: u16,
+    /// The number of its first subtask among every subtask of the
+    /// pipeline: subtask `i`'s files (and local copy) are those of
+    /// `subtask-<first_slot + i>`.
+    pub first_slot: usize,
+    /// Its state.
+    pub state: StateFiles,
+}
+
 /// The `_metadata` of a completed checkpoint or savepoint.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SnapshotMetadata {
@@ -82,15 +97,20 @@ pub struct SnapshotMetadata {
     pub pipeline: String,
     /// When it completed (ms since the epoch).
     pub completed_at: i64,
-    /// The keyed operator's uid.
+    /// The (first) keyed operator's uid.
     pub operator_uid: String,
     /// Key groups of the state.
     pub max_parallelism: u16,
-    /// Subtasks when it was taken.
+    /// The (first) keyed operator's subtasks when it was taken.
     pub parallelism: u16,
-    /// The keyed operator's state.
+    /// The (first) keyed operator's state.
     pub state: StateFiles,
-    /// Source positions and watermarks to resume from.
+    /// Every keyed stage's state, when the pipeline has several (empty
+    /// when it has one: the fields above are its).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operators: Vec<OperatorSnapshot>,
+    /// Source positions and watermarks to resume from (with several
+    /// sources, an object of each one's by name).
     pub source: serde_json::Value,
     /// What the sinks need to finish or discard pending output.
     pub sink: serde_json::Value,
@@ -112,11 +132,27 @@ pub struct SnapshotMetadata {
 impl SnapshotMetadata {
     /// Names (under `shared/`) of the shared files it references.
     pub fn shared_files(&self) -> BTreeSet<&str> {
-        match &self.state {
-            StateFiles::Rocksdb { subtasks } => {
-                subtasks.iter().flatten().filter_map(|f| f.shared.as_deref()).collect()
-            }
-            StateFiles::Canonical { .. } => BTreeSet::new(),
+        let states = std::iter::once(&self.state).chain(self.operators.iter().map(|o| &o.state));
+        states
+            .flat_map(|state| match state {
+                StateFiles::Rocksdb { subtasks } => {
+                    subtasks.iter().flatten().filter_map(|f| f.shared.as_deref()).collect()
+                }
+                StateFiles::Canonical { .. } => Vec::new(),
+            })
+            .collect()
+    }
+
+    /// Every keyed stage's state.
+    pub fn operator_states(&self) -> Vec<OperatorSnapshot> {
+        if !self.operators.is_empty() {
+            return self.operators.clone();
         }
+        vec![OperatorSnapshot {
+            uid: self.operator_uid.clone(),
+            parallelism: self.parallelism,
+            first_slot: 0,
+            state: self.state.clone(),
+        }]
     }
 }

@@ -26,7 +26,9 @@ pub use coordinator::{
     Ack, CompletedSnapshot, Coordinator, CoordinatorConfig, CoordinatorReport, Trigger,
 };
 pub use incremental::KnownFiles;
-pub use metadata::{CanonicalFile, SnapshotKind, SnapshotMetadata, StateFiles, StoredFile};
+pub use metadata::{
+    CanonicalFile, OperatorSnapshot, SnapshotKind, SnapshotMetadata, StateFiles, StoredFile,
+};
 pub use restore::{restore, RestoreTarget};
 pub use settings::{CheckpointSettings, SettingsError};
 pub use storage::{CheckpointError, CheckpointStorage, LocatedSnapshot, RetainReport};

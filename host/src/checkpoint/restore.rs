@@ -32,6 +32,8 @@ pub struct RestoreTarget<'a> {
     pub layout: Layout,
     /// The keyed operator's uid.
     pub operator_uid: &'a str,
+    /// The number of its first subtask among every subtask of the pipeline.
+    pub first_slot: usize,
     /// Where the pipeline's own checkpoints go.
     pub storage: &'a CheckpointStorage,
 }
@@ -46,6 +48,14 @@ pub fn restore(
 ) -> Result<Vec<KnownFiles>, CheckpointError> {
     let metadata = &snapshot.metadata;
     check_compatible(metadata, target)?;
+    let operator = metadata
+        .operator_states()
+        .into_iter()
+        .find(|o| o.uid == target.operator_uid)
+        .ok_or_else(|| CheckpointError::Incompatible {
+            what: format!("{:?} {}", metadata.kind, metadata.id).to_lowercase(),
+            message: format!("it holds no state of operator {:?}", target.operator_uid),
+        })?;
     let staging = target.state_dir.with_file_name("state-restoring");
     if staging.exists() {
         std::fs::remove_dir_all(&staging)?;
@@ -53,15 +63,16 @@ pub fn restore(
     // Local copies are of this pipeline's own checkpoints: another
     // storage's checkpoint of the same id is another snapshot.
     let own = is_own(snapshot, target.storage);
-    match &metadata.state {
+    match &operator.state {
         StateFiles::Rocksdb { subtasks } => {
             let mut known = Vec::new();
             for (index, files) in subtasks.iter().enumerate() {
+                let slot = operator.first_slot + index;
                 let local = own.then(|| {
                     target
                         .local_checkpoints
                         .join(format!("chk-{}", metadata.id))
-                        .join(format!("subtask-{index}"))
+                        .join(format!("subtask-{slot}"))
                 });
                 let index16 = u16::try_from(index)
                     .map_err(|_| CheckpointError::Corrupt("too many subtasks".into()))?;
@@ -69,7 +80,7 @@ pub fn restore(
                 known.push(incremental::download(
                     &snapshot.storage,
                     &snapshot.dir,
-                    index,
+                    slot,
                     files,
                     local.as_deref(),
                     &database,
@@ -79,10 +90,11 @@ pub fn restore(
             }
             let stored = Layout {
                 max_parallelism: metadata.max_parallelism,
-                parallelism: metadata.parallelism,
+                parallelism: operator.parallelism,
             };
             layout::install(target.state_dir, &staging, stored)?;
-            Ok(if own && stored == target.layout { known } else { Vec::new() })
+            let same = own && stored == target.layout && operator.first_slot == target.first_slot;
+            Ok(if same { known } else { Vec::new() })
         }
         StateFiles::Canonical { files } => {
             let mut distributor = Distributor::create(&staging, target.layout)?;
@@ -127,7 +139,7 @@ fn check_compatible(
             metadata.max_parallelism, target.layout.max_parallelism
         )));
     }
-    if metadata.operator_uid != target.operator_uid {
+    if metadata.operators.is_empty() && metadata.operator_uid != target.operator_uid {
         return Err(incompatible(format!(
             "it holds state of operator {:?} and this pipeline's operator is {:?} (set `uid: {}` on the function to keep that state)",
             metadata.operator_uid, target.operator_uid, metadata.operator_uid
@@ -186,6 +198,7 @@ mod tests {
                 local_checkpoints: &dir.path().join(run).join("local"),
                 layout: Layout { max_parallelism: 128, parallelism: 1 },
                 operator_uid: "process",
+                first_slot: 0,
                 storage: &storage,
             };
             restore(&CheckpointStorage::locate(&location).unwrap(), &target).unwrap()

@@ -54,6 +54,9 @@ pub enum RunError {
     /// The window operator failed.
     #[error(transparent)]
     Window(#[from] crate::window::WindowError),
+    /// A join failed.
+    #[error(transparent)]
+    Join(#[from] crate::join::JoinError),
     /// Checkpointing or restoring failed.
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),

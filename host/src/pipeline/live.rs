@@ -56,6 +56,8 @@ pub struct LiveMetrics {
     pub key: LiveCounts,
     /// Each keyed subtask (set when the run starts).
     subtasks: Mutex<Vec<Arc<LiveCounts>>>,
+    /// Each keyed stage's name and parallelism, in subtask order.
+    stages: Mutex<Vec<(String, usize)>>,
     /// Events the sink wrote to the main output.
     pub sink_written: AtomicU64,
     /// Events written to declared side outputs.
@@ -78,6 +80,7 @@ impl Default for LiveMetrics {
         Self {
             key: LiveCounts::default(),
             subtasks: Mutex::default(),
+            stages: Mutex::default(),
             sink_written: AtomicU64::new(0),
             side_written: AtomicU64::new(0),
             side_dropped: AtomicU64::new(0),
@@ -90,11 +93,24 @@ impl Default for LiveMetrics {
 }
 
 impl LiveMetrics {
-    /// Counters for `parallelism` subtasks, replacing any earlier ones.
-    pub(crate) fn start_subtasks(&self, parallelism: usize) -> Vec<Arc<LiveCounts>> {
-        let counts: Vec<Arc<LiveCounts>> = (0..parallelism).map(|_| Arc::default()).collect();
+    /// Counters for every subtask of `stages` (name, parallelism), in
+    /// order, replacing any earlier ones.
+    pub(crate) fn start_stages(&self, stages: &[(String, usize)]) -> Vec<Arc<LiveCounts>> {
+        let total = stages.iter().map(|(_, p)| p).sum();
+        let counts: Vec<Arc<LiveCounts>> = (0..total).map(|_| Arc::default()).collect();
         *self.subtasks.lock().unwrap_or_else(PoisonError::into_inner) = counts.clone();
+        *self.stages.lock().unwrap_or_else(PoisonError::into_inner) = stages.to_vec();
         counts
+    }
+
+    /// Each keyed stage's name and its subtasks' counts now.
+    pub fn stages(&self) -> Vec<(String, Vec<OperatorCounts>)> {
+        let mut counts = self.subtasks().into_iter();
+        let stages = self.stages.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        stages
+            .into_iter()
+            .map(|(name, parallelism)| (name, counts.by_ref().take(parallelism).collect()))
+            .collect()
     }
 
     /// Each subtask's counts now.

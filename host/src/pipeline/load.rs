@@ -6,7 +6,11 @@ use std::path::Path;
 
 use super::error::RunError;
 use super::operator::{FunctionCode, FunctionEnv, OperatorPlan};
-use super::spec::{FunctionSpec, PipelineSpec};
+use std::collections::HashMap;
+
+use super::graph::{Graph, JoinSpec, Outputs, Route, StageKind, StageNode};
+use super::spec::{FunctionSpec, PipelineSpec, SpecError};
+use crate::join::{JoinConfig, JoinKind};
 use crate::checkpoint::CheckpointSettings;
 use crate::config;
 use crate::connectors::kafka::{self, KafkaSinkConfig};
@@ -19,14 +23,37 @@ use crate::window::WindowConfig;
 pub(crate) struct Prepared {
     /// The checkpoint settings, if checkpointing.
     pub(crate) settings: Option<CheckpointSettings>,
-    /// The sink, if it is an exactly-once Kafka sink.
+    /// The exactly-once Kafka sink, if there is one.
     pub(crate) kafka_exactly_once: Option<KafkaSinkConfig>,
-    /// The key function.
-    pub(crate) key_function: FunctionCode,
-    /// What the keyed stage runs.
-    pub(crate) plan: OperatorPlan,
+    /// The graph.
+    pub(crate) graph: Graph,
+    /// What each keyed stage runs, in the order of the graph's stages.
+    pub(crate) plans: Vec<OperatorPlan>,
+    /// The key and transform functions of the routes, loaded.
+    pub(crate) code: FunctionTable,
     /// What every function instance gets.
     pub(crate) env: FunctionEnv,
+}
+
+/// Loaded functions by what names them (so a function named in several
+/// places is loaded once).
+#[derive(Default)]
+pub(crate) struct FunctionTable {
+    loaded: HashMap<String, FunctionCode>,
+}
+
+impl FunctionTable {
+    fn fingerprint(function: &FunctionSpec) -> String {
+        format!("{:?}|{:?}|{:?}|{:?}", function.wasm, function.function, function.version, function.native)
+    }
+
+    /// The code of `function`, loaded before the run.
+    pub(crate) fn get(&self, function: &FunctionSpec) -> Result<FunctionCode, RunError> {
+        self.loaded
+            .get(&Self::fingerprint(function))
+            .cloned()
+            .ok_or_else(|| RunError::Deploy("a function of the graph was not loaded".into()))
+    }
 }
 
 /// Check the settings and the exactly-once requirements, and load every
@@ -37,22 +64,54 @@ pub(crate) fn prepare(
     natives: &NativeCatalog,
 ) -> Result<Prepared, RunError> {
     let settings = spec.checkpoint.clone();
-    let kafka_exactly_once = kafka::exactly_once_sink(&spec.sink).cloned();
+    let graph = spec.graph().map_err(|e| RunError::Deploy(e.to_string()))?;
+    let kafka_exactly_once =
+        graph.sinks.iter().find_map(|s| kafka::exactly_once_sink(&s.spec)).cloned();
     if let Some(sink) = &kafka_exactly_once {
         kafka::check_exactly_once(sink, settings.as_ref(), &spec.name, data_dir)?;
     }
     let env = FunctionEnv::of(spec)?;
-    // One key function instance and one per subtask, each replaced (the old
-    // one freed first) after a trap.
-    let instances = u32::from(spec.parallelism) + 1;
+    // Every instance of the run, each replaced (the old one freed first)
+    // after a trap.
+    let instances = u32::try_from(instances(&graph)).unwrap_or(u32::MAX);
     let engine = new_engine(EngineLimits::for_functions(instances, &env.limits))
         .map_err(|e| RunError::Engine(format!("{e:#}")))?;
     let loader = FunctionLoader::new(engine, Some(config::component_cache_dir(data_dir)))
         .map_err(|e| RunError::Engine(e.to_string()))?;
     let functions = Functions { loader: &loader, data_dir, natives };
-    let key_function = functions.load(&spec.key, "key", Role::Key)?;
-    let plan = functions.plan(spec)?;
-    Ok(Prepared { settings, kafka_exactly_once, key_function, plan, env })
+    let mut code = FunctionTable::default();
+    let mut plans = Vec::new();
+    for stage in &graph.stages {
+        plans.push(functions.plan(spec, stage)?);
+    }
+    for source in &graph.sources {
+        functions.load_routes(&source.outputs, &mut code)?;
+    }
+    for stage in &graph.stages {
+        functions.load_routes(&stage.outputs, &mut code)?;
+    }
+    Ok(Prepared { settings, kafka_exactly_once, graph, plans, code, env })
+}
+
+/// Function instances a run of `graph` makes: each producer's key and
+/// transform functions, and each subtask's own.
+fn instances(graph: &Graph) -> usize {
+    fn of(outputs: &Outputs) -> usize {
+        outputs
+            .ports
+            .values()
+            .flatten()
+            .map(|route| match route {
+                Route::Sink(_) => 0,
+                Route::Stage { key, .. } => usize::from(key.is_some()),
+                Route::Transform { outputs, .. } => 1 + of(outputs),
+            })
+            .sum()
+    }
+    let sources: usize = graph.sources.iter().map(|s| of(&s.outputs)).sum();
+    let stages: usize =
+        graph.stages.iter().map(|s| usize::from(s.parallelism) * (1 + of(&s.outputs))).sum();
+    sources + stages
 }
 
 /// Check, without running it, that `spec` can run on this host: its
@@ -76,34 +135,64 @@ struct Functions<'a> {
 }
 
 impl Functions<'_> {
-    /// What the keyed stage runs.
-    fn plan(&self, spec: &PipelineSpec) -> Result<OperatorPlan, RunError> {
-        let window_function = match (&spec.aggregate, &spec.window_process) {
-            (Some(aggregate), _) => Some((aggregate, "aggregate", Role::Aggregate)),
-            (None, Some(process)) => Some((process, "window_process", Role::WindowProcess)),
-            (None, None) => None,
-        };
-        Ok(match (&spec.process, &spec.window, window_function) {
-            (Some(process), _, _) => {
-                OperatorPlan::Process(self.load(process, "process", Role::Process)?)
+    /// What keyed stage `stage` runs.
+    fn plan(&self, spec: &PipelineSpec, stage: &StageNode) -> Result<OperatorPlan, RunError> {
+        let deploy = |e: SpecError| RunError::Deploy(e.to_string());
+        Ok(match &stage.kind {
+            StageKind::Process(process) => {
+                let role = if stage.broadcast { Role::BroadcastProcess } else { Role::Process };
+                OperatorPlan::Process(self.load(process, "process", role)?)
             }
-            (None, Some(window), Some((function, field, role))) => {
+            StageKind::CoProcess(function) => {
+                OperatorPlan::Process(self.load(function, "co_process", Role::CoProcess)?)
+            }
+            StageKind::Window { window, function, aggregate } => {
+                let (field, role) = if *aggregate {
+                    ("aggregate", Role::Aggregate)
+                } else {
+                    ("window_process", Role::WindowProcess)
+                };
                 let config = WindowConfig {
-                    assigner: window.assigner().map_err(|e| RunError::Deploy(e.to_string()))?,
-                    allowed_lateness: window
-                        .allowed_lateness()
-                        .map_err(|e| RunError::Deploy(e.to_string()))?,
+                    assigner: window.assigner().map_err(deploy)?,
+                    allowed_lateness: window.allowed_lateness().map_err(deploy)?,
                     late_output: window.late_output.clone(),
                     max_parallelism: spec.max_parallelism,
                 };
                 OperatorPlan::Window(self.load(function, field, role)?, role, config)
             }
-            _ => {
-                return Err(RunError::Deploy(
-                    "the spec has neither a process function nor a window with an aggregate".into(),
-                ))
+            StageKind::Join(JoinSpec::Interval { lower, upper, late_output }) => {
+                OperatorPlan::Join(JoinConfig {
+                    kind: JoinKind::Interval { lower: *lower, upper: *upper },
+                    late_output: late_output.clone(),
+                    max_parallelism: spec.max_parallelism,
+                })
             }
+            StageKind::Join(JoinSpec::Window { window }) => OperatorPlan::Join(JoinConfig {
+                kind: JoinKind::Window { assigner: window.assigner().map_err(deploy)? },
+                late_output: window.late_output.clone(),
+                max_parallelism: spec.max_parallelism,
+            }),
         })
+    }
+
+    /// Load the key and transform functions of `outputs` into `code`.
+    fn load_routes(&self, outputs: &Outputs, code: &mut FunctionTable) -> Result<(), RunError> {
+        for route in outputs.ports.values().flatten() {
+            let (function, field, role) = match route {
+                Route::Sink(_) | Route::Stage { key: None, .. } => continue,
+                Route::Stage { key: Some(key), .. } => (key, "key", Role::Key),
+                Route::Transform { function, outputs, .. } => {
+                    self.load_routes(outputs, code)?;
+                    (function, "transform", Role::Transform)
+                }
+            };
+            let fingerprint = FunctionTable::fingerprint(function);
+            if !code.loaded.contains_key(&fingerprint) {
+                let loaded = self.load(function, field, role)?;
+                code.loaded.insert(fingerprint, loaded);
+            }
+        }
+        Ok(())
     }
 
     /// Load the function `field` of the spec names (a file, a stored

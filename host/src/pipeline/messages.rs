@@ -8,12 +8,18 @@ use crate::Event;
 /// Batches a channel holds before its sender waits.
 pub(crate) const CHANNEL_BATCHES: usize = 4;
 
-/// What flows from the source thread to a subtask, in order.
+/// What flows from a producer (a source or an upstream subtask) to a
+/// subtask, in order.
 pub(crate) enum SubtaskMessage {
     /// Events to process.
     Events(RoutedBatch),
+    /// Events of a broadcast input, for every subtask.
+    Broadcast(Vec<Event>),
     /// Event time has reached this watermark.
     Watermark(i64),
+    /// The producer is idle (every split of its source is): until its
+    /// next watermark or events it does not hold event time back.
+    Idle,
     /// Snapshot this state for checkpoint/savepoint `id`, in `form`, then
     /// forward it.
     Barrier(u64, SnapshotForm),
@@ -30,17 +36,17 @@ pub(crate) enum SubtaskMessage {
     },
 }
 
-/// What flows into the sink thread, in order per input (subtask `i` is
-/// input `i`; the source, for events it sets aside, is input `P`).
+/// What flows into the sink thread, in order per input (every producer —
+/// each source and each keyed subtask — is one input).
 pub(crate) enum SinkMessage {
-    /// Output of input `from`.
+    /// Output of input `from` for sink `sink`.
     Batch {
         /// The input.
         from: usize,
-        /// Main output.
-        main: Vec<Event>,
-        /// Side outputs, by name.
-        side: Vec<(String, Event)>,
+        /// The sink (its index among the pipeline's sinks).
+        sink: usize,
+        /// The events.
+        events: Vec<Event>,
     },
     /// Barrier `id` from input `from`: what it sends next is after `id`.
     Barrier {

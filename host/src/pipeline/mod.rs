@@ -20,6 +20,7 @@
 
 mod error;
 pub mod failures;
+pub mod graph;
 mod live;
 mod load;
 pub(crate) mod lock;
@@ -29,6 +30,7 @@ mod options;
 pub mod record;
 pub mod restart;
 mod restore;
+mod router;
 mod runner;
 mod sink_task;
 mod source_task;

@@ -21,6 +21,7 @@ use crate::runtime::{
     Role, WindowProcessFunctionInstance,
 };
 use crate::state::{JournaledBackend, KeyedStateBackend};
+use crate::join::{JoinConfig, JoinOperator};
 use crate::window::{WindowConfig, WindowFunction, WindowOperator};
 use crate::Event;
 
@@ -98,8 +99,11 @@ impl FunctionEnv {
 /// What a subtask runs, before it is instantiated on the subtask's thread.
 #[derive(Clone)]
 pub(crate) enum OperatorPlan {
-    /// A process function.
+    /// A process function (co-process, or with broadcast state, as the
+    /// component says).
     Process(FunctionCode),
+    /// A host-provided join of two inputs.
+    Join(JoinConfig),
     /// Windows computed by an aggregate or window process function (the
     /// role says which).
     Window(FunctionCode, Role, WindowConfig),
@@ -128,17 +132,19 @@ pub(crate) enum KeyedOperator {
     Process(Box<ProcessFunctionInstance>, Box<KeyGrouper>, Option<String>),
     /// A window operator.
     Window(Box<WindowOperator>),
+    /// A join.
+    Join(Box<JoinOperator>),
 }
 
 impl KeyedOperator {
     /// Instantiate `plan` for subtask `index` over `backend`.
     pub(crate) fn new(
         plan: &OperatorPlan,
+        role: &str,
         index: usize,
         backend: Box<dyn KeyedStateBackend>,
         env: &FunctionEnv,
     ) -> Result<Self, RunError> {
-        let role = if matches!(plan, OperatorPlan::Process(_)) { "process" } else { "window" };
         let name = match plan {
             OperatorPlan::Process(FunctionCode::Wasm(function))
             | OperatorPlan::Window(FunctionCode::Wasm(function), ..) => {
@@ -147,6 +153,9 @@ impl KeyedOperator {
             _ => format!("{role}[{index}]"),
         };
         Ok(match plan {
+            OperatorPlan::Join(config) => {
+                KeyedOperator::Join(Box::new(JoinOperator::new(config.clone(), backend)?))
+            }
             OperatorPlan::Process(code) => {
                 let mut ctx = env.ctx(&name, Some(backend))?;
                 ctx.load_timers()?;
@@ -190,9 +199,23 @@ impl KeyedOperator {
         })
     }
 
-    /// Handle a batch of keyed events.
-    pub(crate) fn on_events(&mut self, batch: RoutedBatch) -> Result<(), RunError> {
+    /// Handle a batch of keyed events of input `input` (0, or 1 for the
+    /// second input of a co-process function or join).
+    pub(crate) fn on_events(&mut self, input: usize, batch: RoutedBatch) -> Result<(), RunError> {
         match self {
+            KeyedOperator::Join(join) => {
+                let (keys, events) = batch.into_objects();
+                Ok(join.process(input, &keys, events)?)
+            }
+            KeyedOperator::Process(processor, grouper, _) if input > 0 => {
+                let groups = grouper.group(batch);
+                processor.process_input(input, groups).map_err(|error| {
+                    failures::pinpoint(processor, groups.len(), error, |p, i| {
+                        p.process_input(input, &groups[i..=i])
+                    })
+                    .into()
+                })
+            }
             KeyedOperator::Process(processor, grouper, None) => {
                 if let (RoutedEvents::Bare(events), true) = (&batch.events, processor.is_wasm()) {
                     let grouping = grouper.group_in_place(&batch.keys);
@@ -224,9 +247,18 @@ impl KeyedOperator {
         }
     }
 
+    /// Events of a broadcast input (every subtask gets them all).
+    pub(crate) fn on_broadcast(&mut self, events: Vec<Event>) -> Result<(), RunError> {
+        match self {
+            KeyedOperator::Process(processor, ..) => Ok(processor.process_broadcast(&events)?),
+            _ => Err(RunError::Deploy("only a process function takes broadcast inputs".into())),
+        }
+    }
+
     /// Event time has reached `watermark`.
     pub(crate) fn on_watermark(&mut self, watermark: i64) -> Result<(), RunError> {
         match self {
+            KeyedOperator::Join(join) => Ok(join.on_watermark(watermark)?),
             KeyedOperator::Process(processor, _, dead_letter) => {
                 processor.ctx().set_watermark(watermark);
                 fire_due(processor, TimeDomain::EventTime, watermark, dead_letter.as_deref())
@@ -242,7 +274,7 @@ impl KeyedOperator {
                 let now = processor.ctx().now();
                 fire_due(processor, TimeDomain::ProcessingTime, now, dead_letter.as_deref())
             }
-            KeyedOperator::Window(_) => Ok(()),
+            KeyedOperator::Window(_) | KeyedOperator::Join(_) => Ok(()),
         }
     }
 
@@ -257,7 +289,7 @@ impl KeyedOperator {
                     processor.ctx().take_due_timers(TimeDomain::ProcessingTime, i64::MAX)?;
                 fire_taken(processor, &pending, dead_letter.as_deref())
             }
-            KeyedOperator::Window(_) => Ok(()),
+            KeyedOperator::Window(_) | KeyedOperator::Join(_) => Ok(()),
         }
     }
 
@@ -265,7 +297,7 @@ impl KeyedOperator {
     pub(crate) fn next_processing_timer(&mut self) -> Option<i64> {
         match self {
             KeyedOperator::Process(processor, ..) => processor.ctx().next_processing_timer(),
-            KeyedOperator::Window(_) => None,
+            KeyedOperator::Window(_) | KeyedOperator::Join(_) => None,
         }
     }
 
@@ -281,6 +313,11 @@ impl KeyedOperator {
                 std::mem::take(&mut windows.outputs),
                 std::mem::take(&mut windows.side_outputs),
                 std::mem::take(&mut windows.dropped_late),
+            ),
+            KeyedOperator::Join(join) => (
+                std::mem::take(&mut join.outputs),
+                std::mem::take(&mut join.side_outputs),
+                std::mem::take(&mut join.dropped_late),
             ),
         }
     }
@@ -316,6 +353,7 @@ impl KeyedOperator {
         match self {
             KeyedOperator::Process(processor, ..) => processor.ctx().backend_mut(),
             KeyedOperator::Window(windows) => Some(windows.backend_mut()),
+            KeyedOperator::Join(join) => Some(join.backend_mut()),
         }
     }
 }

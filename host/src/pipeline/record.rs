@@ -22,7 +22,7 @@ impl DeployedSpec for PipelineRecord {
     fn spec(&self, data_dir: &Path) -> Result<PipelineSpec, SpecError> {
         let mut spec = PipelineSpec::parse(&self.spec)?;
         for (field, function) in spec.functions_mut() {
-            if let Some(version) = self.pins.get(field) {
+            if let Some(version) = self.pins.get(&field) {
                 function.version = Some(*version);
             }
         }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::RunError;
 use super::options::{RestoreFrom, RunOptions};
+use super::graph::Graph;
 use super::spec::PipelineSpec;
 use crate::checkpoint::CheckpointSettings;
 use crate::checkpoint::{
@@ -22,15 +23,15 @@ use crate::state::{CachedBackend, KeyedStateBackend, RocksDbBackend};
 /// Where a run starts: its state (restored or not), the snapshot it came
 /// from, and what checkpointing needs to go on.
 pub(crate) struct StartingPoint {
-    /// Each subtask's database.
-    pub(crate) backends: Vec<RocksDbBackend>,
+    /// Each stage's subtasks' databases.
+    pub(crate) backends: Vec<Vec<RocksDbBackend>>,
     /// The snapshot it restored, if any.
     pub(crate) snapshot: Option<LocatedSnapshot>,
     /// Where checkpoints go.
     pub(crate) storage: CheckpointStorage,
     /// The id of the first snapshot this run takes.
     pub(crate) first_id: u64,
-    /// Per subtask, the SST files known to be stored already.
+    /// Per subtask slot, the SST files known to be stored already.
     pub(crate) known: Vec<KnownFiles>,
     /// Where the subtasks write local checkpoints.
     pub(crate) local_checkpoints: PathBuf,
@@ -45,6 +46,7 @@ pub(crate) struct StartingPoint {
 /// sinks committed); else as the last run left it.
 pub(crate) fn prepare_state(
     spec: &PipelineSpec,
+    graph: &Graph,
     options: &RunOptions,
     settings: Option<&CheckpointSettings>,
     kafka_sink: Option<&KafkaSinkConfig>,
@@ -79,29 +81,71 @@ pub(crate) fn prepare_state(
             (snapshot, None)
         }
     };
-    let layout = Layout { max_parallelism: spec.max_parallelism, parallelism: spec.parallelism };
-    let state_dir = config::pipeline_state_dir(&options.data_dir, &spec.name);
     let local_checkpoints = config::local_checkpoints_dir(&options.data_dir, &spec.name);
-    let mut known = Vec::new();
+    let mut known = vec![KnownFiles::new(); graph.subtasks()];
     if let Some(snapshot) = &snapshot {
-        let target = RestoreTarget {
-            state_dir: &state_dir,
-            local_checkpoints: &local_checkpoints,
-            layout,
-            operator_uid: &spec.operator_uid(),
-            storage: &storage,
-        };
-        known = checkpoint::restore(snapshot, &target)?;
-        tracing::info!(id = snapshot.metadata.id, kind = ?snapshot.metadata.kind, "restored state");
-    } else {
+        // Every stage the snapshot holds must be one of the pipeline's.
+        let uids: Vec<&str> = graph.stages.iter().map(|s| s.uid.as_str()).collect();
+        let metadata = &snapshot.metadata;
+        if let Some(lost) = metadata.operator_states().into_iter().find(|o| !uids.contains(&o.uid.as_str())) {
+            let message = if graph.stages.len() == 1 && metadata.operators.is_empty() {
+                format!(
+                    "it holds state of operator {:?} and this pipeline's operator is {:?} (set `uid: {}` on the function to keep that state)",
+                    lost.uid, uids[0], lost.uid
+                )
+            } else {
+                format!(
+                    "it holds state of operator {:?}, which this pipeline does not have (keep that stage's `uid: {}`, or start over with --fresh)",
+                    lost.uid, lost.uid
+                )
+            };
+            return Err(CheckpointError::Incompatible {
+                what: format!("{:?} {}", metadata.kind, metadata.id).to_lowercase(),
+                message,
+            }
+            .into());
+        }
+    }
+    let mut backends = Vec::new();
+    let mut first_slot = 0;
+    for stage in &graph.stages {
+        let layout = Layout { max_parallelism: spec.max_parallelism, parallelism: stage.parallelism };
+        let state_dir = stage_state_dir(spec, &options.data_dir, &stage.uid);
+        let held = snapshot.as_ref().filter(|s| {
+            s.metadata.operator_states().iter().any(|o| o.uid == stage.uid)
+        });
+        if let Some(snapshot) = held {
+            let target = RestoreTarget {
+                state_dir: &state_dir,
+                local_checkpoints: &local_checkpoints,
+                layout,
+                operator_uid: &stage.uid,
+                first_slot,
+                storage: &storage,
+            };
+            let restored = checkpoint::restore(snapshot, &target)?;
+            for (index, files) in restored.into_iter().enumerate() {
+                if let Some(slot) = known.get_mut(first_slot + index) {
+                    *slot = files;
+                }
+            }
+            tracing::info!(id = snapshot.metadata.id, kind = ?snapshot.metadata.kind, stage = %stage.uid, "restored state");
+        } else if snapshot.is_some() {
+            tracing::info!(stage = %stage.uid, "the snapshot holds no state of this stage: it starts empty");
+        }
+        // Empty when starting over, or when a snapshot was restored but
+        // held nothing of this stage.
+        let empty = held.is_none() && (snapshot.is_some() || fresh || settings.is_some());
+        backends.push(layout::open_subtasks(&state_dir, layout, empty)?);
+        first_slot += usize::from(stage.parallelism);
+    }
+    if snapshot.is_none() {
         tracing::info!("no snapshot restored");
     }
     // Local copies served the restore; new checkpoints start a new chain.
     if local_checkpoints.exists() {
         std::fs::remove_dir_all(&local_checkpoints).map_err(CheckpointError::from)?;
     }
-    let empty = snapshot.is_none() && (fresh || settings.is_some());
-    let backends = layout::open_subtasks(&state_dir, layout, empty)?;
     let first_id = storage.highest_id()?.max(snapshot.as_ref().map_or(0, |s| s.metadata.id)) + 1;
     Ok(StartingPoint { backends, snapshot, storage, first_id, known, local_checkpoints, committed })
 }
@@ -321,6 +365,18 @@ fn checkpoint_url(spec: &PipelineSpec, data_dir: &Path) -> Result<String, RunErr
     }
 }
 
+/// Where stage `uid` of `spec`'s pipeline keeps its keyed state: a line
+/// spec's one stage in the pipeline's state directory, a graph's stages
+/// each in `operators/<uid>` beside it.
+fn stage_state_dir(spec: &PipelineSpec, data_dir: &Path, uid: &str) -> PathBuf {
+    let state = config::pipeline_state_dir(data_dir, &spec.name);
+    if spec.operators.is_empty() {
+        state
+    } else {
+        state.with_file_name("operators").join(uid)
+    }
+}
+
 /// The checkpoint storage of `spec`'s pipeline, as its runs use it.
 pub fn checkpoint_storage(
     spec: &PipelineSpec,
@@ -360,12 +416,14 @@ fn committed_snapshot(
 /// between two checkpoints make the next one full instead).
 pub(crate) fn cached_backends(
     backends: Vec<RocksDbBackend>,
+    first_slot: usize,
     local_checkpoints: &Path,
     settings: Option<&CheckpointSettings>,
     cache_bytes: usize,
 ) -> Result<Vec<Box<dyn KeyedStateBackend>>, RunError> {
     let mut cached = Vec::with_capacity(backends.len());
     for (index, backend) in backends.into_iter().enumerate() {
+        let index = first_slot + index;
         let mut cache = CachedBackend::new(Box::new(backend), cache_bytes);
         if let Some(settings) = settings {
             let chain = local_checkpoints.join(format!("chain-{index}"));

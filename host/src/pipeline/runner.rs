@@ -1,53 +1,58 @@
-//! Running a pipeline in this process.
+//! Running a pipeline in this process: its graph of threads.
 //!
 //! ```text
-//! source thread:   source → key function → route by key group ─┐ bounded channels
-//!                  (+ watermarks per split, broadcast in-band)   │ (events, watermarks)
-//! subtask i (P):   keyed operator: process function + timers,  │
-//!                  or windows + aggregate / window process      │
-//!                  (own Wasm store, own RocksDB + cache) ───────┤ bounded channel
-//! sink thread:     main sink + side-output sinks ◄──────────────┘
+//! source threads:  source → chained transforms → key function of each
+//!                  keyed stage it feeds → route by key group ──┐ bounded channels
+//!                  (+ watermarks per split, broadcast in-band)  │ (events, watermarks,
+//! stage subtasks:  keyed operator (process / co-process        │  barriers), one per
+//!                  function + timers, windows, a join), own    │  producer and subtask
+//!                  Wasm store, own RocksDB + cache; its output │
+//!                  routed the same way to later stages ────────┤
+//! sink thread:     every sink ◄─────────────────────────────────┘
 //! ```
 //!
 //! Batches, not events, cross threads and the Wasm boundary. Every channel
-//! is bounded, so a slow sink slows the subtasks and they slow the source:
-//! nothing is dropped and nothing is buffered without bound. A key always
-//! goes to the same subtask, which handles its events in arrival order.
+//! is bounded, so a slow sink slows the subtasks and they slow the
+//! sources: nothing is dropped and nothing is buffered without bound. A key
+//! always goes to the same subtask of a stage, which handles its events in
+//! the order each producer sent them.
 //!
 //! Checkpoints (see [`crate::checkpoint`]) travel the same channels: the
-//! coordinator thread asks the source for snapshot N; the source records
-//! its positions and sends barrier N behind the events before it to every
-//! subtask and to the sink; a subtask snapshots its state when the barrier
-//! arrives and forwards it; the sink pre-commits once barrier N came from
-//! every input, and commits when the coordinator says N is complete. A
-//! subtask has one input, so its barriers need no alignment; the sink tags
-//! what each input sends with that input's epoch (the id of the next
-//! checkpoint), so it never has to hold an input back.
+//! coordinator thread asks every source for snapshot N; each records its
+//! positions and sends barrier N behind the events before it; a subtask
+//! aligns barrier N over its inputs (an input whose barrier came is not
+//! read until every input's has), snapshots its state and forwards it; the
+//! sink pre-commits once barrier N came from every producer, and commits
+//! when the coordinator says N is complete. The sink tags what each
+//! producer sends with that producer's epoch, so it never holds one back.
 //!
 //! This module is the outline; each part has its own: [`load`](super::load)
 //! (functions and plan), [`restore`](super::restore) (where a run starts),
-//! [`source_task`](super::source_task), [`subtask`](super::subtask) and
-//! [`sink_task`](super::sink_task).
+//! [`source_task`](super::source_task), [`subtask`](super::subtask),
+//! [`router`](super::router) and [`sink_task`](super::sink_task).
 
 use std::sync::mpsc::{channel, sync_channel};
 use std::time::Instant;
 
-use super::load::{prepare, Prepared};
+use crossbeam_channel::bounded;
+
+use super::graph::{Graph, Outputs, Route, StageInput};
+use super::load::{prepare, FunctionTable, Prepared};
 use super::lock::PipelineLock;
 use super::messages::{SinkMessage, SubtaskMessage, CHANNEL_BATCHES};
-use super::operator::{FunctionCode, KeyedOperator};
+use super::operator::{KeyedOperator, OperatorPlan};
 use super::restore::{cached_backends, prepare_state};
+use super::router::{PortsPlan, RoutePlan, Router, RouterLinks};
 use super::sink_task::{open_sinks, SinkTask};
 use super::source_task::{SourceLinks, SourceTask};
 use super::spec::PipelineSpec;
-use super::subtask::Subtask;
+use super::subtask::{Input, Subtask};
 use super::thread::{join, spawn};
 use crate::checkpoint::{
     Ack, CheckpointSettings, ControlDir, Coordinator, CoordinatorConfig, SnapshotKind, Trigger,
 };
 use crate::config;
 use crate::connectors::open_source;
-use crate::runtime::KeyFunctionInstance;
 
 pub use super::error::RunError;
 pub use super::load::check;
@@ -62,43 +67,48 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let _span = tracing::info_span!("pipeline", name = %spec.name).entered();
     // Before anything of the pipeline's is touched; held until the run ends.
     let _lock = PipelineLock::acquire(&options.data_dir, &spec.name, options.served)?;
-    let Prepared { settings, kafka_exactly_once, key_function, plan, env } =
+    let Prepared { settings, kafka_exactly_once, graph, plans, code, env } =
         prepare(spec, &options.data_dir, &options.natives)?;
-    let keyer = match &key_function {
-        FunctionCode::Wasm(function) => {
-            let name = format!("{} (key)", function.label);
-            KeyFunctionInstance::new(function, &name, env.ctx(&name, None)?)?
-        }
-        FunctionCode::Native(native) => KeyFunctionInstance::native(
-            native.key().ok_or_else(|| RunError::Deploy("not a key function".into()))?,
-            "key",
-        ),
-    };
     // Transient failures (a broker outage) are retried for as long as a
     // checkpoint may take.
     let retry_budget = CheckpointSettings::retry_budget(settings.as_ref());
-    let mut opened = open_source(&spec.source, &spec.name)?;
-    opened.set_retry_budget(retry_budget);
-    let mut source = SourceTask::new(spec, opened, keyer, &env, &plan);
-    tracing::debug!(elapsed = ?started.elapsed(), "functions loaded, source open");
-    let parallelism = usize::from(spec.parallelism);
-    let start = prepare_state(spec, options, settings.as_ref(), kafka_exactly_once.as_ref())?;
+    let mut sources = Vec::new();
+    for (index, node) in graph.sources.iter().enumerate() {
+        let mut opened = open_source(&node.spec, &spec.name)?;
+        opened.set_retry_budget(retry_budget);
+        sources.push(SourceTask::new(spec, index, opened));
+    }
+    tracing::debug!(elapsed = ?started.elapsed(), "functions loaded, sources open");
+    let start =
+        prepare_state(spec, &graph, options, settings.as_ref(), kafka_exactly_once.as_ref())?;
     tracing::debug!(elapsed = ?started.elapsed(), "state ready");
     if let Some(snapshot) = &start.snapshot {
-        source.resume(snapshot)?;
+        for (task, node) in sources.iter_mut().zip(&graph.sources) {
+            let recorded = &snapshot.metadata.source;
+            let state = if graph.sources.len() == 1 {
+                Some(recorded)
+            } else {
+                recorded.get(&node.name).filter(|_| recorded.is_object())
+            };
+            match state {
+                Some(state) if !state.is_null() => task.resume(snapshot, state)?,
+                _ => tracing::info!(source = %node.name, "the snapshot holds no position of this source: it starts from the beginning"),
+            }
+        }
     }
 
-    let (sink_tx, sink_rx) = sync_channel::<SinkMessage>(CHANNEL_BATCHES * parallelism);
+    let producers = graph.sources.len() + graph.subtasks();
+    let (sink_tx, sink_rx) = sync_channel::<SinkMessage>(CHANNEL_BATCHES * producers);
     let (ack_tx, ack_rx) = channel::<Ack>();
     let (trigger_tx, trigger_rx) = channel::<Trigger>();
     let metrics = &options.handle.metrics;
     metrics.set_restored_from(start.snapshot.as_ref().map(|s| (s.metadata.kind, s.metadata.id)));
     let sink_state = start.snapshot.as_ref().map(|s| &s.metadata.sink);
-    let (sink, side_outputs) = open_sinks(spec, settings.is_some(), sink_state, retry_budget)?;
+    let sinks = open_sinks(&graph, settings.is_some(), sink_state, retry_budget)?;
+    let sink_count = sinks.len();
     let sink_task = SinkTask {
-        sink,
-        side_outputs,
-        inputs: parallelism + 1,
+        sinks,
+        inputs: producers,
         first_epoch: start.first_id,
         exactly_once: settings.is_some(),
         committed: start.committed,
@@ -116,9 +126,9 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let coordinator = Coordinator::new(
         CoordinatorConfig {
             pipeline: spec.name.clone(),
-            operator_uid: spec.operator_uid(),
+            operators: graph.stage_layouts(),
+            sources: graph.sources.iter().map(|s| s.name.clone()).collect(),
             max_parallelism: spec.max_parallelism,
-            parallelism: spec.parallelism,
             schedule: settings.clone(),
             local_dir: start.local_checkpoints.clone(),
             control: control.clone(),
@@ -141,57 +151,127 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
         Box::new(move |id| complete_tx.send(SinkMessage::Complete(id)).is_ok()),
     );
     let coordinator_thread = spawn("coordinator", move || Ok(coordinator.run()?))?;
+    // Every source takes part in every snapshot.
+    let mut source_triggers = Vec::new();
+    let mut trigger_fanout = Vec::new();
+    for _ in &graph.sources {
+        let (tx, rx) = channel::<Trigger>();
+        trigger_fanout.push(tx);
+        source_triggers.push(rx);
+    }
+    let fanout_thread = spawn("triggers", move || {
+        for trigger in trigger_rx {
+            trigger_fanout.retain(|tx| tx.send(trigger).is_ok());
+        }
+        Ok(())
+    })?;
 
-    let cache_bytes = spec.state_cache_bytes / parallelism;
-    let backends =
-        cached_backends(start.backends, &start.local_checkpoints, settings.as_ref(), cache_bytes)?;
-    let mut subtask_txs = Vec::new();
+    // Channels first (every producer's routes), then the threads.
+    let mut wiring = Wiring::new(&graph, &plans, &code, env.dead_letter.is_some());
+    let source_plans: Vec<PortsPlan> =
+        graph.sources.iter().map(|s| wiring.ports(&s.outputs)).collect::<Result<_, _>>()?;
+    let mut stage_plans: Vec<Vec<PortsPlan>> = Vec::new();
+    for stage in &graph.stages {
+        let plans = (0..stage.parallelism)
+            .map(|_| wiring.ports(&stage.outputs))
+            .collect::<Result<Vec<_>, _>>()?;
+        stage_plans.push(plans);
+    }
+    let mut inputs = wiring.inputs;
+
+    let subtask_counts = metrics.start_stages(&graph.stages.iter().map(|s| (s.name.clone(), usize::from(s.parallelism))).collect::<Vec<_>>());
+    let mut counts = subtask_counts.into_iter();
     let mut subtask_threads = Vec::new();
-    let subtask_counts = metrics.start_subtasks(parallelism);
-    for ((index, backend), counts) in backends.into_iter().enumerate().zip(subtask_counts) {
-        let (tx, rx) = sync_channel::<SubtaskMessage>(CHANNEL_BATCHES);
-        let subtask = Subtask {
-            index,
-            input: rx,
-            sink: sink_tx.clone(),
-            acks: ack_tx.clone(),
-            local_checkpoints: start.local_checkpoints.clone(),
-            counts,
-        };
-        let (plan, env) = (plan.clone(), env.clone());
-        let shutdown = ack_tx.clone();
-        subtask_threads.push(spawn(&format!("subtask-{index}"), move || {
-            let result = KeyedOperator::new(&plan, index, backend, &env)
-                .and_then(|operator| subtask.run(operator));
+    let mut slot = 0;
+    let stage_backends = start.backends.into_iter();
+    for (((stage, backends), plans), (operator_plan, stage_inputs)) in graph
+        .stages
+        .iter()
+        .zip(stage_backends)
+        .zip(stage_plans)
+        .zip(plans.iter().zip(inputs.drain(..)))
+    {
+        let cache_bytes = spec.state_cache_bytes / graph.subtasks().max(1);
+        let backends = cached_backends(
+            backends,
+            slot,
+            &start.local_checkpoints,
+            settings.as_ref(),
+            cache_bytes,
+        )?;
+        for (((index, backend), ports), channels) in
+            backends.into_iter().enumerate().zip(plans).zip(stage_inputs)
+        {
+            let subtask = Subtask {
+                stage: stage.name.clone(),
+                index,
+                slot,
+                inputs: channels,
+                acks: ack_tx.clone(),
+                local_checkpoints: start.local_checkpoints.clone(),
+                counts: counts.next().unwrap_or_default(),
+            };
+            let (plan, env, handle) = (operator_plan.clone(), env.clone(), options.handle.clone());
+            let (role, owner) = (stage.role(), format!("{}[{index}]", stage.name));
+            let links_sink = sink_tx.clone();
+            let from = graph.sources.len() + slot;
+            let shutdown = ack_tx.clone();
+            subtask_threads.push(spawn(&format!("{}-{index}", stage.name), move || {
+                let result = KeyedOperator::new(&plan, role, index, backend, &env).and_then(
+                    |operator| {
+                        let links = RouterLinks {
+                            sink: links_sink,
+                            from,
+                            sinks: sink_count,
+                            metrics: &handle.metrics,
+                        };
+                        let router = Router::new(ports, &owner, &env, links)?;
+                        subtask.run(operator, router)
+                    },
+                );
+                if result.is_err() {
+                    // The coordinator stops waiting for this subtask's acks (a
+                    // source already at its end would otherwise only notice at
+                    // the checkpoint timeout).
+                    let _ = shutdown.send(Ack::Shutdown);
+                }
+                result
+            })?);
+            slot += 1;
+        }
+    }
+
+    tracing::debug!(elapsed = ?started.elapsed(), "pipeline started");
+    let mut source_threads = Vec::new();
+    for ((index, (task, ports)), triggers) in
+        sources.into_iter().zip(source_plans).enumerate().zip(source_triggers)
+    {
+        let (env, handle, sink, acks) =
+            (env.clone(), options.handle.clone(), sink_tx.clone(), ack_tx.clone());
+        let progress = options.progress.clone();
+        let name = graph.sources[index].name.clone();
+        source_threads.push(spawn(&format!("source-{name}"), move || {
+            let metrics = &handle.metrics;
+            let links = RouterLinks { sink, from: index, sinks: sink_count, metrics };
+            let result = Router::new(ports, &name, &env, links).and_then(|router| {
+                let mut links = SourceLinks { router, triggers, acks: acks.clone(), metrics };
+                task.run(&mut links, progress.as_ref())
+            });
             if result.is_err() {
-                // The coordinator stops waiting for this subtask's acks (a
-                // source already at its end would otherwise only notice at
-                // the checkpoint timeout).
-                let _ = shutdown.send(Ack::Shutdown);
+                let _ = acks.send(Ack::Shutdown);
             }
             result
         })?);
-        subtask_txs.push(tx);
     }
-
-    let links = SourceLinks {
-        subtasks: subtask_txs,
-        sink: sink_tx,
-        triggers: trigger_rx,
-        acks: ack_tx.clone(),
-        metrics,
-    };
-    tracing::debug!(elapsed = ?started.elapsed(), "pipeline started");
-    let source_result = source.run(&links, options.progress.as_ref());
-    if source_result.is_err() {
-        let _ = ack_tx.send(Ack::Shutdown);
-    }
-    drop((links, ack_tx));
+    drop((sink_tx, ack_tx));
     let mut errors: Vec<RunError> = Vec::new();
-    let stopped = source_result.unwrap_or_else(|e| {
-        errors.push(e);
-        false
-    });
+    let mut stopped = false;
+    for thread in source_threads {
+        match join(thread, "source") {
+            Ok(was_stopped) => stopped |= was_stopped,
+            Err(e) => errors.push(e),
+        }
+    }
     for thread in subtask_threads {
         errors.extend(join(thread, "subtask").err());
     }
@@ -201,6 +281,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
         Ok(report) => snapshots_expired = report.expired,
         Err(e) => errors.push(e),
     }
+    errors.extend(join(fanout_thread, "triggers").err());
     options.handle.close_requests();
     control.release();
     // A failing subtask or sink makes upstream threads see a closed channel
@@ -224,4 +305,68 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
         "pipeline finished"
     );
     Ok(summary)
+}
+
+/// Builds every producer's routes, making a channel to each subtask a
+/// route reaches and keeping its receiving end for that subtask.
+struct Wiring<'a> {
+    graph: &'a Graph,
+    plans: &'a [OperatorPlan],
+    code: &'a FunctionTable,
+    dead_letter: bool,
+    /// Per stage, per subtask: its input channels.
+    inputs: Vec<Vec<Vec<Input>>>,
+}
+
+impl<'a> Wiring<'a> {
+    fn new(graph: &'a Graph, plans: &'a [OperatorPlan], code: &'a FunctionTable, dead_letter: bool) -> Self {
+        let inputs = graph
+            .stages
+            .iter()
+            .map(|s| (0..s.parallelism).map(|_| Vec::new()).collect())
+            .collect();
+        Self { graph, plans, code, dead_letter, inputs }
+    }
+
+    /// One producer's routes for `outputs`.
+    fn ports(&mut self, outputs: &Outputs) -> Result<PortsPlan, RunError> {
+        let mut plan = PortsPlan::default();
+        for (port, routes) in &outputs.ports {
+            let mut planned = Vec::new();
+            for route in routes {
+                planned.push(match route {
+                    Route::Sink(index) => RoutePlan::Sink(*index),
+                    Route::Stage { stage, input, key } => {
+                        let mut subtasks = Vec::new();
+                        for inputs in &mut self.inputs[*stage] {
+                            let (tx, rx) = bounded::<SubtaskMessage>(CHANNEL_BATCHES);
+                            inputs.push(Input::new(rx, *input));
+                            subtasks.push(tx);
+                        }
+                        match (input, key) {
+                            (StageInput::Keyed(side), Some(key)) => {
+                                let node = &self.graph.stages[*stage];
+                                RoutePlan::Keyed {
+                                    key: self.code.get(key)?,
+                                    name: node.name.clone(),
+                                    bare: *side == 0
+                                        && node.keyed_inputs == 1
+                                        && self.plans[*stage].takes_packed_events(self.dead_letter),
+                                    subtasks,
+                                }
+                            }
+                            _ => RoutePlan::Broadcast(subtasks),
+                        }
+                    }
+                    Route::Transform { name, function, outputs } => RoutePlan::Transform {
+                        code: self.code.get(function)?,
+                        name: name.clone(),
+                        outputs: self.ports(outputs)?,
+                    },
+                });
+            }
+            plan.ports.insert(port.clone(), planned);
+        }
+        Ok(plan)
+    }
 }

@@ -15,15 +15,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::error::RunError;
-use super::live::{LiveMetrics, RunHandle};
+use super::live::RunHandle;
 use super::messages::SinkMessage;
-use super::spec::PipelineSpec;
+use super::graph::{Graph, LINE_SINK};
 use crate::checkpoint::Ack;
 use crate::connectors::Sink;
 use crate::connectors::{open_sink, SinkMode};
-use crate::Event;
 
-/// What the sinks record in a snapshot: each sink's pre-commit state.
+/// What the sinks record in a snapshot: each sink's pre-commit state (a
+/// line spec's main sink as `main`, every other sink by name).
 #[derive(Default, serde::Serialize, serde::Deserialize)]
 struct SinkState {
     main: serde_json::Value,
@@ -31,13 +31,21 @@ struct SinkState {
     side: BTreeMap<String, serde_json::Value>,
 }
 
+/// One sink of the pipeline.
+pub(crate) struct NamedSink {
+    /// Its node's name ([`LINE_SINK`] for a line spec's main sink).
+    pub(crate) name: String,
+    /// The sink.
+    pub(crate) sink: Box<dyn Sink>,
+    /// Whether what it writes counts as side output.
+    pub(crate) side: bool,
+}
+
 /// The sink thread's sinks, inputs and channels.
 pub(crate) struct SinkTask {
-    /// The main output.
-    pub(crate) sink: Box<dyn Sink>,
-    /// The declared side outputs.
-    pub(crate) side_outputs: SideOutputs,
-    /// How many inputs send barriers: the subtasks, then the source.
+    /// The sinks, in the order of [`SinkMessage::Batch`]'s `sink`.
+    pub(crate) sinks: Vec<NamedSink>,
+    /// How many inputs send barriers: every producer (sources, subtasks).
     pub(crate) inputs: usize,
     /// Every input's epoch at the start: the id of the run's first snapshot.
     pub(crate) first_epoch: u64,
@@ -57,15 +65,15 @@ pub(crate) struct SinkTask {
     pub(crate) acks: Sender<Ack>,
 }
 
-/// Open `spec`'s sink and side-output sinks, retrying transient failures
-/// for `retry_budget`; with checkpoints (`exactly_once`) from the
-/// pre-commit state `recovered` of the snapshot the run restores, if any.
+/// Open the graph's sinks, retrying transient failures for
+/// `retry_budget`; with checkpoints (`exactly_once`) from the pre-commit
+/// state `recovered` of the snapshot the run restores, if any.
 pub(crate) fn open_sinks(
-    spec: &PipelineSpec,
+    graph: &Graph,
     exactly_once: bool,
     recovered: Option<&serde_json::Value>,
     retry_budget: Duration,
-) -> Result<(Box<dyn Sink>, SideOutputs), RunError> {
+) -> Result<Vec<NamedSink>, RunError> {
     let recovered: Option<SinkState> = recovered
         .filter(|v| !v.is_null())
         .map(|v| serde_json::from_value(v.clone()))
@@ -81,22 +89,19 @@ pub(crate) fn open_sinks(
             SinkMode::Direct
         }
     };
-    let open = |spec, state| -> Result<Box<dyn Sink>, RunError> {
-        let mut sink = open_sink(spec, mode(state))?;
-        sink.set_retry_budget(retry_budget);
-        Ok(sink)
-    };
-    let sink = open(&spec.sink, recovered.as_ref().map(|r| &r.main))?;
-    let side_outputs = SideOutputs::new(
-        spec.side_outputs
-            .iter()
-            .map(|(name, spec)| {
-                let state = recovered.as_ref().and_then(|r| r.side.get(name));
-                Ok((name.clone(), open(spec, state)?))
-            })
-            .collect::<Result<_, RunError>>()?,
-    );
-    Ok((sink, side_outputs))
+    graph
+        .sinks
+        .iter()
+        .map(|node| {
+            let state = recovered.as_ref().and_then(|r| match node.name.as_str() {
+                LINE_SINK => Some(&r.main),
+                name => r.side.get(name),
+            });
+            let mut sink = open_sink(&node.spec, mode(state))?;
+            sink.set_retry_budget(retry_budget);
+            Ok(NamedSink { name: node.name.clone(), sink, side: node.side })
+        })
+        .collect()
 }
 
 impl SinkTask {
@@ -107,27 +112,35 @@ impl SinkTask {
         let mut barriers: BTreeMap<u64, usize> = BTreeMap::new();
         for message in input {
             match message {
-                SinkMessage::Batch { from, main, side } => {
-                    let epoch = epochs[from];
-                    self.sink.write(epoch, &main)?;
-                    report.sink_written.fetch_add(main.len() as u64, Ordering::Relaxed);
-                    self.side_outputs.route(epoch, side, report)?;
+                SinkMessage::Batch { from, sink, events } => {
+                    let target = &mut self.sinks[sink];
+                    target.sink.write(epochs[from], &events)?;
+                    let counter =
+                        if target.side { &report.side_written } else { &report.sink_written };
+                    counter.fetch_add(events.len() as u64, Ordering::Relaxed);
                     if let Some(delay) = self.delay {
                         std::thread::sleep(delay);
                     }
                 }
                 SinkMessage::Barrier { from, id } => {
-                    self.sink.end_of_epoch(epochs[from])?;
-                    self.side_outputs.end_of_epoch(epochs[from])?;
+                    for target in &mut self.sinks {
+                        target.sink.end_of_epoch(epochs[from])?;
+                    }
                     epochs[from] = id + 1;
                     let arrived = barriers.entry(id).or_default();
                     *arrived += 1;
                     if *arrived == self.inputs {
                         barriers.remove(&id);
-                        let state = SinkState {
-                            main: self.sink.pre_commit(id)?,
-                            side: self.side_outputs.pre_commit(id)?,
-                        };
+                        let mut state = SinkState::default();
+                        for target in &mut self.sinks {
+                            let pre_committed = target.sink.pre_commit(id)?;
+                            match target.name.as_str() {
+                                LINE_SINK => state.main = pre_committed,
+                                name => {
+                                    state.side.insert(name.to_string(), pre_committed);
+                                }
+                            }
+                        }
                         let state = serde_json::to_value(state).map_err(|source| {
                             RunError::SnapshotState { what: "cannot encode the sink state", source }
                         })?;
@@ -136,80 +149,19 @@ impl SinkTask {
                     }
                 }
                 SinkMessage::Complete(id) => {
-                    self.sink.commit(id)?;
-                    self.side_outputs.commit(id)?;
+                    for target in &mut self.sinks {
+                        target.sink.commit(id)?;
+                    }
                     self.committed = Some(id);
                 }
             }
         }
-        // With checkpoints, only a completed checkpoint makes output
-        // visible (the final one at the end of the input); a run that
-        // fails leaves its pending output to recovery.
         if !self.exactly_once {
-            self.sink.flush()?;
-            self.side_outputs.flush()?;
-        }
-        Ok(())
-    }
-}
-
-/// The sinks of the declared side outputs.
-pub(crate) struct SideOutputs {
-    sinks: BTreeMap<String, Box<dyn Sink>>,
-    warned: Vec<String>,
-}
-
-impl SideOutputs {
-    /// The side outputs `sinks`, by name.
-    pub(crate) fn new(sinks: BTreeMap<String, Box<dyn Sink>>) -> Self {
-        Self { sinks, warned: Vec::new() }
-    }
-
-    /// Write each event to its side output's sink, or count it as dropped.
-    fn route(
-        &mut self,
-        epoch: u64,
-        events: Vec<(String, Event)>,
-        report: &LiveMetrics,
-    ) -> Result<(), RunError> {
-        let (mut written, mut dropped) = (0, 0);
-        for (name, event) in events {
-            match self.sinks.get_mut(&name) {
-                Some(sink) => {
-                    sink.write(epoch, std::slice::from_ref(&event))?;
-                    written += 1;
-                }
-                None => {
-                    if !self.warned.contains(&name) {
-                        tracing::warn!(side_output = %name, "dropping events sent to a side output the spec does not declare");
-                        self.warned.push(name);
-                    }
-                    dropped += 1;
-                }
+            for target in &mut self.sinks {
+                target.sink.flush()?;
             }
         }
-        // Counted once per batch, not per event.
-        report.side_written.fetch_add(written, Ordering::Relaxed);
-        report.side_dropped.fetch_add(dropped, Ordering::Relaxed);
         Ok(())
-    }
-
-    fn end_of_epoch(&mut self, epoch: u64) -> Result<(), RunError> {
-        self.sinks
-            .values_mut()
-            .try_for_each(|sink| sink.end_of_epoch(epoch).map_err(RunError::from))
-    }
-
-    fn pre_commit(&mut self, id: u64) -> Result<BTreeMap<String, serde_json::Value>, RunError> {
-        self.sinks.iter_mut().map(|(name, sink)| Ok((name.clone(), sink.pre_commit(id)?))).collect()
-    }
-
-    fn commit(&mut self, id: u64) -> Result<(), RunError> {
-        self.sinks.values_mut().try_for_each(|sink| sink.commit(id).map_err(RunError::from))
-    }
-
-    fn flush(&mut self) -> Result<(), RunError> {
-        self.sinks.values_mut().try_for_each(|sink| sink.flush().map_err(RunError::from))
     }
 }
 
@@ -308,7 +260,11 @@ mod tests {
     }
 
     fn batch(from: usize, values: &[&str]) -> SinkMessage {
-        SinkMessage::Batch { from, main: values.iter().map(|v| event(v)).collect(), side: vec![] }
+        SinkMessage::Batch { from, sink: 0, events: values.iter().map(|v| event(v)).collect() }
+    }
+
+    fn late(from: usize, values: &[&str]) -> SinkMessage {
+        SinkMessage::Batch { from, sink: 1, events: values.iter().map(|v| event(v)).collect() }
     }
 
     fn visible(epoch: u64, values: &[&str]) -> Vec<(u64, String)> {
@@ -333,11 +289,10 @@ mod tests {
         let (ack_tx, ack_rx) = channel();
         let handle = RunHandle::new();
         let task = SinkTask {
-            sink: Box::new(main.clone()),
-            side_outputs: SideOutputs::new(BTreeMap::from([(
-                "late".to_string(),
-                Box::new(late.clone()) as Box<dyn Sink>,
-            )])),
+            sinks: vec![
+                NamedSink { name: LINE_SINK.into(), sink: Box::new(main.clone()), side: false },
+                NamedSink { name: "late".into(), sink: Box::new(late.clone()), side: true },
+            ],
             inputs,
             first_epoch: if exactly_once { 1 } else { 0 },
             exactly_once,
@@ -479,16 +434,8 @@ mod tests {
 
     #[test]
     fn without_checkpoints_the_output_is_flushed_at_the_end() {
-        let mut late = vec![("late".to_string(), event("l"))];
-        late.push(("late".to_string(), event("m")));
-        let run = run(
-            2,
-            false,
-            vec![
-                batch(0, &["a", "b"]),
-                SinkMessage::Batch { from: 1, main: vec![event("c")], side: late },
-            ],
-        );
+        let run =
+            run(2, false, vec![batch(0, &["a", "b"]), batch(1, &["c"]), late(1, &["l", "m"])]);
         let main = run.main.get();
         assert_eq!(main.visible, visible(0, &["a", "b", "c"]));
         assert_eq!(main.calls.last(), Some(&Call::Flush));
@@ -497,28 +444,18 @@ mod tests {
     }
 
     #[test]
-    fn side_outputs_are_routed_and_undeclared_ones_dropped() {
-        let side = |names: &[(&str, &str)]| -> Vec<(String, Event)> {
-            names.iter().map(|(name, value)| (name.to_string(), event(value))).collect()
-        };
+    fn side_outputs_are_written_in_their_inputs_epochs() {
         let run = run(
             2,
             true,
             vec![
-                SinkMessage::Batch {
-                    from: 0,
-                    main: vec![event("a")],
-                    side: side(&[("late", "x"), ("typo", "y")]),
-                },
+                batch(0, &["a"]),
+                late(0, &["x"]),
                 barrier(0, 1),
                 // The source's dead letters go to its own input, still in epoch 1.
-                SinkMessage::Batch { from: 1, main: vec![], side: side(&[("late", "z")]) },
+                late(1, &["z"]),
                 barrier(1, 1),
-                SinkMessage::Batch {
-                    from: 0,
-                    main: vec![],
-                    side: side(&[("late", "w"), ("typo", "v")]),
-                },
+                late(0, &["w"]),
                 SinkMessage::Complete(1),
             ],
         );
@@ -529,7 +466,6 @@ mod tests {
         assert!(late.calls.contains(&Call::EndOfEpoch(1)));
         let metrics = &run.handle.metrics;
         assert_eq!(metrics.side_written.load(Ordering::Relaxed), 3);
-        assert_eq!(metrics.side_dropped.load(Ordering::Relaxed), 2);
         assert_eq!(metrics.sink_written.load(Ordering::Relaxed), 1);
     }
 }

@@ -24,6 +24,7 @@ use crate::runtime::FunctionLimits;
 use crate::state::ttl::{Ttl, TtlUpdate};
 use crate::state::DEFAULT_MAX_PARALLELISM;
 use crate::window::WindowAssigner;
+use super::graph::{Graph, NodeSpec, StageKind};
 
 /// Why a spec was rejected.
 #[derive(Debug, thiserror::Error)]
@@ -47,7 +48,7 @@ pub enum SpecError {
 }
 
 impl SpecError {
-    fn field(field: &str, message: impl Into<String>) -> Self {
+    pub(crate) fn field(field: &str, message: impl Into<String>) -> Self {
         Self::Field { field: field.to_string(), message: message.into() }
     }
 
@@ -84,10 +85,12 @@ pub struct PipelineSpec {
     /// the end of time when a bounded source is exhausted.
     #[serde(default)]
     pub watermark: Option<WatermarkSpec>,
-    /// Where events come from.
-    pub source: SourceSpec,
-    /// The function computing each event's key.
-    pub key: FunctionSpec,
+    /// Where events come from (a line spec; a graph has `operators`).
+    #[serde(default)]
+    pub source: Option<SourceSpec>,
+    /// The function computing each event's key (a line spec).
+    #[serde(default)]
+    pub key: Option<FunctionSpec>,
     /// The keyed function processing each key's events with its state
     /// (or use `window` + `aggregate`).
     #[serde(default)]
@@ -102,8 +105,14 @@ pub struct PipelineSpec {
     /// `window`, instead of `aggregate`).
     #[serde(default)]
     pub window_process: Option<FunctionSpec>,
-    /// Where the process function's output goes.
-    pub sink: SinkSpec,
+    /// Where the process function's output goes (a line spec).
+    #[serde(default)]
+    pub sink: Option<SinkSpec>,
+    /// The pipeline as a graph of named operators, instead of the line
+    /// fields `source`, `key`, `process`/`window`, `sink` and
+    /// `side_outputs` (see [`super::graph`]).
+    #[serde(default)]
+    pub operators: BTreeMap<String, NodeSpec>,
     /// Time to live per state name, overriding what the function declares:
     /// `state_ttl: { total: { ttl: 10m, update: on-read-and-write } }`.
     #[serde(default)]
@@ -485,30 +494,46 @@ impl PipelineSpec {
         }
     }
 
-    /// Every function the spec names, with its field (`key`, `process`, …).
-    pub fn functions(&self) -> Vec<(&'static str, &FunctionSpec)> {
-        [
-            ("key", Some(&self.key)),
+    /// Every function the spec names, with its field (`key`, `process`,
+    /// `operators.paid.key`, `operators.paid.inputs.1.key`, …).
+    pub fn functions(&self) -> Vec<(String, &FunctionSpec)> {
+        let line = [
+            ("key", self.key.as_ref()),
             ("process", self.process.as_ref()),
             ("aggregate", self.aggregate.as_ref()),
             ("window_process", self.window_process.as_ref()),
-        ]
-        .into_iter()
-        .filter_map(|(field, f)| Some((field, f?)))
-        .collect()
+        ];
+        let mut all: Vec<(String, &FunctionSpec)> =
+            line.into_iter().filter_map(|(field, f)| Some((field.to_string(), f?))).collect();
+        for (name, node) in &self.operators {
+            for (field, function) in node.functions() {
+                all.push((format!("operators.{name}.{field}"), function));
+            }
+        }
+        all
     }
 
     /// Every function the spec names, to change (resolve, pin).
-    pub fn functions_mut(&mut self) -> Vec<(&'static str, &mut FunctionSpec)> {
-        [
-            ("key", Some(&mut self.key)),
+    pub fn functions_mut(&mut self) -> Vec<(String, &mut FunctionSpec)> {
+        let line = [
+            ("key", self.key.as_mut()),
             ("process", self.process.as_mut()),
             ("aggregate", self.aggregate.as_mut()),
             ("window_process", self.window_process.as_mut()),
-        ]
-        .into_iter()
-        .filter_map(|(field, f)| Some((field, f?)))
-        .collect()
+        ];
+        let mut all: Vec<(String, &mut FunctionSpec)> =
+            line.into_iter().filter_map(|(field, f)| Some((field.to_string(), f?))).collect();
+        for (name, node) in &mut self.operators {
+            for (field, function) in node.functions_mut() {
+                all.push((format!("operators.{name}.{field}"), function));
+            }
+        }
+        all
+    }
+
+    /// The graph the spec describes (a line spec is the simplest one).
+    pub(crate) fn graph(&self) -> Result<Graph, SpecError> {
+        Graph::of(self)
     }
 
     /// Check what the types cannot.
@@ -522,7 +547,7 @@ impl PipelineSpec {
                 (Some(_), None, None) | (None, None, Some(_)) => {}
                 (None, Some(name), None) if !is_valid_name(name) => return Err(SpecError::field(&format!("{field}.function"), format!("{name:?} is not a function name ({NAME_RULE})"))),
                 (None, Some(_), None) => {}
-                _ => return Err(SpecError::field(field, "give one of `wasm` (a file), `function` (a stored function's name) or `native` (a built-in)")),
+                _ => return Err(SpecError::field(&field, "give one of `wasm` (a file), `function` (a stored function's name) or `native` (a built-in)")),
             }
         }
         if let Some((name, spec)) = self.state_ttl.iter().find(|(_, spec)| spec.to_ttl().is_none())
@@ -532,6 +557,81 @@ impl PipelineSpec {
                 format!("{} is less than 1ms", humantime::format_duration(spec.ttl)),
             ));
         }
+        if self.operators.is_empty() {
+            self.validate_line()?;
+        } else {
+            let line = [
+                ("source", self.source.is_some()),
+                ("key", self.key.is_some()),
+                ("process", self.process.is_some()),
+                ("window", self.window.is_some()),
+                ("aggregate", self.aggregate.is_some()),
+                ("window_process", self.window_process.is_some()),
+                ("sink", self.sink.is_some()),
+                ("side_outputs", !self.side_outputs.is_empty()),
+            ];
+            if let Some((field, _)) = line.iter().find(|(_, present)| *present) {
+                return Err(SpecError::field(field, "a spec with `operators:` says it there (a node with `source:`, `sink:`, `process:`, …)"));
+            }
+            let graph = self.graph()?;
+            if let (OnError::DeadLetter(_), Some(stage)) = (
+                &self.on_error,
+                graph.stages.iter().find(|s| !matches!(s.kind, StageKind::Process(_))),
+            ) {
+                return Err(SpecError::field(
+                    "on_error",
+                    format!("dead-letter works with process functions; {:?} is not one", stage.name),
+                ));
+            }
+            let exactly_once = graph
+                .sinks
+                .iter()
+                .filter(|s| crate::connectors::kafka::exactly_once_sink(&s.spec).is_some())
+                .count();
+            if exactly_once > 1 {
+                return Err(SpecError::field("operators", "at most one sink can be an exactly-once Kafka sink"));
+            }
+        }
+        if let Some(watermark) = self.watermark.as_ref().filter(|w| w.delay_ms().is_none()) {
+            return Err(SpecError::field(
+                "watermark.max_out_of_orderness",
+                format!("{:?} is too long", watermark.max_out_of_orderness),
+            ));
+        }
+        if let Some(checkpoint) = &self.checkpoint {
+            checkpoint
+                .validate()
+                .map_err(|e| SpecError::field(&format!("checkpoint.{}", e.field), e.message))?;
+        }
+        self.limits.to_limits()?;
+        self.restart_strategy()?;
+        if !(1..=32768).contains(&self.max_parallelism) {
+            return Err(SpecError::field("max_parallelism", "must be between 1 and 32768"));
+        }
+        if self.parallelism == 0 || self.parallelism > self.max_parallelism {
+            return Err(SpecError::field(
+                "parallelism",
+                format!("must be between 1 and max_parallelism ({})", self.max_parallelism),
+            ));
+        }
+        if !(1..=1_000_000).contains(&self.batch_size) {
+            return Err(SpecError::field("batch_size", "must be between 1 and 1000000"));
+        }
+        Ok(())
+    }
+
+    /// The checks of a line spec (source → key → keyed function → sink).
+    fn validate_line(&self) -> Result<(), SpecError> {
+        let missing = |field: &str| {
+            SpecError::field(field, "missing field (a line spec needs source, key, process or window, and sink; a graph gives `operators:`)")
+        };
+        let (Some(source), Some(_), Some(sink)) = (&self.source, &self.key, &self.sink) else {
+            let field = [("source", self.source.is_none()), ("key", self.key.is_none())]
+                .into_iter()
+                .find(|(_, absent)| *absent)
+                .map_or("sink", |(field, _)| field);
+            return Err(missing(field));
+        };
         let window_function = match (&self.aggregate, &self.window_process) {
             (Some(_), Some(_)) => {
                 return Err(SpecError::field(
@@ -575,13 +675,7 @@ impl PipelineSpec {
                 ))
             }
         }
-        if let Some(watermark) = self.watermark.as_ref().filter(|w| w.delay_ms().is_none()) {
-            return Err(SpecError::field(
-                "watermark.max_out_of_orderness",
-                format!("{:?} is too long", watermark.max_out_of_orderness),
-            ));
-        }
-        let source = self.source.config();
+        let source = source.config();
         source.validate().map_err(|e| SpecError::connector("source", e))?;
         for (field, name) in source.side_outputs() {
             if !self.side_outputs.contains_key(name) {
@@ -591,7 +685,7 @@ impl PipelineSpec {
                 ));
             }
         }
-        self.sink.config().validate(SinkRole::Main).map_err(|e| SpecError::connector("sink", e))?;
+        sink.config().validate(SinkRole::Main).map_err(|e| SpecError::connector("sink", e))?;
         for (name, sink) in &self.side_outputs {
             sink.config()
                 .validate(SinkRole::SideOutput)
@@ -600,13 +694,6 @@ impl PipelineSpec {
         if let Some(bad) = self.side_outputs.keys().find(|name| !is_valid_name(name)) {
             return Err(SpecError::field("side_outputs", format!("{bad:?} must be {NAME_RULE}")));
         }
-        if let Some(checkpoint) = &self.checkpoint {
-            checkpoint
-                .validate()
-                .map_err(|e| SpecError::field(&format!("checkpoint.{}", e.field), e.message))?;
-        }
-        self.limits.to_limits()?;
-        self.restart_strategy()?;
         if let OnError::DeadLetter(name) = &self.on_error {
             if !self.side_outputs.contains_key(name) {
                 return Err(SpecError::field(
@@ -627,18 +714,6 @@ impl PipelineSpec {
                 format!("{:?} must be {NAME_RULE}", self.operator_uid()),
             ));
         }
-        if !(1..=32768).contains(&self.max_parallelism) {
-            return Err(SpecError::field("max_parallelism", "must be between 1 and 32768"));
-        }
-        if self.parallelism == 0 || self.parallelism > self.max_parallelism {
-            return Err(SpecError::field(
-                "parallelism",
-                format!("must be between 1 and max_parallelism ({})", self.max_parallelism),
-            ));
-        }
-        if !(1..=1_000_000).contains(&self.batch_size) {
-            return Err(SpecError::field("batch_size", "must be between 1 and 1000000"));
-        }
         Ok(())
     }
 
@@ -648,8 +723,12 @@ impl PipelineSpec {
             function.wasm.iter_mut().for_each(|path| resolve(path, base));
         }
         self.resources.iter_mut().for_each(|path| resolve(path, base));
-        self.source.config_mut().resolve_paths(base);
-        for sink in std::iter::once(&mut self.sink).chain(self.side_outputs.values_mut()) {
+        let sources = self.operators.values_mut().filter_map(|n| n.source.as_mut());
+        for source in self.source.iter_mut().chain(sources) {
+            source.config_mut().resolve_paths(base);
+        }
+        let sinks = self.operators.values_mut().filter_map(|n| n.sink.as_mut());
+        for sink in self.sink.iter_mut().chain(self.side_outputs.values_mut()).chain(sinks) {
             sink.config_mut().resolve_paths(base);
         }
     }

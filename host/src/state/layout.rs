@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{subtask_for_key_group, KeyedStateBackend, RocksDbBackend, StateError};
+use super::{
+    subtask_for_key_group, KeyedStateBackend, RocksDbBackend, StateError, BROADCAST_KEY_GROUP,
+};
 
 /// Entries moved per write batch while rescaling.
 const RESCALE_BATCH: usize = 10_000;
@@ -116,8 +118,13 @@ fn rescale(dir: &Path, from: Layout, to: Layout) -> Result<(), LayoutError> {
     let staging = dir.join(format!("rescale-{}", to.parallelism));
     let mut distributor = Distributor::create(&staging, to)?;
     for index in 0..from.parallelism {
-        RocksDbBackend::open(&subtask_dir(dir, index))?
-            .for_each(|key, value| distributor.add(key, value))?;
+        // Broadcast state is the same in every subtask: copied from the first.
+        RocksDbBackend::open(&subtask_dir(dir, index))?.for_each(|key, value| {
+            if index > 0 && key.get(..2) == Some(&BROADCAST_KEY_GROUP.to_be_bytes()[..]) {
+                return Ok(());
+            }
+            distributor.add(key, value)
+        })?;
     }
     distributor.finish()?;
     install(dir, &staging, to)
@@ -144,9 +151,18 @@ impl Distributor {
         Ok(Self { layout, pending: vec![Vec::new(); targets.len()], targets })
     }
 
-    /// Add one entry.
+    /// Add one entry (an entry of broadcast state to every subtask).
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {
         let group = key.get(..2).map_or(0, |g| u16::from_be_bytes([g[0], g[1]]));
+        if group == BROADCAST_KEY_GROUP {
+            for target in 0..self.targets.len() {
+                self.pending[target].push((key.to_vec(), value.to_vec()));
+                if self.pending[target].len() >= RESCALE_BATCH {
+                    flush_moves(&mut self.targets[target], &mut self.pending[target])?;
+                }
+            }
+            return Ok(());
+        }
         let target = usize::from(subtask_for_key_group(
             group,
             self.layout.max_parallelism,

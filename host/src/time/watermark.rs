@@ -81,6 +81,15 @@ impl SplitWatermarks {
         }
     }
 
+    /// Whether every split that has not finished has been idle at `now`
+    /// (and there is one): the source holds no event time back then.
+    pub fn all_idle(&self, now: std::time::Instant) -> bool {
+        let Some(timeout) = self.idle_timeout else { return false };
+        let mut unfinished = self.splits.iter().filter(|s| !s.finished).peekable();
+        unfinished.peek().is_some()
+            && unfinished.all(|s| now.duration_since(s.last_event) >= timeout)
+    }
+
     /// The watermark at `now`, if it has advanced since the last call.
     ///
     /// When every unfinished split is idle, event time stands where it

@@ -1,0 +1,792 @@
+//! A pipeline as a graph: the `operators:` section of a spec, and the plan
+//! every run follows — a line spec (source → key → keyed function → sink)
+//! is the shorthand for the simplest graph and becomes one here.
+//!
+//! ```text
+//! operators:
+//!   orders:   { source: { type: file, path: orders.jsonl } }
+//!   payments: { source: { type: file, path: payments.jsonl } }
+//!   paid:     { inputs: [orders, payments], key: { wasm: k.wasm },
+//!               join: { type: interval, lower: 0s, upper: 10m } }
+//!   out:      { inputs: [paid], sink: { type: file, path: paid.jsonl } }
+//! ```
+//!
+//! Nodes are sources, sinks, stateless transforms (chained into every
+//! node that feeds them, so they need no exchange), and keyed stages (a
+//! process, co-process or window function, or a host-provided join), each
+//! with its own key function, parallelism and `uid`. An input is another
+//! node's main output (`name`) or one of its side outputs (`name.output`).
+//! [`Graph::of`] checks what the types cannot (unknown inputs, cycles,
+//! key-less keyed inputs, parallelism) and names the node and field at
+//! fault.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer};
+
+use super::spec::{FunctionSpec, PipelineSpec, SpecError, WindowSpec};
+use crate::connectors::{SinkSpec, SourceSpec};
+use crate::names::{is_valid_name, NAME_RULE};
+
+/// One node of the `operators:` section.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    /// The nodes (or `node.side-output`s) whose events this one takes.
+    #[serde(default)]
+    pub inputs: Vec<InputSpec>,
+    /// Inputs delivered to every subtask of a keyed `process` stage, for its
+    /// broadcast state.
+    #[serde(default)]
+    pub broadcast: Vec<InputSpec>,
+    /// The key function of a keyed stage's inputs (an input may name its own).
+    #[serde(default)]
+    pub key: Option<FunctionSpec>,
+    /// Subtasks of a keyed stage (default: the pipeline's `parallelism`).
+    #[serde(default)]
+    pub parallelism: Option<u16>,
+    /// A keyed stage's identity in snapshots (default: the node's name).
+    #[serde(default)]
+    pub uid: Option<String>,
+    /// Where events come from (a source node has no inputs).
+    #[serde(default)]
+    pub source: Option<SourceSpec>,
+    /// Where events go.
+    #[serde(default)]
+    pub sink: Option<SinkSpec>,
+    /// A stateless map / filter / flat-map function.
+    #[serde(default)]
+    pub transform: Option<FunctionSpec>,
+    /// A keyed process function.
+    #[serde(default)]
+    pub process: Option<FunctionSpec>,
+    /// A keyed co-process function over exactly two inputs.
+    #[serde(default)]
+    pub co_process: Option<FunctionSpec>,
+    /// Event-time windows (with `aggregate` or `window_process`).
+    #[serde(default)]
+    pub window: Option<WindowSpec>,
+    /// The window aggregate function.
+    #[serde(default)]
+    pub aggregate: Option<FunctionSpec>,
+    /// The window process function.
+    #[serde(default)]
+    pub window_process: Option<FunctionSpec>,
+    /// A host-provided join of exactly two inputs.
+    #[serde(default)]
+    pub join: Option<JoinSpec>,
+}
+
+impl NodeSpec {
+    /// The functions the node names, with their fields (`key`,
+    /// `inputs.1.key`, `process`, …).
+    pub fn functions(&self) -> Vec<(String, &FunctionSpec)> {
+        let inputs = self.inputs.iter().enumerate();
+        let keys = inputs.filter_map(|(i, input)| Some((format!("inputs.{i}.key"), input.key.as_ref()?)));
+        let own = [
+            ("key", self.key.as_ref()),
+            ("transform", self.transform.as_ref()),
+            ("process", self.process.as_ref()),
+            ("co_process", self.co_process.as_ref()),
+            ("aggregate", self.aggregate.as_ref()),
+            ("window_process", self.window_process.as_ref()),
+        ];
+        own.into_iter()
+            .filter_map(|(field, f)| Some((field.to_string(), f?)))
+            .chain(keys)
+            .collect()
+    }
+
+    /// The functions the node names, to change (resolve, pin).
+    pub fn functions_mut(&mut self) -> Vec<(String, &mut FunctionSpec)> {
+        let inputs = self.inputs.iter_mut().enumerate();
+        let keys = inputs.filter_map(|(i, input)| Some((format!("inputs.{i}.key"), input.key.as_mut()?)));
+        let own = [
+            ("key", self.key.as_mut()),
+            ("transform", self.transform.as_mut()),
+            ("process", self.process.as_mut()),
+            ("co_process", self.co_process.as_mut()),
+            ("aggregate", self.aggregate.as_mut()),
+            ("window_process", self.window_process.as_mut()),
+        ];
+        own.into_iter()
+            .filter_map(|(field, f)| Some((field.to_string(), f?)))
+            .chain(keys)
+            .collect()
+    }
+}
+
+/// An input of a node: `name`, `name.side-output`, or
+/// `{ from: name, key: { … } }` to give this input its own key function.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputSpec {
+    /// The node it comes from.
+    pub from: String,
+    /// The side output of that node, or `None` for its main output.
+    pub output: Option<String>,
+    /// This input's own key function.
+    pub key: Option<FunctionSpec>,
+}
+
+impl PartialEq for FunctionSpec {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.wasm, &self.function, &self.version, &self.native, &self.uid)
+            == (&other.wasm, &other.function, &other.version, &other.native, &other.uid)
+    }
+}
+
+impl<'de> Deserialize<'de> for InputSpec {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// How an input may be written.
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Name(String),
+            Full {
+                from: String,
+                #[serde(default)]
+                key: Option<FunctionSpec>,
+            },
+        }
+        let (reference, key) = match Written::deserialize(deserializer).map_err(|_| {
+            serde::de::Error::custom(
+                "an input is `node`, `node.side-output` or `{ from: node, key: { … } }`",
+            )
+        })? {
+            Written::Name(name) => (name, None),
+            Written::Full { from, key } => (from, key),
+        };
+        let (from, output) = match reference.split_once('.') {
+            Some((from, output)) => (from.to_string(), Some(output.to_string())),
+            None => (reference, None),
+        };
+        Ok(InputSpec { from, output, key })
+    }
+}
+
+impl std::fmt::Display for InputSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.output {
+            Some(output) => write!(f, "{}.{output}", self.from),
+            None => write!(f, "{}", self.from),
+        }
+    }
+}
+
+/// A host-provided join of two keyed inputs.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum JoinSpec {
+    /// Each event of the first input joins the second input's events of
+    /// the same key with a timestamp in `[t + lower, t + upper]`.
+    Interval {
+        /// Lower bound, e.g. `0s` or `-5s`.
+        #[serde(deserialize_with = "signed_millis")]
+        lower: i64,
+        /// Upper bound, e.g. `10m`.
+        #[serde(deserialize_with = "signed_millis")]
+        upper: i64,
+        /// Side output for events too late to join; default: dropped, counted.
+        #[serde(default)]
+        late_output: Option<String>,
+    },
+    /// The events of both inputs with the same key in the same window
+    /// join pairwise when the window closes.
+    Window {
+        /// The windows.
+        window: WindowSpec,
+    },
+}
+
+/// A duration with an optional sign (`-5s`), in milliseconds.
+fn signed_millis<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    let (sign, body) = match text.trim().strip_prefix('-') {
+        Some(rest) => (-1, rest),
+        None => (1, text.trim()),
+    };
+    humantime::parse_duration(body)
+        .ok()
+        .and_then(|d| i64::try_from(d.as_millis()).ok())
+        .map(|ms| sign * ms)
+        .ok_or_else(|| serde::de::Error::custom(format!("{text:?} is not a duration like 10m or -5s")))
+}
+
+/// Which input of a keyed stage a route feeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StageInput {
+    /// Keyed input `0` or `1` (the second input of a co-process or join).
+    Keyed(usize),
+    /// A broadcast input: every subtask gets every event.
+    Broadcast,
+}
+
+/// Where the events of one output go.
+#[derive(Debug, Clone)]
+pub(crate) enum Route {
+    /// To sink node `index` of [`Graph::sinks`].
+    Sink(usize),
+    /// To keyed stage `stage` (keyed by `key`, unless broadcast).
+    Stage {
+        /// Index into [`Graph::stages`].
+        stage: usize,
+        /// Which of its inputs.
+        input: StageInput,
+        /// The key function (none for a broadcast input).
+        key: Option<FunctionSpec>,
+    },
+    /// Through a stateless transform, chained into the producer.
+    Transform {
+        /// The transform node's name.
+        name: String,
+        /// Its function.
+        function: FunctionSpec,
+        /// Where its outputs go.
+        outputs: Outputs,
+    },
+}
+
+/// Where each output of a producer goes: its main output (`None`) and its
+/// side outputs by name. Outputs nobody takes are counted and dropped.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Outputs {
+    /// Routes by output.
+    pub(crate) ports: BTreeMap<Option<String>, Vec<Route>>,
+}
+
+/// A source node.
+#[derive(Debug, Clone)]
+pub(crate) struct SourceNode {
+    /// The node's name.
+    pub(crate) name: String,
+    /// Its connector settings.
+    pub(crate) spec: SourceSpec,
+    /// Where its events go.
+    pub(crate) outputs: Outputs,
+}
+
+/// What a keyed stage runs.
+#[derive(Debug, Clone)]
+pub(crate) enum StageKind {
+    /// A process function (with broadcast inputs if any).
+    Process(FunctionSpec),
+    /// A co-process function over two inputs.
+    CoProcess(FunctionSpec),
+    /// Windows with an aggregate (`aggregate`) or window process function.
+    Window {
+        /// The windows.
+        window: WindowSpec,
+        /// The function.
+        function: FunctionSpec,
+        /// Whether it is an aggregate (else a window process function).
+        aggregate: bool,
+    },
+    /// A host-provided join.
+    Join(JoinSpec),
+}
+
+/// A keyed stage: `parallelism` subtasks, each owning a range of key groups.
+#[derive(Debug, Clone)]
+pub(crate) struct StageNode {
+    /// The node's name.
+    pub(crate) name: String,
+    /// Its identity in snapshots.
+    pub(crate) uid: String,
+    /// Its subtasks.
+    pub(crate) parallelism: u16,
+    /// What it runs.
+    pub(crate) kind: StageKind,
+    /// Keyed inputs it has (1 or 2), and whether it has broadcast inputs.
+    pub(crate) keyed_inputs: usize,
+    /// Whether it has broadcast inputs.
+    pub(crate) broadcast: bool,
+    /// Where its outputs go.
+    pub(crate) outputs: Outputs,
+}
+
+impl StageNode {
+    /// The function instance role names use: `process`, `window`, `join`.
+    pub(crate) fn role(&self) -> &'static str {
+        match self.kind {
+            StageKind::Process(_) => "process",
+            StageKind::CoProcess(_) => "co_process",
+            StageKind::Window { .. } => "window",
+            StageKind::Join(_) => "join",
+        }
+    }
+}
+
+/// A sink node.
+#[derive(Debug, Clone)]
+pub(crate) struct SinkNode {
+    /// The node's name (`""` for a line spec's main sink).
+    pub(crate) name: String,
+    /// Its connector settings.
+    pub(crate) spec: SinkSpec,
+    /// Whether what it writes counts as side output (a line spec's side
+    /// outputs) rather than output.
+    pub(crate) side: bool,
+}
+
+/// The plan of a run: sources, keyed stages in topological order, sinks.
+#[derive(Debug, Clone)]
+pub(crate) struct Graph {
+    /// Source nodes, by name.
+    pub(crate) sources: Vec<SourceNode>,
+    /// Keyed stages, each after every stage that feeds it.
+    pub(crate) stages: Vec<StageNode>,
+    /// Sink nodes.
+    pub(crate) sinks: Vec<SinkNode>,
+}
+
+/// The name of a line spec's main sink node.
+pub(crate) const LINE_SINK: &str = "";
+
+impl Graph {
+    /// The graph `spec` describes (its `operators:`, or its line fields).
+    pub(crate) fn of(spec: &PipelineSpec) -> Result<Self, SpecError> {
+        if spec.operators.is_empty() {
+            Self::of_line(spec)
+        } else {
+            Builder { spec, nodes: &spec.operators }.build()
+        }
+    }
+
+    /// A line spec as a graph: source → keyed stage → sink, with every side
+    /// output a sink fed by both.
+    fn of_line(spec: &PipelineSpec) -> Result<Self, SpecError> {
+        let missing = |field: &str| SpecError::field(field, "missing field (or give `operators:`)");
+        let source = spec.source.clone().ok_or_else(|| missing("source"))?;
+        let key = spec.key.clone().ok_or_else(|| missing("key"))?;
+        let sink = spec.sink.clone().ok_or_else(|| missing("sink"))?;
+        let kind = match (&spec.process, &spec.window, &spec.aggregate, &spec.window_process) {
+            (Some(process), ..) => StageKind::Process(process.clone()),
+            (None, Some(window), Some(f), _) => {
+                StageKind::Window { window: window.clone(), function: f.clone(), aggregate: true }
+            }
+            (None, Some(window), None, Some(f)) => {
+                StageKind::Window { window: window.clone(), function: f.clone(), aggregate: false }
+            }
+            _ => return Err(missing("process")),
+        };
+        let mut sinks = vec![SinkNode { name: LINE_SINK.into(), spec: sink, side: false }];
+        let mut side_routes = BTreeMap::new();
+        for (name, spec) in &spec.side_outputs {
+            side_routes.insert(Some(name.clone()), vec![Route::Sink(sinks.len())]);
+            sinks.push(SinkNode { name: name.clone(), spec: spec.clone(), side: true });
+        }
+        let mut stage_outputs = Outputs { ports: side_routes.clone() };
+        stage_outputs.ports.insert(None, vec![Route::Sink(0)]);
+        let mut source_outputs = Outputs { ports: side_routes };
+        source_outputs.ports.insert(
+            None,
+            vec![Route::Stage { stage: 0, input: StageInput::Keyed(0), key: Some(key) }],
+        );
+        Ok(Graph {
+            sources: vec![SourceNode { name: "source".into(), spec: source, outputs: source_outputs }],
+            stages: vec![StageNode {
+                name: spec.operator_uid(),
+                uid: spec.operator_uid(),
+                parallelism: spec.parallelism,
+                kind,
+                keyed_inputs: 1,
+                broadcast: false,
+                outputs: stage_outputs,
+            }],
+            sinks,
+        })
+    }
+
+    /// Every stage's uid, with its parallelism.
+    pub(crate) fn stage_layouts(&self) -> Vec<(String, u16)> {
+        self.stages.iter().map(|s| (s.uid.clone(), s.parallelism)).collect()
+    }
+
+    /// Total keyed subtasks over every stage.
+    pub(crate) fn subtasks(&self) -> usize {
+        self.stages.iter().map(|s| usize::from(s.parallelism)).sum()
+    }
+}
+
+/// What a node is, once checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Source,
+    Sink,
+    Transform,
+    Keyed,
+}
+
+/// Builds a [`Graph`] from `operators:`.
+struct Builder<'a> {
+    spec: &'a PipelineSpec,
+    nodes: &'a BTreeMap<String, NodeSpec>,
+}
+
+impl Builder<'_> {
+    fn build(self) -> Result<Graph, SpecError> {
+        let spec = self.spec;
+        let mut kinds = BTreeMap::new();
+        for (name, node) in self.nodes {
+            if !is_valid_name(name) {
+                return Err(SpecError::field("operators", format!("{name:?} must be {NAME_RULE}")));
+            }
+            kinds.insert(name.as_str(), self.check_node(name, node)?);
+        }
+        // Inputs name nodes that exist and can feed this one.
+        for (name, node) in self.nodes {
+            let all = node.inputs.iter().map(|i| ("inputs", i));
+            for (field, input) in all.chain(node.broadcast.iter().map(|i| ("broadcast", i))) {
+                let at = format!("operators.{name}.{field}");
+                match kinds.get(input.from.as_str()) {
+                    None => {
+                        return Err(SpecError::field(
+                            &at,
+                            format!("no operator is called {:?}", input.from),
+                        ))
+                    }
+                    Some(Kind::Sink) => {
+                        return Err(SpecError::field(
+                            &at,
+                            format!("{:?} is a sink: it has no output", input.from),
+                        ))
+                    }
+                    Some(_) => {}
+                }
+                if let Some(output) = input.output.as_ref().filter(|o| !is_valid_name(o)) {
+                    return Err(SpecError::field(&at, format!("{output:?} must be {NAME_RULE}")));
+                }
+            }
+        }
+        let order = self.topological_order()?;
+        let keyed: Vec<&str> =
+            order.iter().copied().filter(|n| kinds[n] == Kind::Keyed).collect();
+        let sink_names: Vec<&str> =
+            self.nodes.keys().map(String::as_str).filter(|n| kinds[n] == Kind::Sink).collect();
+        if sink_names.is_empty() {
+            return Err(SpecError::field("operators", "no sink: give a node with `sink:`"));
+        }
+        let mut graph = Graph { sources: Vec::new(), stages: Vec::new(), sinks: Vec::new() };
+        for name in &sink_names {
+            let sink = self.nodes[*name].sink.clone().expect("a sink node");
+            graph.sinks.push(SinkNode { name: name.to_string(), spec: sink, side: false });
+        }
+        for name in &keyed {
+            let node = &self.nodes[*name];
+            let uid = node.uid.clone().unwrap_or_else(|| name.to_string());
+            let kind = match node {
+                NodeSpec { process: Some(f), .. } => StageKind::Process(f.clone()),
+                NodeSpec { co_process: Some(f), .. } => StageKind::CoProcess(f.clone()),
+                NodeSpec { join: Some(join), .. } => StageKind::Join(join.clone()),
+                NodeSpec { window: Some(window), aggregate, window_process, .. } => {
+                    StageKind::Window {
+                        window: window.clone(),
+                        function: aggregate.clone().or(window_process.clone()).expect("checked"),
+                        aggregate: aggregate.is_some(),
+                    }
+                }
+                _ => unreachable!("checked to be keyed"),
+            };
+            graph.stages.push(StageNode {
+                name: name.to_string(),
+                uid,
+                parallelism: node.parallelism.unwrap_or(spec.parallelism),
+                kind,
+                keyed_inputs: node.inputs.len(),
+                broadcast: !node.broadcast.is_empty(),
+                outputs: Outputs::default(),
+            });
+        }
+        let mut uids = BTreeMap::new();
+        for stage in &graph.stages {
+            if let Some(other) = uids.insert(stage.uid.clone(), stage.name.clone()) {
+                return Err(SpecError::field(
+                    &format!("operators.{}.uid", stage.name),
+                    format!("{:?} is also the uid of {other:?}; every keyed stage needs its own", stage.uid),
+                ));
+            }
+        }
+        for stage in 0..graph.stages.len() {
+            let outputs = self.outputs_of(&graph.stages[stage].name.clone(), &graph, &kinds)?;
+            graph.stages[stage].outputs = outputs;
+        }
+        for name in order.iter().filter(|n| kinds[*n] == Kind::Source) {
+            let outputs = self.outputs_of(name, &graph, &kinds)?;
+            let source = self.nodes[*name].source.clone().expect("a source node");
+            graph.sources.push(SourceNode { name: name.to_string(), spec: source, outputs });
+        }
+        Ok(graph)
+    }
+
+    /// Check one node on its own: exactly one kind, and the fields that kind takes.
+    fn check_node(&self, name: &str, node: &NodeSpec) -> Result<Kind, SpecError> {
+        let at = |field: &str| format!("operators.{name}.{field}");
+        let kinds = [
+            ("source", node.source.is_some()),
+            ("sink", node.sink.is_some()),
+            ("transform", node.transform.is_some()),
+            ("process", node.process.is_some()),
+            ("co_process", node.co_process.is_some()),
+            ("window", node.window.is_some()),
+            ("join", node.join.is_some()),
+        ];
+        let given: Vec<&str> = kinds.iter().filter(|(_, on)| *on).map(|(k, _)| *k).collect();
+        let kind = match given.as_slice() {
+            [one] => *one,
+            [] => return Err(SpecError::field(&format!("operators.{name}"), "give one of source, sink, transform, process, co_process, window (with aggregate or window_process) or join")),
+            [a, b, ..] => return Err(SpecError::field(&at(b), format!("a node is one thing: it already has `{a}`"))),
+        };
+        if kind != "window" && (node.aggregate.is_some() || node.window_process.is_some()) {
+            return Err(SpecError::field(&at("aggregate"), "goes with `window`"));
+        }
+        let keyed = matches!(kind, "process" | "co_process" | "window" | "join");
+        if !keyed {
+            for (field, present) in [
+                ("key", node.key.is_some()),
+                ("parallelism", node.parallelism.is_some()),
+                ("uid", node.uid.is_some()),
+                ("broadcast", !node.broadcast.is_empty()),
+            ] {
+                if present {
+                    return Err(SpecError::field(&at(field), format!("only keyed stages have it, not a {kind}")));
+                }
+            }
+            if node.inputs.iter().any(|i| i.key.is_some()) {
+                return Err(SpecError::field(&at("inputs"), format!("a {kind} is not keyed: its inputs take no key")));
+            }
+        }
+        match kind {
+            "source" if !node.inputs.is_empty() => {
+                return Err(SpecError::field(&at("inputs"), "a source has no inputs"))
+            }
+            "source" => {}
+            _ if node.inputs.is_empty() => {
+                return Err(SpecError::field(&at("inputs"), "missing: name the nodes it takes events from"))
+            }
+            _ => {}
+        }
+        if !node.broadcast.is_empty() && kind != "process" {
+            return Err(SpecError::field(&at("broadcast"), "only a `process` stage takes broadcast inputs"));
+        }
+        if let Some(input) = node.broadcast.iter().find(|i| i.key.is_some()) {
+            return Err(SpecError::field(&at("broadcast"), format!("{input} is broadcast to every subtask: it takes no key")));
+        }
+        if matches!(kind, "co_process" | "join") && node.inputs.len() != 2 {
+            return Err(SpecError::field(&at("inputs"), format!("a {kind} takes exactly two inputs, not {}", node.inputs.len())));
+        }
+        if keyed {
+            if let Some(input) = node.inputs.iter().find(|i| i.key.is_none() && node.key.is_none()) {
+                return Err(SpecError::field(&at("key"), format!("input {input} has no key function: give `key:` (or `{{ from: {input}, key: … }}`)")));
+            }
+            if let Some(uid) = node.uid.as_ref().filter(|uid| !is_valid_name(uid)) {
+                return Err(SpecError::field(&at("uid"), format!("{uid:?} must be {NAME_RULE}")));
+            }
+            let parallelism = node.parallelism.unwrap_or(self.spec.parallelism);
+            if parallelism == 0 || parallelism > self.spec.max_parallelism {
+                return Err(SpecError::field(&at("parallelism"), format!("{parallelism} must be between 1 and max_parallelism ({})", self.spec.max_parallelism)));
+            }
+        }
+        if kind == "window" {
+            let window = node.window.as_ref().expect("a window");
+            let prefixed = |e: SpecError| match e {
+                SpecError::Field { field, message } => SpecError::Field { field: format!("operators.{name}.{field}"), message },
+                other => other,
+            };
+            window.assigner().map_err(prefixed)?;
+            window.allowed_lateness().map_err(prefixed)?;
+            match (&node.aggregate, &node.window_process) {
+                (Some(_), Some(_)) => return Err(SpecError::field(&at("window_process"), "give either `aggregate` or `window_process`, not both")),
+                (None, None) => return Err(SpecError::field(&at("aggregate"), "a window needs an aggregate (or window_process) function")),
+                _ => {}
+            }
+        }
+        if let Some(JoinSpec::Window { window }) = &node.join {
+            window.assigner().map_err(|e| match e {
+                SpecError::Field { field, message } => SpecError::Field { field: format!("operators.{name}.join.{field}"), message },
+                other => other,
+            })?;
+        }
+        if let Some(JoinSpec::Interval { lower, upper, .. }) = &node.join {
+            if lower > upper {
+                return Err(SpecError::field(&at("join.lower"), "must not be above `upper`"));
+            }
+        }
+        if let Some(source) = &node.source {
+            source.config().validate().map_err(|e| SpecError::field(&at(&format!("source.{}", e.field)), e.message))?;
+        }
+        if let Some(sink) = &node.sink {
+            sink.config().validate(crate::connectors::SinkRole::Main).map_err(|e| SpecError::field(&at(&format!("sink.{}", e.field)), e.message))?;
+        }
+        Ok(match kind {
+            "source" => Kind::Source,
+            "sink" => Kind::Sink,
+            "transform" => Kind::Transform,
+            _ => Kind::Keyed,
+        })
+    }
+
+    /// Node names in an order where every node comes after its inputs; a
+    /// cycle is an error naming a node on it.
+    fn topological_order(&self) -> Result<Vec<&str>, SpecError> {
+        #[derive(Clone, Copy, PartialEq)]
+        enum Mark {
+            Visiting,
+            Done,
+        }
+        fn visit<'a>(
+            name: &'a str,
+            nodes: &'a BTreeMap<String, NodeSpec>,
+            marks: &mut BTreeMap<&'a str, Mark>,
+            order: &mut Vec<&'a str>,
+        ) -> Result<(), SpecError> {
+            match marks.get(name) {
+                Some(Mark::Done) => return Ok(()),
+                Some(Mark::Visiting) => {
+                    return Err(SpecError::field(
+                        &format!("operators.{name}.inputs"),
+                        "the operators form a cycle through this one; a pipeline is acyclic",
+                    ))
+                }
+                None => {}
+            }
+            marks.insert(name, Mark::Visiting);
+            let node = &nodes[name];
+            for input in node.inputs.iter().chain(&node.broadcast) {
+                let (from, _) = nodes.get_key_value(&input.from).expect("checked");
+                visit(from, nodes, marks, order)?;
+            }
+            marks.insert(name, Mark::Done);
+            order.push(name);
+            Ok(())
+        }
+        let mut marks = BTreeMap::new();
+        let mut order = Vec::new();
+        for name in self.nodes.keys() {
+            visit(name, self.nodes, &mut marks, &mut order)?;
+        }
+        Ok(order)
+    }
+
+    /// Where the outputs of node `producer` go: every node that names it
+    /// as an input, transforms expanded in place.
+    fn outputs_of(
+        &self,
+        producer: &str,
+        graph: &Graph,
+        kinds: &BTreeMap<&str, Kind>,
+    ) -> Result<Outputs, SpecError> {
+        let mut outputs = Outputs::default();
+        for (name, node) in self.nodes {
+            let inputs = node.inputs.iter().enumerate().map(|(i, input)| (Some(i), input));
+            for (index, input) in inputs.chain(node.broadcast.iter().map(|i| (None, i))) {
+                if input.from != producer {
+                    continue;
+                }
+                let route = match kinds[name.as_str()] {
+                    Kind::Sink => Route::Sink(
+                        graph.sinks.iter().position(|s| &s.name == name).expect("a sink"),
+                    ),
+                    Kind::Transform => Route::Transform {
+                        name: name.clone(),
+                        function: node.transform.clone().expect("a transform"),
+                        outputs: self.outputs_of(name, graph, kinds)?,
+                    },
+                    Kind::Keyed => Route::Stage {
+                        stage: graph.stages.iter().position(|s| &s.name == name).expect("a stage"),
+                        input: index.map_or(StageInput::Broadcast, StageInput::Keyed),
+                        key: match index {
+                            Some(_) => input.key.clone().or(node.key.clone()),
+                            None => None,
+                        },
+                    },
+                    Kind::Source => unreachable!("a source has no inputs"),
+                };
+                outputs.ports.entry(input.output.clone()).or_default().push(route);
+            }
+        }
+        Ok(outputs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn graph(operators: &str) -> Result<Graph, SpecError> {
+        let text = format!("name: g\nparallelism: 2\noperators:\n{operators}");
+        PipelineSpec::parse(&text).and_then(|spec| Graph::of(&spec))
+    }
+
+    fn error(operators: &str) -> String {
+        graph(operators).unwrap_err().to_string()
+    }
+
+    const JOIN: &str = "
+  orders: { source: { type: generator, count: 10 } }
+  payments: { source: { type: generator, count: 10 } }
+  paid:
+    inputs: [orders, { from: payments, key: { wasm: p.wasm } }]
+    key: { wasm: o.wasm }
+    join: { type: interval, lower: -5s, upper: 10m }
+    parallelism: 3
+  clean: { inputs: [paid], transform: { wasm: t.wasm } }
+  out: { inputs: [clean, paid.late], sink: { type: stdout } }
+";
+
+    #[test]
+    fn a_join_graph_is_planned_with_its_keys_chains_and_sinks() {
+        let g = graph(JOIN).unwrap();
+        assert_eq!(g.sources.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["orders", "payments"]);
+        let paid = &g.stages[0];
+        assert_eq!((paid.uid.as_str(), paid.parallelism, paid.keyed_inputs), ("paid", 3, 2));
+        assert!(matches!(paid.kind, StageKind::Join(JoinSpec::Interval { lower: -5000, upper: 600_000, .. })));
+        let key_of = |source: usize| match &g.sources[source].outputs.ports[&None][0] {
+            Route::Stage { stage: 0, input: StageInput::Keyed(i), key: Some(key) } => {
+                (*i, key.wasm.clone().unwrap())
+            }
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(key_of(0), (0, "o.wasm".into()));
+        assert_eq!(key_of(1), (1, "p.wasm".into()));
+        match &paid.outputs.ports[&None][0] {
+            Route::Transform { name, outputs, .. } => {
+                assert_eq!(name, "clean");
+                assert!(matches!(outputs.ports[&None][..], [Route::Sink(0)]));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(paid.outputs.ports[&Some("late".into())][..], [Route::Sink(0)]));
+    }
+
+    #[test]
+    fn faults_are_named_by_operator_and_field() {
+        let cases = [
+            ("  a: { source: { type: generator, count: 1 } }\n  b: { inputs: [nowhere], sink: { type: stdout } }\n", "operators.b.inputs", "nowhere"),
+            ("  a: { source: { type: generator, count: 1 } }\n  j: { inputs: [a, a], join: { type: interval, lower: 0s, upper: 1s } }\n  s: { inputs: [j], sink: { type: stdout } }\n", "operators.j.key", "no key function"),
+            ("  a: { source: { type: generator, count: 1 } }\n  j: { inputs: [a], key: { wasm: k.wasm }, join: { type: interval, lower: 0s, upper: 1s } }\n  s: { inputs: [j], sink: { type: stdout } }\n", "operators.j.inputs", "exactly two"),
+            ("  a: { source: { type: generator, count: 1 } }\n  p: { inputs: [a, q], key: { wasm: k.wasm }, process: { wasm: f.wasm } }\n  q: { inputs: [p], key: { wasm: k.wasm }, process: { wasm: f.wasm } }\n  s: { inputs: [q], sink: { type: stdout } }\n", "inputs", "cycle"),
+            ("  a: { source: { type: generator, count: 1 } }\n  p: { inputs: [a], key: { wasm: k.wasm }, process: { wasm: f.wasm }, parallelism: 500 }\n  s: { inputs: [p], sink: { type: stdout } }\n", "operators.p.parallelism", "max_parallelism"),
+            ("  a: { source: { type: generator, count: 1 } }\n  p: { inputs: [a], key: { wasm: k.wasm }, process: { wasm: f.wasm }, sink: { type: stdout } }\n", "operators.p.sink", "one thing"),
+            ("  a: { source: { type: generator, count: 1 } }\n  t: { inputs: [a], key: { wasm: k.wasm }, transform: { wasm: t.wasm } }\n  s: { inputs: [t], sink: { type: stdout } }\n", "operators.t.key", "keyed"),
+            ("  a: { source: { type: generator, count: 1 } }\n  s: { inputs: [a.x], sink: { type: stdout } }\n  b: { inputs: [s], sink: { type: stdout } }\n", "operators.b.inputs", "sink"),
+            ("  a: { source: { type: generator, count: 1 } }\n  p: { inputs: [a], key: { wasm: k.wasm }, window: { type: tumbling, size: 1m } }\n  s: { inputs: [p], sink: { type: stdout } }\n", "operators.p.aggregate", "aggregate"),
+        ];
+        for (operators, field, words) in cases {
+            let message = error(operators);
+            assert!(message.contains(field) && message.contains(words), "{message}");
+        }
+    }
+
+    #[test]
+    fn a_line_spec_is_the_simplest_graph() {
+        let spec = PipelineSpec::parse(
+            "name: l\nsource: { type: generator, count: 1 }\nkey: { wasm: k.wasm }\nprocess: { wasm: p.wasm }\nsink: { type: stdout }\nside_outputs: { late: { type: stdout } }\n",
+        )
+        .unwrap();
+        let g = Graph::of(&spec).unwrap();
+        assert_eq!((g.sources.len(), g.stages.len(), g.sinks.len()), (1, 1, 2));
+        assert_eq!(g.stages[0].uid, "process");
+        assert!(matches!(g.stages[0].outputs.ports[&None][..], [Route::Sink(0)]));
+        assert!(matches!(g.sources[0].outputs.ports[&Some("late".into())][..], [Route::Sink(1)]));
+    }
+}

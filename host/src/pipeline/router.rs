@@ -1,0 +1,371 @@
+//! Where a producer's output goes: a source's events, or what a keyed
+//! subtask emits. Each output (the main one, each side output) has routes:
+//! to a sink, through a stateless transform chained into the producer, or
+//! over an exchange to a keyed stage — keyed by that stage's key function
+//! (run here, where the records are) and sent to the subtask owning the
+//! key's group, or broadcast to every subtask.
+//!
+//! Events are buffered per destination and sent as batches ([`Router::flush`]);
+//! watermarks, barriers and the end of input go to every channel of every
+//! route after what was buffered before them, so each consumer sees them
+//! in order with the events of this producer.
+
+use std::collections::BTreeMap;
+use crossbeam_channel::Sender as SyncSender;
+use std::sync::mpsc::SyncSender as SinkSender;
+
+use super::error::RunError;
+use super::failures;
+use super::live::LiveMetrics;
+use super::messages::{SinkMessage, SubtaskMessage};
+use super::operator::{FunctionCode, FunctionEnv, RoutedBatch};
+use crate::runtime::{KeyFunctionInstance, TransformInstance};
+use crate::state::{key_group, subtask_for_key_group, SnapshotForm};
+use crate::Event;
+
+/// A route before its functions are instantiated (on the producer's thread).
+pub(crate) enum RoutePlan {
+    /// To sink `index` (see [`SinkMessage::Batch`]).
+    Sink(usize),
+    /// Keyed by `key` to the subtasks of a stage (one channel each).
+    Keyed {
+        /// The key function.
+        key: FunctionCode,
+        /// Its label, for errors.
+        name: String,
+        /// Route events packed (see [`RoutedBatch`]).
+        bare: bool,
+        /// One channel per subtask of the stage.
+        subtasks: Vec<SyncSender<SubtaskMessage>>,
+    },
+    /// To every subtask of a stage.
+    Broadcast(Vec<SyncSender<SubtaskMessage>>),
+    /// Through a stateless transform.
+    Transform {
+        /// The function.
+        code: FunctionCode,
+        /// Its node's name.
+        name: String,
+        /// Where its outputs go.
+        outputs: PortsPlan,
+    },
+}
+
+/// Routes by output (`None`: the main output), before instantiation.
+#[derive(Default)]
+pub(crate) struct PortsPlan {
+    /// Routes by output.
+    pub(crate) ports: BTreeMap<Option<String>, Vec<RoutePlan>>,
+}
+
+impl PortsPlan {
+    /// Every subtask channel of every route, transforms included.
+    fn channels(&self) -> Vec<SyncSender<SubtaskMessage>> {
+        let mut all = Vec::new();
+        for route in self.ports.values().flatten() {
+            match route {
+                RoutePlan::Keyed { subtasks, .. } | RoutePlan::Broadcast(subtasks) => {
+                    all.extend(subtasks.iter().cloned())
+                }
+                RoutePlan::Transform { outputs, .. } => all.extend(outputs.channels()),
+                RoutePlan::Sink(_) => {}
+            }
+        }
+        all
+    }
+}
+
+/// A live route.
+enum Route {
+    Sink(usize),
+    Keyed {
+        keyer: Box<KeyFunctionInstance>,
+        bare: bool,
+        subtasks: Vec<SyncSender<SubtaskMessage>>,
+        /// Events waiting for each subtask.
+        routed: Vec<RoutedBatch>,
+    },
+    Broadcast {
+        subtasks: Vec<SyncSender<SubtaskMessage>>,
+        waiting: Vec<Event>,
+    },
+    Transform {
+        function: Box<TransformInstance>,
+        outputs: Ports,
+    },
+}
+
+/// Live routes by output.
+struct Ports {
+    ports: BTreeMap<Option<String>, Vec<Route>>,
+}
+
+/// A producer's live routes, its channels and its buffers.
+pub(crate) struct Router<'m> {
+    ports: Ports,
+    /// Every subtask channel, for watermarks, barriers and the end.
+    channels: Vec<SyncSender<SubtaskMessage>>,
+    /// To the sink thread.
+    sink: SinkSender<SinkMessage>,
+    /// This producer's input number at the sink.
+    from: usize,
+    /// Events waiting for each sink.
+    sinks: Vec<Vec<Event>>,
+    /// The side output of the `dead-letter` failure policy, if chosen.
+    dead_letter: Option<String>,
+    max_parallelism: u16,
+    metrics: &'m LiveMetrics,
+    /// Events sent to outputs nobody takes.
+    dropped: u64,
+}
+
+/// What a router needs besides its plan.
+pub(crate) struct RouterLinks<'m> {
+    /// To the sink thread.
+    pub(crate) sink: SinkSender<SinkMessage>,
+    /// The producer's input number at the sink.
+    pub(crate) from: usize,
+    /// How many sinks.
+    pub(crate) sinks: usize,
+    /// The run's counters.
+    pub(crate) metrics: &'m LiveMetrics,
+}
+
+impl<'m> Router<'m> {
+    /// Instantiate `plan`'s functions as `owner`'s.
+    pub(crate) fn new(
+        plan: PortsPlan,
+        owner: &str,
+        env: &FunctionEnv,
+        links: RouterLinks<'m>,
+    ) -> Result<Self, RunError> {
+        let channels = plan.channels();
+        Ok(Self {
+            ports: instantiate(plan, owner, env)?,
+            channels,
+            sink: links.sink,
+            from: links.from,
+            sinks: (0..links.sinks).map(|_| Vec::new()).collect(),
+            dead_letter: env.dead_letter.clone(),
+            max_parallelism: env.max_parallelism,
+            metrics: links.metrics,
+            dropped: 0,
+        })
+    }
+
+    /// Route `events` of output `port` (`None`: the main output).
+    pub(crate) fn emit(&mut self, port: Option<&str>, events: Vec<Event>) -> Result<(), RunError> {
+        let mut context = Emit {
+            sinks: &mut self.sinks,
+            dead_letter: self.dead_letter.as_deref(),
+            max_parallelism: self.max_parallelism,
+            metrics: self.metrics,
+            dropped: &mut self.dropped,
+        };
+        route_events(&mut self.ports, port, events, &mut context)
+    }
+
+    /// Route side-output events, each named by its output.
+    pub(crate) fn emit_side(&mut self, events: Vec<(String, Event)>) -> Result<(), RunError> {
+        let mut by_name: BTreeMap<String, Vec<Event>> = BTreeMap::new();
+        for (name, event) in events {
+            by_name.entry(name).or_default().push(event);
+        }
+        for (name, events) in by_name {
+            self.emit(Some(&name), events)?;
+        }
+        Ok(())
+    }
+
+    /// Send what is buffered.
+    pub(crate) fn flush(&mut self) -> Result<(), RunError> {
+        flush_ports(&mut self.ports)?;
+        for (index, events) in self.sinks.iter_mut().enumerate() {
+            if !events.is_empty() {
+                let events = std::mem::take(events);
+                self.sink
+                    .send(SinkMessage::Batch { from: self.from, sink: index, events })
+                    .map_err(|_| RunError::Stopped)?;
+            }
+        }
+        if self.dropped > 0 {
+            self.metrics.side_dropped.fetch_add(self.dropped, std::sync::atomic::Ordering::Relaxed);
+            self.dropped = 0;
+        }
+        Ok(())
+    }
+
+    /// Send `message()` to every subtask channel, after what is buffered.
+    pub(crate) fn broadcast(&mut self, message: impl Fn() -> SubtaskMessage) -> Result<(), RunError> {
+        self.flush()?;
+        self.channels.iter().try_for_each(|tx| tx.send(message()).map_err(|_| RunError::Stopped))
+    }
+
+    /// Barrier `id` after everything before it, to every subtask and the sink.
+    pub(crate) fn barrier(&mut self, id: u64, form: SnapshotForm) -> Result<(), RunError> {
+        self.broadcast(|| SubtaskMessage::Barrier(id, form))?;
+        self.sink.send(SinkMessage::Barrier { from: self.from, id }).map_err(|_| RunError::Stopped)
+    }
+}
+
+/// What routing needs besides the routes.
+struct Emit<'a> {
+    sinks: &'a mut Vec<Vec<Event>>,
+    dead_letter: Option<&'a str>,
+    max_parallelism: u16,
+    metrics: &'a LiveMetrics,
+    dropped: &'a mut u64,
+}
+
+fn route_events(
+    ports: &mut Ports,
+    port: Option<&str>,
+    events: Vec<Event>,
+    context: &mut Emit<'_>,
+) -> Result<(), RunError> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let Some(routes) = ports.ports.get_mut(&port.map(str::to_string)) else {
+        if port.is_some() {
+            *context.dropped += events.len() as u64;
+        }
+        return Ok(());
+    };
+    let last = routes.len().saturating_sub(1);
+    let mut events = Some(events);
+    let mut letters = Vec::new();
+    for (index, route) in routes.iter_mut().enumerate() {
+        let batch = if index == last {
+            events.take().unwrap_or_default()
+        } else {
+            events.clone().unwrap_or_default()
+        };
+        match route {
+            Route::Sink(sink) => context.sinks[*sink].extend(batch),
+            Route::Keyed { keyer, routed, subtasks, .. } => {
+                letters.extend(key_and_route(keyer, batch, routed, subtasks.len(), context)?);
+            }
+            Route::Broadcast { waiting, .. } => waiting.extend(batch),
+            Route::Transform { function, outputs } => {
+                let output = function.transform(&batch)?;
+                let side = std::mem::take(&mut function.ctx().side_outputs);
+                route_events(outputs, None, output, context)?;
+                let mut by_name: BTreeMap<String, Vec<Event>> = BTreeMap::new();
+                for (name, event) in side {
+                    by_name.entry(name).or_default().push(event);
+                }
+                for (name, events) in by_name {
+                    route_events(outputs, Some(&name), events, context)?;
+                }
+            }
+        }
+    }
+    if let (Some(output), false) = (context.dead_letter, letters.is_empty()) {
+        let output = output.to_string();
+        let letters = letters.into_iter().map(|(_, e)| e).collect();
+        route_events(ports, Some(&output), letters, context)?;
+    }
+    Ok(())
+}
+
+/// Key `events` and add each to its subtask's batch; returns the dead
+/// letters of events the key function failed on (under `dead-letter`).
+fn key_and_route(
+    keyer: &mut KeyFunctionInstance,
+    mut events: Vec<Event>,
+    routed: &mut [RoutedBatch],
+    subtasks: usize,
+    context: &mut Emit<'_>,
+) -> Result<Vec<(String, Event)>, RunError> {
+    context.metrics.key.add_in(events.len());
+    let (keys, letters) = match context.dead_letter {
+        None => (keyer.extract_keys(&events)?, Vec::new()),
+        Some(output) => failures::dead_letter_keys(keyer, &mut events, output)?,
+    };
+    context.metrics.key.add_out(keys.len());
+    let parallelism = u16::try_from(subtasks).unwrap_or(u16::MAX);
+    for (event, key) in events.into_iter().zip(keys.iter()) {
+        let group = key_group(key, context.max_parallelism);
+        let target = subtask_for_key_group(group, context.max_parallelism, parallelism);
+        routed[usize::from(target)].push(key, event);
+    }
+    Ok(letters)
+}
+
+fn flush_ports(ports: &mut Ports) -> Result<(), RunError> {
+    for route in ports.ports.values_mut().flatten() {
+        match route {
+            Route::Sink(_) => {}
+            Route::Keyed { routed, subtasks, bare, .. } => {
+                for (batch, tx) in routed.iter_mut().zip(subtasks.iter()) {
+                    if !batch.is_empty() {
+                        let next = batch.with_capacity_of(*bare);
+                        let full = std::mem::replace(batch, next);
+                        tx.send(SubtaskMessage::Events(full)).map_err(|_| RunError::Stopped)?;
+                    }
+                }
+            }
+            Route::Broadcast { subtasks, waiting } => {
+                if !waiting.is_empty() {
+                    let events = std::mem::take(waiting);
+                    for tx in subtasks.iter() {
+                        tx.send(SubtaskMessage::Broadcast(events.clone()))
+                            .map_err(|_| RunError::Stopped)?;
+                    }
+                }
+            }
+            Route::Transform { outputs, .. } => flush_ports(outputs)?,
+        }
+    }
+    Ok(())
+}
+
+fn instantiate(plan: PortsPlan, owner: &str, env: &FunctionEnv) -> Result<Ports, RunError> {
+    let mut ports = BTreeMap::new();
+    for (port, routes) in plan.ports {
+        let mut live = Vec::new();
+        for route in routes {
+            live.push(match route {
+                RoutePlan::Sink(index) => Route::Sink(index),
+                RoutePlan::Keyed { key, name, bare, subtasks } => {
+                    let label = format!("{name} (key, {owner})");
+                    let keyer = match &key {
+                        FunctionCode::Wasm(function) => KeyFunctionInstance::new(
+                            function,
+                            &label,
+                            env.ctx(&label, None)?,
+                        )?,
+                        FunctionCode::Native(native) => KeyFunctionInstance::native(
+                            native
+                                .key()
+                                .ok_or_else(|| RunError::Deploy("not a key function".into()))?,
+                            &label,
+                        ),
+                    };
+                    let routed = (0..subtasks.len())
+                        .map(|_| RoutedBatch::with_capacity(64, bare))
+                        .collect();
+                    Route::Keyed { keyer: Box::new(keyer), bare, subtasks, routed }
+                }
+                RoutePlan::Broadcast(subtasks) => Route::Broadcast { subtasks, waiting: Vec::new() },
+                RoutePlan::Transform { code, name, outputs } => {
+                    let label = format!("{name} (transform, {owner})");
+                    let FunctionCode::Wasm(function) = &code else {
+                        return Err(RunError::Deploy(format!(
+                            "{name}: a transform runs a Wasm function"
+                        )));
+                    };
+                    let function =
+                        TransformInstance::new(function, &label, env.ctx(&label, None)?)?;
+                    Route::Transform {
+                        function: Box::new(function),
+                        outputs: instantiate(outputs, owner, env)?,
+                    }
+                }
+            });
+        }
+        ports.insert(port, live);
+    }
+    Ok(Ports { ports })
+}
