@@ -125,6 +125,52 @@ fn the_top_three_per_region_are_exact_at_parallelism_one_and_three_per_stage() {
 }
 
 #[test]
+fn the_two_stages_chained_through_a_file_give_the_expected_top_three() {
+    // The region-top3 functions as two one-line pipelines, the first's
+    // output file the second's input: what the graph must equal.
+    let dir = tempfile::tempdir().unwrap();
+    let (revenue, top3) = (function("customer-revenue"), function("region-top3"));
+    let input = example_file("region-top3", "orders-with-region.jsonl");
+    let stage = |name: &str, parallelism: u32, input: &Path, keyed: String, output: &str| {
+        let path = dir.path().join(format!("{name}.yaml"));
+        std::fs::write(
+            &path,
+            format!(
+                "name: {name}\nparallelism: {parallelism}\nbatch_size: 1\n\
+                 watermark: {{ max_out_of_orderness: 5s }}\n\
+                 source: {{ type: file, path: {input:?}, timestamp_field: event_time }}\n\
+                 {keyed}sink: {{ type: file, path: {output} }}\n"
+            ),
+        )
+        .unwrap();
+        run_ok(&path, &dir.path().join("data"), &["--fresh"]);
+    };
+    // Parallelism 1 keeps the first stage's output in event-time order.
+    stage(
+        "revenue",
+        1,
+        &input,
+        format!("key: {{ wasm: {revenue:?} }}\nprocess: {{ wasm: {revenue:?} }}\n"),
+        "revenue.jsonl",
+    );
+    stage(
+        "top3",
+        3,
+        &dir.path().join("revenue.jsonl"),
+        format!(
+            "key: {{ wasm: {top3:?} }}\nwindow: {{ type: tumbling, size: 1m }}\n\
+             aggregate: {{ wasm: {top3:?} }}\n"
+        ),
+        "top3.jsonl",
+    );
+    let output = std::fs::read_to_string(dir.path().join("top3.jsonl")).unwrap();
+    assert_eq!(
+        sorted_by(output.lines().map(String::from).collect(), by_window_then_region),
+        expected("region-top3")
+    );
+}
+
+#[test]
 fn the_join_helper_agrees_with_the_example_s_expected_py() {
     // Two independent models of the join: expected.py replays it on many
     // interleavings of the sources; the helper reasons per pair.
