@@ -576,7 +576,7 @@ fn the_kafka_example_spec_is_valid() {
             .unwrap();
     assert!(matches!(
         &spec.sink,
-        weir_host::pipeline::spec::SinkSpec::Kafka(sink)
+        Some(weir_host::pipeline::spec::SinkSpec::Kafka(sink))
             if sink.delivery == weir_host::connectors::kafka::Delivery::ExactlyOnce
     ));
 }

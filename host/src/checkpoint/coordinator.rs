@@ -31,7 +31,9 @@ use std::time::{Duration, Instant};
 
 use super::control::{ControlDir, Request, Response};
 use super::incremental::{self, KnownFiles};
-use super::metadata::{CanonicalFile, OperatorSnapshot, SnapshotKind, SnapshotMetadata, StateFiles};
+use super::metadata::{
+    CanonicalFile, OperatorSnapshot, SnapshotKind, SnapshotMetadata, StateFiles,
+};
 use super::settings::CheckpointSettings;
 use super::{canonical, CheckpointError, CheckpointStorage};
 
@@ -348,11 +350,8 @@ impl Coordinator {
         } else {
             serde_json::Value::Object(self.config.sources.iter().cloned().zip(sources).collect())
         };
-        let acknowledged = Acknowledged {
-            source,
-            sink: sink.unwrap_or_default(),
-            last_committed: committed,
-        };
+        let acknowledged =
+            Acknowledged { source, sink: sink.unwrap_or_default(), last_committed: committed };
         let stored = self.store(
             trigger,
             &dirs,
@@ -488,9 +487,10 @@ impl Coordinator {
             operators.push(OperatorSnapshot { uid, parallelism, first_slot, state });
             first_slot += usize::from(parallelism);
         }
-        let first = operators.first().cloned().ok_or_else(|| {
-            CheckpointError::Corrupt("a pipeline without a keyed stage".into())
-        })?;
+        let first = operators
+            .first()
+            .cloned()
+            .ok_or_else(|| CheckpointError::Corrupt("a pipeline without a keyed stage".into()))?;
         if operators.len() == 1 {
             operators.clear();
         }
@@ -693,9 +693,9 @@ mod tests {
             let (snapshot_tx, snapshots) = mpsc::channel();
             let config = CoordinatorConfig {
                 pipeline: PIPELINE.into(),
-                operator_uid: "process".into(),
+                operators: vec![("process".into(), setup.parallelism)],
+                sources: vec!["source".into()],
                 max_parallelism: 128,
-                parallelism: setup.parallelism,
                 schedule: setup.schedule,
                 local_dir: local_dir.clone(),
                 control: control.clone(),
@@ -758,7 +758,7 @@ mod tests {
         }
 
         fn ack_source(&self, id: u64) {
-            self.ack(Ack::Source { id, state: json!({ "offset": id * 100 }) });
+            self.ack(Ack::Source { id, source: 0, state: json!({ "offset": id * 100 }) });
         }
 
         fn ack_sink(&self, id: u64) {
@@ -949,9 +949,9 @@ mod tests {
         let committed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let config = CoordinatorConfig {
             pipeline: PIPELINE.into(),
-            operator_uid: "process".into(),
+            operators: vec![("process".into(), 1)],
+            sources: vec!["source".into()],
             max_parallelism: 128,
-            parallelism: 1,
             schedule: Some(schedule(ms(10), Duration::ZERO, ms(50))),
             local_dir: local_dir.clone(),
             control: ControlDir::new(dir.path().join("control")),
@@ -978,7 +978,7 @@ mod tests {
                 started,
                 final_checkpoint: false,
                 request: None,
-                source: Some(json!({ "offset": id })),
+                sources: vec![Some(json!({ "offset": id }))],
                 subtasks: vec![Some(subtask)],
                 sink: Some(json!({ "pending": id })),
                 committed: None,

@@ -48,14 +48,13 @@ pub fn restore(
 ) -> Result<Vec<KnownFiles>, CheckpointError> {
     let metadata = &snapshot.metadata;
     check_compatible(metadata, target)?;
-    let operator = metadata
-        .operator_states()
-        .into_iter()
-        .find(|o| o.uid == target.operator_uid)
-        .ok_or_else(|| CheckpointError::Incompatible {
-            what: format!("{:?} {}", metadata.kind, metadata.id).to_lowercase(),
-            message: format!("it holds no state of operator {:?}", target.operator_uid),
-        })?;
+    let operator =
+        metadata.operator_states().into_iter().find(|o| o.uid == target.operator_uid).ok_or_else(
+            || CheckpointError::Incompatible {
+                what: format!("{:?} {}", metadata.kind, metadata.id).to_lowercase(),
+                message: format!("it holds no state of operator {:?}", target.operator_uid),
+            },
+        )?;
     let staging = target.state_dir.with_file_name("state-restoring");
     if staging.exists() {
         std::fs::remove_dir_all(&staging)?;
@@ -175,6 +174,7 @@ mod tests {
                 max_parallelism: 128,
                 parallelism: 1,
                 state: StateFiles::Rocksdb { subtasks: vec![uploaded.files] },
+                operators: Vec::new(),
                 source: serde_json::Value::Null,
                 sink: serde_json::Value::Null,
                 size_bytes: uploaded.size,

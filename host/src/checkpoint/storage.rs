@@ -565,6 +565,7 @@ mod tests {
             max_parallelism: 128,
             parallelism: 1,
             state: StateFiles::Rocksdb { subtasks: vec![files] },
+            operators: Vec::new(),
             source: serde_json::json!({ "offset": id }),
             sink: serde_json::Value::Null,
             last_committed: None,

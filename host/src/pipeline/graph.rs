@@ -82,7 +82,8 @@ impl NodeSpec {
     /// `inputs.1.key`, `process`, …).
     pub fn functions(&self) -> Vec<(String, &FunctionSpec)> {
         let inputs = self.inputs.iter().enumerate();
-        let keys = inputs.filter_map(|(i, input)| Some((format!("inputs.{i}.key"), input.key.as_ref()?)));
+        let keys =
+            inputs.filter_map(|(i, input)| Some((format!("inputs.{i}.key"), input.key.as_ref()?)));
         let own = [
             ("key", self.key.as_ref()),
             ("transform", self.transform.as_ref()),
@@ -91,16 +92,14 @@ impl NodeSpec {
             ("aggregate", self.aggregate.as_ref()),
             ("window_process", self.window_process.as_ref()),
         ];
-        own.into_iter()
-            .filter_map(|(field, f)| Some((field.to_string(), f?)))
-            .chain(keys)
-            .collect()
+        own.into_iter().filter_map(|(field, f)| Some((field.to_string(), f?))).chain(keys).collect()
     }
 
     /// The functions the node names, to change (resolve, pin).
     pub fn functions_mut(&mut self) -> Vec<(String, &mut FunctionSpec)> {
         let inputs = self.inputs.iter_mut().enumerate();
-        let keys = inputs.filter_map(|(i, input)| Some((format!("inputs.{i}.key"), input.key.as_mut()?)));
+        let keys =
+            inputs.filter_map(|(i, input)| Some((format!("inputs.{i}.key"), input.key.as_mut()?)));
         let own = [
             ("key", self.key.as_mut()),
             ("transform", self.transform.as_mut()),
@@ -109,10 +108,7 @@ impl NodeSpec {
             ("aggregate", self.aggregate.as_mut()),
             ("window_process", self.window_process.as_mut()),
         ];
-        own.into_iter()
-            .filter_map(|(field, f)| Some((field.to_string(), f?)))
-            .chain(keys)
-            .collect()
+        own.into_iter().filter_map(|(field, f)| Some((field.to_string(), f?))).chain(keys).collect()
     }
 }
 
@@ -209,7 +205,9 @@ fn signed_millis<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::E
         .ok()
         .and_then(|d| i64::try_from(d.as_millis()).ok())
         .map(|ms| sign * ms)
-        .ok_or_else(|| serde::de::Error::custom(format!("{text:?} is not a duration like 10m or -5s")))
+        .ok_or_else(|| {
+            serde::de::Error::custom(format!("{text:?} is not a duration like 10m or -5s"))
+        })
 }
 
 /// Which input of a keyed stage a route feeds.
@@ -383,7 +381,11 @@ impl Graph {
             vec![Route::Stage { stage: 0, input: StageInput::Keyed(0), key: Some(key) }],
         );
         Ok(Graph {
-            sources: vec![SourceNode { name: "source".into(), spec: source, outputs: source_outputs }],
+            sources: vec![SourceNode {
+                name: "source".into(),
+                spec: source,
+                outputs: source_outputs,
+            }],
             stages: vec![StageNode {
                 name: spec.operator_uid(),
                 uid: spec.operator_uid(),
@@ -459,8 +461,7 @@ impl Builder<'_> {
             }
         }
         let order = self.topological_order()?;
-        let keyed: Vec<&str> =
-            order.iter().copied().filter(|n| kinds[n] == Kind::Keyed).collect();
+        let keyed: Vec<&str> = order.iter().copied().filter(|n| kinds[n] == Kind::Keyed).collect();
         let sink_names: Vec<&str> =
             self.nodes.keys().map(String::as_str).filter(|n| kinds[n] == Kind::Sink).collect();
         if sink_names.is_empty() {
@@ -502,7 +503,10 @@ impl Builder<'_> {
             if let Some(other) = uids.insert(stage.uid.clone(), stage.name.clone()) {
                 return Err(SpecError::field(
                     &format!("operators.{}.uid", stage.name),
-                    format!("{:?} is also the uid of {other:?}; every keyed stage needs its own", stage.uid),
+                    format!(
+                        "{:?} is also the uid of {other:?}; every keyed stage needs its own",
+                        stage.uid
+                    ),
                 ));
             }
         }
@@ -548,11 +552,17 @@ impl Builder<'_> {
                 ("broadcast", !node.broadcast.is_empty()),
             ] {
                 if present {
-                    return Err(SpecError::field(&at(field), format!("only keyed stages have it, not a {kind}")));
+                    return Err(SpecError::field(
+                        &at(field),
+                        format!("only keyed stages have it, not a {kind}"),
+                    ));
                 }
             }
             if node.inputs.iter().any(|i| i.key.is_some()) {
-                return Err(SpecError::field(&at("inputs"), format!("a {kind} is not keyed: its inputs take no key")));
+                return Err(SpecError::field(
+                    &at("inputs"),
+                    format!("a {kind} is not keyed: its inputs take no key"),
+                ));
             }
         }
         match kind {
@@ -561,21 +571,34 @@ impl Builder<'_> {
             }
             "source" => {}
             _ if node.inputs.is_empty() => {
-                return Err(SpecError::field(&at("inputs"), "missing: name the nodes it takes events from"))
+                return Err(SpecError::field(
+                    &at("inputs"),
+                    "missing: name the nodes it takes events from",
+                ))
             }
             _ => {}
         }
         if !node.broadcast.is_empty() && kind != "process" {
-            return Err(SpecError::field(&at("broadcast"), "only a `process` stage takes broadcast inputs"));
+            return Err(SpecError::field(
+                &at("broadcast"),
+                "only a `process` stage takes broadcast inputs",
+            ));
         }
         if let Some(input) = node.broadcast.iter().find(|i| i.key.is_some()) {
-            return Err(SpecError::field(&at("broadcast"), format!("{input} is broadcast to every subtask: it takes no key")));
+            return Err(SpecError::field(
+                &at("broadcast"),
+                format!("{input} is broadcast to every subtask: it takes no key"),
+            ));
         }
         if matches!(kind, "co_process" | "join") && node.inputs.len() != 2 {
-            return Err(SpecError::field(&at("inputs"), format!("a {kind} takes exactly two inputs, not {}", node.inputs.len())));
+            return Err(SpecError::field(
+                &at("inputs"),
+                format!("a {kind} takes exactly two inputs, not {}", node.inputs.len()),
+            ));
         }
         if keyed {
-            if let Some(input) = node.inputs.iter().find(|i| i.key.is_none() && node.key.is_none()) {
+            if let Some(input) = node.inputs.iter().find(|i| i.key.is_none() && node.key.is_none())
+            {
                 return Err(SpecError::field(&at("key"), format!("input {input} has no key function: give `key:` (or `{{ from: {input}, key: … }}`)")));
             }
             if let Some(uid) = node.uid.as_ref().filter(|uid| !is_valid_name(uid)) {
@@ -583,26 +606,46 @@ impl Builder<'_> {
             }
             let parallelism = node.parallelism.unwrap_or(self.spec.parallelism);
             if parallelism == 0 || parallelism > self.spec.max_parallelism {
-                return Err(SpecError::field(&at("parallelism"), format!("{parallelism} must be between 1 and max_parallelism ({})", self.spec.max_parallelism)));
+                return Err(SpecError::field(
+                    &at("parallelism"),
+                    format!(
+                        "{parallelism} must be between 1 and max_parallelism ({})",
+                        self.spec.max_parallelism
+                    ),
+                ));
             }
         }
         if kind == "window" {
             let window = node.window.as_ref().expect("a window");
             let prefixed = |e: SpecError| match e {
-                SpecError::Field { field, message } => SpecError::Field { field: format!("operators.{name}.{field}"), message },
+                SpecError::Field { field, message } => {
+                    SpecError::Field { field: format!("operators.{name}.{field}"), message }
+                }
                 other => other,
             };
             window.assigner().map_err(prefixed)?;
             window.allowed_lateness().map_err(prefixed)?;
             match (&node.aggregate, &node.window_process) {
-                (Some(_), Some(_)) => return Err(SpecError::field(&at("window_process"), "give either `aggregate` or `window_process`, not both")),
-                (None, None) => return Err(SpecError::field(&at("aggregate"), "a window needs an aggregate (or window_process) function")),
+                (Some(_), Some(_)) => {
+                    return Err(SpecError::field(
+                        &at("window_process"),
+                        "give either `aggregate` or `window_process`, not both",
+                    ))
+                }
+                (None, None) => {
+                    return Err(SpecError::field(
+                        &at("aggregate"),
+                        "a window needs an aggregate (or window_process) function",
+                    ))
+                }
                 _ => {}
             }
         }
         if let Some(JoinSpec::Window { window }) = &node.join {
             window.assigner().map_err(|e| match e {
-                SpecError::Field { field, message } => SpecError::Field { field: format!("operators.{name}.join.{field}"), message },
+                SpecError::Field { field, message } => {
+                    SpecError::Field { field: format!("operators.{name}.join.{field}"), message }
+                }
                 other => other,
             })?;
         }
@@ -612,10 +655,15 @@ impl Builder<'_> {
             }
         }
         if let Some(source) = &node.source {
-            source.config().validate().map_err(|e| SpecError::field(&at(&format!("source.{}", e.field)), e.message))?;
+            source
+                .config()
+                .validate()
+                .map_err(|e| SpecError::field(&at(&format!("source.{}", e.field)), e.message))?;
         }
         if let Some(sink) = &node.sink {
-            sink.config().validate(crate::connectors::SinkRole::Main).map_err(|e| SpecError::field(&at(&format!("sink.{}", e.field)), e.message))?;
+            sink.config()
+                .validate(crate::connectors::SinkRole::Main)
+                .map_err(|e| SpecError::field(&at(&format!("sink.{}", e.field)), e.message))?;
         }
         Ok(match kind {
             "source" => Kind::Source,
@@ -736,10 +784,16 @@ mod tests {
     #[test]
     fn a_join_graph_is_planned_with_its_keys_chains_and_sinks() {
         let g = graph(JOIN).unwrap();
-        assert_eq!(g.sources.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["orders", "payments"]);
+        assert_eq!(
+            g.sources.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+            ["orders", "payments"]
+        );
         let paid = &g.stages[0];
         assert_eq!((paid.uid.as_str(), paid.parallelism, paid.keyed_inputs), ("paid", 3, 2));
-        assert!(matches!(paid.kind, StageKind::Join(JoinSpec::Interval { lower: -5000, upper: 600_000, .. })));
+        assert!(matches!(
+            paid.kind,
+            StageKind::Join(JoinSpec::Interval { lower: -5000, upper: 600_000, .. })
+        ));
         let key_of = |source: usize| match &g.sources[source].outputs.ports[&None][0] {
             Route::Stage { stage: 0, input: StageInput::Keyed(i), key: Some(key) } => {
                 (*i, key.wasm.clone().unwrap())
@@ -766,7 +820,7 @@ mod tests {
             ("  a: { source: { type: generator, count: 1 } }\n  j: { inputs: [a], key: { wasm: k.wasm }, join: { type: interval, lower: 0s, upper: 1s } }\n  s: { inputs: [j], sink: { type: stdout } }\n", "operators.j.inputs", "exactly two"),
             ("  a: { source: { type: generator, count: 1 } }\n  p: { inputs: [a, q], key: { wasm: k.wasm }, process: { wasm: f.wasm } }\n  q: { inputs: [p], key: { wasm: k.wasm }, process: { wasm: f.wasm } }\n  s: { inputs: [q], sink: { type: stdout } }\n", "inputs", "cycle"),
             ("  a: { source: { type: generator, count: 1 } }\n  p: { inputs: [a], key: { wasm: k.wasm }, process: { wasm: f.wasm }, parallelism: 500 }\n  s: { inputs: [p], sink: { type: stdout } }\n", "operators.p.parallelism", "max_parallelism"),
-            ("  a: { source: { type: generator, count: 1 } }\n  p: { inputs: [a], key: { wasm: k.wasm }, process: { wasm: f.wasm }, sink: { type: stdout } }\n", "operators.p.sink", "one thing"),
+            ("  a: { source: { type: generator, count: 1 } }\n  p: { inputs: [a], key: { wasm: k.wasm }, process: { wasm: f.wasm }, sink: { type: stdout } }\n", "operators.p.process", "one thing"),
             ("  a: { source: { type: generator, count: 1 } }\n  t: { inputs: [a], key: { wasm: k.wasm }, transform: { wasm: t.wasm } }\n  s: { inputs: [t], sink: { type: stdout } }\n", "operators.t.key", "keyed"),
             ("  a: { source: { type: generator, count: 1 } }\n  s: { inputs: [a.x], sink: { type: stdout } }\n  b: { inputs: [s], sink: { type: stdout } }\n", "operators.b.inputs", "sink"),
             ("  a: { source: { type: generator, count: 1 } }\n  p: { inputs: [a], key: { wasm: k.wasm }, window: { type: tumbling, size: 1m } }\n  s: { inputs: [p], sink: { type: stdout } }\n", "operators.p.aggregate", "aggregate"),

@@ -10,10 +10,10 @@ use std::collections::HashMap;
 
 use super::graph::{Graph, JoinSpec, Outputs, Route, StageKind, StageNode};
 use super::spec::{FunctionSpec, PipelineSpec, SpecError};
-use crate::join::{JoinConfig, JoinKind};
 use crate::checkpoint::CheckpointSettings;
 use crate::config;
 use crate::connectors::kafka::{self, KafkaSinkConfig};
+use crate::join::{JoinConfig, JoinKind};
 use crate::registry::FunctionStore;
 use crate::runtime::native::NativeCatalog;
 use crate::runtime::{new_engine, EngineLimits, FunctionLoader, LoadedFunction, Role};
@@ -44,7 +44,10 @@ pub(crate) struct FunctionTable {
 
 impl FunctionTable {
     fn fingerprint(function: &FunctionSpec) -> String {
-        format!("{:?}|{:?}|{:?}|{:?}", function.wasm, function.function, function.version, function.native)
+        format!(
+            "{:?}|{:?}|{:?}|{:?}",
+            function.wasm, function.function, function.version, function.native
+        )
     }
 
     /// The code of `function`, loaded before the run.

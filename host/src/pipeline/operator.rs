@@ -13,6 +13,7 @@ use crate::state::hash::KeyHashBuilder;
 use crate::state::ttl::Ttl;
 
 use super::error::RunError;
+use crate::join::{JoinConfig, JoinOperator};
 use crate::runtime::bindings::weir::function::types::{KeyedEvents, KeyedTimers, TimeDomain};
 use crate::runtime::native::NativeRef;
 use crate::runtime::packing::{BareEvents, GroupOrder, Grouping, KeyList};
@@ -21,7 +22,6 @@ use crate::runtime::{
     Role, WindowProcessFunctionInstance,
 };
 use crate::state::{JournaledBackend, KeyedStateBackend};
-use crate::join::{JoinConfig, JoinOperator};
 use crate::window::{WindowConfig, WindowFunction, WindowOperator};
 use crate::Event;
 

@@ -53,7 +53,11 @@ mod tests {
         let reopened = PipelineStore::open(dir.path()).unwrap().list().unwrap();
         let spec = reopened["orders"].spec(dir.path()).unwrap();
         assert_eq!(
-            (spec.key.version, spec.process.as_ref().unwrap().version, spec.parallelism),
+            (
+                spec.key.as_ref().unwrap().version,
+                spec.process.as_ref().unwrap().version,
+                spec.parallelism
+            ),
             (Some(1), Some(2), 3)
         );
         assert!(reopened["orders"].uses_function("revenue"));

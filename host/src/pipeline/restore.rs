@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use super::error::RunError;
-use super::options::{RestoreFrom, RunOptions};
 use super::graph::Graph;
+use super::options::{RestoreFrom, RunOptions};
 use super::spec::PipelineSpec;
 use crate::checkpoint::CheckpointSettings;
 use crate::checkpoint::{
@@ -87,7 +87,9 @@ pub(crate) fn prepare_state(
         // Every stage the snapshot holds must be one of the pipeline's.
         let uids: Vec<&str> = graph.stages.iter().map(|s| s.uid.as_str()).collect();
         let metadata = &snapshot.metadata;
-        if let Some(lost) = metadata.operator_states().into_iter().find(|o| !uids.contains(&o.uid.as_str())) {
+        if let Some(lost) =
+            metadata.operator_states().into_iter().find(|o| !uids.contains(&o.uid.as_str()))
+        {
             let message = if graph.stages.len() == 1 && metadata.operators.is_empty() {
                 format!(
                     "it holds state of operator {:?} and this pipeline's operator is {:?} (set `uid: {}` on the function to keep that state)",
@@ -109,11 +111,12 @@ pub(crate) fn prepare_state(
     let mut backends = Vec::new();
     let mut first_slot = 0;
     for stage in &graph.stages {
-        let layout = Layout { max_parallelism: spec.max_parallelism, parallelism: stage.parallelism };
+        let layout =
+            Layout { max_parallelism: spec.max_parallelism, parallelism: stage.parallelism };
         let state_dir = stage_state_dir(spec, &options.data_dir, &stage.uid);
-        let held = snapshot.as_ref().filter(|s| {
-            s.metadata.operator_states().iter().any(|o| o.uid == stage.uid)
-        });
+        let held = snapshot
+            .as_ref()
+            .filter(|s| s.metadata.operator_states().iter().any(|o| o.uid == stage.uid));
         if let Some(snapshot) = held {
             let target = RestoreTarget {
                 state_dir: &state_dir,
@@ -456,6 +459,7 @@ mod tests {
             max_parallelism: 128,
             parallelism: 1,
             state: StateFiles::Rocksdb { subtasks: vec![] },
+            operators: Vec::new(),
             source: serde_json::Value::Null,
             sink: serde_json::Value::Null,
             last_committed,

@@ -10,8 +10,8 @@
 //! route after what was buffered before them, so each consumer sees them
 //! in order with the events of this producer.
 
-use std::collections::BTreeMap;
 use crossbeam_channel::Sender as SyncSender;
+use std::collections::BTreeMap;
 use std::sync::mpsc::SyncSender as SinkSender;
 
 use super::error::RunError;
@@ -196,7 +196,10 @@ impl<'m> Router<'m> {
     }
 
     /// Send `message()` to every subtask channel, after what is buffered.
-    pub(crate) fn broadcast(&mut self, message: impl Fn() -> SubtaskMessage) -> Result<(), RunError> {
+    pub(crate) fn broadcast(
+        &mut self,
+        message: impl Fn() -> SubtaskMessage,
+    ) -> Result<(), RunError> {
         self.flush()?;
         self.channels.iter().try_for_each(|tx| tx.send(message()).map_err(|_| RunError::Stopped))
     }
@@ -331,11 +334,9 @@ fn instantiate(plan: PortsPlan, owner: &str, env: &FunctionEnv) -> Result<Ports,
                 RoutePlan::Keyed { key, name, bare, subtasks } => {
                     let label = format!("{name} (key, {owner})");
                     let keyer = match &key {
-                        FunctionCode::Wasm(function) => KeyFunctionInstance::new(
-                            function,
-                            &label,
-                            env.ctx(&label, None)?,
-                        )?,
+                        FunctionCode::Wasm(function) => {
+                            KeyFunctionInstance::new(function, &label, env.ctx(&label, None)?)?
+                        }
                         FunctionCode::Native(native) => KeyFunctionInstance::native(
                             native
                                 .key()
@@ -343,12 +344,13 @@ fn instantiate(plan: PortsPlan, owner: &str, env: &FunctionEnv) -> Result<Ports,
                             &label,
                         ),
                     };
-                    let routed = (0..subtasks.len())
-                        .map(|_| RoutedBatch::with_capacity(64, bare))
-                        .collect();
+                    let routed =
+                        (0..subtasks.len()).map(|_| RoutedBatch::with_capacity(64, bare)).collect();
                     Route::Keyed { keyer: Box::new(keyer), bare, subtasks, routed }
                 }
-                RoutePlan::Broadcast(subtasks) => Route::Broadcast { subtasks, waiting: Vec::new() },
+                RoutePlan::Broadcast(subtasks) => {
+                    Route::Broadcast { subtasks, waiting: Vec::new() }
+                }
                 RoutePlan::Transform { code, name, outputs } => {
                     let label = format!("{name} (transform, {owner})");
                     let FunctionCode::Wasm(function) = &code else {

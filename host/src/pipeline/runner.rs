@@ -92,7 +92,9 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
             };
             match state {
                 Some(state) if !state.is_null() => task.resume(snapshot, state)?,
-                _ => tracing::info!(source = %node.name, "the snapshot holds no position of this source: it starts from the beginning"),
+                _ => {
+                    tracing::info!(source = %node.name, "the snapshot holds no position of this source: it starts from the beginning")
+                }
             }
         }
     }
@@ -179,7 +181,13 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     }
     let mut inputs = wiring.inputs;
 
-    let subtask_counts = metrics.start_stages(&graph.stages.iter().map(|s| (s.name.clone(), usize::from(s.parallelism))).collect::<Vec<_>>());
+    let subtask_counts = metrics.start_stages(
+        &graph
+            .stages
+            .iter()
+            .map(|s| (s.name.clone(), usize::from(s.parallelism)))
+            .collect::<Vec<_>>(),
+    );
     let mut counts = subtask_counts.into_iter();
     let mut subtask_threads = Vec::new();
     let mut slot = 0;
@@ -217,8 +225,8 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
             let from = graph.sources.len() + slot;
             let shutdown = ack_tx.clone();
             subtask_threads.push(spawn(&format!("{}-{index}", stage.name), move || {
-                let result = KeyedOperator::new(&plan, role, index, backend, &env).and_then(
-                    |operator| {
+                let result =
+                    KeyedOperator::new(&plan, role, index, backend, &env).and_then(|operator| {
                         let links = RouterLinks {
                             sink: links_sink,
                             from,
@@ -227,8 +235,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
                         };
                         let router = Router::new(ports, &owner, &env, links)?;
                         subtask.run(operator, router)
-                    },
-                );
+                    });
                 if result.is_err() {
                     // The coordinator stops waiting for this subtask's acks (a
                     // source already at its end would otherwise only notice at
@@ -319,12 +326,14 @@ struct Wiring<'a> {
 }
 
 impl<'a> Wiring<'a> {
-    fn new(graph: &'a Graph, plans: &'a [OperatorPlan], code: &'a FunctionTable, dead_letter: bool) -> Self {
-        let inputs = graph
-            .stages
-            .iter()
-            .map(|s| (0..s.parallelism).map(|_| Vec::new()).collect())
-            .collect();
+    fn new(
+        graph: &'a Graph,
+        plans: &'a [OperatorPlan],
+        code: &'a FunctionTable,
+        dead_letter: bool,
+    ) -> Self {
+        let inputs =
+            graph.stages.iter().map(|s| (0..s.parallelism).map(|_| Vec::new()).collect()).collect();
         Self { graph, plans, code, dead_letter, inputs }
     }
 

@@ -15,9 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::error::RunError;
+use super::graph::{Graph, LINE_SINK};
 use super::live::RunHandle;
 use super::messages::SinkMessage;
-use super::graph::{Graph, LINE_SINK};
 use crate::checkpoint::Ack;
 use crate::connectors::Sink;
 use crate::connectors::{open_sink, SinkMode};
@@ -176,6 +176,7 @@ mod tests {
 
     use super::*;
     use crate::connectors::ConnectorError;
+    use crate::Event;
 
     /// A call a sink received.
     #[derive(Debug, Clone, PartialEq, Eq)]

@@ -107,7 +107,10 @@ impl SourceTask {
                     }
                     links.inject_barrier(index, trigger, source, watermarks.as_ref())?;
                     if trigger.stop {
-                        links.metrics.dropped_bad_timestamps.fetch_add(source.dropped(), Ordering::Relaxed);
+                        links
+                            .metrics
+                            .dropped_bad_timestamps
+                            .fetch_add(source.dropped(), Ordering::Relaxed);
                         links.serve_remaining_triggers(index, source, watermarks.as_ref())?;
                         return Ok(true);
                     }

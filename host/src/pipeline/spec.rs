@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
+use super::graph::{Graph, NodeSpec, StageKind};
 use crate::checkpoint::CheckpointSettings;
 use crate::connectors::registry::{resolve, ConfigError, NESTED_FIELD};
 use crate::connectors::SinkRole;
@@ -24,7 +25,6 @@ use crate::runtime::FunctionLimits;
 use crate::state::ttl::{Ttl, TtlUpdate};
 use crate::state::DEFAULT_MAX_PARALLELISM;
 use crate::window::WindowAssigner;
-use super::graph::{Graph, NodeSpec, StageKind};
 
 /// Why a spec was rejected.
 #[derive(Debug, thiserror::Error)]
@@ -580,7 +580,10 @@ impl PipelineSpec {
             ) {
                 return Err(SpecError::field(
                     "on_error",
-                    format!("dead-letter works with process functions; {:?} is not one", stage.name),
+                    format!(
+                        "dead-letter works with process functions; {:?} is not one",
+                        stage.name
+                    ),
                 ));
             }
             let exactly_once = graph
@@ -589,7 +592,10 @@ impl PipelineSpec {
                 .filter(|s| crate::connectors::kafka::exactly_once_sink(&s.spec).is_some())
                 .count();
             if exactly_once > 1 {
-                return Err(SpecError::field("operators", "at most one sink can be an exactly-once Kafka sink"));
+                return Err(SpecError::field(
+                    "operators",
+                    "at most one sink can be an exactly-once Kafka sink",
+                ));
             }
         }
         if let Some(watermark) = self.watermark.as_ref().filter(|w| w.delay_ms().is_none()) {
@@ -757,9 +763,9 @@ sink: { type: stdout }
         assert!(!spec.fresh);
         assert_eq!(spec.max_parallelism, 128);
         assert!(
-            matches!(spec.source, SourceSpec::File(ref file) if file.timestamp_field.as_deref() == Some("event_time"))
+            matches!(spec.source, Some(SourceSpec::File(ref file)) if file.timestamp_field.as_deref() == Some("event_time"))
         );
-        assert!(matches!(spec.sink, SinkSpec::Stdout(_)));
+        assert!(matches!(spec.sink, Some(SinkSpec::Stdout(_))));
     }
 
     #[test]
@@ -1008,10 +1014,10 @@ sink: { type: stdout }
         )
         .unwrap();
         let spec = PipelineSpec::load(&path).unwrap();
-        assert_eq!(spec.key.wasm, Some(dir.path().join("revenue.wasm")));
+        assert_eq!(spec.key.as_ref().unwrap().wasm, Some(dir.path().join("revenue.wasm")));
         assert_eq!(spec.process.unwrap().wasm, Some(dir.path().join("revenue.wasm")));
         assert!(
-            matches!(spec.source, SourceSpec::File(ref file) if file.path.as_deref() == Some(dir.path().join("orders.jsonl").as_path()))
+            matches!(spec.source, Some(SourceSpec::File(ref file)) if file.path.as_deref() == Some(dir.path().join("orders.jsonl").as_path()))
         );
         assert!(
             matches!(spec.side_outputs["late"], SinkSpec::File(ref file) if file.path == dir.path().join("late.jsonl"))

@@ -50,7 +50,15 @@ pub(crate) struct Input {
 impl Input {
     /// `channel`, feeding input `role`.
     pub(crate) fn new(channel: Receiver<SubtaskMessage>, role: StageInput) -> Self {
-        Self { channel, role, open: true, blocked: false, watermark: i64::MIN, idle: false, ended: None }
+        Self {
+            channel,
+            role,
+            open: true,
+            blocked: false,
+            watermark: i64::MIN,
+            idle: false,
+            ended: None,
+        }
     }
 }
 
@@ -88,8 +96,9 @@ impl Subtask {
         let mut idle = false;
         let mut aligning: Option<(u64, SnapshotForm)> = None;
         loop {
-            let readable: Vec<usize> =
-                (0..self.inputs.len()).filter(|&i| self.inputs[i].open && !self.inputs[i].blocked).collect();
+            let readable: Vec<usize> = (0..self.inputs.len())
+                .filter(|&i| self.inputs[i].open && !self.inputs[i].blocked)
+                .collect();
             if readable.is_empty() && self.inputs.iter().all(|i| !i.open) {
                 break;
             }
@@ -116,7 +125,9 @@ impl Subtask {
                     SubtaskMessage::Events(batch) => {
                         self.counts.add_in(batch.len());
                         let StageInput::Keyed(side) = self.inputs[input].role else {
-                            return Err(RunError::Deploy("keyed events on a broadcast input".into()));
+                            return Err(RunError::Deploy(
+                                "keyed events on a broadcast input".into(),
+                            ));
                         };
                         self.inputs[input].idle = false;
                         operator.on_events(side, batch)?;
