@@ -91,13 +91,11 @@ fn render(state: &AppState) -> String {
         }
         let Some((handle, _)) = view.run else { continue };
         let summary = RunSummary::from(&handle.metrics);
-        let operators = std::iter::once(("key".to_string(), summary.key)).chain(
-            summary
-                .subtasks
-                .iter()
-                .enumerate()
-                .map(|(i, c)| (format!("process\",subtask=\"{i}"), *c)),
-        );
+        let subtasks = summary.stages.iter().flat_map(|(stage, subtasks)| {
+            let stage = escape(stage);
+            subtasks.iter().enumerate().map(move |(i, c)| (format!("{stage}\",subtask=\"{i}"), *c))
+        });
+        let operators = std::iter::once(("key".to_string(), summary.key)).chain(subtasks);
         for (operator, counts) in operators {
             let labels = format!("pipeline=\"{pipeline}\",operator=\"{operator}\"");
             records_in.add(labels.clone(), counts.records_in as f64);

@@ -49,7 +49,7 @@ pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use functions::{FunctionDetails, FunctionList, FunctionVersions};
 pub use pipelines::{
     Counts, OperatorCountsView, PinnedFunction, PipelineList, PipelineStatus, SnapshotInfo,
-    SnapshotList, SnapshotRef, SnapshotTaken, StopRequest,
+    SnapshotList, SnapshotRef, SnapshotTaken, StageCountsView, StopRequest,
 };
 pub use supervisor::{Supervisor, Upgrade, VersionChoice};
 

@@ -86,8 +86,12 @@ pub struct Counts {
     pub source_records: u64,
     /// The key function.
     pub key: OperatorCountsView,
-    /// Each keyed subtask.
+    /// Each keyed subtask, every stage's in turn.
     pub process: Vec<OperatorCountsView>,
+    /// Each keyed stage (its node name, or `process` / `window` for a
+    /// line spec) with its subtasks' counts.
+    #[serde(default)]
+    pub operators: Vec<StageCountsView>,
     /// Written to the main sink.
     pub sink_records: u64,
     /// Written to declared side outputs.
@@ -96,6 +100,15 @@ pub struct Counts {
     pub side_outputs_dropped: u64,
     /// Source records dropped without a usable timestamp.
     pub dropped_bad_timestamps: u64,
+}
+
+/// One keyed stage's counts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct StageCountsView {
+    /// The stage's name.
+    pub name: String,
+    /// Each subtask's counts.
+    pub subtasks: Vec<OperatorCountsView>,
 }
 
 /// One operator's counts.
@@ -211,6 +224,14 @@ fn status(
             source_records: summary.records_in,
             key: summary.key.into(),
             process: summary.subtasks.iter().copied().map(Into::into).collect(),
+            operators: summary
+                .stages
+                .iter()
+                .map(|(name, subtasks)| StageCountsView {
+                    name: name.clone(),
+                    subtasks: subtasks.iter().copied().map(Into::into).collect(),
+                })
+                .collect(),
             sink_records: summary.records_out,
             side_outputs_written: summary.side_outputs_written,
             side_outputs_dropped: summary.side_outputs_dropped,

@@ -46,13 +46,15 @@ pub fn print_summary(name: &str, summary: &RunSummary) {
         );
     }
     eprintln!("  {:<12} {:>12} {:>12}", "key", summary.key.records_in, summary.key.records_out);
-    for (index, counts) in summary.subtasks.iter().enumerate() {
-        eprintln!(
-            "  {:<12} {:>12} {:>12}",
-            format!("process[{index}]"),
-            counts.records_in,
-            counts.records_out
-        );
+    for (stage, subtasks) in &summary.stages {
+        for (index, counts) in subtasks.iter().enumerate() {
+            eprintln!(
+                "  {:<12} {:>12} {:>12}",
+                format!("{stage}[{index}]"),
+                counts.records_in,
+                counts.records_out
+            );
+        }
     }
     let late: u64 = summary.subtasks.iter().map(|c| c.late_dropped).sum();
     if late > 0 {
@@ -189,10 +191,13 @@ pub fn print_status(p: &PipelineStatus) {
     if let Some(counts) = &p.counts {
         println!("  {:<14} {:>12} {:>12}", "operator", "in", "out");
         println!("  {:<14} {:>12} {:>12}", "key", counts.key.records_in, counts.key.records_out);
-        for (i, c) in counts.process.iter().enumerate() {
+        let stages = counts.operators.iter().flat_map(|stage| {
+            stage.subtasks.iter().enumerate().map(move |(i, c)| (&stage.name, i, c))
+        });
+        for (stage, i, c) in stages {
             println!(
                 "  {:<14} {:>12} {:>12}",
-                format!("process[{i}]"),
+                format!("{stage}[{i}]"),
                 c.records_in,
                 c.records_out
             );

@@ -52,12 +52,14 @@ impl LiveCounts {
 /// Everything a run counts, readable at any time.
 #[derive(Debug)]
 pub struct LiveMetrics {
-    /// The key function (its input is everything the source read).
+    /// The key functions (of every keyed exchange).
     pub key: LiveCounts,
     /// Each keyed subtask (set when the run starts).
     subtasks: Mutex<Vec<Arc<LiveCounts>>>,
     /// Each keyed stage's name and parallelism, in subtask order.
     stages: Mutex<Vec<(String, usize)>>,
+    /// Events read from the sources.
+    pub source_records: AtomicU64,
     /// Events the sink wrote to the main output.
     pub sink_written: AtomicU64,
     /// Events written to declared side outputs.
@@ -81,6 +83,7 @@ impl Default for LiveMetrics {
             key: LiveCounts::default(),
             subtasks: Mutex::default(),
             stages: Mutex::default(),
+            source_records: AtomicU64::new(0),
             sink_written: AtomicU64::new(0),
             side_written: AtomicU64::new(0),
             side_dropped: AtomicU64::new(0),
@@ -161,13 +164,14 @@ impl From<&LiveMetrics> for RunSummary {
         let key = metrics.key.get();
         let (last_snapshot, snapshots_completed) = metrics.last_snapshot();
         Self {
-            records_in: key.records_in,
+            records_in: metrics.source_records.load(Ordering::Relaxed),
             records_out: metrics.sink_written.load(Ordering::Relaxed),
             side_outputs_written: metrics.side_written.load(Ordering::Relaxed),
             side_outputs_dropped: metrics.side_dropped.load(Ordering::Relaxed),
             dropped_bad_timestamps: metrics.dropped_bad_timestamps.load(Ordering::Relaxed),
             key,
             subtasks: metrics.subtasks(),
+            stages: metrics.stages(),
             elapsed: Duration::ZERO,
             restored_from: metrics.restored_from(),
             snapshots_completed,

@@ -132,6 +132,7 @@ impl SourceTask {
                     }
                 }
                 idle = false;
+                links.metrics.source_records.fetch_add(events.len() as u64, Ordering::Relaxed);
                 let batch = std::mem::replace(&mut events, Vec::with_capacity(batch_size));
                 links.router.emit(None, batch)?;
                 links.router.flush()?;

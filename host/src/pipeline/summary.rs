@@ -31,8 +31,10 @@ pub struct RunSummary {
     pub dropped_bad_timestamps: u64,
     /// The key function.
     pub key: OperatorCounts,
-    /// Each keyed subtask of the process function.
+    /// Each keyed subtask, every stage's in turn.
     pub subtasks: Vec<OperatorCounts>,
+    /// Each keyed stage's name and its subtasks' counts.
+    pub stages: Vec<(String, Vec<OperatorCounts>)>,
     /// Wall-clock time of the run.
     pub elapsed: Duration,
     /// The snapshot the run started from: (kind, id).
