@@ -69,7 +69,7 @@ pub(crate) fn expected_run(dir: &Path, name: &str, count: u64) -> BTreeMap<u64, 
 
 /// Run `spec` to completion with `data`, killing it with SIGKILL at random
 /// instants at least five times and restarting it each time.
-fn run_with_kills(spec: &Path, data: &Path, out: &Path) {
+pub(crate) fn run_with_kills(spec: &Path, data: &Path, out: &Path) {
     let seed = crash_seed();
     eprintln!("crash test seed {seed} (WEIR_CRASH_SEED={seed} repeats these kill instants)");
     let mut dice = Dice(seed);

@@ -31,7 +31,7 @@ pub(crate) enum RoutePlan {
     Keyed {
         /// The key function.
         key: FunctionCode,
-        /// Its label, for errors.
+        /// The stage it keys for, for errors (empty in a line spec).
         name: String,
         /// Route events packed (see [`RoutedBatch`]).
         bare: bool,
@@ -332,7 +332,14 @@ fn instantiate(plan: PortsPlan, owner: &str, env: &FunctionEnv) -> Result<Ports,
             live.push(match route {
                 RoutePlan::Sink(index) => Route::Sink(index),
                 RoutePlan::Keyed { key, name, bare, subtasks } => {
-                    let label = format!("{name} (key, {owner})");
+                    let function = match &key {
+                        FunctionCode::Wasm(function) => function.label.as_str(),
+                        FunctionCode::Native(_) => "native",
+                    };
+                    let label = match name.as_str() {
+                        "" => format!("{function} (key)"),
+                        stage => format!("{function} (key of {stage}, in {owner})"),
+                    };
                     let keyer = match &key {
                         FunctionCode::Wasm(function) => {
                             KeyFunctionInstance::new(function, &label, env.ctx(&label, None)?)?
@@ -352,12 +359,12 @@ fn instantiate(plan: PortsPlan, owner: &str, env: &FunctionEnv) -> Result<Ports,
                     Route::Broadcast { subtasks, waiting: Vec::new() }
                 }
                 RoutePlan::Transform { code, name, outputs } => {
-                    let label = format!("{name} (transform, {owner})");
                     let FunctionCode::Wasm(function) = &code else {
                         return Err(RunError::Deploy(format!(
                             "{name}: a transform runs a Wasm function"
                         )));
                     };
+                    let label = format!("{} ({name}, in {owner})", function.label);
                     let function =
                         TransformInstance::new(function, &label, env.ctx(&label, None)?)?;
                     Route::Transform {

@@ -169,7 +169,8 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     })?;
 
     // Channels first (every producer's routes), then the threads.
-    let mut wiring = Wiring::new(&graph, &plans, &code, env.dead_letter.is_some());
+    let line = spec.operators.is_empty();
+    let mut wiring = Wiring::new(&graph, &plans, &code, env.dead_letter.is_some(), line);
     let source_plans: Vec<PortsPlan> =
         graph.sources.iter().map(|s| wiring.ports(&s.outputs)).collect::<Result<_, _>>()?;
     let mut stage_plans: Vec<Vec<PortsPlan>> = Vec::new();
@@ -321,6 +322,8 @@ struct Wiring<'a> {
     plans: &'a [OperatorPlan],
     code: &'a FunctionTable,
     dead_letter: bool,
+    /// A line spec (its functions keep their short labels).
+    line: bool,
     /// Per stage, per subtask: its input channels.
     inputs: Vec<Vec<Vec<Input>>>,
 }
@@ -331,10 +334,11 @@ impl<'a> Wiring<'a> {
         plans: &'a [OperatorPlan],
         code: &'a FunctionTable,
         dead_letter: bool,
+        line: bool,
     ) -> Self {
         let inputs =
             graph.stages.iter().map(|s| (0..s.parallelism).map(|_| Vec::new()).collect()).collect();
-        Self { graph, plans, code, dead_letter, inputs }
+        Self { graph, plans, code, dead_letter, line, inputs }
     }
 
     /// One producer's routes for `outputs`.
@@ -357,7 +361,7 @@ impl<'a> Wiring<'a> {
                                 let node = &self.graph.stages[*stage];
                                 RoutePlan::Keyed {
                                     key: self.code.get(key)?,
-                                    name: node.name.clone(),
+                                    name: if self.line { String::new() } else { node.name.clone() },
                                     bare: *side == 0
                                         && node.keyed_inputs == 1
                                         && self.plans[*stage].takes_packed_events(self.dead_letter),
