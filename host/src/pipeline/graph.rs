@@ -642,6 +642,12 @@ impl Builder<'_> {
             }
         }
         if let Some(JoinSpec::Window { window }) = &node.join {
+            if window.allowed_lateness.is_some() {
+                return Err(SpecError::field(
+                    &at("join.window.allowed_lateness"),
+                    "a window join fires each window once: it takes no allowed lateness",
+                ));
+            }
             window.assigner().map_err(|e| match e {
                 SpecError::Field { field, message } => {
                     SpecError::Field { field: format!("operators.{name}.join.{field}"), message }
