@@ -243,3 +243,169 @@ impl Subtask {
         router.flush()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::mpsc;
+
+    use crossbeam_channel::{bounded, Sender};
+
+    use super::*;
+    use crate::join::{JoinConfig, JoinKind, JoinOperator};
+    use crate::pipeline::live::LiveMetrics;
+    use crate::pipeline::operator::{FunctionEnv, RoutedBatch};
+    use crate::pipeline::router::{PortsPlan, RoutePlan, RouterLinks};
+    use crate::runtime::FunctionLimits;
+    use crate::state::RocksDbBackend;
+    use crate::Event;
+
+    /// A subtask running an interval join (0 to 100 ms) over two inputs,
+    /// its main output broadcast to `downstream`.
+    struct Harness {
+        left: Sender<SubtaskMessage>,
+        right: Sender<SubtaskMessage>,
+        acks: mpsc::Receiver<Ack>,
+        downstream: Receiver<SubtaskMessage>,
+        thread: std::thread::JoinHandle<Result<(), RunError>>,
+        _dir: tempfile::TempDir,
+    }
+
+    impl Harness {
+        fn start() -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            let (left, left_rx) = bounded(64);
+            let (right, right_rx) = bounded(64);
+            let (down_tx, downstream) = bounded(256);
+            let (ack_tx, acks) = mpsc::channel();
+            let backend = Box::new(RocksDbBackend::open(&dir.path().join("db")).unwrap());
+            let operator = KeyedOperator::Join(Box::new(
+                JoinOperator::new(
+                    JoinConfig {
+                        kind: JoinKind::Interval { lower: 0, upper: 100 },
+                        late_output: None,
+                        max_parallelism: 128,
+                    },
+                    backend,
+                )
+                .unwrap(),
+            ));
+            let subtask = Subtask {
+                stage: "joined".into(),
+                index: 0,
+                slot: 0,
+                inputs: vec![
+                    Input::new(left_rx, StageInput::Keyed(0)),
+                    Input::new(right_rx, StageInput::Keyed(1)),
+                ],
+                acks: ack_tx,
+                local_checkpoints: dir.path().join("local"),
+                counts: Arc::default(),
+            };
+            let plan = PortsPlan {
+                ports: BTreeMap::from([(None, vec![RoutePlan::Broadcast(vec![down_tx])])]),
+            };
+            let thread = std::thread::spawn(move || {
+                let env = FunctionEnv {
+                    limits: FunctionLimits::default(),
+                    resources: None,
+                    max_parallelism: 128,
+                    ttl_overrides: Default::default(),
+                    dead_letter: None,
+                };
+                let metrics = LiveMetrics::default();
+                let (sink, _sink_rx) = mpsc::sync_channel(1024);
+                let links = RouterLinks { sink, from: 0, sinks: 0, metrics: &metrics };
+                let router = Router::new(plan, "test", &env, links)?;
+                subtask.run(operator, router)
+            });
+            Harness { left, right, acks, downstream, thread, _dir: dir }
+        }
+
+        /// What reached the stage after it, once both inputs closed.
+        fn finish(self) -> Vec<String> {
+            drop((self.left, self.right));
+            self.thread.join().unwrap().unwrap();
+            self.downstream
+                .try_iter()
+                .map(|message| match message {
+                    SubtaskMessage::Watermark(w) => format!("watermark {w}"),
+                    SubtaskMessage::Barrier(id, _) => format!("barrier {id}"),
+                    SubtaskMessage::Broadcast(events) => events
+                        .iter()
+                        .map(|e| String::from_utf8_lossy(&e.value).into_owned())
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    SubtaskMessage::Idle => "idle".into(),
+                    SubtaskMessage::End { drained } => format!("end {drained}"),
+                    SubtaskMessage::Events(_) => "keyed events".into(),
+                })
+                .collect()
+        }
+    }
+
+    fn event(key: &str, value: &str, timestamp: i64) -> SubtaskMessage {
+        let mut batch = RoutedBatch::default();
+        batch.push(
+            key.as_bytes(),
+            Event { key: None, value: value.as_bytes().to_vec(), timestamp, headers: vec![] },
+        );
+        SubtaskMessage::Events(batch)
+    }
+
+    /// Wait for the stage after it to get watermark `mark`; every watermark
+    /// before it, in order.
+    fn watermarks_until(h: &Harness, mark: i64) -> Vec<i64> {
+        let mut seen = Vec::new();
+        while seen.last() != Some(&mark) {
+            match h.downstream.recv_timeout(Duration::from_secs(5)) {
+                Ok(SubtaskMessage::Watermark(w)) => seen.push(w),
+                Ok(_) => {}
+                Err(_) => panic!("no watermark {mark} came; saw {seen:?}"),
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn event_time_is_the_least_of_the_inputs_and_an_idle_input_holds_nothing_back() {
+        let h = Harness::start();
+        h.left.send(SubtaskMessage::Watermark(100)).unwrap();
+        h.right.send(SubtaskMessage::Watermark(50)).unwrap();
+        assert_eq!(watermarks_until(&h, 50), [50], "the least of 100 and 50");
+        h.right.send(SubtaskMessage::Idle).unwrap();
+        assert_eq!(watermarks_until(&h, 100), [100], "the idle input holds nothing back");
+        // Active again, but behind: event time does not go back, and the
+        // right input holds it back again.
+        h.right.send(SubtaskMessage::Watermark(70)).unwrap();
+        h.left.send(SubtaskMessage::Watermark(200)).unwrap();
+        h.right.send(SubtaskMessage::Watermark(150)).unwrap();
+        assert_eq!(watermarks_until(&h, 150), [150]);
+        // Closing the right input (its producer is gone) lets the left's
+        // 200 through; nothing goes back.
+        assert_eq!(h.finish(), ["watermark 200", "end false"]);
+    }
+
+    #[test]
+    fn the_barrier_waits_for_every_input_and_what_follows_it_stays_after_it() {
+        for _ in 0..20 {
+            let h = Harness::start();
+            // The left input passes barrier 1 first, then sends the event
+            // that completes a pair; the right input's half of the pair
+            // comes before its barrier 1.
+            h.left.send(SubtaskMessage::Barrier(1, crate::state::SnapshotForm::Database)).unwrap();
+            h.left.send(event("k", "{\"l\":1}", 10)).unwrap();
+            h.right.send(event("k", "{\"r\":1}", 10)).unwrap();
+            std::thread::sleep(Duration::from_millis(2));
+            h.right.send(SubtaskMessage::Barrier(1, crate::state::SnapshotForm::Database)).unwrap();
+            let acks = &h.acks;
+            let ack = acks.recv_timeout(Duration::from_secs(10)).expect("the subtask acks");
+            assert!(matches!(ack, Ack::Subtask { id: 1, index: 0, .. }), "{ack:?}");
+            let seen = h.finish();
+            let barrier = seen.iter().position(|m| m == "barrier 1").expect("forwarded");
+            let pair = seen.iter().position(|m| m.contains("\"left\"")).expect("joined");
+            assert!(barrier < pair, "the pair needs the left event sent after barrier 1: {seen:?}");
+            assert_eq!(seen.iter().filter(|m| *m == "barrier 1").count(), 1, "{seen:?}");
+        }
+    }
+}
