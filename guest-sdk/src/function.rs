@@ -44,6 +44,216 @@ pub trait ProcessFunction: Default + 'static {
     }
 }
 
+/// A stateless transform — a map, a filter or a flat-map — run in the
+/// stage before it, with no exchange between them. For each event it
+/// emits any number of outputs into `out`: none filters the event out, one
+/// maps it, several flat-map it. It has no keyed state and no timers.
+///
+/// A map:
+/// ```
+/// use weir_sdk::{Emitter, Error, Event, TransformFunction};
+///
+/// /// Upper-cases every value.
+/// #[derive(Default)]
+/// struct Shout;
+///
+/// #[weir_sdk::function]
+/// impl TransformFunction for Shout {
+///     fn transform(&mut self, event: &Event, out: &mut Emitter) -> Result<(), Error> {
+///         out.emit_value(&event.value.to_ascii_uppercase(), event.timestamp);
+///         Ok(())
+///     }
+/// }
+///
+/// let mut harness = weir_sdk::testing::Harness::<Shout>::new();
+/// let out = harness.transform(vec![Event::new(b"hi".to_vec(), 1)]).unwrap();
+/// assert_eq!(out[0].value, b"HI");
+/// ```
+///
+/// A filter and a flat-map:
+/// ```
+/// # use weir_sdk::{Emitter, Error, Event, TransformFunction};
+/// /// Keeps non-empty values.
+/// #[derive(Default)]
+/// struct NonEmpty;
+///
+/// impl TransformFunction for NonEmpty {
+///     fn transform(&mut self, event: &Event, out: &mut Emitter) -> Result<(), Error> {
+///         if !event.value.is_empty() {
+///             out.emit(event);
+///         }
+///         Ok(())
+///     }
+/// }
+///
+/// /// One output per space-separated word.
+/// #[derive(Default)]
+/// struct Words;
+///
+/// impl TransformFunction for Words {
+///     fn transform(&mut self, event: &Event, out: &mut Emitter) -> Result<(), Error> {
+///         for word in event.value.split(|b| *b == b' ').filter(|w| !w.is_empty()) {
+///             out.emit_value(word, event.timestamp);
+///         }
+///         Ok(())
+///     }
+/// }
+///
+/// let events = vec![Event::new(b"a b".to_vec(), 0), Event::new(Vec::new(), 0)];
+/// assert_eq!(weir_sdk::testing::Harness::<NonEmpty>::new().transform(events.clone()).unwrap().len(), 1);
+/// assert_eq!(weir_sdk::testing::Harness::<Words>::new().transform(events).unwrap().len(), 2);
+/// ```
+pub trait TransformFunction: Default + 'static {
+    /// Emit the outputs for `event` into `out`, in order.
+    fn transform(&mut self, event: &Event, out: &mut Emitter) -> Result<(), Error>;
+}
+
+/// Where a [`TransformFunction`] puts its outputs. They are packed as they
+/// come and handed to the host once per batch.
+#[derive(Debug, Default)]
+pub struct Emitter {
+    outputs: packing::BatchPacker,
+}
+
+impl Emitter {
+    /// Emit `event` (owned or borrowed), as it is or changed.
+    pub fn emit(&mut self, event: impl std::borrow::Borrow<Event>) {
+        self.outputs.push_event(event.borrow());
+    }
+
+    /// Emit an event with payload `value` at event time `timestamp` (no
+    /// source key, no headers) without building an [`Event`].
+    #[inline]
+    pub fn emit_value(&mut self, value: &[u8], timestamp: i64) {
+        self.outputs.push(value, timestamp, None, &[]);
+    }
+
+    /// Send `event` to the side output called `name` (declared in the
+    /// pipeline spec; events for undeclared outputs are counted and
+    /// dropped).
+    pub fn emit_to(&mut self, name: &str, event: impl std::borrow::Borrow<Event>) {
+        host::emit_to(name, event.borrow());
+    }
+}
+
+/// Processes two keyed inputs whose events share the key's state and
+/// timers, as Flink's `KeyedCoProcessFunction`: for example orders and
+/// payments keyed by order id. State handles and [`Context`] work as in
+/// [`ProcessFunction`].
+///
+/// ```
+/// use weir_sdk::{function, CoProcessFunction, Context, Error, Event, ValueState};
+///
+/// /// Emits a payment once its order has been seen (payments that come
+/// /// first wait in state).
+/// struct Match { order: ValueState<bool>, waiting: ValueState<Vec<Vec<u8>>> }
+///
+/// impl Default for Match {
+///     fn default() -> Self {
+///         Self { order: ValueState::new("order"), waiting: ValueState::new("waiting") }
+///     }
+/// }
+///
+/// #[function]
+/// impl CoProcessFunction for Match {
+///     fn process1(&mut self, _key: &[u8], events: &[Event], ctx: &mut Context) -> Result<(), Error> {
+///         self.order.set(&true)?;
+///         for payment in self.waiting.get()?.unwrap_or_default() {
+///             ctx.emit_value(&payment, events[0].timestamp);
+///         }
+///         self.waiting.clear()
+///     }
+///
+///     fn process2(&mut self, _key: &[u8], events: &[Event], ctx: &mut Context) -> Result<(), Error> {
+///         if self.order.get()?.unwrap_or(false) {
+///             events.iter().for_each(|e| ctx.emit(e));
+///             return Ok(());
+///         }
+///         let mut waiting = self.waiting.get()?.unwrap_or_default();
+///         waiting.extend(events.iter().map(|e| e.value.clone()));
+///         self.waiting.set(&waiting)
+///     }
+/// }
+///
+/// let mut harness = weir_sdk::testing::Harness::<Match>::new();
+/// assert!(harness.process2(b"o1", vec![Event::new(b"pay".to_vec(), 5)]).unwrap().is_empty());
+/// let out = harness.process1(b"o1", vec![Event::new(b"order".to_vec(), 6)]).unwrap();
+/// assert_eq!(out[0].value, b"pay");
+/// ```
+pub trait CoProcessFunction: Default + 'static {
+    /// Handle `events` (oldest first) of `key` from the first input.
+    fn process1(&mut self, key: &[u8], events: &[Event], ctx: &mut Context) -> Result<(), Error>;
+
+    /// Handle `events` (oldest first) of `key` from the second input.
+    fn process2(&mut self, key: &[u8], events: &[Event], ctx: &mut Context) -> Result<(), Error>;
+
+    /// A timer registered for `key` has fired (whichever input registered
+    /// it). Does nothing by default.
+    fn on_timer(&mut self, key: &[u8], timer: FiredTimer, ctx: &mut Context) -> Result<(), Error> {
+        let _ = (key, timer, ctx);
+        Ok(())
+    }
+}
+
+/// A [`ProcessFunction`] that also reads a broadcast input, as Flink's
+/// `KeyedBroadcastProcessFunction`: broadcast events (rules, a
+/// configuration) reach every subtask in the same order and go to
+/// [`Self::process_broadcast`], which keeps them in [`BroadcastState`]
+/// (the same on every subtask, checkpointed and restored by the host);
+/// [`ProcessFunction::process`] reads that state for any key.
+///
+/// Put `#[function]` on the `impl BroadcastProcessFunction` block only:
+/// it exports the keyed side (`ProcessFunction`) too.
+///
+/// Broadcast state is read-only in `process` and `on_timer` (a write
+/// returns an error), and keyed state and timers are not available in
+/// `process_broadcast` (no key is selected). Broadcast events are not
+/// ordered with keyed events by event time: a rule applies from the moment
+/// the broadcast event reaches the subtask.
+///
+/// ```
+/// use weir_sdk::{
+///     function, BroadcastProcessFunction, BroadcastState, Context, Error, Event, ProcessFunction,
+/// };
+///
+/// /// Emits values that are on the broadcast block list.
+/// struct Blocked { list: BroadcastState<Vec<u8>, ()> }
+///
+/// impl Default for Blocked {
+///     fn default() -> Self { Self { list: BroadcastState::new("blocked") } }
+/// }
+///
+/// impl ProcessFunction for Blocked {
+///     fn process(&mut self, _key: &[u8], events: &[Event], ctx: &mut Context) -> Result<(), Error> {
+///         for event in events {
+///             if self.list.contains(&event.value)? {
+///                 ctx.emit(event);
+///             }
+///         }
+///         Ok(())
+///     }
+/// }
+///
+/// #[function]
+/// impl BroadcastProcessFunction for Blocked {
+///     fn process_broadcast(&mut self, event: &Event, _ctx: &mut Context) -> Result<(), Error> {
+///         self.list.put(&event.value, &())
+///     }
+/// }
+///
+/// let mut harness = weir_sdk::testing::Harness::<Blocked>::new();
+/// harness.process_broadcast(vec![Event::new(b"x".to_vec(), 0)]).unwrap();
+/// let out = harness.process(b"k", vec![Event::new(b"x".to_vec(), 1), Event::new(b"y".to_vec(), 2)]);
+/// assert_eq!(out.unwrap().len(), 1);
+/// ```
+///
+/// [`BroadcastState`]: crate::BroadcastState
+pub trait BroadcastProcessFunction: ProcessFunction {
+    /// Handle one broadcast event: update [`BroadcastState`](crate::BroadcastState),
+    /// emit outputs if need be.
+    fn process_broadcast(&mut self, event: &Event, ctx: &mut Context) -> Result<(), Error>;
+}
+
 /// A window aggregate: the host assigns events to windows and keeps one
 /// accumulator per (key, window); this folds events into accumulators and
 /// turns a finished window's accumulator into output.
@@ -133,7 +343,31 @@ pub fn extract_packed_keys<F: KeyFunction>(
 /// glue): no allocation per event once the buffers have grown.
 pub fn process_packed<F: ProcessFunction>(
     function: &mut F,
+    batch: KeyedBatch,
+) -> Result<(), FunctionError> {
+    run_packed(batch, |key, events, ctx| function.process(key, events, ctx))
+}
+
+/// Run `function`'s `process1` (`input` 0) or `process2` over a packed
+/// batch, one key at a time (called by the glue).
+pub fn co_process_packed<F: CoProcessFunction>(
+    function: &mut F,
+    input: u8,
+    batch: KeyedBatch,
+) -> Result<(), FunctionError> {
+    match input {
+        0 => run_packed(batch, |key, events, ctx| function.process1(key, events, ctx)),
+        _ => run_packed(batch, |key, events, ctx| function.process2(key, events, ctx)),
+    }
+}
+
+/// A handler of one key's events.
+type Handler<'a> = dyn FnMut(&[u8], &[Event], &mut Context) -> Result<(), Error> + 'a;
+
+/// Run `handle` over a packed batch, one key at a time.
+fn run_packed(
     mut batch: KeyedBatch,
+    mut handle: impl FnMut(&[u8], &[Event], &mut Context) -> Result<(), Error>,
 ) -> Result<(), FunctionError> {
     host::begin_batch(
         std::mem::replace(&mut batch.prefetched, packing::no_cells()),
@@ -144,7 +378,7 @@ pub fn process_packed<F: ProcessFunction>(
         for (index, group) in packing::groups(&batch, events).enumerate() {
             let (key, events) = group?;
             host::select_key(key_index(index)?, key)?;
-            function.process(key, events, ctx).inspect_err(|_| host::report_current_key())?;
+            handle(key, events, ctx).inspect_err(|_| host::report_current_key())?;
         }
         ctx.flush();
         Ok(())
@@ -164,10 +398,27 @@ pub fn process_batch<F: ProcessFunction>(
     function: &mut F,
     batch: Vec<KeyedEvents>,
 ) -> Result<(), FunctionError> {
+    run_batch(batch, &mut |key, events, ctx| function.process(key, events, ctx))
+}
+
+/// Run `function`'s `process1` (`input` 0) or `process2` over a batch, one
+/// key at a time (called by the native test harness).
+pub fn co_process_batch<F: CoProcessFunction>(
+    function: &mut F,
+    input: u8,
+    batch: Vec<KeyedEvents>,
+) -> Result<(), FunctionError> {
+    match input {
+        0 => run_batch(batch, &mut |key, events, ctx| function.process1(key, events, ctx)),
+        _ => run_batch(batch, &mut |key, events, ctx| function.process2(key, events, ctx)),
+    }
+}
+
+fn run_batch(batch: Vec<KeyedEvents>, handle: &mut Handler<'_>) -> Result<(), FunctionError> {
     with_scratch(|_, ctx| {
         for (index, KeyedEvents { key, events }) in batch.iter().enumerate() {
             host::select_key(key_index(index)?, key)?;
-            function.process(key, events, ctx)?;
+            handle(key, events, ctx)?;
         }
         ctx.flush();
         Ok(())
@@ -181,6 +432,22 @@ pub fn fire_timers<F: ProcessFunction>(
     function: &mut F,
     batch: Vec<KeyedTimers>,
 ) -> Result<(), FunctionError> {
+    run_timers(batch, |key, timer, ctx| function.on_timer(key, timer, ctx))
+}
+
+/// Deliver fired timers to a co-process `function`, one key at a time
+/// (called by the glue and by the native test harness).
+pub fn co_fire_timers<F: CoProcessFunction>(
+    function: &mut F,
+    batch: Vec<KeyedTimers>,
+) -> Result<(), FunctionError> {
+    run_timers(batch, |key, timer, ctx| function.on_timer(key, timer, ctx))
+}
+
+fn run_timers(
+    batch: Vec<KeyedTimers>,
+    mut handle: impl FnMut(&[u8], FiredTimer, &mut Context) -> Result<(), Error>,
+) -> Result<(), FunctionError> {
     // Nothing is read ahead for timers; the batch scope still starts the
     // call's key selection afresh.
     host::begin_batch(packing::no_cells(), batch.len());
@@ -188,7 +455,7 @@ pub fn fire_timers<F: ProcessFunction>(
         for (index, KeyedTimers { key, timers }) in batch.into_iter().enumerate() {
             host::select_key(key_index(index)?, &key)?;
             for timer in timers {
-                function.on_timer(&key, timer, ctx).inspect_err(|_| host::report_current_key())?;
+                handle(&key, timer, ctx).inspect_err(|_| host::report_current_key())?;
             }
         }
         ctx.flush();
@@ -196,6 +463,41 @@ pub fn fire_timers<F: ProcessFunction>(
     });
     let written = host::end_batch();
     fired.and(written).map_err(function_error)
+}
+
+/// Run `function`'s `process_broadcast` over a packed batch of broadcast
+/// events (called by the glue and by the native test harness): no key is
+/// selected, broadcast state is writable.
+pub fn broadcast_packed<F: BroadcastProcessFunction>(
+    function: &mut F,
+    events: EventBatch,
+) -> Result<(), FunctionError> {
+    host::begin_batch(packing::no_cells(), 0);
+    let processed = with_scratch(|input, ctx| {
+        for event in input.fill(&events)? {
+            function.process_broadcast(event, ctx)?;
+        }
+        ctx.flush();
+        Ok(())
+    });
+    let written = host::end_batch();
+    processed.and(written).map_err(function_error)
+}
+
+/// Run `function` over a packed batch of events, packing its outputs
+/// (called by the glue and by the native test harness).
+pub fn transform_packed<F: TransformFunction>(
+    function: &mut F,
+    events: EventBatch,
+) -> Result<EventBatch, FunctionError> {
+    with_scratch(|input, _| {
+        let mut out = Emitter::default();
+        for event in input.fill(&events)? {
+            function.transform(event, &mut out)?;
+        }
+        Ok(out.outputs.into_batch())
+    })
+    .map_err(function_error)
 }
 
 /// Fold `events` into the encoded accumulator (`None`: a new window's),

@@ -2,13 +2,18 @@
 //!
 //! A Weir function is a Rust crate compiled to a WebAssembly component. It
 //! implements [`KeyFunction`] (which key does an event belong to?) and/or
-//! [`ProcessFunction`] (what happens to a key's events?), and marks each
-//! implementation with [`#[weir_sdk::function]`](macro@function). The
-//! attribute generates the component glue; there is nothing else to write.
+//! [`ProcessFunction`] (what happens to a key's events?) — or one of the
+//! other roles: [`TransformFunction`] (map, filter, flat-map),
+//! [`CoProcessFunction`] (two keyed inputs), [`BroadcastProcessFunction`]
+//! (a keyed input and broadcast rules), [`AggregateFunction`] and
+//! [`WindowProcessFunction`] (windows) — and marks each implementation
+//! with [`#[weir_sdk::function]`](macro@function). The attribute generates
+//! the component glue; there is nothing else to write.
 //!
 //! State is kept by the host, scoped to the key being processed, and typed
 //! on the guest side: [`ValueState`], [`MapState`] and [`ListState`] store
 //! any `serde` type in a compact binary encoding ([`codec`]).
+//! [`BroadcastState`] is the same for every key.
 //!
 //! ```
 //! use weir_sdk::{function, Context, Error, Event, KeyFunction, ProcessFunction, ValueState};
@@ -68,11 +73,16 @@ pub mod testing;
 pub use context::{Context, LogLevel};
 pub use error::Error;
 pub use event::{Event, FiredTimer, TimeDomain, Window};
-pub use function::{AggregateFunction, KeyFunction, ProcessFunction, WindowProcessFunction};
+pub use function::{
+    AggregateFunction, BroadcastProcessFunction, CoProcessFunction, Emitter, KeyFunction,
+    ProcessFunction, TransformFunction, WindowProcessFunction,
+};
 pub use money::Cents;
-pub use state::{ListState, MapState, Ttl, TtlUpdate, ValueState};
+pub use state::{BroadcastState, ListState, MapState, Ttl, TtlUpdate, ValueState};
 /// Marks an `impl KeyFunction for T` or `impl ProcessFunction for T` block
-/// as the component's implementation of that interface.
+/// (or any other function trait's) as the component's implementation of
+/// that interface. For a broadcast process function, mark the `impl
+/// BroadcastProcessFunction` block only: it exports the keyed side too.
 ///
 /// `T` must implement `Default`: the component creates one instance the
 /// first time it is called and keeps it for the life of the instance. On
@@ -86,8 +96,9 @@ pub mod __private {
     pub use crate::bindings::weir::function as wit;
     pub use crate::context::report_panics;
     pub use crate::function::{
-        aggregate_add, aggregate_add_packed, aggregate_merge, aggregate_results, extract_keys,
-        extract_packed_keys, fire_timers, process_batch, process_packed, window_process,
+        aggregate_add, aggregate_add_packed, aggregate_merge, aggregate_results, broadcast_packed,
+        co_fire_timers, co_process_batch, co_process_packed, extract_keys, extract_packed_keys,
+        fire_timers, process_batch, process_packed, transform_packed, window_process,
     };
     pub use wit_bindgen;
 }

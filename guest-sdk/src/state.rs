@@ -1,5 +1,6 @@
 //! Typed keyed state: values are encoded with [`codec`](crate::codec) and
-//! kept by the host, scoped to the key being processed.
+//! kept by the host, scoped to the key being processed; and typed
+//! broadcast state ([`BroadcastState`]), the same for every key.
 //!
 //! A handle is cheap to create and is opened on first use; keep handles in
 //! the function's struct and reuse them for every key.
@@ -10,7 +11,7 @@ use std::time::Duration;
 
 use serde::{de::DeserializeOwned, Serialize};
 
-use crate::host::{RawList, RawMap, RawValue, MAP_PAGE};
+use crate::host::{RawBroadcast, RawList, RawMap, RawValue, MAP_PAGE};
 use crate::{codec, Error};
 
 /// Which accesses renew a state value's time to live.
@@ -263,6 +264,75 @@ impl<T: Serialize + DeserializeOwned> ListState<T> {
     }
 }
 
+/// A map from `K` to `V` shared by every key: broadcast state, the same on
+/// every subtask, written by
+/// [`BroadcastProcessFunction::process_broadcast`](crate::BroadcastProcessFunction::process_broadcast)
+/// and readable everywhere (writes elsewhere are errors). Entries iterate
+/// in the byte order of the encoded keys.
+pub struct BroadcastState<K, V> {
+    name: String,
+    raw: OnceCell<RawBroadcast>,
+    _types: PhantomData<fn() -> (K, V)>,
+}
+
+impl<K: Serialize + DeserializeOwned, V: Serialize + DeserializeOwned> BroadcastState<K, V> {
+    /// A handle to the broadcast map called `name`.
+    pub fn new(name: &str) -> Self {
+        Self { name: name.to_string(), raw: OnceCell::new(), _types: PhantomData }
+    }
+
+    fn raw(&self) -> Result<&RawBroadcast, Error> {
+        if let Some(raw) = self.raw.get() {
+            return Ok(raw);
+        }
+        let raw = RawBroadcast::open(&self.name)?;
+        Ok(self.raw.get_or_init(|| raw))
+    }
+
+    /// The value under `key`, if any.
+    pub fn get(&self, key: &K) -> Result<Option<V>, Error> {
+        self.raw()?.get(&codec::encode(key)?)?.map(|bytes| codec::decode(&bytes)).transpose()
+    }
+
+    /// Whether `key` has a value.
+    pub fn contains(&self, key: &K) -> Result<bool, Error> {
+        Ok(self.raw()?.get(&codec::encode(key)?)?.is_some())
+    }
+
+    /// Store `value` under `key` (only in `process_broadcast`).
+    pub fn put(&self, key: &K, value: &V) -> Result<(), Error> {
+        self.raw()?.put(&codec::encode(key)?, &codec::encode(value)?)
+    }
+
+    /// Remove `key` (only in `process_broadcast`).
+    pub fn remove(&self, key: &K) -> Result<(), Error> {
+        self.raw()?.remove(&codec::encode(key)?)
+    }
+
+    /// Every entry, fetched from the host a page at a time.
+    pub fn entries(&self) -> Result<Vec<(K, V)>, Error> {
+        let raw = self.raw()?;
+        let mut out = Vec::new();
+        let mut last: Option<Vec<u8>> = None;
+        loop {
+            let page = raw.entries(last.as_deref(), MAP_PAGE)?;
+            let full = page.len() == MAP_PAGE as usize;
+            for (k, v) in &page {
+                out.push((codec::decode(k)?, codec::decode(v)?));
+            }
+            match page.into_iter().last() {
+                Some((k, _)) if full => last = Some(k),
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    /// Remove every entry (only in `process_broadcast`).
+    pub fn clear(&self) -> Result<(), Error> {
+        self.raw()?.clear()
+    }
+}
+
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
@@ -341,6 +411,59 @@ mod tests {
         assert_eq!(read.get().unwrap(), Some(2));
         assert_eq!(map.entries().unwrap(), vec![(2, 2)]);
         assert!(!map.contains(&1).unwrap());
+    }
+
+    /// Keeps broadcast events in broadcast state; its keyed side tries to
+    /// write it (and fails), and counts per key with a timer.
+    #[derive(Default)]
+    struct Rules;
+
+    impl crate::ProcessFunction for Rules {
+        fn process(
+            &mut self,
+            _key: &[u8],
+            events: &[crate::Event],
+            ctx: &mut crate::Context,
+        ) -> Result<(), Error> {
+            let rules = BroadcastState::<String, u32>::new("rules");
+            for event in events {
+                let name = String::from_utf8_lossy(&event.value).into_owned();
+                if let Some(limit) = rules.get(&name)? {
+                    ctx.emit_value(limit.to_string().as_bytes(), event.timestamp);
+                }
+            }
+            rules.put(&"from-process".into(), &0)
+        }
+    }
+
+    impl crate::BroadcastProcessFunction for Rules {
+        fn process_broadcast(
+            &mut self,
+            event: &crate::Event,
+            ctx: &mut crate::Context,
+        ) -> Result<(), Error> {
+            let rules = BroadcastState::<String, u32>::new("rules");
+            let name = String::from_utf8_lossy(&event.value).into_owned();
+            rules.put(&name, &(event.timestamp as u32))?;
+            assert!(ValueState::<u8>::new("v").get().is_err(), "no key in process_broadcast");
+            assert!(ctx.register_event_time_timer(1).is_err());
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn broadcast_state_is_written_by_broadcast_events_and_read_for_every_key() {
+        let mut harness = Harness::<Rules>::new();
+        let event = |v: &str, t: i64| crate::Event::new(v.as_bytes().to_vec(), t);
+        harness.process_broadcast(vec![event("big", 500), event("small", 1)]).unwrap();
+        assert_eq!(harness.broadcast_value::<String, u32>("rules", &"big".into()), Some(500));
+        let error = harness.process(b"a", vec![event("big", 7)]).unwrap_err().to_string();
+        assert!(error.contains("read-only while processing keyed events"), "{error}");
+        let rules = BroadcastState::<String, u32>::new("rules");
+        assert_eq!(rules.entries().unwrap(), vec![("big".into(), 500), ("small".into(), 1)]);
+        assert!(rules.clear().is_err(), "read-only outside process_broadcast");
+        harness.process_broadcast(vec![]).unwrap();
+        assert_eq!(harness.broadcast_value::<String, u32>("rules", &"x".into()), None);
     }
 
     #[test]

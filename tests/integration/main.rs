@@ -15,6 +15,7 @@ mod customer_profile;
 mod file_faults;
 mod foreign_restore;
 mod fraud_detector;
+mod fraud_rules;
 mod graph_recovery;
 mod graphs;
 mod guard;

@@ -14,7 +14,7 @@ use syn::{parse_macro_input, spanned::Spanned, ItemImpl, Type};
 const WIT: &str = include_str!(concat!(env!("OUT_DIR"), "/weir.wit"));
 
 /// The interfaces a world imports whose bindings the SDK already has.
-const SHARED_IMPORTS: [&str; 4] = ["types", "context", "state", "timers"];
+const SHARED_IMPORTS: [&str; 5] = ["types", "context", "state", "timers", "broadcast"];
 
 /// Which WIT world a supported trait corresponds to.
 struct Role {
@@ -32,8 +32,23 @@ fn role_of(trait_name: &str) -> Option<Role> {
         }),
         "ProcessFunction" => Some(Role {
             world: "process-function",
-            imports: &SHARED_IMPORTS,
+            imports: &SHARED_IMPORTS[..4],
             module: "__weir_export_process_fn",
+        }),
+        "CoProcessFunction" => Some(Role {
+            world: "co-process-function",
+            imports: &SHARED_IMPORTS[..4],
+            module: "__weir_export_co_process_fn",
+        }),
+        "BroadcastProcessFunction" => Some(Role {
+            world: "broadcast-process-function",
+            imports: &SHARED_IMPORTS,
+            module: "__weir_export_broadcast_process_fn",
+        }),
+        "TransformFunction" => Some(Role {
+            world: "transform-function",
+            imports: &SHARED_IMPORTS[..2],
+            module: "__weir_export_transform_fn",
         }),
         "WindowProcessFunction" => Some(Role {
             world: "window-process-function",
@@ -49,8 +64,9 @@ fn role_of(trait_name: &str) -> Option<Role> {
     }
 }
 
-/// Marks `impl KeyFunction for T` or `impl ProcessFunction for T` as the
-/// component's implementation of that interface. See `weir_sdk`.
+/// Marks `impl KeyFunction for T`, `impl ProcessFunction for T` (or another
+/// Weir function trait's impl) as the component's implementation of that
+/// interface. See `weir_sdk`.
 #[proc_macro_attribute]
 pub fn function(args: TokenStream, input: TokenStream) -> TokenStream {
     if !args.is_empty() {
@@ -71,11 +87,11 @@ pub fn function(args: TokenStream, input: TokenStream) -> TokenStream {
 
 fn expand(item: &ItemImpl) -> syn::Result<proc_macro2::TokenStream> {
     let Some((_, trait_path, _)) = &item.trait_ else {
-        return Err(syn::Error::new(item.self_ty.span(), "#[weir_sdk::function] goes on `impl KeyFunction for T`, `impl ProcessFunction for T` or `impl AggregateFunction for T`"));
+        return Err(syn::Error::new(item.self_ty.span(), "#[weir_sdk::function] goes on `impl KeyFunction for T`, `impl ProcessFunction for T` or another Weir function trait's impl"));
     };
     let trait_ident = trait_path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
     let role = role_of(&trait_ident).ok_or_else(|| {
-        syn::Error::new(trait_path.span(), format!("`{trait_ident}` is not a Weir function trait: use `KeyFunction`, `ProcessFunction`, `AggregateFunction` or `WindowProcessFunction`"))
+        syn::Error::new(trait_path.span(), format!("`{trait_ident}` is not a Weir function trait: use `KeyFunction`, `ProcessFunction`, `TransformFunction`, `CoProcessFunction`, `BroadcastProcessFunction`, `AggregateFunction` or `WindowProcessFunction`"))
     })?;
     if !item.generics.params.is_empty() {
         return Err(syn::Error::new(
@@ -123,6 +139,52 @@ fn expand(item: &ItemImpl) -> syn::Result<proc_macro2::TokenStream> {
                 fn results(batch: weir_sdk::__private::wit::types::WindowResults)
                     -> ::std::result::Result<weir_sdk::__private::wit::types::EventBatch, weir_sdk::__private::wit::types::FunctionError> {
                     with_instance(|f| weir_sdk::__private::aggregate_results(f, batch))
+                }
+            }
+        },
+        "transform-function" => quote! {
+            impl exports::weir::function::transform_fn::Guest for Export {
+                fn transform(events: weir_sdk::__private::wit::types::EventBatch)
+                    -> ::std::result::Result<weir_sdk::__private::wit::types::EventBatch, weir_sdk::__private::wit::types::FunctionError> {
+                    with_instance(|f| weir_sdk::__private::transform_packed(f, events))
+                }
+            }
+        },
+        "co-process-function" => quote! {
+            impl exports::weir::function::co_process_fn::Guest for Export {
+                fn process1(batch: weir_sdk::__private::wit::types::KeyedBatch)
+                    -> ::std::result::Result<(), weir_sdk::__private::wit::types::FunctionError> {
+                    with_instance(|f| weir_sdk::__private::co_process_packed(f, 0, batch))
+                }
+
+                fn process2(batch: weir_sdk::__private::wit::types::KeyedBatch)
+                    -> ::std::result::Result<(), weir_sdk::__private::wit::types::FunctionError> {
+                    with_instance(|f| weir_sdk::__private::co_process_packed(f, 1, batch))
+                }
+
+                fn on_timers(batch: ::std::vec::Vec<weir_sdk::__private::wit::types::KeyedTimers>)
+                    -> ::std::result::Result<(), weir_sdk::__private::wit::types::FunctionError> {
+                    with_instance(|f| weir_sdk::__private::co_fire_timers(f, batch))
+                }
+            }
+        },
+        "broadcast-process-function" => quote! {
+            impl exports::weir::function::process_fn::Guest for Export {
+                fn process(batch: weir_sdk::__private::wit::types::KeyedBatch)
+                    -> ::std::result::Result<(), weir_sdk::__private::wit::types::FunctionError> {
+                    with_instance(|f| weir_sdk::__private::process_packed(f, batch))
+                }
+
+                fn on_timers(batch: ::std::vec::Vec<weir_sdk::__private::wit::types::KeyedTimers>)
+                    -> ::std::result::Result<(), weir_sdk::__private::wit::types::FunctionError> {
+                    with_instance(|f| weir_sdk::__private::fire_timers(f, batch))
+                }
+            }
+
+            impl exports::weir::function::broadcast_fn::Guest for Export {
+                fn process_broadcast(events: weir_sdk::__private::wit::types::EventBatch)
+                    -> ::std::result::Result<(), weir_sdk::__private::wit::types::FunctionError> {
+                    with_instance(|f| weir_sdk::__private::broadcast_packed(f, events))
                 }
             }
         },

@@ -55,6 +55,11 @@ pub(crate) struct MockHost {
     /// Registered timers: (domain as 0 = event time / 1 = processing time,
     /// timestamp, key), so iteration is in timestamp order per domain.
     pub(crate) timers: BTreeSet<(u8, i64, Vec<u8>)>,
+    /// Broadcast maps by name.
+    pub(crate) broadcast: HashMap<String, BTreeMap<Vec<u8>, Vec<u8>>>,
+    /// Whether broadcast maps may be written (while handling broadcast
+    /// events).
+    pub(crate) broadcast_writable: bool,
 }
 
 /// The sort index of a time domain in [`MockHost::timers`].
@@ -257,6 +262,61 @@ impl RawList {
         self.change(Vec::clear)
     }
 }
+
+/// A broadcast-map handle: its name.
+pub(crate) struct RawBroadcast(String);
+
+impl RawBroadcast {
+    pub(crate) fn open(name: &str) -> Result<Self, Error> {
+        if name.is_empty() || name.len() > MAX_NAME_LEN {
+            return Err(Error::msg(format!("invalid state name {name:?}")));
+        }
+        Ok(Self(name.to_string()))
+    }
+    fn write(&self, f: impl FnOnce(&mut BTreeMap<Vec<u8>, Vec<u8>>)) -> Result<(), Error> {
+        with_mock(|m| {
+            if !m.broadcast_writable {
+                return Err(Error::msg(format!("state backend: {BROADCAST_READ_ONLY}")));
+            }
+            f(m.broadcast.entry(self.0.clone()).or_default());
+            Ok(())
+        })
+    }
+    pub(crate) fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        Ok(with_mock(|m| m.broadcast.get(&self.0).and_then(|map| map.get(key).cloned())))
+    }
+    pub(crate) fn put(&self, key: &[u8], value: &[u8]) -> Result<(), Error> {
+        self.write(|map| {
+            map.insert(key.to_vec(), value.to_vec());
+        })
+    }
+    pub(crate) fn remove(&self, key: &[u8]) -> Result<(), Error> {
+        self.write(|map| {
+            map.remove(key);
+        })
+    }
+    pub(crate) fn entries(&self, start_after: Option<&[u8]>, limit: u32) -> Result<Entries, Error> {
+        use std::ops::Bound;
+        let lower = start_after.map_or(Bound::Unbounded, |k| Bound::Excluded(k.to_vec()));
+        Ok(with_mock(|m| {
+            m.broadcast.get(&self.0).map_or_else(Vec::new, |map| {
+                map.range((lower, Bound::Unbounded))
+                    .take(limit as usize)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+        }))
+    }
+    pub(crate) fn clear(&self) -> Result<(), Error> {
+        self.write(BTreeMap::clear)
+    }
+}
+
+/// What a broadcast write outside `process_broadcast` gets (as the host
+/// says it).
+const BROADCAST_READ_ONLY: &str = "broadcast state is read-only while processing keyed events \
+    or timers: write it while handling broadcast events (`process-broadcast`), so every subtask \
+    keeps the same contents";
 
 pub(crate) fn register_timer(domain: TimeDomain, timestamp: i64) -> Result<(), Error> {
     with_mock(|m| {

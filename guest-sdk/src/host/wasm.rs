@@ -12,7 +12,7 @@
 
 use std::cell::{Cell, RefCell};
 
-use crate::bindings::weir::function::{context, state, timers, types};
+use crate::bindings::weir::function::{broadcast, context, state, timers, types};
 use crate::{Error, Event, LogLevel, Ttl, TtlUpdate};
 
 /// No write to a cell in this batch.
@@ -340,6 +340,34 @@ impl RawList {
     }
     pub(crate) fn clear(&self) -> Result<(), Error> {
         selected()?;
+        self.0.clear().map_err(state_error)
+    }
+}
+
+/// A broadcast-map handle (no key involved: never selects one).
+pub(crate) struct RawBroadcast(broadcast::BroadcastMap);
+
+impl RawBroadcast {
+    pub(crate) fn open(name: &str) -> Result<Self, Error> {
+        broadcast::BroadcastMap::open(name).map(Self).map_err(state_error)
+    }
+    pub(crate) fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        self.0.get(key).map_err(state_error)
+    }
+    pub(crate) fn put(&self, key: &[u8], value: &[u8]) -> Result<(), Error> {
+        self.0.put(key, value).map_err(state_error)
+    }
+    pub(crate) fn remove(&self, key: &[u8]) -> Result<(), Error> {
+        self.0.remove(key).map_err(state_error)
+    }
+    pub(crate) fn entries(
+        &self,
+        start_after: Option<&[u8]>,
+        limit: u32,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Error> {
+        self.0.entries(start_after, limit).map_err(state_error)
+    }
+    pub(crate) fn clear(&self) -> Result<(), Error> {
         self.0.clear().map_err(state_error)
     }
 }

@@ -154,6 +154,13 @@ mod tests {
     }
 
     #[test]
+    fn the_broadcast_key_group_is_past_every_real_one() {
+        assert!(key_group_range(0, 32768, 1).end() < &BROADCAST_KEY_GROUP);
+        let key = StateKey::new(BROADCAST_KEY_GROUP, "rules", StateKind::Map, b"", b"").encode();
+        assert!(key.starts_with(&[0xff, 0xff]), "broadcast entries sort after all keyed state");
+    }
+
+    #[test]
     fn layout_is_as_documented() {
         let key = StateKey::new(0x0102, "ab", StateKind::Map, b"k", b"ns").encode();
         assert_eq!(key, vec![1, 2, 2, b'a', b'b', 2, 0, 0, 0, 1, b'k', 0, 2, b'n', b's']);
