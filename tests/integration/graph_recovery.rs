@@ -162,3 +162,98 @@ fn a_two_stage_savepoint_restores_with_another_parallelism_in_each_stage() {
     assert!(stderr.contains("restored from savepoint"), "{stderr}");
     assert_eq!(sorted_lines(&out), expected, "results continue exactly at parallelism 3 and 1");
 }
+
+/// The fraud-rules example as a spec of its own: its rules broadcast to
+/// `parallelism` detector subtasks, transactions from source node
+/// `transactions` reading `input`, checkpoints on.
+fn fraud_spec(
+    dir: &Path,
+    parallelism: u16,
+    transactions: &str,
+    input: &Path,
+    out: &Path,
+) -> PathBuf {
+    let wasm = function("fraud-rules");
+    let rules = example_file("fraud-rules", "rules.jsonl");
+    let spec = dir.join(format!("fraud-{parallelism}.yaml"));
+    std::fs::write(
+        &spec,
+        format!(
+            "name: fraud\nparallelism: {parallelism}\n\
+             watermark: {{ max_out_of_orderness: 5s }}\n\
+             checkpoint: {{ interval: 1s }}\n\
+             operators:\n\
+             \x20 {transactions}: {{ source: {{ type: file, path: {input:?}, timestamp_field: time }} }}\n\
+             \x20 rules: {{ source: {{ type: file, path: {rules:?}, timestamp_field: time }} }}\n\
+             \x20 detect:\n\
+             \x20   inputs: [{transactions}]\n\
+             \x20   broadcast: [rules]\n\
+             \x20   key: {{ wasm: {wasm:?} }}\n\
+             \x20   process: {{ wasm: {wasm:?} }}\n\
+             \x20 alerts: {{ inputs: [detect], sink: {{ type: file, path: {out:?} }} }}\n"
+        ),
+    )
+    .unwrap();
+    spec
+}
+
+#[test]
+fn broadcast_state_restored_at_a_higher_parallelism_reaches_every_subtask() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let out = dir.path().join("alerts.jsonl");
+    // Run 1, two subtasks: every rule change reaches both; the final
+    // checkpoint holds the rules.
+    let first = example_file("fraud-rules", "transactions.jsonl");
+    run_ok(&fraud_spec(dir.path(), 2, "transactions", &first, &out), &data, &[]);
+    let expected_first = sorted_lines(&example_file("fraud-rules", "expected-alerts.jsonl"));
+    assert_eq!(sorted_lines(&out), expected_first);
+
+    // Run 2, three subtasks, restored from that checkpoint: the rules
+    // source is at its end (no rule is read again) and new accounts'
+    // transactions, after every rule change, come from a new source.
+    // Rules in force then: big above 300.00, medium above 200.00 (huge
+    // was deleted).
+    let input = dir.path().join("later.jsonl");
+    let amounts = ["150.00", "250.00", "350.00", "5000.00"];
+    let mut lines = String::new();
+    let mut expected = Vec::new();
+    for i in 0..60u32 {
+        let (account, amount) = (format!("z{}", i % 30), amounts[(i % 4) as usize]);
+        let time = format!("2026-01-15T11:{:02}:{:02}Z", i / 60, i % 60);
+        lines.push_str(&format!(
+            "{{\"transaction_id\":{},\"account_id\":\"{account}\",\"amount\":{amount},\"time\":\"{time}\"}}\n",
+            1000 + i
+        ));
+        let broken: &[&str] = match amount {
+            "150.00" => &[],
+            "250.00" => &["medium"],
+            _ => &["big", "medium"],
+        };
+        expected.push((account, 1000 + i, broken));
+    }
+    std::fs::write(&input, lines).unwrap();
+    let output = run_ok(&fraud_spec(dir.path(), 3, "later", &input, &out), &data, &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("restored from checkpoint"), "{stderr}");
+    let mut counts = std::collections::BTreeMap::<String, u32>::new();
+    let mut want = Vec::new();
+    for (account, id, broken) in expected {
+        for rule in broken {
+            let n = counts.entry(account.clone()).or_default();
+            *n += 1;
+            let amount = if id % 4 == 2 { "350.00" } else { "5000.00" };
+            let amount = if *rule == "medium" && id % 4 == 1 { "250.00" } else { amount };
+            want.push(format!(
+                "{{\"account_id\":\"{account}\",\"transaction_id\":{id},\"rule_id\":\"{rule}\",\"amount\":{amount},\"account_alerts\":{n}}}"
+            ));
+        }
+    }
+    want.sort();
+    // The exactly-once sink appends to what run 1 committed.
+    let written = std::fs::read_to_string(&out).unwrap();
+    let mut got: Vec<String> =
+        written.lines().skip(expected_first.len()).map(String::from).collect();
+    got.sort();
+    assert_eq!(got, want, "every subtask holds every rule");
+}
