@@ -125,6 +125,29 @@ fn the_top_three_per_region_are_exact_at_parallelism_one_and_three_per_stage() {
 }
 
 #[test]
+fn fraud_alerts_follow_the_broadcast_rules_as_they_change_at_parallelism_one_and_three() {
+    let mut expected =
+        std::fs::read_to_string(example_file("fraud-rules", "expected-alerts.jsonl"))
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect::<Vec<_>>();
+    expected.sort();
+    assert_eq!(expected.len(), 80);
+    for parallelism in [1, 3] {
+        let mut output = run_example(
+            "fraud-rules",
+            &["transactions.jsonl", "rules.jsonl"],
+            "alerts.jsonl",
+            parallelism,
+            &[("detect", parallelism)],
+        );
+        output.sort();
+        assert_eq!(output, expected, "parallelism {parallelism}");
+    }
+}
+
+#[test]
 fn the_two_stages_chained_through_a_file_give_the_expected_top_three() {
     // The region-top3 functions as two one-line pipelines, the first's
     // output file the second's input: what the graph must equal.
