@@ -24,6 +24,7 @@ mod isolation;
 mod kafka;
 mod kafka_config;
 mod kafka_faults;
+mod kafka_graphs;
 mod kafka_recovery;
 mod kafka_support;
 mod minute_revenue;

@@ -419,6 +419,12 @@ enum Kind {
     Keyed,
 }
 
+/// Whether `node` is a keyed stage of exactly two distinct inputs (a
+/// co-process function or a join); other stages take the union of theirs.
+fn two_inputs(node: &NodeSpec) -> bool {
+    node.co_process.is_some() || node.join.is_some()
+}
+
 /// Builds a [`Graph`] from `operators:`.
 struct Builder<'a> {
     spec: &'a PipelineSpec,
@@ -493,7 +499,7 @@ impl Builder<'_> {
                 uid,
                 parallelism: node.parallelism.unwrap_or(spec.parallelism),
                 kind,
-                keyed_inputs: node.inputs.len(),
+                keyed_inputs: if two_inputs(node) { 2 } else { 1 },
                 broadcast: !node.broadcast.is_empty(),
                 outputs: Outputs::default(),
             });
@@ -747,7 +753,12 @@ impl Builder<'_> {
                     },
                     Kind::Keyed => Route::Stage {
                         stage: graph.stages.iter().position(|s| &s.name == name).expect("a stage"),
-                        input: index.map_or(StageInput::Broadcast, StageInput::Keyed),
+                        // A one-input stage takes the union of its inputs.
+                        input: match index {
+                            None => StageInput::Broadcast,
+                            Some(i) if two_inputs(node) => StageInput::Keyed(i),
+                            Some(_) => StageInput::Keyed(0),
+                        },
                         key: match index {
                             Some(_) => input.key.clone().or(node.key.clone()),
                             None => None,
@@ -834,6 +845,21 @@ mod tests {
         for (operators, field, words) in cases {
             let message = error(operators);
             assert!(message.contains(field) && message.contains(words), "{message}");
+        }
+    }
+
+    #[test]
+    fn a_one_input_stage_takes_the_union_of_its_inputs() {
+        let g = graph(
+            "  a: { source: { type: generator, count: 1 } }\n  b: { source: { type: generator, count: 1 } }\n  p: { inputs: [a, b], key: { wasm: k.wasm }, process: { wasm: f.wasm } }\n  s: { inputs: [p], sink: { type: stdout } }\n",
+        )
+        .unwrap();
+        assert_eq!(g.stages[0].keyed_inputs, 1);
+        for source in &g.sources {
+            assert!(matches!(
+                source.outputs.ports[&None][..],
+                [Route::Stage { input: StageInput::Keyed(0), .. }]
+            ));
         }
     }
 

@@ -272,10 +272,12 @@ mod tests {
     }
 
     impl Harness {
-        fn start() -> Self {
+        /// Input channels of `capacity` messages (0: a send returns once
+        /// the subtask took the message).
+        fn start(capacity: usize) -> Self {
             let dir = tempfile::tempdir().unwrap();
-            let (left, left_rx) = bounded(64);
-            let (right, right_rx) = bounded(64);
+            let (left, left_rx) = bounded(capacity);
+            let (right, right_rx) = bounded(capacity);
             let (down_tx, downstream) = bounded(256);
             let (ack_tx, acks) = mpsc::channel();
             let backend = Box::new(RocksDbBackend::open(&dir.path().join("db")).unwrap());
@@ -369,7 +371,8 @@ mod tests {
 
     #[test]
     fn event_time_is_the_least_of_the_inputs_and_an_idle_input_holds_nothing_back() {
-        let h = Harness::start();
+        // Each message is taken before the next is sent: the order is ours.
+        let h = Harness::start(0);
         h.left.send(SubtaskMessage::Watermark(100)).unwrap();
         h.right.send(SubtaskMessage::Watermark(50)).unwrap();
         assert_eq!(watermarks_until(&h, 50), [50], "the least of 100 and 50");
@@ -389,7 +392,7 @@ mod tests {
     #[test]
     fn the_barrier_waits_for_every_input_and_what_follows_it_stays_after_it() {
         for _ in 0..20 {
-            let h = Harness::start();
+            let h = Harness::start(64);
             // The left input passes barrier 1 first, then sends the event
             // that completes a pair; the right input's half of the pair
             // comes before its barrier 1.

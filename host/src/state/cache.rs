@@ -70,6 +70,10 @@ pub struct CachedBackend {
     /// checkpoint need not walk the slots: state that stopped changing,
     /// like a dedup's seen keys, costs a checkpoint nothing).
     unlogged_slots: usize,
+    /// The keys of the slots made dirty since the last write-back (some
+    /// perhaps gone since), so writing back a few changes among many cached
+    /// entries — a scan after each event — does not walk every slot.
+    dirty_keys: Vec<CachedKey>,
 }
 
 impl CachedBackend {
@@ -83,6 +87,7 @@ impl CachedBackend {
             capacity,
             changelog: None,
             unlogged_slots: 0,
+            dirty_keys: Vec::new(),
         }
     }
 
@@ -113,9 +118,13 @@ impl CachedBackend {
 
     /// Write every dirty entry to the backend (entries stay cached, clean).
     fn write_back(&mut self) -> Result<(), StateError> {
-        if !self.slots.values().any(|s| s.dirty) {
+        if self.dirty_keys.is_empty() {
             return Ok(());
         }
+        if self.dirty_keys.len() < self.slots.len() / 4 {
+            return self.write_back_listed();
+        }
+        self.dirty_keys.clear();
         // In key order: RocksDB's memtable then inserts each entry next to
         // the previous one instead of searching from the top.
         let mut writes: Vec<(u128, Write<'_>)> = self
@@ -133,6 +142,31 @@ impl CachedBackend {
             s.fresh = false;
             s.unwritten = false;
         });
+        Ok(())
+    }
+
+    /// [`Self::write_back`] of the slots in `dirty_keys` only: every dirty
+    /// slot is there (a slot turns dirty only in [`Self::write`], which
+    /// lists it), and a clean slot has nothing to write or to reset.
+    fn write_back_listed(&mut self) -> Result<(), StateError> {
+        let mut keys = std::mem::take(&mut self.dirty_keys);
+        keys.sort_unstable_by(|a, b| order_prefix(a).cmp(&order_prefix(b)).then_with(|| a.cmp(b)));
+        keys.dedup();
+        let slots = &self.slots;
+        let mut writes = keys.iter().filter_map(|key| {
+            let slot = slots.get(&key[..]).filter(|s| s.dirty)?;
+            Some((&key[..], slot.value.as_deref()))
+        });
+        self.inner.write_batch(&mut writes)?;
+        for key in &keys {
+            if let Some(slot) = self.slots.get_mut(&key[..]) {
+                slot.dirty = false;
+                slot.fresh = false;
+                slot.unwritten = false;
+            }
+        }
+        keys.clear();
+        self.dirty_keys = keys;
         Ok(())
     }
 
@@ -163,6 +197,9 @@ impl CachedBackend {
                     }
                     (_, value) => slot.value = value.map(CachedValue::from_slice),
                 }
+                if !slot.dirty {
+                    self.dirty_keys.push(CachedKey::from_slice(key));
+                }
                 slot.dirty = true;
                 if !slot.unlogged {
                     slot.unlogged = true;
@@ -171,6 +208,7 @@ impl CachedBackend {
             }
             EntryRef::Vacant(entry) => {
                 self.bytes += Self::cost(key, value);
+                self.dirty_keys.push(CachedKey::from_slice(key));
                 self.unlogged_slots += 1;
                 entry.insert_with_key(
                     CachedKey::from_slice(key),
@@ -184,6 +222,14 @@ impl CachedBackend {
                     },
                 );
             }
+        }
+        // Keys of slots removed since they were listed stay listed until
+        // the next write-back; keep the list within reach of the cache.
+        if self.dirty_keys.len() > 2 * self.slots.len() + HEADROOM {
+            let slots = &self.slots;
+            self.dirty_keys.retain(|key| slots.get(&key[..]).is_some_and(|s| s.dirty));
+            self.dirty_keys.sort_unstable();
+            self.dirty_keys.dedup();
         }
     }
 }
