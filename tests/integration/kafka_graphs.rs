@@ -115,7 +115,7 @@ fn a_kafka_join_killed_at_random_instants_commits_what_a_run_without_failures_do
         attempts += 1;
         assert!(attempts < 40, "the pipeline never finished (seed {seed})");
         let mut child = start_weir(&spec, &data, &["--sink-delay-ms", "5"], &[]);
-        let deadline = Instant::now() + Duration::from_millis(dice.between(1_000, 4_000));
+        let deadline = Instant::now() + Duration::from_millis(dice.between(1_500, 6_000));
         while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
             std::thread::sleep(Duration::from_millis(5));
         }
