@@ -90,8 +90,8 @@ fn a_kafka_join_killed_at_random_instants_commits_what_a_run_without_failures_do
     for topic in [&out, &reference] {
         kafka.create_topic(topic, 1);
     }
-    produce(&kafka, &orders, 8000, 0);
-    produce(&kafka, &payments, 8000, 37);
+    produce(&kafka, &orders, 20_000, 0);
+    produce(&kafka, &payments, 20_000, 37);
 
     let name = unique("join-ref");
     let started = Instant::now();
@@ -115,7 +115,7 @@ fn a_kafka_join_killed_at_random_instants_commits_what_a_run_without_failures_do
         attempts += 1;
         assert!(attempts < 40, "the pipeline never finished (seed {seed})");
         let mut child = start_weir(&spec, &data, &["--sink-delay-ms", "5"], &[]);
-        let deadline = Instant::now() + Duration::from_millis(dice.between(1_500, 6_000));
+        let deadline = Instant::now() + Duration::from_millis(dice.between(1_500, 4_500));
         while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
             std::thread::sleep(Duration::from_millis(5));
         }
