@@ -190,9 +190,9 @@ impl Functions<'_> {
                 }
             };
             let fingerprint = FunctionTable::fingerprint(function);
-            if !code.loaded.contains_key(&fingerprint) {
-                let loaded = self.load(function, field, role)?;
-                code.loaded.insert(fingerprint, loaded);
+            if let std::collections::hash_map::Entry::Vacant(entry) = code.loaded.entry(fingerprint)
+            {
+                entry.insert(self.load(function, field, role)?);
             }
         }
         Ok(())
