@@ -173,19 +173,7 @@ impl<K: Serialize + DeserializeOwned, V: Serialize + DeserializeOwned> MapState<
     /// Every entry, fetched from the host a page at a time.
     pub fn entries(&self) -> Result<Vec<(K, V)>, Error> {
         let raw = self.raw()?;
-        let mut out = Vec::new();
-        let mut last: Option<Vec<u8>> = None;
-        loop {
-            let page = raw.entries(last.as_deref(), MAP_PAGE)?;
-            let full = page.len() == MAP_PAGE as usize;
-            for (k, v) in &page {
-                out.push((codec::decode(k)?, codec::decode(v)?));
-            }
-            match page.into_iter().last() {
-                Some((k, _)) if full => last = Some(k),
-                _ => return Ok(out),
-            }
-        }
+        decode_pages(|after| raw.entries(after, MAP_PAGE))
     }
 
     /// Whether the map is empty.
@@ -312,19 +300,7 @@ impl<K: Serialize + DeserializeOwned, V: Serialize + DeserializeOwned> Broadcast
     /// Every entry, fetched from the host a page at a time.
     pub fn entries(&self) -> Result<Vec<(K, V)>, Error> {
         let raw = self.raw()?;
-        let mut out = Vec::new();
-        let mut last: Option<Vec<u8>> = None;
-        loop {
-            let page = raw.entries(last.as_deref(), MAP_PAGE)?;
-            let full = page.len() == MAP_PAGE as usize;
-            for (k, v) in &page {
-                out.push((codec::decode(k)?, codec::decode(v)?));
-            }
-            match page.into_iter().last() {
-                Some((k, _)) if full => last = Some(k),
-                _ => return Ok(out),
-            }
-        }
+        decode_pages(|after| raw.entries(after, MAP_PAGE))
     }
 
     /// Remove every entry (only in `process_broadcast`).
@@ -473,5 +449,25 @@ mod tests {
         select_key(0, b"k").unwrap();
         assert!(ValueState::<u8>::new("").get().is_err());
         assert!(ValueState::<u8>::new(&"x".repeat(256)).set(&1).is_err());
+    }
+}
+
+/// Every entry of a map the host serves a page at a time (`fetch(after)`:
+/// up to `MAP_PAGE` entries after key `after`), decoded.
+fn decode_pages<K: DeserializeOwned, V: DeserializeOwned>(
+    fetch: impl Fn(Option<&[u8]>) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Error>,
+) -> Result<Vec<(K, V)>, Error> {
+    let mut out = Vec::new();
+    let mut last: Option<Vec<u8>> = None;
+    loop {
+        let page = fetch(last.as_deref())?;
+        let full = page.len() == MAP_PAGE as usize;
+        for (k, v) in &page {
+            out.push((codec::decode(k)?, codec::decode(v)?));
+        }
+        match page.into_iter().last() {
+            Some((k, _)) if full => last = Some(k),
+            _ => return Ok(out),
+        }
     }
 }
