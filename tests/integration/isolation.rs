@@ -254,6 +254,59 @@ fn dead_letters_set_offending_events_aside_and_undo_them() {
 }
 
 #[test]
+fn dead_letters_of_every_stage_of_a_graph_go_to_the_node_that_takes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("events.jsonl");
+    let bad = [("trap", "c2"), ("fail", "c1"), ("key-trap", "c3")];
+    std::fs::write(&input, events(4, 30, 41, &bad)).unwrap();
+    let (output, dead) = (dir.path().join("out.jsonl"), dir.path().join("dead.jsonl"));
+    let wasm = function("misbehaving");
+    let spec = dir.path().join("pipeline.yaml");
+    // Two keyed stages, each counting per customer; the second counts the
+    // first's results, re-keyed by the same function.
+    std::fs::write(
+        &spec,
+        format!(
+            "name: graph-letters\nparallelism: 2\nbatch_size: 16\n\
+             on_error: {{ dead-letter: dead }}\nlimits: {{ call_timeout: 50ms }}\n\
+             operators:\n\
+             \x20 events: {{ source: {{ type: file, path: {input:?} }} }}\n\
+             \x20 first: {{ inputs: [events], key: {{ wasm: {wasm:?} }}, process: {{ wasm: {wasm:?} }} }}\n\
+             \x20 second: {{ inputs: [first], key: {{ wasm: {wasm:?} }}, process: {{ wasm: {wasm:?} }}, parallelism: 3 }}\n\
+             \x20 out: {{ inputs: [second], sink: {{ type: file, path: {output:?} }} }}\n\
+             \x20 letters: {{ inputs: [events.dead, first.dead, second.dead], sink: {{ type: file, path: {dead:?} }} }}\n"
+        ),
+    )
+    .unwrap();
+    run_ok(&spec, &dir.path().join("data"), &[]);
+    // Each stage counted every good event once: the second stage's counts
+    // run 1..=30 for every customer.
+    let mut counts: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+    for record in records(&output) {
+        counts
+            .entry(record["customer"].as_str().unwrap().to_string())
+            .or_default()
+            .push(record["count"].as_u64().unwrap());
+    }
+    for customer in ["c0", "c1", "c2", "c3"] {
+        assert_eq!(counts[customer], (1..=30).collect::<Vec<u64>>(), "{customer}");
+    }
+    let letters = records(&dead);
+    assert_eq!(letters.len(), bad.len(), "{letters:?}");
+    for (act, words) in [
+        ("trap", "trapped while processing key \"c2\""),
+        ("fail", "asked to fail"),
+        ("key-trap", "trapped while computing the keys of 1 events"),
+    ] {
+        let letter = letters
+            .iter()
+            .find(|l| l["value"].as_str().unwrap().contains(&format!("\"act\":\"{act}\"")))
+            .unwrap_or_else(|| panic!("no letter for {act}: {letters:?}"));
+        assert!(letter["error"].as_str().unwrap().contains(words), "{letter}");
+    }
+}
+
+#[test]
 fn functions_read_only_the_granted_resources_directory() {
     let dir = tempfile::tempdir().unwrap();
     let resources = dir.path().join("resources");
