@@ -7,7 +7,7 @@
 //! It never blocks a pipeline thread: counters are atomics and the
 //! request channel is only read by the checkpoint coordinator.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -68,8 +68,8 @@ pub struct LiveMetrics {
     pub side_dropped: AtomicU64,
     /// Source records dropped for lack of a usable timestamp.
     pub dropped_bad_timestamps: AtomicU64,
-    /// The last watermark sent to the operators (`i64::MIN`: none yet).
-    watermark: AtomicI64,
+    /// The last watermark each source sent (`i64::MIN`: none yet).
+    watermarks: Mutex<Vec<i64>>,
     /// The newest completed snapshot and how many completed (a long
     /// run completes one a second: it keeps no list).
     snapshots: Mutex<(Option<CompletedSnapshot>, usize)>,
@@ -88,7 +88,7 @@ impl Default for LiveMetrics {
             side_written: AtomicU64::new(0),
             side_dropped: AtomicU64::new(0),
             dropped_bad_timestamps: AtomicU64::new(0),
-            watermark: AtomicI64::new(i64::MIN),
+            watermarks: Mutex::default(),
             snapshots: Mutex::default(),
             restored_from: Mutex::default(),
         }
@@ -126,14 +126,20 @@ impl LiveMetrics {
             .collect()
     }
 
-    /// Record the watermark sent to the operators.
-    pub(crate) fn set_watermark(&self, watermark: i64) {
-        self.watermark.store(watermark, Ordering::Relaxed);
+    /// Record the watermark source `source` sent downstream.
+    pub(crate) fn set_watermark(&self, source: usize, watermark: i64) {
+        let mut watermarks = self.watermarks.lock().unwrap_or_else(PoisonError::into_inner);
+        if watermarks.len() <= source {
+            watermarks.resize(source + 1, i64::MIN);
+        }
+        watermarks[source] = watermark;
     }
 
-    /// The last watermark sent to the operators, if any.
+    /// Event time of the pipeline: the least watermark the sources sent,
+    /// once every one has sent one.
     pub fn watermark(&self) -> Option<i64> {
-        Some(self.watermark.load(Ordering::Relaxed)).filter(|w| *w != i64::MIN)
+        let watermarks = self.watermarks.lock().unwrap_or_else(PoisonError::into_inner);
+        watermarks.iter().copied().min().filter(|w| *w != i64::MIN)
     }
 
     /// Record a completed snapshot.

@@ -73,10 +73,10 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     // checkpoint may take.
     let retry_budget = CheckpointSettings::retry_budget(settings.as_ref());
     let mut sources = Vec::new();
-    for (index, node) in graph.sources.iter().enumerate() {
+    for node in &graph.sources {
         let mut opened = open_source(&node.spec, &spec.name)?;
         opened.set_retry_budget(retry_budget);
-        sources.push(SourceTask::new(spec, index, opened));
+        sources.push(SourceTask::new(spec, opened));
     }
     tracing::debug!(elapsed = ?started.elapsed(), "functions loaded, sources open");
     let start =
@@ -262,7 +262,8 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
             let metrics = &handle.metrics;
             let links = RouterLinks { sink, from: index, sinks: sink_count, metrics };
             let result = Router::new(ports, &name, &env, links).and_then(|router| {
-                let mut links = SourceLinks { router, triggers, acks: acks.clone(), metrics };
+                let mut links =
+                    SourceLinks { router, triggers, acks: acks.clone(), metrics, source: index };
                 task.run(&mut links, progress.as_ref())
             });
             if result.is_err() {

@@ -33,8 +33,6 @@ struct SourceState {
 pub(crate) struct SourceTask {
     /// Events read per call.
     batch_size: usize,
-    /// The source's index among the pipeline's sources.
-    index: usize,
     source: Box<dyn Source>,
     watermarks: Option<SplitWatermarks>,
     /// The watermark the restored snapshot was taken at.
@@ -51,17 +49,19 @@ pub(crate) struct SourceLinks<'a> {
     pub(crate) acks: Sender<Ack>,
     /// The run's counters.
     pub(crate) metrics: &'a LiveMetrics,
+    /// The source's index among the pipeline's.
+    pub(crate) source: usize,
 }
 
 impl SourceTask {
-    /// Source `index` of `spec`, reading `source`.
-    pub(crate) fn new(spec: &PipelineSpec, index: usize, source: Box<dyn Source>) -> Self {
+    /// A source of `spec`, reading `source`.
+    pub(crate) fn new(spec: &PipelineSpec, source: Box<dyn Source>) -> Self {
         let watermarks = spec.watermark.as_ref().and_then(|w| {
             let idle = w.idle_timeout;
             w.delay_ms()
                 .map(|delay| SplitWatermarks::new(source.splits(), delay, idle, Instant::now()))
         });
-        Self { batch_size: spec.batch_size, index, source, watermarks, resumed_watermark: None }
+        Self { batch_size: spec.batch_size, source, watermarks, resumed_watermark: None }
     }
 
     /// Seek the source to where `state` (its part of `snapshot`) recorded
@@ -90,7 +90,7 @@ impl SourceTask {
         links: &mut SourceLinks<'_>,
         progress: Option<&ProgressFn>,
     ) -> Result<bool, RunError> {
-        let Self { batch_size, index, mut source, mut watermarks, resumed_watermark } = self;
+        let Self { batch_size, mut source, mut watermarks, resumed_watermark } = self;
         let source = source.as_mut();
         let mut events: Vec<Event> = Vec::with_capacity(batch_size);
         if let Some(watermark) = resumed_watermark {
@@ -105,13 +105,13 @@ impl SourceTask {
                         // Nothing may be emitted after the stop's barrier.
                         links.router.broadcast(|| SubtaskMessage::End { drained: false })?;
                     }
-                    links.inject_barrier(index, trigger, source, watermarks.as_ref())?;
+                    links.inject_barrier(trigger, source, watermarks.as_ref())?;
                     if trigger.stop {
                         links
                             .metrics
                             .dropped_bad_timestamps
                             .fetch_add(source.dropped(), Ordering::Relaxed);
-                        links.serve_remaining_triggers(index, source, watermarks.as_ref())?;
+                        links.serve_remaining_triggers(source, watermarks.as_ref())?;
                         return Ok(true);
                     }
                 }
@@ -161,7 +161,7 @@ impl SourceTask {
                 // final barrier, and none after it.
                 links.router.broadcast(|| SubtaskMessage::End { drained: true })?;
                 let _ = links.acks.send(Ack::SourceFinished);
-                links.serve_remaining_triggers(index, source, watermarks.as_ref())?;
+                links.serve_remaining_triggers(source, watermarks.as_ref())?;
                 return Ok(false);
             }
         }
@@ -171,14 +171,13 @@ impl SourceTask {
 impl SourceLinks<'_> {
     /// Event time has reached `watermark`: tell every subtask downstream.
     fn broadcast_watermark(&mut self, watermark: i64) -> Result<(), RunError> {
-        self.metrics.set_watermark(watermark);
+        self.metrics.set_watermark(self.source, watermark);
         self.router.broadcast(|| SubtaskMessage::Watermark(watermark))
     }
 
-    /// Record source `index`'s state and send barrier `trigger.id` downstream.
+    /// Record the source's state and send barrier `trigger.id` downstream.
     fn inject_barrier(
         &mut self,
-        index: usize,
         trigger: Trigger,
         source: &mut dyn Source,
         watermarks: Option<&SplitWatermarks>,
@@ -196,7 +195,7 @@ impl SourceLinks<'_> {
             what: "cannot encode the source state",
             source,
         })?;
-        let _ = self.acks.send(Ack::Source { id: trigger.id, source: index, state });
+        let _ = self.acks.send(Ack::Source { id: trigger.id, source: self.source, state });
         // Savepoints are encoded from a database; checkpoints may be changelogs.
         let form = if trigger.kind == SnapshotKind::Savepoint {
             SnapshotForm::Database
@@ -210,12 +209,11 @@ impl SourceLinks<'_> {
     /// coordinator still asks for, until it is done.
     fn serve_remaining_triggers(
         &mut self,
-        index: usize,
         source: &mut dyn Source,
         watermarks: Option<&SplitWatermarks>,
     ) -> Result<(), RunError> {
         while let Ok(trigger) = self.triggers.recv() {
-            self.inject_barrier(index, trigger, source, watermarks)?;
+            self.inject_barrier(trigger, source, watermarks)?;
         }
         Ok(())
     }
