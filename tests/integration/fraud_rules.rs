@@ -1,8 +1,9 @@
 //! The fraud-rules example through the runtime API: its key function and
 //! broadcast process function, loaded from the built component, replayed
 //! on the example data in event-time order (rules as broadcast events,
-//! transactions keyed by account) must give `expected-alerts.jsonl`, on
-//! one subtask and on three that each see every rule.
+//! transactions keyed by account, event time at each transaction's) must
+//! give `expected-alerts.jsonl`, on one subtask and on three that each see
+//! every rule.
 
 use weir_host::runtime::bindings::weir::function::types::KeyedEvents;
 use weir_host::runtime::{
@@ -17,6 +18,13 @@ use crate::support::*;
 fn lines(file: &str) -> Vec<String> {
     let text = std::fs::read_to_string(example_file("fraud-rules", file)).unwrap();
     text.lines().filter(|l| !l.trim().is_empty()).map(String::from).collect()
+}
+
+/// The time of day of an RFC 3339 time of the example (one day), in ms.
+fn millis(time: &str) -> i64 {
+    let clock = &time[11..19];
+    let part = |i: usize| clock[i..i + 2].parse::<i64>().unwrap();
+    ((part(0) * 60 + part(3)) * 60 + part(6)) * 1000
 }
 
 /// Rules and transactions in event-time order (a rule first on a tie):
@@ -61,8 +69,12 @@ fn run(function: &LoadedFunction, parallelism: u16) -> Vec<String> {
     assert!(subtasks.iter().all(|s| s.has_broadcast() && s.inputs() == 1));
     let mut alerts = Vec::new();
     for (is_rule, line) in timeline() {
+        let time = serde_json::from_str::<serde_json::Value>(&line).unwrap()["time"]
+            .as_str()
+            .map(millis)
+            .unwrap();
         let event =
-            Event { key: None, value: line.into_bytes(), timestamp: 0, headers: Vec::new() };
+            Event { key: None, value: line.into_bytes(), timestamp: time, headers: Vec::new() };
         if is_rule {
             for subtask in &mut subtasks {
                 subtask.process_broadcast(std::slice::from_ref(&event)).unwrap();
@@ -75,6 +87,8 @@ fn run(function: &LoadedFunction, parallelism: u16) -> Vec<String> {
         let group = key_group(&account, MAX_PARALLELISM);
         let subtask =
             &mut subtasks[usize::from(subtask_for_key_group(group, MAX_PARALLELISM, parallelism))];
+        // Event time has reached the transaction: it is checked at once.
+        subtask.ctx().set_watermark(time);
         subtask.process(&[KeyedEvents { key: account, events: vec![event] }]).unwrap();
         alerts.extend(subtask.ctx().outputs.drain(..).map(|e| String::from_utf8(e.value).unwrap()));
     }
@@ -116,6 +130,7 @@ fn a_bad_rule_fails_the_broadcast_call_and_a_good_one_applies_at_once() {
     );
     detect.process_broadcast(&[rule(r#"{"rule_id":"x","max_amount":1}"#)]).unwrap();
     let tx = rule(r#"{"transaction_id":1,"account_id":"a","amount":2}"#);
+    detect.ctx().set_watermark(0);
     detect.process(&[KeyedEvents { key: b"a".to_vec(), events: vec![tx] }]).unwrap();
     assert_eq!(detect.ctx().outputs.len(), 1);
 }
