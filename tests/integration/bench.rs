@@ -1,5 +1,7 @@
 //! `weir bench`: the native twins compute exactly what the Wasm benchmark
-//! functions compute, and the harness reports every case.
+//! functions compute (the two-stage workload's second stage feeds
+//! `bench-sum` its own pairs), and the harness reports every case, the
+//! graph workloads with their ratio to `sum`.
 
 use crate::support::*;
 
@@ -12,8 +14,9 @@ fn native_twins_produce_the_same_output_as_the_wasm_functions() {
     for workload in Workload::ALL {
         let mut outputs = Vec::new();
         for implementation in [Implementation::Wasm, Implementation::Native] {
-            let case =
-                Case { workload, implementation, events: 30_000, keys: 50, checkpoints: true };
+            // The join's state scans cost more per event (see docs/benchmarks.md).
+            let events = if workload == Workload::Join { 6_000 } else { 30_000 };
+            let case = Case { workload, implementation, events, keys: 50, checkpoints: true };
             let out = dir.path().join(format!("{}-{implementation:?}.bin", workload.name()));
             // One subtask, so the output order is deterministic; a file sink to compare it.
             let spec = case.spec(&functions).replace("parallelism: 2", "parallelism: 1").replace(
@@ -27,7 +30,14 @@ fn native_twins_produce_the_same_output_as_the_wasm_functions() {
                 &dir.path().join(format!("data-{}-{implementation:?}", workload.name())),
                 &[],
             );
-            outputs.push(std::fs::read(&out).unwrap());
+            let mut output = std::fs::read(&out).unwrap();
+            if workload == Workload::Join {
+                // Two sources: the join's pairs arrive in either order.
+                let mut lines: Vec<&[u8]> = output.split(|&b| b == b'\n').collect();
+                lines.sort();
+                output = lines.join(&b'\n');
+            }
+            outputs.push(output);
         }
         assert!(!outputs[0].is_empty(), "{} produced output", workload.name());
         assert!(
@@ -109,4 +119,77 @@ fn the_harness_reports_every_case() {
         "{table}"
     );
     assert!(rows[1][8].ends_with('%'), "{table}");
+}
+
+#[test]
+fn graph_workloads_count_every_source_event_and_compare_with_sum() {
+    let functions = function("bench-sum").parent().unwrap().to_path_buf();
+    let args = |json: bool| {
+        let mut args = vec![
+            "bench",
+            "--events",
+            "4001",
+            "--keys",
+            "50",
+            "--workloads",
+            "two-stage,join",
+            "--checkpoints",
+            "off",
+            "--repeat",
+            "1",
+            "--functions-dir",
+            functions.to_str().unwrap(),
+        ];
+        if json {
+            args.push("--json");
+        }
+        weir(&args)
+    };
+    let output = args(true);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let runs: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|l| (l["workload"].as_str().unwrap(), l["implementation"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        runs,
+        [
+            ("sum", "wasm"),
+            ("sum", "native"),
+            ("two-stage", "wasm"),
+            ("two-stage", "native"),
+            ("join", "wasm"),
+            ("join", "native")
+        ],
+        "sum runs first, for the ratio"
+    );
+    for line in &lines {
+        // The join's two sources each give half the events.
+        assert_eq!(line["measurement"]["events"], 4001, "{line}");
+        let ratio = line.get("ratio_to_sum").and_then(|r| r.as_f64());
+        if line["workload"] == "sum" {
+            assert_eq!(ratio, None, "{line}");
+        } else {
+            assert!(ratio > Some(0.0), "{line}");
+        }
+    }
+    // The table: the ratios under it.
+    let output = args(false);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let table = String::from_utf8_lossy(&output.stdout).into_owned();
+    let (_, under) = table.split_once("against sum").expect(&table);
+    let rows: Vec<Vec<&str>> = under
+        .lines()
+        .filter(|l| l.starts_with("two-stage ") || l.starts_with("join "))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    for row in rows {
+        assert_eq!((row[1], row[2], row.len()), ("50", "off", 5), "{table}");
+        assert!(row[3].parse::<f64>().unwrap() > 0.0, "{table}");
+    }
 }

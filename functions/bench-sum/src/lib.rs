@@ -7,6 +7,12 @@
 //! * (b) as an aggregate: the total per customer per window,
 //!   `(customer, total)` at the window's end.
 //!
+//! It also takes its own outputs, for the second stage of the `two-stage`
+//! workload: a 16-byte `(customer, total)` pair is keyed by its region,
+//! `customer % 64` (8 bytes), with the total as its amount, so the same
+//! process function keeps a running sum of the totals per region and emits
+//! `(region, sum)`. Inputs are told apart by their length (24 or 16).
+//!
 //! The host's native twin (`native: bench-sum`) does exactly the same.
 
 use weir_sdk::binary::Order;
@@ -14,6 +20,29 @@ use weir_sdk::{
     function, AggregateFunction, Context, Error, Event, KeyFunction, ProcessFunction, ValueState,
     Window,
 };
+
+/// Regions a `(customer, total)` pair is re-keyed into: `customer % REGIONS`.
+pub const REGIONS: u64 = 64;
+
+/// Bytes of a `(customer, total)` pair.
+const PAIR_BYTES: usize = 16;
+
+/// The key and the amount of an input: `(customer, amount_cents)` of an
+/// order (24 bytes), `(customer % REGIONS, total)` of a pair (16 bytes).
+#[inline]
+fn decode(value: &[u8]) -> Result<(u64, i64), Error> {
+    if value.len() == PAIR_BYTES {
+        let half = |i: usize| -> [u8; 8] { value[i..i + 8].try_into().unwrap_or_default() };
+        return Ok((u64::from_le_bytes(half(0)) % REGIONS, i64::from_le_bytes(half(8))));
+    }
+    let order = Order::decode(value).map_err(|_| {
+        Error::msg(format!(
+            "an order (24 bytes) or a (customer, total) pair (16 bytes), not {} bytes",
+            value.len()
+        ))
+    })?;
+    Ok((order.customer_id, order.amount_cents))
+}
 
 /// `(a, b)` as 16 bytes.
 fn pair(a: u64, b: i64) -> [u8; 16] {
@@ -23,7 +52,8 @@ fn pair(a: u64, b: i64) -> [u8; 16] {
     value
 }
 
-/// The function: running and windowed sums.
+/// The function: running and windowed sums (per customer, or per region of
+/// `(customer, total)` pairs).
 pub struct BenchSum {
     total: ValueState<i64>,
 }
@@ -43,7 +73,7 @@ impl KeyFunction for BenchSum {
     }
 
     fn key_into(&mut self, event: &Event, out: &mut Vec<u8>) -> Result<(), Error> {
-        out.extend_from_slice(&Order::decode(&event.value)?.customer_id.to_le_bytes());
+        out.extend_from_slice(&decode(&event.value)?.0.to_le_bytes());
         Ok(())
     }
 }
@@ -53,11 +83,9 @@ impl ProcessFunction for BenchSum {
     fn process(&mut self, _key: &[u8], events: &[Event], ctx: &mut Context) -> Result<(), Error> {
         let mut total = self.total.get()?.unwrap_or(0);
         for event in events {
-            let order = Order::decode(&event.value)?;
-            total = total
-                .checked_add(order.amount_cents)
-                .ok_or_else(|| Error::msg("total overflows"))?;
-            ctx.emit_value(&pair(order.customer_id, total), event.timestamp);
+            let (key, amount) = decode(&event.value)?;
+            total = total.checked_add(amount).ok_or_else(|| Error::msg("total overflows"))?;
+            ctx.emit_value(&pair(key, total), event.timestamp);
         }
         self.total.set(&total)
     }
@@ -69,7 +97,7 @@ impl AggregateFunction for BenchSum {
 
     fn add(&mut self, total: &mut i64, event: &Event) -> Result<(), Error> {
         *total = total
-            .checked_add(Order::decode(&event.value)?.amount_cents)
+            .checked_add(decode(&event.value)?.1)
             .ok_or_else(|| Error::msg("total overflows"))?;
         Ok(())
     }
@@ -114,5 +142,21 @@ mod tests {
             )
             .unwrap();
         assert_eq!(out[0].value, pair(7, 11));
+    }
+
+    #[test]
+    fn pairs_are_summed_per_region() {
+        let mut harness = Harness::<BenchSum>::new();
+        let first = Event::new(pair(70, 250).to_vec(), 1);
+        let second = Event::new(pair(6, 100).to_vec(), 2);
+        assert_eq!(harness.key(&first).unwrap(), 6u64.to_le_bytes());
+        assert_eq!(harness.key(&second).unwrap(), 6u64.to_le_bytes());
+        let out = harness.process(&6u64.to_le_bytes(), vec![first, second]).unwrap();
+        assert_eq!(
+            out.iter().map(|e| e.value.clone()).collect::<Vec<_>>(),
+            vec![pair(6, 250), pair(6, 350)]
+        );
+        let odd = Event::new(vec![0; 20], 3);
+        assert!(harness.key(&odd).unwrap_err().to_string().contains("not 20 bytes"));
     }
 }

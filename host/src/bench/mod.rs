@@ -4,19 +4,26 @@
 //!
 //! Every measurement is its own `weir run` child process (generator source
 //! with binary orders, JSON for `sum-json` → keyed operator → discard
-//! sink, parallelism 2), so its CPU time and peak RSS are its own.
-//! Workloads:
+//! sink, parallelism 2; the graph workloads have more stages, each of
+//! parallelism 2), so its CPU time and peak RSS are its own. Events/s
+//! counts source events (over every source). Workloads:
 //!
-//! | name       | logic                                                   |
-//! |------------|---------------------------------------------------------|
-//! | `sum`      | (a) running sum per customer, one output per order      |
-//! | `sum-json` | (a) over JSON orders: each parsed from its text          |
-//! | `window`   | (b) 1-minute tumbling sum per customer, 5 s watermark    |
-//! | `dedup`    | (c) first order per customer, then none for a 1 m TTL    |
-//! | `filter`   | (d) stateless filter and map                             |
+//! | name        | logic                                                          |
+//! |-------------|----------------------------------------------------------------|
+//! | `sum`       | (a) running sum per customer, one output per order             |
+//! | `sum-json`  | (a) over JSON orders: each parsed from its text                 |
+//! | `window`    | (b) 1-minute tumbling sum per customer, 5 s watermark           |
+//! | `dedup`     | (c) first order per customer, then none for a 1 m TTL           |
+//! | `filter`    | (d) stateless filter and map                                    |
+//! | `two-stage` | `sum`, re-keyed by region (customer % 64), running sum per region |
+//! | `join`      | two order streams, an interval join by customer (≈ 1 match each) |
+//!
+//! The graph workloads (`two-stage`, `join`) are also reported as a ratio
+//! to `sum` measured in the same invocation, which then always runs.
 
 pub mod native;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -33,12 +40,23 @@ pub enum Workload {
     Dedup,
     /// (d) stateless filter/map.
     Filter,
+    /// Graph: `sum`, then re-keyed by region and summed again per region.
+    TwoStage,
+    /// Graph: two generated order streams joined by customer (interval join).
+    Join,
 }
 
 impl Workload {
     /// Every workload, in the issue's order.
-    pub const ALL: [Workload; 5] =
-        [Workload::Sum, Workload::SumJson, Workload::Window, Workload::Dedup, Workload::Filter];
+    pub const ALL: [Workload; 7] = [
+        Workload::Sum,
+        Workload::SumJson,
+        Workload::Window,
+        Workload::Dedup,
+        Workload::Filter,
+        Workload::TwoStage,
+        Workload::Join,
+    ];
 
     /// Its name on the command line.
     pub fn name(self) -> &'static str {
@@ -48,7 +66,15 @@ impl Workload {
             Workload::Window => "window",
             Workload::Dedup => "dedup",
             Workload::Filter => "filter",
+            Workload::TwoStage => "two-stage",
+            Workload::Join => "join",
         }
+    }
+
+    /// Whether it is a graph of several stages or sources, reported also
+    /// as a ratio to [`Workload::Sum`].
+    pub fn is_graph(self) -> bool {
+        matches!(self, Workload::TwoStage | Workload::Join)
     }
 
     /// The workload called `name`.
@@ -60,7 +86,7 @@ impl Workload {
     /// built-in of the same name).
     fn function(self) -> &'static str {
         match self {
-            Workload::Sum | Workload::Window => "bench-sum",
+            Workload::Sum | Workload::Window | Workload::TwoStage | Workload::Join => "bench-sum",
             Workload::SumJson => "bench-json",
             Workload::Dedup => "bench-dedup",
             Workload::Filter => "bench-filter",
@@ -100,6 +126,15 @@ pub struct Case {
     pub checkpoints: bool,
 }
 
+/// The upper bound of the `join` workload's interval join, in ms, at
+/// `keys` customers: each stream has one order a millisecond over `keys`
+/// customers, so an order of the first stream meets one order of its
+/// customer in the second's next `keys` milliseconds `[t, t + keys − 1]`
+/// on average: about one match per order of the first stream.
+pub fn join_upper_ms(keys: u64) -> u64 {
+    keys.saturating_sub(1)
+}
+
 impl Case {
     /// The pipeline spec of this case; Wasm functions are read from
     /// `functions_dir/<name>.wasm`.
@@ -111,19 +146,51 @@ impl Case {
             ),
             Implementation::Native => format!("{{ native: {} }}", self.workload.function()),
         };
-        let keyed = match self.workload {
-            Workload::Window => format!("window: {{ type: tumbling, size: 1m }}\nwatermark: {{ max_out_of_orderness: 5s }}\naggregate: {function}\n"),
-            _ => format!("process: {function}\n"),
+        let source = |count: u64, seed: u64| {
+            format!(
+                "{{ type: generator, count: {count}, keys: {}, seed: {seed}, interval_ms: 1, encoding: {} }}",
+                self.keys,
+                self.workload.encoding()
+            )
+        };
+        let body = match self.workload {
+            Workload::TwoStage => format!(
+                "operators:\n  \
+                 orders: {{ source: {} }}\n  \
+                 totals: {{ inputs: [orders], key: {function}, process: {function} }}\n  \
+                 regions: {{ inputs: [totals], key: {function}, process: {function} }}\n  \
+                 out: {{ inputs: [regions], sink: {{ type: discard }} }}\n",
+                source(self.events, 7)
+            ),
+            Workload::Join => {
+                let first = self.events / 2;
+                format!(
+                    "watermark: {{ max_out_of_orderness: 5ms }}\noperators:\n  \
+                     orders: {{ source: {} }}\n  \
+                     more: {{ source: {} }}\n  \
+                     joined: {{ inputs: [orders, more], key: {function}, \
+                     join: {{ type: interval, lower: 0s, upper: {}ms }} }}\n  \
+                     out: {{ inputs: [joined], sink: {{ type: discard }} }}\n",
+                    source(first, 7),
+                    source(self.events - first, 8),
+                    join_upper_ms(self.keys)
+                )
+            }
+            _ => {
+                let keyed = match self.workload {
+                    Workload::Window => format!("window: {{ type: tumbling, size: 1m }}\nwatermark: {{ max_out_of_orderness: 5s }}\naggregate: {function}\n"),
+                    _ => format!("process: {function}\n"),
+                };
+                format!(
+                    "source: {}\nkey: {function}\n{keyed}sink: {{ type: discard }}\n",
+                    source(self.events, 7)
+                )
+            }
         };
         let checkpoint = if self.checkpoints { "checkpoint: { interval: 1s }\n" } else { "" };
         format!(
-            "name: bench-{}\nparallelism: 2\nstate_cache_bytes: 134217728\n\
-             source: {{ type: generator, count: {}, keys: {}, seed: 7, interval_ms: 1, encoding: {} }}\n\
-             key: {function}\n{keyed}sink: {{ type: discard }}\n{checkpoint}",
-            self.workload.name(),
-            self.events,
-            self.keys,
-            self.workload.encoding(),
+            "name: bench-{}\nparallelism: 2\nstate_cache_bytes: 134217728\n{body}{checkpoint}",
+            self.workload.name()
         )
     }
 }
@@ -233,37 +300,61 @@ pub struct Suite {
     pub json: bool,
 }
 
+/// The workloads [`run_suite`] runs for `asked`, in order: `sum` first
+/// when a graph workload needs it for its ratio (added if not asked for).
+pub fn workloads_to_run(asked: &[Workload]) -> Vec<Workload> {
+    let mut run = Vec::new();
+    if asked.iter().any(|w| w.is_graph()) {
+        run.push(Workload::Sum);
+    }
+    for &workload in asked {
+        if !run.contains(&workload) {
+            run.push(workload);
+        }
+    }
+    run
+}
+
 /// Run `suite` with the `weir` binary at `weir`, writing the table (or
 /// JSON lines) to `out`. Each repeat runs every checkpoint mode, Wasm and
 /// native, side by side (the modes in alternating order), so a slow spell
 /// of the machine hits them all; the ratios and the checkpoint cost are
 /// the medians of each repeat's own (paired) ratios, the cost's over the
-/// Wasm and the native pairs.
+/// Wasm and the native pairs. Graph workloads are also compared with `sum`
+/// (run first): their median events/s over `sum`'s, for the same keys,
+/// checkpoint mode and implementation, in lines under the table (in JSON,
+/// each run's own events/s over that median, as `ratio_to_sum`).
 pub fn run_suite(
     suite: &Suite,
     weir: &Path,
     out: &mut dyn std::io::Write,
 ) -> Result<(), BenchError> {
     let write = |e: std::io::Error| BenchError::Io(format!("writing the results: {e}"));
+    let workloads = workloads_to_run(&suite.workloads);
     if !suite.json {
         let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
         let json: Vec<&str> =
-            suite.workloads.iter().filter(|w| w.encoding() == "json").map(|w| w.name()).collect();
+            workloads.iter().filter(|w| w.encoding() == "json").map(|w| w.name()).collect();
         let orders = if json.is_empty() {
             "binary orders".to_string()
         } else {
             format!("binary orders ({}: JSON)", json.join(", "))
         };
-        writeln!(out, "{cores} cores; {} events per run; median of {} runs; {orders}; parallelism 2; discard sink", suite.events, suite.repeat).map_err(write)?;
+        let parallelism = if workloads.iter().any(|w| w.is_graph()) {
+            "parallelism 2 per stage"
+        } else {
+            "parallelism 2"
+        };
+        writeln!(out, "{cores} cores; {} events per run; median of {} runs; {orders}; {parallelism}; discard sink", suite.events, suite.repeat).map_err(write)?;
         writeln!(
             out,
-            "{:<8} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}",
+            "{:<9} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}",
             "", "", "", "wasm", "native", "wasm/", "wasm", "wasm", ""
         )
         .map_err(write)?;
         writeln!(
             out,
-            "{:<8} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}",
+            "{:<9} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}",
             "workload",
             "keys",
             "chk",
@@ -277,7 +368,7 @@ pub fn run_suite(
         .map_err(write)?;
     }
     // Compile each function once, before anything is measured.
-    for &workload in &suite.workloads {
+    for &workload in &workloads {
         let warm_up = Case {
             workload,
             implementation: Implementation::Wasm,
@@ -287,7 +378,11 @@ pub fn run_suite(
         };
         measure(weir, &warm_up, &suite.functions_dir, &suite.scratch)?;
     }
-    for &workload in &suite.workloads {
+    // Median events/s of `sum` by (keys, checkpoints): [wasm, native].
+    let mut sum_rates: BTreeMap<(u64, bool), [f64; 2]> = BTreeMap::new();
+    // The lines under the table: graph workloads against `sum`.
+    let mut against_sum = Vec::new();
+    for &workload in &workloads {
         for &keys in &suite.keys {
             // runs[mode][repeat] = (wasm, native)
             let mut runs: Vec<Vec<[Measurement; 2]>> = vec![Vec::new(); suite.checkpoints.len()];
@@ -314,15 +409,18 @@ pub fn run_suite(
                         pair[slot] = measure(weir, &case, &suite.functions_dir, &suite.scratch)?;
                         if suite.json {
                             let name = if slot == 0 { "wasm" } else { "native" };
-                            let line = serde_json::json!({ "workload": workload.name(), "keys": keys, "checkpoints": checkpoints, "implementation": name, "measurement": pair[slot], "events_per_second": pair[slot].rate() });
+                            let mut line = serde_json::json!({ "workload": workload.name(), "keys": keys, "checkpoints": checkpoints, "implementation": name, "measurement": pair[slot], "events_per_second": pair[slot].rate() });
+                            if let Some(sum) =
+                                sum_rates.get(&(keys, checkpoints)).filter(|_| workload.is_graph())
+                            {
+                                line["ratio_to_sum"] =
+                                    serde_json::json!(pair[slot].rate() / sum[slot].max(1e-9));
+                            }
                             writeln!(out, "{line}").map_err(write)?;
                         }
                     }
                     runs[mode].push(pair);
                 }
-            }
-            if suite.json {
-                continue;
             }
             let off = suite.checkpoints.iter().position(|&c| !c).map(|mode| &runs[mode]);
             for (&checkpoints, pairs) in suite.checkpoints.iter().zip(&runs) {
@@ -330,6 +428,25 @@ pub fn run_suite(
                     median(pairs.iter().map(|p| p[0].clone()).collect()),
                     median(pairs.iter().map(|p| p[1].clone()).collect()),
                 );
+                let chk = if checkpoints { "1s" } else { "off" };
+                if workload == Workload::Sum {
+                    sum_rates.insert((keys, checkpoints), [wasm.rate(), native.rate()]);
+                }
+                if let Some(sum) =
+                    sum_rates.get(&(keys, checkpoints)).filter(|_| workload.is_graph())
+                {
+                    against_sum.push(format!(
+                        "{:<9} {:>9} {:>5}  {:>11.2} {:>11.2}",
+                        workload.name(),
+                        keys,
+                        chk,
+                        wasm.rate() / sum[0].max(1e-9),
+                        native.rate() / sum[1].max(1e-9)
+                    ));
+                }
+                if suite.json {
+                    continue;
+                }
                 let ratio =
                     median_of(pairs.iter().map(|[w, n]| w.rate() / n.rate().max(1e-9)).collect());
                 let cost = match (checkpoints, off) {
@@ -351,10 +468,10 @@ pub fn run_suite(
                 };
                 writeln!(
                     out,
-                    "{:<8} {:>9} {:>5}  {:>10.2}M {:>10.2}M  {:>7.2}  {:>8.2} {:>7.0}M  {:>9}",
+                    "{:<9} {:>9} {:>5}  {:>10.2}M {:>10.2}M  {:>7.2}  {:>8.2} {:>7.0}M  {:>9}",
                     workload.name(),
                     keys,
-                    if checkpoints { "1s" } else { "off" },
+                    chk,
                     wasm.rate() / 1e6,
                     native.rate() / 1e6,
                     ratio,
@@ -364,6 +481,18 @@ pub fn run_suite(
                 )
                 .map_err(write)?;
             }
+        }
+    }
+    if !suite.json && !against_sum.is_empty() {
+        writeln!(out, "\nevents/s against sum's in this run (medians; same keys, checkpoints, implementation):").map_err(write)?;
+        writeln!(
+            out,
+            "{:<9} {:>9} {:>5}  {:>11} {:>11}",
+            "workload", "keys", "chk", "wasm/sum", "native/sum"
+        )
+        .map_err(write)?;
+        for line in against_sum {
+            writeln!(out, "{line}").map_err(write)?;
         }
     }
     Ok(())
@@ -379,4 +508,87 @@ fn median_of(mut values: Vec<f64>) -> f64 {
 fn median(mut runs: Vec<Measurement>) -> Measurement {
     runs.sort_by(|a, b| a.rate().total_cmp(&b.rate()));
     runs.swap_remove(runs.len() / 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::PipelineSpec;
+
+    fn case(workload: Workload, implementation: Implementation, checkpoints: bool) -> Case {
+        Case { workload, implementation, events: 1001, keys: 10_000, checkpoints }
+    }
+
+    #[test]
+    fn every_case_spec_parses_and_validates() {
+        for workload in Workload::ALL {
+            for implementation in [Implementation::Wasm, Implementation::Native] {
+                for checkpoints in [false, true] {
+                    let text =
+                        case(workload, implementation, checkpoints).spec(Path::new("/functions"));
+                    let spec = PipelineSpec::parse(&text)
+                        .unwrap_or_else(|e| panic!("{}: {e}\n{text}", workload.name()));
+                    assert_eq!(spec.parallelism, 2, "{text}");
+                    assert_eq!(spec.checkpoint.is_some(), checkpoints, "{text}");
+                    assert_eq!(spec.operators.is_empty(), !workload.is_graph(), "{text}");
+                    spec.graph().unwrap();
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn two_stage_sums_by_customer_then_by_region() {
+        let text = case(Workload::TwoStage, Implementation::Wasm, false).spec(Path::new("/f"));
+        let spec = PipelineSpec::parse(&text).unwrap();
+        let graph = spec.graph().unwrap();
+        assert_eq!(graph.sources.len(), 1);
+        assert_eq!(
+            graph.stages.iter().map(|s| (s.name.as_str(), s.parallelism)).collect::<Vec<_>>(),
+            [("totals", 2), ("regions", 2)]
+        );
+        for (field, function) in spec.functions() {
+            assert_eq!(function.wasm.as_deref(), Some(Path::new("/f/bench-sum.wasm")), "{field}");
+        }
+        let native = case(Workload::TwoStage, Implementation::Native, false).spec(Path::new("/f"));
+        let spec = PipelineSpec::parse(&native).unwrap();
+        assert_eq!(spec.functions().len(), 4);
+        for (field, function) in spec.functions() {
+            assert_eq!(function.native.as_deref(), Some("bench-sum"), "{field}");
+        }
+        assert!(text.contains("count: 1001, keys: 10000, seed: 7"), "{text}");
+    }
+
+    #[test]
+    fn join_has_two_sources_with_every_event_between_them() {
+        let text = case(Workload::Join, Implementation::Native, true).spec(Path::new("/f"));
+        let spec = PipelineSpec::parse(&text).unwrap();
+        assert!(spec.watermark.is_some(), "{text}");
+        let graph = spec.graph().unwrap();
+        assert_eq!(graph.sources.len(), 2);
+        assert_eq!(graph.stages.len(), 1);
+        assert_eq!(graph.stages[0].parallelism, 2);
+        assert!(matches!(
+            graph.stages[0].kind,
+            crate::pipeline::graph::StageKind::Join(crate::pipeline::graph::JoinSpec::Interval {
+                lower: 0,
+                upper: 9_999,
+                ..
+            })
+        ));
+        assert!(text.contains("count: 500, keys: 10000, seed: 7"), "{text}");
+        assert!(text.contains("count: 501, keys: 10000, seed: 8"), "{text}");
+        assert_eq!(join_upper_ms(1), 0);
+    }
+
+    #[test]
+    fn graph_workloads_bring_sum_first() {
+        use Workload::*;
+        assert_eq!(workloads_to_run(&[Join, TwoStage]), [Sum, Join, TwoStage]);
+        assert_eq!(workloads_to_run(&[Join, Sum, Filter]), [Sum, Join, Filter]);
+        assert_eq!(workloads_to_run(&[Window, Dedup]), [Window, Dedup]);
+        for workload in Workload::ALL {
+            assert_eq!(Workload::parse(workload.name()), Some(workload));
+        }
+    }
 }

@@ -5,7 +5,10 @@
 //!
 //! Events are binary orders (`weir_sdk::binary::Order`: order id,
 //! customer id, amount in cents; 24 bytes little-endian), JSON orders for
-//! `bench-json`; keys are the customer id's 8 bytes.
+//! `bench-json`; keys are the customer id's 8 bytes. `bench-sum` also
+//! takes its own 16-byte `(customer, total)` outputs (the `two-stage`
+//! workload's second stage), keyed by region `customer % 64` with the
+//! total as amount, as its Wasm twin does.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -28,7 +31,7 @@ use crate::Event;
 /// The native function called `name`, if there is one.
 pub fn lookup(name: &str) -> Option<NativeRef> {
     let function: NativeRef = match name {
-        "bench-sum" => Arc::new(Sum::<Binary>(PhantomData)),
+        "bench-sum" => Arc::new(Sum::<OrderOrPair>(PhantomData)),
         "bench-json" => Arc::new(Sum::<Json>(PhantomData)),
         "bench-dedup" => Arc::new(Dedup),
         "bench-filter" => Arc::new(FilterMap),
@@ -59,6 +62,31 @@ struct Binary;
 impl OrderFormat for Binary {
     fn decode(event: &Event) -> Result<(u64, i64), String> {
         let order = Order::decode(&event.value).map_err(|e| e.to_string())?;
+        Ok((order.customer_id, order.amount_cents))
+    }
+}
+
+/// Regions a `(customer, total)` pair is re-keyed into by `bench-sum`.
+pub const REGIONS: u64 = 64;
+
+/// `bench-sum`'s inputs: binary orders, or its own `(customer, total)`
+/// pairs (16 bytes), read as `(customer % REGIONS, total)`.
+struct OrderOrPair;
+
+impl OrderFormat for OrderOrPair {
+    #[inline]
+    fn decode(event: &Event) -> Result<(u64, i64), String> {
+        let value = &event.value;
+        if value.len() == 16 {
+            let half = |i: usize| -> [u8; 8] { value[i..i + 8].try_into().unwrap_or_default() };
+            return Ok((u64::from_le_bytes(half(0)) % REGIONS, i64::from_le_bytes(half(8))));
+        }
+        let order = Order::decode(value).map_err(|_| {
+            format!(
+                "an order (24 bytes) or a (customer, total) pair (16 bytes), not {} bytes",
+                value.len()
+            )
+        })?;
         Ok((order.customer_id, order.amount_cents))
     }
 }
@@ -161,8 +189,8 @@ impl<F: OrderFormat> NativeKeyFunction for CustomerKey<F> {
 }
 
 /// (a) Running sum per customer: emit (customer, total) per order.
-/// (Over orders in format `F`: binary for `bench-sum`, JSON for
-/// `bench-json`.)
+/// (Over orders in format `F`: binary orders or pairs for `bench-sum`,
+/// JSON for `bench-json`.)
 struct Sum<F>(PhantomData<F>);
 
 impl<F: OrderFormat> NativeFunction for Sum<F> {
@@ -328,5 +356,25 @@ impl NativeProcessFunction for FilterMapProcess {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(value: Vec<u8>) -> Event {
+        Event { key: None, value, timestamp: 0, headers: Vec::new() }
+    }
+
+    #[test]
+    fn bench_sum_reads_orders_and_its_own_pairs() {
+        let order = Order { order_id: 1, customer_id: 70, amount_cents: 250 };
+        assert_eq!(OrderOrPair::decode(&event(order.encode().to_vec())), Ok((70, 250)));
+        assert_eq!(OrderOrPair::decode(&event(pair(70, 1234))), Ok((70 % REGIONS, 1234)));
+        let error = OrderOrPair::decode(&event(vec![0; 20])).unwrap_err();
+        assert!(error.contains("not 20 bytes"), "{error}");
+        // Dedup and filter read orders only, as their Wasm twins do.
+        assert!(Binary::decode(&event(pair(70, 1234))).is_err());
     }
 }

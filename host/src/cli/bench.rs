@@ -15,8 +15,11 @@ pub struct BenchArgs {
     /// Distinct keys; repeatable.
     #[arg(long = "keys", default_values_t = [10_000u64])]
     keys: Vec<u64>,
-    /// Workloads (sum, sum-json, window, dedup, filter); default all.
-    #[arg(long = "workload")]
+    /// Workloads (sum, sum-json, window, dedup, filter, two-stage, join);
+    /// repeatable or comma-separated (`--workloads two-stage,join`); default
+    /// all. `sum` runs too with a graph workload (two-stage, join), whose
+    /// ratio to it is reported.
+    #[arg(long = "workload", visible_alias = "workloads", value_delimiter = ',')]
     workloads: Vec<String>,
     /// Checkpoints: on (every 1 s), off, or both.
     #[arg(long, default_value = "both")]
