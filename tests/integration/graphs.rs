@@ -16,14 +16,14 @@ use serde_yaml::Value as Yaml;
 use crate::support::*;
 
 /// Parallelism of each keyed stage, by operator name.
-type Stages<'a> = &'a [(&'a str, u32)];
+pub(crate) type Stages<'a> = &'a [(&'a str, u32)];
 
 /// Copy example `example`'s `pipeline.yaml` and `inputs` into a temporary
 /// directory, with its functions taken from the built ones, the top-level
 /// parallelism set to `parallelism` and each keyed operator of `stages`
 /// given its own; run it with `weir run` and return the lines of sink file
 /// `sink`.
-fn run_example(
+pub(crate) fn run_example(
     example: &str,
     inputs: &[&str],
     sink: &str,
@@ -59,7 +59,7 @@ fn run_example(
 }
 
 /// `lines` sorted by `key` of each line's JSON (the expected files' order).
-fn sorted_by<K: Ord>(mut lines: Vec<String>, key: impl Fn(&Value) -> K) -> Vec<String> {
+pub(crate) fn sorted_by<K: Ord>(mut lines: Vec<String>, key: impl Fn(&Value) -> K) -> Vec<String> {
     lines.sort_by_cached_key(|line| {
         key(&serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}")))
     });
@@ -67,7 +67,7 @@ fn sorted_by<K: Ord>(mut lines: Vec<String>, key: impl Fn(&Value) -> K) -> Vec<S
 }
 
 /// The lines of `example`'s `expected.jsonl`.
-fn expected(example: &str) -> Vec<String> {
+pub(crate) fn expected(example: &str) -> Vec<String> {
     std::fs::read_to_string(example_file(example, "expected.jsonl"))
         .unwrap()
         .lines()

@@ -17,6 +17,7 @@ mod file_faults;
 mod foreign_restore;
 mod fraud_detector;
 mod fraud_rules;
+mod graph_functions;
 mod graph_recovery;
 mod graphs;
 mod guard;
