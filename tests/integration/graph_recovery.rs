@@ -121,7 +121,12 @@ fn a_two_stage_savepoint_restores_with_another_parallelism_in_each_stage() {
     let data = dir.path().join("data");
     let first = two_stage_spec(dir.path(), 2, 3, &input, &out);
     let running = start_weir(&first, &data, &["--sink-delay-ms", "20"], &[]);
-    std::thread::sleep(Duration::from_millis(1_500));
+    // Stop once some results are committed (a loaded machine starts slowly).
+    let started = Instant::now();
+    while std::fs::read_to_string(&out).unwrap_or_default().is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(60), "no result committed in a minute");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let deadline = Instant::now() + Duration::from_secs(30);
     let stop = loop {
         let asked = weir(&[

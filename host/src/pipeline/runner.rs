@@ -100,7 +100,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     }
 
     let producers = graph.sources.len() + graph.subtasks();
-    let (sink_tx, sink_rx) = sync_channel::<SinkMessage>(CHANNEL_BATCHES * producers);
+    let (sink_tx, sink_rx) = sync_channel::<SinkMessage>(CHANNEL_BATCHES * graph.subtasks().max(1));
     let (ack_tx, ack_rx) = channel::<Ack>();
     let (trigger_tx, trigger_rx) = channel::<Trigger>();
     let metrics = &options.handle.metrics;
