@@ -262,3 +262,29 @@ fn broadcast_state_restored_at_a_higher_parallelism_reaches_every_subtask() {
     got.sort();
     assert_eq!(got, want, "every subtask holds every rule");
 }
+
+#[test]
+fn a_pipeline_without_keyed_stages_is_exactly_once_through_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = |out: &Path| {
+        let path = dir.path().join(format!("{}.yaml", out.file_stem().unwrap().to_str().unwrap()));
+        std::fs::write(
+            &path,
+            format!(
+                "name: copy\nbatch_size: 200\ncheckpoint: {{ interval: 100ms }}\n\
+                 operators:\n\
+                 \x20 orders: {{ source: {{ type: generator, count: 60000, keys: 50 }} }}\n\
+                 \x20 out: {{ inputs: [orders], sink: {{ type: file, path: {out:?} }} }}\n"
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let expected_out = dir.path().join("expected.jsonl");
+    run_ok(&spec(&expected_out), &dir.path().join("expected-data"), &[]);
+    let expected = sorted_lines(&expected_out);
+    assert_eq!(expected.len(), 60_000);
+    let out = dir.path().join("out.jsonl");
+    run_with_kills(&spec(&out), &dir.path().join("data"), &out);
+    assert!(sorted_lines(&out) == expected, "every order once");
+}

@@ -143,10 +143,13 @@ impl SnapshotMetadata {
             .collect()
     }
 
-    /// Every keyed stage's state.
+    /// Every keyed stage's state (none for a pipeline of transforms only).
     pub fn operator_states(&self) -> Vec<OperatorSnapshot> {
         if !self.operators.is_empty() {
             return self.operators.clone();
+        }
+        if self.operator_uid.is_empty() {
+            return Vec::new();
         }
         vec![OperatorSnapshot {
             uid: self.operator_uid.clone(),
