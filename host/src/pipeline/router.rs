@@ -167,14 +167,7 @@ impl<'m> Router<'m> {
 
     /// Route side-output events, each named by its output.
     pub(crate) fn emit_side(&mut self, events: Vec<(String, Event)>) -> Result<(), RunError> {
-        let mut by_name: BTreeMap<String, Vec<Event>> = BTreeMap::new();
-        for (name, event) in events {
-            by_name.entry(name).or_default().push(event);
-        }
-        for (name, events) in by_name {
-            self.emit(Some(&name), events)?;
-        }
-        Ok(())
+        by_name(events).into_iter().try_for_each(|(name, events)| self.emit(Some(&name), events))
     }
 
     /// Send what is buffered.
@@ -254,11 +247,7 @@ fn route_events(
                 let output = function.transform(&batch)?;
                 let side = std::mem::take(&mut function.ctx().side_outputs);
                 route_events(outputs, None, output, context)?;
-                let mut by_name: BTreeMap<String, Vec<Event>> = BTreeMap::new();
-                for (name, event) in side {
-                    by_name.entry(name).or_default().push(event);
-                }
-                for (name, events) in by_name {
+                for (name, events) in by_name(side) {
                     route_events(outputs, Some(&name), events, context)?;
                 }
             }
@@ -270,6 +259,15 @@ fn route_events(
         route_events(ports, Some(&output), letters, context)?;
     }
     Ok(())
+}
+
+/// Side-output events grouped by output, each output's in order.
+fn by_name(events: Vec<(String, Event)>) -> BTreeMap<String, Vec<Event>> {
+    let mut grouped: BTreeMap<String, Vec<Event>> = BTreeMap::new();
+    for (name, event) in events {
+        grouped.entry(name).or_default().push(event);
+    }
+    grouped
 }
 
 /// Key `events` and add each to its subtask's batch; returns the dead
