@@ -2,6 +2,8 @@
 //! accepted event matched against the other side's buffer in its bounds,
 //! and buffers shrunk as the watermark passes (see the module above).
 
+use std::collections::BTreeSet;
+
 use crate::runtime::packing::KeyList;
 use crate::state::{key_group, ttl, StateKey, StateKind};
 use crate::time::{DueTimers, TimeDomain};
@@ -12,6 +14,10 @@ use super::{side_name, JoinError, JoinOperator, LEFT, RIGHT};
 
 /// Buffered timestamps read per scan.
 const PAGE: usize = 32;
+
+/// (key, side)s whose buffered timestamps are kept in memory before those
+/// with none are forgotten.
+const INDEXED_PREFIXES: usize = 1 << 20;
 
 impl JoinOperator {
     /// Join `events` of one side (`left` or right) with the other side's
@@ -52,8 +58,10 @@ impl JoinOperator {
                 storage.clear();
                 StateKey::new(group, side_name(left), StateKind::Map, key, b"")
                     .encode_into(&mut storage);
+                let prefix = storage.len();
                 storage.extend_from_slice(&sortable(t));
                 self.append(&storage, &record)?;
+                self.buffered_times(&storage[..prefix])?.insert(t);
                 self.timers.register(self.backend.as_mut(), key, TimeDomain::EventTime, until)?;
             }
         }
@@ -73,31 +81,55 @@ impl JoinOperator {
         from: i64,
         to: i64,
     ) -> Result<(), JoinError> {
-        let mut after = from.checked_sub(1).map(|before| sortable(before).to_vec());
-        loop {
-            let page = self.backend.scan(prefix, after.as_deref(), PAGE)?;
-            let full = page.len() == PAGE;
-            for (rest, value) in &page {
-                let at = unsortable(rest)?;
-                if at > to {
-                    return Ok(());
-                }
-                let Some(values) = ttl::decode(value, i64::MIN)? else { continue };
-                let timestamp = t.max(at);
-                for other in records(values) {
-                    let other = other?;
-                    self.outputs.push(if left {
-                        joined(embedded, other, timestamp)
-                    } else {
-                        joined(other, embedded, timestamp)
-                    });
-                }
+        let times: Vec<i64> = self.buffered_times(prefix)?.range(from..=to).copied().collect();
+        let mut storage = prefix.to_vec();
+        let mut stored = std::mem::take(&mut self.read_buf);
+        for at in times {
+            storage.truncate(prefix.len());
+            storage.extend_from_slice(&sortable(at));
+            stored.clear();
+            if !self.backend.get_into(&storage, &mut stored)? {
+                continue;
             }
-            match page.into_iter().last() {
-                Some((rest, _)) if full => after = Some(rest),
-                _ => return Ok(()),
+            let Some(values) = ttl::decode(&stored, i64::MIN)? else { continue };
+            let timestamp = t.max(at);
+            for other in records(values) {
+                let other = other?;
+                self.outputs.push(if left {
+                    joined(embedded, other, timestamp)
+                } else {
+                    joined(other, embedded, timestamp)
+                });
             }
         }
+        self.read_buf = stored;
+        Ok(())
+    }
+
+    /// The timestamps buffered under `prefix` (one side of one key), read
+    /// from the backend the first time.
+    fn buffered_times(&mut self, prefix: &[u8]) -> Result<&mut BTreeSet<i64>, JoinError> {
+        if !self.buffered.contains_key(prefix) {
+            let mut times = BTreeSet::new();
+            let mut after: Option<Vec<u8>> = None;
+            loop {
+                let page = self.backend.scan(prefix, after.as_deref(), PAGE)?;
+                let full = page.len() == PAGE;
+                for (rest, _) in &page {
+                    times.insert(unsortable(rest)?);
+                }
+                match page.into_iter().last() {
+                    Some((rest, _)) if full => after = Some(rest),
+                    _ => break,
+                }
+            }
+            if self.buffered.len() >= INDEXED_PREFIXES {
+                // Forget the keys with nothing buffered: they read again.
+                self.buffered.retain(|_, times| !times.is_empty());
+            }
+            self.buffered.insert(prefix.to_vec(), times);
+        }
+        Ok(self.buffered.get_mut(prefix).expect("inserted above"))
     }
 
     /// Append `records` to the value stored under `storage` (creating it).
@@ -125,23 +157,21 @@ impl JoinOperator {
             for name in [LEFT, RIGHT] {
                 prefix.clear();
                 StateKey::new(group, name, StateKind::Map, &key, b"").encode_into(&mut prefix);
-                let mut after: Option<Vec<u8>> = None;
-                'scan: loop {
-                    let page = self.backend.scan(&prefix, after.as_deref(), PAGE)?;
-                    let full = page.len() == PAGE;
-                    for (rest, _) in &page {
-                        if unsortable(rest)?.saturating_add(span) > watermark {
-                            break 'scan;
-                        }
-                        storage.clear();
-                        storage.extend_from_slice(&prefix);
-                        storage.extend_from_slice(rest);
-                        self.backend.delete(&storage)?;
-                    }
-                    match page.into_iter().last() {
-                        Some((rest, _)) if full => after = Some(rest),
-                        _ => break,
-                    }
+                let times = self.buffered_times(&prefix)?;
+                // Times `at` with `at + span ≤ watermark`, oldest first.
+                let gone: Vec<i64> = times
+                    .iter()
+                    .copied()
+                    .take_while(|at| at.saturating_add(span) <= watermark)
+                    .collect();
+                gone.iter().for_each(|at| {
+                    times.remove(at);
+                });
+                for at in gone {
+                    storage.clear();
+                    storage.extend_from_slice(&prefix);
+                    storage.extend_from_slice(&sortable(at));
+                    self.backend.delete(&storage)?;
                 }
             }
         }

@@ -152,6 +152,11 @@ pub struct JoinOperator {
     read_buf: Vec<u8>,
     /// Reused for an event's windows.
     windows: Vec<Window>,
+    /// Interval join: the buffered timestamps of each (key, side), by the
+    /// side's state prefix — what the state holds, read once per prefix
+    /// (and kept while it empties, up to a bound), so matching and cleanup
+    /// read single entries instead of scanning the backend per event.
+    buffered: std::collections::HashMap<Vec<u8>, std::collections::BTreeSet<i64>>,
 }
 
 impl JoinOperator {
@@ -202,6 +207,7 @@ impl JoinOperator {
             key_buf: Vec::new(),
             read_buf: Vec::new(),
             windows: Vec::new(),
+            buffered: std::collections::HashMap::new(),
         })
     }
 
