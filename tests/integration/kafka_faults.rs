@@ -181,7 +181,9 @@ fn a_broker_killed_and_restarted_twice_mid_run_is_ridden_out() {
     let (orders, revenue) = (unique("orders"), unique("revenue"));
     kafka.create_topic(&orders, 3);
     kafka.create_topic(&revenue, 1);
-    let orders_count = 60_000;
+    // Enough that a loaded machine, reading the topic slowly, still finds
+    // the run mid-way when it kills the broker.
+    let orders_count = 120_000;
     produce_orders(&kafka, &orders, 3, orders_count as u64, 40, 1);
     // The checkpoint timeout (the retry budget) outlasts an outage.
     let pipeline = KafkaPipeline {

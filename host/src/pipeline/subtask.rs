@@ -384,9 +384,11 @@ mod tests {
         h.left.send(SubtaskMessage::Watermark(200)).unwrap();
         h.right.send(SubtaskMessage::Watermark(150)).unwrap();
         assert_eq!(watermarks_until(&h, 150), [150]);
-        // Closing the right input (its producer is gone) lets the left's
-        // 200 through; nothing goes back.
-        assert_eq!(h.finish(), ["watermark 200", "end false"]);
+        // Closing the inputs (their producers gone) may let the left's 200
+        // through, as the right one closes first; nothing goes back.
+        let rest = h.finish();
+        assert_eq!(rest.last().map(String::as_str), Some("end false"), "{rest:?}");
+        assert!(rest.iter().all(|m| m == "watermark 200" || m == "end false"), "{rest:?}");
     }
 
     #[test]
