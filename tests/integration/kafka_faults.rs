@@ -184,7 +184,9 @@ fn a_broker_killed_and_restarted_twice_mid_run_is_ridden_out() {
     // Enough that a loaded machine, reading the topic slowly, still finds
     // the run mid-way when it kills the broker.
     let orders_count = 120_000;
-    produce_orders(&kafka, &orders, 3, orders_count as u64, 40, 1);
+    for first in [1, 60_001] {
+        produce_orders(&kafka, &orders, 3, 60_000, 40, first);
+    }
     // The checkpoint timeout (the retry budget) outlasts an outage.
     let pipeline = KafkaPipeline {
         checkpoint: "{ interval: 150ms, timeout: 2m }",
