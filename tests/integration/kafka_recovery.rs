@@ -135,8 +135,11 @@ fn a_lost_commit_marker_is_refused_and_overriding_it_replays_from_the_last_recor
         let want: BTreeSet<&String> = want.iter().collect();
         assert_eq!(got, want, "customer {customer}: every result, none lost, none foreign");
     }
+    // Results after the restored snapshot are written again — none when
+    // its successor's epoch was empty (a checkpoint taken after the last
+    // input came), and never all of them.
     let repeated = total(&actual) - total(&expected);
-    assert!(repeated > 0 && repeated < 3000, "{repeated} results written again");
+    assert!(repeated < 3000, "{repeated} results written again");
     // The marker follows the new run; the next start is normal again.
     assert!(marker(&kafka, &name, &revenue) > Some(last));
     run_ok(&spec, &data, &[]);
