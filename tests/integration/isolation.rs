@@ -26,6 +26,19 @@ fn events(customers: usize, per_customer: usize, at: usize, bad: &[(&str, &str)]
     lines.join("\n") + "\n"
 }
 
+/// Each customer's `count`s in `output` (the misbehaving function's
+/// results), in output order.
+fn counts_per_customer(output: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u64>> {
+    let mut counts: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+    for record in records(output) {
+        counts
+            .entry(record["customer"].as_str().unwrap().to_string())
+            .or_default()
+            .push(record["count"].as_u64().unwrap());
+    }
+    counts
+}
+
 /// What each misbehaviour must fail its pipeline with.
 const MISBEHAVIOURS: &[(&str, &[&str])] = &[
     ("loop", &["deadline exceeded", "100ms of CPU time", "while processing key \"c3\""]),
@@ -205,13 +218,7 @@ fn dead_letters_set_offending_events_aside_and_undo_them() {
 
     // Every customer counts 1..=50 without a gap: each offending event
     // wrote its count before misbehaving, and that write was undone.
-    let mut counts: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
-    for record in records(&output) {
-        counts
-            .entry(record["customer"].as_str().unwrap().to_string())
-            .or_default()
-            .push(record["count"].as_u64().unwrap());
-    }
+    let counts = counts_per_customer(&output);
     for customer in ["c0", "c1", "c2", "c3"] {
         assert_eq!(counts[customer], (1..=50).collect::<Vec<u64>>(), "{customer}");
     }
@@ -281,13 +288,7 @@ fn dead_letters_of_every_stage_of_a_graph_go_to_the_node_that_takes_them() {
     run_ok(&spec, &dir.path().join("data"), &[]);
     // Each stage counted every good event once: the second stage's counts
     // run 1..=30 for every customer.
-    let mut counts: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
-    for record in records(&output) {
-        counts
-            .entry(record["customer"].as_str().unwrap().to_string())
-            .or_default()
-            .push(record["count"].as_u64().unwrap());
-    }
+    let counts = counts_per_customer(&output);
     for customer in ["c0", "c1", "c2", "c3"] {
         assert_eq!(counts[customer], (1..=30).collect::<Vec<u64>>(), "{customer}");
     }

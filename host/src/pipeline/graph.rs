@@ -124,13 +124,6 @@ pub struct InputSpec {
     pub key: Option<FunctionSpec>,
 }
 
-impl PartialEq for FunctionSpec {
-    fn eq(&self, other: &Self) -> bool {
-        (&self.wasm, &self.function, &self.version, &self.native, &self.uid)
-            == (&other.wasm, &other.function, &other.version, &other.native, &other.uid)
-    }
-}
-
 impl<'de> Deserialize<'de> for InputSpec {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         /// How an input may be written.
@@ -623,14 +616,9 @@ impl Builder<'_> {
         }
         if kind == "window" {
             let window = node.window.as_ref().expect("a window");
-            let prefixed = |e: SpecError| match e {
-                SpecError::Field { field, message } => {
-                    SpecError::Field { field: format!("operators.{name}.{field}"), message }
-                }
-                other => other,
-            };
-            window.assigner().map_err(prefixed)?;
-            window.allowed_lateness().map_err(prefixed)?;
+            let under = |e: SpecError| e.under(&format!("operators.{name}"));
+            window.assigner().map_err(under)?;
+            window.allowed_lateness().map_err(under)?;
             match (&node.aggregate, &node.window_process) {
                 (Some(_), Some(_)) => {
                     return Err(SpecError::field(
@@ -654,12 +642,7 @@ impl Builder<'_> {
                     "a window join fires each window once: it takes no allowed lateness",
                 ));
             }
-            window.assigner().map_err(|e| match e {
-                SpecError::Field { field, message } => {
-                    SpecError::Field { field: format!("operators.{name}.join.{field}"), message }
-                }
-                other => other,
-            })?;
+            window.assigner().map_err(|e| e.under(&format!("operators.{name}.join")))?;
         }
         if let Some(JoinSpec::Interval { lower, upper, .. }) = &node.join {
             if lower > upper {
@@ -667,15 +650,12 @@ impl Builder<'_> {
             }
         }
         if let Some(source) = &node.source {
-            source
-                .config()
-                .validate()
-                .map_err(|e| SpecError::field(&at(&format!("source.{}", e.field)), e.message))?;
+            source.config().validate().map_err(|e| SpecError::connector(&at("source"), e))?;
         }
         if let Some(sink) = &node.sink {
             sink.config()
                 .validate(crate::connectors::SinkRole::Main)
-                .map_err(|e| SpecError::field(&at(&format!("sink.{}", e.field)), e.message))?;
+                .map_err(|e| SpecError::connector(&at("sink"), e))?;
         }
         Ok(match kind {
             "source" => Kind::Source,

@@ -52,8 +52,17 @@ impl SpecError {
         Self::Field { field: field.to_string(), message: message.into() }
     }
 
+    /// The same complaint about a field under `section`
+    /// (`operators.top3`): `window.size` becomes `operators.top3.window.size`.
+    pub(crate) fn under(self, section: &str) -> Self {
+        match self {
+            Self::Field { field, message } => Self::field(&format!("{section}.{field}"), message),
+            other => other,
+        }
+    }
+
     /// A connector's complaint about its field, under `section` (`sink`).
-    fn connector(section: &str, error: ConfigError) -> Self {
+    pub(crate) fn connector(section: &str, error: ConfigError) -> Self {
         Self::field(&format!("{section}.{}", error.field), error.message)
     }
 }
@@ -420,7 +429,7 @@ impl TtlSpec {
 
 /// A reference to a function: a `.wasm` file, or a function uploaded to
 /// the host's function store (`weir function upload`, `PUT /functions/…`).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FunctionSpec {
     /// Path of a `.wasm` file (a component, or a core module carrying a
