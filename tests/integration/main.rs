@@ -8,6 +8,7 @@
 
 mod api;
 mod api_graphs;
+mod api_limits;
 mod api_pipelines;
 mod bad_input;
 mod bench;

@@ -49,6 +49,17 @@ impl ApiError {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_pipeline", message)
     }
 
+    /// 422 `limit_exceeded`: the request asks for more than the server's
+    /// limits allow (the message names the limit and its flag).
+    pub fn limit_exceeded(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, "limit_exceeded", message)
+    }
+
+    /// 413 `too_large`: the request body is larger than the server accepts.
+    pub fn too_large(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", message)
+    }
+
     /// 409 with `code`: the request conflicts with the current state.
     pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, code, message)

@@ -28,6 +28,7 @@
 mod client;
 mod error;
 mod functions;
+mod limits;
 mod metrics;
 mod pipelines;
 mod supervisor;
@@ -47,6 +48,7 @@ use utoipa_axum::routes;
 pub use client::ApiClient;
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use functions::{FunctionDetails, FunctionList, FunctionVersions};
+pub use limits::ServerLimits;
 pub use pipelines::{
     Counts, OperatorCountsView, PinnedFunction, PipelineList, PipelineStatus, SnapshotInfo,
     SnapshotList, SnapshotRef, SnapshotTaken, StageCountsView, StopRequest,
@@ -67,9 +69,8 @@ pub struct ServeConfig {
     pub token: Option<String>,
     /// Largest accepted upload, in bytes.
     pub max_upload_bytes: usize,
-    /// The most a pipeline may grant its functions (`limits:`): deploys
-    /// and upgrades asking for more are refused.
-    pub max_limits: crate::runtime::FunctionLimits,
+    /// What deploys and upgrades may ask for: more is refused.
+    pub limits: ServerLimits,
     /// The built-in functions a spec may name with `native:`.
     pub natives: crate::runtime::native::NativeCatalog,
 }
@@ -91,7 +92,8 @@ pub fn serve(config: ServeConfig, on_listening: impl FnOnce(SocketAddr)) -> Resu
         FunctionLoader::new(engine, Some(crate::config::component_cache_dir(&config.data_dir)))
             .map_err(|e| ApiError::internal(e.to_string()))?;
     let functions = FunctionStore::open(&config.data_dir)?;
-    let supervisor = Supervisor::open(&config.data_dir, config.max_limits, config.natives.clone())?;
+    let supervisor =
+        Supervisor::open(&config.data_dir, config.limits.clone(), config.natives.clone())?;
     let state = Arc::new(AppState { functions, loader, supervisor, token: config.token.clone() });
     let app = router(state, config.max_upload_bytes);
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -23,11 +23,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::runtime::native::NativeCatalog;
-use crate::runtime::FunctionLimits;
-use crate::units::format_bytes;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use super::limits::ServerLimits;
 use super::pipelines::RestartStatus;
 use super::ApiError;
 use crate::checkpoint::{CheckpointStorage, SnapshotKind, SnapshotMetadata};
@@ -157,8 +156,8 @@ pub struct PipelineView {
 /// Runs the deployed pipelines of one data directory.
 pub struct Supervisor {
     data_dir: PathBuf,
-    /// The most a pipeline's `limits` may grant its functions.
-    max_limits: FunctionLimits,
+    /// What deploys and upgrades may ask for.
+    limits: ServerLimits,
     /// The built-in functions a spec may name with `native:`.
     natives: NativeCatalog,
     store: PipelineStore,
@@ -170,11 +169,11 @@ pub struct Supervisor {
 
 impl Supervisor {
     /// Open the store and start every pipeline recorded as running;
-    /// deploys and upgrades may grant functions at most `max_limits`, and
-    /// `native:` names a function of `natives`.
+    /// deploys and upgrades may ask for at most `limits`, and `native:`
+    /// names a function of `natives`.
     pub fn open(
         data_dir: &Path,
-        max_limits: FunctionLimits,
+        limits: ServerLimits,
         natives: NativeCatalog,
     ) -> Result<Arc<Self>, ApiError> {
         // Before any record is read: a second server would rewrite them.
@@ -184,7 +183,7 @@ impl Supervisor {
         let records = store.list()?;
         let supervisor = Arc::new(Self {
             data_dir: data_dir.to_path_buf(),
-            max_limits,
+            limits,
             natives,
             store,
             pipelines: Mutex::default(),
@@ -254,6 +253,7 @@ impl Supervisor {
         override_kafka_marker: bool,
         functions: &FunctionStore,
     ) -> Result<PipelineView, ApiError> {
+        self.limits.check_spec_size(spec_text)?;
         let spec =
             PipelineSpec::parse(spec_text).map_err(|e| ApiError::invalid_spec(e.to_string()))?;
         let mut record = PipelineRecord {
@@ -268,11 +268,18 @@ impl Supervisor {
             deployed_at: crate::state::ttl::now_millis(),
             generation: 1,
         };
-        if self.lock().contains_key(&record.name) {
-            return Err(ApiError::conflict(
-                "exists",
-                format!("pipeline {} already exists: upgrade it, or delete it first", record.name),
-            ));
+        {
+            let pipelines = self.lock();
+            if pipelines.contains_key(&record.name) {
+                return Err(ApiError::conflict(
+                    "exists",
+                    format!(
+                        "pipeline {} already exists: upgrade it, or delete it first",
+                        record.name
+                    ),
+                ));
+            }
+            self.limits.check_new_pipeline(pipelines.len())?;
         }
         record.pins = pin_functions(&spec, &BTreeMap::new(), &BTreeMap::new(), functions)?;
         self.check(&record)?;
@@ -289,6 +296,7 @@ impl Supervisor {
                 format!("pipeline {} already exists", record.name),
             ));
         }
+        self.limits.check_new_pipeline(pipelines.len())?;
         self.store.put(&record)?;
         let name = record.name.clone();
         let entry = pipelines.entry(name).or_insert(Entry::new(record));
@@ -304,20 +312,7 @@ impl Supervisor {
         if let Some((field, _)) = spec.functions().into_iter().find(|(_, f)| f.wasm.is_some()) {
             return Err(ApiError::invalid_spec(format!("{field}.wasm: a deployed pipeline names stored functions (`function: <name>`), not files on the server; upload it with PUT /functions/<name>")));
         }
-        let limits = spec.limits.to_limits().map_err(|e| ApiError::invalid_spec(e.to_string()))?;
-        let max = &self.max_limits;
-        if limits.call_timeout > max.call_timeout {
-            let (asked, allowed) = (
-                humantime::format_duration(limits.call_timeout),
-                humantime::format_duration(max.call_timeout),
-            );
-            return Err(ApiError::invalid_pipeline(format!("limits.call_timeout: {asked} is more than this server grants ({allowed}; weir serve --max-call-timeout)")));
-        }
-        if limits.memory_bytes > max.memory_bytes {
-            let (asked, allowed) =
-                (format_bytes(limits.memory_bytes as u64), format_bytes(max.memory_bytes as u64));
-            return Err(ApiError::invalid_pipeline(format!("limits.memory: {asked} is more than this server grants ({allowed}; weir serve --max-function-memory)")));
-        }
+        self.limits.check_spec(&spec)?;
         pipeline::check(&spec, &self.data_dir, &self.natives).map_err(|e| match e {
             RunError::StoredFunction { .. }
             | RunError::Load { .. }
@@ -331,9 +326,8 @@ impl Supervisor {
     /// Take a savepoint of a running pipeline; its location.
     pub fn savepoint(&self, name: &str) -> Result<String, ApiError> {
         let handle = self.running_handle(name, false)?;
-        let location = handle
-            .request(SnapshotKind::Savepoint, false, SNAPSHOT_TIMEOUT)
-            .map_err(ApiError::snapshot_failed)?;
+        let requested = handle.request(SnapshotKind::Savepoint, false, SNAPSHOT_TIMEOUT);
+        let location = requested.map_err(|e| snapshot_refused(name, &handle, e))?;
         let mut pipelines = self.lock();
         if let Some(entry) = pipelines.get_mut(name) {
             entry.record.last_savepoint = Some(location.clone());
@@ -408,6 +402,7 @@ impl Supervisor {
             .map_err(|e| ApiError::internal(format!("the stored spec no longer parses: {e}")))?;
         let mut next = record.clone();
         if let Some(text) = &upgrade.spec {
+            self.limits.check_spec_size(text)?;
             let spec =
                 PipelineSpec::parse(text).map_err(|e| ApiError::invalid_spec(e.to_string()))?;
             if spec.name != record.name {
@@ -471,9 +466,12 @@ impl Supervisor {
             running
         };
         if running {
-            if let Err(error) = self.stop_run(name, false) {
-                self.finish_operation(name, |_| {})?;
-                return Err(error);
+            match self.stop_run(name, false) {
+                Err(error) if error.code != ENDED => {
+                    self.finish_operation(name, |_| {})?;
+                    return Err(error);
+                }
+                _ => {}
             }
         }
         // Nothing is deleted while another process runs the pipeline here.
@@ -547,14 +545,18 @@ impl Supervisor {
             .map(|r| r.handle.clone())
             .ok_or_else(|| no_pipeline(name))?;
         let kind = if savepoint { SnapshotKind::Savepoint } else { SnapshotKind::Checkpoint };
-        let location =
-            handle.request(kind, true, SNAPSHOT_TIMEOUT).map_err(ApiError::snapshot_failed)?;
+        let requested = handle.request(kind, true, SNAPSHOT_TIMEOUT);
+        self.join_run(name);
+        requested.map_err(|e| snapshot_refused(name, &handle, e))
+    }
+
+    /// Wait for the thread of `name`'s run to end, if it has one.
+    fn join_run(&self, name: &str) {
         let thread =
             self.lock().get_mut(name).and_then(|e| e.run.as_mut()).and_then(|r| r.thread.take());
         if let Some(thread) = thread {
             let _ = thread.join();
         }
-        Ok(location)
     }
 
     /// End an operation on `name`: apply `change` to its record, store it,
@@ -824,6 +826,25 @@ fn view(entry: &Entry) -> PipelineView {
             last_failure: entry.restarts.last_failure.clone(),
             next_attempt_at: entry.restarts.pending.map(|(_, at)| at),
         },
+    }
+}
+
+/// The code of a request refused because the run ended on its own while
+/// it waited for a snapshot.
+const ENDED: &str = "not_running";
+
+/// Why a snapshot request to `name`'s run failed: 409 if the run ended on
+/// its own (finished or failed) meanwhile, else 500.
+fn snapshot_refused(name: &str, handle: &RunHandle, error: String) -> ApiError {
+    if handle.accepts_requests() {
+        ApiError::snapshot_failed(error)
+    } else {
+        ApiError::conflict(
+            ENDED,
+            format!(
+                "pipeline {name} ended before the snapshot was taken ({error}): see its status"
+            ),
+        )
     }
 }
 

@@ -25,22 +25,44 @@ pub struct ServeArgs {
     /// each function instance (`512MiB`, `1GiB`, bytes).
     #[arg(long, default_value = "1GiB", value_parser = parse_size)]
     max_function_memory: usize,
+    /// The most pipelines the server keeps (running or not).
+    #[arg(long, default_value_t = 32)]
+    max_pipelines: usize,
+    /// The most keyed subtasks one pipeline may run, over all its stages.
+    #[arg(long, default_value_t = 16)]
+    max_parallelism: u16,
+    /// The most a pipeline's `state_cache_bytes` may be (`256MiB`, bytes).
+    #[arg(long, default_value = "1GiB", value_parser = parse_size)]
+    max_state_cache: usize,
+    /// The most a pipeline's `batch_size` may be.
+    #[arg(long, default_value_t = 65_536)]
+    max_batch_size: usize,
+    /// Largest accepted spec (a deploy's body, an upgrade's spec).
+    #[arg(long, default_value = "256KiB", value_parser = parse_size)]
+    max_spec_bytes: usize,
 }
 
 /// Serve until the process ends; say on stdout where.
 pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let data_dir = args.data_dir.unwrap_or_else(weir_host::config::default_data_dir);
-    let max_limits = weir_host::runtime::FunctionLimits {
-        call_timeout: args.max_call_timeout,
-        memory_bytes: args.max_function_memory,
-        fuel: None,
+    let limits = weir_host::api::ServerLimits {
+        max_pipelines: args.max_pipelines,
+        max_parallelism: args.max_parallelism,
+        max_state_cache_bytes: args.max_state_cache,
+        max_batch_size: args.max_batch_size,
+        max_spec_bytes: args.max_spec_bytes,
+        functions: weir_host::runtime::FunctionLimits {
+            call_timeout: args.max_call_timeout,
+            memory_bytes: args.max_function_memory,
+            fuel: None,
+        },
     };
     let config = weir_host::api::ServeConfig {
         listen: args.listen,
         data_dir,
         token: args.token.filter(|t| !t.is_empty()),
         max_upload_bytes: args.max_upload_bytes,
-        max_limits,
+        limits,
         natives: super::natives(),
     };
     weir_host::api::serve(config, |address| {
