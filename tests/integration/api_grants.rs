@@ -201,7 +201,8 @@ fn tenant_specs_reach_nothing_the_server_does_not_grant() {
     );
 
     // Another pipeline's checkpoint is not a restore point.
-    let first = revenue("first", GENERATOR, "{ type: discard }", "checkpoint: { interval: 200ms }\n");
+    let first =
+        revenue("first", GENERATOR, "{ type: discard }", "checkpoint: { interval: 200ms }\n");
     let (code, body) = server.call("POST", "/pipelines", None, first.as_bytes());
     assert_eq!(code, 201, "{body}");
     server.wait_for("/pipelines/first", None, Duration::from_secs(60), |s| {
@@ -219,7 +220,10 @@ fn tenant_specs_reach_nothing_the_server_does_not_grant() {
     );
     refused(
         &server,
-        &format!("/pipelines?restore=file://{location}/../../first/{}", location.rsplit('/').next().unwrap()),
+        &format!(
+            "/pipelines?restore=file://{location}/../../first/{}",
+            location.rsplit('/').next().unwrap()
+        ),
         &second,
         422,
         &["restore: "],
@@ -253,12 +257,7 @@ fn granted_directories_work_end_to_end() {
     std::fs::copy(revenue_orders(), readable.join("orders.jsonl")).unwrap();
     let server = Server::start(
         &data,
-        &[
-            "--allow-read",
-            readable.to_str().unwrap(),
-            "--allow-write",
-            writable.to_str().unwrap(),
-        ],
+        &["--allow-read", readable.to_str().unwrap(), "--allow-write", writable.to_str().unwrap()],
     );
     upload_revenue(&server);
     let expected: BTreeMap<u64, String> =
@@ -286,13 +285,15 @@ fn granted_directories_work_end_to_end() {
         "granted",
         &file_source("orders.jsonl"),
         &file_sink(writable.join("deep/totals.jsonl").to_str().unwrap()),
-        &format!("checkpoint: {{ interval: 1s, storage: \"file://{}\" }}\n", writable.join("ckpt").display()),
+        &format!(
+            "checkpoint: {{ interval: 1s, storage: \"file://{}\" }}\n",
+            writable.join("ckpt").display()
+        ),
     );
     let (code, body) = server.call("POST", "/pipelines", None, spec.as_bytes());
     assert_eq!(code, 201, "{body}");
-    let done = server.wait_for("/pipelines/granted", None, Duration::from_secs(60), |s| {
-        s["state"] != "running"
-    });
+    let done = server
+        .wait_for("/pipelines/granted", None, Duration::from_secs(60), |s| s["state"] != "running");
     assert_eq!(done["state"], "finished", "{done}");
     assert_eq!(final_totals(&writable.join("deep/totals.jsonl")), expected);
     assert!(writable.join("ckpt/granted").is_dir(), "its checkpoints are in the write grant");
