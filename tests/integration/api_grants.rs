@@ -161,6 +161,21 @@ fn tenant_specs_reach_nothing_the_server_does_not_grant() {
         422,
         &["checkpoint.storage", "--allow-storage"],
     );
+    refused(
+        &server,
+        "/pipelines",
+        &revenue(
+            "writable-storage",
+            GENERATOR,
+            "{ type: discard }",
+            &format!(
+                "checkpoint: {{ interval: 1s, storage: \"file://{}/ckpt\" }}\n",
+                writable.display()
+            ),
+        ),
+        422,
+        &["checkpoint.storage", "--allow-storage"],
+    );
     // Kafka: a property loading native code, one off the allow-list, a key
     // file outside the grants, a broker not allowed.
     let kafka = |name: &str, servers: &str, properties: &str| {
@@ -251,13 +266,22 @@ fn granted_directories_work_end_to_end() {
     let data = dir.path().join("data");
     let area = tempfile::tempdir().unwrap();
     let (readable, writable) = (area.path().join("r"), area.path().join("w"));
-    for d in [&readable, &writable] {
+    let storage = area.path().join("ckpt");
+    for d in [&readable, &writable, &storage] {
         std::fs::create_dir(d).unwrap();
     }
     std::fs::copy(revenue_orders(), readable.join("orders.jsonl")).unwrap();
+    let storage_url = format!("file://{}", storage.display());
     let server = Server::start(
         &data,
-        &["--allow-read", readable.to_str().unwrap(), "--allow-write", writable.to_str().unwrap()],
+        &[
+            "--allow-read",
+            readable.to_str().unwrap(),
+            "--allow-write",
+            writable.to_str().unwrap(),
+            "--allow-storage",
+            &storage_url,
+        ],
     );
     upload_revenue(&server);
     let expected: BTreeMap<u64, String> =
@@ -278,17 +302,14 @@ fn granted_directories_work_end_to_end() {
     assert_eq!(done["state"], "finished", "{done}");
     assert_eq!(final_totals(&data.join("files/out/totals.jsonl")), expected);
 
-    // A relative path in (the files root), a write grant out, with its
-    // checkpoints in the write grant too.
+    // A relative path in (the files root), a write grant out, checkpoints
+    // in granted storage.
     std::fs::copy(revenue_orders(), data.join("files/orders.jsonl")).unwrap();
     let spec = revenue(
         "granted",
         &file_source("orders.jsonl"),
         &file_sink(writable.join("deep/totals.jsonl").to_str().unwrap()),
-        &format!(
-            "checkpoint: {{ interval: 1s, storage: \"file://{}\" }}\n",
-            writable.join("ckpt").display()
-        ),
+        &format!("checkpoint: {{ interval: 1s, storage: \"{storage_url}/team\" }}\n"),
     );
     let (code, body) = server.call("POST", "/pipelines", None, spec.as_bytes());
     assert_eq!(code, 201, "{body}");
@@ -296,7 +317,7 @@ fn granted_directories_work_end_to_end() {
         .wait_for("/pipelines/granted", None, Duration::from_secs(60), |s| s["state"] != "running");
     assert_eq!(done["state"], "finished", "{done}");
     assert_eq!(final_totals(&writable.join("deep/totals.jsonl")), expected);
-    assert!(writable.join("ckpt/granted").is_dir(), "its checkpoints are in the write grant");
+    assert!(storage.join("team").is_dir(), "its checkpoint storage is the granted one");
 }
 
 #[test]

@@ -13,12 +13,14 @@
 //!   absolute path or a symbolic link cannot lead out of it; a sink's
 //!   missing parent directories are created through it.
 //! * **Checkpoint storage and restores.** `checkpoint.storage` is unset
-//!   (`<data dir>/checkpoints`), under an `--allow-storage URL` root, or a
-//!   `file://` directory inside a write grant (the files root included). A
-//!   snapshot to restore is one of this pipeline's own (in a
-//!   `<storage>/<pipeline name>/` directory of storage it may use) or lies
-//!   under an `--allow-storage` root. Locations are compared normalized:
-//!   URLs without dot segments, local paths resolved as above.
+//!   (`<data dir>/checkpoints`) or under an `--allow-storage URL` root;
+//!   storage is never writable by a spec (a `file://` root may not overlap
+//!   the files root or an `--allow-write` directory), since a restore
+//!   loads the state files it holds. A snapshot to restore is this
+//!   pipeline's own in the default storage (`<pipeline name>/chk-N`,
+//!   `<pipeline name>/savepoints/sp-N`) or lies under an `--allow-storage`
+//!   root. Locations are compared normalized: URLs without dot segments,
+//!   local paths resolved as above.
 //! * **Kafka.** Properties come from the allow-list of
 //!   [`kafka::served_property`](crate::connectors::kafka::served_property);
 //!   with `--allow-kafka host:port,…` every broker of a spec must be listed.
@@ -243,8 +245,10 @@ impl Grants {
             let error =
                 |message: String| GrantError { flag, value: dir.display().to_string(), message };
             let root = Root::new(dir).map_err(|e| error(format!("cannot be granted: {e}")))?;
-            let inside_own = files.contains(&root.canonical)
-                || (flag == "--allow-storage" && checkpoints.contains(&root.canonical));
+            let inside_own = match flag {
+                "--allow-storage" => checkpoints.contains(&root.canonical),
+                _ => files.contains(&root.canonical),
+            };
             if data.starts_with(&root.canonical)
                 || (root.canonical.starts_with(&data) && !inside_own)
             {
@@ -256,9 +260,9 @@ impl Grants {
             }
             Ok(root)
         };
-        let read =
+        let read: Vec<Root> =
             config.allow_read.iter().map(|d| grant("--allow-read", d)).collect::<Result<_, _>>()?;
-        let write = config
+        let write: Vec<Root> = config
             .allow_write
             .iter()
             .map(|d| grant("--allow-write", d))
@@ -280,6 +284,21 @@ impl Grants {
                 }
                 Location::Url(root) => StorageRoot::Url(root),
             });
+        }
+        // Checkpoint storage is never writable by tenants: a restore loads
+        // the state files it holds.
+        for storage in &storage {
+            let StorageRoot::File(storage) = storage else { continue };
+            for writable in std::iter::once(&files).chain(&write) {
+                let (a, b) = (&storage.canonical, &writable.canonical);
+                if a.starts_with(b) || b.starts_with(a) {
+                    return Err(GrantError {
+                        flag: "--allow-storage",
+                        value: storage.given.display().to_string(),
+                        message: format!("overlaps {}, which pipelines may write: a pipeline could write files into checkpoint storage (the state a restore loads); grant storage and --allow-write directories apart", b.display()),
+                    });
+                }
+            }
         }
         let kafka = config
             .allow_kafka
@@ -432,14 +451,12 @@ impl Grants {
         let refuse = |why: String| {
             NotGranted::new(
                 field,
-                format!("{url} {why}: leave checkpoint.storage unset (the server's own checkpoint storage), use a file:// directory inside the files root {} or an --allow-write directory, or start weir serve with --allow-storage naming it or a root above it", self.files.given.display()),
+                format!("{url} {why}: leave checkpoint.storage unset (the server's own checkpoint storage), or start weir serve with --allow-storage naming it or a root above it (apart from the directories pipelines may write)"),
             )
         };
         match location(url).map_err(|e| refuse(format!("is not usable ({e})")))? {
             Location::File(path) if url.contains("://") => {
                 let roots: Vec<&Root> = std::iter::once(&self.checkpoints)
-                    .chain(std::iter::once(&self.files))
-                    .chain(&self.write)
                     .chain(self.storage.iter().filter_map(|s| match s {
                         StorageRoot::File(root) => Some(root),
                         StorageRoot::Url(_) => None,
@@ -495,10 +512,7 @@ impl Grants {
                         }
                     }
                 }
-                let roots = std::iter::once(&self.checkpoints)
-                    .chain(std::iter::once(&self.files))
-                    .chain(&self.write);
-                for root in roots {
+                for root in [&self.checkpoints] {
                     let Some(rest) = root.rest(&path) else { continue };
                     let Ok(resolved) = resolve_inside(root, rest, Create::Nothing) else {
                         continue;
@@ -757,6 +771,13 @@ mod tests {
             },
         )
         .unwrap();
+        let overlap = GrantsConfig {
+            allow_write: vec![server.granted.clone()],
+            allow_storage: vec![format!("file://{}/ckpt", server.granted.display())],
+            ..Default::default()
+        };
+        let error = Grants::new(&server.data, &overlap).unwrap_err().to_string();
+        assert!(error.starts_with("--allow-storage ") && error.contains("overlaps"), "{error}");
         let missing = GrantsConfig { allow_read: vec![parent.join("nope")], ..Default::default() };
         assert!(Grants::new(&server.data, &missing)
             .unwrap_err()
@@ -784,8 +805,10 @@ mod tests {
         assert!(storage("s3://bucket/weir/../other").is_err());
         assert!(storage("s3://bucket/weir/%2e%2e/other").is_err());
         assert!(storage("s3://other/weir").is_err());
-        storage(&format!("file://{}/ckpt", server.granted.display())).unwrap();
         storage(&format!("file://{}/checkpoints", server.data.display())).unwrap();
+        // Not where pipelines write files: the state a restore loads.
+        assert!(storage(&format!("file://{}/ckpt", server.granted.display())).is_err());
+        assert!(storage(&format!("file://{}/files/ckpt", server.data.display())).is_err());
         let refused = storage(&format!("file://{}", server.outside.display())).unwrap_err();
         assert!(
             refused.starts_with("checkpoint.storage: ") && refused.contains("--allow-storage"),
