@@ -15,11 +15,13 @@
 //!   pipelines/<name>/lock                       held by the process running the pipeline
 //!   checkpoints/<name>/…                        checkpoint storage (default)
 //!   kafka-transactional-ids/<prefix>            the pipeline owning each Kafka id prefix
+//!   files/…                                     the files root: tenants' files (HTTP API)
 //! ```
 //!
-//! Relative paths in a spec deployed through the HTTP API (`wasm:`,
-//! `resources`, file sources and sinks) are resolved against the data
-//! directory itself.
+//! Relative paths in a spec deployed through the HTTP API (`resources`,
+//! file sources and sinks) are resolved inside the files root
+//! `<data dir>/files/`, which holds nothing of the server's own; what such
+//! a spec may reach is decided by [`crate::pipeline::grants`].
 
 use std::path::{Path, PathBuf};
 
@@ -94,6 +96,12 @@ pub fn kafka_transactional_ids_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("kafka-transactional-ids")
 }
 
+/// The files root: where relative paths of a spec deployed through the
+/// HTTP API resolve, and what such a spec may read and write by default.
+pub fn files_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("files")
+}
+
 /// Directory of the default checkpoint storage.
 pub fn checkpoints_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("checkpoints")
@@ -126,5 +134,6 @@ mod tests {
         assert_eq!(server_lock_path(data), Path::new("/data/api/lock"));
         assert_eq!(kafka_transactional_ids_dir(data), Path::new("/data/kafka-transactional-ids"));
         assert_eq!(checkpoints_dir(data), Path::new("/data/checkpoints"));
+        assert_eq!(files_dir(data), Path::new("/data/files"));
     }
 }

@@ -76,8 +76,12 @@ fn healthy_spec(output: &Path, functions: &str) -> String {
 #[test]
 fn misbehaving_functions_fail_only_their_own_pipelines() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let mut server = Server::start(&data, &["--token", "is0late"]);
+    // The pipelines read and write files in `dir`, granted to them; the
+    // server's data directory is elsewhere (a grant may not hold it).
+    let served = tempfile::tempdir().unwrap();
+    let data = served.path().join("data");
+    let granted = dir.path().to_str().unwrap();
+    let mut server = Server::start(&data, &["--token", "is0late", "--allow-write", granted]);
     for name in ["revenue", "misbehaving"] {
         assert_eq!(
             server

@@ -111,7 +111,11 @@ fn trapping_spec(dir: &Path, name: &str, restart: &str) -> String {
 #[test]
 fn when_the_attempts_run_out_the_pipeline_fails_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(&dir.path().join("data"), &[]);
+    // The pipelines read their input in `dir`, granted to them; the
+    // server's data directory is elsewhere (a grant may not hold it).
+    let served = tempfile::tempdir().unwrap();
+    let server =
+        Server::start(&served.path().join("data"), &["--allow-read", dir.path().to_str().unwrap()]);
     upload(&server, "misbehaving");
     let spec = trapping_spec(
         dir.path(),
@@ -148,7 +152,11 @@ fn when_the_attempts_run_out_the_pipeline_fails_with_the_reason() {
 #[test]
 fn a_stop_or_delete_during_the_delay_cancels_the_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(&dir.path().join("data"), &[]);
+    // The pipelines read their input in `dir`, granted to them; the
+    // server's data directory is elsewhere (a grant may not hold it).
+    let served = tempfile::tempdir().unwrap();
+    let server =
+        Server::start(&served.path().join("data"), &["--allow-read", dir.path().to_str().unwrap()]);
     upload(&server, "misbehaving");
     let spec = trapping_spec(dir.path(), "waiting", "{ strategy: fixed-delay, delay: 3s }");
     assert_eq!(server.call("POST", "/pipelines", None, spec.as_bytes()).0, 201);

@@ -4,6 +4,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
+use crate::pipeline::grants::NotGranted;
 use crate::registry::RegistryError;
 use crate::runtime::LoadError;
 
@@ -60,6 +61,12 @@ impl ApiError {
         Self::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", message)
     }
 
+    /// 422 `not_granted`: the spec asks for a file, storage, broker or
+    /// client property this server does not grant.
+    pub fn not_granted(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, "not_granted", message)
+    }
+
     /// 409 with `code`: the request conflicts with the current state.
     pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, code, message)
@@ -96,6 +103,12 @@ impl From<RegistryError> for ApiError {
     }
 }
 
+impl From<NotGranted> for ApiError {
+    fn from(error: NotGranted) -> Self {
+        Self::not_granted(error.to_string())
+    }
+}
+
 /// The JSON body of every error answer.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct ErrorBody {
@@ -107,7 +120,7 @@ pub struct ErrorBody {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct ErrorDetail {
     /// Stable machine-readable code: `invalid_name`, `invalid_spec`,
-    /// `invalid_pipeline`, `not_found`, `exists`, `busy`, `not_running`,
+    /// `invalid_pipeline`, `not_granted`, `not_found`, `exists`, `busy`, `not_running`,
     /// `in_use`, `not_wasm`, `invalid_function`, `unauthorized`, …
     pub code: String,
     /// For people.

@@ -73,6 +73,9 @@ pub struct ServeConfig {
     pub limits: ServerLimits,
     /// The built-in functions a spec may name with `native:`.
     pub natives: crate::runtime::native::NativeCatalog,
+    /// What a deployed spec may touch on the host beyond the files root
+    /// (`--allow-read`, `--allow-write`, `--allow-storage`, `--allow-kafka`).
+    pub grants: crate::pipeline::grants::GrantsConfig,
 }
 
 /// What every handler shares.
@@ -92,8 +95,10 @@ pub fn serve(config: ServeConfig, on_listening: impl FnOnce(SocketAddr)) -> Resu
         FunctionLoader::new(engine, Some(crate::config::component_cache_dir(&config.data_dir)))
             .map_err(|e| ApiError::internal(e.to_string()))?;
     let functions = FunctionStore::open(&config.data_dir)?;
+    let grants = crate::pipeline::grants::Grants::new(&config.data_dir, &config.grants)
+        .map_err(|e| ApiError::internal(format!("cannot grant {e}")))?;
     let supervisor =
-        Supervisor::open(&config.data_dir, config.limits.clone(), config.natives.clone())?;
+        Supervisor::open(&config.data_dir, config.limits.clone(), config.natives.clone(), grants)?;
     let state = Arc::new(AppState { functions, loader, supervisor, token: config.token.clone() });
     let app = router(state, config.max_upload_bytes);
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -283,7 +283,8 @@ fn full_status(supervisor: &Supervisor, view: PipelineView) -> PipelineStatus {
 #[into_params(parameter_in = Query)]
 pub struct DeployQuery {
     /// Start from this checkpoint or savepoint (its location, as a
-    /// savepoint answer gives it).
+    /// savepoint answer gives it): one of this pipeline's own, or under
+    /// storage the server grants (`weir serve --allow-storage`).
     pub restore: Option<String>,
     /// Start even though an exactly-once Kafka sink's commit marker
     /// disagrees with the snapshots (see `weir run --override-kafka-marker`).
@@ -299,7 +300,7 @@ pub struct DeployQuery {
     responses((status = 201, body = PipelineStatus, description = "Deployed and started"),
               (status = 400, body = ErrorBody, description = "The spec is malformed: unknown field, bad duration, impossible parallelism …"),
               (status = 409, body = ErrorBody, description = "A pipeline of that name exists"),
-              (status = 422, body = ErrorBody, description = "A function is missing or of the wrong kind, or the settings cannot work")))]
+              (status = 422, body = ErrorBody, description = "A function is missing or of the wrong kind, the settings cannot work, or the spec asks for files, storage, a restore location, brokers or Kafka properties the server does not grant (`not_granted`)")))]
 pub(crate) async fn deploy(
     State(state): State<Arc<AppState>>,
     Query(query): Query<DeployQuery>,

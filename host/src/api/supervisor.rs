@@ -31,6 +31,7 @@ use super::pipelines::RestartStatus;
 use super::ApiError;
 use crate::checkpoint::{CheckpointStorage, SnapshotKind, SnapshotMetadata};
 use crate::config;
+use crate::pipeline::grants::Grants;
 use crate::pipeline::lock::{PipelineLock, ServerLock};
 use crate::pipeline::restart::RestartTracker;
 use crate::pipeline::{
@@ -160,6 +161,8 @@ pub struct Supervisor {
     limits: ServerLimits,
     /// The built-in functions a spec may name with `native:`.
     natives: NativeCatalog,
+    /// What a spec may touch on the host.
+    grants: Grants,
     store: PipelineStore,
     pipelines: Mutex<BTreeMap<String, Entry>>,
     next_run: std::sync::atomic::AtomicU64,
@@ -169,12 +172,14 @@ pub struct Supervisor {
 
 impl Supervisor {
     /// Open the store and start every pipeline recorded as running;
-    /// deploys and upgrades may ask for at most `limits`, and `native:`
-    /// names a function of `natives`.
+    /// deploys and upgrades may ask for at most `limits`, `native:` names a
+    /// function of `natives`, and specs touch on the host only what
+    /// `grants` allows (checked again at every start).
     pub fn open(
         data_dir: &Path,
         limits: ServerLimits,
         natives: NativeCatalog,
+        grants: Grants,
     ) -> Result<Arc<Self>, ApiError> {
         // Before any record is read: a second server would rewrite them.
         let server = ServerLock::acquire(data_dir)
@@ -185,6 +190,7 @@ impl Supervisor {
             data_dir: data_dir.to_path_buf(),
             limits,
             natives,
+            grants,
             store,
             pipelines: Mutex::default(),
             next_run: 1.into(),
@@ -282,8 +288,9 @@ impl Supervisor {
             self.limits.check_new_pipeline(pipelines.len())?;
         }
         record.pins = pin_functions(&spec, &BTreeMap::new(), &BTreeMap::new(), functions)?;
-        self.check(&record)?;
+        let spec = self.check(&record)?;
         if let Some(location) = restore {
+            self.grants.check_restore("restore", &spec, location)?;
             let snapshot = CheckpointStorage::locate(location)
                 .map_err(|e| ApiError::invalid_spec(format!("restore: {e}")))?;
             record.restore =
@@ -313,6 +320,8 @@ impl Supervisor {
             return Err(ApiError::invalid_spec(format!("{field}.wasm: a deployed pipeline names stored functions (`function: <name>`), not files on the server; upload it with PUT /functions/<name>")));
         }
         self.limits.check_spec(&spec)?;
+        // Before anything opens a file or connects.
+        self.grants.check_spec(&spec)?;
         pipeline::check(&spec, &self.data_dir, &self.natives).map_err(|e| match e {
             RunError::StoredFunction { .. }
             | RunError::Load { .. }
@@ -445,6 +454,11 @@ impl Supervisor {
             next.restore = Some(RestorePoint { location, id });
         } else {
             next.restore = newest_savepoint(&self.data_dir, &spec)?.or(next.restore);
+            if let Some(point) = &next.restore {
+                let spec =
+                    next.spec(&self.data_dir).map_err(|e| ApiError::invalid_spec(e.to_string()))?;
+                self.grants.check_restore("restore", &spec, &point.location)?;
+            }
         }
         next.state = PipelineState::Running;
         *record = next;
@@ -486,7 +500,13 @@ impl Supervisor {
         let Some(entry) = pipelines.remove(name) else { return Ok(()) };
         self.store.delete(name)?;
         if let Ok(spec) = entry.record.spec(&self.data_dir) {
-            if let Ok(storage) = checkpoint_storage(&spec, &self.data_dir) {
+            // Checkpoints in storage this server no longer grants are left alone.
+            let url = spec.checkpoint.as_ref().and_then(|c| c.storage.as_deref());
+            let granted =
+                url.is_none_or(|url| self.grants.check_storage("checkpoint.storage", url).is_ok());
+            if let Some(storage) =
+                granted.then(|| checkpoint_storage(&spec, &self.data_dir).ok()).flatten()
+            {
                 if let Err(error) = storage.retain(0, None) {
                     tracing::warn!(pipeline = name, %error, "cannot delete the checkpoints of a deleted pipeline");
                 }
@@ -585,6 +605,10 @@ impl Supervisor {
                     .record_end(entry, Err(format!("the stored spec no longer parses: {error}")))
             }
         };
+        // Every start: a server restarted with fewer grants does not run it.
+        if let Err(error) = self.grants.check_spec(&spec) {
+            return self.not_granted(entry, error);
+        }
         let mut options = RunOptions::new(self.data_dir.clone()).with_natives(self.natives.clone());
         options.served = true;
         options.override_kafka_marker = override_kafka_marker;
@@ -593,6 +617,11 @@ impl Supervisor {
             Ok(restore) => restore,
             Err(error) => return self.failed(entry, error.message, Duration::ZERO),
         };
+        if let Some(RestoreFrom::Path(location)) = &options.restore {
+            if let Err(error) = self.grants.check_restore("restore", &spec, location) {
+                return self.not_granted(entry, error);
+            }
+        }
         let handle = options.handle.clone();
         let id = self.next_run.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let supervisor = Arc::clone(self);
@@ -612,6 +641,16 @@ impl Supervisor {
             }
             Err(error) => self.record_end(entry, Err(format!("cannot start a thread: {error}"))),
         }
+    }
+
+    /// `entry` cannot start: its spec asks for what this server does not
+    /// grant (any more). Failed, not restarted.
+    fn not_granted(&self, entry: &mut Entry, error: crate::pipeline::grants::NotGranted) {
+        tracing::warn!(pipeline = %entry.record.name, %error, "pipeline not started: not granted");
+        self.record_end(
+            entry,
+            Err(format!("not started: {error} (not restarted: this server does not grant it; start weir serve with the grant, or upgrade the pipeline with a spec it grants)")),
+        );
     }
 
     /// A run's thread ended with `result`.

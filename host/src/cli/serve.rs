@@ -40,6 +40,24 @@ pub struct ServeArgs {
     /// Largest accepted spec (a deploy's body, an upgrade's spec).
     #[arg(long, default_value = "256KiB", value_parser = parse_size)]
     max_spec_bytes: usize,
+    /// A directory pipelines deployed here may read (file sources,
+    /// `resources:`, Kafka certificate and key files); repeatable.
+    /// Relative paths in a spec resolve inside `<data dir>/files/`.
+    #[arg(long, value_name = "DIR")]
+    allow_read: Vec<PathBuf>,
+    /// A directory pipelines deployed here may write (file sinks,
+    /// `file://` checkpoint storage) and read; repeatable. It may not hold
+    /// the data directory.
+    #[arg(long, value_name = "DIR")]
+    allow_write: Vec<PathBuf>,
+    /// Checkpoint storage pipelines may use and restore from besides
+    /// their own (`s3://bucket/prefix`, `file:///mnt/ckpt`); repeatable.
+    #[arg(long, value_name = "URL")]
+    allow_storage: Vec<String>,
+    /// The only Kafka brokers pipelines may name (`host:port,…`); default
+    /// any.
+    #[arg(long, value_name = "HOST:PORT,…", value_delimiter = ',')]
+    allow_kafka: Option<Vec<String>>,
 }
 
 /// Serve until the process ends; say on stdout where.
@@ -64,6 +82,12 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         max_upload_bytes: args.max_upload_bytes,
         limits,
         natives: super::natives(),
+        grants: weir_host::pipeline::grants::GrantsConfig {
+            allow_read: args.allow_read,
+            allow_write: args.allow_write,
+            allow_storage: args.allow_storage,
+            allow_kafka: args.allow_kafka,
+        },
     };
     weir_host::api::serve(config, |address| {
         use std::io::Write as _;

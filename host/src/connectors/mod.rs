@@ -21,8 +21,8 @@ pub use discard::DiscardSink;
 pub use file::{BadTimestamps, FileSink, FileSource};
 pub use generator::{Encoding, GeneratorSource};
 pub use registry::{
-    open_sink, open_source, ConfigError, SinkConfig, SinkMode, SinkRole, SinkSpec, SourceConfig,
-    SourceSpec,
+    open_sink, open_source, Access, ConfigError, SinkConfig, SinkMode, SinkRole, SinkSpec,
+    SourceConfig, SourceSpec,
 };
 pub use splits::SplitSource;
 pub use stdout::StdoutSink;

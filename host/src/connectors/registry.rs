@@ -1,9 +1,11 @@
 //! The connector registry: one line per connector ties its `type:` name in
 //! a spec to its config type. A config type derives `Deserialize` and
 //! implements [`SourceConfig`] or [`SinkConfig`] (check, resolve paths,
-//! open); the spec embeds it as [`SourceSpec`] / [`SinkSpec`]. Adding a
-//! connector is its module plus one line below.
+//! say what it touches on the host, open); the spec embeds it as
+//! [`SourceSpec`] / [`SinkSpec`]. Adding a connector is its module plus one
+//! line below.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
@@ -95,6 +97,12 @@ pub trait SourceConfig {
         let _ = base;
     }
 
+    /// What the source touches on the host (files, brokers, client
+    /// properties), for `weir serve` to check against what it grants.
+    fn host_access(&self) -> Vec<Access> {
+        Vec::new()
+    }
+
     /// Open the source of pipeline `pipeline`.
     fn open(&self, pipeline: &str) -> Result<Box<dyn Source>, ConnectorError>;
 }
@@ -113,8 +121,48 @@ pub trait SinkConfig {
         let _ = base;
     }
 
+    /// What the sink touches on the host (files, brokers, client
+    /// properties), for `weir serve` to check against what it grants.
+    fn host_access(&self) -> Vec<Access> {
+        Vec::new()
+    }
+
     /// Open the sink, making output visible as `mode` says.
     fn open(&self, mode: SinkMode) -> Result<Box<dyn Sink>, ConnectorError>;
+}
+
+/// Something a connector touches on the host. `field` names the setting
+/// relative to the connector's section (`path`, `paths[1]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Access {
+    /// Reads the file (or directory) at `path`.
+    Read {
+        /// The setting.
+        field: String,
+        /// The path, resolved.
+        path: PathBuf,
+    },
+    /// Creates, truncates or writes the file at `path` (and files beside it).
+    Write {
+        /// The setting.
+        field: String,
+        /// The path, resolved.
+        path: PathBuf,
+    },
+    /// Connects to the Kafka brokers `servers` (`host:port,…`).
+    KafkaBrokers {
+        /// The setting.
+        field: String,
+        /// As the spec gives them.
+        servers: String,
+    },
+    /// Passes librdkafka `properties` to its clients.
+    KafkaProperties {
+        /// The setting (`properties`).
+        field: String,
+        /// The properties, by name.
+        properties: BTreeMap<String, String>,
+    },
 }
 
 /// What a sink is for in its pipeline.

@@ -4,7 +4,8 @@
 //! none below):
 //!
 //! * [`spec`]: the spec users write; [`record`]: the spec a deployed
-//!   pipeline's record runs; `error`: why a run failed;
+//!   pipeline's record runs; [`grants`]: what such a spec may touch on
+//!   the host; `error`: why a run failed;
 //!   `summary`: counts and what a run reports; `live`: counters and
 //!   control while it runs; `options`: how to run it;
 //! * `failures`, `operator`: the keyed operator a subtask runs;
@@ -20,6 +21,7 @@
 
 mod error;
 pub mod failures;
+pub mod grants;
 pub mod graph;
 mod live;
 mod load;

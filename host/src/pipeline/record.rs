@@ -10,8 +10,9 @@ use crate::registry::PipelineRecord;
 /// A deployed pipeline's record read as the spec it runs.
 pub trait DeployedSpec {
     /// The spec this record runs: the deployed text with the pinned
-    /// versions and parallelism applied, relative paths resolved against
-    /// `data_dir`, validated again.
+    /// versions and parallelism applied, relative paths resolved inside
+    /// the files root of `data_dir` ([`crate::config::files_dir`]),
+    /// validated again.
     fn spec(&self, data_dir: &Path) -> Result<PipelineSpec, SpecError>;
 
     /// Whether the pipeline uses the stored function `name`.
@@ -29,7 +30,7 @@ impl DeployedSpec for PipelineRecord {
         if let Some(parallelism) = self.parallelism {
             spec.parallelism = parallelism;
         }
-        spec.resolve_paths(data_dir);
+        spec.resolve_paths(&crate::config::files_dir(data_dir));
         spec.validate()?;
         Ok(spec)
     }

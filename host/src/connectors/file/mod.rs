@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::registry::{resolve, ConfigError, SinkConfig, SinkMode, SourceConfig};
+use super::registry::{resolve, Access, ConfigError, SinkConfig, SinkMode, SourceConfig};
 use super::{ConnectorError, Sink, Source, SplitSource};
 
 /// `source: { type: file, … }`: a file of JSON lines; each line is one
@@ -58,6 +58,12 @@ impl SourceConfig for FileSourceConfig {
         self.path.iter_mut().chain(self.paths.iter_mut()).for_each(|path| resolve(path, base));
     }
 
+    fn host_access(&self) -> Vec<Access> {
+        let one = self.path.iter().map(|path| ("path".to_string(), path));
+        let many = self.paths.iter().enumerate().map(|(i, path)| (format!("paths[{i}]"), path));
+        one.chain(many).map(|(field, path)| Access::Read { field, path: path.clone() }).collect()
+    }
+
     fn open(&self, _pipeline: &str) -> Result<Box<dyn Source>, ConnectorError> {
         let open = |path: &PathBuf| -> Result<Box<dyn Source>, ConnectorError> {
             Ok(Box::new(
@@ -86,6 +92,10 @@ pub struct FileSinkConfig {
 impl SinkConfig for FileSinkConfig {
     fn resolve_paths(&mut self, base: &std::path::Path) {
         resolve(&mut self.path, base);
+    }
+
+    fn host_access(&self) -> Vec<Access> {
+        vec![Access::Write { field: "path".into(), path: self.path.clone() }]
     }
 
     fn open(&self, mode: SinkMode) -> Result<Box<dyn Sink>, ConnectorError> {

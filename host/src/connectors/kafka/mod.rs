@@ -19,7 +19,7 @@ mod sink;
 mod source;
 
 pub use exactly_once::{check_exactly_once, exactly_once_sink, ExactlyOnceError, COMMIT_MARGIN};
-pub use properties::check_properties;
+pub use properties::{check_properties, served_property, ServedProperty};
 pub use sink::{
     commit_marker_location, committed_checkpoint, set_commit_marker, CommitMarker, Delivery,
     KafkaSink, KafkaSinkConfig,
@@ -33,7 +33,20 @@ use rdkafka::error::KafkaError;
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::ClientConfig;
 
+use super::registry::Access;
 use super::ConnectorError;
+
+/// What a Kafka client with these settings touches on the host: its
+/// brokers and its properties.
+fn host_access(bootstrap_servers: &str, properties: &BTreeMap<String, String>) -> Vec<Access> {
+    vec![
+        Access::KafkaBrokers {
+            field: "bootstrap_servers".into(),
+            servers: bootstrap_servers.to_string(),
+        },
+        Access::KafkaProperties { field: "properties".into(), properties: properties.clone() },
+    ]
+}
 
 /// How long a metadata, offset or transaction call to the broker may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);

@@ -78,7 +78,7 @@ use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use serde::Deserialize;
 
 use super::{client_config, kafka_error, Retry, CALL_TIMEOUT};
-use crate::connectors::registry::{ConfigError, SinkConfig, SinkMode, SinkRole};
+use crate::connectors::registry::{Access, ConfigError, SinkConfig, SinkMode, SinkRole};
 use crate::connectors::{ConnectorError, Sink};
 use crate::names::{is_valid_name, NAME_RULE};
 use crate::Event;
@@ -151,6 +151,10 @@ impl SinkConfig for KafkaSinkConfig {
             )),
             Some(_) => Ok(()),
         }
+    }
+
+    fn host_access(&self) -> Vec<Access> {
+        super::host_access(&self.bootstrap_servers, &self.properties)
     }
 
     fn open(&self, _mode: SinkMode) -> Result<Box<dyn Sink>, ConnectorError> {

@@ -24,7 +24,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
 use super::{client_config, is_transient_code, kafka_error, outlasted, Retry, CALL_TIMEOUT};
-use crate::connectors::registry::{ConfigError, SourceConfig};
+use crate::connectors::registry::{Access, ConfigError, SourceConfig};
 use crate::connectors::timestamp::{json_timestamp, parse_rfc3339_millis};
 use crate::connectors::{decode, encode, ConnectorError, Polled, Source};
 use crate::Event;
@@ -104,6 +104,10 @@ impl SourceConfig for KafkaSourceConfig {
             return Err(ConfigError::new("topics", "give either `topics` or `topic_pattern`"));
         }
         super::check_properties(&self.properties)
+    }
+
+    fn host_access(&self) -> Vec<Access> {
+        super::host_access(&self.bootstrap_servers, &self.properties)
     }
 
     fn open(&self, pipeline: &str) -> Result<Box<dyn Source>, ConnectorError> {
