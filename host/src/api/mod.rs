@@ -1,22 +1,23 @@
 //! The HTTP API (`weir serve`): functions are uploaded and pipelines
-//! deployed and operated over HTTP.
+//! deployed and operated over HTTP. Every route is under `/v1/` but
+//! `/healthz` and `/metrics`.
 //!
 //! ```text
-//! GET    /healthz                         ok (never needs the token)
-//! GET    /openapi.json                    this API, as OpenAPI 3.1
-//! GET    /metrics                         Prometheus text
-//! PUT    /functions/{name}                upload a component or core module (body: the bytes)
-//! GET    /functions                       every function with its versions
-//! GET    /functions/{name}                one function's versions
-//! DELETE /functions/{name}                remove it (refused while a pipeline uses it)
-//! POST   /pipelines                       deploy a spec (body: YAML or JSON; ?restore=<snapshot>)
-//! GET    /pipelines                       every pipeline's status
-//! GET    /pipelines/{name}                state, failure, counts, watermark, last checkpoint
-//! POST   /pipelines/{name}/savepoints     take a savepoint
-//! POST   /pipelines/{name}/stop           stop gracefully ({"savepoint": true} for a savepoint)
-//! POST   /pipelines/{name}/upgrade        new function versions / parallelism / spec, state kept
-//! GET    /pipelines/{name}/checkpoints    completed checkpoints and savepoints
-//! DELETE /pipelines/{name}                stop and delete (savepoints are kept)
+//! GET    /healthz                            ok (never needs the token)
+//! GET    /metrics                            Prometheus text
+//! GET    /v1/openapi.json                    this API, as OpenAPI 3.1
+//! PUT    /v1/functions/{name}                upload a component or core module (body: the bytes)
+//! GET    /v1/functions                       every function with its versions
+//! GET    /v1/functions/{name}                one function's versions
+//! DELETE /v1/functions/{name}                remove it (refused while a pipeline uses it)
+//! POST   /v1/pipelines                       deploy a spec (body: YAML or JSON; ?restore=<snapshot>)
+//! GET    /v1/pipelines                       every pipeline's status
+//! GET    /v1/pipelines/{name}                state, failure, counts, watermark, last checkpoint
+//! POST   /v1/pipelines/{name}/savepoints     take a savepoint
+//! POST   /v1/pipelines/{name}/stop           stop gracefully ({"savepoint": true} for a savepoint)
+//! POST   /v1/pipelines/{name}/upgrade        new function versions / parallelism / spec, state kept
+//! GET    /v1/pipelines/{name}/checkpoints    completed checkpoints and savepoints
+//! DELETE /v1/pipelines/{name}                stop and delete (savepoints are kept)
 //! ```
 //!
 //! Errors are `{"error":{"code":"…","message":"…"}}` with a fitting 4xx or
@@ -136,7 +137,7 @@ async fn healthz() -> &'static str {
 }
 
 /// This API as an OpenAPI 3.1 document.
-#[utoipa::path(get, path = "/openapi.json", tag = "operations", responses((status = 200, body = Object, description = "The OpenAPI document")))]
+#[utoipa::path(get, path = "/v1/openapi.json", tag = "operations", responses((status = 200, body = Object, description = "The OpenAPI document")))]
 async fn openapi_document() -> Json<&'static utoipa::openapi::OpenApi> {
     Json(openapi())
 }
