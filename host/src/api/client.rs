@@ -65,7 +65,8 @@ impl ApiClient {
 
     /// Upload `bytes` as the next version of function `name`.
     pub fn upload_function(&self, name: &str, bytes: Vec<u8>) -> Result<FunctionVersion, ApiError> {
-        self.send(self.http.put(self.url(&format!("/v1/functions/{name}"))).body(bytes))
+        let url = self.url(&format!("/v1/functions/{name}"));
+        self.send(self.http.put(url).header("content-type", "application/wasm").body(bytes))
     }
 
     /// Every function with its versions.

@@ -21,14 +21,20 @@
 //! ```
 //!
 //! Errors are `{"error":{"code":"…","message":"…"}}` with a fitting 4xx or
-//! 5xx status. With a token configured, every route but `/healthz` needs
-//! `Authorization: Bearer <token>`. Request bodies are limited in size.
+//! 5xx status. Every request first passes the [`guard`] (its `Host`, the
+//! `Origin` and body type of a state-changing request); then, with tokens
+//! configured, every route but `/healthz` needs `Authorization: Bearer
+//! <token>` of a role that may do it ([`access`]). Without a token the
+//! server only listens on loopback, unless told `--insecure-no-token`.
+//! Request bodies are limited in size.
 //! The routes and the OpenAPI document come from the same annotations
 //! (`utoipa-axum`), so they cannot drift apart.
 
+pub mod access;
 mod client;
 mod error;
 mod functions;
+pub mod guard;
 mod metrics;
 mod pipelines;
 mod supervisor;
@@ -48,6 +54,7 @@ use utoipa_axum::routes;
 pub use client::ApiClient;
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use functions::{FunctionDetails, FunctionList, FunctionVersions};
+pub use guard::SurfaceConfig;
 pub use pipelines::{
     Counts, OperatorCountsView, PinnedFunction, PipelineList, PipelineStatus, SnapshotInfo,
     SnapshotList, SnapshotRef, SnapshotTaken, StageCountsView, StopRequest,
@@ -64,8 +71,11 @@ pub struct ServeConfig {
     pub listen: SocketAddr,
     /// The host's data directory.
     pub data_dir: PathBuf,
-    /// Bearer token every route but `/healthz` requires, if set.
+    /// An admin bearer token (`--token`), if set; with it or a tokens
+    /// file, every route but `/healthz` requires a token.
     pub token: Option<String>,
+    /// Tokens file, allowed hosts and origins, open listening.
+    pub surface: SurfaceConfig,
     /// Largest accepted upload, in bytes.
     pub max_upload_bytes: usize,
     /// The most a pipeline may grant its functions (`limits:`): deploys
@@ -80,12 +90,19 @@ pub(crate) struct AppState {
     pub(crate) functions: FunctionStore,
     pub(crate) loader: FunctionLoader,
     pub(crate) supervisor: Arc<Supervisor>,
-    token: Option<String>,
+    access: Arc<access::Access>,
+    surface: SurfaceConfig,
 }
 
 /// Serve until the process ends. `on_listening` gets the bound address
 /// (useful with port 0).
 pub fn serve(config: ServeConfig, on_listening: impl FnOnce(SocketAddr)) -> Result<(), ApiError> {
+    let has_token = config.token.is_some() || config.surface.tokens_file.is_some();
+    guard::check_listen(config.listen, has_token, &config.surface).map_err(ApiError::internal)?;
+    let access =
+        access::Access::open(config.token.as_deref(), config.surface.tokens_file.as_deref())
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+    let access = Arc::new(access);
     let engine = new_engine(Default::default())
         .map_err(|e| ApiError::internal(format!("wasm engine: {e:#}")))?;
     let loader =
@@ -93,7 +110,13 @@ pub fn serve(config: ServeConfig, on_listening: impl FnOnce(SocketAddr)) -> Resu
             .map_err(|e| ApiError::internal(e.to_string()))?;
     let functions = FunctionStore::open(&config.data_dir)?;
     let supervisor = Supervisor::open(&config.data_dir, config.max_limits, config.natives.clone())?;
-    let state = Arc::new(AppState { functions, loader, supervisor, token: config.token.clone() });
+    let state = Arc::new(AppState {
+        functions,
+        loader,
+        supervisor,
+        access: access.clone(),
+        surface: config.surface.clone(),
+    });
     let app = router(state, config.max_upload_bytes);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -106,6 +129,7 @@ pub fn serve(config: ServeConfig, on_listening: impl FnOnce(SocketAddr)) -> Resu
             .map_err(|e| ApiError::internal(format!("cannot listen on {}: {e}", config.listen)))?;
         let address = listener.local_addr().map_err(|e| ApiError::internal(e.to_string()))?;
         on_listening(address);
+        tokio::spawn(access::watch(access));
         axum::serve(listener, app).await.map_err(|e| ApiError::internal(format!("server: {e}")))
     })
 }
@@ -172,14 +196,15 @@ impl utoipa::Modify for BearerToken {
     }
 }
 
-/// The routes, with the token check and the body limit.
+/// The routes, with the guard, the token check and the body limit.
 fn router(state: Arc<AppState>, max_upload_bytes: usize) -> Router {
     let (open, protected, _) = api_routes();
     let protected = protected
         .layer(DefaultBodyLimit::max(max_upload_bytes))
-        .route_layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), authorize));
     open.merge(protected)
         .fallback(|| async { ApiError::not_found("no such route") })
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard_request))
         .with_state(state)
 }
 
@@ -193,26 +218,30 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ApiError::internal(format!("request task: {e}")))?
 }
 
-/// Refuse requests without the configured bearer token.
-async fn require_token(
+/// Refuse requests of a foreign host or origin, or with a body of the
+/// wrong type ([`guard`]).
+async fn guard_request(
     State(state): State<Arc<AppState>>,
     request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    if let Some(token) = &state.token {
-        let given = request
-            .headers()
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        if !given.is_some_and(|given| constant_time_eq(given.as_bytes(), token.as_bytes())) {
-            return Err(ApiError::unauthorized());
-        }
-    }
+    guard::check(&state.surface, request.method(), request.uri().path(), request.headers())?;
     Ok(next.run(request).await)
 }
 
-/// Compare without an early exit, so timing does not reveal the token.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// Refuse requests without a token of the role they need, when tokens are
+/// configured; hand the handlers the caller's role.
+async fn authorize(
+    State(state): State<Arc<AppState>>,
+    mut request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let needed = access::needed_role(request.method(), request.uri().path(), request.uri().query());
+    let authorization = request
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .map(|v| v.to_str().unwrap_or_default());
+    let role = state.access.authorize(authorization, needed)?;
+    request.extensions_mut().insert(access::Caller(role));
+    Ok(next.run(request).await)
 }

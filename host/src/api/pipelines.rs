@@ -6,12 +6,13 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::access::{Caller, Role};
 use super::supervisor::{PipelineView, Supervisor, Upgrade};
 use super::{blocking, ApiError, AppState, ErrorBody};
 use crate::checkpoint::{CheckpointStorage, CompletedSnapshot, SnapshotMetadata};
@@ -295,7 +296,7 @@ pub struct DeployQuery {
 /// `function: <name>` (uploaded with `PUT /v1/functions/{name}`); the newest
 /// version of each is pinned unless the spec says `version`.
 #[utoipa::path(post, path = "/v1/pipelines", tag = "pipelines", params(DeployQuery),
-    request_body(content = String, description = "The pipeline spec, YAML or JSON", content_type = "application/yaml"),
+    request_body(description = "The pipeline spec, YAML or JSON", content((String = "application/yaml"), (String = "application/x-yaml"), (String = "text/yaml"), (Object = "application/json"))),
     responses((status = 201, body = PipelineStatus, description = "Deployed and started"),
               (status = 400, body = ErrorBody, description = "The spec is malformed: unknown field, bad duration, impossible parallelism …"),
               (status = 409, body = ErrorBody, description = "A pipeline of that name exists"),
@@ -409,13 +410,19 @@ pub(crate) async fn stop(
 /// new spec; state is kept. Checked before the pipeline is touched.
 #[utoipa::path(post, path = "/v1/pipelines/{name}/upgrade", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
     request_body(content = Upgrade, content_type = "application/json"),
-    responses((status = 200, body = PipelineStatus), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    responses((status = 200, body = PipelineStatus), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody, description = "`override_kafka_marker` without an admin token"), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub(crate) async fn upgrade(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
+    Extension(Caller(role)): Extension<Caller>,
     body: Bytes,
 ) -> Result<Json<PipelineStatus>, ApiError> {
     let upgrade: Upgrade = optional_json(&body)?;
+    if upgrade.override_kafka_marker && role < Role::Admin {
+        return Err(ApiError::forbidden(format!(
+            "override_kafka_marker needs a token of role admin; yours is {role}"
+        )));
+    }
     blocking(move || {
         let view = state.supervisor.upgrade(&name, &upgrade, &state.functions)?;
         Ok(Json(full_status(&state.supervisor, view)))
