@@ -50,7 +50,7 @@ pub struct FunctionDetails {
               (status = 200, body = FunctionVersion, description = "The newest version has these bytes already"),
               (status = 400, body = ErrorBody, description = "Invalid name"),
               (status = 413, description = "Larger than the upload limit"),
-              (status = 415, body = ErrorBody, description = "Not WebAssembly"),
+              (status = 415, body = ErrorBody, description = "`not_wasm`: not WebAssembly; `unsupported_media_type`: sent as another type than application/wasm, JSON or YAML"),
               (status = 422, body = ErrorBody, description = "Not a usable Weir function (truncated, wrong imports, …)")))]
 pub(crate) async fn upload(
     State(state): State<Arc<AppState>>,
