@@ -32,6 +32,7 @@ fn main() -> ExitCode {
         Command::Function { command } => cli::function::execute(command),
         Command::Pipeline { command } => cli::pipeline::execute(command),
         Command::Checkpoints { command } => cli::checkpoints::execute(command),
+        Command::Token { command } => cli::token::execute(command),
         Command::Inspect(args) => cli::wasm::inspect(&args),
         Command::Componentize(args) => cli::wasm::componentize(&args),
     };

@@ -22,7 +22,7 @@ fn unique_tmp(what: &str) -> PathBuf {
 
 fn upload_revenue(server: &Server) {
     let wasm = std::fs::read(function("revenue")).unwrap();
-    assert_eq!(server.call("PUT", "/functions/revenue", None, &wasm).0, 201);
+    assert_eq!(server.call("PUT", "/v1/functions/revenue", None, &wasm).0, 201);
 }
 
 /// A revenue pipeline `name` with this `source`/`sink` and `extra` lines.
@@ -86,14 +86,14 @@ fn tenant_specs_reach_nothing_the_server_does_not_grant() {
     let x = tmp.join("x");
     refused(
         &server,
-        "/pipelines",
+        "/v1/pipelines",
         &revenue("abs", GENERATOR, &file_sink(x.to_str().unwrap()), ""),
         422,
         &["sink.path", "outside the files", "--allow-write"],
     );
     refused(
         &server,
-        "/pipelines",
+        "/v1/pipelines",
         &revenue("up", GENERATOR, &file_sink("../../x"), ""),
         422,
         &["sink.path", "`..` leads out", "--allow-write"],
@@ -101,7 +101,7 @@ fn tenant_specs_reach_nothing_the_server_does_not_grant() {
     std::os::unix::fs::symlink(&outside, data.join("files/link")).unwrap();
     refused(
         &server,
-        "/pipelines",
+        "/v1/pipelines",
         &revenue("link", GENERATOR, &file_sink("link/x"), ""),
         422,
         &["sink.path", "symbolic link", "--allow-write"],
@@ -109,7 +109,7 @@ fn tenant_specs_reach_nothing_the_server_does_not_grant() {
     // A side output and a graph's sink are files too.
     refused(
         &server,
-        "/pipelines",
+        "/v1/pipelines",
         &revenue(
             "side",
             GENERATOR,
@@ -125,25 +125,25 @@ fn tenant_specs_reach_nothing_the_server_does_not_grant() {
          \x20 out: {{ inputs: [in], sink: {} }}\n",
         file_sink(x.to_str().unwrap())
     );
-    refused(&server, "/pipelines", &graph, 422, &["operators.out.sink.path", "--allow-write"]);
+    refused(&server, "/v1/pipelines", &graph, 422, &["operators.out.sink.path", "--allow-write"]);
     // Reads: /etc/passwd, a readable grant is not writable, `resources: /`.
     refused(
         &server,
-        "/pipelines",
+        "/v1/pipelines",
         &revenue("passwd", &file_source("/etc/passwd"), "{ type: discard }", ""),
         422,
         &["source.path: /etc/passwd", "--allow-read"],
     );
     refused(
         &server,
-        "/pipelines",
+        "/v1/pipelines",
         &revenue("ro", GENERATOR, &file_sink(readable.join("x").to_str().unwrap()), ""),
         422,
         &["sink.path", "--allow-write"],
     );
     refused(
         &server,
-        "/pipelines",
+        "/v1/pipelines",
         &revenue("everything", &file_source(orders), "{ type: discard }", "resources: /\n"),
         422,
         &["resources: / is outside", "--allow-read"],
@@ -151,7 +151,7 @@ fn tenant_specs_reach_nothing_the_server_does_not_grant() {
     // Checkpoint storage elsewhere.
     refused(
         &server,
-        "/pipelines",
+        "/v1/pipelines",
         &revenue(
             "storage",
             GENERATOR,
@@ -163,7 +163,7 @@ fn tenant_specs_reach_nothing_the_server_does_not_grant() {
     );
     refused(
         &server,
-        "/pipelines",
+        "/v1/pipelines",
         &revenue(
             "writable-storage",
             GENERATOR,
@@ -188,28 +188,28 @@ fn tenant_specs_reach_nothing_the_server_does_not_grant() {
     };
     refused(
         &server,
-        "/pipelines",
+        "/v1/pipelines",
         &kafka("plugin", "127.0.0.1:1", "plugin.library.paths: /tmp/evil.so"),
         400,
         &["properties.plugin.library.paths", "native code"],
     );
     refused(
         &server,
-        "/pipelines",
+        "/v1/pipelines",
         &kafka("intercept", "127.0.0.1:1", "interceptors: x"),
         422,
         &["sink.properties.interceptors", "not on the list"],
     );
     refused(
         &server,
-        "/pipelines",
+        "/v1/pipelines",
         &kafka("key", "127.0.0.1:1", "ssl.key.location: /etc/ssl/private/server.key"),
         422,
         &["sink.properties.ssl.key.location", "--allow-read"],
     );
     refused(
         &server,
-        "/pipelines",
+        "/v1/pipelines",
         &kafka("broker", "127.0.0.1:1,elsewhere:9092", "linger.ms: '5'"),
         422,
         &["sink.bootstrap_servers", "\"elsewhere:9092\"", "--allow-kafka"],
@@ -218,17 +218,17 @@ fn tenant_specs_reach_nothing_the_server_does_not_grant() {
     // Another pipeline's checkpoint is not a restore point.
     let first =
         revenue("first", GENERATOR, "{ type: discard }", "checkpoint: { interval: 200ms }\n");
-    let (code, body) = server.call("POST", "/pipelines", None, first.as_bytes());
+    let (code, body) = server.call("POST", "/v1/pipelines", None, first.as_bytes());
     assert_eq!(code, 201, "{body}");
-    server.wait_for("/pipelines/first", None, Duration::from_secs(60), |s| {
+    server.wait_for("/v1/pipelines/first", None, Duration::from_secs(60), |s| {
         !s["last_checkpoint"].is_null()
     });
-    let (_, list) = server.call("GET", "/pipelines/first/checkpoints", None, b"");
+    let (_, list) = server.call("GET", "/v1/pipelines/first/checkpoints", None, b"");
     let location = list["checkpoints"][0]["location"].as_str().unwrap().to_string();
     let second = first.replace("name: first", "name: second");
     refused(
         &server,
-        &format!("/pipelines?restore={location}"),
+        &format!("/v1/pipelines?restore={location}"),
         &second,
         422,
         &["restore: ", "--allow-storage"],
@@ -236,7 +236,7 @@ fn tenant_specs_reach_nothing_the_server_does_not_grant() {
     refused(
         &server,
         &format!(
-            "/pipelines?restore=file://{location}/../../first/{}",
+            "/v1/pipelines?restore=file://{location}/../../first/{}",
             location.rsplit('/').next().unwrap()
         ),
         &second,
@@ -245,7 +245,7 @@ fn tenant_specs_reach_nothing_the_server_does_not_grant() {
     );
 
     // Nothing but `first` was deployed, nothing written outside the grants.
-    let (_, pipelines) = server.call("GET", "/pipelines", None, b"");
+    let (_, pipelines) = server.call("GET", "/v1/pipelines", None, b"");
     let names: Vec<&str> = pipelines["pipelines"]
         .as_array()
         .unwrap()
@@ -294,9 +294,9 @@ fn granted_directories_work_end_to_end() {
         &file_sink("out/totals.jsonl"),
         "",
     );
-    let (code, body) = server.call("POST", "/pipelines", None, spec.as_bytes());
+    let (code, body) = server.call("POST", "/v1/pipelines", None, spec.as_bytes());
     assert_eq!(code, 201, "{body}");
-    let done = server.wait_for("/pipelines/relative", None, Duration::from_secs(60), |s| {
+    let done = server.wait_for("/v1/pipelines/relative", None, Duration::from_secs(60), |s| {
         s["state"] != "running"
     });
     assert_eq!(done["state"], "finished", "{done}");
@@ -311,10 +311,11 @@ fn granted_directories_work_end_to_end() {
         &file_sink(writable.join("deep/totals.jsonl").to_str().unwrap()),
         &format!("checkpoint: {{ interval: 1s, storage: \"{storage_url}/team\" }}\n"),
     );
-    let (code, body) = server.call("POST", "/pipelines", None, spec.as_bytes());
+    let (code, body) = server.call("POST", "/v1/pipelines", None, spec.as_bytes());
     assert_eq!(code, 201, "{body}");
-    let done = server
-        .wait_for("/pipelines/granted", None, Duration::from_secs(60), |s| s["state"] != "running");
+    let done = server.wait_for("/v1/pipelines/granted", None, Duration::from_secs(60), |s| {
+        s["state"] != "running"
+    });
     assert_eq!(done["state"], "finished", "{done}");
     assert_eq!(final_totals(&writable.join("deep/totals.jsonl")), expected);
     assert!(storage.join("team").is_dir(), "its checkpoint storage is the granted one");
@@ -334,17 +335,18 @@ fn a_server_restarted_with_fewer_grants_fails_the_pipeline_instead_of_running_it
         &file_sink(out.to_str().unwrap()),
         "checkpoint: { interval: 200ms }\n",
     );
-    let (code, body) = server.call("POST", "/pipelines", None, spec.as_bytes());
+    let (code, body) = server.call("POST", "/v1/pipelines", None, spec.as_bytes());
     assert_eq!(code, 201, "{body}");
-    server.wait_for("/pipelines/endless", None, Duration::from_secs(60), |s| {
+    server.wait_for("/v1/pipelines/endless", None, Duration::from_secs(60), |s| {
         !s["last_checkpoint"].is_null()
     });
     drop(server); // kill -9
     std::fs::remove_file(&out).unwrap();
 
     let server = Server::start(&data, &[]);
-    let status = server
-        .wait_for("/pipelines/endless", None, Duration::from_secs(60), |s| s["state"] == "failed");
+    let status = server.wait_for("/v1/pipelines/endless", None, Duration::from_secs(60), |s| {
+        s["state"] == "failed"
+    });
     let failure = status["failure"].as_str().unwrap_or_default();
     assert!(
         failure.contains("not started")

@@ -14,7 +14,7 @@ fn a_graph_deploys_reports_each_stage_and_upgrades_one_function_over_http() {
     let data = dir.path().join("data");
     let server = Server::start(&data, &["--token", "t0ken"]);
     let wasm = std::fs::read(function("revenue")).unwrap();
-    assert_eq!(server.call("PUT", "/functions/revenue", TOKEN, &wasm).0, 201);
+    assert_eq!(server.call("PUT", "/v1/functions/revenue", TOKEN, &wasm).0, 201);
 
     // Two generated streams joined per customer, and a running total per
     // customer of the first: two keyed stages, one stored function in three
@@ -29,7 +29,7 @@ fn a_graph_deploys_reports_each_stage_and_upgrades_one_function_over_http() {
         \x20 totals: { inputs: [left], key: { function: revenue }, process: { function: revenue } }\n\
         \x20 joined: { inputs: [paid], sink: { type: discard } }\n\
         \x20 out: { inputs: [totals], sink: { type: discard } }\n";
-    let (status, deployed) = server.call("POST", "/pipelines", TOKEN, spec.as_bytes());
+    let (status, deployed) = server.call("POST", "/v1/pipelines", TOKEN, spec.as_bytes());
     assert_eq!(status, 201, "{deployed}");
     let fields: Vec<&str> = deployed["functions"]
         .as_array()
@@ -54,7 +54,7 @@ fn a_graph_deploys_reports_each_stage_and_upgrades_one_function_over_http() {
             .map(|s| s["records_in"].as_u64().unwrap())
             .collect()
     };
-    let status = server.wait_for("/pipelines/graph", TOKEN, Duration::from_secs(60), |s| {
+    let status = server.wait_for("/v1/pipelines/graph", TOKEN, Duration::from_secs(60), |s| {
         stage(s, "paid").iter().all(|n| *n > 0)
             && stage(s, "totals").iter().all(|n| *n > 0)
             && !s["last_checkpoint"].is_null()
@@ -76,10 +76,14 @@ fn a_graph_deploys_reports_each_stage_and_upgrades_one_function_over_http() {
     // state comes back from the upgrade's savepoint.
     let mut v2 = wasm.clone();
     v2.extend_from_slice(&[0, 4, 3, b'v', b'e', b'r']);
-    let (code, stored) = server.call("PUT", "/functions/revenue", TOKEN, &v2);
+    let (code, stored) = server.call("PUT", "/v1/functions/revenue", TOKEN, &v2);
     assert_eq!((code, stored["version"].as_u64()), (201, Some(2)), "{stored}");
-    let (code, upgraded) =
-        server.call("POST", "/pipelines/graph/upgrade", TOKEN, br#"{"functions":{"revenue":2}}"#);
+    let (code, upgraded) = server.call(
+        "POST",
+        "/v1/pipelines/graph/upgrade",
+        TOKEN,
+        br#"{"functions":{"revenue":2}}"#,
+    );
     assert_eq!(code, 200, "{upgraded}");
     assert_eq!(upgraded["generation"], 2, "{upgraded}");
     let versions: Vec<u64> = upgraded["functions"]
@@ -89,13 +93,14 @@ fn a_graph_deploys_reports_each_stage_and_upgrades_one_function_over_http() {
         .map(|f| f["version"].as_u64().unwrap())
         .collect();
     assert_eq!(versions, [2, 2, 2], "{upgraded}");
-    let status = server.wait_for("/pipelines/graph", TOKEN, Duration::from_secs(60), |s| {
+    let status = server.wait_for("/v1/pipelines/graph", TOKEN, Duration::from_secs(60), |s| {
         s["state"] == "running" && stage(s, "paid").iter().sum::<u64>() > 0
     });
     assert_eq!(status["restored_from"]["kind"], "savepoint", "{status}");
 
-    let (code, stopped) = server.call("POST", "/pipelines/graph/stop", TOKEN, b"{}");
+    let (code, stopped) = server.call("POST", "/v1/pipelines/graph/stop", TOKEN, b"{}");
     assert_eq!(code, 200, "{stopped}");
-    server
-        .wait_for("/pipelines/graph", TOKEN, Duration::from_secs(60), |s| s["state"] == "stopped");
+    server.wait_for("/v1/pipelines/graph", TOKEN, Duration::from_secs(60), |s| {
+        s["state"] == "stopped"
+    });
 }

@@ -19,7 +19,7 @@ fn refusal(answer: (u16, serde_json::Value)) -> (u16, String, String) {
 
 /// Every pipeline's name and generation.
 fn pipelines(server: &Server) -> Vec<(String, u64)> {
-    let (_, list) = server.call("GET", "/pipelines", None, b"");
+    let (_, list) = server.call("GET", "/v1/pipelines", None, b"");
     let list = list["pipelines"].as_array().cloned().unwrap_or_default();
     list.iter()
         .map(|p| (p["name"].as_str().unwrap().to_string(), p["generation"].as_u64().unwrap()))
@@ -45,7 +45,7 @@ fn deploys_and_upgrades_past_the_operators_limits_are_refused_naming_the_limit()
         ],
     );
     let wasm = std::fs::read(function("revenue")).unwrap();
-    assert_eq!(server.call("PUT", "/functions/revenue", None, &wasm).0, 201);
+    assert_eq!(server.call("PUT", "/v1/functions/revenue", None, &wasm).0, 201);
 
     let cases = [
         ("parallelism: 5\n", 422, "limit_exceeded", "--max-parallelism"),
@@ -54,12 +54,13 @@ fn deploys_and_upgrades_past_the_operators_limits_are_refused_naming_the_limit()
     ];
     for (extra, status, code, flag) in cases {
         let (got, got_code, message) =
-            refusal(server.call("POST", "/pipelines", None, spec("greedy", extra).as_bytes()));
+            refusal(server.call("POST", "/v1/pipelines", None, spec("greedy", extra).as_bytes()));
         assert_eq!((got, got_code.as_str()), (status, code), "{extra}: {message}");
         assert!(message.contains(flag), "{extra}: {message}");
     }
     let padded = spec("padded", &format!("# {}\n", "x".repeat(2048)));
-    let (got, code, message) = refusal(server.call("POST", "/pipelines", None, padded.as_bytes()));
+    let (got, code, message) =
+        refusal(server.call("POST", "/v1/pipelines", None, padded.as_bytes()));
     assert_eq!((got, code.as_str()), (413, "too_large"), "{message}");
     assert!(message.contains("--max-spec-bytes"), "{message}");
 
@@ -69,34 +70,34 @@ fn deploys_and_upgrades_past_the_operators_limits_are_refused_naming_the_limit()
         \x20 a: { inputs: [src], key: { function: revenue }, process: { function: revenue }, parallelism: 3 }\n\
         \x20 b: { inputs: [a], key: { function: revenue }, process: { function: revenue }, parallelism: 2 }\n\
         \x20 out: { inputs: [b], sink: { type: discard } }\n";
-    let (got, _, message) = refusal(server.call("POST", "/pipelines", None, graph.as_bytes()));
+    let (got, _, message) = refusal(server.call("POST", "/v1/pipelines", None, graph.as_bytes()));
     assert!(got == 422 && message.contains("5 keyed subtasks (a: 3, b: 2)"), "{got}: {message}");
     assert!(pipelines(&server).is_empty(), "{:?}", pipelines(&server));
 
     for name in ["one", "two"] {
         let (status, body) =
-            server.call("POST", "/pipelines", None, spec(name, "parallelism: 2\n").as_bytes());
+            server.call("POST", "/v1/pipelines", None, spec(name, "parallelism: 2\n").as_bytes());
         assert_eq!(status, 201, "{body}");
     }
     let (got, code, message) =
-        refusal(server.call("POST", "/pipelines", None, spec("three", "").as_bytes()));
+        refusal(server.call("POST", "/v1/pipelines", None, spec("three", "").as_bytes()));
     assert_eq!((got, code.as_str()), (422, "limit_exceeded"), "{message}");
     assert!(message.contains("at most 2 pipelines") && message.contains("--max-pipelines"));
 
     // An upgrade is held to the same limits, and changes nothing when refused.
     let before = pipelines(&server);
     let (got, _, message) =
-        refusal(server.call("POST", "/pipelines/one/upgrade", None, br#"{"parallelism": 8}"#));
+        refusal(server.call("POST", "/v1/pipelines/one/upgrade", None, br#"{"parallelism": 8}"#));
     assert!(got == 422 && message.contains("--max-parallelism"), "{got}: {message}");
     let bigger = serde_json::json!({ "spec": spec("one", "batch_size: 6000\n") }).to_string();
     let (got, _, message) =
-        refusal(server.call("POST", "/pipelines/one/upgrade", None, bigger.as_bytes()));
+        refusal(server.call("POST", "/v1/pipelines/one/upgrade", None, bigger.as_bytes()));
     assert!(got == 422 && message.contains("--max-batch-size"), "{got}: {message}");
     assert_eq!(pipelines(&server), before);
 
     // Room again after a delete.
-    let (status, body) = server.call("DELETE", "/pipelines/two", None, b"");
+    let (status, body) = server.call("DELETE", "/v1/pipelines/two", None, b"");
     assert_eq!(status, 204, "{body}");
-    let (status, body) = server.call("POST", "/pipelines", None, spec("three", "").as_bytes());
+    let (status, body) = server.call("POST", "/v1/pipelines", None, spec("three", "").as_bytes());
     assert_eq!(status, 201, "{body}");
 }

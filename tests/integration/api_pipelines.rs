@@ -39,7 +39,7 @@ fn deploy_upgrade_survive_kill_9_and_stop_over_http() {
     let data = dir.path().join("data");
     let server = Server::start(&data, &["--token", "t0ken"]);
     let wasm = std::fs::read(function("revenue")).unwrap();
-    assert_eq!(server.call("PUT", "/functions/revenue", TOKEN, &wasm).0, 201);
+    assert_eq!(server.call("PUT", "/v1/functions/revenue", TOKEN, &wasm).0, 201);
 
     produce_orders(&kafka, &orders, 3, 3000, 40, 1);
     let bootstrap = kafka.bootstrap();
@@ -50,7 +50,7 @@ fn deploy_upgrade_survive_kill_9_and_stop_over_http() {
          sink: {{ type: kafka, bootstrap_servers: {bootstrap:?}, topic: {revenue}, delivery: exactly-once, transactional_id_prefix: {revenue}, transaction_timeout: 5m }}\n\
          checkpoint: {{ interval: 200ms, timeout: 1m }}\nwatermark: {{ max_out_of_orderness: 5s }}\n"
     );
-    let (status, deployed) = server.call("POST", "/pipelines", TOKEN, spec.as_bytes());
+    let (status, deployed) = server.call("POST", "/v1/pipelines", TOKEN, spec.as_bytes());
     assert_eq!(status, 201, "{deployed}");
     assert_eq!(
         (deployed["state"].as_str(), deployed["generation"].as_u64()),
@@ -62,7 +62,7 @@ fn deploy_upgrade_survive_kill_9_and_stop_over_http() {
     );
 
     // Status: counts, watermark and a completed checkpoint.
-    let status = server.wait_for("/pipelines/orders", TOKEN, Duration::from_secs(60), |s| {
+    let status = server.wait_for("/v1/pipelines/orders", TOKEN, Duration::from_secs(60), |s| {
         s["counts"]["sink_records"].as_u64() >= Some(3000) && !s["last_checkpoint"].is_null()
     });
     assert_eq!(status["counts"]["source_records"], 3000, "{status}");
@@ -83,14 +83,14 @@ fn deploy_upgrade_survive_kill_9_and_stop_over_http() {
 
     // The function is in use.
     assert_eq!(
-        server.call("DELETE", "/functions/revenue", TOKEN, b"").1["error"]["code"],
+        server.call("DELETE", "/v1/functions/revenue", TOKEN, b"").1["error"]["code"],
         "in_use"
     );
 
     // A savepoint, then an upgrade to version 2 at parallelism 3 (through the CLI).
-    let (code, savepoint) = server.call("POST", "/pipelines/orders/savepoints", TOKEN, b"");
+    let (code, savepoint) = server.call("POST", "/v1/pipelines/orders/savepoints", TOKEN, b"");
     assert_eq!(code, 201, "{savepoint}");
-    let (_, list) = server.call("GET", "/pipelines/orders/checkpoints", TOKEN, b"");
+    let (_, list) = server.call("GET", "/v1/pipelines/orders/checkpoints", TOKEN, b"");
     assert!(
         list["checkpoints"]
             .as_array()
@@ -99,7 +99,7 @@ fn deploy_upgrade_survive_kill_9_and_stop_over_http() {
             .any(|c| c["kind"] == "savepoint" && c["location"] == savepoint["location"]),
         "{list}"
     );
-    let (code, v2) = server.call("PUT", "/functions/revenue", TOKEN, &new_version_of(&wasm));
+    let (code, v2) = server.call("PUT", "/v1/functions/revenue", TOKEN, &new_version_of(&wasm));
     assert_eq!((code, v2["version"].as_u64()), (201, Some(2)), "{v2}");
     let upgraded = weir(&[
         "pipeline",
@@ -123,7 +123,7 @@ fn deploy_upgrade_survive_kill_9_and_stop_over_http() {
         "{upgraded}"
     );
     assert_eq!(upgraded["functions"][1]["version"], 2, "{upgraded}");
-    let status = server.wait_for("/pipelines/orders", TOKEN, Duration::from_secs(30), |s| {
+    let status = server.wait_for("/v1/pipelines/orders", TOKEN, Duration::from_secs(30), |s| {
         !s["restored_from"].is_null()
     });
     assert_eq!(
@@ -138,7 +138,7 @@ fn deploy_upgrade_survive_kill_9_and_stop_over_http() {
     drop(server);
     produce_orders(&kafka, &orders, 3, 3000, 40, 6001);
     let server = Server::start(&data, &["--token", "t0ken"]);
-    let (_, status) = server.call("GET", "/pipelines/orders", TOKEN, b"");
+    let (_, status) = server.call("GET", "/v1/pipelines/orders", TOKEN, b"");
     assert_eq!(
         (status["state"].as_str(), status["generation"].as_u64()),
         (Some("running"), Some(2)),
@@ -148,13 +148,13 @@ fn deploy_upgrade_survive_kill_9_and_stop_over_http() {
 
     // Stop with a savepoint; the pipeline is stopped and stays so.
     let (code, stopped) =
-        server.call("POST", "/pipelines/orders/stop", TOKEN, br#"{"savepoint": true}"#);
+        server.call("POST", "/v1/pipelines/orders/stop", TOKEN, br#"{"savepoint": true}"#);
     assert_eq!((code, stopped["state"].as_str()), (200, Some("stopped")), "{stopped}");
     assert!(stopped["location"].as_str().unwrap().contains("savepoints/sp-"), "{stopped}");
-    let (_, status) = server.call("GET", "/pipelines/orders", TOKEN, b"");
+    let (_, status) = server.call("GET", "/v1/pipelines/orders", TOKEN, b"");
     assert_eq!(status["state"], "stopped");
     assert_eq!(
-        server.call("POST", "/pipelines/orders/savepoints", TOKEN, b"").1["error"]["code"],
+        server.call("POST", "/v1/pipelines/orders/savepoints", TOKEN, b"").1["error"]["code"],
         "not_running"
     );
 
@@ -183,9 +183,9 @@ fn deploy_upgrade_survive_kill_9_and_stop_over_http() {
     );
 
     // Delete: the pipeline goes, then its function may go.
-    assert_eq!(server.call("DELETE", "/pipelines/orders", TOKEN, b"").0, 204);
-    assert_eq!(server.call("GET", "/pipelines/orders", TOKEN, b"").0, 404);
-    assert_eq!(server.call("DELETE", "/functions/revenue", TOKEN, b"").0, 204);
+    assert_eq!(server.call("DELETE", "/v1/pipelines/orders", TOKEN, b"").0, 204);
+    assert_eq!(server.call("GET", "/v1/pipelines/orders", TOKEN, b"").0, 404);
+    assert_eq!(server.call("DELETE", "/v1/functions/revenue", TOKEN, b"").0, 204);
 }
 
 fn wait_until(within: Duration, done: impl Fn() -> bool) {
@@ -205,8 +205,8 @@ fn generator_spec(name: &str, extra: &str) -> String {
 fn snapshot_of(
     server: &Server,
 ) -> (serde_json::Value, Vec<(String, serde_json::Value, serde_json::Value)>) {
-    let functions = server.call("GET", "/functions", None, b"").1;
-    let pipelines = server.call("GET", "/pipelines", None, b"").1;
+    let functions = server.call("GET", "/v1/functions", None, b"").1;
+    let pipelines = server.call("GET", "/v1/pipelines", None, b"").1;
     let pipelines = pipelines["pipelines"]
         .as_array()
         .unwrap()
@@ -227,12 +227,13 @@ fn bad_specs_and_hostile_requests_get_4xx_and_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(&dir.path().join("data"), &["--max-upload-bytes", "10000000"]);
     let wasm = std::fs::read(function("revenue")).unwrap();
-    assert_eq!(server.call("PUT", "/functions/revenue", None, &wasm).0, 201);
+    assert_eq!(server.call("PUT", "/v1/functions/revenue", None, &wasm).0, 201);
     let (code, body) =
-        server.call("POST", "/pipelines", None, generator_spec("good", "").as_bytes());
+        server.call("POST", "/v1/pipelines", None, generator_spec("good", "").as_bytes());
     assert_eq!(code, 201, "{body}");
-    let finished = server
-        .wait_for("/pipelines/good", None, Duration::from_secs(30), |s| s["state"] == "finished");
+    let finished = server.wait_for("/v1/pipelines/good", None, Duration::from_secs(30), |s| {
+        s["state"] == "finished"
+    });
     assert_eq!(finished["counts"]["source_records"], 1000, "{finished}");
     let before = snapshot_of(&server);
 
@@ -280,7 +281,7 @@ fn bad_specs_and_hostile_requests_get_4xx_and_change_nothing() {
         (String::new(), 400, "invalid_spec", ""),
     ];
     for (spec, status, code, mention) in refusals {
-        let (got, body) = server.call("POST", "/pipelines", None, spec.as_bytes());
+        let (got, body) = server.call("POST", "/v1/pipelines", None, spec.as_bytes());
         assert_eq!((got, body["error"]["code"].as_str()), (status, Some(code)), "{spec}\n→ {body}");
         assert!(
             body["error"]["message"].as_str().unwrap().contains(mention),
@@ -288,28 +289,30 @@ fn bad_specs_and_hostile_requests_get_4xx_and_change_nothing() {
         );
     }
     assert_eq!(
-        server.call("POST", "/pipelines", None, &[0xff, 0xfe, b'\n', 0x80]).0,
+        server.call("POST", "/v1/pipelines", None, &[0xff, 0xfe, b'\n', 0x80]).0,
         400,
         "invalid UTF-8"
     );
     assert_eq!(
-        server.call("POST", "/pipelines/good/upgrade", None, br#"{"parallelism": 0}"#).0,
+        server.call("POST", "/v1/pipelines/good/upgrade", None, br#"{"parallelism": 0}"#).0,
         400
     );
-    assert_eq!(server.call("POST", "/pipelines/good/upgrade", None, br#"{"colour": 1}"#).0, 400);
+    assert_eq!(server.call("POST", "/v1/pipelines/good/upgrade", None, br#"{"colour": 1}"#).0, 400);
     assert_eq!(
-        server.call("POST", "/pipelines/good/upgrade", None, br#"{"functions": {"revenue": 9}}"#).0,
+        server
+            .call("POST", "/v1/pipelines/good/upgrade", None, br#"{"functions": {"revenue": 9}}"#)
+            .0,
         422
     );
     assert_eq!(
-        server.call("POST", "/pipelines/good/stop", None, b"").1["error"]["code"],
+        server.call("POST", "/v1/pipelines/good/stop", None, b"").1["error"]["code"],
         "not_running"
     );
     for path in [
-        "/pipelines/missing",
-        "/pipelines/..%2F..%2Fetc",
-        "/pipelines/missing/stop",
-        "/pipelines/missing/checkpoints",
+        "/v1/pipelines/missing",
+        "/v1/pipelines/..%2F..%2Fetc",
+        "/v1/pipelines/missing/stop",
+        "/v1/pipelines/missing/checkpoints",
     ] {
         let method = if path.ends_with("stop") { "POST" } else { "GET" };
         assert_eq!(server.call(method, path, None, b"").0, 404, "{path}");
@@ -321,16 +324,16 @@ fn bad_specs_and_hostile_requests_get_4xx_and_change_nothing() {
     eprintln!("hostile request seed {seed}");
     let mut dice = Dice(seed);
     let routes: [(&str, &str); 10] = [
-        ("POST", "/pipelines"),
-        ("PUT", "/functions/fuzz"),
-        ("POST", "/pipelines/good/upgrade"),
-        ("POST", "/pipelines/good/stop"),
-        ("POST", "/pipelines/good/savepoints"),
-        ("DELETE", "/functions/revenue"),
-        ("GET", "/pipelines/%FF%FE"),
-        ("PATCH", "/pipelines/good"),
-        ("POST", "/functions/revenue"),
-        ("GET", "/functions/%2e%2e%2f%2e%2e%2fetc"),
+        ("POST", "/v1/pipelines"),
+        ("PUT", "/v1/functions/fuzz"),
+        ("POST", "/v1/pipelines/good/upgrade"),
+        ("POST", "/v1/pipelines/good/stop"),
+        ("POST", "/v1/pipelines/good/savepoints"),
+        ("DELETE", "/v1/functions/revenue"),
+        ("GET", "/v1/pipelines/%FF%FE"),
+        ("PATCH", "/v1/pipelines/good"),
+        ("POST", "/v1/functions/revenue"),
+        ("GET", "/v1/functions/%2e%2e%2f%2e%2e%2fetc"),
     ];
     for _ in 0..300 {
         let (method, path) = routes[dice.between(0, routes.len() as u64 - 1) as usize];
@@ -345,22 +348,22 @@ fn bad_specs_and_hostile_requests_get_4xx_and_change_nothing() {
             body.truncate(dice.between(at as u64, body.len() as u64) as usize);
         }
         let (status, answer) = server.call(method, path, None, &body);
-        let accepted_fuzzed_spec = method == "POST" && path == "/pipelines" && status == 201;
+        let accepted_fuzzed_spec = method == "POST" && path == "/v1/pipelines" && status == 201;
         assert!(
             (400..500).contains(&status) || accepted_fuzzed_spec,
             "{method} {path} with {length} random bytes → {status} {answer}"
         );
         if accepted_fuzzed_spec {
             let name = answer["name"].as_str().unwrap();
-            server.wait_for(&format!("/pipelines/{name}"), None, Duration::from_secs(30), |s| {
+            server.wait_for(&format!("/v1/pipelines/{name}"), None, Duration::from_secs(30), |s| {
                 s["state"] != "running"
             });
-            assert_eq!(server.call("DELETE", &format!("/pipelines/{name}"), None, b"").0, 204);
+            assert_eq!(server.call("DELETE", &format!("/v1/pipelines/{name}"), None, b"").0, 204);
         }
     }
-    let (status, _) = server.raw("GET", b"/pipelines/\xff\xfe", None, b"");
+    let (status, _) = server.raw("GET", b"/v1/pipelines/\xff\xfe", None, b"");
     assert!((400..500).contains(&status), "a raw invalid UTF-8 path → {status}");
-    let huge = format!("/pipelines/{}", "a".repeat(20_000));
+    let huge = format!("/v1/pipelines/{}", "a".repeat(20_000));
     assert!((400..500).contains(&server.call("GET", &huge, None, b"").0));
     assert_eq!(server.call("GET", "/healthz", None, b"").0, 200, "the server is up");
     assert_eq!(snapshot_of(&server), before, "hostile requests changed nothing");
@@ -371,11 +374,11 @@ fn the_openapi_document_lists_exactly_the_routes() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(&dir.path().join("data"), &["--token", "t0ken"]);
     assert_eq!(
-        server.call("GET", "/openapi.json", None, b"").0,
+        server.call("GET", "/v1/openapi.json", None, b"").0,
         401,
         "the document needs the token too"
     );
-    let (status, document) = server.call("GET", "/openapi.json", TOKEN, b"");
+    let (status, document) = server.call("GET", "/v1/openapi.json", TOKEN, b"");
     assert_eq!(status, 200);
     let mut operations = Vec::new();
     for (path, item) in document["paths"].as_object().expect("paths") {

@@ -120,13 +120,13 @@ fn weir_run_beside_weir_serve_running_the_pipeline_is_refused() {
     let data = dir.path().join("data");
     let server = Server::start(&data, &[]);
     let wasm = std::fs::read(function("revenue")).unwrap();
-    assert_eq!(server.call("PUT", "/functions/revenue", None, &wasm).0, 201);
+    assert_eq!(server.call("PUT", "/v1/functions/revenue", None, &wasm).0, 201);
     let served = "name: orders\nsource: { type: generator, count: 1000000000, keys: 100 }\n\
                   key: { function: revenue }\nprocess: { function: revenue }\nsink: { type: discard }\n\
                   checkpoint: { interval: 200ms }\n";
-    let (status, deployed) = server.call("POST", "/pipelines", None, served.as_bytes());
+    let (status, deployed) = server.call("POST", "/v1/pipelines", None, served.as_bytes());
     assert_eq!(status, 201, "{deployed}");
-    server.wait_for("/pipelines/orders", None, Duration::from_secs(60), |s| {
+    server.wait_for("/v1/pipelines/orders", None, Duration::from_secs(60), |s| {
         !s["last_checkpoint"].is_null()
     });
 
@@ -164,10 +164,10 @@ fn weir_run_beside_weir_serve_running_the_pipeline_is_refused() {
 
     // The served pipeline is untouched: it runs on and stops with a
     // savepoint.
-    let (_, status) = server.call("GET", "/pipelines/orders", None, b"");
+    let (_, status) = server.call("GET", "/v1/pipelines/orders", None, b"");
     assert_eq!(status["state"], "running", "{status}");
     let (code, stopped) =
-        server.call("POST", "/pipelines/orders/stop", None, br#"{"savepoint": true}"#);
+        server.call("POST", "/v1/pipelines/orders/stop", None, br#"{"savepoint": true}"#);
     assert_eq!(code, 200, "{stopped}");
     // Stopped, the pipeline's lock is free for `weir run`.
     let output = run_ok(&spec, &data, &["--fresh"]);
@@ -191,20 +191,21 @@ fn weir_serve_does_not_run_or_delete_a_pipeline_that_weir_run_runs() {
 
     let server = Server::start(&data, &[]);
     let wasm = std::fs::read(function("revenue")).unwrap();
-    assert_eq!(server.call("PUT", "/functions/revenue", None, &wasm).0, 201);
+    assert_eq!(server.call("PUT", "/v1/functions/revenue", None, &wasm).0, 201);
     let served = "name: beside\nsource: { type: generator, count: 1000, keys: 100 }\n\
                   key: { function: revenue }\nprocess: { function: revenue }\nsink: { type: discard }\n";
-    let (status, deployed) = server.call("POST", "/pipelines", None, served.as_bytes());
+    let (status, deployed) = server.call("POST", "/v1/pipelines", None, served.as_bytes());
     assert_eq!(status, 201, "{deployed}");
-    let failed = server
-        .wait_for("/pipelines/beside", None, Duration::from_secs(60), |s| s["state"] == "failed");
+    let failed = server.wait_for("/v1/pipelines/beside", None, Duration::from_secs(60), |s| {
+        s["state"] == "failed"
+    });
     let failure = failed["failure"].as_str().unwrap_or_default();
     assert!(
         failure.contains(&format!("pipeline beside is already running (pid {pid}) on data dir"))
             && failure.contains("weir stop"),
         "{failed}"
     );
-    let (code, refused) = server.call("DELETE", "/pipelines/beside", None, b"");
+    let (code, refused) = server.call("DELETE", "/v1/pipelines/beside", None, b"");
     assert_eq!(
         (code, refused["error"]["code"].as_str()),
         (409, Some("running_elsewhere")),
@@ -214,7 +215,7 @@ fn weir_serve_does_not_run_or_delete_a_pipeline_that_weir_run_runs() {
     let finished = running.wait_with_output().unwrap();
     assert!(finished.status.success(), "{}", String::from_utf8_lossy(&finished.stderr));
     assert_eq!(per_key(&out).values().map(Vec::len).sum::<usize>(), count as usize);
-    assert_eq!(server.call("DELETE", "/pipelines/beside", None, b"").0, 204);
+    assert_eq!(server.call("DELETE", "/v1/pipelines/beside", None, b"").0, 204);
 }
 
 #[test]

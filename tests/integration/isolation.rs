@@ -87,7 +87,7 @@ fn misbehaving_functions_fail_only_their_own_pipelines() {
             server
                 .call(
                     "PUT",
-                    &format!("/functions/{name}"),
+                    &format!("/v1/functions/{name}"),
                     TOKEN,
                     &std::fs::read(function(name)).unwrap()
                 )
@@ -99,7 +99,7 @@ fn misbehaving_functions_fail_only_their_own_pipelines() {
     // A function that imports the network is refused at upload.
     let (code, refused) = server.call(
         "PUT",
-        "/functions/forbidden-network",
+        "/v1/functions/forbidden-network",
         TOKEN,
         &std::fs::read(function("forbidden-network")).unwrap(),
     );
@@ -113,19 +113,19 @@ fn misbehaving_functions_fail_only_their_own_pipelines() {
         ("{ call_timeout: 30s }", "limits.call_timeout", "--max-call-timeout"),
     ] {
         let spec = format!("name: greedy\nsource: {{ type: generator, count: 10 }}\nkey: {{ function: revenue }}\nprocess: {{ function: revenue }}\nsink: {{ type: discard }}\nlimits: {limits}\n");
-        let (code, refused) = server.call("POST", "/pipelines", TOKEN, spec.as_bytes());
+        let (code, refused) = server.call("POST", "/v1/pipelines", TOKEN, spec.as_bytes());
         let message = refused["error"]["message"].as_str().unwrap_or_default();
         assert!(
             code == 422 && message.contains(field) && message.contains(flag),
             "{code}: {refused}"
         );
     }
-    assert_eq!(server.call("GET", "/pipelines/greedy", TOKEN, b"").0, 404);
+    assert_eq!(server.call("GET", "/v1/pipelines/greedy", TOKEN, b"").0, 404);
 
     let healthy_out = dir.path().join("healthy.jsonl");
     let (code, body) = server.call(
         "POST",
-        "/pipelines",
+        "/v1/pipelines",
         TOKEN,
         healthy_spec(&healthy_out, "function: revenue").as_bytes(),
     );
@@ -142,12 +142,12 @@ fn misbehaving_functions_fail_only_their_own_pipelines() {
             "name: bad-{act}\nbatch_size: 16\n{limits}source: {{ type: file, path: {input:?} }}\n\
              key: {{ function: misbehaving }}\nprocess: {{ function: misbehaving }}\nsink: {{ type: file, path: {output:?} }}\n"
         );
-        let (code, body) = server.call("POST", "/pipelines", TOKEN, spec.as_bytes());
+        let (code, body) = server.call("POST", "/v1/pipelines", TOKEN, spec.as_bytes());
         assert_eq!(code, 201, "{act}: {body}");
     }
     for (act, expected) in MISBEHAVIOURS {
         let status = server.wait_for(
-            &format!("/pipelines/bad-{act}"),
+            &format!("/v1/pipelines/bad-{act}"),
             TOKEN,
             Duration::from_secs(120),
             |s| s["state"] != "running",
@@ -172,7 +172,7 @@ fn misbehaving_functions_fail_only_their_own_pipelines() {
 
     // The healthy pipeline ran on: finished, with the results of a run on
     // its own; the server stayed up (the same process throughout).
-    let status = server.wait_for("/pipelines/healthy", TOKEN, Duration::from_secs(300), |s| {
+    let status = server.wait_for("/v1/pipelines/healthy", TOKEN, Duration::from_secs(300), |s| {
         s["state"] != "running"
     });
     assert_eq!(status["state"], "finished", "{status}");

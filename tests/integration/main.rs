@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod api;
+mod api_access;
 mod api_grants;
 mod api_graphs;
 mod api_limits;

@@ -12,7 +12,7 @@ use crate::support::*;
 
 fn upload(server: &Server, name: &str) {
     let wasm = std::fs::read(function(name)).unwrap();
-    assert_eq!(server.call("PUT", &format!("/functions/{name}"), None, &wasm).0, 201);
+    assert_eq!(server.call("PUT", &format!("/v1/functions/{name}"), None, &wasm).0, 201);
 }
 
 #[test]
@@ -42,11 +42,11 @@ fn a_run_that_fails_once_is_restarted_from_its_checkpoint_with_exact_output() {
          checkpoint: {{ interval: 200ms, timeout: 1m }}\n\
          restart: {{ strategy: fixed-delay, attempts: 3, delay: 500ms }}\n"
     );
-    let (code, deployed) = server.call("POST", "/pipelines", None, spec.as_bytes());
+    let (code, deployed) = server.call("POST", "/v1/pipelines", None, spec.as_bytes());
     assert_eq!(code, 201, "{deployed}");
     assert_eq!(deployed["restart"]["restarts"], 0, "{deployed}");
 
-    let status = server.wait_for("/pipelines/orders", None, Duration::from_secs(60), |s| {
+    let status = server.wait_for("/v1/pipelines/orders", None, Duration::from_secs(60), |s| {
         s["restart"]["restarts"] == 1
             && s["restart"]["next_attempt_at"].is_null()
             && !s["restored_from"].is_null()
@@ -66,8 +66,8 @@ fn a_run_that_fails_once_is_restarted_from_its_checkpoint_with_exact_output() {
         assert!(std::time::Instant::now() < deadline, "the restarted run did not catch up");
         std::thread::sleep(Duration::from_millis(200));
     }
-    let (code, stopped) = server.call("POST", "/pipelines/orders/stop", None, b"");
-    let status = server.call("GET", "/pipelines/orders", None, b"").1;
+    let (code, stopped) = server.call("POST", "/v1/pipelines/orders/stop", None, b"");
+    let status = server.call("GET", "/v1/pipelines/orders", None, b"").1;
     assert_eq!(code, 200, "{stopped}\n{status}");
 
     // Exactly the output of a failure-free run.
@@ -122,9 +122,10 @@ fn when_the_attempts_run_out_the_pipeline_fails_with_the_reason() {
         "trapper",
         "{ strategy: fixed-delay, attempts: 2, delay: 100ms }",
     );
-    assert_eq!(server.call("POST", "/pipelines", None, spec.as_bytes()).0, 201);
-    let status = server
-        .wait_for("/pipelines/trapper", None, Duration::from_secs(60), |s| s["state"] == "failed");
+    assert_eq!(server.call("POST", "/v1/pipelines", None, spec.as_bytes()).0, 201);
+    let status = server.wait_for("/v1/pipelines/trapper", None, Duration::from_secs(60), |s| {
+        s["state"] == "failed"
+    });
     let failure = status["failure"].as_str().unwrap_or_default();
     assert!(failure.contains("asked to trap"), "{status}");
     assert!(
@@ -142,9 +143,9 @@ fn when_the_attempts_run_out_the_pipeline_fails_with_the_reason() {
     let spec = trapping_spec(dir.path(), "plain", "{ strategy: none }")
         .replace("checkpoint: { interval: 100ms }\n", "")
         .replace("restart: { strategy: none }\n", "");
-    assert_eq!(server.call("POST", "/pipelines", None, spec.as_bytes()).0, 201);
+    assert_eq!(server.call("POST", "/v1/pipelines", None, spec.as_bytes()).0, 201);
     let status = server
-        .wait_for("/pipelines/plain", None, Duration::from_secs(60), |s| s["state"] == "failed");
+        .wait_for("/v1/pipelines/plain", None, Duration::from_secs(60), |s| s["state"] == "failed");
     assert_eq!(status["restart"]["restarts"], 0, "{status}");
     assert!(!status["failure"].as_str().unwrap_or_default().contains("gave up"), "{status}");
 }
@@ -159,9 +160,9 @@ fn a_stop_or_delete_during_the_delay_cancels_the_restart() {
         Server::start(&served.path().join("data"), &["--allow-read", dir.path().to_str().unwrap()]);
     upload(&server, "misbehaving");
     let spec = trapping_spec(dir.path(), "waiting", "{ strategy: fixed-delay, delay: 3s }");
-    assert_eq!(server.call("POST", "/pipelines", None, spec.as_bytes()).0, 201);
+    assert_eq!(server.call("POST", "/v1/pipelines", None, spec.as_bytes()).0, 201);
     let pending = |server: &Server| {
-        server.wait_for("/pipelines/waiting", None, Duration::from_secs(60), |s| {
+        server.wait_for("/v1/pipelines/waiting", None, Duration::from_secs(60), |s| {
             !s["restart"]["next_attempt_at"].is_null()
         })
     };
@@ -174,25 +175,28 @@ fn a_stop_or_delete_during_the_delay_cancels_the_restart() {
     assert!(status["restart"]["last_failure"].as_str().unwrap().contains("asked to trap"));
 
     // No running state to savepoint; a stop cancels the restart.
-    let (code, refused) = server.call("POST", "/pipelines/waiting/savepoints", None, b"");
+    let (code, refused) = server.call("POST", "/v1/pipelines/waiting/savepoints", None, b"");
     assert_eq!((code, refused["error"]["code"].as_str()), (409, Some("restarting")), "{refused}");
-    let (code, stopped) = server.call("POST", "/pipelines/waiting/stop", None, b"");
+    let (code, stopped) = server.call("POST", "/v1/pipelines/waiting/stop", None, b"");
     assert_eq!((code, stopped["state"].as_str()), (200, Some("stopped")), "{stopped}");
     std::thread::sleep(Duration::from_secs(4));
-    let (_, status) = server.call("GET", "/pipelines/waiting", None, b"");
+    let (_, status) = server.call("GET", "/v1/pipelines/waiting", None, b"");
     assert_eq!(status["state"], "stopped", "the restart was cancelled: {status}");
     assert_eq!(status["restart"]["restarts"], 1, "{status}");
     assert!(status["restart"]["next_attempt_at"].is_null(), "{status}");
 
     // Started again (an upgrade), it fails and waits again: the count starts over.
-    let (code, upgraded) = server.call("POST", "/pipelines/waiting/upgrade", None, b"");
+    let (code, upgraded) = server.call("POST", "/v1/pipelines/waiting/upgrade", None, b"");
     assert_eq!(code, 200, "{upgraded}");
     let status = pending(&server);
     assert_eq!(status["restart"]["restarts"], 1, "{status}");
-    assert_eq!(server.call("DELETE", "/pipelines/waiting", None, b"").0, 204);
+    assert_eq!(server.call("DELETE", "/v1/pipelines/waiting", None, b"").0, 204);
     std::thread::sleep(Duration::from_secs(4));
-    assert_eq!(server.call("GET", "/pipelines/waiting", None, b"").0, 404);
-    assert_eq!(server.call("GET", "/pipelines", None, b"").1["pipelines"], serde_json::json!([]));
+    assert_eq!(server.call("GET", "/v1/pipelines/waiting", None, b"").0, 404);
+    assert_eq!(
+        server.call("GET", "/v1/pipelines", None, b"").1["pipelines"],
+        serde_json::json!([])
+    );
 }
 
 #[test]
@@ -217,8 +221,8 @@ fn a_start_refused_on_purpose_is_not_restarted() {
          checkpoint: {{ interval: 200ms, timeout: 1m }}\n\
          restart: {{ strategy: fixed-delay, attempts: 5, delay: 100ms }}\n"
     );
-    assert_eq!(server.call("POST", "/pipelines", None, spec.as_bytes()).0, 201);
-    server.wait_for("/pipelines/orders", None, Duration::from_secs(60), |s| {
+    assert_eq!(server.call("POST", "/v1/pipelines", None, spec.as_bytes()).0, 201);
+    server.wait_for("/v1/pipelines/orders", None, Duration::from_secs(60), |s| {
         s["snapshots_completed"].as_u64() >= Some(2)
     });
     assert!(total(&committed_per_key(&kafka, &revenue)) > 0, "the run committed output");
@@ -226,8 +230,9 @@ fn a_start_refused_on_purpose_is_not_restarted() {
     kafka.delete_group(&format!("weir-txn-{revenue}"));
 
     let server = Server::start(&data, &[]);
-    let status = server
-        .wait_for("/pipelines/orders", None, Duration::from_secs(60), |s| s["state"] == "failed");
+    let status = server.wait_for("/v1/pipelines/orders", None, Duration::from_secs(60), |s| {
+        s["state"] == "failed"
+    });
     let failure = status["failure"].as_str().unwrap_or_default();
     assert!(failure.contains("commit marker") && failure.contains("not restarted"), "{status}");
     assert_eq!(status["restart"]["restarts"], 0, "{status}");

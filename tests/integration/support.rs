@@ -160,8 +160,14 @@ impl Server {
 
     /// [`Server::start`] with `env` variables (a `WEIR_FAULT`, say).
     pub fn start_with_env(data: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
+        Server::start_on("127.0.0.1:0", data, extra, env)
+    }
+
+    /// [`Server::start_with_env`] listening on `listen` (`0.0.0.0:0`, say);
+    /// it is reached on 127.0.0.1 all the same.
+    pub fn start_on(listen: &str, data: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir", data.to_str().unwrap()])
+            .args(["serve", "--listen", listen, "--data-dir", data.to_str().unwrap()])
             .args(extra)
             .envs(env.iter().copied())
             .env_remove("WEIR_API_TOKEN")
@@ -172,6 +178,7 @@ impl Server {
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
         let address = line.trim().rsplit("http://").next().unwrap().to_string();
+        let address = address.replace("0.0.0.0:", "127.0.0.1:");
         assert!(address.starts_with("127.0.0.1:"), "{line}");
         Server { child, address }
     }
@@ -204,7 +211,9 @@ impl Server {
         (status, serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)))
     }
 
-    /// One request with a raw (possibly invalid UTF-8) path; the status and body bytes.
+    /// One request with a raw (possibly invalid UTF-8) path; the status and
+    /// body bytes. A body goes with a fitting `Content-Type`: Wasm, else
+    /// JSON if it parses as JSON, else YAML.
     pub fn raw(
         &self,
         method: &str,
@@ -212,14 +221,51 @@ impl Server {
         token: Option<&str>,
         body: &[u8],
     ) -> (u16, Vec<u8>) {
+        let auth = token.map(|t| format!("Bearer {t}"));
+        let mut headers = Vec::new();
+        if let Some(auth) = &auth {
+            headers.push(("Authorization", auth.as_str()));
+        }
+        if !body.is_empty() {
+            headers.push(("Content-Type", content_type_of(body)));
+        }
+        self.exchange(method, path, &headers, body)
+    }
+
+    /// One request with exactly `headers` (and `Host`, unless they give
+    /// one); the status and the body (JSON, else a JSON string).
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> (u16, serde_json::Value) {
+        let (status, body) = self.exchange(method, path.as_bytes(), headers, body);
+        let text = String::from_utf8_lossy(&body).to_string();
+        (status, serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)))
+    }
+
+    fn exchange(
+        &self,
+        method: &str,
+        path: &[u8],
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> (u16, Vec<u8>) {
         let mut stream = TcpStream::connect(&self.address).unwrap();
-        let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+        let mut lines = String::new();
+        if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("host")) {
+            lines.push_str(&format!("Host: {}\r\n", self.address));
+        }
+        for (name, value) in headers {
+            lines.push_str(&format!("{name}: {value}\r\n"));
+        }
         let mut head = format!("{method} ").into_bytes();
         head.extend_from_slice(path);
         head.extend_from_slice(
             format!(
-                " HTTP/1.1\r\nHost: {}\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n",
-                self.address,
+                " HTTP/1.1\r\n{lines}Content-Length: {}\r\nConnection: close\r\n\r\n",
                 body.len()
             )
             .as_bytes(),
@@ -261,6 +307,18 @@ impl Server {
             );
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
+    }
+}
+
+/// The `Content-Type` of a request body: Wasm by its magic, else JSON if
+/// it parses as JSON, else YAML.
+fn content_type_of(body: &[u8]) -> &'static str {
+    if body.starts_with(b"\0asm") {
+        "application/wasm"
+    } else if serde_json::from_slice::<serde_json::Value>(body).is_ok() {
+        "application/json"
+    } else {
+        "application/yaml"
     }
 }
 

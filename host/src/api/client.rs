@@ -65,12 +65,13 @@ impl ApiClient {
 
     /// Upload `bytes` as the next version of function `name`.
     pub fn upload_function(&self, name: &str, bytes: Vec<u8>) -> Result<FunctionVersion, ApiError> {
-        self.send(self.http.put(self.url(&format!("/functions/{name}"))).body(bytes))
+        let url = self.url(&format!("/v1/functions/{name}"));
+        self.send(self.http.put(url).header("content-type", "application/wasm").body(bytes))
     }
 
     /// Every function with its versions.
     pub fn list_functions(&self) -> Result<FunctionList, ApiError> {
-        self.send(self.http.get(self.url("/functions")))
+        self.send(self.http.get(self.url("/v1/functions")))
     }
 
     /// Deploy the spec `text`, optionally from the snapshot at `restore`
@@ -90,9 +91,9 @@ impl ApiClient {
             params.push(("override_kafka_marker", "true"));
         }
         let url = if params.is_empty() {
-            reqwest::Url::parse(&self.url("/pipelines"))
+            reqwest::Url::parse(&self.url("/v1/pipelines"))
         } else {
-            reqwest::Url::parse_with_params(&self.url("/pipelines"), &params)
+            reqwest::Url::parse_with_params(&self.url("/v1/pipelines"), &params)
         }
         .map_err(|e| ApiError::internal(format!("bad server URL: {e}")))?;
         self.send(self.http.post(url).header("content-type", "application/yaml").body(text))
@@ -100,40 +101,40 @@ impl ApiClient {
 
     /// Every pipeline's status.
     pub fn list_pipelines(&self) -> Result<PipelineList, ApiError> {
-        self.send(self.http.get(self.url("/pipelines")))
+        self.send(self.http.get(self.url("/v1/pipelines")))
     }
 
     /// One pipeline's status.
     pub fn pipeline(&self, name: &str) -> Result<PipelineStatus, ApiError> {
-        self.send(self.http.get(self.url(&format!("/pipelines/{name}"))))
+        self.send(self.http.get(self.url(&format!("/v1/pipelines/{name}"))))
     }
 
     /// Take a savepoint.
     pub fn savepoint(&self, name: &str) -> Result<SnapshotTaken, ApiError> {
-        self.send(self.http.post(self.url(&format!("/pipelines/{name}/savepoints"))))
+        self.send(self.http.post(self.url(&format!("/v1/pipelines/{name}/savepoints"))))
     }
 
     /// Stop, with a savepoint if `savepoint`.
     pub fn stop(&self, name: &str, savepoint: bool) -> Result<SnapshotTaken, ApiError> {
         self.send(
             self.http
-                .post(self.url(&format!("/pipelines/{name}/stop")))
+                .post(self.url(&format!("/v1/pipelines/{name}/stop")))
                 .json(&StopRequest { savepoint }),
         )
     }
 
     /// New function versions, parallelism or spec, state kept.
     pub fn upgrade(&self, name: &str, upgrade: &Upgrade) -> Result<PipelineStatus, ApiError> {
-        self.send(self.http.post(self.url(&format!("/pipelines/{name}/upgrade"))).json(upgrade))
+        self.send(self.http.post(self.url(&format!("/v1/pipelines/{name}/upgrade"))).json(upgrade))
     }
 
     /// Stop and delete.
     pub fn delete_pipeline(&self, name: &str) -> Result<(), ApiError> {
-        self.send(self.http.delete(self.url(&format!("/pipelines/{name}"))))
+        self.send(self.http.delete(self.url(&format!("/v1/pipelines/{name}"))))
     }
 
     /// Completed checkpoints and savepoints.
     pub fn checkpoints(&self, name: &str) -> Result<SnapshotList, ApiError> {
-        self.send(self.http.get(self.url(&format!("/pipelines/{name}/checkpoints"))))
+        self.send(self.http.get(self.url(&format!("/v1/pipelines/{name}/checkpoints"))))
     }
 }

@@ -39,6 +39,29 @@ impl ApiError {
         )
     }
 
+    /// 403 `forbidden`: the token is valid but its role may not do this.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
+    /// 415 `unsupported_media_type`: a request body of a type the API
+    /// does not take.
+    pub fn unsupported_media_type(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", message)
+    }
+
+    /// 403 `foreign_origin`: a state-changing request from a page of
+    /// another site.
+    pub fn foreign_origin(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "foreign_origin", message)
+    }
+
+    /// 421 `unknown_host`: a `Host` this server does not answer to (DNS
+    /// rebinding).
+    pub fn unknown_host(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::MISDIRECTED_REQUEST, "unknown_host", message)
+    }
+
     /// 400: the spec (or request body) is malformed or invalid.
     pub fn invalid_spec(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "invalid_spec", message)
@@ -120,8 +143,10 @@ pub struct ErrorBody {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct ErrorDetail {
     /// Stable machine-readable code: `invalid_name`, `invalid_spec`,
-    /// `invalid_pipeline`, `not_granted`, `not_found`, `exists`, `busy`, `not_running`,
-    /// `in_use`, `not_wasm`, `invalid_function`, `unauthorized`, …
+    /// `invalid_pipeline`, `not_granted`, `limit_exceeded`, `not_found`, `exists`, `busy`, `not_running`,
+    /// `in_use`, `not_wasm`, `invalid_function`, `unauthorized`,
+    /// `forbidden`, `unsupported_media_type`, `foreign_origin`,
+    /// `unknown_host`, …
     pub code: String,
     /// For people.
     pub message: String,

@@ -1,4 +1,4 @@
-//! `/functions` handlers, and the answer types they share with
+//! `/v1/functions` handlers, and the answer types they share with
 //! [`ApiClient`](super::ApiClient).
 
 use std::sync::Arc;
@@ -44,13 +44,13 @@ pub struct FunctionDetails {
 /// type (componentized). It is validated and compiled before it is stored
 /// as the next version; the same bytes as the newest version answer that
 /// version (200) instead.
-#[utoipa::path(put, path = "/functions/{name}", tag = "functions", params(("name" = String, Path, description = "`[a-z0-9-]{1,63}`")),
+#[utoipa::path(put, path = "/v1/functions/{name}", tag = "functions", params(("name" = String, Path, description = "`[a-z0-9-]{1,63}`")),
     request_body(content = Vec<u8>, content_type = "application/wasm"),
     responses((status = 201, body = FunctionVersion, description = "Stored as a new version"),
               (status = 200, body = FunctionVersion, description = "The newest version has these bytes already"),
               (status = 400, body = ErrorBody, description = "Invalid name"),
               (status = 413, description = "Larger than the upload limit"),
-              (status = 415, body = ErrorBody, description = "Not WebAssembly"),
+              (status = 415, body = ErrorBody, description = "`not_wasm`: not WebAssembly; `unsupported_media_type`: sent as another type than application/wasm, JSON or YAML"),
               (status = 422, body = ErrorBody, description = "Not a usable Weir function (truncated, wrong imports, …)")))]
 pub(crate) async fn upload(
     State(state): State<Arc<AppState>>,
@@ -65,7 +65,7 @@ pub(crate) async fn upload(
 }
 
 /// Every function with its versions.
-#[utoipa::path(get, path = "/functions", tag = "functions", responses((status = 200, body = FunctionList)))]
+#[utoipa::path(get, path = "/v1/functions", tag = "functions", responses((status = 200, body = FunctionList)))]
 pub(crate) async fn list(
     State(state): State<Arc<AppState>>,
 ) -> Result<Json<FunctionList>, ApiError> {
@@ -76,7 +76,7 @@ pub(crate) async fn list(
 }
 
 /// One function's versions.
-#[utoipa::path(get, path = "/functions/{name}", tag = "functions", params(("name" = String, Path, description = "The function")),
+#[utoipa::path(get, path = "/v1/functions/{name}", tag = "functions", params(("name" = String, Path, description = "The function")),
     responses((status = 200, body = FunctionDetails), (status = 404, body = ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<Arc<AppState>>,
@@ -89,7 +89,7 @@ pub(crate) async fn get(
 
 /// Delete a function and its versions; refused while a deployed pipeline
 /// uses it.
-#[utoipa::path(delete, path = "/functions/{name}", tag = "functions", params(("name" = String, Path, description = "The function")),
+#[utoipa::path(delete, path = "/v1/functions/{name}", tag = "functions", params(("name" = String, Path, description = "The function")),
     responses((status = 204, description = "Deleted"), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "A pipeline uses it")))]
 pub(crate) async fn delete(
     State(state): State<Arc<AppState>>,

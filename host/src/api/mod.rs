@@ -1,33 +1,40 @@
 //! The HTTP API (`weir serve`): functions are uploaded and pipelines
-//! deployed and operated over HTTP.
+//! deployed and operated over HTTP. Every route is under `/v1/` but
+//! `/healthz` and `/metrics`.
 //!
 //! ```text
-//! GET    /healthz                         ok (never needs the token)
-//! GET    /openapi.json                    this API, as OpenAPI 3.1
-//! GET    /metrics                         Prometheus text
-//! PUT    /functions/{name}                upload a component or core module (body: the bytes)
-//! GET    /functions                       every function with its versions
-//! GET    /functions/{name}                one function's versions
-//! DELETE /functions/{name}                remove it (refused while a pipeline uses it)
-//! POST   /pipelines                       deploy a spec (body: YAML or JSON; ?restore=<snapshot>)
-//! GET    /pipelines                       every pipeline's status
-//! GET    /pipelines/{name}                state, failure, counts, watermark, last checkpoint
-//! POST   /pipelines/{name}/savepoints     take a savepoint
-//! POST   /pipelines/{name}/stop           stop gracefully ({"savepoint": true} for a savepoint)
-//! POST   /pipelines/{name}/upgrade        new function versions / parallelism / spec, state kept
-//! GET    /pipelines/{name}/checkpoints    completed checkpoints and savepoints
-//! DELETE /pipelines/{name}                stop and delete (savepoints are kept)
+//! GET    /healthz                            ok (never needs the token)
+//! GET    /metrics                            Prometheus text
+//! GET    /v1/openapi.json                    this API, as OpenAPI 3.1
+//! PUT    /v1/functions/{name}                upload a component or core module (body: the bytes)
+//! GET    /v1/functions                       every function with its versions
+//! GET    /v1/functions/{name}                one function's versions
+//! DELETE /v1/functions/{name}                remove it (refused while a pipeline uses it)
+//! POST   /v1/pipelines                       deploy a spec (body: YAML or JSON; ?restore=<snapshot>)
+//! GET    /v1/pipelines                       every pipeline's status
+//! GET    /v1/pipelines/{name}                state, failure, counts, watermark, last checkpoint
+//! POST   /v1/pipelines/{name}/savepoints     take a savepoint
+//! POST   /v1/pipelines/{name}/stop           stop gracefully ({"savepoint": true} for a savepoint)
+//! POST   /v1/pipelines/{name}/upgrade        new function versions / parallelism / spec, state kept
+//! GET    /v1/pipelines/{name}/checkpoints    completed checkpoints and savepoints
+//! DELETE /v1/pipelines/{name}                stop and delete (savepoints are kept)
 //! ```
 //!
 //! Errors are `{"error":{"code":"…","message":"…"}}` with a fitting 4xx or
-//! 5xx status. With a token configured, every route but `/healthz` needs
-//! `Authorization: Bearer <token>`. Request bodies are limited in size.
+//! 5xx status. Every request first passes the [`guard`] (its `Host`, the
+//! `Origin` and body type of a state-changing request); then, with tokens
+//! configured, every route but `/healthz` needs `Authorization: Bearer
+//! <token>` of a role that may do it ([`access`]). Without a token the
+//! server only listens on loopback, unless told `--insecure-no-token`.
+//! Request bodies are limited in size.
 //! The routes and the OpenAPI document come from the same annotations
 //! (`utoipa-axum`), so they cannot drift apart.
 
+pub mod access;
 mod client;
 mod error;
 mod functions;
+pub mod guard;
 mod limits;
 mod metrics;
 mod pipelines;
@@ -48,6 +55,7 @@ use utoipa_axum::routes;
 pub use client::ApiClient;
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use functions::{FunctionDetails, FunctionList, FunctionVersions};
+pub use guard::SurfaceConfig;
 pub use limits::ServerLimits;
 pub use pipelines::{
     Counts, OperatorCountsView, PinnedFunction, PipelineList, PipelineStatus, SnapshotInfo,
@@ -65,8 +73,11 @@ pub struct ServeConfig {
     pub listen: SocketAddr,
     /// The host's data directory.
     pub data_dir: PathBuf,
-    /// Bearer token every route but `/healthz` requires, if set.
+    /// An admin bearer token (`--token`), if set; with it or a tokens
+    /// file, every route but `/healthz` requires a token.
     pub token: Option<String>,
+    /// Tokens file, allowed hosts and origins, open listening.
+    pub surface: SurfaceConfig,
     /// Largest accepted upload, in bytes.
     pub max_upload_bytes: usize,
     /// What deploys and upgrades may ask for: more is refused.
@@ -83,12 +94,19 @@ pub(crate) struct AppState {
     pub(crate) functions: FunctionStore,
     pub(crate) loader: FunctionLoader,
     pub(crate) supervisor: Arc<Supervisor>,
-    token: Option<String>,
+    access: Arc<access::Access>,
+    surface: SurfaceConfig,
 }
 
 /// Serve until the process ends. `on_listening` gets the bound address
 /// (useful with port 0).
 pub fn serve(config: ServeConfig, on_listening: impl FnOnce(SocketAddr)) -> Result<(), ApiError> {
+    let has_token = config.token.is_some() || config.surface.tokens_file.is_some();
+    guard::check_listen(config.listen, has_token, &config.surface).map_err(ApiError::internal)?;
+    let access =
+        access::Access::open(config.token.as_deref(), config.surface.tokens_file.as_deref())
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+    let access = Arc::new(access);
     let engine = new_engine(Default::default())
         .map_err(|e| ApiError::internal(format!("wasm engine: {e:#}")))?;
     let loader =
@@ -99,7 +117,13 @@ pub fn serve(config: ServeConfig, on_listening: impl FnOnce(SocketAddr)) -> Resu
         .map_err(|e| ApiError::internal(format!("cannot grant {e}")))?;
     let supervisor =
         Supervisor::open(&config.data_dir, config.limits.clone(), config.natives.clone(), grants)?;
-    let state = Arc::new(AppState { functions, loader, supervisor, token: config.token.clone() });
+    let state = Arc::new(AppState {
+        functions,
+        loader,
+        supervisor,
+        access: access.clone(),
+        surface: config.surface.clone(),
+    });
     let app = router(state, config.max_upload_bytes);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -112,6 +136,7 @@ pub fn serve(config: ServeConfig, on_listening: impl FnOnce(SocketAddr)) -> Resu
             .map_err(|e| ApiError::internal(format!("cannot listen on {}: {e}", config.listen)))?;
         let address = listener.local_addr().map_err(|e| ApiError::internal(e.to_string()))?;
         on_listening(address);
+        tokio::spawn(access::watch(access));
         axum::serve(listener, app).await.map_err(|e| ApiError::internal(format!("server: {e}")))
     })
 }
@@ -143,7 +168,7 @@ async fn healthz() -> &'static str {
 }
 
 /// This API as an OpenAPI 3.1 document.
-#[utoipa::path(get, path = "/openapi.json", tag = "operations", responses((status = 200, body = Object, description = "The OpenAPI document")))]
+#[utoipa::path(get, path = "/v1/openapi.json", tag = "operations", responses((status = 200, body = Object, description = "The OpenAPI document")))]
 async fn openapi_document() -> Json<&'static utoipa::openapi::OpenApi> {
     Json(openapi())
 }
@@ -151,7 +176,49 @@ async fn openapi_document() -> Json<&'static utoipa::openapi::OpenApi> {
 /// The OpenAPI document of the API (built once).
 pub fn openapi() -> &'static utoipa::openapi::OpenApi {
     static DOCUMENT: std::sync::OnceLock<utoipa::openapi::OpenApi> = std::sync::OnceLock::new();
-    DOCUMENT.get_or_init(|| api_routes().2)
+    DOCUMENT.get_or_init(|| {
+        let mut document = api_routes().2;
+        document_refusals(&mut document);
+        document
+    })
+}
+
+/// Add the answers of the guard and the token check (which are not in the
+/// handlers' annotations) to every operation they cover.
+fn document_refusals(document: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{Content, Ref, RefOr, Response, ResponseBuilder};
+    let error = |description: &str| -> RefOr<Response> {
+        let body = Content::new(Some(Ref::from_schema_name("ErrorBody")));
+        ResponseBuilder::new()
+            .description(description)
+            .content("application/json", body)
+            .build()
+            .into()
+    };
+    for (path, item) in document.paths.paths.iter_mut() {
+        if path == "/healthz" {
+            continue;
+        }
+        for operation in [&mut item.get, &mut item.put, &mut item.post, &mut item.delete] {
+            let Some(operation) = operation.as_mut() else { continue };
+            let has_body = operation.request_body.is_some();
+            let responses = &mut operation.responses.responses;
+            responses.entry("401".into()).or_insert_with(|| {
+                error("`unauthorized`: no valid bearer token (tokens are configured)")
+            });
+            responses.entry("403".into()).or_insert_with(|| {
+                error("`forbidden`: the token's role may not do this; `foreign_origin`: a state-changing request from a page of another site")
+            });
+            if has_body {
+                responses.entry("415".into()).or_insert_with(|| {
+                    error("`unsupported_media_type`: a body that is not JSON, YAML or Wasm")
+                });
+            }
+            responses.entry("421".into()).or_insert_with(|| {
+                error("`unknown_host`: a Host that is not an IP address, localhost or an --allow-host name")
+            });
+        }
+    }
 }
 
 #[derive(utoipa::OpenApi)]
@@ -178,14 +245,15 @@ impl utoipa::Modify for BearerToken {
     }
 }
 
-/// The routes, with the token check and the body limit.
+/// The routes, with the guard, the token check and the body limit.
 fn router(state: Arc<AppState>, max_upload_bytes: usize) -> Router {
     let (open, protected, _) = api_routes();
     let protected = protected
         .layer(DefaultBodyLimit::max(max_upload_bytes))
-        .route_layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), authorize));
     open.merge(protected)
         .fallback(|| async { ApiError::not_found("no such route") })
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard_request))
         .with_state(state)
 }
 
@@ -199,26 +267,30 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ApiError::internal(format!("request task: {e}")))?
 }
 
-/// Refuse requests without the configured bearer token.
-async fn require_token(
+/// Refuse requests of a foreign host or origin, or with a body of the
+/// wrong type ([`guard`]).
+async fn guard_request(
     State(state): State<Arc<AppState>>,
     request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    if let Some(token) = &state.token {
-        let given = request
-            .headers()
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        if !given.is_some_and(|given| constant_time_eq(given.as_bytes(), token.as_bytes())) {
-            return Err(ApiError::unauthorized());
-        }
-    }
+    guard::check(&state.surface, request.method(), request.uri().path(), request.headers())?;
     Ok(next.run(request).await)
 }
 
-/// Compare without an early exit, so timing does not reveal the token.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// Refuse requests without a token of the role they need, when tokens are
+/// configured; hand the handlers the caller's role.
+async fn authorize(
+    State(state): State<Arc<AppState>>,
+    mut request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let needed = access::needed_role(request.method(), request.uri().path(), request.uri().query());
+    let authorization = request
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .map(|v| v.to_str().unwrap_or_default());
+    let role = state.access.authorize(authorization, needed)?;
+    request.extensions_mut().insert(access::Caller(role));
+    Ok(next.run(request).await)
 }

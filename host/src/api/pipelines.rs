@@ -1,4 +1,4 @@
-//! `/pipelines` handlers: deploy, status, savepoints, stop, upgrade,
+//! `/v1/pipelines` handlers: deploy, status, savepoints, stop, upgrade,
 //! delete, checkpoints. The work is the [`Supervisor`]'s; handlers parse
 //! requests, run it off the async workers and shape the answers. The
 //! answer types are also what [`ApiClient`](super::ApiClient) reads.
@@ -6,12 +6,13 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::access::{Caller, Role};
 use super::supervisor::{PipelineView, Supervisor, Upgrade};
 use super::{blocking, ApiError, AppState, ErrorBody};
 use crate::checkpoint::{CheckpointStorage, CompletedSnapshot, SnapshotMetadata};
@@ -293,10 +294,10 @@ pub struct DeployQuery {
 }
 
 /// Deploy a pipeline from its spec (YAML or JSON). Functions are named by
-/// `function: <name>` (uploaded with `PUT /functions/{name}`); the newest
+/// `function: <name>` (uploaded with `PUT /v1/functions/{name}`); the newest
 /// version of each is pinned unless the spec says `version`.
-#[utoipa::path(post, path = "/pipelines", tag = "pipelines", params(DeployQuery),
-    request_body(content = String, description = "The pipeline spec, YAML or JSON", content_type = "application/yaml"),
+#[utoipa::path(post, path = "/v1/pipelines", tag = "pipelines", params(DeployQuery),
+    request_body(description = "The pipeline spec, YAML or JSON", content((String = "application/yaml"), (String = "application/x-yaml"), (String = "text/yaml"), (Object = "application/json"))),
     responses((status = 201, body = PipelineStatus, description = "Deployed and started"),
               (status = 400, body = ErrorBody, description = "The spec is malformed: unknown field, bad duration, impossible parallelism …"),
               (status = 409, body = ErrorBody, description = "A pipeline of that name exists"),
@@ -328,7 +329,7 @@ pub struct PipelineList {
 }
 
 /// Every pipeline with its status.
-#[utoipa::path(get, path = "/pipelines", tag = "pipelines", responses((status = 200, body = PipelineList)))]
+#[utoipa::path(get, path = "/v1/pipelines", tag = "pipelines", responses((status = 200, body = PipelineList)))]
 pub(crate) async fn list(
     State(state): State<Arc<AppState>>,
 ) -> Result<Json<PipelineList>, ApiError> {
@@ -346,7 +347,7 @@ pub(crate) async fn list(
 
 /// One pipeline's status: state, failure reason, counts per operator,
 /// watermark, last checkpoint.
-#[utoipa::path(get, path = "/pipelines/{name}", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
+#[utoipa::path(get, path = "/v1/pipelines/{name}", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
     responses((status = 200, body = PipelineStatus), (status = 404, body = ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<Arc<AppState>>,
@@ -365,7 +366,7 @@ pub struct SnapshotTaken {
 }
 
 /// Take a savepoint; the pipeline keeps running.
-#[utoipa::path(post, path = "/pipelines/{name}/savepoints", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
+#[utoipa::path(post, path = "/v1/pipelines/{name}/savepoints", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
     responses((status = 201, body = SnapshotTaken), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "Not running, or busy")))]
 pub(crate) async fn savepoint(
     State(state): State<Arc<AppState>>,
@@ -389,7 +390,7 @@ pub struct StopRequest {
 
 /// Stop gracefully: records in flight are processed, a final snapshot is
 /// taken and committed, then the pipeline stops. The body is optional.
-#[utoipa::path(post, path = "/pipelines/{name}/stop", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
+#[utoipa::path(post, path = "/v1/pipelines/{name}/stop", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
     request_body(content = Option<StopRequest>, content_type = "application/json"),
     responses((status = 200, body = SnapshotTaken), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "Not running, or busy")))]
 pub(crate) async fn stop(
@@ -408,15 +409,21 @@ pub(crate) async fn stop(
 /// Upgrade: savepoint and stop the running pipeline, then start it again
 /// from that savepoint with new function versions, a new parallelism or a
 /// new spec; state is kept. Checked before the pipeline is touched.
-#[utoipa::path(post, path = "/pipelines/{name}/upgrade", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
+#[utoipa::path(post, path = "/v1/pipelines/{name}/upgrade", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
     request_body(content = Upgrade, content_type = "application/json"),
-    responses((status = 200, body = PipelineStatus), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    responses((status = 200, body = PipelineStatus), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody, description = "`override_kafka_marker` without an admin token"), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub(crate) async fn upgrade(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
+    Extension(Caller(role)): Extension<Caller>,
     body: Bytes,
 ) -> Result<Json<PipelineStatus>, ApiError> {
     let upgrade: Upgrade = optional_json(&body)?;
+    if upgrade.override_kafka_marker && role < Role::Admin {
+        return Err(ApiError::forbidden(format!(
+            "override_kafka_marker needs a token of role admin; yours is {role}"
+        )));
+    }
     blocking(move || {
         let view = state.supervisor.upgrade(&name, &upgrade, &state.functions)?;
         Ok(Json(full_status(&state.supervisor, view)))
@@ -426,7 +433,7 @@ pub(crate) async fn upgrade(
 
 /// Stop the pipeline if it runs and delete it with its local state and
 /// checkpoints (savepoints are kept).
-#[utoipa::path(delete, path = "/pipelines/{name}", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
+#[utoipa::path(delete, path = "/v1/pipelines/{name}", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
     responses((status = 204, description = "Deleted"), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<Arc<AppState>>,
@@ -443,7 +450,7 @@ pub struct SnapshotList {
 }
 
 /// Completed checkpoints and savepoints, newest first.
-#[utoipa::path(get, path = "/pipelines/{name}/checkpoints", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
+#[utoipa::path(get, path = "/v1/pipelines/{name}/checkpoints", tag = "pipelines", params(("name" = String, Path, description = "The pipeline")),
     responses((status = 200, body = SnapshotList), (status = 404, body = ErrorBody)))]
 pub(crate) async fn checkpoints(
     State(state): State<Arc<AppState>>,

@@ -317,7 +317,7 @@ impl Supervisor {
         let spec =
             record.spec(&self.data_dir).map_err(|e| ApiError::invalid_spec(e.to_string()))?;
         if let Some((field, _)) = spec.functions().into_iter().find(|(_, f)| f.wasm.is_some()) {
-            return Err(ApiError::invalid_spec(format!("{field}.wasm: a deployed pipeline names stored functions (`function: <name>`), not files on the server; upload it with PUT /functions/<name>")));
+            return Err(ApiError::invalid_spec(format!("{field}.wasm: a deployed pipeline names stored functions (`function: <name>`), not files on the server; upload it with PUT /v1/functions/<name>")));
         }
         self.limits.check_spec(&spec)?;
         // Before anything opens a file or connects.
@@ -692,7 +692,7 @@ impl Supervisor {
             let reason = match strategy.attempts() {
                 Some(0) => reason,
                 attempts => format!(
-                    "{reason} (gave up after {} restart(s): restart.attempts is {}; fix the cause, then start it again with POST /pipelines/{}/upgrade)",
+                    "{reason} (gave up after {} restart(s): restart.attempts is {}; fix the cause, then start it again with POST /v1/pipelines/{}/upgrade)",
                     restarts.tracker.total,
                     attempts.map_or("unlimited".to_string(), |a| a.to_string()),
                     entry.record.name,

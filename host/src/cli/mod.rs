@@ -6,6 +6,7 @@
 //!   work on a pipeline in this process or on its data directory;
 //! * `serve` starts the HTTP API; `function` and `pipeline` are its
 //!   clients (`server` says which server);
+//! * `token` makes API tokens for `serve`'s tokens file;
 //! * `wasm` (`inspect`, `componentize`) works on `.wasm` files;
 //! * `print` holds the tables and summaries.
 
@@ -19,6 +20,7 @@ pub mod run;
 pub mod serve;
 pub mod server;
 pub mod snapshots;
+pub mod token;
 pub mod wasm;
 
 use clap::{Parser, Subcommand};
@@ -59,6 +61,11 @@ pub enum Command {
     Pipeline {
         #[command(subcommand)]
         command: pipeline::PipelineCommand,
+    },
+    /// API tokens for `weir serve --tokens FILE`: new.
+    Token {
+        #[command(subcommand)]
+        command: token::TokenCommand,
     },
     /// Inspect a pipeline's checkpoints and savepoints.
     Checkpoints {

@@ -11,9 +11,27 @@ pub struct ServeArgs {
     /// Where functions, state and compiled code are kept.
     #[arg(long, env = weir_host::config::DATA_DIR_ENV)]
     data_dir: Option<PathBuf>,
-    /// Require `Authorization: Bearer <token>` on every route but /healthz.
+    /// An admin token: require `Authorization: Bearer <token>` (this or
+    /// one of --tokens) on every route but /healthz.
     #[arg(long, env = "WEIR_API_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// A tokens file: `<role> sha256:<hex> [label]` lines (roles read,
+    /// deploy, admin; `weir token new` prints one), read again when it
+    /// changes and on SIGHUP.
+    #[arg(long, value_name = "FILE")]
+    tokens: Option<PathBuf>,
+    /// Listen beyond loopback with no token: anyone who reaches the
+    /// server may deploy pipelines.
+    #[arg(long)]
+    insecure_no_token: bool,
+    /// A host name the API answers to besides IP addresses and localhost
+    /// (repeatable): other `Host` headers get 421 (DNS rebinding).
+    #[arg(long, value_name = "NAME")]
+    allow_host: Vec<String>,
+    /// An origin (`https://console.example`) whose web pages may change
+    /// things through the API (repeatable); others get 403.
+    #[arg(long, value_name = "URL", value_parser = weir_host::api::guard::normalize_origin)]
+    allow_origin: Vec<String>,
     /// Largest accepted upload, in bytes.
     #[arg(long, default_value_t = 64 << 20)]
     max_upload_bytes: usize,
@@ -79,6 +97,12 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         listen: args.listen,
         data_dir,
         token: args.token.filter(|t| !t.is_empty()),
+        surface: weir_host::api::SurfaceConfig {
+            tokens_file: args.tokens,
+            insecure_no_token: args.insecure_no_token,
+            allow_hosts: args.allow_host,
+            allow_origins: args.allow_origin,
+        },
         max_upload_bytes: args.max_upload_bytes,
         limits,
         natives: super::natives(),

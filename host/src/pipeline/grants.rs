@@ -146,7 +146,7 @@ fn location(text: &str) -> Result<Location, String> {
     if !text.contains("://") {
         let path = PathBuf::from(text);
         if path.is_relative() {
-            return Err("a relative location is not allowed; give the absolute location as GET /pipelines/<name>/checkpoints lists it".into());
+            return Err("a relative location is not allowed; give the absolute location as GET /v1/pipelines/<name>/checkpoints lists it".into());
         }
         return Ok(Location::File(path));
     }
@@ -498,7 +498,7 @@ impl Grants {
         let refuse = |why: String| {
             NotGranted::new(
                 field,
-                format!("{location_text} {why}: a pipeline restores its own checkpoints and savepoints (GET /pipelines/{}/checkpoints lists them); start weir serve with --allow-storage naming a root above it to restore from elsewhere", spec.name),
+                format!("{location_text} {why}: a pipeline restores its own checkpoints and savepoints (GET /v1/pipelines/{}/checkpoints lists them); start weir serve with --allow-storage naming a root above it to restore from elsewhere", spec.name),
             )
         };
         match location(location_text).map_err(|e| refuse(format!("is not usable ({e})")))? {

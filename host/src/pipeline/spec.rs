@@ -428,7 +428,7 @@ impl TtlSpec {
 }
 
 /// A reference to a function: a `.wasm` file, or a function uploaded to
-/// the host's function store (`weir function upload`, `PUT /functions/…`).
+/// the host's function store (`weir function upload`, `PUT /v1/functions/…`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FunctionSpec {
