@@ -424,7 +424,8 @@ impl Grants {
             false => format!(", and {flag} {}", granted.join(", ")),
         };
         let what = if flag == "--allow-write" { "writes" } else { "reads" };
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(&path);
+        let normal = lexically_normal(&path);
+        let dir = normal.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(&normal);
         Err(NotGranted::new(
             field,
             format!(
@@ -539,6 +540,22 @@ impl Grants {
             }
         }
     }
+}
+
+/// `path` without `.` and `..` components, resolved by text alone (for
+/// naming the directory a flag would grant, never for a check).
+fn lexically_normal(path: &Path) -> PathBuf {
+    let mut normal = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                normal.pop();
+            }
+            other => normal.push(other),
+        }
+    }
+    normal
 }
 
 /// The pipeline whose snapshot directory `parts` names
