@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod api;
+mod api_fuzz;
 mod api_graphs;
 mod api_pipelines;
 mod bad_input;

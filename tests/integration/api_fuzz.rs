@@ -1,0 +1,316 @@
+//! API fuzzing from the API's own OpenAPI document: schemathesis (from
+//! PyPI, pinned in `scripts/dev`) generates requests for every operation
+//! of `weir serve` — valid and invalid names, queries, bodies and methods —
+//! with a fixed seed and a fixed budget, and checks each answer against
+//! the document (status codes, content types, body schemas).
+//!
+//! The test asserts what a tenant must never see: a 5xx, a dead server,
+//! or a refused request changing the function store or the pipeline
+//! records. Names are generated, never taken from answers, so no
+//! state-changing request can succeed: the report must show each one
+//! refused and the records must stay byte-identical. A second run without
+//! the token must be answered 401 everywhere, and a last stateful run,
+//! which reuses the real names from answers (upgrades, stops, deletes),
+//! must still find no 5xx.
+//!
+//! schemathesis comes from `$WEIR_TEST_SCHEMATHESIS` (`scripts/dev test`
+//! sets it), else `scripts/dev schemathesis` installs it (refused under
+//! `CI=true`, where it must be given).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::support::*;
+
+/// Environment variable naming schemathesis's `st` command.
+pub const SCHEMATHESIS_ENV: &str = "WEIR_TEST_SCHEMATHESIS";
+
+/// Where the server serves its OpenAPI document.
+const OPENAPI_PATH: &str = "/openapi.json";
+
+const TOKEN: &str = "fuzz-t0ken";
+
+/// Generated test cases per operation in the main run (with the token).
+const EXAMPLES_PER_OPERATION: u32 = 1000;
+
+/// The least number of requests the main run must have sent.
+const MIN_REQUESTS: usize = 10_000;
+
+/// The fixed seed of every run.
+const SEED: &str = "25";
+
+/// Configuration of the runs: generated names only, never names read
+/// from earlier answers (so no request can touch the real function or
+/// pipeline); the stateful phase keeps its default and reuses them.
+const CONFIG: &str = "\
+[phases.examples.extra-data-sources]
+responses = false
+[phases.coverage.extra-data-sources]
+responses = false
+[phases.fuzzing.extra-data-sources]
+responses = false
+";
+
+/// schemathesis hooks: an `application/wasm` body is raw bytes.
+const HOOKS: &str = "\
+import schemathesis
+schemathesis.serializer.alias(\"application/wasm\", \"application/octet-stream\")
+";
+
+/// The checks of every run: all but those that cannot hold for this API
+/// (`positive_data_acceptance`: a schema-valid string is rarely a valid
+/// spec or name; `object_level_authorization` needs several users).
+const EXCLUDED_CHECKS: &str = "positive_data_acceptance,object_level_authorization";
+
+#[test]
+fn fuzzing_the_api_from_its_openapi_document_finds_no_server_error() {
+    let st = schemathesis();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut server = Server::start(&data, &["--token", TOKEN]);
+    let token = Some(TOKEN);
+
+    // Real names exist: a function and a (finished) pipeline using it.
+    let wasm = std::fs::read(function("revenue")).unwrap();
+    assert_eq!(server.call("PUT", "/functions/revenue", token, &wasm).0, 201);
+    let spec = "name: orders\nsource: { type: generator, count: 100 }\n\
+                key: { function: revenue }\nprocess: { function: revenue }\nsink: { type: discard }\n";
+    let (status, deployed) = server.call("POST", "/pipelines", token, spec.as_bytes());
+    assert_eq!(status, 201, "{deployed}");
+    server.wait_for("/pipelines/orders", token, Duration::from_secs(60), |s| {
+        s["state"] == "finished"
+    });
+    let before = records(&data);
+    assert!(before.len() >= 3, "the function and the pipeline are stored: {:?}", before.keys());
+
+    let started = Instant::now();
+    let run = fuzz(
+        &st,
+        &server,
+        dir.path(),
+        "token",
+        &[
+            "--max-examples",
+            &EXAMPLES_PER_OPERATION.to_string(),
+            "--phases",
+            "examples,coverage,fuzzing",
+            "--header",
+            &format!("Authorization: Bearer {TOKEN}"),
+        ],
+    );
+    let took = started.elapsed();
+    eprintln!(
+        "api fuzz: {} requests with the token in {:.0?} ({} 2xx, {} 4xx)",
+        run.exchanges.len(),
+        took,
+        run.count(|e| (200..300).contains(&e.status)),
+        run.count(|e| (400..500).contains(&e.status)),
+    );
+    run.assert_clean(&mut server);
+    assert!(
+        run.exchanges.len() >= MIN_REQUESTS,
+        "the budget is at least {MIN_REQUESTS} requests, schemathesis sent {}",
+        run.exchanges.len()
+    );
+    let changed: Vec<_> =
+        run.exchanges.iter().filter(|e| e.changes_state() && e.status < 300).collect();
+    assert!(changed.is_empty(), "state-changing requests were accepted: {changed:#?}");
+    assert_eq!(records(&data), before, "refused requests changed the stored records");
+
+    // Without the token: nothing but the health check answers.
+    let run = fuzz(
+        &st,
+        &server,
+        dir.path(),
+        "no-token",
+        &["--max-examples", "5", "--phases", "examples,coverage,fuzzing"],
+    );
+    eprintln!("api fuzz: {} requests without the token", run.exchanges.len());
+    run.assert_clean(&mut server);
+    let answered: Vec<_> = run
+        .exchanges
+        .iter()
+        .filter(|e| e.status != 401 && !e.uri.ends_with("/healthz") && e.status != 405)
+        .collect();
+    assert!(answered.is_empty(), "answered without the token: {answered:#?}");
+    assert_eq!(records(&data), before, "requests without the token changed the stored records");
+
+    // Stateful: names read from answers, so upgrades, stops and deletes of
+    // the real pipeline and function succeed; still no 5xx.
+    let run = fuzz(
+        &st,
+        &server,
+        dir.path(),
+        "stateful",
+        &[
+            "--max-examples",
+            "50",
+            "--phases",
+            "stateful",
+            "--header",
+            &format!("Authorization: Bearer {TOKEN}"),
+        ],
+    );
+    eprintln!(
+        "api fuzz: {} stateful requests; {:.0?} in all",
+        run.exchanges.len(),
+        started.elapsed()
+    );
+    run.assert_clean(&mut server);
+}
+
+/// One request schemathesis sent and the status it got.
+#[derive(Debug)]
+struct Exchange {
+    method: String,
+    uri: String,
+    status: u16,
+}
+
+impl Exchange {
+    fn changes_state(&self) -> bool {
+        matches!(self.method.as_str(), "PUT" | "POST" | "DELETE" | "PATCH")
+    }
+}
+
+/// One schemathesis run: its exit, output and requests.
+struct Run {
+    name: String,
+    success: bool,
+    output: String,
+    exchanges: Vec<Exchange>,
+    /// Requests that got no answer at all.
+    unanswered: Vec<String>,
+    /// Errors schemathesis met (an operation it could not test, …).
+    errors: Vec<String>,
+}
+
+impl Run {
+    fn count(&self, pick: impl Fn(&Exchange) -> bool) -> usize {
+        self.exchanges.iter().filter(|e| pick(e)).count()
+    }
+
+    /// No 5xx, every request answered, every check passed, the server alive.
+    fn assert_clean(&self, server: &mut Server) {
+        let failed: Vec<_> = self.exchanges.iter().filter(|e| e.status >= 500).collect();
+        assert!(failed.is_empty(), "{}: server errors: {failed:#?}\n{}", self.name, self.output);
+        assert!(server.is_alive(), "{}: the server died\n{}", self.name, self.output);
+        assert!(
+            self.unanswered.is_empty(),
+            "{}: requests without an answer: {:#?}\n{}",
+            self.name,
+            self.unanswered,
+            self.output
+        );
+        assert!(self.errors.is_empty(), "{}: {:#?}\n{}", self.name, self.errors, self.output);
+        assert!(self.success, "{}: schemathesis found failures\n{}", self.name, self.output);
+        assert!(!self.exchanges.is_empty(), "{}: no requests\n{}", self.name, self.output);
+    }
+}
+
+/// Run schemathesis against `server` with `extra` arguments; its report
+/// goes to `dir/<name>.ndjson`.
+fn fuzz(st: &Path, server: &Server, dir: &Path, name: &str, extra: &[&str]) -> Run {
+    let config = dir.join("schemathesis.toml");
+    std::fs::write(&config, CONFIG).unwrap();
+    let hooks = dir.join("weir_hooks.py");
+    std::fs::write(&hooks, HOOKS).unwrap();
+    let report = dir.join(format!("{name}.ndjson"));
+    let output = Command::new(st)
+        .arg("--config-file")
+        .arg(&config)
+        .arg("run")
+        .arg(format!("{}{OPENAPI_PATH}", server.url()))
+        .args(["--seed", SEED, "--generation-deterministic", "--generation-database", "none"])
+        .args(["--checks", "all", "--exclude-checks", EXCLUDED_CHECKS, "--continue-on-failure"])
+        .args(["--workers", "2", "--request-timeout", "60", "--suppress-health-check", "all"])
+        .args(["--no-color", "--report", "ndjson", "--report-ndjson-path"])
+        .arg(&report)
+        .args(extra)
+        .env("SCHEMATHESIS_HOOKS", &hooks)
+        .current_dir(dir)
+        .output()
+        .expect("schemathesis runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut run = Run {
+        name: name.to_string(),
+        success: output.status.success(),
+        output: text,
+        exchanges: Vec::new(),
+        unanswered: Vec::new(),
+        errors: Vec::new(),
+    };
+    let events = std::fs::read_to_string(&report)
+        .unwrap_or_else(|e| panic!("{}: {e}\n{}", report.display(), run.output));
+    for line in events.lines() {
+        let event: serde_json::Value = serde_json::from_str(line).unwrap();
+        if let Some(error) = event.get("NonFatalError") {
+            run.errors.push(error.to_string());
+        }
+        let Some(scenario) = event.get("ScenarioFinished") else { continue };
+        let interactions = scenario["recorder"]["interactions"].as_object();
+        for interaction in interactions.into_iter().flat_map(|i| i.values()) {
+            let request = &interaction["request"];
+            let (method, uri) = (request["method"].as_str(), request["uri"].as_str());
+            let (method, uri) = (method.unwrap().to_string(), uri.unwrap().to_string());
+            match interaction["response"]["status_code"].as_u64() {
+                Some(status) => run.exchanges.push(Exchange { method, uri, status: status as u16 }),
+                None => run.unanswered.push(format!("{method} {uri}")),
+            }
+        }
+    }
+    run
+}
+
+/// Every file of the function store and the pipeline records, by path.
+fn records(data: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(dir: &Path, into: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, into);
+            } else {
+                into.insert(path.clone(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut files = BTreeMap::new();
+    walk(&data.join("functions"), &mut files);
+    walk(&data.join("api").join("pipelines"), &mut files);
+    files
+}
+
+/// schemathesis's `st` command: `$WEIR_TEST_SCHEMATHESIS`, else installed
+/// with `scripts/dev schemathesis` (not under CI, where it must be given).
+fn schemathesis() -> PathBuf {
+    static SHARED: OnceLock<PathBuf> = OnceLock::new();
+    SHARED
+        .get_or_init(|| match std::env::var(SCHEMATHESIS_ENV) {
+            Ok(path) if !path.trim().is_empty() => PathBuf::from(path.trim()),
+            _ => {
+                assert!(
+                    std::env::var("CI").as_deref() != Ok("true"),
+                    "{SCHEMATHESIS_ENV} is not set: CI runs the tests with `scripts/dev test`, which \
+                     installs schemathesis and sets it (or run `scripts/dev schemathesis` and set \
+                     {SCHEMATHESIS_ENV} to the path it prints)"
+                );
+                let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/dev");
+                let output =
+                    Command::new(script).arg("schemathesis").output().expect("scripts/dev runs");
+                assert!(
+                    output.status.success(),
+                    "scripts/dev schemathesis: {}",
+                    String::from_utf8_lossy(&output.stderr)
+                );
+                PathBuf::from(String::from_utf8(output.stdout).expect("UTF-8").trim())
+            }
+        })
+        .clone()
+}
