@@ -29,6 +29,7 @@ mod client;
 mod error;
 mod functions;
 mod metrics;
+mod openapi;
 mod pipelines;
 mod supervisor;
 
@@ -125,6 +126,7 @@ fn api_routes() -> (Router<Arc<AppState>>, Router<Arc<AppState>>, utoipa::openap
         .routes(routes!(pipelines::checkpoints))
         .routes(routes!(metrics::metrics))
         .split_for_parts();
+    openapi::describe_protected(&mut document);
     document.merge(open_doc);
     (open, protected, document)
 }
@@ -180,6 +182,7 @@ fn router(state: Arc<AppState>, max_upload_bytes: usize) -> Router {
     open.merge(protected)
         .fallback(|| async { ApiError::not_found("no such route") })
         .with_state(state)
+        .layer(axum::middleware::map_response(error::json_refusals))
 }
 
 /// Run blocking work (files, compiling, waiting for a pipeline) off the

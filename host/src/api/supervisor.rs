@@ -42,6 +42,16 @@ use crate::registry::{FunctionStore, PipelineRecord, PipelineState, PipelineStor
 /// How long a savepoint (and the stop after it) may take.
 const SNAPSHOT_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// How long a snapshot request waits for a run that is still starting.
+const START_WAIT: Duration = Duration::from_secs(30);
+
+/// What [`RunHandle::request`] answers when no run listens: one still
+/// starting, or one that has ended.
+const NO_RUN_LISTENS: &str = "the pipeline is not running";
+
+/// What it answers when the run ended before answering.
+const RUN_ENDED_FIRST: &str = "the pipeline stopped before the snapshot was taken";
+
 /// A pipeline the server knows.
 struct Entry {
     record: PipelineRecord,
@@ -331,9 +341,7 @@ impl Supervisor {
     /// Take a savepoint of a running pipeline; its location.
     pub fn savepoint(&self, name: &str) -> Result<String, ApiError> {
         let handle = self.running_handle(name, false)?;
-        let location = handle
-            .request(SnapshotKind::Savepoint, false, SNAPSHOT_TIMEOUT)
-            .map_err(ApiError::snapshot_failed)?;
+        let location = self.request_snapshot(name, &handle, SnapshotKind::Savepoint, false)?;
         let mut pipelines = self.lock();
         if let Some(entry) = pipelines.get_mut(name) {
             entry.record.last_savepoint = Some(location.clone());
@@ -547,14 +555,58 @@ impl Supervisor {
             .map(|r| r.handle.clone())
             .ok_or_else(|| no_pipeline(name))?;
         let kind = if savepoint { SnapshotKind::Savepoint } else { SnapshotKind::Checkpoint };
-        let location =
-            handle.request(kind, true, SNAPSHOT_TIMEOUT).map_err(ApiError::snapshot_failed)?;
+        let location = self.request_snapshot(name, &handle, kind, true)?;
         let thread =
             self.lock().get_mut(name).and_then(|e| e.run.as_mut()).and_then(|r| r.thread.take());
         if let Some(thread) = thread {
             let _ = thread.join();
         }
         Ok(location)
+    }
+
+    /// Ask `handle`'s run of `name` for a snapshot of `kind` (and to stop
+    /// after it if `stop`). A run still starting (not listening yet) is
+    /// asked again for up to [`START_WAIT`]; a run that ends meanwhile (its
+    /// source finished) makes it a conflict, not a failed snapshot.
+    fn request_snapshot(
+        &self,
+        name: &str,
+        handle: &Arc<RunHandle>,
+        kind: SnapshotKind,
+        stop: bool,
+    ) -> Result<String, ApiError> {
+        let deadline = std::time::Instant::now() + START_WAIT;
+        loop {
+            let error = match handle.request(kind, stop, SNAPSHOT_TIMEOUT) {
+                Ok(location) => return Ok(location),
+                Err(error) if error == NO_RUN_LISTENS || error == RUN_ENDED_FIRST => error,
+                Err(error) => return Err(ApiError::snapshot_failed(error)),
+            };
+            let (ended, state) = {
+                let pipelines = self.lock();
+                let entry = pipelines.get(name);
+                let run =
+                    entry.and_then(|e| e.run.as_ref()).filter(|r| Arc::ptr_eq(&r.handle, handle));
+                let ended = run.and_then(|r| r.thread.as_ref()).is_none_or(|t| t.is_finished());
+                (ended, entry.map_or("deleted", |e| e.record.state.name()))
+            };
+            if ended {
+                return Err(ApiError::conflict(
+                    "not_running",
+                    format!(
+                        "pipeline {name} ended before the {} was taken (it is {state})",
+                        kind.name()
+                    ),
+                ));
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(ApiError::conflict(
+                    "not_running",
+                    format!("pipeline {name} is still starting ({error}): try again later"),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// End an operation on `name`: apply `change` to its record, store it,
