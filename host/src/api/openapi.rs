@@ -70,5 +70,7 @@ mod tests {
         }
         assert!(protected >= 13, "{protected} protected operations");
         assert_eq!(uploads, 1, "PUT /functions/{{name}} takes Wasm");
+        let choice = &document["components"]["schemas"]["VersionChoice"]["oneOf"];
+        assert_eq!(choice.as_array().map(Vec::len), Some(2), "a version number or \"latest\"");
     }
 }

@@ -104,10 +104,10 @@ pub struct Upgrade {
     /// New versions of stored functions, by function name: a number or
     /// `"latest"`. Functions not named keep their versions.
     #[serde(default)]
-    #[schema(value_type = BTreeMap<String, Object>)]
     pub functions: BTreeMap<String, VersionChoice>,
     /// New parallelism (≤ the spec's `max_parallelism`).
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 32768)]
     pub parallelism: Option<u16>,
     /// Start even though an exactly-once Kafka sink's commit marker
     /// disagrees with the snapshots (see `weir run --override-kafka-marker`).
@@ -152,6 +152,25 @@ impl<'de> serde::Deserialize<'de> for VersionChoice {
         }
     }
 }
+
+impl utoipa::PartialSchema for VersionChoice {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
+        let number = ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .minimum(Some(0))
+            .maximum(Some(u32::MAX));
+        let text =
+            ObjectBuilder::new().schema_type(Type::String).pattern(Some("^(latest|[0-9]{1,9})$"));
+        OneOfBuilder::new()
+            .item(number)
+            .item(text)
+            .description(Some("A version number, or `\"latest\"`"))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for VersionChoice {}
 
 /// A pipeline as the API shows it.
 pub struct PipelineView {
