@@ -364,8 +364,8 @@ fn records(data: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
         }
     }
     let mut files = BTreeMap::new();
-    walk(&data.join("functions"), &mut files);
-    walk(&data.join("api").join("pipelines"), &mut files);
+    walk(&weir_host::config::function_store_dir(data), &mut files);
+    walk(&weir_host::config::pipeline_store_dir(data), &mut files);
     files
 }
 
