@@ -231,7 +231,7 @@ fn snapshots_of_a_starting_or_ending_pipeline_are_never_server_errors() {
     let mut answers = Vec::new();
     for round in 0..3 {
         let spec = format!(
-            "name: p{round}\nsource: {{ type: generator, count: 20000 }}\n\
+            "name: p{round}\nsource: {{ type: generator, count: 50000 }}\n\
              key: {{ function: revenue }}\nprocess: {{ function: revenue }}\nsink: {{ type: discard }}\n"
         );
         let (status, body) = server.call("POST", "/pipelines", token, spec.as_bytes());
