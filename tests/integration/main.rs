@@ -8,6 +8,7 @@
 
 mod api;
 mod api_access;
+mod api_fuzz;
 mod api_grants;
 mod api_graphs;
 mod api_limits;

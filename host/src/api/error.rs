@@ -146,10 +146,43 @@ pub struct ErrorDetail {
     /// `invalid_pipeline`, `not_granted`, `limit_exceeded`, `not_found`, `exists`, `busy`, `not_running`,
     /// `in_use`, `not_wasm`, `invalid_function`, `unauthorized`,
     /// `forbidden`, `unsupported_media_type`, `foreign_origin`,
-    /// `unknown_host`, …
+    /// `unknown_host`, `invalid_request`, `too_large`,
+    /// `method_not_allowed`, …
     pub code: String,
     /// For people.
     pub message: String,
+}
+
+/// Give axum's own refusals — a path or query it cannot read, a body over
+/// the limit, a method the route lacks — the JSON error body of every
+/// other error (they come as plain text, or empty), keeping their status
+/// and headers (`Allow`).
+pub(crate) async fn json_refusals(response: Response) -> Response {
+    let status = response.status();
+    let json = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !status.is_client_error() || json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 64 * 1024).await.unwrap_or_default();
+    let code = match status {
+        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+        StatusCode::PAYLOAD_TOO_LARGE => "too_large",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+        _ => "invalid_request",
+    };
+    let message = match String::from_utf8_lossy(&text).trim() {
+        "" => status.canonical_reason().unwrap_or("refused").to_lowercase(),
+        text => text.to_string(),
+    };
+    parts.headers.remove(axum::http::header::CONTENT_TYPE);
+    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+    let mut answer = ApiError::new(status, code, message).into_response();
+    answer.headers_mut().extend(parts.headers);
+    answer
 }
 
 impl IntoResponse for ApiError {

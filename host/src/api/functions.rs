@@ -77,7 +77,7 @@ pub(crate) async fn list(
 
 /// One function's versions.
 #[utoipa::path(get, path = "/v1/functions/{name}", tag = "functions", params(("name" = String, Path, description = "The function")),
-    responses((status = 200, body = FunctionDetails), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = FunctionDetails), (status = 400, body = ErrorBody, description = "Invalid name"), (status = 404, body = ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
@@ -90,7 +90,7 @@ pub(crate) async fn get(
 /// Delete a function and its versions; refused while a deployed pipeline
 /// uses it.
 #[utoipa::path(delete, path = "/v1/functions/{name}", tag = "functions", params(("name" = String, Path, description = "The function")),
-    responses((status = 204, description = "Deleted"), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "A pipeline uses it")))]
+    responses((status = 204, description = "Deleted"), (status = 400, body = ErrorBody, description = "Invalid name"), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "A pipeline uses it")))]
 pub(crate) async fn delete(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,

@@ -37,6 +37,7 @@ mod functions;
 pub mod guard;
 mod limits;
 mod metrics;
+mod openapi;
 mod pipelines;
 mod supervisor;
 
@@ -157,6 +158,7 @@ fn api_routes() -> (Router<Arc<AppState>>, Router<Arc<AppState>>, utoipa::openap
         .routes(routes!(pipelines::checkpoints))
         .routes(routes!(metrics::metrics))
         .split_for_parts();
+    openapi::describe_protected(&mut document);
     document.merge(open_doc);
     (open, protected, document)
 }
@@ -176,49 +178,7 @@ async fn openapi_document() -> Json<&'static utoipa::openapi::OpenApi> {
 /// The OpenAPI document of the API (built once).
 pub fn openapi() -> &'static utoipa::openapi::OpenApi {
     static DOCUMENT: std::sync::OnceLock<utoipa::openapi::OpenApi> = std::sync::OnceLock::new();
-    DOCUMENT.get_or_init(|| {
-        let mut document = api_routes().2;
-        document_refusals(&mut document);
-        document
-    })
-}
-
-/// Add the answers of the guard and the token check (which are not in the
-/// handlers' annotations) to every operation they cover.
-fn document_refusals(document: &mut utoipa::openapi::OpenApi) {
-    use utoipa::openapi::{Content, Ref, RefOr, Response, ResponseBuilder};
-    let error = |description: &str| -> RefOr<Response> {
-        let body = Content::new(Some(Ref::from_schema_name("ErrorBody")));
-        ResponseBuilder::new()
-            .description(description)
-            .content("application/json", body)
-            .build()
-            .into()
-    };
-    for (path, item) in document.paths.paths.iter_mut() {
-        if path == "/healthz" {
-            continue;
-        }
-        for operation in [&mut item.get, &mut item.put, &mut item.post, &mut item.delete] {
-            let Some(operation) = operation.as_mut() else { continue };
-            let has_body = operation.request_body.is_some();
-            let responses = &mut operation.responses.responses;
-            responses.entry("401".into()).or_insert_with(|| {
-                error("`unauthorized`: no valid bearer token (tokens are configured)")
-            });
-            responses.entry("403".into()).or_insert_with(|| {
-                error("`forbidden`: the token's role may not do this; `foreign_origin`: a state-changing request from a page of another site")
-            });
-            if has_body {
-                responses.entry("415".into()).or_insert_with(|| {
-                    error("`unsupported_media_type`: a body that is not JSON, YAML or Wasm")
-                });
-            }
-            responses.entry("421".into()).or_insert_with(|| {
-                error("`unknown_host`: a Host that is not an IP address, localhost or an --allow-host name")
-            });
-        }
-    }
+    DOCUMENT.get_or_init(|| api_routes().2)
 }
 
 #[derive(utoipa::OpenApi)]
@@ -255,6 +215,7 @@ fn router(state: Arc<AppState>, max_upload_bytes: usize) -> Router {
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard_request))
         .with_state(state)
+        .layer(axum::middleware::map_response(error::json_refusals))
 }
 
 /// Run blocking work (files, compiling, waiting for a pipeline) off the

@@ -468,10 +468,31 @@ pub(crate) async fn checkpoints(
     .await
 }
 
-/// A JSON body, or the default when the body is empty.
+/// A JSON body, or the default when the body is empty or `null`.
 fn optional_json<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> Result<T, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(T::default());
     }
-    serde_json::from_slice(body).map_err(|e| ApiError::invalid_spec(format!("request body: {e}")))
+    serde_json::from_slice::<Option<T>>(body)
+        .map(Option::unwrap_or_default)
+        .map_err(|e| ApiError::invalid_spec(format!("request body: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_optional_body_may_be_empty_or_null() {
+        // The document allows `null` for a stop; it was refused (400).
+        for body in [&b""[..], b" \n", b"null"] {
+            let request: StopRequest = optional_json(body).unwrap();
+            assert!(!request.savepoint);
+            assert!(optional_json::<Upgrade>(body).unwrap().spec.is_none());
+        }
+        let request: StopRequest = optional_json(br#"{"savepoint":true}"#).unwrap();
+        assert!(request.savepoint);
+        let refused = optional_json::<StopRequest>(br#"{"savepoint":1}"#).unwrap_err();
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    }
 }

@@ -42,6 +42,16 @@ use crate::registry::{FunctionStore, PipelineRecord, PipelineState, PipelineStor
 /// How long a savepoint (and the stop after it) may take.
 const SNAPSHOT_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// How long a snapshot request waits for a run that is still starting.
+const START_WAIT: Duration = Duration::from_secs(30);
+
+/// What [`RunHandle::request`] answers when no run listens: one still
+/// starting, or one that has ended.
+const NO_RUN_LISTENS: &str = "the pipeline is not running";
+
+/// What it answers when the run ended before answering.
+const RUN_ENDED_FIRST: &str = "the pipeline stopped before the snapshot was taken";
+
 /// A pipeline the server knows.
 struct Entry {
     record: PipelineRecord,
@@ -94,10 +104,10 @@ pub struct Upgrade {
     /// New versions of stored functions, by function name: a number or
     /// `"latest"`. Functions not named keep their versions.
     #[serde(default)]
-    #[schema(value_type = BTreeMap<String, Object>)]
     pub functions: BTreeMap<String, VersionChoice>,
     /// New parallelism (≤ the spec's `max_parallelism`).
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 32768)]
     pub parallelism: Option<u16>,
     /// Start even though an exactly-once Kafka sink's commit marker
     /// disagrees with the snapshots (see `weir run --override-kafka-marker`).
@@ -142,6 +152,25 @@ impl<'de> serde::Deserialize<'de> for VersionChoice {
         }
     }
 }
+
+impl utoipa::PartialSchema for VersionChoice {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
+        let number = ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .minimum(Some(0))
+            .maximum(Some(u32::MAX));
+        let text =
+            ObjectBuilder::new().schema_type(Type::String).pattern(Some("^(latest|[0-9]{1,9})$"));
+        OneOfBuilder::new()
+            .item(number)
+            .item(text)
+            .description(Some("A version number, or `\"latest\"`"))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for VersionChoice {}
 
 /// A pipeline as the API shows it.
 pub struct PipelineView {
@@ -335,8 +364,7 @@ impl Supervisor {
     /// Take a savepoint of a running pipeline; its location.
     pub fn savepoint(&self, name: &str) -> Result<String, ApiError> {
         let handle = self.running_handle(name, false)?;
-        let requested = handle.request(SnapshotKind::Savepoint, false, SNAPSHOT_TIMEOUT);
-        let location = requested.map_err(|e| snapshot_refused(name, &handle, e))?;
+        let location = self.request_snapshot(name, &handle, SnapshotKind::Savepoint, false)?;
         let mut pipelines = self.lock();
         if let Some(entry) = pipelines.get_mut(name) {
             entry.record.last_savepoint = Some(location.clone());
@@ -565,9 +593,13 @@ impl Supervisor {
             .map(|r| r.handle.clone())
             .ok_or_else(|| no_pipeline(name))?;
         let kind = if savepoint { SnapshotKind::Savepoint } else { SnapshotKind::Checkpoint };
-        let requested = handle.request(kind, true, SNAPSHOT_TIMEOUT);
-        self.join_run(name);
-        requested.map_err(|e| snapshot_refused(name, &handle, e))
+        let requested = self.request_snapshot(name, &handle, kind, true);
+        // After a stop, or a run that ended on its own; a failed snapshot
+        // leaves the run running.
+        if requested.as_ref().map_or_else(|e| e.code == ENDED, |_| true) {
+            self.join_run(name);
+        }
+        requested
     }
 
     /// Wait for the thread of `name`'s run to end, if it has one.
@@ -576,6 +608,51 @@ impl Supervisor {
             self.lock().get_mut(name).and_then(|e| e.run.as_mut()).and_then(|r| r.thread.take());
         if let Some(thread) = thread {
             let _ = thread.join();
+        }
+    }
+
+    /// Ask `handle`'s run of `name` for a snapshot of `kind` (and to stop
+    /// after it if `stop`). A run still starting (not listening yet) is
+    /// asked again for up to [`START_WAIT`]; a run that ends meanwhile (its
+    /// source finished) makes it a conflict, not a failed snapshot.
+    fn request_snapshot(
+        &self,
+        name: &str,
+        handle: &Arc<RunHandle>,
+        kind: SnapshotKind,
+        stop: bool,
+    ) -> Result<String, ApiError> {
+        let deadline = std::time::Instant::now() + START_WAIT;
+        loop {
+            let error = match handle.request(kind, stop, SNAPSHOT_TIMEOUT) {
+                Ok(location) => return Ok(location),
+                Err(error) if error == NO_RUN_LISTENS || error == RUN_ENDED_FIRST => error,
+                Err(error) => return Err(ApiError::snapshot_failed(error)),
+            };
+            let (ended, state) = {
+                let pipelines = self.lock();
+                let entry = pipelines.get(name);
+                let run =
+                    entry.and_then(|e| e.run.as_ref()).filter(|r| Arc::ptr_eq(&r.handle, handle));
+                let ended = run.and_then(|r| r.thread.as_ref()).is_none_or(|t| t.is_finished());
+                (ended, entry.map_or("deleted", |e| e.record.state.name()))
+            };
+            if ended {
+                return Err(ApiError::conflict(
+                    ENDED,
+                    format!(
+                        "pipeline {name} ended before the {} was taken (it is {state})",
+                        kind.name()
+                    ),
+                ));
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(ApiError::conflict(
+                    "starting",
+                    format!("pipeline {name} is still starting ({error}): try again later"),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
@@ -871,21 +948,6 @@ fn view(entry: &Entry) -> PipelineView {
 /// The code of a request refused because the run ended on its own while
 /// it waited for a snapshot.
 const ENDED: &str = "not_running";
-
-/// Why a snapshot request to `name`'s run failed: 409 if the run ended on
-/// its own (finished or failed) meanwhile, else 500.
-fn snapshot_refused(name: &str, handle: &RunHandle, error: String) -> ApiError {
-    if handle.accepts_requests() {
-        ApiError::snapshot_failed(error)
-    } else {
-        ApiError::conflict(
-            ENDED,
-            format!(
-                "pipeline {name} ended before the snapshot was taken ({error}): see its status"
-            ),
-        )
-    }
-}
 
 fn no_pipeline(name: &str) -> ApiError {
     ApiError::not_found(format!("no pipeline {:?}", name.chars().take(80).collect::<String>()))

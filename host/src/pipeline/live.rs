@@ -215,11 +215,6 @@ impl RunHandle {
         *self.requests.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
-    /// Whether the run takes requests: it has started and not ended.
-    pub fn accepts_requests(&self) -> bool {
-        self.requests.lock().unwrap_or_else(PoisonError::into_inner).is_some()
-    }
-
     /// Ask the run for a snapshot of `kind` (stopping afterwards if `stop`)
     /// and wait up to `timeout` for where it was stored.
     pub fn request(
