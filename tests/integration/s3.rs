@@ -140,3 +140,27 @@ fn a_kill_9_mid_run_restores_from_the_s3_checkpoint_exactly() {
     assert!(stderr.contains("restored from checkpoint"), "{stderr}");
     assert_eq!(per_key(&out), expected, "every customer's records exactly once, in order");
 }
+
+#[test]
+fn storage_that_cannot_be_read_is_a_502_naming_it_not_a_server_error() {
+    let s3 = TestS3::start();
+    let dir = tempfile::tempdir().unwrap();
+    let missing = format!("s3://weir-missing-{}/ckpt", std::process::id());
+    let env = s3.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let server =
+        Server::start_with_env(&dir.path().join("data"), &["--allow-storage", &missing], &env);
+    let wasm = std::fs::read(function("revenue")).unwrap();
+    assert_eq!(server.call("PUT", "/v1/functions/revenue", None, &wasm).0, 201);
+    let spec = format!("name: lost\nsource: {{ type: generator, count: 100000000, interval_ms: 1 }}\nkey: {{ function: revenue }}\nprocess: {{ function: revenue }}\nsink: {{ type: discard }}\ncheckpoint: {{ interval: 1s, storage: {missing:?} }}\n");
+    let (status, body) = server.call("POST", "/v1/pipelines", None, spec.as_bytes());
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = server.call("GET", "/v1/pipelines/lost/checkpoints", None, b"");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (502, Some("storage_unavailable")),
+        "{body}"
+    );
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("checkpoint storage"), "{message}");
+}

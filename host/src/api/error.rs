@@ -95,6 +95,12 @@ impl ApiError {
         Self::new(StatusCode::CONFLICT, code, message)
     }
 
+    /// 502 `storage_unavailable`: the checkpoint storage a pipeline uses
+    /// cannot be opened or listed (unreachable, no credentials).
+    pub fn storage_unavailable(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_GATEWAY, "storage_unavailable", message)
+    }
+
     /// 500: a savepoint or final snapshot could not be taken.
     pub fn snapshot_failed(message: String) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "snapshot_failed", message)

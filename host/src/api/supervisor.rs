@@ -272,8 +272,8 @@ impl Supervisor {
             .spec(&self.data_dir)
             .map_err(|e| ApiError::internal(format!("the stored spec no longer parses: {e}")))?;
         let storage = checkpoint_storage(&spec, &self.data_dir)?;
-        let mut all = storage.completed().map_err(internal)?;
-        all.extend(storage.completed_of(SnapshotKind::Savepoint).map_err(internal)?);
+        let mut all = storage.completed().map_err(unavailable)?;
+        all.extend(storage.completed_of(SnapshotKind::Savepoint).map_err(unavailable)?);
         all.sort_by_key(|m| std::cmp::Reverse(m.id));
         Ok((storage, all))
     }
@@ -874,7 +874,7 @@ fn restore_choice(
 ) -> Result<Option<RestoreFrom>, ApiError> {
     let Some(point) = restore else { return Ok(None) };
     let newest =
-        checkpoint_storage(spec, data_dir)?.completed().map_err(internal)?.first().map(|m| m.id);
+        checkpoint_storage(spec, data_dir)?.completed().map_err(unavailable)?.first().map(|m| m.id);
     Ok(if newest.is_some_and(|n| n > point.id) {
         None
     } else {
@@ -889,7 +889,7 @@ fn newest_savepoint(
 ) -> Result<Option<RestorePoint>, ApiError> {
     let storage = checkpoint_storage(spec, data_dir)?;
     let newest =
-        storage.completed_of(SnapshotKind::Savepoint).map_err(internal)?.into_iter().next();
+        storage.completed_of(SnapshotKind::Savepoint).map_err(unavailable)?.into_iter().next();
     Ok(newest.map(|m| RestorePoint {
         location: storage.describe(&storage.savepoint_dir(m.id)),
         id: m.id,
@@ -930,7 +930,7 @@ fn pin_functions(
 
 /// The pipeline's checkpoint storage, as its runs open it.
 fn checkpoint_storage(spec: &PipelineSpec, data_dir: &Path) -> Result<CheckpointStorage, ApiError> {
-    pipeline::checkpoint_storage(spec, data_dir).map_err(internal)
+    pipeline::checkpoint_storage(spec, data_dir).map_err(unavailable)
 }
 
 fn view(entry: &Entry) -> PipelineView {
@@ -967,6 +967,11 @@ fn restarting(name: &str, at: i64) -> ApiError {
         "restarting",
         format!("pipeline {name} failed and waits to restart (at {at} ms since the epoch): it has no running state; stop it (without a savepoint) to cancel the restart, or try again once it runs"),
     )
+}
+
+/// The pipeline's checkpoint storage cannot be opened or listed.
+fn unavailable(error: impl std::fmt::Display) -> ApiError {
+    ApiError::storage_unavailable(format!("the checkpoint storage cannot be read: {error}"))
 }
 
 fn internal(error: impl std::fmt::Display) -> ApiError {

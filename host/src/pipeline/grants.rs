@@ -473,18 +473,16 @@ impl Grants {
                 Err(refuse("is outside the storage this server grants".into()))
             }
             Location::File(_) => Err(refuse("is not a URL".into())),
-            Location::Url(location) => {
-                if self
-                    .storage
-                    .iter()
-                    .any(|s| matches!(s, StorageRoot::Url(root) if location.starts_with(root)))
-                {
-                    Ok(())
-                } else {
-                    Err(refuse("is not under an --allow-storage root".into()))
-                }
-            }
+            Location::Url(location) if self.under_storage_url(&location) => Ok(()),
+            Location::Url(_) => Err(refuse("is not under an --allow-storage root".into())),
         }
+    }
+
+    /// Whether `location` lies under an `--allow-storage` URL root.
+    fn under_storage_url(&self, location: &UrlLocation) -> bool {
+        self.storage
+            .iter()
+            .any(|s| matches!(s, StorageRoot::Url(root) if location.starts_with(root)))
     }
 
     /// Whether `spec`'s pipeline may restore the snapshot at `location`:
@@ -527,17 +525,8 @@ impl Grants {
                 }
                 Err(refuse("is not a snapshot of this pipeline in storage it may use".into()))
             }
-            Location::Url(location) => {
-                if self
-                    .storage
-                    .iter()
-                    .any(|s| matches!(s, StorageRoot::Url(root) if location.starts_with(root)))
-                {
-                    Ok(())
-                } else {
-                    Err(refuse("is not under an --allow-storage root".into()))
-                }
-            }
+            Location::Url(location) if self.under_storage_url(&location) => Ok(()),
+            Location::Url(_) => Err(refuse("is not under an --allow-storage root".into())),
         }
     }
 }
