@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
@@ -305,8 +305,9 @@ pub struct DeployQuery {
 pub(crate) async fn deploy(
     State(state): State<Arc<AppState>>,
     Query(query): Query<DeployQuery>,
-    body: Bytes,
+    body: Body,
 ) -> Result<(StatusCode, Json<PipelineStatus>), ApiError> {
+    let body = read_spec(body, state.supervisor.limits().max_spec_bytes).await?;
     let text = String::from_utf8(body.to_vec())
         .map_err(|_| ApiError::invalid_spec("the spec is not UTF-8 text"))?;
     blocking(move || {
@@ -416,8 +417,12 @@ pub(crate) async fn upgrade(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
     Extension(Caller(role)): Extension<Caller>,
-    body: Bytes,
+    body: Body,
 ) -> Result<Json<PipelineStatus>, ApiError> {
+    // The spec inside is held to --max-spec-bytes; JSON escaping may
+    // double it, and the rest of the request is small.
+    let limit = state.supervisor.limits().max_spec_bytes.saturating_mul(2) + (64 << 10);
+    let body = read_spec(body, limit).await?;
     let upgrade: Upgrade = optional_json(&body)?;
     if upgrade.override_kafka_marker && role < Role::Admin {
         return Err(ApiError::forbidden(format!(
@@ -466,6 +471,23 @@ pub(crate) async fn checkpoints(
         }))
     })
     .await
+}
+
+/// A request body that carries a spec, read up to `limit` bytes (apart
+/// from the larger upload limit, so a spec request never buffers more).
+async fn read_spec(body: Body, limit: usize) -> Result<Bytes, ApiError> {
+    axum::body::to_bytes(body, limit).await.map_err(|error| {
+        let too_long = std::error::Error::source(&error)
+            .is_some_and(|e| e.is::<http_body_util::LengthLimitError>());
+        if too_long {
+            ApiError::too_large(format!(
+                "the request is over {}, more than a spec may be (weir serve --max-spec-bytes)",
+                crate::units::format_bytes(limit as u64)
+            ))
+        } else {
+            ApiError::invalid_spec(format!("cannot read the request body: {error}"))
+        }
+    })
 }
 
 /// A JSON body, or the default when the body is empty or `null`.

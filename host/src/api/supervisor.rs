@@ -35,7 +35,8 @@ use crate::pipeline::grants::Grants;
 use crate::pipeline::lock::{PipelineLock, ServerLock};
 use crate::pipeline::restart::RestartTracker;
 use crate::pipeline::{
-    self, DeployedSpec, PipelineSpec, RestoreFrom, RunError, RunHandle, RunOptions, RunSummary,
+    self, DeployedSpec, PipelineSpec, RequestError, RestoreFrom, RunError, RunHandle, RunOptions,
+    RunSummary,
 };
 use crate::registry::{FunctionStore, PipelineRecord, PipelineState, PipelineStore, RestorePoint};
 
@@ -44,13 +45,6 @@ const SNAPSHOT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// How long a snapshot request waits for a run that is still starting.
 const START_WAIT: Duration = Duration::from_secs(30);
-
-/// What [`RunHandle::request`] answers when no run listens: one still
-/// starting, or one that has ended.
-const NO_RUN_LISTENS: &str = "the pipeline is not running";
-
-/// What it answers when the run ended before answering.
-const RUN_ENDED_FIRST: &str = "the pipeline stopped before the snapshot was taken";
 
 /// A pipeline the server knows.
 struct Entry {
@@ -237,6 +231,11 @@ impl Supervisor {
         }
         drop(pipelines);
         Ok(supervisor)
+    }
+
+    /// What deploys and upgrades may ask for.
+    pub fn limits(&self) -> &ServerLimits {
+        &self.limits
     }
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Entry>> {
@@ -626,8 +625,8 @@ impl Supervisor {
         loop {
             let error = match handle.request(kind, stop, SNAPSHOT_TIMEOUT) {
                 Ok(location) => return Ok(location),
-                Err(error) if error == NO_RUN_LISTENS || error == RUN_ENDED_FIRST => error,
-                Err(error) => return Err(ApiError::snapshot_failed(error)),
+                Err(error @ (RequestError::NotListening | RequestError::EndedFirst)) => error,
+                Err(error) => return Err(ApiError::snapshot_failed(error.to_string())),
             };
             let (ended, state) = {
                 let pipelines = self.lock();

@@ -222,7 +222,7 @@ impl RunHandle {
         kind: SnapshotKind,
         stop: bool,
         timeout: Duration,
-    ) -> Result<String, String> {
+    ) -> Result<String, RequestError> {
         let (request, answer) = Request::in_process(kind, stop);
         let sent = self
             .requests
@@ -231,17 +231,32 @@ impl RunHandle {
             .as_ref()
             .is_some_and(|tx| tx.send(request).is_ok());
         if !sent {
-            return Err("the pipeline is not running".into());
+            return Err(RequestError::NotListening);
         }
         match answer.recv_timeout(timeout) {
             Ok(Response { ok: true, location: Some(location), .. }) => Ok(location),
-            Ok(response) => Err(response.error.unwrap_or_else(|| "the snapshot failed".into())),
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                Err(format!("no answer within {}", humantime::format_duration(timeout)))
-            }
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                Err("the pipeline stopped before the snapshot was taken".into())
-            }
+            Ok(response) => Err(RequestError::Failed(
+                response.error.unwrap_or_else(|| "the snapshot failed".into()),
+            )),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(RequestError::Timeout(timeout)),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(RequestError::EndedFirst),
         }
     }
+}
+
+/// Why [`RunHandle::request`] got no snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    /// No run listens: it has not started its coordinator yet, or it ended.
+    #[error("the pipeline is not running")]
+    NotListening,
+    /// The run ended before it answered.
+    #[error("the pipeline stopped before the snapshot was taken")]
+    EndedFirst,
+    /// No answer within the timeout.
+    #[error("no answer within {}", humantime::format_duration(*.0))]
+    Timeout(Duration),
+    /// The run answered that the snapshot failed, and why.
+    #[error("{0}")]
+    Failed(String),
 }

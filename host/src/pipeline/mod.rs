@@ -41,7 +41,7 @@ mod subtask;
 mod summary;
 mod thread;
 
-pub use live::{LiveCounts, LiveMetrics, RunHandle};
+pub use live::{LiveCounts, LiveMetrics, RequestError, RunHandle};
 pub use lock::LockError;
 pub use record::DeployedSpec;
 pub use runner::{
