@@ -11,10 +11,7 @@ use crate::support::*;
 
 /// A bounded generator pipeline named `name` over stored function `revenue`.
 fn spec(name: &str) -> String {
-    format!(
-        "name: {name}\nsource: {{ type: generator, count: 100, keys: 10 }}\n\
-         key: {{ function: revenue }}\nprocess: {{ function: revenue }}\nsink: {{ type: discard }}\n"
-    )
+    generator_spec(name, "")
 }
 
 /// The names of the deployed pipelines.

@@ -25,13 +25,6 @@ fn upload_revenue(server: &Server) {
     assert_eq!(server.call("PUT", "/v1/functions/revenue", None, &wasm).0, 201);
 }
 
-/// A revenue pipeline `name` with this `source`/`sink` and `extra` lines.
-fn revenue(name: &str, source: &str, sink: &str, extra: &str) -> String {
-    format!(
-        "name: {name}\nsource: {source}\nkey: {{ function: revenue }}\nprocess: {{ function: revenue }}\nsink: {sink}\n{extra}"
-    )
-}
-
 fn file_source(path: &str) -> String {
     format!("{{ type: file, path: {path:?}, timestamp_field: event_time }}")
 }
@@ -87,14 +80,14 @@ fn tenant_specs_reach_nothing_the_server_does_not_grant() {
     refused(
         &server,
         "/v1/pipelines",
-        &revenue("abs", GENERATOR, &file_sink(x.to_str().unwrap()), ""),
+        &stored_revenue_spec("abs", GENERATOR, &file_sink(x.to_str().unwrap()), ""),
         422,
         &["sink.path", "outside the files", "--allow-write"],
     );
     refused(
         &server,
         "/v1/pipelines",
-        &revenue("up", GENERATOR, &file_sink("../../x"), ""),
+        &stored_revenue_spec("up", GENERATOR, &file_sink("../../x"), ""),
         422,
         &["sink.path", "`..` leads out", "--allow-write"],
     );
@@ -102,7 +95,7 @@ fn tenant_specs_reach_nothing_the_server_does_not_grant() {
     refused(
         &server,
         "/v1/pipelines",
-        &revenue("link", GENERATOR, &file_sink("link/x"), ""),
+        &stored_revenue_spec("link", GENERATOR, &file_sink("link/x"), ""),
         422,
         &["sink.path", "symbolic link", "--allow-write"],
     );
@@ -110,7 +103,7 @@ fn tenant_specs_reach_nothing_the_server_does_not_grant() {
     refused(
         &server,
         "/v1/pipelines",
-        &revenue(
+        &stored_revenue_spec(
             "side",
             GENERATOR,
             "{ type: discard }",
@@ -130,21 +123,26 @@ fn tenant_specs_reach_nothing_the_server_does_not_grant() {
     refused(
         &server,
         "/v1/pipelines",
-        &revenue("passwd", &file_source("/etc/passwd"), "{ type: discard }", ""),
+        &stored_revenue_spec("passwd", &file_source("/etc/passwd"), "{ type: discard }", ""),
         422,
         &["source.path: /etc/passwd", "--allow-read"],
     );
     refused(
         &server,
         "/v1/pipelines",
-        &revenue("ro", GENERATOR, &file_sink(readable.join("x").to_str().unwrap()), ""),
+        &stored_revenue_spec("ro", GENERATOR, &file_sink(readable.join("x").to_str().unwrap()), ""),
         422,
         &["sink.path", "--allow-write"],
     );
     refused(
         &server,
         "/v1/pipelines",
-        &revenue("everything", &file_source(orders), "{ type: discard }", "resources: /\n"),
+        &stored_revenue_spec(
+            "everything",
+            &file_source(orders),
+            "{ type: discard }",
+            "resources: /\n",
+        ),
         422,
         &["resources: / is outside", "--allow-read"],
     );
@@ -152,7 +150,7 @@ fn tenant_specs_reach_nothing_the_server_does_not_grant() {
     refused(
         &server,
         "/v1/pipelines",
-        &revenue(
+        &stored_revenue_spec(
             "storage",
             GENERATOR,
             "{ type: discard }",
@@ -164,7 +162,7 @@ fn tenant_specs_reach_nothing_the_server_does_not_grant() {
     refused(
         &server,
         "/v1/pipelines",
-        &revenue(
+        &stored_revenue_spec(
             "writable-storage",
             GENERATOR,
             "{ type: discard }",
@@ -179,7 +177,7 @@ fn tenant_specs_reach_nothing_the_server_does_not_grant() {
     // Kafka: a property loading native code, one off the allow-list, a key
     // file outside the grants, a broker not allowed.
     let kafka = |name: &str, servers: &str, properties: &str| {
-        revenue(
+        stored_revenue_spec(
             name,
             GENERATOR,
             &format!("{{ type: kafka, bootstrap_servers: {servers:?}, topic: t, properties: {{ {properties} }} }}"),
@@ -216,8 +214,12 @@ fn tenant_specs_reach_nothing_the_server_does_not_grant() {
     );
 
     // Another pipeline's checkpoint is not a restore point.
-    let first =
-        revenue("first", GENERATOR, "{ type: discard }", "checkpoint: { interval: 200ms }\n");
+    let first = stored_revenue_spec(
+        "first",
+        GENERATOR,
+        "{ type: discard }",
+        "checkpoint: { interval: 200ms }\n",
+    );
     let (code, body) = server.call("POST", "/v1/pipelines", None, first.as_bytes());
     assert_eq!(code, 201, "{body}");
     server.wait_for("/v1/pipelines/first", None, Duration::from_secs(60), |s| {
@@ -288,7 +290,7 @@ fn granted_directories_work_end_to_end() {
         [(1, "50.00"), (2, "48.00"), (3, "17.00")].map(|(c, t)| (c, t.to_string())).into();
 
     // A read grant in, a relative path out: into <data>/files/.
-    let spec = revenue(
+    let spec = stored_revenue_spec(
         "relative",
         &file_source(readable.join("orders.jsonl").to_str().unwrap()),
         &file_sink("out/totals.jsonl"),
@@ -305,7 +307,7 @@ fn granted_directories_work_end_to_end() {
     // A relative path in (the files root), a write grant out, checkpoints
     // in granted storage.
     std::fs::copy(revenue_orders(), data.join("files/orders.jsonl")).unwrap();
-    let spec = revenue(
+    let spec = stored_revenue_spec(
         "granted",
         &file_source("orders.jsonl"),
         &file_sink(writable.join("deep/totals.jsonl").to_str().unwrap()),
@@ -329,7 +331,7 @@ fn a_server_restarted_with_fewer_grants_fails_the_pipeline_instead_of_running_it
     let out = area.path().join("out.jsonl");
     let server = Server::start(&data, &["--allow-write", area.path().to_str().unwrap()]);
     upload_revenue(&server);
-    let spec = revenue(
+    let spec = stored_revenue_spec(
         "endless",
         GENERATOR,
         &file_sink(out.to_str().unwrap()),

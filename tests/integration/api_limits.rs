@@ -5,11 +5,6 @@
 
 use crate::support::*;
 
-/// A bounded generator pipeline named `name` over stored function `revenue`.
-fn spec(name: &str, extra: &str) -> String {
-    format!("name: {name}\nsource: {{ type: generator, count: 1000, keys: 10 }}\nkey: {{ function: revenue }}\nprocess: {{ function: revenue }}\nsink: {{ type: discard }}\n{extra}")
-}
-
 /// The answer's status and message.
 fn refusal(answer: (u16, serde_json::Value)) -> (u16, String, String) {
     let (status, body) = answer;
@@ -53,12 +48,16 @@ fn deploys_and_upgrades_past_the_operators_limits_are_refused_naming_the_limit()
         ("batch_size: 5001\n", 422, "limit_exceeded", "--max-batch-size"),
     ];
     for (extra, status, code, flag) in cases {
-        let (got, got_code, message) =
-            refusal(server.call("POST", "/v1/pipelines", None, spec("greedy", extra).as_bytes()));
+        let (got, got_code, message) = refusal(server.call(
+            "POST",
+            "/v1/pipelines",
+            None,
+            generator_spec("greedy", extra).as_bytes(),
+        ));
         assert_eq!((got, got_code.as_str()), (status, code), "{extra}: {message}");
         assert!(message.contains(flag), "{extra}: {message}");
     }
-    let padded = spec("padded", &format!("# {}\n", "x".repeat(2048)));
+    let padded = generator_spec("padded", &format!("# {}\n", "x".repeat(2048)));
     let (got, code, message) =
         refusal(server.call("POST", "/v1/pipelines", None, padded.as_bytes()));
     assert_eq!((got, code.as_str()), (413, "too_large"), "{message}");
@@ -75,12 +74,16 @@ fn deploys_and_upgrades_past_the_operators_limits_are_refused_naming_the_limit()
     assert!(pipelines(&server).is_empty(), "{:?}", pipelines(&server));
 
     for name in ["one", "two"] {
-        let (status, body) =
-            server.call("POST", "/v1/pipelines", None, spec(name, "parallelism: 2\n").as_bytes());
+        let (status, body) = server.call(
+            "POST",
+            "/v1/pipelines",
+            None,
+            generator_spec(name, "parallelism: 2\n").as_bytes(),
+        );
         assert_eq!(status, 201, "{body}");
     }
     let (got, code, message) =
-        refusal(server.call("POST", "/v1/pipelines", None, spec("three", "").as_bytes()));
+        refusal(server.call("POST", "/v1/pipelines", None, generator_spec("three", "").as_bytes()));
     assert_eq!((got, code.as_str()), (422, "limit_exceeded"), "{message}");
     assert!(message.contains("at most 2 pipelines") && message.contains("--max-pipelines"));
 
@@ -89,7 +92,8 @@ fn deploys_and_upgrades_past_the_operators_limits_are_refused_naming_the_limit()
     let (got, _, message) =
         refusal(server.call("POST", "/v1/pipelines/one/upgrade", None, br#"{"parallelism": 8}"#));
     assert!(got == 422 && message.contains("--max-parallelism"), "{got}: {message}");
-    let bigger = serde_json::json!({ "spec": spec("one", "batch_size: 6000\n") }).to_string();
+    let bigger =
+        serde_json::json!({ "spec": generator_spec("one", "batch_size: 6000\n") }).to_string();
     let (got, _, message) =
         refusal(server.call("POST", "/v1/pipelines/one/upgrade", None, bigger.as_bytes()));
     assert!(got == 422 && message.contains("--max-batch-size"), "{got}: {message}");
@@ -98,6 +102,7 @@ fn deploys_and_upgrades_past_the_operators_limits_are_refused_naming_the_limit()
     // Room again after a delete.
     let (status, body) = server.call("DELETE", "/v1/pipelines/two", None, b"");
     assert_eq!(status, 204, "{body}");
-    let (status, body) = server.call("POST", "/v1/pipelines", None, spec("three", "").as_bytes());
+    let (status, body) =
+        server.call("POST", "/v1/pipelines", None, generator_spec("three", "").as_bytes());
     assert_eq!(status, 201, "{body}");
 }

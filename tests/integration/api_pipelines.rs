@@ -196,11 +196,6 @@ fn wait_until(within: Duration, done: impl Fn() -> bool) {
     }
 }
 
-/// A bounded generator pipeline named `name` over stored function `revenue`.
-fn generator_spec(name: &str, extra: &str) -> String {
-    format!("name: {name}\nsource: {{ type: generator, count: 1000, keys: 10 }}\nkey: {{ function: revenue }}\nprocess: {{ function: revenue }}\nsink: {{ type: discard }}\n{extra}")
-}
-
 /// Everything the server stores, as seen through the API.
 fn snapshot_of(
     server: &Server,

@@ -145,6 +145,19 @@ pub fn crash_seed() -> u64 {
     })
 }
 
+/// A pipeline `name` over the stored function `revenue` (deployed to
+/// `weir serve`), with these `source` and `sink` sections and `extra` lines.
+pub fn stored_revenue_spec(name: &str, source: &str, sink: &str, extra: &str) -> String {
+    format!("name: {name}\nsource: {source}\nkey: {{ function: revenue }}\nprocess: {{ function: revenue }}\nsink: {sink}\n{extra}")
+}
+
+/// A bounded generator pipeline `name` over the stored function `revenue`
+/// into a discard sink, with `extra` lines.
+pub fn generator_spec(name: &str, extra: &str) -> String {
+    let source = "{ type: generator, count: 1000, keys: 10 }";
+    stored_revenue_spec(name, source, "{ type: discard }", extra)
+}
+
 /// A running `weir serve` and its address; killed (SIGKILL) when dropped.
 pub struct Server {
     child: Child,

@@ -279,7 +279,8 @@ impl Supervisor {
 
     /// Deploy `spec_text` (YAML or JSON) and start it, optionally from the
     /// snapshot at `restore`, overriding a disagreeing Kafka commit marker
-    /// if `override_kafka_marker`.
+    /// if `override_kafka_marker`. The route reads at most
+    /// `--max-spec-bytes` of it.
     pub fn deploy(
         self: &Arc<Self>,
         spec_text: &str,
@@ -287,7 +288,6 @@ impl Supervisor {
         override_kafka_marker: bool,
         functions: &FunctionStore,
     ) -> Result<PipelineView, ApiError> {
-        self.limits.check_spec_size(spec_text)?;
         let spec =
             PipelineSpec::parse(spec_text).map_err(|e| ApiError::invalid_spec(e.to_string()))?;
         let mut record = PipelineRecord {

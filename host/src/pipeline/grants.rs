@@ -164,11 +164,11 @@ fn location(text: &str) -> Result<Location, String> {
     }
     let mut segments = Vec::new();
     for segment in url.path_segments().into_iter().flatten().filter(|s| !s.is_empty()) {
-        let decoded = percent_decode(segment);
+        let decoded = percent_encoding::percent_decode_str(segment).decode_utf8_lossy();
         if decoded == "." || decoded == ".." || decoded.contains('/') {
             return Err(format!("the path segment {segment:?} is not allowed"));
         }
-        segments.push(decoded);
+        segments.push(decoded.into_owned());
     }
     Ok(Location::Url(UrlLocation {
         scheme: url.scheme().to_ascii_lowercase(),
@@ -179,26 +179,6 @@ fn location(text: &str) -> Result<Location, String> {
         ),
         segments,
     }))
-}
-
-/// `%xx` escapes decoded (invalid ones kept as they are).
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// What to create inside a root before resolving a path there.
@@ -374,8 +354,7 @@ impl Grants {
                     match served_property(&name) {
                         ServedProperty::Allowed => {}
                         ServedProperty::ReadsFile if value.trim() == "probe" && name.trim().eq_ignore_ascii_case("ssl.ca.location") => {}
-                        ServedProperty::ReadsFile => self.check_read(&field, Path::new(&value))
-                            .map_err(|e| NotGranted::new(e.field, e.message))?,
+                        ServedProperty::ReadsFile => self.check_read(&field, Path::new(&value))?,
                         ServedProperty::Refused(why) => {
                             return Err(NotGranted::new(
                                 field,
@@ -392,13 +371,13 @@ impl Grants {
     /// `path` (absolute, or relative to the files root) may be read.
     fn check_read(&self, field: &str, path: &Path) -> Result<(), NotGranted> {
         let roots = std::iter::once(&self.files).chain(&self.write).chain(&self.read);
-        self.check_path(field, path, roots, Create::Nothing, "--allow-read").map(drop)
+        self.check_path(field, path, roots, Create::Nothing, "--allow-read")
     }
 
     /// `path` may be written (its missing parents are created).
     fn check_write(&self, field: &str, path: &Path) -> Result<(), NotGranted> {
         let roots = std::iter::once(&self.files).chain(&self.write);
-        self.check_path(field, path, roots, Create::Parents, "--allow-write").map(drop)
+        self.check_path(field, path, roots, Create::Parents, "--allow-write")
     }
 
     fn check_path<'a>(
@@ -408,13 +387,13 @@ impl Grants {
         roots: impl Iterator<Item = &'a Root> + Clone,
         create: Create,
         flag: &str,
-    ) -> Result<PathBuf, NotGranted> {
+    ) -> Result<(), NotGranted> {
         let path = self.absolute(path);
         let mut why = None;
         for root in roots.clone() {
             let Some(rest) = root.rest(&path) else { continue };
             match resolve_inside(root, rest, create) {
-                Ok(resolved) => return Ok(resolved),
+                Ok(_) => return Ok(()),
                 Err(reason) => why = Some(reason),
             }
         }
@@ -457,18 +436,9 @@ impl Grants {
         };
         match location(url).map_err(|e| refuse(format!("is not usable ({e})")))? {
             Location::File(path) if url.contains("://") => {
-                let roots: Vec<&Root> = std::iter::once(&self.checkpoints)
-                    .chain(self.storage.iter().filter_map(|s| match s {
-                        StorageRoot::File(root) => Some(root),
-                        StorageRoot::Url(_) => None,
-                    }))
-                    .collect();
-                for root in roots {
-                    if let Some(rest) = root.rest(&path) {
-                        if resolve_inside(root, rest, Create::Directory).is_ok() {
-                            return Ok(());
-                        }
-                    }
+                let roots = std::iter::once(&self.checkpoints).chain(self.storage_dirs());
+                if roots.into_iter().any(|root| inside(root, &path, Create::Directory)) {
+                    return Ok(());
                 }
                 Err(refuse("is outside the storage this server grants".into()))
             }
@@ -476,6 +446,14 @@ impl Grants {
             Location::Url(location) if self.under_storage_url(&location) => Ok(()),
             Location::Url(_) => Err(refuse("is not under an --allow-storage root".into())),
         }
+    }
+
+    /// The `--allow-storage` roots that are local directories.
+    fn storage_dirs(&self) -> impl Iterator<Item = &Root> {
+        self.storage.iter().filter_map(|s| match s {
+            StorageRoot::File(root) => Some(root),
+            StorageRoot::Url(_) => None,
+        })
     }
 
     /// Whether `location` lies under an `--allow-storage` URL root.
@@ -502,26 +480,21 @@ impl Grants {
         };
         match location(location_text).map_err(|e| refuse(format!("is not usable ({e})")))? {
             Location::File(path) => {
-                for storage in &self.storage {
-                    if let StorageRoot::File(root) = storage {
-                        if let Some(rest) = root.rest(&path) {
-                            if resolve_inside(root, rest, Create::Nothing).is_ok() {
-                                return Ok(());
-                            }
-                        }
-                    }
+                if self.storage_dirs().any(|root| inside(root, &path, Create::Nothing)) {
+                    return Ok(());
                 }
-                for root in [&self.checkpoints] {
-                    let Some(rest) = root.rest(&path) else { continue };
-                    let Ok(resolved) = resolve_inside(root, rest, Create::Nothing) else {
-                        continue;
-                    };
-                    let Ok(inside) = resolved.strip_prefix(&root.canonical) else { continue };
-                    let parts: Vec<String> =
-                        inside.iter().map(|p| p.to_string_lossy().into_owned()).collect();
-                    if snapshot_of(&parts) == Some(spec.name.as_str()) {
-                        return Ok(());
-                    }
+                // In the server's own storage, only this pipeline's snapshots.
+                let own = &self.checkpoints;
+                let resolved = own
+                    .rest(&path)
+                    .and_then(|rest| resolve_inside(own, rest, Create::Nothing).ok());
+                let parts: Vec<String> = resolved
+                    .iter()
+                    .filter_map(|r| r.strip_prefix(&own.canonical).ok())
+                    .flat_map(|inside| inside.iter().map(|p| p.to_string_lossy().into_owned()))
+                    .collect();
+                if snapshot_of(&parts) == Some(spec.name.as_str()) {
+                    return Ok(());
                 }
                 Err(refuse("is not a snapshot of this pipeline in storage it may use".into()))
             }
@@ -576,6 +549,12 @@ fn broker(text: &str) -> Option<String> {
         None => text.matches(':').count() == 1,
     };
     Some(if has_port { text.to_string() } else { format!("{text}:9092") })
+}
+
+/// Whether `path` lies below `root` and resolves inside it (creating what
+/// `create` says).
+fn inside(root: &Root, path: &Path, create: Create) -> bool {
+    root.rest(path).is_some_and(|rest| resolve_inside(root, rest, create).is_ok())
 }
 
 /// Resolve `rest` (a path below `root`) inside the root through `cap-std`,
