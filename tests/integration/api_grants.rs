@@ -45,32 +45,50 @@ fn refused(server: &Server, path: &str, spec: &str, status: u16, mentions: &[&st
     }
 }
 
+/// A server's data directory and, apart from it, a directory to grant for
+/// reading (`r`), one for writing (`w`) and a third the test names.
+struct Place {
+    dir: tempfile::TempDir,
+    data: PathBuf,
+    area: tempfile::TempDir,
+    readable: PathBuf,
+    writable: PathBuf,
+    third: PathBuf,
+}
+
+impl Place {
+    fn new(third: &str) -> Place {
+        let dir = tempfile::tempdir().unwrap();
+        let area = tempfile::tempdir().unwrap();
+        let (readable, writable) = (area.path().join("r"), area.path().join("w"));
+        let third = area.path().join(third);
+        for d in [&readable, &writable, &third] {
+            std::fs::create_dir(d).unwrap();
+        }
+        Place { data: dir.path().join("data"), dir, area, readable, writable, third }
+    }
+
+    /// `weir serve` granting `r` to read and `w` to write, and `extra`.
+    fn start(&self, extra: &[&str]) -> Server {
+        let grants = ["--allow-read", self.readable.to_str().unwrap()];
+        let writes = ["--allow-write", self.writable.to_str().unwrap()];
+        let flags: Vec<&str> =
+            grants.into_iter().chain(writes).chain(extra.iter().copied()).collect();
+        Server::start(&self.data, &flags)
+    }
+}
+
 fn is_empty_dir(dir: &Path) -> bool {
     std::fs::read_dir(dir).unwrap().next().is_none()
 }
 
 #[test]
 fn tenant_specs_reach_nothing_the_server_does_not_grant() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let area = tempfile::tempdir().unwrap();
-    let (readable, writable) = (area.path().join("r"), area.path().join("w"));
-    let outside = area.path().join("outside");
-    for d in [&readable, &writable, &outside] {
-        std::fs::create_dir(d).unwrap();
-    }
+    let place = Place::new("outside");
+    let (dir, data, area) = (&place.dir, &place.data, &place.area);
+    let (readable, writable, outside) = (&place.readable, &place.writable, &place.third);
     let tmp = unique_tmp("tenant");
-    let server = Server::start(
-        &data,
-        &[
-            "--allow-read",
-            readable.to_str().unwrap(),
-            "--allow-write",
-            writable.to_str().unwrap(),
-            "--allow-kafka",
-            "127.0.0.1:1",
-        ],
-    );
+    let server = place.start(&["--allow-kafka", "127.0.0.1:1"]);
     upload_revenue(&server);
     let orders = revenue_orders();
     let orders = orders.to_str().unwrap();
@@ -91,7 +109,7 @@ fn tenant_specs_reach_nothing_the_server_does_not_grant() {
         422,
         &["sink.path", "`..` leads out", "--allow-write"],
     );
-    std::os::unix::fs::symlink(&outside, data.join("files/link")).unwrap();
+    std::os::unix::fs::symlink(outside, data.join("files/link")).unwrap();
     refused(
         &server,
         "/v1/pipelines",
@@ -257,34 +275,19 @@ fn tenant_specs_reach_nothing_the_server_does_not_grant() {
     assert_eq!(names, ["first"], "{pipelines}");
     assert!(!tmp.exists(), "nothing was made at {}", tmp.display());
     assert!(!dir.path().join("x").exists() && !area.path().join("x").exists());
-    assert!(is_empty_dir(&outside), "nothing was written through the link");
-    assert!(is_empty_dir(&readable), "nothing was written into the read grant");
+    assert!(is_empty_dir(outside), "nothing was written through the link");
+    assert!(is_empty_dir(readable), "nothing was written into the read grant");
     assert!(!data.join("checkpoints/second").exists(), "the refused restore made nothing");
 }
 
 #[test]
 fn granted_directories_work_end_to_end() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let area = tempfile::tempdir().unwrap();
-    let (readable, writable) = (area.path().join("r"), area.path().join("w"));
-    let storage = area.path().join("ckpt");
-    for d in [&readable, &writable, &storage] {
-        std::fs::create_dir(d).unwrap();
-    }
+    let place = Place::new("ckpt");
+    let (data, readable, writable, storage) =
+        (&place.data, &place.readable, &place.writable, &place.third);
     std::fs::copy(revenue_orders(), readable.join("orders.jsonl")).unwrap();
     let storage_url = format!("file://{}", storage.display());
-    let server = Server::start(
-        &data,
-        &[
-            "--allow-read",
-            readable.to_str().unwrap(),
-            "--allow-write",
-            writable.to_str().unwrap(),
-            "--allow-storage",
-            &storage_url,
-        ],
-    );
+    let server = place.start(&["--allow-storage", &storage_url]);
     upload_revenue(&server);
     let expected: BTreeMap<u64, String> =
         [(1, "50.00"), (2, "48.00"), (3, "17.00")].map(|(c, t)| (c, t.to_string())).into();
