@@ -152,6 +152,20 @@ pub trait Source: Send {
     fn set_retry_budget(&mut self, budget: std::time::Duration) {
         let _ = budget;
     }
+
+    /// Whether the source reports event time itself ([`Source::take_watermarks`])
+    /// instead of the host deriving it from event timestamps (a cluster
+    /// task reading an exchange topic). Default: no.
+    fn reports_watermarks(&self) -> bool {
+        false
+    }
+
+    /// The watermarks reported since the last call, in order, each for
+    /// `(split, watermark)` (`None`: that split is idle). The events
+    /// `next_batch` returned before a report come before it.
+    fn take_watermarks(&mut self, out: &mut Vec<(usize, Option<i64>)>) {
+        let _ = out;
+    }
 }
 
 /// Decode a position or state stored by `what`, or say why it does not fit.
@@ -188,6 +202,16 @@ pub trait Sink: Send {
     /// order in the output. Default: nothing to do.
     fn end_of_epoch(&mut self, epoch: u64) -> Result<(), ConnectorError> {
         let _ = epoch;
+        Ok(())
+    }
+
+    /// Event time of epoch `epoch`'s output, given just before its
+    /// pre-commit: the least watermark its inputs had sent before their
+    /// barrier `epoch` (`None`: every input idle). A sink that passes event
+    /// time on (a cluster exchange topic) writes it within the epoch.
+    /// Default: nothing to do.
+    fn watermark(&mut self, epoch: u64, watermark: Option<i64>) -> Result<(), ConnectorError> {
+        let _ = (epoch, watermark);
         Ok(())
     }
 

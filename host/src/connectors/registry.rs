@@ -127,6 +127,12 @@ pub trait SinkConfig {
         Vec::new()
     }
 
+    /// Whether the sink sends each record by its key for the stage it
+    /// feeds (a cluster exchange): its node then takes that stage's `key`.
+    fn takes_keys(&self) -> bool {
+        false
+    }
+
     /// Open the sink, making output visible as `mode` says.
     fn open(&self, mode: SinkMode) -> Result<Box<dyn Sink>, ConnectorError>;
 }

@@ -217,6 +217,14 @@ pub(crate) enum StageInput {
 pub(crate) enum Route {
     /// To sink node `index` of [`Graph::sinks`].
     Sink(usize),
+    /// To sink node `sink`, each event with its key by `key` (a cluster
+    /// exchange to the tasks of the next keyed stage).
+    KeyedSink {
+        /// Index into [`Graph::sinks`].
+        sink: usize,
+        /// The key function of the stage the sink feeds.
+        key: FunctionSpec,
+    },
     /// To keyed stage `stage` (keyed by `key`, unless broadcast).
     Stage {
         /// Index into [`Graph::stages`].
@@ -543,9 +551,14 @@ impl Builder<'_> {
             return Err(SpecError::field(&at("aggregate"), "goes with `window`"));
         }
         let keyed = matches!(kind, "process" | "co_process" | "window" | "join");
+        // A cluster exchange: a sink that sends each record by its key.
+        let keyed_sink = node.sink.as_ref().is_some_and(|sink| sink.config().takes_keys());
+        if keyed_sink && node.key.is_none() {
+            return Err(SpecError::field(&at("key"), "missing: this sink sends records by key"));
+        }
         if !keyed {
             for (field, present) in [
-                ("key", node.key.is_some()),
+                ("key", node.key.is_some() && !keyed_sink),
                 ("parallelism", node.parallelism.is_some()),
                 ("uid", node.uid.is_some()),
                 ("broadcast", !node.broadcast.is_empty()),
@@ -723,9 +736,14 @@ impl Builder<'_> {
                     continue;
                 }
                 let route = match kinds[name.as_str()] {
-                    Kind::Sink => Route::Sink(
-                        graph.sinks.iter().position(|s| &s.name == name).expect("a sink"),
-                    ),
+                    Kind::Sink => {
+                        let sink =
+                            graph.sinks.iter().position(|s| &s.name == name).expect("a sink");
+                        match &node.key {
+                            Some(key) => Route::KeyedSink { sink, key: key.clone() },
+                            None => Route::Sink(sink),
+                        }
+                    }
                     Kind::Transform => Route::Transform {
                         name: name.clone(),
                         function: node.transform.clone().expect("a transform"),

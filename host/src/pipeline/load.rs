@@ -106,6 +106,7 @@ fn instances(graph: &Graph) -> usize {
             .flatten()
             .map(|route| match route {
                 Route::Sink(_) => 0,
+                Route::KeyedSink { .. } => 1,
                 Route::Stage { key, .. } => usize::from(key.is_some()),
                 Route::Transform { outputs, .. } => 1 + of(outputs),
             })
@@ -183,7 +184,9 @@ impl Functions<'_> {
         for route in outputs.ports.values().flatten() {
             let (function, field, role) = match route {
                 Route::Sink(_) | Route::Stage { key: None, .. } => continue,
-                Route::Stage { key: Some(key), .. } => (key, "key", Role::Key),
+                Route::Stage { key: Some(key), .. } | Route::KeyedSink { key, .. } => {
+                    (key, "key", Role::Key)
+                }
                 Route::Transform { function, outputs, .. } => {
                     self.load_routes(outputs, code)?;
                     (function, "transform", Role::Transform)

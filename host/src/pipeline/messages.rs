@@ -55,6 +55,14 @@ pub(crate) enum SinkMessage {
         /// The snapshot.
         id: u64,
     },
+    /// Input `from` has reached event time `mark` (`None`: it is idle);
+    /// a sink that passes event time on (a cluster exchange) writes it.
+    Watermark {
+        /// The input.
+        from: usize,
+        /// Its watermark, or `None` while idle.
+        mark: Option<i64>,
+    },
     /// Snapshot `id` is complete: commit its output.
     Complete(u64),
 }

@@ -19,6 +19,7 @@ use super::failures;
 use super::live::LiveMetrics;
 use super::messages::{SinkMessage, SubtaskMessage};
 use super::operator::{FunctionCode, FunctionEnv, RoutedBatch};
+use crate::connectors::kafka::exchange::KEY_HEADER;
 use crate::runtime::{KeyFunctionInstance, TransformInstance};
 use crate::state::{key_group, subtask_for_key_group, SnapshotForm};
 use crate::Event;
@@ -27,6 +28,14 @@ use crate::Event;
 pub(crate) enum RoutePlan {
     /// To sink `index` (see [`SinkMessage::Batch`]).
     Sink(usize),
+    /// To sink `sink`, each event with its key by `key` as its last header
+    /// (a cluster exchange; the sink strips it).
+    KeyedSink {
+        /// The key function of the stage the sink feeds.
+        key: FunctionCode,
+        /// The sink.
+        sink: usize,
+    },
     /// Keyed by `key` to the subtasks of a stage (one channel each).
     Keyed {
         /// The key function.
@@ -68,7 +77,7 @@ impl PortsPlan {
                     all.extend(subtasks.iter().cloned())
                 }
                 RoutePlan::Transform { outputs, .. } => all.extend(outputs.channels()),
-                RoutePlan::Sink(_) => {}
+                RoutePlan::Sink(_) | RoutePlan::KeyedSink { .. } => {}
             }
         }
         all
@@ -78,6 +87,10 @@ impl PortsPlan {
 /// A live route.
 enum Route {
     Sink(usize),
+    KeyedSink {
+        keyer: Box<KeyFunctionInstance>,
+        sink: usize,
+    },
     Keyed {
         keyer: Box<KeyFunctionInstance>,
         bare: bool,
@@ -188,13 +201,25 @@ impl<'m> Router<'m> {
         Ok(())
     }
 
-    /// Send `message()` to every subtask channel, after what is buffered.
+    /// Send `message()` to every subtask channel, after what is buffered;
+    /// watermarks and idleness also to the sink thread (event time of the
+    /// output, for sinks that pass it on).
     pub(crate) fn broadcast(
         &mut self,
         message: impl Fn() -> SubtaskMessage,
     ) -> Result<(), RunError> {
         self.flush()?;
-        self.channels.iter().try_for_each(|tx| tx.send(message()).map_err(|_| RunError::Stopped))
+        self.channels
+            .iter()
+            .try_for_each(|tx| tx.send(message()).map_err(|_| RunError::Stopped))?;
+        let mark = match message() {
+            SubtaskMessage::Watermark(mark) => Some(mark),
+            SubtaskMessage::Idle => None,
+            _ => return Ok(()),
+        };
+        self.sink
+            .send(SinkMessage::Watermark { from: self.from, mark })
+            .map_err(|_| RunError::Stopped)
     }
 
     /// Barrier `id` after everything before it, to every subtask and the sink.
@@ -239,6 +264,9 @@ fn route_events(
         };
         match route {
             Route::Sink(sink) => context.sinks[*sink].extend(batch),
+            Route::KeyedSink { keyer, sink } => {
+                letters.extend(key_for_sink(keyer, batch, *sink, context)?);
+            }
             Route::Keyed { keyer, routed, subtasks, .. } => {
                 letters.extend(key_and_route(keyer, batch, routed, subtasks.len(), context)?);
             }
@@ -294,10 +322,33 @@ fn key_and_route(
     Ok(letters)
 }
 
+/// Key `events` and add each, its key as its last header
+/// ([`KEY_HEADER`]), to sink `sink`'s batch; returns the dead letters of
+/// events the key function failed on (under `dead-letter`).
+fn key_for_sink(
+    keyer: &mut KeyFunctionInstance,
+    mut events: Vec<Event>,
+    sink: usize,
+    context: &mut Emit<'_>,
+) -> Result<Vec<(String, Event)>, RunError> {
+    context.metrics.key.add_in(events.len());
+    let (keys, letters) = match context.dead_letter {
+        None => (keyer.extract_keys(&events)?, Vec::new()),
+        Some(output) => failures::dead_letter_keys(keyer, &mut events, output)?,
+    };
+    context.metrics.key.add_out(keys.len());
+    let out = &mut context.sinks[sink];
+    for (mut event, key) in events.into_iter().zip(keys.iter()) {
+        event.headers.push((KEY_HEADER.to_string(), key.to_vec()));
+        out.push(event);
+    }
+    Ok(letters)
+}
+
 fn flush_ports(ports: &mut Ports) -> Result<(), RunError> {
     for route in ports.ports.values_mut().flatten() {
         match route {
-            Route::Sink(_) => {}
+            Route::Sink(_) | Route::KeyedSink { .. } => {}
             Route::Keyed { routed, subtasks, bare, .. } => {
                 for (batch, tx) in routed.iter_mut().zip(subtasks.iter()) {
                     if !batch.is_empty() {
@@ -322,6 +373,33 @@ fn flush_ports(ports: &mut Ports) -> Result<(), RunError> {
     Ok(())
 }
 
+/// Instantiate key function `key` of stage `stage` (empty in a line spec)
+/// as `owner`'s.
+fn key_function(
+    key: &FunctionCode,
+    stage: &str,
+    owner: &str,
+    env: &FunctionEnv,
+) -> Result<KeyFunctionInstance, RunError> {
+    let function = match key {
+        FunctionCode::Wasm(function) => function.label.as_str(),
+        FunctionCode::Native(_) => "native",
+    };
+    let label = match stage {
+        "" => format!("{function} (key)"),
+        stage => format!("{function} (key of {stage}, in {owner})"),
+    };
+    Ok(match key {
+        FunctionCode::Wasm(function) => {
+            KeyFunctionInstance::new(function, &label, env.ctx(&label, None)?)?
+        }
+        FunctionCode::Native(native) => KeyFunctionInstance::native(
+            native.key().ok_or_else(|| RunError::Deploy("not a key function".into()))?,
+            &label,
+        ),
+    })
+}
+
 fn instantiate(plan: PortsPlan, owner: &str, env: &FunctionEnv) -> Result<Ports, RunError> {
     let mut ports = BTreeMap::new();
     for (port, routes) in plan.ports {
@@ -330,28 +408,14 @@ fn instantiate(plan: PortsPlan, owner: &str, env: &FunctionEnv) -> Result<Ports,
             live.push(match route {
                 RoutePlan::Sink(index) => Route::Sink(index),
                 RoutePlan::Keyed { key, name, bare, subtasks } => {
-                    let function = match &key {
-                        FunctionCode::Wasm(function) => function.label.as_str(),
-                        FunctionCode::Native(_) => "native",
-                    };
-                    let label = match name.as_str() {
-                        "" => format!("{function} (key)"),
-                        stage => format!("{function} (key of {stage}, in {owner})"),
-                    };
-                    let keyer = match &key {
-                        FunctionCode::Wasm(function) => {
-                            KeyFunctionInstance::new(function, &label, env.ctx(&label, None)?)?
-                        }
-                        FunctionCode::Native(native) => KeyFunctionInstance::native(
-                            native
-                                .key()
-                                .ok_or_else(|| RunError::Deploy("not a key function".into()))?,
-                            &label,
-                        ),
-                    };
+                    let keyer = key_function(&key, &name, owner, env)?;
                     let routed =
                         (0..subtasks.len()).map(|_| RoutedBatch::with_capacity(64, bare)).collect();
                     Route::Keyed { keyer: Box::new(keyer), bare, subtasks, routed }
+                }
+                RoutePlan::KeyedSink { key, sink } => {
+                    let keyer = key_function(&key, "exchange", owner, env)?;
+                    Route::KeyedSink { keyer: Box::new(keyer), sink }
                 }
                 RoutePlan::Broadcast(subtasks) => {
                     Route::Broadcast { subtasks, waiting: Vec::new() }

@@ -350,6 +350,9 @@ impl<'a> Wiring<'a> {
             for route in routes {
                 planned.push(match route {
                     Route::Sink(index) => RoutePlan::Sink(*index),
+                    Route::KeyedSink { sink, key } => {
+                        RoutePlan::KeyedSink { key: self.code.get(key)?, sink: *sink }
+                    }
                     Route::Stage { stage, input, key } => {
                         let mut subtasks = Vec::new();
                         for inputs in &mut self.inputs[*stage] {

@@ -7,6 +7,12 @@
 //! Each input is tagged with its own epoch (the id of the next checkpoint
 //! it has not passed), so the sink never holds an input back to align
 //! barriers: a fast input's output simply belongs to a later epoch.
+//!
+//! Event time of the output: each epoch's watermark is the least of the
+//! watermarks its inputs had sent before their barrier (idle inputs hold
+//! nothing back), given to the sinks just before the pre-commit
+//! ([`Sink::watermark`]); so no output of an epoch is older than the event
+//! time written with it.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -110,8 +116,13 @@ impl SinkTask {
         let report = &self.handle.metrics;
         let mut epochs = vec![self.first_epoch; self.inputs];
         let mut barriers: BTreeMap<u64, usize> = BTreeMap::new();
+        // Each input's watermark (`None`: idle), and per open barrier the
+        // least watermark its inputs had when they passed it.
+        let mut marks: Vec<Option<i64>> = vec![Some(i64::MIN); self.inputs];
+        let mut barrier_marks: BTreeMap<u64, EpochMark> = BTreeMap::new();
         for message in input {
             match message {
+                SinkMessage::Watermark { from, mark } => marks[from] = mark,
                 SinkMessage::Batch { from, sink, events } => {
                     let target = &mut self.sinks[sink];
                     target.sink.write(epochs[from], &events)?;
@@ -127,12 +138,17 @@ impl SinkTask {
                         target.sink.end_of_epoch(epochs[from])?;
                     }
                     epochs[from] = id + 1;
+                    barrier_marks.entry(id).or_default().add(marks[from]);
                     let arrived = barriers.entry(id).or_default();
                     *arrived += 1;
                     if *arrived == self.inputs {
                         barriers.remove(&id);
+                        let mark = barrier_marks.remove(&id).unwrap_or_default();
                         let mut state = SinkState::default();
                         for target in &mut self.sinks {
+                            if let Some(watermark) = mark.known() {
+                                target.sink.watermark(id, watermark)?;
+                            }
                             let pre_committed = target.sink.pre_commit(id)?;
                             match target.name.as_str() {
                                 LINE_SINK => state.main = pre_committed,
@@ -162,6 +178,37 @@ impl SinkTask {
             }
         }
         Ok(())
+    }
+}
+
+/// The event time of an epoch's output: the least watermark of its
+/// inputs that were not idle at their barrier.
+#[derive(Debug, Clone, Copy, Default)]
+struct EpochMark {
+    /// The least so far, `None` while every input counted was idle.
+    least: Option<i64>,
+    /// Some input counted.
+    counted: bool,
+}
+
+impl EpochMark {
+    /// Count an input at `mark` (`None`: idle).
+    fn add(&mut self, mark: Option<i64>) {
+        self.counted = true;
+        if let Some(mark) = mark {
+            self.least = Some(self.least.map_or(mark, |least| least.min(mark)));
+        }
+    }
+
+    /// What to tell the sinks: `Some(Some(w))` event time `w`,
+    /// `Some(None)` every input idle, `None` nothing known yet.
+    fn known(&self) -> Option<Option<i64>> {
+        match self.least {
+            Some(i64::MIN) => None,
+            Some(least) => Some(Some(least)),
+            None if self.counted => Some(None),
+            None => None,
+        }
     }
 }
 

@@ -98,6 +98,10 @@ impl SourceTask {
             links.broadcast_watermark(watermark)?;
         }
         let mut idle = false;
+        // A source reporting its own watermarks (a cluster task's exchange
+        // input) is not judged by its events' timestamps.
+        let reports = source.reports_watermarks();
+        let mut reported = Vec::new();
         loop {
             match links.triggers.try_recv() {
                 Ok(trigger) => {
@@ -126,7 +130,7 @@ impl SourceTask {
                 links.router.emit_side(rejected)?;
             }
             if !events.is_empty() {
-                if let Some(watermarks) = watermarks.as_mut() {
+                if let Some(watermarks) = watermarks.as_mut().filter(|_| !reports) {
                     for event in &events {
                         watermarks.observe(polled.split, event.timestamp, now);
                     }
@@ -136,6 +140,12 @@ impl SourceTask {
                 let batch = std::mem::replace(&mut events, Vec::with_capacity(batch_size));
                 links.router.emit(None, batch)?;
                 links.router.flush()?;
+            }
+            source.take_watermarks(&mut reported);
+            for (split, mark) in reported.drain(..) {
+                if let Some(watermarks) = watermarks.as_mut() {
+                    watermarks.announce(split, mark, now);
+                }
             }
             if let Some(watermarks) = watermarks.as_mut() {
                 if polled.split_finished {

@@ -48,6 +48,8 @@ struct SplitState {
     generator: BoundedOutOfOrderness,
     last_event: std::time::Instant,
     finished: bool,
+    /// The split said it is idle ([`SplitWatermarks::announce`]).
+    said_idle: bool,
 }
 
 impl SplitWatermarks {
@@ -62,6 +64,7 @@ impl SplitWatermarks {
             generator: BoundedOutOfOrderness::new(delay_ms),
             last_event: now,
             finished: false,
+            said_idle: false,
         };
         Self { splits: vec![split; splits.max(1)], idle_timeout, emitted: i64::MIN }
     }
@@ -70,6 +73,19 @@ impl SplitWatermarks {
     pub fn observe(&mut self, split: usize, timestamp: i64, now: std::time::Instant) {
         if let Some(state) = self.splits.get_mut(split) {
             state.generator.observe(timestamp);
+            state.last_event = now;
+        }
+    }
+
+    /// `split` reports its watermark itself (a cluster task's producer):
+    /// it is now `mark`, or idle (`None`) until it reports one again.
+    pub fn announce(&mut self, split: usize, mark: Option<i64>, now: std::time::Instant) {
+        let Some(state) = self.splits.get_mut(split) else { return };
+        state.said_idle = mark.is_none();
+        if let Some(mark) = mark {
+            // The watermark of a split is its newest timestamp less the delay.
+            let at = mark.saturating_add(state.generator.delay).saturating_add(1);
+            state.generator.max_timestamp = state.generator.max_timestamp.max(Some(at));
             state.last_event = now;
         }
     }
@@ -84,10 +100,11 @@ impl SplitWatermarks {
     /// Whether every split that has not finished has been idle at `now`
     /// (and there is one): the source holds no event time back then.
     pub fn all_idle(&self, now: std::time::Instant) -> bool {
-        let Some(timeout) = self.idle_timeout else { return false };
+        let timed_out = |s: &SplitState| {
+            self.idle_timeout.is_some_and(|t| now.duration_since(s.last_event) >= t)
+        };
         let mut unfinished = self.splits.iter().filter(|s| !s.finished).peekable();
-        unfinished.peek().is_some()
-            && unfinished.all(|s| now.duration_since(s.last_event) >= timeout)
+        unfinished.peek().is_some() && unfinished.all(|s| s.said_idle || timed_out(s))
     }
 
     /// The watermark at `now`, if it has advanced since the last call.
@@ -99,7 +116,7 @@ impl SplitWatermarks {
     /// soon after the others idled still moves event time on).
     pub fn advance(&mut self, now: std::time::Instant) -> Option<i64> {
         let idle = |s: &SplitState| {
-            self.idle_timeout.is_some_and(|t| now.duration_since(s.last_event) >= t)
+            s.said_idle || self.idle_timeout.is_some_and(|t| now.duration_since(s.last_event) >= t)
         };
         let unfinished = || self.splits.iter().filter(|s| !s.finished);
         let holding: Vec<&SplitState> = if unfinished().any(|s| !idle(s)) {

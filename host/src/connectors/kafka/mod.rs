@@ -14,6 +14,7 @@
 //! no transient error: the run fails and restarts from its checkpoint.
 
 mod exactly_once;
+pub mod exchange;
 mod properties;
 mod sink;
 mod source;

@@ -77,6 +77,7 @@ use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, T
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use serde::Deserialize;
 
+use super::exchange::{ExchangeOutput, Target};
 use super::{client_config, kafka_error, Retry, CALL_TIMEOUT};
 use crate::connectors::registry::{Access, ConfigError, SinkConfig, SinkMode, SinkRole};
 use crate::connectors::{ConnectorError, Sink};
@@ -122,6 +123,10 @@ pub struct KafkaSinkConfig {
     /// librdkafka properties passed through (security, tuning).
     #[serde(default)]
     pub properties: BTreeMap<String, String>,
+    /// Set by a cluster plan, never in a spec: the topic is an exchange to
+    /// the tasks of a keyed stage (see [`super::exchange`]).
+    #[serde(skip)]
+    pub exchange: Option<ExchangeOutput>,
 }
 
 fn default_transaction_timeout() -> Duration {
@@ -155,6 +160,10 @@ impl SinkConfig for KafkaSinkConfig {
 
     fn host_access(&self) -> Vec<Access> {
         super::host_access(&self.bootstrap_servers, &self.properties)
+    }
+
+    fn takes_keys(&self) -> bool {
+        self.exchange.as_ref().is_some_and(|exchange| !exchange.broadcast)
     }
 
     fn open(&self, _mode: SinkMode) -> Result<Box<dyn Sink>, ConnectorError> {
@@ -339,6 +348,8 @@ pub struct KafkaSink {
     topic: String,
     mode: Mode,
     retry: Retry,
+    /// An exchange topic: where each record goes, and its partitions.
+    exchange: Option<(ExchangeOutput, i32)>,
 }
 
 enum Mode {
@@ -376,8 +387,46 @@ impl KafkaSink {
                 })
             }
         };
-        Ok(Self { topic: config.topic.clone(), mode, retry: Retry::default() })
+        let exchange = match &config.exchange {
+            Some(exchange) => Some((exchange.clone(), partition_count(config)?)),
+            None => None,
+        };
+        Ok(Self { topic: config.topic.clone(), mode, retry: Retry::default(), exchange })
     }
+
+    /// The open producer of `epoch` (the at-least-once one, or epoch's
+    /// transactional one).
+    fn producer_for(
+        &mut self,
+        epoch: u64,
+    ) -> Result<&ThreadedProducer<DeliveryErrors>, ConnectorError> {
+        match &mut self.mode {
+            Mode::AtLeastOnce(producer) => Ok(producer),
+            Mode::ExactlyOnce(transactions) => transactions.for_epoch(epoch),
+        }
+    }
+}
+
+/// How many partitions the sink's topic has (an exchange topic: as many as
+/// the tasks it feeds, or the plan and the topic disagree).
+fn partition_count(config: &KafkaSinkConfig) -> Result<i32, ConnectorError> {
+    let reader: BaseConsumer = client_config(&config.bootstrap_servers, &[], &config.properties)
+        .create()
+        .map_err(kafka_error("creating a metadata reader"))?;
+    let topic = &config.topic;
+    let metadata = reader
+        .fetch_metadata(Some(topic), CALL_TIMEOUT)
+        .map_err(kafka_error(format!("reading the metadata of topic {topic}")))?;
+    let partitions =
+        metadata.topics().iter().find(|t| t.name() == topic).map_or(0, |t| t.partitions().len());
+    let tasks = config.exchange.as_ref().map_or(0, |e| usize::from(e.tasks));
+    if partitions != tasks {
+        return Err(ConnectorError::Config {
+            what: format!("exchange topic {topic}"),
+            message: format!("has {partitions} partitions, the stage it feeds {tasks} tasks: delete the topic (after stopping every worker) or give the stage its old parallelism"),
+        });
+    }
+    Ok(partitions as i32)
 }
 
 /// Send every event, waiting for queue space when librdkafka's buffer is full.
@@ -385,40 +434,65 @@ fn produce(
     producer: &ThreadedProducer<DeliveryErrors>,
     topic: &str,
     events: &[Event],
+    exchange: Option<&(ExchangeOutput, i32)>,
 ) -> Result<(), ConnectorError> {
     for event in events {
-        let mut headers = OwnedHeaders::new_with_capacity(event.headers.len());
-        for (key, value) in &event.headers {
-            headers = headers.insert(Header { key, value: Some(value) });
-        }
-        let mut record: BaseRecord<'_, [u8], [u8]> =
-            BaseRecord::to(topic).payload(&event.value[..]).headers(headers);
-        if let Some(key) = &event.key {
-            record = record.key(&key[..]);
-        }
-        if event.timestamp > 0 {
-            record = record.timestamp(event.timestamp);
-        }
-        loop {
-            match producer.send(record) {
-                Ok(()) => break,
-                Err((
-                    rdkafka::error::KafkaError::MessageProduction(
-                        rdkafka::types::RDKafkaErrorCode::QueueFull,
-                    ),
-                    back,
-                )) => {
-                    // The producer's own thread drains the queue.
-                    record = back;
-                    std::thread::sleep(Duration::from_millis(5));
+        match exchange {
+            None => send(producer, topic, event, &event.headers, None)?,
+            Some((exchange, partitions)) => match exchange.target(event)? {
+                (Target::Partition(partition), headers) => {
+                    send(producer, topic, event, headers, Some(partition))?
                 }
-                Err((error, _)) => {
-                    return Err(failed(
-                        producer,
-                        format!("producing to {topic}"),
-                        error.to_string(),
-                    ))
+                (Target::All, headers) => {
+                    for partition in 0..*partitions {
+                        send(producer, topic, event, headers, Some(partition))?;
+                    }
                 }
+            },
+        }
+    }
+    Ok(())
+}
+
+/// Send one record (to `partition`, else where the key hashes), waiting
+/// for queue space when librdkafka's buffer is full.
+fn send(
+    producer: &ThreadedProducer<DeliveryErrors>,
+    topic: &str,
+    event: &Event,
+    headers: &[(String, Vec<u8>)],
+    partition: Option<i32>,
+) -> Result<(), ConnectorError> {
+    let mut owned = OwnedHeaders::new_with_capacity(headers.len());
+    for (key, value) in headers {
+        owned = owned.insert(Header { key, value: Some(value) });
+    }
+    let mut record: BaseRecord<'_, [u8], [u8]> =
+        BaseRecord::to(topic).payload(&event.value[..]).headers(owned);
+    if let Some(key) = &event.key {
+        record = record.key(&key[..]);
+    }
+    if let Some(partition) = partition {
+        record = record.partition(partition);
+    }
+    if event.timestamp > 0 {
+        record = record.timestamp(event.timestamp);
+    }
+    loop {
+        match producer.send(record) {
+            Ok(()) => break,
+            Err((
+                rdkafka::error::KafkaError::MessageProduction(
+                    rdkafka::types::RDKafkaErrorCode::QueueFull,
+                ),
+                back,
+            )) => {
+                // The producer's own thread drains the queue.
+                record = back;
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err((error, _)) => {
+                return Err(failed(producer, format!("producing to {topic}"), error.to_string()))
             }
         }
     }
@@ -490,13 +564,29 @@ impl Sink for KafkaSink {
             return Ok(());
         }
         match &mut self.mode {
-            Mode::AtLeastOnce(producer) => produce(producer, &self.topic, events),
+            Mode::AtLeastOnce(producer) => {
+                produce(producer, &self.topic, events, self.exchange.as_ref())
+            }
             Mode::ExactlyOnce(transactions) => {
-                produce(transactions.for_epoch(epoch)?, &self.topic, events)?;
+                let producer = transactions.for_epoch(epoch)?;
+                produce(producer, &self.topic, events, self.exchange.as_ref())?;
                 crate::fault::point("kafka-after-write");
                 Ok(())
             }
         }
+    }
+
+    /// An exchange topic gets the epoch's event time in a control record to
+    /// every partition, in the epoch's transaction.
+    fn watermark(&mut self, epoch: u64, watermark: Option<i64>) -> Result<(), ConnectorError> {
+        let Some((exchange, partitions)) = self.exchange.clone() else { return Ok(()) };
+        let record = exchange.control_record(watermark);
+        let topic = self.topic.clone();
+        let producer = self.producer_for(epoch)?;
+        for partition in 0..partitions {
+            send(producer, &topic, &record, &record.headers, Some(partition))?;
+        }
+        Ok(())
     }
 
     fn flush(&mut self) -> Result<(), ConnectorError> {

@@ -23,6 +23,7 @@ use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
+use super::exchange::{ExchangeInput, ExchangeMark};
 use super::{client_config, is_transient_code, kafka_error, outlasted, Retry, CALL_TIMEOUT};
 use crate::connectors::registry::{Access, ConfigError, SourceConfig};
 use crate::connectors::timestamp::{json_timestamp, parse_rfc3339_millis};
@@ -85,6 +86,15 @@ pub struct KafkaSourceConfig {
     /// Weir sets itself.
     #[serde(default)]
     pub properties: BTreeMap<String, String>,
+    /// Set by a cluster plan, never in a spec: read only this partition of
+    /// the topic (an ingest unit's input partition, a task's partition of
+    /// an exchange topic).
+    #[serde(skip)]
+    pub partition: Option<i32>,
+    /// Set by a cluster plan: the topic is an exchange topic, whose control
+    /// records carry its producers' watermarks (see [`super::exchange`]).
+    #[serde(skip)]
+    pub exchange: Option<ExchangeInput>,
 }
 
 /// What a restore does when records it should read were deleted.
@@ -142,6 +152,9 @@ pub struct KafkaSource {
     retry: Retry,
     /// Since when fetching has failed transiently, if it does.
     failing_since: Option<Instant>,
+    /// An exchange topic: its producers, and the watermarks its control
+    /// records reported since the last `take_watermarks`.
+    exchange: Option<(usize, Vec<(usize, Option<i64>)>)>,
 }
 
 /// The position: next offset per `topic/partition`.
@@ -191,6 +204,15 @@ impl KafkaSource {
             })?;
             let mut ids: Vec<i32> = found.partitions().iter().map(|p| p.id()).collect();
             ids.sort_unstable();
+            if let Some(only) = config.partition {
+                if !ids.contains(&only) {
+                    return Err(ConnectorError::Config {
+                        what: format!("kafka source topic {topic:?}"),
+                        message: format!("has no partition {only} (it has {})", ids.len()),
+                    });
+                }
+                ids = vec![only];
+            }
             for partition in ids {
                 let end = if config.bounded {
                     let (_, high) = consumer
@@ -218,6 +240,7 @@ impl KafkaSource {
             unassigned: true,
             retry: Retry::default(),
             failing_since: None,
+            exchange: config.exchange.as_ref().map(|e| (e.producers, Vec::new())),
         };
         let offsets = source.fresh_offsets(&config.start)?;
         for (p, offset) in source.partitions.iter_mut().zip(offsets) {
@@ -446,6 +469,15 @@ impl Source for KafkaSource {
                     break;
                 }
                 partition.next = offset + 1;
+                if let Some((producers, marks)) = &mut self.exchange {
+                    let location =
+                        || format!("{}/{}@{offset}", partition.topic, partition.partition);
+                    if let Some(mark) = ExchangeMark::of(&event.headers, *producers, location)? {
+                        // Events before the mark are delivered before it applies.
+                        marks.push((mark.producer, mark.watermark.filter(|_| !mark.idle)));
+                        break;
+                    }
+                }
                 out.push(event);
             }
             tracing::trace!(
@@ -466,7 +498,20 @@ impl Source for KafkaSource {
     }
 
     fn splits(&self) -> usize {
-        self.partitions.len()
+        match &self.exchange {
+            Some((producers, _)) => *producers,
+            None => self.partitions.len(),
+        }
+    }
+
+    fn reports_watermarks(&self) -> bool {
+        self.exchange.is_some()
+    }
+
+    fn take_watermarks(&mut self, out: &mut Vec<(usize, Option<i64>)>) {
+        if let Some((_, marks)) = &mut self.exchange {
+            out.append(marks);
+        }
     }
 
     fn position(&self) -> serde_json::Value {
