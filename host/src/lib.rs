@@ -46,6 +46,7 @@ pub mod api;
 #[cfg(feature = "bench")]
 pub mod bench;
 pub mod checkpoint;
+pub mod cluster;
 pub mod config;
 pub mod connectors;
 pub mod fault;

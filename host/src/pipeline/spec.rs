@@ -154,6 +154,9 @@ pub struct PipelineSpec {
     /// (through WASI); nothing else of the host's file system is visible.
     #[serde(default)]
     pub resources: Option<PathBuf>,
+    /// Settings for running it on several machines (`weir worker`).
+    #[serde(default)]
+    pub cluster: Option<crate::cluster::ClusterSettings>,
 }
 
 /// Resource limits of every function instance of a pipeline.

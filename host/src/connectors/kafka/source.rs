@@ -613,6 +613,7 @@ mod tests {
             retry: Retry::for_up_to(budget),
             failing_since: None,
             on_data_loss: OnDataLoss::Fail,
+            exchange: None,
         }
     }
 

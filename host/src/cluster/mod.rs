@@ -1,0 +1,19 @@
+//! Cluster mode: one pipeline run by several `weir worker` processes,
+//! coordinated by Kafka alone (see `docs/cluster.md`).
+//!
+//! * [`settings`]: the spec's `cluster:` section;
+//! * [`plan`]: the pipeline cut into units (ingest units and tasks), each
+//!   an ordinary pipeline run;
+//! * `topics`: the exchange and units topics, created or checked;
+//! * `worker`: membership in the pipeline's consumer group, and the units
+//!   the group gives this worker, started and stopped;
+//! * `status`: what a worker reports (`/healthz`, `/metrics`, `/v1/worker`).
+//!
+//! Nothing here coordinates workers itself: Kafka's group protocol assigns
+//! units, Kafka transactions fence zombies, object storage holds state.
+
+pub mod plan;
+pub mod settings;
+
+pub use plan::{plan, ClusterPlan, ExchangeTopic, PlanError, Unit, UnitRole};
+pub use settings::ClusterSettings;

@@ -1,0 +1,747 @@
+//! The cluster plan: a pipeline cut at its keyed exchanges into **units**,
+//! each an ordinary pipeline run with its own checkpoints and its own
+//! exactly-once Kafka sink (see `docs/cluster.md`).
+//!
+//! * An **ingest unit** per partition of each Kafka source: the source
+//!   (that partition only), the transforms chained after it, its sinks,
+//!   and per keyed stage it feeds an exchange sink that runs the stage's
+//!   key function and writes each record to the partition of the task
+//!   owning its key's group.
+//! * A **task** per subtask of each keyed stage: its partition of each of
+//!   the stage's exchange topics, the stage (parallelism 1, the key groups
+//!   of that task), what is chained after it, and its sinks or exchanges
+//!   to the next stages.
+//!
+//! The plan is pure: it reads no broker (the input partitions are given)
+//! and touches nothing; [`super::topics`] creates what it names.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::cluster::ClusterSettings;
+use crate::connectors::kafka::exchange::{ExchangeInput, ExchangeOutput};
+use crate::connectors::kafka::{Delivery, KafkaSinkConfig, KafkaSourceConfig};
+use crate::connectors::{SinkSpec, SourceSpec};
+use crate::names::is_valid_name;
+use crate::pipeline::graph::{InputSpec, NodeSpec};
+use crate::pipeline::spec::FunctionSpec;
+use crate::pipeline::{PipelineSpec, SpecError};
+
+/// Prefix of every node name a plan adds to a unit's graph.
+const OURS: &str = "weir-";
+
+/// What one worker-shared pipeline consists of.
+#[derive(Debug, Clone)]
+pub struct ClusterPlan {
+    /// The pipeline's name.
+    pub pipeline: String,
+    /// Its units, in the order of the units topic's partitions.
+    pub units: Vec<Unit>,
+    /// The exchange topics the units write and read.
+    pub exchanges: Vec<ExchangeTopic>,
+    /// The topic whose partitions stand for the units (one each).
+    pub units_topic: String,
+    /// The consumer group of the pipeline's workers.
+    pub group: String,
+    /// The brokers of the exchange and units topics (the first source's).
+    pub bootstrap_servers: String,
+    /// Client properties for them (the first source's).
+    pub properties: BTreeMap<String, String>,
+    /// The spec's `cluster:` settings.
+    pub settings: ClusterSettings,
+}
+
+/// One unit: a pipeline run some worker owns.
+#[derive(Debug, Clone)]
+pub struct Unit {
+    /// Its name (also its pipeline name and its checkpoints' directory).
+    pub name: String,
+    /// What it does.
+    pub role: UnitRole,
+    /// The pipeline it runs.
+    pub spec: PipelineSpec,
+}
+
+/// What a unit does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UnitRole {
+    /// Reads partition `partition` of `topic` for source node `source`.
+    Ingest {
+        /// The source node.
+        source: String,
+        /// The input topic.
+        topic: String,
+        /// Its partition.
+        partition: i32,
+    },
+    /// Task `task` of keyed stage `stage`.
+    Task {
+        /// The stage.
+        stage: String,
+        /// The task (its partition of the stage's exchange topics).
+        task: u16,
+    },
+}
+
+impl UnitRole {
+    /// `ingest` or `task`, for reports.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            UnitRole::Ingest { .. } => "ingest",
+            UnitRole::Task { .. } => "task",
+        }
+    }
+}
+
+/// An exchange topic: one partition per task of the stage it feeds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExchangeTopic {
+    /// Its name.
+    pub name: String,
+    /// Its partitions.
+    pub partitions: u16,
+}
+
+/// Why a spec cannot run on workers.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The spec itself is wrong.
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    /// The spec is fine for one process but not for workers.
+    #[error("{field}: {message}")]
+    Refused {
+        /// The field at fault.
+        field: String,
+        /// Why, and what to do.
+        message: String,
+    },
+    /// The input topics could not be read.
+    #[error("reading the input topics: {0}")]
+    Input(String),
+}
+
+fn refused(field: &str, message: impl Into<String>) -> PlanError {
+    PlanError::Refused { field: field.to_string(), message: message.into() }
+}
+
+/// The partitions `(topic, partition)` a Kafka source reads.
+pub type InputPartitions<'a> =
+    &'a dyn Fn(&KafkaSourceConfig) -> Result<Vec<(String, i32)>, PlanError>;
+
+/// Cut `spec` into units; `partitions` says which partitions each Kafka
+/// source reads.
+pub fn plan(
+    spec: &PipelineSpec,
+    partitions: InputPartitions<'_>,
+) -> Result<ClusterPlan, PlanError> {
+    spec.validate()?;
+    let checkpoint = spec.checkpoint.as_ref().ok_or_else(|| {
+        refused(
+            "checkpoint",
+            "cluster mode needs checkpoints: set checkpoint.interval and checkpoint.storage",
+        )
+    })?;
+    if checkpoint.storage.is_none() {
+        return Err(refused(
+            "checkpoint.storage",
+            "missing: every worker must reach every unit's checkpoints (s3://bucket/prefix, or a file:// directory all workers mount)",
+        ));
+    }
+    let graph = Operators::of(spec)?;
+    let first = graph.first_source()?;
+    let mut planner = Planner {
+        spec,
+        graph: &graph,
+        bootstrap: first.bootstrap_servers.clone(),
+        properties: first.properties.clone(),
+        units: Vec::new(),
+        producers: BTreeMap::new(),
+    };
+    // Producers of each exchange, in unit order, before any unit is built.
+    let mut roots: Vec<(String, Vec<UnitRole>)> = Vec::new();
+    for (name, config) in graph.sources() {
+        let found = partitions(config)?;
+        if found.is_empty() {
+            return Err(refused(&graph.at(name, "source"), "reads no partition"));
+        }
+        let roles = found
+            .into_iter()
+            .map(|(topic, partition)| UnitRole::Ingest { source: name.clone(), topic, partition })
+            .collect();
+        roots.push((name.clone(), roles));
+    }
+    for (name, parallelism) in graph.stages() {
+        let roles = (0..parallelism).map(|task| UnitRole::Task { stage: name.clone(), task });
+        roots.push((name.clone(), roles.collect()));
+    }
+    for (root, roles) in &roots {
+        for (index, _) in roles.iter().enumerate() {
+            let unit = unit_name(&spec.name, root, index)?;
+            for edge in graph.exchanges_from(root) {
+                planner.producers.entry(edge).or_default().push(unit.clone());
+            }
+        }
+    }
+    for (root, roles) in roots {
+        for (index, role) in roles.into_iter().enumerate() {
+            let name = unit_name(&spec.name, &root, index)?;
+            let unit_spec = planner.unit(&name, &root, &role)?;
+            unit_spec.validate().map_err(|e| refused(&format!("unit {name}"), e.to_string()))?;
+            planner.units.push(Unit { name, role, spec: unit_spec });
+        }
+    }
+    let exchanges = graph
+        .stages()
+        .into_iter()
+        .flat_map(|(stage, parallelism)| {
+            let inputs = graph.keyed_inputs(&stage);
+            (0..inputs).map(move |j| ExchangeTopic {
+                name: exchange_topic(&spec.name, &stage, j),
+                partitions: parallelism,
+            })
+        })
+        .collect();
+    Ok(ClusterPlan {
+        pipeline: spec.name.clone(),
+        units: planner.units,
+        exchanges,
+        units_topic: format!("weir-{}-units", spec.name),
+        group: format!("weir-{}-workers", spec.name),
+        bootstrap_servers: planner.bootstrap,
+        properties: planner.properties,
+        settings: spec.cluster.clone().unwrap_or_default(),
+    })
+}
+
+/// The name of unit `index` of root node `root`.
+fn unit_name(pipeline: &str, root: &str, index: usize) -> Result<String, PlanError> {
+    let name = format!("{pipeline}-{root}-{index}");
+    // Room for the `weir-` of its transactional ids.
+    if !is_valid_name(&name) || name.len() + OURS.len() > 63 {
+        return Err(refused(
+            "name",
+            format!("unit name {name:?} is too long: shorten the pipeline's or the node's name (at most 57 characters together)"),
+        ));
+    }
+    Ok(name)
+}
+
+/// The exchange topic of input `input` of stage `stage`.
+fn exchange_topic(pipeline: &str, stage: &str, input: usize) -> String {
+    format!("weir-{pipeline}-{stage}-{input}")
+}
+
+/// A keyed input of a stage: (stage, input index).
+type Edge = (String, usize);
+
+/// The spec as a graph of nodes (a line spec as the graph it stands for).
+struct Operators {
+    nodes: BTreeMap<String, NodeSpec>,
+    /// A line spec (its fields have no `operators.` path).
+    line: bool,
+    /// The pipeline's default parallelism.
+    parallelism: u16,
+}
+
+/// Node names of a line spec's graph.
+const LINE_SOURCE: &str = "source";
+const LINE_STAGE: &str = "keyed";
+const LINE_SINK: &str = "sink";
+
+impl Operators {
+    fn of(spec: &PipelineSpec) -> Result<Self, PlanError> {
+        if !spec.operators.is_empty() {
+            let nodes = spec.operators.clone();
+            return Ok(Self { nodes, line: false, parallelism: spec.parallelism });
+        }
+        if !spec.side_outputs.is_empty() {
+            return Err(refused(
+                "side_outputs",
+                "not in cluster mode for a line spec: write the pipeline as a graph (operators:) with a Kafka sink node per side output",
+            ));
+        }
+        let stage = NodeSpec {
+            inputs: vec![input(LINE_SOURCE)],
+            key: spec.key.clone(),
+            process: spec.process.clone(),
+            window: spec.window.clone(),
+            aggregate: spec.aggregate.clone(),
+            window_process: spec.window_process.clone(),
+            uid: Some(spec.operator_uid()),
+            ..NodeSpec::default()
+        };
+        let nodes = BTreeMap::from([
+            (
+                LINE_SOURCE.to_string(),
+                NodeSpec { source: spec.source.clone(), ..Default::default() },
+            ),
+            (LINE_STAGE.to_string(), stage),
+            (
+                LINE_SINK.to_string(),
+                NodeSpec {
+                    inputs: vec![input(LINE_STAGE)],
+                    sink: spec.sink.clone(),
+                    ..Default::default()
+                },
+            ),
+        ]);
+        Ok(Self { nodes, line: true, parallelism: spec.parallelism })
+    }
+
+    /// Where a field of node `name` is in the spec.
+    fn at(&self, name: &str, field: &str) -> String {
+        match (self.line, field) {
+            (true, "") => name.to_string(),
+            (true, field) => field.to_string(),
+            (false, "") => format!("operators.{name}"),
+            (false, field) => format!("operators.{name}.{field}"),
+        }
+    }
+
+    fn is_stage(node: &NodeSpec) -> bool {
+        node.process.is_some()
+            || node.co_process.is_some()
+            || node.window.is_some()
+            || node.join.is_some()
+    }
+
+    /// The Kafka sources, by node name; any other source is refused.
+    fn sources(&self) -> Vec<(&String, &KafkaSourceConfig)> {
+        self.nodes
+            .iter()
+            .filter_map(|(name, node)| match &node.source {
+                Some(SourceSpec::Kafka(config)) => Some((name, config)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn first_source(&self) -> Result<&KafkaSourceConfig, PlanError> {
+        for (name, node) in &self.nodes {
+            match &node.source {
+                Some(SourceSpec::Kafka(config)) if config.bounded => {
+                    return Err(refused(&self.at(name, "source.bounded"), "a bounded source runs in one process (weir run or weir serve), not on workers"));
+                }
+                Some(SourceSpec::Kafka(_)) | None => {}
+                Some(_) => {
+                    return Err(refused(&self.at(name, "source"), "cluster mode reads Kafka sources only: a file or generator source runs in one process (weir run or weir serve)"));
+                }
+            }
+            if let Some(sink) = &node.sink {
+                if !matches!(sink, SinkSpec::Kafka(_)) {
+                    return Err(refused(&self.at(name, "sink"), "cluster mode writes to Kafka only: a file, stdout or discard sink would be split over the workers' machines"));
+                }
+            }
+            if !node.broadcast.is_empty() {
+                return Err(refused(&self.at(name, "broadcast"), "broadcast inputs are not supported in cluster mode yet: run this pipeline in one process"));
+            }
+        }
+        let mut sources = self.sources().into_iter();
+        let (_, first) = sources.next().ok_or_else(|| refused("source", "missing"))?;
+        Ok(first)
+    }
+
+    /// Keyed stages in the spec's order with their parallelism.
+    fn stages(&self) -> Vec<(String, u16)> {
+        self.nodes
+            .iter()
+            .filter(|(_, node)| Self::is_stage(node))
+            .map(|(name, node)| (name.clone(), node.parallelism.unwrap_or(self.parallelism)))
+            .collect()
+    }
+
+    fn keyed_inputs(&self, stage: &str) -> usize {
+        self.nodes.get(stage).map_or(0, |node| node.inputs.len())
+    }
+
+    /// The nodes chained to `root`: itself and every transform or sink it
+    /// reaches without crossing an exchange.
+    fn chain(&self, root: &str) -> BTreeSet<String> {
+        let mut chain = BTreeSet::from([root.to_string()]);
+        loop {
+            let more: Vec<String> = self
+                .nodes
+                .iter()
+                .filter(|(name, node)| {
+                    !chain.contains(*name)
+                        && (node.transform.is_some() || node.sink.is_some())
+                        && node.inputs.iter().any(|i| chain.contains(&i.from))
+                })
+                .map(|(name, _)| name.clone())
+                .collect();
+            if more.is_empty() {
+                return chain;
+            }
+            chain.extend(more);
+        }
+    }
+
+    /// The keyed inputs fed from `root`'s chain.
+    fn exchanges_from(&self, root: &str) -> Vec<Edge> {
+        let chain = self.chain(root);
+        let mut edges = Vec::new();
+        for (name, node) in &self.nodes {
+            if !Self::is_stage(node) {
+                continue;
+            }
+            for (j, input) in node.inputs.iter().enumerate() {
+                if chain.contains(&input.from) {
+                    edges.push((name.clone(), j));
+                }
+            }
+        }
+        edges
+    }
+}
+
+fn input(from: &str) -> InputSpec {
+    InputSpec { from: from.to_string(), output: None, key: None }
+}
+
+/// Builds the units' specs.
+struct Planner<'a> {
+    spec: &'a PipelineSpec,
+    graph: &'a Operators,
+    bootstrap: String,
+    properties: BTreeMap<String, String>,
+    units: Vec<Unit>,
+    /// The units writing each exchange, in order (a producer's number).
+    producers: BTreeMap<Edge, Vec<String>>,
+}
+
+impl Planner<'_> {
+    /// The spec of unit `name` of root node `root`.
+    fn unit(&self, name: &str, root: &str, role: &UnitRole) -> Result<PipelineSpec, PlanError> {
+        let graph = self.graph;
+        let mut nodes = BTreeMap::new();
+        let chain = graph.chain(root);
+        for member in &chain {
+            if member.starts_with(OURS) {
+                return Err(refused(
+                    &graph.at(member, ""),
+                    format!("node names starting with {OURS:?} are reserved in cluster mode"),
+                ));
+            }
+            let mut node = graph.nodes[member].clone();
+            if member != root {
+                node.inputs.retain(|i| chain.contains(&i.from));
+            }
+            if let Some(SinkSpec::Kafka(config)) = &mut node.sink {
+                if config.delivery == Delivery::ExactlyOnce {
+                    let prefix = config.transactional_id_prefix.clone().unwrap_or_default();
+                    config.transactional_id_prefix =
+                        Some(format!("{prefix}-{}", suffix(name, &self.spec.name)));
+                }
+            }
+            nodes.insert(member.clone(), node);
+        }
+        match role {
+            UnitRole::Ingest { topic, partition, .. } => {
+                let node = nodes.get_mut(root).expect("the root");
+                let Some(SourceSpec::Kafka(config)) = &mut node.source else {
+                    return Err(refused(&graph.at(root, "source"), "not a Kafka source"));
+                };
+                config.topics = vec![topic.clone()];
+                config.topic_pattern = None;
+                config.partition = Some(*partition);
+                config.group_id.get_or_insert_with(|| format!("weir-{}", self.spec.name));
+            }
+            UnitRole::Task { stage, task } => {
+                let node = nodes.get_mut(stage).expect("the stage");
+                let original = std::mem::take(&mut node.inputs);
+                node.parallelism = Some(1);
+                node.uid.get_or_insert_with(|| stage.clone());
+                let mut sources = Vec::new();
+                for (j, input) in original.into_iter().enumerate() {
+                    let source = format!("{OURS}in-{j}");
+                    let producers = self.producers.get(&(stage.clone(), j)).map_or(0, Vec::len);
+                    let topic = exchange_topic(&self.spec.name, stage, j);
+                    node.inputs.push(InputSpec {
+                        from: source.clone(),
+                        output: None,
+                        key: input.key,
+                    });
+                    let config = self.exchange_source(&topic, *task, producers)?;
+                    sources.push((source, config));
+                }
+                for (source, config) in sources {
+                    let node =
+                        NodeSpec { source: Some(SourceSpec::Kafka(config)), ..Default::default() };
+                    nodes.insert(source, node);
+                }
+            }
+        }
+        for (stage, j) in graph.exchanges_from(root) {
+            let target = &graph.nodes[&stage];
+            let input = &target.inputs[j];
+            let key: Option<FunctionSpec> = input.key.clone().or(target.key.clone());
+            let producer = self.producers[&(stage.clone(), j)]
+                .iter()
+                .position(|unit| unit == name)
+                .expect("a producer of its own exchange");
+            let sink = self.exchange_sink(name, &stage, j, producer)?;
+            nodes.insert(
+                format!("{OURS}to-{stage}-{j}"),
+                NodeSpec {
+                    inputs: vec![InputSpec {
+                        from: input.from.clone(),
+                        output: input.output.clone(),
+                        key: None,
+                    }],
+                    key,
+                    sink: Some(SinkSpec::Kafka(sink)),
+                    ..Default::default()
+                },
+            );
+        }
+        let exactly_once = nodes
+            .values()
+            .filter(|n| matches!(&n.sink, Some(SinkSpec::Kafka(c)) if c.delivery == Delivery::ExactlyOnce))
+            .count();
+        if exactly_once != 1 {
+            return Err(refused(
+                &graph.at(root, ""),
+                format!("in cluster mode each source and keyed stage writes exactly-once to one Kafka topic (the next keyed stage, or an output topic with delivery: exactly-once); {root} writes to {exactly_once}"),
+            ));
+        }
+        let mut spec = self.spec.clone();
+        spec.name = name.to_string();
+        spec.fresh = false;
+        spec.parallelism = 1;
+        spec.source = None;
+        spec.key = None;
+        spec.process = None;
+        spec.window = None;
+        spec.aggregate = None;
+        spec.window_process = None;
+        spec.sink = None;
+        spec.side_outputs = BTreeMap::new();
+        spec.restart = None;
+        spec.operators = nodes;
+        if let (UnitRole::Task { .. }, Some(watermark)) = (role, spec.watermark.as_mut()) {
+            // A producer is idle only when it says so: one that is down
+            // holds event time back until its unit runs again.
+            watermark.idle_timeout = None;
+        }
+        Ok(spec)
+    }
+
+    /// The exchange source of a task: partition `task` of `topic`.
+    fn exchange_source(
+        &self,
+        topic: &str,
+        task: u16,
+        producers: usize,
+    ) -> Result<KafkaSourceConfig, PlanError> {
+        let mut config: KafkaSourceConfig = serde_json::from_value(serde_json::json!({
+            "bootstrap_servers": self.bootstrap,
+            "topics": [topic],
+            "properties": self.properties,
+        }))
+        .map_err(|e| refused("source", e.to_string()))?;
+        config.partition = Some(i32::from(task));
+        config.exchange = Some(ExchangeInput { producers });
+        Ok(config)
+    }
+
+    /// The exchange sink of unit `unit` into input `input` of `stage`.
+    fn exchange_sink(
+        &self,
+        unit: &str,
+        stage: &str,
+        input: usize,
+        producer: usize,
+    ) -> Result<KafkaSinkConfig, PlanError> {
+        let topic = exchange_topic(&self.spec.name, stage, input);
+        let mut config: KafkaSinkConfig = serde_json::from_value(serde_json::json!({
+            "bootstrap_servers": self.bootstrap,
+            "topic": topic,
+            "delivery": "exactly-once",
+            "transactional_id_prefix": format!("{OURS}{unit}"),
+            "properties": self.properties,
+        }))
+        .map_err(|e| refused("sink", e.to_string()))?;
+        let tasks = self.graph.nodes[stage].parallelism.unwrap_or(self.graph.parallelism);
+        config.exchange = Some(ExchangeOutput {
+            tasks,
+            max_parallelism: self.spec.max_parallelism,
+            producer,
+            broadcast: false,
+        });
+        Ok(config)
+    }
+}
+
+/// What tells a unit's transactional ids apart from its siblings': the
+/// unit's name without the pipeline's.
+fn suffix<'a>(unit: &'a str, pipeline: &str) -> &'a str {
+    unit.strip_prefix(pipeline).map_or(unit, |rest| rest.trim_start_matches('-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KAFKA: &str = "{ type: kafka, bootstrap_servers: 'b:9092', topics: [orders] }";
+    const OUT: &str = "{ type: kafka, bootstrap_servers: 'b:9092', topic: out, delivery: exactly-once, transactional_id_prefix: rev }";
+
+    fn spec(text: &str) -> PipelineSpec {
+        PipelineSpec::parse(text).unwrap()
+    }
+
+    /// The input topic has three partitions.
+    fn three(config: &KafkaSourceConfig) -> Result<Vec<(String, i32)>, PlanError> {
+        Ok((0..3).map(|p| (config.topics[0].clone(), p)).collect())
+    }
+
+    fn line() -> PipelineSpec {
+        spec(&format!(
+            "name: rev\nparallelism: 2\nwatermark: {{ max_out_of_orderness: 1s, idle_timeout: 5s }}\ncheckpoint: {{ interval: 1s, storage: 's3://b/c' }}\nsource: {KAFKA}\nkey: {{ wasm: k.wasm }}\nprocess: {{ wasm: p.wasm }}\nsink: {OUT}\n"
+        ))
+    }
+
+    fn kafka_sink(node: &NodeSpec) -> &KafkaSinkConfig {
+        match &node.sink {
+            Some(SinkSpec::Kafka(config)) => config,
+            other => panic!("not a kafka sink: {other:?}"),
+        }
+    }
+
+    fn kafka_source(node: &NodeSpec) -> &KafkaSourceConfig {
+        match &node.source {
+            Some(SourceSpec::Kafka(config)) => config,
+            other => panic!("not a kafka source: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_line_spec_becomes_an_ingest_unit_per_partition_and_a_task_per_subtask() {
+        let plan = plan(&line(), &three).unwrap();
+        let names: Vec<&str> = plan.units.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["rev-source-0", "rev-source-1", "rev-source-2", "rev-keyed-0", "rev-keyed-1"]
+        );
+        assert_eq!(
+            plan.exchanges,
+            [ExchangeTopic { name: "weir-rev-keyed-0".into(), partitions: 2 }]
+        );
+        assert_eq!(
+            (plan.units_topic.as_str(), plan.group.as_str()),
+            ("weir-rev-units", "weir-rev-workers")
+        );
+
+        // Ingest unit 1: partition 1 only, keyed by the stage's key function
+        // into the exchange, as producer 1 of 3.
+        let ingest = &plan.units[1].spec;
+        let source = kafka_source(&ingest.operators["source"]);
+        assert_eq!((source.partition, source.group_id.as_deref()), (Some(1), Some("weir-rev")));
+        let exchange = &ingest.operators["weir-to-keyed-0"];
+        assert_eq!(
+            exchange.key.as_ref().and_then(|k| k.wasm.as_ref()).unwrap().to_str(),
+            Some("k.wasm")
+        );
+        let sink = kafka_sink(exchange);
+        assert_eq!(sink.topic, "weir-rev-keyed-0");
+        assert_eq!(sink.transactional_id_prefix.as_deref(), Some("weir-rev-source-1"));
+        let output = sink.exchange.as_ref().unwrap();
+        assert_eq!((output.tasks, output.producer, output.broadcast), (2, 1, false));
+        assert_eq!(
+            ingest.watermark.as_ref().unwrap().idle_timeout,
+            Some(std::time::Duration::from_secs(5))
+        );
+
+        // Task 1: partition 1 of the exchange (3 producers), the stage at
+        // parallelism 1 with its uid, the user's sink under its own prefix.
+        let task = &plan.units[4].spec;
+        let input = kafka_source(&task.operators["weir-in-0"]);
+        assert_eq!(input.partition, Some(1));
+        assert_eq!(input.exchange, Some(ExchangeInput { producers: 3 }));
+        let stage = &task.operators["keyed"];
+        assert_eq!((stage.parallelism, stage.uid.as_deref()), (Some(1), Some("process")));
+        assert_eq!(stage.inputs[0].from, "weir-in-0");
+        let out = kafka_sink(&task.operators["sink"]);
+        assert_eq!(out.transactional_id_prefix.as_deref(), Some("rev-keyed-1"));
+        assert!(out.exchange.is_none());
+        assert_eq!(
+            task.watermark.as_ref().unwrap().idle_timeout,
+            None,
+            "only a producer saying so is idle"
+        );
+        assert_eq!(plan.units[4].role, UnitRole::Task { stage: "keyed".into(), task: 1 });
+    }
+
+    #[test]
+    fn a_two_stage_graph_re_keys_through_a_second_exchange() {
+        let plan = plan(
+            &spec(&format!(
+                "name: top\nparallelism: 2\ncheckpoint: {{ interval: 1s, storage: 's3://b/c' }}\noperators:\n  orders: {{ source: {KAFKA} }}\n  revenue: {{ inputs: [orders], key: {{ wasm: k.wasm }}, process: {{ wasm: p.wasm }} }}\n  top3: {{ inputs: [revenue], parallelism: 3, key: {{ wasm: r.wasm }}, window: {{ type: tumbling, size: 1m }}, aggregate: {{ wasm: r.wasm }} }}\n  out: {{ inputs: [top3], sink: {OUT} }}\n"
+            )),
+            &three,
+        )
+        .unwrap();
+        let names: Vec<&str> = plan.units.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "top-orders-0",
+                "top-orders-1",
+                "top-orders-2",
+                "top-revenue-0",
+                "top-revenue-1",
+                "top-top3-0",
+                "top-top3-1",
+                "top-top3-2"
+            ]
+        );
+        let topics: Vec<(&str, u16)> =
+            plan.exchanges.iter().map(|t| (t.name.as_str(), t.partitions)).collect();
+        assert_eq!(topics, [("weir-top-revenue-0", 2), ("weir-top-top3-0", 3)]);
+        // A revenue task keys its output by region for top3 (2 producers).
+        let revenue = &plan.units[4].spec;
+        let to_top3 = &revenue.operators["weir-to-top3-0"];
+        assert_eq!(to_top3.inputs[0].from, "revenue");
+        assert_eq!(
+            to_top3.key.as_ref().and_then(|k| k.wasm.as_ref()).unwrap().to_str(),
+            Some("r.wasm")
+        );
+        assert_eq!(kafka_sink(to_top3).exchange.as_ref().unwrap().producer, 1);
+        assert!(!revenue.operators.contains_key("out"));
+        let top3 = &plan.units[7].spec;
+        assert_eq!(
+            kafka_source(&top3.operators["weir-in-0"]).exchange,
+            Some(ExchangeInput { producers: 2 })
+        );
+        assert_eq!(
+            kafka_sink(&top3.operators["out"]).transactional_id_prefix.as_deref(),
+            Some("rev-top3-2")
+        );
+        for unit in &plan.units {
+            unit.spec.validate().unwrap();
+        }
+    }
+
+    #[test]
+    fn what_cannot_run_on_workers_is_refused_with_the_reason() {
+        let refused = |text: String| plan(&spec(&text), &three).unwrap_err().to_string();
+        let base = line();
+        let yaml = |source: &str, sink: &str, checkpoint: &str| {
+            format!("name: rev\n{checkpoint}source: {source}\nkey: {{ wasm: k.wasm }}\nprocess: {{ wasm: p.wasm }}\nsink: {sink}\n")
+        };
+        let storage = "checkpoint: { interval: 1s, storage: 's3://b/c' }\n";
+        let error = refused(yaml("{ type: file, path: in.jsonl }", OUT, storage));
+        assert!(error.contains("Kafka sources only"), "{error}");
+        let error = refused(yaml(KAFKA, "{ type: stdout }", storage));
+        assert!(error.contains("writes to Kafka only"), "{error}");
+        let error = refused(yaml(KAFKA, OUT, "checkpoint: { interval: 1s }\n"));
+        assert!(error.contains("checkpoint.storage"), "{error}");
+        let at_least_once = "{ type: kafka, bootstrap_servers: 'b:9092', topic: out }";
+        let error = refused(yaml(KAFKA, at_least_once, storage));
+        assert!(error.contains("exactly-once to one Kafka topic"), "{error}");
+        let bounded =
+            "{ type: kafka, bootstrap_servers: 'b:9092', topics: [orders], bounded: true }";
+        let error = refused(yaml(bounded, OUT, storage));
+        assert!(error.contains("bounded"), "{error}");
+        assert_eq!(base.name, "rev");
+    }
+}
