@@ -16,6 +16,7 @@ mod api_pipelines;
 mod bad_input;
 mod bench;
 mod checkpoints;
+mod cluster;
 mod customer_profile;
 mod file_faults;
 mod foreign_restore;

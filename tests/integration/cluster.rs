@@ -1,0 +1,743 @@
+//! Cluster mode on a real broker and a real S3-compatible server: several
+//! `weir worker` processes share one pipeline (units assigned by the
+//! pipeline's consumer group, records exchanged through repartition
+//! topics, state in `s3://` checkpoints). Their committed output equals
+//! one process's — for the revenue, the windowed revenue and the two-stage
+//! region top-3 pipelines — and stays a prefix of it, then equal to it,
+//! while workers are killed with `kill -9`, added and stopped with SIGTERM;
+//! the units of a dead worker move to the others with their state.
+//!
+//! These tests start several workers each and take up to a minute or two
+//! apiece.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::kafka::{assert_same, committed_per_key, produce_orders, total, unique};
+use crate::kafka_support::{Record, TestKafka};
+use crate::s3_support::TestS3;
+use crate::support::*;
+
+/// Partitions of every input topic, and the parallelism of every stage.
+const PARTITIONS: i32 = 6;
+
+/// Customers of the generated orders.
+const CUSTOMERS: u64 = 50;
+
+/// Event time of the orders that close every window: ten days after the
+/// first order (2026-01-15T10:00:00Z), so their own windows never close.
+const FAR_FUTURE_MS: i64 = 1_768_471_200_000 + 10 * 24 * 3600 * 1000;
+
+/// [`FAR_FUTURE_MS`] as the region orders write it.
+const FAR_FUTURE_TEXT: &str = "2026-01-25T10:00:00Z";
+
+/// What a pipeline of these tests computes.
+#[derive(Debug, Clone, Copy)]
+enum Job {
+    /// `functions/revenue`: each customer's running total after each order.
+    Revenue,
+    /// `functions/windowed-revenue`: revenue per customer per event-time
+    /// minute (tumbling windows, 5 s out of orderness).
+    WindowedRevenue,
+    /// `functions/region-top3`'s graph: running revenue per customer
+    /// (`customer-revenue`), re-keyed by region, the top 3 per minute.
+    RegionTop3,
+}
+
+impl Job {
+    /// The units of pipeline `name` running this job: ingest units, then
+    /// the tasks of each keyed stage (a line spec's stage is `keyed`).
+    fn units(self, name: &str) -> BTreeSet<String> {
+        let roots: &[&str] = match self {
+            Job::Revenue | Job::WindowedRevenue => &["source", "keyed"],
+            Job::RegionTop3 => &["orders", "revenue", "top3"],
+        };
+        roots
+            .iter()
+            .flat_map(|root| (0..PARTITIONS).map(move |i| format!("{name}-{root}-{i}")))
+            .collect()
+    }
+
+    /// Write the spec of pipeline `name` reading topic `input` and writing
+    /// `output` exactly-once. With `storage`, the spec the workers run:
+    /// unbounded, checkpoints every second into `storage`. Without, the
+    /// single-process reference: bounded, local checkpoints.
+    fn spec(
+        self,
+        dir: &Path,
+        kafka: &TestKafka,
+        name: &str,
+        input: &str,
+        output: &str,
+        storage: Option<&str>,
+    ) -> PathBuf {
+        let bootstrap = kafka.bootstrap();
+        let (bounded, checkpoint) = match storage {
+            Some(url) => ("", format!("{{ interval: 1s, timeout: 1m, storage: {url:?} }}")),
+            None => (", bounded: true", "{ interval: 150ms, timeout: 1m }".to_string()),
+        };
+        let source = format!("{{ type: kafka, bootstrap_servers: {bootstrap:?}, topics: [{input}], timestamp_field: event_time{bounded} }}");
+        let sink = format!("{{ type: kafka, bootstrap_servers: {bootstrap:?}, topic: {output}, delivery: exactly-once, transactional_id_prefix: {name}, transaction_timeout: 5m }}");
+        let head = format!("name: {name}\nparallelism: {PARTITIONS}\ncheckpoint: {checkpoint}\n");
+        let body = match self {
+            Job::Revenue => {
+                let wasm = function("revenue");
+                format!("source: {source}\nkey: {{ wasm: {wasm:?} }}\nprocess: {{ wasm: {wasm:?} }}\nsink: {sink}\n")
+            }
+            Job::WindowedRevenue => {
+                let wasm = function("windowed-revenue");
+                format!(
+                    "watermark: {{ max_out_of_orderness: 5s }}\nsource: {source}\n\
+                     key: {{ wasm: {wasm:?} }}\nwindow: {{ type: tumbling, size: 1m }}\n\
+                     aggregate: {{ wasm: {wasm:?} }}\nsink: {sink}\n"
+                )
+            }
+            Job::RegionTop3 => {
+                let (revenue, top3) = (function("customer-revenue"), function("region-top3"));
+                format!(
+                    "watermark: {{ max_out_of_orderness: 5s }}\n\
+                     operators:\n\
+                     \x20 orders: {{ source: {source} }}\n\
+                     \x20 revenue: {{ inputs: [orders], key: {{ wasm: {revenue:?} }}, process: {{ wasm: {revenue:?} }} }}\n\
+                     \x20 top3: {{ inputs: [revenue], key: {{ wasm: {top3:?} }}, window: {{ type: tumbling, size: 1m }}, aggregate: {{ wasm: {top3:?} }} }}\n\
+                     \x20 out: {{ inputs: [top3], sink: {sink} }}\n"
+                )
+            }
+        };
+        let path = dir.join(format!("{name}.yaml"));
+        std::fs::write(&path, format!("{head}{body}")).unwrap();
+        path
+    }
+}
+
+/// The committed output, per customer, of a single-process `weir run` of
+/// `job` over what `input` holds now (fresh topic, fresh data directory).
+fn reference(kafka: &TestKafka, dir: &Path, job: Job, input: &str) -> BTreeMap<u64, Vec<String>> {
+    let topic = unique("cl-reference");
+    kafka.create_topic(&topic, 1);
+    let name = unique("cl-ref");
+    run_ok(&job.spec(dir, kafka, &name, input, &topic, None), &dir.join(&name), &[]);
+    committed_per_key(kafka, &topic)
+}
+
+/// One order on every partition of `topic`, ten days after the others, of
+/// a customer of its own (1000 + partition): each ingest unit's watermark
+/// passes every window of the real orders, and no real customer's order
+/// sequence changes. `region` writes them as region orders.
+fn produce_far_future(kafka: &TestKafka, topic: &str, region: bool) {
+    let records: Vec<Record> = (0..PARTITIONS)
+        .map(|partition| {
+            let customer = 1000 + partition as u64;
+            let value = if region {
+                format!(r#"{{"order_id":{customer},"customer_id":{customer},"region":"zz","amount":1.00,"event_time":"{FAR_FUTURE_TEXT}"}}"#)
+            } else {
+                format!(r#"{{"order_id":{customer},"customer_id":{customer},"amount":1.00,"event_time":{FAR_FUTURE_MS}}}"#)
+            };
+            (Some(partition), Some(customer.to_string().into_bytes()), value.into_bytes())
+        })
+        .collect();
+    kafka.produce_many(topic, &records);
+}
+
+/// The 300 orders of `functions/region-top3/orders-with-region.jsonl`, keyed
+/// by customer, each customer's on one partition (customer mod 6), in the
+/// file's (event-time) order.
+fn produce_region_orders(kafka: &TestKafka, topic: &str) {
+    let text =
+        std::fs::read_to_string(example_file("region-top3", "orders-with-region.jsonl")).unwrap();
+    let records: Vec<Record> = text
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            let order: Value = serde_json::from_str(line).unwrap();
+            let customer = order["customer_id"].as_u64().unwrap();
+            (
+                Some((customer % PARTITIONS as u64) as i32),
+                Some(customer.to_string().into_bytes()),
+                line.as_bytes().to_vec(),
+            )
+        })
+        .collect();
+    assert_eq!(records.len(), 300);
+    kafka.produce_many(topic, &records);
+}
+
+/// Every customer's committed records are a prefix of the expected ones:
+/// nothing duplicated, nothing skipped, nothing out of order.
+fn assert_prefix(
+    actual: &BTreeMap<u64, Vec<String>>,
+    expected: &BTreeMap<u64, Vec<String>>,
+    when: &str,
+) {
+    for (customer, records) in actual {
+        let want = expected.get(customer).map(Vec::as_slice).unwrap_or_default();
+        if let Some(i) = (0..records.len()).find(|&i| records.get(i) != want.get(i)) {
+            panic!(
+                "{when}: customer {customer}'s result {i} is {:?}, expected {:?} (committed output must be a prefix of the reference per customer; {} committed for them, {} expected)",
+                records[i],
+                want.get(i),
+                records.len(),
+                want.len()
+            );
+        }
+    }
+}
+
+/// A running `weir worker`; killed (SIGKILL) when dropped.
+struct Worker {
+    id: String,
+    child: Child,
+    /// `127.0.0.1:<port>` of its HTTP endpoints.
+    address: String,
+    /// Its stderr.
+    log: PathBuf,
+    /// Killed or stopped by the test: its exit is expected.
+    gone: bool,
+}
+
+impl Worker {
+    /// Start `weir worker` on `spec` as `id`, with its own data directory
+    /// and log under `dir`, and wait for its listening line.
+    fn start(spec: &Path, dir: &Path, id: &str, env: &[(&'static str, String)]) -> Worker {
+        let log = dir.join(format!("{id}.log"));
+        let stderr = std::fs::File::create(&log).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["worker", spec.to_str().unwrap(), "--data-dir"])
+            .arg(dir.join(format!("data-{id}")))
+            .args(["--listen", "127.0.0.1:0", "--worker-id", id])
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .env_remove("WEIR_DATA_DIR")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(stderr))
+            .spawn()
+            .expect("weir worker starts");
+        // The first line names the address; the rest is read (and dropped)
+        // so the worker never blocks on a full pipe.
+        let stdout = child.stdout.take().unwrap();
+        let (first, line) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            let _ = first.send(lines.next());
+            lines.for_each(drop);
+        });
+        let line = match line.recv_timeout(Duration::from_secs(120)) {
+            Ok(Some(Ok(line))) => line,
+            other => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "worker {id} printed no listening line within 2 minutes ({other:?}); its log:\n{}",
+                    tail(&log, 60)
+                )
+            }
+        };
+        assert!(
+            line.starts_with(&format!("weir worker {id} listening on http://")),
+            "worker {id}'s first line: {line:?}"
+        );
+        let address = line.trim().rsplit("http://").next().unwrap().to_string();
+        Worker { id: id.to_string(), child, address, log, gone: false }
+    }
+
+    /// `GET path`: the status and the body as JSON (`Null` if it is not).
+    fn get(&self, path: &str) -> Option<(u16, Value)> {
+        let client =
+            reqwest::blocking::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
+        let response = client.get(format!("http://{}{path}", self.address)).send().ok()?;
+        let status = response.status().as_u16();
+        let text = response.text().ok()?;
+        Some((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
+    }
+
+    /// `GET /v1/worker`, when it answers 200.
+    fn status(&self) -> Option<Value> {
+        match self.get("/v1/worker") {
+            Some((200, body)) => Some(body),
+            _ => None,
+        }
+    }
+
+    /// Its units as `/v1/worker` lists them (none if it does not answer).
+    fn units(&self) -> Vec<Value> {
+        self.status().and_then(|status| status["units"].as_array().cloned()).unwrap_or_default()
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The last `lines` lines of the file at `path`.
+fn tail(path: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// The workers of one pipeline; on a failing test, prints their logs.
+struct Cluster {
+    spec: PathBuf,
+    dir: PathBuf,
+    env: Vec<(&'static str, String)>,
+    workers: Vec<Worker>,
+}
+
+impl Cluster {
+    /// Workers of `spec` (none started yet), with `s3`'s credentials.
+    fn new(dir: &Path, spec: &Path, s3: &TestS3) -> Cluster {
+        Cluster { spec: spec.to_path_buf(), dir: dir.to_path_buf(), env: s3.env(), workers: vec![] }
+    }
+
+    /// Start worker `id` and wait until `/healthz` says it joined the group.
+    fn add(&mut self, id: &str) {
+        let worker = Worker::start(&self.spec, &self.dir, id, &self.env);
+        self.workers.push(worker);
+        self.wait(&format!("worker {id}'s /healthz to answer 200"), Duration::from_secs(90), |c| {
+            let worker = c.workers.last().unwrap();
+            matches!(worker.get("/healthz"), Some((200, _))).then_some(())
+        });
+    }
+
+    /// The workers not killed or stopped.
+    fn alive(&self) -> Vec<&Worker> {
+        self.workers.iter().filter(|w| !w.gone).collect()
+    }
+
+    /// Panics if a worker the test did not stop has exited.
+    fn check_alive(&mut self) {
+        for worker in self.workers.iter_mut().filter(|w| !w.gone) {
+            if let Ok(Some(status)) = worker.child.try_wait() {
+                worker.gone = true;
+                panic!(
+                    "worker {} exited on its own ({status}); its log:\n{}",
+                    worker.id,
+                    tail(&worker.log, 80)
+                );
+            }
+        }
+    }
+
+    /// Poll `check` every 300 ms until it gives a value, for up to
+    /// `within`; panics naming `what` (and the last state) otherwise, or if
+    /// a worker died on its own meanwhile.
+    fn wait<T>(
+        &mut self,
+        what: &str,
+        within: Duration,
+        mut check: impl FnMut(&Cluster) -> Option<T>,
+    ) -> T {
+        let deadline = Instant::now() + within;
+        loop {
+            self.check_alive();
+            if let Some(value) = check(self) {
+                return value;
+            }
+            if Instant::now() > deadline {
+                let state: Vec<String> = self
+                    .alive()
+                    .iter()
+                    .map(|w| format!("{}: {}", w.id, w.status().unwrap_or(Value::Null)))
+                    .collect();
+                panic!("waited {within:?} for {what}; the workers report:\n{}", state.join("\n"));
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
+    /// Wait until the live workers together run every unit of `units`,
+    /// each on exactly one worker and `running`, and (with `spread`) every
+    /// live worker runs at least one; the units by worker id.
+    fn wait_for_units(
+        &mut self,
+        units: &BTreeSet<String>,
+        spread: bool,
+        within: Duration,
+    ) -> BTreeMap<String, Vec<Value>> {
+        let what = format!(
+            "the {} units to run, each on one worker{}",
+            units.len(),
+            if spread { ", every worker with at least one" } else { "" }
+        );
+        self.wait(&what, within, |cluster| {
+            let assignment: BTreeMap<String, Vec<Value>> =
+                cluster.alive().iter().map(|w| (w.id.clone(), w.units())).collect();
+            let running: Vec<&str> = assignment
+                .values()
+                .flatten()
+                .filter(|u| u["state"] == "running")
+                .filter_map(|u| u["unit"].as_str())
+                .collect();
+            let distinct: BTreeSet<String> = running.iter().map(|u| u.to_string()).collect();
+            let spread_ok = !spread || assignment.values().all(|u| !u.is_empty());
+            (running.len() == units.len() && &distinct == units && spread_ok).then_some(assignment)
+        })
+    }
+
+    /// Wait until `topic` holds `count` committed records (panics at once
+    /// if it holds more).
+    fn wait_for_output(&mut self, kafka: &TestKafka, topic: &str, count: usize, within: Duration) {
+        let mut seen = 0;
+        let what = format!("{count} committed records in {topic}");
+        self.wait(&what, within, |_| {
+            seen = kafka.read_committed(topic).len();
+            assert!(seen <= count, "{seen} committed records in {topic}, more than {count}");
+            (seen == count).then_some(())
+        });
+    }
+
+    /// `kill -9` worker `id`.
+    fn kill(&mut self, id: &str) {
+        let worker = self.workers.iter_mut().find(|w| w.id == id).unwrap();
+        worker.child.kill().unwrap();
+        worker.child.wait().unwrap();
+        worker.gone = true;
+    }
+
+    /// Send SIGTERM to the workers `ids` at once and wait until each has
+    /// exited, asserting it exited with success.
+    fn terminate(&mut self, ids: &[&str]) {
+        for id in ids {
+            let worker = self.workers.iter().find(|w| w.id == *id).unwrap();
+            let pid = worker.child.id().to_string();
+            let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+            assert!(status.success(), "kill -TERM {pid}");
+        }
+        let deadline = Instant::now() + Duration::from_secs(120);
+        for id in ids {
+            let worker = self.workers.iter_mut().find(|w| w.id == *id).unwrap();
+            worker.gone = true;
+            let status = loop {
+                if let Some(status) = worker.child.try_wait().unwrap() {
+                    break status;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "worker {id} did not exit within 2 minutes of SIGTERM; its log:\n{}",
+                    tail(&worker.log, 80)
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            };
+            assert!(
+                status.success(),
+                "worker {id} exited with {status} after SIGTERM (graceful: 0); its log:\n{}",
+                tail(&worker.log, 80)
+            );
+        }
+    }
+
+    /// SIGTERM to every live worker at once; each exits with success.
+    fn terminate_all(&mut self) {
+        let ids: Vec<String> = self.alive().iter().map(|w| w.id.clone()).collect();
+        self.terminate(&ids.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            for worker in &self.workers {
+                eprintln!(
+                    "---- worker {} (log {}):\n{}",
+                    worker.id,
+                    worker.log.display(),
+                    tail(&worker.log, 60)
+                );
+            }
+        }
+    }
+}
+
+/// The `role` a unit of a pipeline named `pipeline` must report.
+fn role_of(unit: &str, pipeline: &str) -> &'static str {
+    let root = unit.strip_prefix(pipeline).unwrap_or(unit).trim_start_matches('-');
+    if root.starts_with("source-") || root.starts_with("orders-") {
+        "ingest"
+    } else {
+        "task"
+    }
+}
+
+/// Each of `workers` runs at least one unit, the units are `units`, and
+/// each reports its role.
+fn assert_spread(
+    assignment: &BTreeMap<String, Vec<Value>>,
+    workers: &[&str],
+    units: &BTreeSet<String>,
+    pipeline: &str,
+) {
+    let ids: Vec<&str> = assignment.keys().map(String::as_str).collect();
+    assert_eq!(ids, workers, "the live workers");
+    for (id, list) in assignment {
+        assert!(!list.is_empty(), "worker {id} runs no unit: {assignment:?}");
+        for unit in list {
+            let name = unit["unit"].as_str().unwrap_or_default();
+            assert!(units.contains(name), "worker {id} runs an unknown unit {unit}");
+            assert_eq!(unit["role"], role_of(name, pipeline), "{unit}");
+        }
+    }
+    let counts: Vec<String> =
+        assignment.iter().map(|(id, list)| format!("{id}: {}", list.len())).collect();
+    eprintln!("units per worker: {}", counts.join(", "));
+}
+
+#[test]
+fn three_workers_share_a_revenue_pipeline_and_match_one_process() {
+    let (kafka, s3) = (TestKafka::start(), TestS3::start());
+    let bucket = s3.create_bucket("weir-cluster-revenue");
+    let dir = tempfile::tempdir().unwrap();
+    let (orders, out) = (unique("cl-orders"), unique("cl-revenue"));
+    kafka.create_topic(&orders, PARTITIONS);
+    kafka.create_topic(&out, 1);
+    produce_orders(&kafka, &orders, PARTITIONS, 3000, CUSTOMERS, 1);
+    let expected = reference(&kafka, dir.path(), Job::Revenue, &orders);
+    assert_eq!(total(&expected), 3000, "the single-process run");
+
+    let name = unique("cl-rev");
+    let storage = format!("s3://{bucket}/{name}");
+    let spec = Job::Revenue.spec(dir.path(), &kafka, &name, &orders, &out, Some(&storage));
+    let mut cluster = Cluster::new(dir.path(), &spec, &s3);
+    for id in ["w1", "w2", "w3"] {
+        cluster.add(id);
+    }
+    cluster.wait_for_output(&kafka, &out, 3000, Duration::from_secs(180));
+    assert_same(&committed_per_key(&kafka, &out), &expected, "three workers");
+
+    let units = Job::Revenue.units(&name);
+    assert_eq!(units.len(), 12);
+    let assignment = cluster.wait_for_units(&units, true, Duration::from_secs(60));
+    assert_spread(&assignment, &["w1", "w2", "w3"], &units, &name);
+
+    // A graceful stop of all three at once adds nothing.
+    cluster.terminate_all();
+    assert_same(&committed_per_key(&kafka, &out), &expected, "after SIGTERM to all three");
+}
+
+#[test]
+fn windowed_revenue_and_two_stage_graph_match_one_process() {
+    let (kafka, s3) = (TestKafka::start(), TestS3::start());
+    let bucket = s3.create_bucket("weir-cluster-windows");
+    let dir = tempfile::tempdir().unwrap();
+
+    // Revenue per customer per minute: 3000 orders a second apart.
+    let (orders, out) = (unique("cl-orders"), unique("cl-windowed"));
+    kafka.create_topic(&orders, PARTITIONS);
+    kafka.create_topic(&out, 1);
+    produce_orders(&kafka, &orders, PARTITIONS, 3000, CUSTOMERS, 1);
+    // The reference reads to the end of the input, which closes every window.
+    let expected = reference(&kafka, dir.path(), Job::WindowedRevenue, &orders);
+    let windows = total(&expected);
+    assert!(windows >= 50 * 40, "a window per customer and minute: {windows}");
+    // On an endless stream, later events close them.
+    produce_far_future(&kafka, &orders, false);
+    let name = unique("cl-win");
+    let storage = format!("s3://{bucket}/{name}");
+    let spec = Job::WindowedRevenue.spec(dir.path(), &kafka, &name, &orders, &out, Some(&storage));
+    let mut cluster = Cluster::new(dir.path(), &spec, &s3);
+    for id in ["w1", "w2", "w3"] {
+        cluster.add(id);
+    }
+    cluster.wait_for_output(&kafka, &out, windows, Duration::from_secs(180));
+    assert_same(&committed_per_key(&kafka, &out), &expected, "windowed revenue on three workers");
+    let units = Job::WindowedRevenue.units(&name);
+    let assignment = cluster.wait_for_units(&units, true, Duration::from_secs(60));
+    assert_spread(&assignment, &["w1", "w2", "w3"], &units, &name);
+    // A stop is not the end of the input: the far-future windows stay open.
+    cluster.terminate_all();
+    assert_same(&committed_per_key(&kafka, &out), &expected, "windowed revenue after SIGTERM");
+    drop(cluster);
+
+    // The two-stage graph: its example's orders, its expected output.
+    let (orders, out) = (unique("cl-regions"), unique("cl-top3"));
+    kafka.create_topic(&orders, PARTITIONS);
+    kafka.create_topic(&out, 1);
+    produce_region_orders(&kafka, &orders);
+    produce_far_future(&kafka, &orders, true);
+    let mut expected: Vec<String> =
+        std::fs::read_to_string(example_file("region-top3", "expected.jsonl"))
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+    assert_eq!(expected.len(), 32);
+    let name = unique("cl-top");
+    let storage = format!("s3://{bucket}/{name}");
+    let spec = Job::RegionTop3.spec(dir.path(), &kafka, &name, &orders, &out, Some(&storage));
+    let mut cluster = Cluster::new(dir.path(), &spec, &s3);
+    for id in ["g1", "g2", "g3"] {
+        cluster.add(id);
+    }
+    cluster.wait_for_output(&kafka, &out, expected.len(), Duration::from_secs(180));
+    // Sorted by window start, then region, as expected.jsonl is.
+    let by_window_then_region = |line: &String| {
+        let record: Value = serde_json::from_str(line).unwrap();
+        (record["window_start"].as_i64().unwrap(), record["region"].as_str().unwrap().to_string())
+    };
+    let committed = |kafka: &TestKafka| {
+        let mut lines: Vec<String> = kafka
+            .read_committed(&out)
+            .into_iter()
+            .map(|(_, _, _, value)| String::from_utf8(value).unwrap())
+            .collect();
+        lines.sort_by_key(by_window_then_region);
+        lines
+    };
+    expected.sort_by_key(by_window_then_region);
+    assert_eq!(committed(&kafka), expected, "region top 3 on three workers");
+    let units = Job::RegionTop3.units(&name);
+    assert_eq!(units.len(), 18);
+    let assignment = cluster.wait_for_units(&units, true, Duration::from_secs(60));
+    assert_spread(&assignment, &["g1", "g2", "g3"], &units, &name);
+    cluster.terminate_all();
+    assert_eq!(committed(&kafka), expected, "region top 3 after SIGTERM");
+}
+
+/// Produce orders `first..first + count` to `topic` in the background,
+/// 40 every 100 ms or so, as a stream would bring them.
+fn trickle(topic: &str, first: u64, count: u64) -> JoinHandle<()> {
+    let topic = topic.to_string();
+    std::thread::spawn(move || {
+        let kafka = TestKafka::start();
+        let mut id = first;
+        while id < first + count {
+            let batch = 40.min(first + count - id);
+            produce_orders(&kafka, &topic, PARTITIONS, batch, CUSTOMERS, id);
+            id += batch;
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    })
+}
+
+/// What happens to the workers during one wave of orders.
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    /// `kill -9` a live worker chosen at random.
+    Kill,
+    /// Start a new worker.
+    Add(&'static str),
+    /// SIGTERM a live worker chosen at random.
+    Stop,
+}
+
+#[test]
+fn workers_killed_and_added_lose_and_duplicate_nothing() {
+    const FIRST_WAVE: u64 = 1000;
+    const WAVE: u64 = 800;
+    let events = [Event::Kill, Event::Add("w3"), Event::Kill, Event::Add("w4"), Event::Stop];
+    let produced_in_all = FIRST_WAVE + WAVE * events.len() as u64;
+
+    let (kafka, s3) = (TestKafka::start(), TestS3::start());
+    let bucket = s3.create_bucket("weir-cluster-kills");
+    let dir = tempfile::tempdir().unwrap();
+    let seed = crash_seed();
+    eprintln!("cluster crash seed {seed} (WEIR_CRASH_SEED={seed} repeats these kill instants)");
+    let mut dice = Dice(seed);
+
+    // The reference: one process over all the orders the waves bring.
+    let (all_orders, orders, out) =
+        (unique("cl-all-orders"), unique("cl-orders"), unique("cl-revenue"));
+    for topic in [&all_orders, &orders] {
+        kafka.create_topic(topic, PARTITIONS);
+    }
+    kafka.create_topic(&out, 1);
+    produce_orders(&kafka, &all_orders, PARTITIONS, produced_in_all, CUSTOMERS, 1);
+    let expected = reference(&kafka, dir.path(), Job::Revenue, &all_orders);
+    assert_eq!(total(&expected), produced_in_all as usize, "the single-process run");
+
+    let name = unique("cl-kill");
+    let storage = format!("s3://{bucket}/{name}");
+    let spec = Job::Revenue.spec(dir.path(), &kafka, &name, &orders, &out, Some(&storage));
+    let units = Job::Revenue.units(&name);
+    let mut cluster = Cluster::new(dir.path(), &spec, &s3);
+    cluster.add("w1");
+    cluster.add("w2");
+    trickle(&orders, 1, FIRST_WAVE).join().unwrap();
+    let mut produced = FIRST_WAVE;
+    cluster.wait_for_output(&kafka, &out, produced as usize, Duration::from_secs(180));
+    assert_prefix(&committed_per_key(&kafka, &out), &expected, "after the first wave");
+    cluster.wait_for_units(&units, true, Duration::from_secs(60));
+
+    let mut restored = Vec::new();
+    for (n, event) in events.into_iter().enumerate() {
+        let wave = trickle(&orders, produced + 1, WAVE);
+        produced += WAVE;
+        let after = dice.between(300, 1_800);
+        std::thread::sleep(Duration::from_millis(after));
+        let before = total(&committed_per_key(&kafka, &out));
+        let live: Vec<String> = cluster.alive().iter().map(|w| w.id.clone()).collect();
+        let when = match event {
+            Event::Kill | Event::Stop => {
+                let victim = &live[dice.between(0, live.len() as u64) as usize];
+                if let Event::Kill = event {
+                    cluster.kill(victim);
+                } else {
+                    cluster.terminate(&[victim.as_str()]);
+                }
+                format!("event {n}: {event:?} {victim} {after} ms into a wave (seed {seed})")
+            }
+            Event::Add(id) => {
+                cluster.add(id);
+                format!("event {n}: {event:?} {after} ms into a wave (seed {seed})")
+            }
+        };
+        // Mid-work: this wave's orders were still coming and being processed.
+        assert!(before < produced as usize, "{when}: all {before} results were committed already");
+        let now = committed_per_key(&kafka, &out);
+        assert_prefix(&now, &expected, &when);
+        eprintln!("{when}: {before} results committed before it, {} right after", total(&now));
+        wave.join().unwrap();
+        // The units are all running again, on the live workers.
+        let assignment = cluster.wait_for_units(&units, false, Duration::from_secs(90));
+        assert_prefix(
+            &committed_per_key(&kafka, &out),
+            &expected,
+            &format!("{when}, units settled"),
+        );
+        if let Event::Kill = event {
+            // The dead worker's units moved, with their state from S3.
+            let moved: Vec<String> = assignment
+                .iter()
+                .flat_map(|(id, list)| list.iter().map(move |u| (id, u)))
+                .filter(|(_, u)| u["restores"].as_u64().unwrap_or(0) >= 1)
+                .filter(|(_, u)| !u["restored_from"].is_null())
+                .map(|(id, u)| format!("{} on {id} from {}", u["unit"], u["restored_from"]))
+                .collect();
+            assert!(
+                !moved.is_empty(),
+                "{when}: no live worker restored a unit from object storage: {assignment:?}"
+            );
+            eprintln!("{when}: restored {}", moved.join(", "));
+            restored.extend(moved);
+        }
+    }
+    assert_eq!(produced, produced_in_all);
+    cluster.wait_for_output(&kafka, &out, produced as usize, Duration::from_secs(180));
+    let actual = committed_per_key(&kafka, &out);
+    assert_same(
+        &actual,
+        &expected,
+        &format!("after two kills, two starts and a stop (seed {seed})"),
+    );
+
+    // Every unit checkpointed into its own prefix of the bucket.
+    let keys = s3.keys(&bucket, &name);
+    for unit in &units {
+        let root = format!("{name}/{unit}/chk-");
+        assert!(
+            keys.iter().any(|k| k.starts_with(&root) && k.ends_with("/_metadata")),
+            "no completed checkpoint of {unit} under s3://{bucket}/{name}/{unit}/: {keys:#?}"
+        );
+    }
+    cluster.terminate_all();
+    assert_same(&committed_per_key(&kafka, &out), &expected, "after the last SIGTERM");
+    eprintln!("cluster kills (seed {seed}): {} units restored from S3", restored.len());
+}
