@@ -14,11 +14,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use weir_host::cluster::{plan, PlanError};
+use weir_host::connectors::kafka::KafkaSourceConfig;
+use weir_host::pipeline::PipelineSpec;
 
 use crate::kafka::{assert_same, committed_per_key, produce_orders, total, unique};
 use crate::kafka_support::{Record, TestKafka};
@@ -34,6 +37,15 @@ const CUSTOMERS: u64 = 50;
 /// Event time of the orders that close every window: ten days after the
 /// first order (2026-01-15T10:00:00Z), so their own windows never close.
 const FAR_FUTURE_MS: i64 = 1_768_471_200_000 + 10 * 24 * 3600 * 1000;
+
+/// The cluster tests run one at a time: each starts several workers, and
+/// on a small machine they would otherwise starve each other's.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Hold [`ONE_AT_A_TIME`] for the rest of the test.
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// [`FAR_FUTURE_MS`] as the region orders write it.
 const FAR_FUTURE_TEXT: &str = "2026-01-25T10:00:00Z";
@@ -65,20 +77,19 @@ impl Job {
             .collect()
     }
 
-    /// Write the spec of pipeline `name` reading topic `input` and writing
-    /// `output` exactly-once. With `storage`, the spec the workers run:
+    /// Write the spec of pipeline `name` reading topic `input` of the broker
+    /// at `bootstrap` and writing `output` exactly-once. With `storage`, the spec the workers run:
     /// unbounded, checkpoints every second into `storage`. Without, the
     /// single-process reference: bounded, local checkpoints.
     fn spec(
         self,
         dir: &Path,
-        kafka: &TestKafka,
+        bootstrap: &str,
         name: &str,
         input: &str,
         output: &str,
         storage: Option<&str>,
     ) -> PathBuf {
-        let bootstrap = kafka.bootstrap();
         let (bounded, checkpoint) = match storage {
             Some(url) => ("", format!("{{ interval: 1s, timeout: 1m, storage: {url:?} }}")),
             None => (", bounded: true", "{ interval: 150ms, timeout: 1m }".to_string()),
@@ -123,7 +134,7 @@ fn reference(kafka: &TestKafka, dir: &Path, job: Job, input: &str) -> BTreeMap<u
     let topic = unique("cl-reference");
     kafka.create_topic(&topic, 1);
     let name = unique("cl-ref");
-    run_ok(&job.spec(dir, kafka, &name, input, &topic, None), &dir.join(&name), &[]);
+    run_ok(&job.spec(dir, &kafka.bootstrap(), &name, input, &topic, None), &dir.join(&name), &[]);
     committed_per_key(kafka, &topic)
 }
 
@@ -231,9 +242,13 @@ impl Worker {
             Ok(Some(Ok(line))) => line,
             other => {
                 let _ = child.kill();
-                let _ = child.wait();
+                let exited = child.wait().map(|s| s.to_string()).unwrap_or_default();
                 panic!(
-                    "worker {id} printed no listening line within 2 minutes ({other:?}); its log:\n{}",
+                    "worker {id} printed no listening line ({}; {exited}); its log:\n{}",
+                    match other {
+                        Err(_) => "none within 2 minutes",
+                        Ok(_) => "its stdout closed first",
+                    },
                     tail(&log, 60)
                 )
             }
@@ -491,7 +506,32 @@ fn assert_spread(
 }
 
 #[test]
+fn the_specs_given_to_the_workers_plan_into_the_units_the_tests_expect() {
+    // No broker: the plan reads none (the input has 6 partitions).
+    let dir = tempfile::tempdir().unwrap();
+    let six = |config: &KafkaSourceConfig| -> Result<Vec<(String, i32)>, PlanError> {
+        Ok((0..PARTITIONS).map(|p| (config.topics[0].clone(), p)).collect())
+    };
+    for (job, units) in [(Job::Revenue, 12), (Job::WindowedRevenue, 12), (Job::RegionTop3, 18)] {
+        let storage = Some("s3://bucket/prefix");
+        let path = job.spec(dir.path(), "127.0.0.1:9", "cl-plan", "in", "out", storage);
+        let spec = PipelineSpec::load(&path).unwrap_or_else(|e| panic!("{job:?}: {e}"));
+        let plan = plan(&spec, &six).unwrap_or_else(|e| panic!("{job:?}: {e}"));
+        let names: BTreeSet<String> = plan.units.iter().map(|u| u.name.clone()).collect();
+        assert_eq!(names, job.units("cl-plan"), "{job:?}");
+        assert_eq!(names.len(), units, "{job:?}");
+        for unit in &plan.units {
+            assert_eq!(unit.role.kind(), role_of(&unit.name, "cl-plan"), "{}", unit.name);
+        }
+        // The reference of the same job runs in one process.
+        let path = job.spec(dir.path(), "127.0.0.1:9", "cl-plan-ref", "in", "out", None);
+        PipelineSpec::load(&path).unwrap().validate().unwrap();
+    }
+}
+
+#[test]
 fn three_workers_share_a_revenue_pipeline_and_match_one_process() {
+    let _serial = one_at_a_time();
     let (kafka, s3) = (TestKafka::start(), TestS3::start());
     let bucket = s3.create_bucket("weir-cluster-revenue");
     let dir = tempfile::tempdir().unwrap();
@@ -504,7 +544,8 @@ fn three_workers_share_a_revenue_pipeline_and_match_one_process() {
 
     let name = unique("cl-rev");
     let storage = format!("s3://{bucket}/{name}");
-    let spec = Job::Revenue.spec(dir.path(), &kafka, &name, &orders, &out, Some(&storage));
+    let spec =
+        Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
     let mut cluster = Cluster::new(dir.path(), &spec, &s3);
     for id in ["w1", "w2", "w3"] {
         cluster.add(id);
@@ -524,6 +565,7 @@ fn three_workers_share_a_revenue_pipeline_and_match_one_process() {
 
 #[test]
 fn windowed_revenue_and_two_stage_graph_match_one_process() {
+    let _serial = one_at_a_time();
     let (kafka, s3) = (TestKafka::start(), TestS3::start());
     let bucket = s3.create_bucket("weir-cluster-windows");
     let dir = tempfile::tempdir().unwrap();
@@ -541,7 +583,14 @@ fn windowed_revenue_and_two_stage_graph_match_one_process() {
     produce_far_future(&kafka, &orders, false);
     let name = unique("cl-win");
     let storage = format!("s3://{bucket}/{name}");
-    let spec = Job::WindowedRevenue.spec(dir.path(), &kafka, &name, &orders, &out, Some(&storage));
+    let spec = Job::WindowedRevenue.spec(
+        dir.path(),
+        &kafka.bootstrap(),
+        &name,
+        &orders,
+        &out,
+        Some(&storage),
+    );
     let mut cluster = Cluster::new(dir.path(), &spec, &s3);
     for id in ["w1", "w2", "w3"] {
         cluster.add(id);
@@ -571,7 +620,8 @@ fn windowed_revenue_and_two_stage_graph_match_one_process() {
     assert_eq!(expected.len(), 32);
     let name = unique("cl-top");
     let storage = format!("s3://{bucket}/{name}");
-    let spec = Job::RegionTop3.spec(dir.path(), &kafka, &name, &orders, &out, Some(&storage));
+    let spec =
+        Job::RegionTop3.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
     let mut cluster = Cluster::new(dir.path(), &spec, &s3);
     for id in ["g1", "g2", "g3"] {
         cluster.add(id);
@@ -630,6 +680,7 @@ enum Event {
 
 #[test]
 fn workers_killed_and_added_lose_and_duplicate_nothing() {
+    let _serial = one_at_a_time();
     const FIRST_WAVE: u64 = 1000;
     const WAVE: u64 = 800;
     let events = [Event::Kill, Event::Add("w3"), Event::Kill, Event::Add("w4"), Event::Stop];
@@ -655,7 +706,8 @@ fn workers_killed_and_added_lose_and_duplicate_nothing() {
 
     let name = unique("cl-kill");
     let storage = format!("s3://{bucket}/{name}");
-    let spec = Job::Revenue.spec(dir.path(), &kafka, &name, &orders, &out, Some(&storage));
+    let spec =
+        Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
     let units = Job::Revenue.units(&name);
     let mut cluster = Cluster::new(dir.path(), &spec, &s3);
     cluster.add("w1");
@@ -666,7 +718,7 @@ fn workers_killed_and_added_lose_and_duplicate_nothing() {
     assert_prefix(&committed_per_key(&kafka, &out), &expected, "after the first wave");
     cluster.wait_for_units(&units, true, Duration::from_secs(60));
 
-    let mut restored = Vec::new();
+    let mut restored = 0;
     for (n, event) in events.into_iter().enumerate() {
         let wave = trickle(&orders, produced + 1, WAVE);
         produced += WAVE;
@@ -674,15 +726,27 @@ fn workers_killed_and_added_lose_and_duplicate_nothing() {
         std::thread::sleep(Duration::from_millis(after));
         let before = total(&committed_per_key(&kafka, &out));
         let live: Vec<String> = cluster.alive().iter().map(|w| w.id.clone()).collect();
+        // The units of the worker that goes, as it reported them just before.
+        let mut left = BTreeSet::new();
         let when = match event {
             Event::Kill | Event::Stop => {
                 let victim = &live[dice.between(0, live.len() as u64) as usize];
+                let worker = cluster.workers.iter().find(|w| &w.id == victim).unwrap();
+                left = worker
+                    .units()
+                    .iter()
+                    .filter_map(|u| u["unit"].as_str())
+                    .map(String::from)
+                    .collect();
                 if let Event::Kill = event {
                     cluster.kill(victim);
                 } else {
                     cluster.terminate(&[victim.as_str()]);
                 }
-                format!("event {n}: {event:?} {victim} {after} ms into a wave (seed {seed})")
+                let when =
+                    format!("event {n}: {event:?} {victim} {after} ms into a wave (seed {seed})");
+                assert!(!left.is_empty(), "{when}: {victim} ran no unit");
+                when
             }
             Event::Add(id) => {
                 cluster.add(id);
@@ -695,28 +759,30 @@ fn workers_killed_and_added_lose_and_duplicate_nothing() {
         assert_prefix(&now, &expected, &when);
         eprintln!("{when}: {before} results committed before it, {} right after", total(&now));
         wave.join().unwrap();
-        // The units are all running again, on the live workers.
-        let assignment = cluster.wait_for_units(&units, false, Duration::from_secs(90));
+        // The units are all running again on the live workers; a new one
+        // took a share.
+        let spread = matches!(event, Event::Add(_));
+        let assignment = cluster.wait_for_units(&units, spread, Duration::from_secs(90));
         assert_prefix(
             &committed_per_key(&kafka, &out),
             &expected,
             &format!("{when}, units settled"),
         );
-        if let Event::Kill = event {
-            // The dead worker's units moved, with their state from S3.
-            let moved: Vec<String> = assignment
-                .iter()
-                .flat_map(|(id, list)| list.iter().map(move |u| (id, u)))
-                .filter(|(_, u)| u["restores"].as_u64().unwrap_or(0) >= 1)
-                .filter(|(_, u)| !u["restored_from"].is_null())
-                .map(|(id, u)| format!("{} on {id} from {}", u["unit"], u["restored_from"]))
-                .collect();
-            assert!(
-                !moved.is_empty(),
-                "{when}: no live worker restored a unit from object storage: {assignment:?}"
-            );
-            eprintln!("{when}: restored {}", moved.join(", "));
-            restored.extend(moved);
+        // The units of the worker that went moved with their state: their
+        // new owners restored them from a checkpoint in S3.
+        for (id, list) in &assignment {
+            for unit in list.iter().filter(|u| left.contains(u["unit"].as_str().unwrap_or(""))) {
+                assert!(
+                    unit["restores"].as_u64().unwrap_or(0) >= 1 && !unit["restored_from"].is_null(),
+                    "{when}: {id} took over {} without restoring it from object storage: {unit}",
+                    unit["unit"]
+                );
+                eprintln!(
+                    "{when}: {} moved to {id}, restored from {}",
+                    unit["unit"], unit["restored_from"]
+                );
+                restored += 1;
+            }
         }
     }
     assert_eq!(produced, produced_in_all);
@@ -739,5 +805,5 @@ fn workers_killed_and_added_lose_and_duplicate_nothing() {
     }
     cluster.terminate_all();
     assert_same(&committed_per_key(&kafka, &out), &expected, "after the last SIGTERM");
-    eprintln!("cluster kills (seed {seed}): {} units restored from S3", restored.len());
+    eprintln!("cluster kills (seed {seed}): {restored} units moved, each restored from S3");
 }
