@@ -14,6 +14,7 @@
 
 pub mod plan;
 pub mod settings;
+pub mod topics;
 
 pub use plan::{plan, ClusterPlan, ExchangeTopic, PlanError, Unit, UnitRole};
 pub use settings::ClusterSettings;
