@@ -33,6 +33,7 @@ fn main() -> ExitCode {
         Command::Pipeline { command } => cli::pipeline::execute(command),
         Command::Checkpoints { command } => cli::checkpoints::execute(command),
         Command::Token { command } => cli::token::execute(command),
+        Command::Worker(args) => cli::worker::execute(args),
         Command::Inspect(args) => cli::wasm::inspect(&args),
         Command::Componentize(args) => cli::wasm::componentize(&args),
     };

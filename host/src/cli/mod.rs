@@ -7,6 +7,7 @@
 //! * `serve` starts the HTTP API; `function` and `pipeline` are its
 //!   clients (`server` says which server);
 //! * `token` makes API tokens for `serve`'s tokens file;
+//! * `worker` runs a share of a pipeline in cluster mode;
 //! * `wasm` (`inspect`, `componentize`) works on `.wasm` files;
 //! * `print` holds the tables and summaries.
 
@@ -22,6 +23,7 @@ pub mod server;
 pub mod snapshots;
 pub mod token;
 pub mod wasm;
+pub mod worker;
 
 use clap::{Parser, Subcommand};
 
@@ -67,6 +69,10 @@ pub enum Command {
         #[command(subcommand)]
         command: token::TokenCommand,
     },
+    /// Run a share of a pipeline with the other workers of the same spec
+    /// (cluster mode: Kafka in and out, state in shared storage; see
+    /// docs/cluster.md), or ask a worker what it runs (`status`).
+    Worker(worker::WorkerArgs),
     /// Inspect a pipeline's checkpoints and savepoints.
     Checkpoints {
         #[command(subcommand)]

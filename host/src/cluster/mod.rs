@@ -14,6 +14,10 @@
 
 pub mod plan;
 pub mod settings;
+pub mod status;
+pub mod topics;
+pub mod worker;
 
 pub use plan::{plan, ClusterPlan, ExchangeTopic, PlanError, Unit, UnitRole};
 pub use settings::ClusterSettings;
+pub use worker::{Worker, WorkerConfig, WorkerError, WorkerStatus};

@@ -536,6 +536,8 @@ impl Planner<'_> {
         let mut config: KafkaSourceConfig = serde_json::from_value(serde_json::json!({
             "bootstrap_servers": self.bootstrap,
             "topics": [topic],
+            // Lag monitoring: every unit's input positions in one group.
+            "group_id": format!("weir-{}", self.spec.name),
             "properties": self.properties,
         }))
         .map_err(|e| refused("source", e.to_string()))?;

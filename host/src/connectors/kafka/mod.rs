@@ -168,7 +168,7 @@ pub(crate) fn is_transient_code(code: RDKafkaErrorCode) -> bool {
 /// A client configuration: the bootstrap servers, Weir's own settings, then
 /// the user's `properties` (security, tuning; [`check_properties`] keeps
 /// them off Weir's own settings).
-fn client_config(
+pub(crate) fn client_config(
     bootstrap_servers: &str,
     ours: &[(&str, &str)],
     properties: &BTreeMap<String, String>,
@@ -185,7 +185,7 @@ fn client_config(
 }
 
 /// A Kafka failure, naming what was being done.
-fn kafka_error(
+pub(crate) fn kafka_error(
     what: impl Into<String>,
 ) -> impl FnOnce(rdkafka::error::KafkaError) -> ConnectorError {
     let what = what.into();

@@ -190,20 +190,7 @@ impl KafkaSource {
         let topics = resolve_topics(&consumer, config)?;
         let mut partitions = Vec::new();
         for topic in &topics {
-            let metadata = consumer
-                .fetch_metadata(Some(topic), CALL_TIMEOUT)
-                .map_err(kafka_error(format!("reading the metadata of topic {topic}")))?;
-            let found = metadata
-                .topics()
-                .iter()
-                .find(|t| t.name() == topic)
-                .filter(|t| t.error().is_none() && !t.partitions().is_empty());
-            let found = found.ok_or_else(|| ConnectorError::Config {
-                what: format!("kafka source topic {topic:?}"),
-                message: "does not exist".into(),
-            })?;
-            let mut ids: Vec<i32> = found.partitions().iter().map(|p| p.id()).collect();
-            ids.sort_unstable();
+            let mut ids = topic_partitions(&consumer, topic)?;
             if let Some(only) = config.partition {
                 if !ids.contains(&only) {
                     return Err(ConnectorError::Config {
@@ -413,6 +400,42 @@ impl KafkaSource {
             }
         }
         Ok(())
+    }
+}
+
+/// The partitions of `topic`, in order; a topic that does not exist is an
+/// error naming it.
+fn topic_partitions(consumer: &BaseConsumer, topic: &str) -> Result<Vec<i32>, ConnectorError> {
+    let metadata = consumer
+        .fetch_metadata(Some(topic), CALL_TIMEOUT)
+        .map_err(kafka_error(format!("reading the metadata of topic {topic}")))?;
+    let found = metadata
+        .topics()
+        .iter()
+        .find(|t| t.name() == topic)
+        .filter(|t| t.error().is_none() && !t.partitions().is_empty());
+    let found = found.ok_or_else(|| ConnectorError::Config {
+        what: format!("kafka source topic {topic:?}"),
+        message: "does not exist".into(),
+    })?;
+    let mut ids: Vec<i32> = found.partitions().iter().map(|p| p.id()).collect();
+    ids.sort_unstable();
+    Ok(ids)
+}
+
+impl KafkaSourceConfig {
+    /// Every `(topic, partition)` the source reads (its topics, or those
+    /// its pattern matches now), asking the broker.
+    pub fn partitions(&self) -> Result<Vec<(String, i32)>, ConnectorError> {
+        let consumer: BaseConsumer = client_config(&self.bootstrap_servers, &[], &self.properties)
+            .create()
+            .map_err(kafka_error("creating a metadata reader"))?;
+        let mut all = Vec::new();
+        for topic in resolve_topics(&consumer, self)? {
+            let ids = topic_partitions(&consumer, &topic)?;
+            all.extend(ids.into_iter().map(|id| (topic.clone(), id)));
+        }
+        Ok(all)
     }
 }
 

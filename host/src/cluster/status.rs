@@ -1,0 +1,120 @@
+//! What a worker serves: `GET /healthz` (200 once it has joined its
+//! group), `GET /metrics` (Prometheus text: its units and what each has
+//! done) and `GET /v1/worker` (the same as JSON, [`WorkerStatus`]). Read
+//! only: nothing here changes what the worker runs.
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::{Json, Router};
+
+use super::worker::{Worker, WorkerStatus};
+
+/// Serve `worker`'s status on `listener` (on a thread of its own, until
+/// the process ends).
+pub fn serve(worker: Arc<Worker>, listener: std::net::TcpListener) -> std::io::Result<SocketAddr> {
+    let address = listener.local_addr()?;
+    listener.set_nonblocking(true)?;
+    let app = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .route("/v1/worker", get(status))
+        .with_state(worker);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    std::thread::Builder::new().name("worker status".into()).spawn(move || {
+        runtime.block_on(async move {
+            match tokio::net::TcpListener::from_std(listener) {
+                Ok(listener) => {
+                    if let Err(error) = axum::serve(listener, app).await {
+                        tracing::warn!(%error, "worker status server stopped");
+                    }
+                }
+                Err(error) => tracing::warn!(%error, "worker status server cannot listen"),
+            }
+        })
+    })?;
+    Ok(address)
+}
+
+async fn healthz(State(worker): State<Arc<Worker>>) -> impl IntoResponse {
+    if worker.joined() {
+        (StatusCode::OK, "ok")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "joining the group")
+    }
+}
+
+async fn status(State(worker): State<Arc<Worker>>) -> Json<WorkerStatus> {
+    Json(worker.status())
+}
+
+async fn metrics(State(worker): State<Arc<Worker>>) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], prometheus(&worker.status()))
+}
+
+/// `status` in Prometheus' text format.
+pub fn prometheus(status: &WorkerStatus) -> String {
+    let mut out = String::new();
+    let worker = &status.worker_id;
+    let _ = writeln!(out, "# HELP weir_worker_units Units this worker runs.");
+    let _ = writeln!(out, "# TYPE weir_worker_units gauge");
+    let _ = writeln!(out, "weir_worker_units{{worker=\"{worker}\"}} {}", status.units.len());
+    type Value = fn(&super::worker::UnitStatus) -> Option<f64>;
+    let series: [(&str, &str, &str, Value); 8] = [
+        ("weir_unit_running", "gauge", "1 while the unit runs, 0 while it fails or stops.", |u| {
+            Some(f64::from(u8::from(u.state == "running")))
+        }),
+        (
+            "weir_unit_records_in_total",
+            "counter",
+            "Records its source read in the current run.",
+            |u| Some(u.records_in as f64),
+        ),
+        ("weir_unit_records_out_total", "counter", "Records it wrote in the current run.", |u| {
+            Some(u.records_out as f64)
+        }),
+        ("weir_unit_watermark_milliseconds", "gauge", "Its event time.", |u| {
+            u.watermark.map(|w| w as f64)
+        }),
+        (
+            "weir_unit_lag_records",
+            "gauge",
+            "Records of its input partitions not yet checkpointed.",
+            |u| u.lag.map(|l| l as f64),
+        ),
+        ("weir_unit_state_size_bytes", "gauge", "Size of its local state.", |u| {
+            u.state_bytes.map(|b| b as f64)
+        }),
+        (
+            "weir_unit_restores_total",
+            "counter",
+            "Runs of it on this worker that restored a snapshot.",
+            |u| Some(u.restores as f64),
+        ),
+        (
+            "weir_unit_last_checkpoint_id",
+            "gauge",
+            "The newest checkpoint of its current run.",
+            |u| u.last_checkpoint.map(|c| c as f64),
+        ),
+    ];
+    for (name, kind, help, value) in series {
+        let _ = writeln!(out, "# HELP {name} {help}");
+        let _ = writeln!(out, "# TYPE {name} {kind}");
+        for unit in &status.units {
+            if let Some(value) = value(unit) {
+                let _ = writeln!(
+                    out,
+                    "{name}{{worker=\"{worker}\",unit=\"{}\",role=\"{}\"}} {value}",
+                    unit.unit, unit.role
+                );
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,130 @@
+//! The topics a pipeline's workers share, created by whichever worker
+//! starts first and checked by every other: the exchange topics (one
+//! partition per task of the stage they feed; records kept for
+//! `cluster.repartition_retention`) and the units topic (one partition per
+//! unit, never written: its assignment is the units' assignment). A topic
+//! that exists with another partition count means the pipeline's shape
+//! changed under workers or topics that kept the old one: refused, naming
+//! the way out.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::types::RDKafkaErrorCode;
+
+use super::ClusterPlan;
+use crate::connectors::kafka::{client_config, kafka_error};
+use crate::connectors::ConnectorError;
+
+/// How long an admin or metadata call may take.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Why the shared topics are not usable.
+#[derive(Debug, thiserror::Error)]
+pub enum TopicError {
+    /// The broker could not be asked or refused.
+    #[error(transparent)]
+    Kafka(#[from] ConnectorError),
+    /// A topic exists with another shape.
+    #[error("topic {topic} has {found} partitions, the plan needs {wanted} ({why}): stop every worker of the pipeline, then delete the topic — or run the pipeline with its old shape")]
+    Shape {
+        /// The topic.
+        topic: String,
+        /// Its partitions.
+        found: usize,
+        /// What the plan needs.
+        wanted: usize,
+        /// What those partitions stand for.
+        why: &'static str,
+    },
+}
+
+/// Create the plan's exchange and units topics where missing; check the
+/// partition count of those that exist.
+pub fn ensure(plan: &ClusterPlan) -> Result<(), TopicError> {
+    let retention = plan.settings.repartition_retention.as_millis().to_string();
+    let mut wanted: Vec<(String, usize, Vec<(&str, &str)>, &'static str)> = plan
+        .exchanges
+        .iter()
+        .map(|t| {
+            let configs = vec![("cleanup.policy", "delete"), ("retention.ms", retention.as_str())];
+            (t.name.clone(), usize::from(t.partitions), configs, "the tasks of the stage it feeds")
+        })
+        .collect();
+    wanted.push((plan.units_topic.clone(), plan.units.len(), Vec::new(), "the pipeline's units"));
+    let replication = plan.settings.replication_factor.map_or(-1, i32::from);
+    let admin: AdminClient<DefaultClientContext> =
+        client_config(&plan.bootstrap_servers, &[], &plan.properties)
+            .create()
+            .map_err(kafka_error("creating the admin client"))?;
+    let topics: Vec<NewTopic<'_>> = wanted
+        .iter()
+        .map(|(name, partitions, configs, _)| {
+            let mut topic =
+                NewTopic::new(name, *partitions as i32, TopicReplication::Fixed(replication));
+            for (key, value) in configs {
+                topic = topic.set(key, value);
+            }
+            topic
+        })
+        .collect();
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
+            ConnectorError::Kafka { what: "the admin client".into(), message: e.to_string() }
+        })?;
+    let options = AdminOptions::new().request_timeout(Some(CALL_TIMEOUT));
+    let results = runtime
+        .block_on(admin.create_topics(&topics, &options))
+        .map_err(kafka_error("creating the exchange and units topics"))?;
+    for result in results {
+        match result {
+            Ok(topic) => tracing::info!(topic, "topic created"),
+            Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((topic, code)) => {
+                return Err(ConnectorError::Kafka {
+                    what: format!("creating topic {topic}"),
+                    message: code.to_string(),
+                }
+                .into())
+            }
+        }
+    }
+    let found = partition_counts(plan, wanted.iter().map(|(name, ..)| name.as_str()))?;
+    for (name, partitions, _, why) in &wanted {
+        let count = found.get(name.as_str()).copied().unwrap_or(0);
+        if count != *partitions {
+            return Err(TopicError::Shape {
+                topic: name.clone(),
+                found: count,
+                wanted: *partitions,
+                why,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The partition count of each of `topics` (absent: not found).
+fn partition_counts<'a>(
+    plan: &ClusterPlan,
+    topics: impl Iterator<Item = &'a str>,
+) -> Result<BTreeMap<String, usize>, TopicError> {
+    let reader: BaseConsumer = client_config(&plan.bootstrap_servers, &[], &plan.properties)
+        .create()
+        .map_err(kafka_error("creating a metadata reader"))?;
+    let mut counts = BTreeMap::new();
+    for topic in topics {
+        let metadata = reader
+            .fetch_metadata(Some(topic), CALL_TIMEOUT)
+            .map_err(kafka_error(format!("reading the metadata of topic {topic}")))?;
+        if let Some(found) =
+            metadata.topics().iter().find(|t| t.name() == topic && t.error().is_none())
+        {
+            counts.insert(topic.to_string(), found.partitions().len());
+        }
+    }
+    Ok(counts)
+}

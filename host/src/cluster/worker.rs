@@ -1,0 +1,512 @@
+//! A worker: one member of the pipeline's consumer group, running the units
+//! the group assigns it (see `docs/cluster.md`).
+//!
+//! The worker subscribes to the units topic (one partition per unit) with
+//! the cooperative-sticky assignor and never reads a record: the group's
+//! assignment of those partitions is the assignment of units. On
+//! assignment a unit starts — an ordinary pipeline run that first fences
+//! its transactional ids, reads its commit marker and restores that
+//! snapshot from the shared storage — and only then reads its input. On
+//! revocation (inside the rebalance callback, so the group waits for it)
+//! a unit stops with a final checkpoint, its transaction committed, before
+//! the next owner may start it; on a lost assignment likewise, the next
+//! owner's fencing aborting whatever could not finish. A unit that fails is
+//! started again (with a growing pause) while it stays assigned. SIGTERM
+//! stops every unit the same way, then leaves the group.
+//!
+//! This module never decides who runs what: the group does.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use serde::{Deserialize, Serialize};
+
+use super::{topics, ClusterPlan, Unit};
+use crate::checkpoint::SnapshotKind;
+use crate::connectors::kafka::{client_config, kafka_error};
+use crate::connectors::{ConnectorError, SourceSpec};
+use crate::pipeline::{self, RequestError, RunError, RunHandle, RunOptions, RunSummary};
+use crate::runtime::native::NativeCatalog;
+
+/// Group settings: a dead worker's units move after the session timeout; a
+/// revocation may take as long as stopping its units.
+const SESSION_TIMEOUT_MS: &str = "6000";
+const HEARTBEAT_MS: &str = "1000";
+const MAX_POLL_INTERVAL_MS: &str = "300000";
+
+/// How long a unit's stop may take (its final checkpoint and commit).
+const STOP_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Pause before starting a failed unit again: doubled per failure up to
+/// [`MAX_RETRY_PAUSE`]; a run that lasted [`STEADY`] resets it.
+const RETRY_PAUSE: Duration = Duration::from_millis(500);
+const MAX_RETRY_PAUSE: Duration = Duration::from_secs(30);
+const STEADY: Duration = Duration::from_secs(60);
+
+/// How often lag and state sizes are measured.
+const MEASURE_EVERY: Duration = Duration::from_secs(2);
+
+/// Why a worker could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// The spec cannot run on workers.
+    #[error(transparent)]
+    Plan(#[from] super::PlanError),
+    /// The shared topics are not usable.
+    #[error(transparent)]
+    Topics(#[from] topics::TopicError),
+    /// The group could not be joined.
+    #[error(transparent)]
+    Kafka(#[from] ConnectorError),
+}
+
+/// What a worker needs to run.
+pub struct WorkerConfig {
+    /// The plan of the pipeline it shares.
+    pub plan: ClusterPlan,
+    /// Its id (reports, logs).
+    pub worker_id: String,
+    /// Its local scratch: RocksDB working copies, compiled code.
+    pub data_dir: PathBuf,
+    /// Native functions units may name.
+    pub natives: NativeCatalog,
+}
+
+/// A worker's units and what it knows of them; shared by the group
+/// callbacks, the supervising loop and the status routes.
+pub struct Worker {
+    plan: ClusterPlan,
+    id: String,
+    data_dir: PathBuf,
+    natives: NativeCatalog,
+    /// Assigned units, by number (their units-topic partition).
+    slots: Mutex<BTreeMap<usize, Slot>>,
+    /// The worker has had its first assignment.
+    joined: AtomicBool,
+}
+
+/// One assigned unit.
+struct Slot {
+    run: Option<UnitRun>,
+    /// Runs of this unit on this worker that restored a snapshot.
+    restores: u64,
+    /// Why its last run failed, and when to start it again.
+    failed: Option<(String, Instant)>,
+    failures: u32,
+    stopping: bool,
+    lag: Option<i64>,
+    state_bytes: Option<u64>,
+}
+
+/// A running (or just ended) unit.
+struct UnitRun {
+    handle: Arc<RunHandle>,
+    thread: JoinHandle<Result<RunSummary, RunError>>,
+    started: Instant,
+}
+
+/// What a worker reports of one unit (`GET /v1/worker`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct UnitStatus {
+    /// The unit's name.
+    pub unit: String,
+    /// `ingest` or `task`.
+    pub role: String,
+    /// `running`, `stopping` or `failed`.
+    pub state: String,
+    /// The checkpoint its run restored, if any.
+    pub restored_from: Option<u64>,
+    /// Runs of it on this worker that restored a snapshot.
+    pub restores: u64,
+    /// Records its source read in the current run.
+    pub records_in: u64,
+    /// Records it wrote in the current run.
+    pub records_out: u64,
+    /// Its event time, if any.
+    pub watermark: Option<i64>,
+    /// Records of its input partitions not yet checkpointed.
+    pub lag: Option<i64>,
+    /// Size of its local state.
+    pub state_bytes: Option<u64>,
+    /// The newest checkpoint it completed in the current run.
+    pub last_checkpoint: Option<u64>,
+    /// Why its last run failed.
+    pub error: Option<String>,
+}
+
+/// What a worker reports (`GET /v1/worker`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkerStatus {
+    /// The worker's id.
+    pub worker_id: String,
+    /// The pipeline.
+    pub pipeline: String,
+    /// Its consumer group.
+    pub group: String,
+    /// Units in the pipeline.
+    pub units_total: usize,
+    /// This worker's units.
+    pub units: Vec<UnitStatus>,
+}
+
+impl Worker {
+    /// A worker of `config`'s plan, with nothing assigned yet.
+    pub fn new(config: WorkerConfig) -> Arc<Self> {
+        Arc::new(Self {
+            plan: config.plan,
+            id: config.worker_id,
+            data_dir: config.data_dir,
+            natives: config.natives,
+            slots: Mutex::new(BTreeMap::new()),
+            joined: AtomicBool::new(false),
+        })
+    }
+
+    /// Whether the worker has joined the group.
+    pub fn joined(&self) -> bool {
+        self.joined.load(Ordering::Relaxed)
+    }
+
+    fn slots(&self) -> std::sync::MutexGuard<'_, BTreeMap<usize, Slot>> {
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Join the group and run what it assigns until `shutdown` is set;
+    /// then stop every unit (final checkpoints) and leave.
+    pub fn run(self: &Arc<Self>, shutdown: &AtomicBool) -> Result<(), WorkerError> {
+        topics::ensure(&self.plan)?;
+        let context = Membership { worker: Arc::clone(self) };
+        let group = self.plan.group.as_str();
+        let ours = [
+            ("group.id", group),
+            ("client.id", self.id.as_str()),
+            ("partition.assignment.strategy", "cooperative-sticky"),
+            ("session.timeout.ms", SESSION_TIMEOUT_MS),
+            ("heartbeat.interval.ms", HEARTBEAT_MS),
+            ("max.poll.interval.ms", MAX_POLL_INTERVAL_MS),
+            ("enable.auto.commit", "false"),
+            ("auto.offset.reset", "latest"),
+        ];
+        let consumer: BaseConsumer<Membership> =
+            client_config(&self.plan.bootstrap_servers, &ours, &self.plan.properties)
+                .create_with_context(context)
+                .map_err(kafka_error("creating the group member"))?;
+        consumer
+            .subscribe(&[&self.plan.units_topic])
+            .map_err(kafka_error(format!("joining group {group}")))?;
+        tracing::info!(worker = %self.id, group, "worker joining the group");
+        let lag_reader = LagReader::new(&self.plan)?;
+        let mut measured = Instant::now() - MEASURE_EVERY;
+        while !shutdown.load(Ordering::Relaxed) {
+            if let Some(Err(error)) = consumer.poll(Duration::from_millis(200)) {
+                tracing::warn!(%error, "group member");
+            }
+            self.supervise();
+            if measured.elapsed() >= MEASURE_EVERY {
+                measured = Instant::now();
+                self.measure(&lag_reader);
+            }
+        }
+        tracing::info!(worker = %self.id, "worker stopping: handing its units over");
+        let all: Vec<usize> = self.slots().keys().copied().collect();
+        self.stop_units(&all);
+        consumer.unsubscribe();
+        drop(consumer);
+        Ok(())
+    }
+
+    /// Start the units numbered `units` (just assigned).
+    fn start_units(&self, units: &[usize]) {
+        let mut slots = self.slots();
+        for &number in units {
+            let Some(unit) = self.plan.units.get(number) else {
+                tracing::warn!(number, "assigned a partition of the units topic beyond the plan");
+                continue;
+            };
+            let run = Some(self.spawn(unit));
+            tracing::info!(unit = %unit.name, "unit assigned: starting (restoring its state first)");
+            slots.insert(
+                number,
+                Slot {
+                    run,
+                    restores: 0,
+                    failed: None,
+                    failures: 0,
+                    stopping: false,
+                    lag: None,
+                    state_bytes: None,
+                },
+            );
+        }
+    }
+
+    /// Run `unit` on a thread of its own.
+    fn spawn(&self, unit: &Unit) -> UnitRun {
+        let handle = RunHandle::new();
+        let mut options = RunOptions::new(self.data_dir.clone()).with_natives(self.natives.clone());
+        options.handle = Arc::clone(&handle);
+        let spec = unit.spec.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("unit {}", unit.name))
+            .spawn(move || pipeline::run(&spec, &options))
+            .expect("a thread for the unit");
+        UnitRun { handle, thread, started: Instant::now() }
+    }
+
+    /// Stop the units numbered `units` (revoked, lost, or the worker
+    /// stopping): each with a final checkpoint that commits its output,
+    /// all at once; returns when every one has ended.
+    fn stop_units(&self, units: &[usize]) {
+        let runs: Vec<(String, UnitRun)> = {
+            let mut slots = self.slots();
+            units
+                .iter()
+                .filter_map(|number| {
+                    let slot = slots.get_mut(number)?;
+                    slot.stopping = true;
+                    let run = slot.run.take()?;
+                    Some((self.plan.units[*number].name.clone(), run))
+                })
+                .collect()
+        };
+        std::thread::scope(|scope| {
+            for (name, run) in runs {
+                scope.spawn(move || stop(&name, run));
+            }
+        });
+        let mut slots = self.slots();
+        for number in units {
+            slots.remove(number);
+        }
+    }
+
+    /// Start again the units whose run ended while still assigned.
+    fn supervise(&self) {
+        let mut slots = self.slots();
+        for (number, slot) in slots.iter_mut() {
+            let unit = &self.plan.units[*number];
+            if slot.stopping {
+                continue;
+            }
+            if let Some(run) = slot.run.take_if(|run| run.thread.is_finished()) {
+                let lasted = run.started.elapsed();
+                if run.handle.metrics.restored_from().is_some() {
+                    slot.restores += 1;
+                }
+                let error = match run.thread.join() {
+                    Ok(Ok(_)) => "the run ended (its source said it was done)".to_string(),
+                    Ok(Err(error)) => error.to_string(),
+                    Err(_) => "the run panicked".to_string(),
+                };
+                if lasted >= STEADY {
+                    slot.failures = 0;
+                }
+                let pause =
+                    RETRY_PAUSE.saturating_mul(1 << slot.failures.min(6)).min(MAX_RETRY_PAUSE);
+                slot.failures += 1;
+                tracing::warn!(unit = %unit.name, %error, ?pause, "unit failed; starting it again");
+                slot.failed = Some((error, Instant::now() + pause));
+            }
+            if slot.run.is_none()
+                && slot.failed.as_ref().is_some_and(|(_, at)| Instant::now() >= *at)
+            {
+                slot.run = Some(self.spawn(unit));
+            }
+        }
+    }
+
+    /// Measure each unit's lag and state size.
+    fn measure(&self, lag: &LagReader) {
+        let numbers: Vec<usize> = self.slots().keys().copied().collect();
+        let mut measured = Vec::new();
+        for number in numbers {
+            let unit = &self.plan.units[number];
+            let state = dir_size(&crate::config::pipeline_state_dir(&self.data_dir, &unit.name));
+            measured.push((number, lag.lag(unit), state));
+        }
+        let mut slots = self.slots();
+        for (number, lag, state) in measured {
+            if let Some(slot) = slots.get_mut(&number) {
+                slot.lag = lag;
+                slot.state_bytes = state;
+            }
+        }
+    }
+
+    /// What the worker runs now.
+    pub fn status(&self) -> WorkerStatus {
+        let slots = self.slots();
+        let units = slots
+            .iter()
+            .map(|(number, slot)| {
+                let unit = &self.plan.units[*number];
+                let metrics = slot.run.as_ref().map(|run| &run.handle.metrics);
+                let current_restore = metrics.and_then(|m| m.restored_from()).map(|(_, id)| id);
+                let state = match (slot.stopping, &slot.run) {
+                    (true, _) => "stopping",
+                    (false, Some(_)) => "running",
+                    (false, None) => "failed",
+                };
+                UnitStatus {
+                    unit: unit.name.clone(),
+                    role: unit.role.kind().to_string(),
+                    state: state.to_string(),
+                    restored_from: current_restore,
+                    restores: slot.restores + u64::from(current_restore.is_some()),
+                    records_in: metrics.map_or(0, |m| m.source_records.load(Ordering::Relaxed)),
+                    records_out: metrics.map_or(0, |m| m.sink_written.load(Ordering::Relaxed)),
+                    watermark: metrics.and_then(|m| m.watermark()),
+                    lag: slot.lag,
+                    state_bytes: slot.state_bytes,
+                    last_checkpoint: metrics.and_then(|m| m.last_snapshot().0).map(|s| s.id),
+                    error: slot.failed.as_ref().map(|(error, _)| error.clone()),
+                }
+            })
+            .collect();
+        WorkerStatus {
+            worker_id: self.id.clone(),
+            pipeline: self.plan.pipeline.clone(),
+            group: self.plan.group.clone(),
+            units_total: self.plan.units.len(),
+            units,
+        }
+    }
+
+    /// The unit numbers among `list`'s partitions of the units topic.
+    fn numbers(&self, list: &TopicPartitionList) -> Vec<usize> {
+        list.elements()
+            .iter()
+            .filter(|e| e.topic() == self.plan.units_topic)
+            .filter_map(|e| usize::try_from(e.partition()).ok())
+            .collect()
+    }
+}
+
+/// Stop `run` of unit `name` with a final checkpoint, and wait for it to
+/// end. A run still restoring is asked again until it listens.
+fn stop(name: &str, run: UnitRun) {
+    let deadline = Instant::now() + STOP_TIMEOUT;
+    loop {
+        if run.thread.is_finished() {
+            break;
+        }
+        match run.handle.request(SnapshotKind::Checkpoint, true, STOP_TIMEOUT) {
+            Ok(location) => {
+                tracing::info!(unit = name, %location, "unit stopped with a final checkpoint");
+                break;
+            }
+            Err(RequestError::NotListening) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(error) => {
+                tracing::warn!(unit = name, %error, "unit stopped without a final checkpoint: its next owner restores the last committed one");
+                break;
+            }
+        }
+    }
+    match run.thread.join() {
+        Ok(Ok(_)) | Ok(Err(RunError::Stopped)) => {}
+        Ok(Err(error)) => tracing::warn!(unit = name, %error, "unit ended with an error"),
+        Err(_) => tracing::warn!(unit = name, "unit panicked"),
+    }
+}
+
+/// Total size of the files under `dir`, if it exists.
+fn dir_size(dir: &Path) -> Option<u64> {
+    let mut total = 0;
+    let mut pending = vec![std::fs::read_dir(dir).ok()?];
+    while let Some(entries) = pending.pop() {
+        for entry in entries.flatten() {
+            match entry.metadata() {
+                Ok(m) if m.is_dir() => pending.extend(std::fs::read_dir(entry.path()).ok()),
+                Ok(m) => total += m.len(),
+                Err(_) => {}
+            }
+        }
+    }
+    Some(total)
+}
+
+/// Reads how far behind the end of their input partitions units are: the
+/// end offset less the position each unit's source commits at its
+/// barriers (group `weir-<pipeline>`, for monitoring only).
+struct LagReader {
+    consumer: BaseConsumer,
+}
+
+impl LagReader {
+    fn new(plan: &ClusterPlan) -> Result<Self, ConnectorError> {
+        let group = format!("weir-{}", plan.pipeline);
+        let consumer = client_config(
+            &plan.bootstrap_servers,
+            &[("group.id", group.as_str()), ("enable.auto.commit", "false")],
+            &plan.properties,
+        )
+        .create()
+        .map_err(kafka_error("creating the lag reader"))?;
+        Ok(Self { consumer })
+    }
+
+    /// The lag of `unit` over its input partitions, if the broker answers.
+    fn lag(&self, unit: &Unit) -> Option<i64> {
+        let mut list = TopicPartitionList::new();
+        for node in unit.spec.operators.values() {
+            if let Some(SourceSpec::Kafka(config)) = &node.source {
+                list.add_partition(config.topics.first()?, config.partition?);
+            }
+        }
+        let timeout = Duration::from_secs(5);
+        let committed = self.consumer.committed_offsets(list.clone(), timeout).ok()?;
+        let mut lag = 0;
+        for entry in list.elements() {
+            let (low, high) =
+                self.consumer.fetch_watermarks(entry.topic(), entry.partition(), timeout).ok()?;
+            let at = match committed.find_partition(entry.topic(), entry.partition())?.offset() {
+                Offset::Offset(at) => at,
+                _ => low,
+            };
+            lag += (high - at).max(0);
+        }
+        Some(lag)
+    }
+}
+
+/// The group callbacks of a worker.
+struct Membership {
+    worker: Arc<Worker>,
+}
+
+impl ClientContext for Membership {}
+
+impl ConsumerContext for Membership {
+    /// Revocation: stop the revoked units (final checkpoints committed)
+    /// before the group may give them to another worker.
+    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Revoke(list) = rebalance {
+            let units = self.worker.numbers(list);
+            let lost = consumer.assignment_lost();
+            tracing::info!(?units, lost, "units revoked: stopping them");
+            self.worker.stop_units(&units);
+        }
+    }
+
+    /// Assignment: start the assigned units (each restores first).
+    fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        match rebalance {
+            Rebalance::Assign(list) => {
+                let units = self.worker.numbers(list);
+                tracing::info!(?units, "units assigned");
+                self.worker.start_units(&units);
+                self.worker.joined.store(true, Ordering::Relaxed);
+            }
+            Rebalance::Revoke(_) => {}
+            Rebalance::Error(error) => tracing::warn!(%error, "rebalance failed"),
+        }
+    }
+}
