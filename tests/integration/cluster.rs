@@ -201,6 +201,10 @@ fn assert_prefix(
     }
 }
 
+/// What a worker logs unless `$WEIR_LOG` says otherwise: its group
+/// membership, units and restores.
+const LOG: &str = "warn,weir_host::cluster=info,weir_host::pipeline::restore=info";
+
 /// A running `weir worker`; killed (SIGKILL) when dropped.
 struct Worker {
     id: String,
@@ -225,6 +229,8 @@ impl Worker {
             .args(["--listen", "127.0.0.1:0", "--worker-id", id])
             .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .env_remove("WEIR_DATA_DIR")
+            .env("WEIR_LOG", std::env::var("WEIR_LOG").unwrap_or_else(|_| LOG.to_string()))
+            .env("NO_COLOR", "1")
             .stdout(Stdio::piped())
             .stderr(Stdio::from(stderr))
             .spawn()
@@ -370,18 +376,27 @@ impl Cluster {
     }
 
     /// Wait until the live workers together run every unit of `units`,
-    /// each on exactly one worker and `running`, and (with `spread`) every
-    /// live worker runs at least one; the units by worker id.
+    /// each on exactly one worker and `running`, (with `spread`) every
+    /// live worker runs at least one, and each unit of `moved` reports
+    /// that its run restored a checkpoint; the units by worker id.
     fn wait_for_units(
         &mut self,
         units: &BTreeSet<String>,
         spread: bool,
+        moved: &BTreeSet<String>,
         within: Duration,
     ) -> BTreeMap<String, Vec<Value>> {
         let what = format!(
-            "the {} units to run, each on one worker{}",
+            "the {} units to run, each on one worker{}{}",
             units.len(),
-            if spread { ", every worker with at least one" } else { "" }
+            if spread { ", every worker with at least one" } else { "" },
+            if moved.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", {moved:?} restored from object storage (restores >= 1, restored_from set)"
+                )
+            }
         );
         self.wait(&what, within, |cluster| {
             let assignment: BTreeMap<String, Vec<Value>> =
@@ -394,7 +409,15 @@ impl Cluster {
                 .collect();
             let distinct: BTreeSet<String> = running.iter().map(|u| u.to_string()).collect();
             let spread_ok = !spread || assignment.values().all(|u| !u.is_empty());
-            (running.len() == units.len() && &distinct == units && spread_ok).then_some(assignment)
+            let restored = assignment
+                .values()
+                .flatten()
+                .filter(|u| moved.contains(u["unit"].as_str().unwrap_or("")))
+                .filter(|u| u["restores"].as_u64().unwrap_or(0) >= 1)
+                .filter(|u| !u["restored_from"].is_null())
+                .count();
+            let done = running.len() == units.len() && &distinct == units;
+            (done && spread_ok && restored == moved.len()).then_some(assignment)
         })
     }
 
@@ -555,7 +578,8 @@ fn three_workers_share_a_revenue_pipeline_and_match_one_process() {
 
     let units = Job::Revenue.units(&name);
     assert_eq!(units.len(), 12);
-    let assignment = cluster.wait_for_units(&units, true, Duration::from_secs(60));
+    let assignment =
+        cluster.wait_for_units(&units, true, &BTreeSet::new(), Duration::from_secs(60));
     assert_spread(&assignment, &["w1", "w2", "w3"], &units, &name);
 
     // A graceful stop of all three at once adds nothing.
@@ -598,7 +622,8 @@ fn windowed_revenue_and_two_stage_graph_match_one_process() {
     cluster.wait_for_output(&kafka, &out, windows, Duration::from_secs(180));
     assert_same(&committed_per_key(&kafka, &out), &expected, "windowed revenue on three workers");
     let units = Job::WindowedRevenue.units(&name);
-    let assignment = cluster.wait_for_units(&units, true, Duration::from_secs(60));
+    let assignment =
+        cluster.wait_for_units(&units, true, &BTreeSet::new(), Duration::from_secs(60));
     assert_spread(&assignment, &["w1", "w2", "w3"], &units, &name);
     // A stop is not the end of the input: the far-future windows stay open.
     cluster.terminate_all();
@@ -645,7 +670,8 @@ fn windowed_revenue_and_two_stage_graph_match_one_process() {
     assert_eq!(committed(&kafka), expected, "region top 3 on three workers");
     let units = Job::RegionTop3.units(&name);
     assert_eq!(units.len(), 18);
-    let assignment = cluster.wait_for_units(&units, true, Duration::from_secs(60));
+    let assignment =
+        cluster.wait_for_units(&units, true, &BTreeSet::new(), Duration::from_secs(60));
     assert_spread(&assignment, &["g1", "g2", "g3"], &units, &name);
     cluster.terminate_all();
     assert_eq!(committed(&kafka), expected, "region top 3 after SIGTERM");
@@ -716,7 +742,7 @@ fn workers_killed_and_added_lose_and_duplicate_nothing() {
     let mut produced = FIRST_WAVE;
     cluster.wait_for_output(&kafka, &out, produced as usize, Duration::from_secs(180));
     assert_prefix(&committed_per_key(&kafka, &out), &expected, "after the first wave");
-    cluster.wait_for_units(&units, true, Duration::from_secs(60));
+    cluster.wait_for_units(&units, true, &BTreeSet::new(), Duration::from_secs(60));
 
     let mut restored = 0;
     for (n, event) in events.into_iter().enumerate() {
@@ -724,7 +750,6 @@ fn workers_killed_and_added_lose_and_duplicate_nothing() {
         produced += WAVE;
         let after = dice.between(300, 1_800);
         std::thread::sleep(Duration::from_millis(after));
-        let before = total(&committed_per_key(&kafka, &out));
         let live: Vec<String> = cluster.alive().iter().map(|w| w.id.clone()).collect();
         // The units of the worker that goes, as it reported them just before.
         let mut left = BTreeSet::new();
@@ -753,16 +778,23 @@ fn workers_killed_and_added_lose_and_duplicate_nothing() {
                 format!("event {n}: {event:?} {after} ms into a wave (seed {seed})")
             }
         };
-        // Mid-work: this wave's orders were still coming and being processed.
-        assert!(before < produced as usize, "{when}: all {before} results were committed already");
         let now = committed_per_key(&kafka, &out);
         assert_prefix(&now, &expected, &when);
-        eprintln!("{when}: {before} results committed before it, {} right after", total(&now));
+        let committed = total(&now);
+        eprintln!("{when}: {committed} of {produced} results committed right after it");
+        if let Event::Kill = event {
+            // Mid-work: the wave was still coming, and nobody runs the dead
+            // worker's units until the group notices (session timeout).
+            assert!(
+                committed < produced as usize,
+                "{when}: all {committed} results were committed right after the kill"
+            );
+        }
         wave.join().unwrap();
         // The units are all running again on the live workers; a new one
         // took a share.
         let spread = matches!(event, Event::Add(_));
-        let assignment = cluster.wait_for_units(&units, spread, Duration::from_secs(90));
+        let assignment = cluster.wait_for_units(&units, spread, &left, Duration::from_secs(90));
         assert_prefix(
             &committed_per_key(&kafka, &out),
             &expected,
@@ -772,13 +804,8 @@ fn workers_killed_and_added_lose_and_duplicate_nothing() {
         // new owners restored them from a checkpoint in S3.
         for (id, list) in &assignment {
             for unit in list.iter().filter(|u| left.contains(u["unit"].as_str().unwrap_or(""))) {
-                assert!(
-                    unit["restores"].as_u64().unwrap_or(0) >= 1 && !unit["restored_from"].is_null(),
-                    "{when}: {id} took over {} without restoring it from object storage: {unit}",
-                    unit["unit"]
-                );
                 eprintln!(
-                    "{when}: {} moved to {id}, restored from {}",
+                    "{when}: {} moved to {id}, restored from checkpoint {}",
                     unit["unit"], unit["restored_from"]
                 );
                 restored += 1;
