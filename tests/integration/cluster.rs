@@ -495,6 +495,16 @@ impl Drop for Cluster {
     }
 }
 
+/// Each live worker reports its id, the pipeline and its number of units.
+fn assert_reports(cluster: &Cluster, pipeline: &str, units: usize) {
+    for worker in cluster.alive() {
+        let status = worker.status().unwrap_or_else(|| panic!("worker {} answers", worker.id));
+        assert_eq!(status["worker_id"], worker.id.as_str(), "{status}");
+        assert_eq!(status["pipeline"], pipeline, "{status}");
+        assert_eq!(status["units_total"], units, "{status}");
+    }
+}
+
 /// The `role` a unit of a pipeline named `pipeline` must report.
 fn role_of(unit: &str, pipeline: &str) -> &'static str {
     let root = unit.strip_prefix(pipeline).unwrap_or(unit).trim_start_matches('-');
@@ -581,6 +591,7 @@ fn three_workers_share_a_revenue_pipeline_and_match_one_process() {
     let assignment =
         cluster.wait_for_units(&units, true, &BTreeSet::new(), Duration::from_secs(60));
     assert_spread(&assignment, &["w1", "w2", "w3"], &units, &name);
+    assert_reports(&cluster, &name, 12);
 
     // A graceful stop of all three at once adds nothing.
     cluster.terminate_all();
@@ -673,6 +684,7 @@ fn windowed_revenue_and_two_stage_graph_match_one_process() {
     let assignment =
         cluster.wait_for_units(&units, true, &BTreeSet::new(), Duration::from_secs(60));
     assert_spread(&assignment, &["g1", "g2", "g3"], &units, &name);
+    assert_reports(&cluster, &name, 18);
     cluster.terminate_all();
     assert_eq!(committed(&kafka), expected, "region top 3 after SIGTERM");
 }
@@ -748,7 +760,7 @@ fn workers_killed_and_added_lose_and_duplicate_nothing() {
     for (n, event) in events.into_iter().enumerate() {
         let wave = trickle(&orders, produced + 1, WAVE);
         produced += WAVE;
-        let after = dice.between(300, 1_800);
+        let after = dice.between(300, 1_500);
         std::thread::sleep(Duration::from_millis(after));
         let live: Vec<String> = cluster.alive().iter().map(|w| w.id.clone()).collect();
         // The units of the worker that goes, as it reported them just before.
