@@ -7,8 +7,9 @@
 //! while workers are killed with `kill -9`, added and stopped with SIGTERM;
 //! the units of a dead worker move to the others with their state.
 //!
-//! These tests start several workers each and take up to a minute or two
-//! apiece.
+//! Long tests: each starts three to four workers and takes 20 s to a
+//! minute (about two and a half minutes for the four, which run one at a
+//! time).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
@@ -38,6 +39,9 @@ const CUSTOMERS: u64 = 50;
 /// first order (2026-01-15T10:00:00Z), so their own windows never close.
 const FAR_FUTURE_MS: i64 = 1_768_471_200_000 + 10 * 24 * 3600 * 1000;
 
+/// [`FAR_FUTURE_MS`] as the region orders write it.
+const FAR_FUTURE_TEXT: &str = "2026-01-25T10:00:00Z";
+
 /// The cluster tests run one at a time: each starts several workers, and
 /// on a small machine they would otherwise starve each other's.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -46,9 +50,6 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 fn one_at_a_time() -> MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
-
-/// [`FAR_FUTURE_MS`] as the region orders write it.
-const FAR_FUTURE_TEXT: &str = "2026-01-25T10:00:00Z";
 
 /// What a pipeline of these tests computes.
 #[derive(Debug, Clone, Copy)]
