@@ -194,9 +194,9 @@ pub fn plan(
         .stages()
         .into_iter()
         .flat_map(|(stage, parallelism)| {
-            let inputs = graph.keyed_inputs(&stage);
-            (0..inputs).map(move |j| ExchangeTopic {
-                name: exchange_topic(&spec.name, &stage, j),
+            let ports = graph.ports(&stage);
+            ports.into_iter().map(move |port| ExchangeTopic {
+                name: exchange_topic(&spec.name, &stage, port),
                 partitions: parallelism,
             })
         })
@@ -226,13 +226,32 @@ fn unit_name(pipeline: &str, root: &str, index: usize) -> Result<String, PlanErr
     Ok(name)
 }
 
-/// The exchange topic of input `input` of stage `stage`.
-fn exchange_topic(pipeline: &str, stage: &str, input: usize) -> String {
-    format!("weir-{pipeline}-{stage}-{input}")
+/// The exchange topic of input `port` of stage `stage`.
+fn exchange_topic(pipeline: &str, stage: &str, port: Port) -> String {
+    format!("weir-{pipeline}-{stage}-{}", port.suffix())
 }
 
-/// A keyed input of a stage: (stage, input index).
-type Edge = (String, usize);
+/// An input of a keyed stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Port {
+    /// Its keyed input `j` (of `inputs:`).
+    Keyed(usize),
+    /// Its broadcast input `j` (of `broadcast:`).
+    Broadcast(usize),
+}
+
+impl Port {
+    /// How its exchange topic and nodes are told apart: `j`, or `b<j>`.
+    fn suffix(self) -> String {
+        match self {
+            Port::Keyed(j) => j.to_string(),
+            Port::Broadcast(j) => format!("b{j}"),
+        }
+    }
+}
+
+/// An input of a stage: (stage, port).
+type Edge = (String, Port);
 
 /// The spec as a graph of nodes (a line spec as the graph it stands for).
 struct Operators {
@@ -332,9 +351,6 @@ impl Operators {
                     return Err(refused(&self.at(name, "sink"), "cluster mode writes to Kafka only: a file, stdout or discard sink would be split over the workers' machines"));
                 }
             }
-            if !node.broadcast.is_empty() {
-                return Err(refused(&self.at(name, "broadcast"), "broadcast inputs are not supported in cluster mode yet: run this pipeline in one process"));
-            }
         }
         let mut sources = self.sources().into_iter();
         let (_, first) = sources.next().ok_or_else(|| refused("source", "missing"))?;
@@ -350,8 +366,20 @@ impl Operators {
             .collect()
     }
 
-    fn keyed_inputs(&self, stage: &str) -> usize {
-        self.nodes.get(stage).map_or(0, |node| node.inputs.len())
+    /// The inputs of `stage`: keyed, then broadcast.
+    fn ports(&self, stage: &str) -> Vec<Port> {
+        let Some(node) = self.nodes.get(stage) else { return Vec::new() };
+        let keyed = (0..node.inputs.len()).map(Port::Keyed);
+        keyed.chain((0..node.broadcast.len()).map(Port::Broadcast)).collect()
+    }
+
+    /// Input `port` of `stage`.
+    fn input(&self, stage: &str, port: Port) -> &InputSpec {
+        let node = &self.nodes[stage];
+        match port {
+            Port::Keyed(j) => &node.inputs[j],
+            Port::Broadcast(j) => &node.broadcast[j],
+        }
     }
 
     /// The nodes chained to `root`: itself and every transform or sink it
@@ -376,7 +404,7 @@ impl Operators {
         }
     }
 
-    /// The keyed inputs fed from `root`'s chain.
+    /// The stage inputs fed from `root`'s chain.
     fn exchanges_from(&self, root: &str) -> Vec<Edge> {
         let chain = self.chain(root);
         let mut edges = Vec::new();
@@ -384,9 +412,9 @@ impl Operators {
             if !Self::is_stage(node) {
                 continue;
             }
-            for (j, input) in node.inputs.iter().enumerate() {
-                if chain.contains(&input.from) {
-                    edges.push((name.clone(), j));
+            for port in self.ports(name) {
+                if chain.contains(&self.input(name, port).from) {
+                    edges.push((name.clone(), port));
                 }
             }
         }
@@ -448,21 +476,23 @@ impl Planner<'_> {
             }
             UnitRole::Task { stage, task } => {
                 let node = nodes.get_mut(stage).expect("the stage");
-                let original = std::mem::take(&mut node.inputs);
+                let keyed = std::mem::take(&mut node.inputs);
+                let broadcast = std::mem::take(&mut node.broadcast);
                 node.parallelism = Some(1);
                 node.uid.get_or_insert_with(|| stage.clone());
                 let mut sources = Vec::new();
-                for (j, input) in original.into_iter().enumerate() {
-                    let source = format!("{OURS}in-{j}");
-                    let producers = self.producers.get(&(stage.clone(), j)).map_or(0, Vec::len);
-                    let topic = exchange_topic(&self.spec.name, stage, j);
-                    node.inputs.push(InputSpec {
-                        from: source.clone(),
-                        output: None,
-                        key: input.key,
-                    });
-                    let config = self.exchange_source(&topic, *task, producers)?;
-                    sources.push((source, config));
+                let ports = (keyed.into_iter().enumerate().map(|(j, i)| (Port::Keyed(j), i)))
+                    .chain(broadcast.into_iter().enumerate().map(|(j, i)| (Port::Broadcast(j), i)));
+                for (port, input) in ports {
+                    let source = format!("{OURS}in-{}", port.suffix());
+                    let producers = self.producers.get(&(stage.clone(), port)).map_or(0, Vec::len);
+                    let topic = exchange_topic(&self.spec.name, stage, port);
+                    let rewired = InputSpec { from: source.clone(), output: None, key: input.key };
+                    match port {
+                        Port::Keyed(_) => node.inputs.push(rewired),
+                        Port::Broadcast(_) => node.broadcast.push(rewired),
+                    }
+                    sources.push((source, self.exchange_source(&topic, *task, producers)?));
                 }
                 for (source, config) in sources {
                     let node =
@@ -471,17 +501,19 @@ impl Planner<'_> {
                 }
             }
         }
-        for (stage, j) in graph.exchanges_from(root) {
-            let target = &graph.nodes[&stage];
-            let input = &target.inputs[j];
-            let key: Option<FunctionSpec> = input.key.clone().or(target.key.clone());
-            let producer = self.producers[&(stage.clone(), j)]
+        for (stage, port) in graph.exchanges_from(root) {
+            let input = graph.input(&stage, port);
+            let key: Option<FunctionSpec> = match port {
+                Port::Keyed(_) => input.key.clone().or(graph.nodes[&stage].key.clone()),
+                Port::Broadcast(_) => None,
+            };
+            let producer = self.producers[&(stage.clone(), port)]
                 .iter()
                 .position(|unit| unit == name)
                 .expect("a producer of its own exchange");
-            let sink = self.exchange_sink(name, &stage, j, producer)?;
+            let sink = self.exchange_sink(name, &stage, port, producer)?;
             nodes.insert(
-                format!("{OURS}to-{stage}-{j}"),
+                format!("{OURS}to-{stage}-{}", port.suffix()),
                 NodeSpec {
                     inputs: vec![InputSpec {
                         from: input.from.clone(),
@@ -551,10 +583,10 @@ impl Planner<'_> {
         &self,
         unit: &str,
         stage: &str,
-        input: usize,
+        port: Port,
         producer: usize,
     ) -> Result<KafkaSinkConfig, PlanError> {
-        let topic = exchange_topic(&self.spec.name, stage, input);
+        let topic = exchange_topic(&self.spec.name, stage, port);
         let mut config: KafkaSinkConfig = serde_json::from_value(serde_json::json!({
             "bootstrap_servers": self.bootstrap,
             "topic": topic,
@@ -568,7 +600,7 @@ impl Planner<'_> {
             tasks,
             max_parallelism: self.spec.max_parallelism,
             producer,
-            broadcast: false,
+            broadcast: matches!(port, Port::Broadcast(_)),
         });
         Ok(config)
     }
@@ -721,6 +753,34 @@ mod tests {
         for unit in &plan.units {
             unit.spec.validate().unwrap();
         }
+    }
+
+    #[test]
+    fn a_broadcast_input_reaches_every_task_through_its_own_exchange() {
+        let rules = "{ type: kafka, bootstrap_servers: 'b:9092', topics: [rules] }";
+        let plan = plan(
+            &spec(&format!(
+                "name: f\nparallelism: 2\ncheckpoint: {{ interval: 1s, storage: 's3://b/c' }}\noperators:\n  tx: {{ source: {KAFKA} }}\n  rules: {{ source: {rules} }}\n  detect: {{ inputs: [tx], broadcast: [rules], key: {{ wasm: k.wasm }}, process: {{ wasm: p.wasm }} }}\n  alerts: {{ inputs: [detect], sink: {OUT} }}\n"
+            )),
+            &three,
+        )
+        .unwrap();
+        let topics: Vec<&str> = plan.exchanges.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(topics, ["weir-f-detect-0", "weir-f-detect-b0"]);
+        let rules = plan.units.iter().find(|u| u.name == "f-rules-2").unwrap();
+        let to_detect = &rules.spec.operators["weir-to-detect-b0"];
+        assert!(to_detect.key.is_none(), "broadcast records need no key");
+        let output = kafka_sink(to_detect).exchange.clone().unwrap();
+        assert!(output.broadcast && output.producer == 2, "{output:?}");
+        let task = plan.units.iter().find(|u| u.name == "f-detect-1").unwrap();
+        let detect = &task.spec.operators["detect"];
+        assert_eq!(detect.broadcast[0].from, "weir-in-b0");
+        assert_eq!(detect.inputs[0].from, "weir-in-0");
+        let input = kafka_source(&task.spec.operators["weir-in-b0"]);
+        assert_eq!(
+            (input.partition, input.exchange.clone()),
+            (Some(1), Some(ExchangeInput { producers: 3 }))
+        );
     }
 
     #[test]
