@@ -156,13 +156,20 @@ pub fn plan(
         properties: first.properties.clone(),
         units: Vec::new(),
         producers: BTreeMap::new(),
+        direct: BTreeMap::new(),
     };
+    let settings = spec.cluster.clone().unwrap_or_default();
     // Producers of each exchange, in unit order, before any unit is built.
     let mut roots: Vec<(String, Vec<UnitRole>)> = Vec::new();
     for (name, config) in graph.sources() {
         let found = partitions(config)?;
         if found.is_empty() {
             return Err(refused(&graph.at(name, "source"), "reads no partition"));
+        }
+        if settings.input_partitioned_by_key {
+            let topic = graph.direct_input(name, &found)?;
+            planner.direct.insert(name.clone(), (config.clone(), topic));
+            continue;
         }
         let roles = found
             .into_iter()
@@ -190,17 +197,15 @@ pub fn plan(
             planner.units.push(Unit { name, role, spec: unit_spec });
         }
     }
-    let exchanges = graph
-        .stages()
-        .into_iter()
-        .flat_map(|(stage, parallelism)| {
-            let ports = graph.ports(&stage);
-            ports.into_iter().map(move |port| ExchangeTopic {
-                name: exchange_topic(&spec.name, &stage, port),
-                partitions: parallelism,
-            })
-        })
-        .collect();
+    let mut exchanges = Vec::new();
+    for (stage, parallelism) in graph.stages() {
+        for port in graph.ports(&stage) {
+            if !planner.direct.contains_key(&graph.input(&stage, port).from) {
+                let name = exchange_topic(&spec.name, &stage, port);
+                exchanges.push(ExchangeTopic { name, partitions: parallelism });
+            }
+        }
+    }
     Ok(ClusterPlan {
         pipeline: spec.name.clone(),
         units: planner.units,
@@ -209,7 +214,7 @@ pub fn plan(
         group: format!("weir-{}-workers", spec.name),
         bootstrap_servers: planner.bootstrap,
         properties: planner.properties,
-        settings: spec.cluster.clone().unwrap_or_default(),
+        settings,
     })
 }
 
@@ -366,6 +371,45 @@ impl Operators {
             .collect()
     }
 
+    /// With `input_partitioned_by_key`: check that the tasks can read
+    /// source `source` directly (task `t` its partition `t`, so each
+    /// stage it feeds has as many tasks as it has partitions, and nothing
+    /// else is chained to it); its topic.
+    fn direct_input(
+        &self,
+        source: &str,
+        partitions: &[(String, i32)],
+    ) -> Result<String, PlanError> {
+        let field = self.at(source, "source");
+        let why = |message: String| {
+            refused(&field, format!("cluster.input_partitioned_by_key: {message}; or drop the setting to repartition it"))
+        };
+        let topic = partitions[0].0.clone();
+        let in_order =
+            partitions.iter().enumerate().all(|(i, (t, p))| *t == topic && *p == i as i32);
+        if !in_order {
+            return Err(why("the source must read one topic".into()));
+        }
+        if self.chain(source).len() > 1 {
+            return Err(why(
+                "a transform or sink after the source needs the repartition step".into()
+            ));
+        }
+        for (stage, port) in self.exchanges_from(source) {
+            let parallelism = self.nodes[&stage].parallelism.unwrap_or(self.parallelism);
+            if !matches!(port, Port::Keyed(_)) || self.input(&stage, port).output.is_some() {
+                return Err(why(format!("{stage} takes it as a broadcast or side output")));
+            }
+            if usize::from(parallelism) != partitions.len() {
+                return Err(why(format!(
+                    "topic {topic} has {} partitions but stage {stage} {parallelism} tasks: they must match",
+                    partitions.len()
+                )));
+            }
+        }
+        Ok(topic)
+    }
+
     /// The inputs of `stage`: keyed, then broadcast.
     fn ports(&self, stage: &str) -> Vec<Port> {
         let Some(node) = self.nodes.get(stage) else { return Vec::new() };
@@ -435,6 +479,9 @@ struct Planner<'a> {
     units: Vec<Unit>,
     /// The units writing each exchange, in order (a producer's number).
     producers: BTreeMap<Edge, Vec<String>>,
+    /// Sources the tasks read directly (`input_partitioned_by_key`), and
+    /// their topic.
+    direct: BTreeMap<String, (KafkaSourceConfig, String)>,
 }
 
 impl Planner<'_> {
@@ -492,7 +539,20 @@ impl Planner<'_> {
                         Port::Keyed(_) => node.inputs.push(rewired),
                         Port::Broadcast(_) => node.broadcast.push(rewired),
                     }
-                    sources.push((source, self.exchange_source(&topic, *task, producers)?));
+                    let config = match self.direct.get(&input.from) {
+                        Some((config, topic)) => {
+                            let mut config = config.clone();
+                            config.topics = vec![topic.clone()];
+                            config.topic_pattern = None;
+                            config.partition = Some(i32::from(*task));
+                            config
+                                .group_id
+                                .get_or_insert_with(|| format!("weir-{}", self.spec.name));
+                            config
+                        }
+                        None => self.exchange_source(&topic, *task, producers)?,
+                    };
+                    sources.push((source, config));
                 }
                 for (source, config) in sources {
                     let node =
@@ -550,7 +610,11 @@ impl Planner<'_> {
         spec.side_outputs = BTreeMap::new();
         spec.restart = None;
         spec.operators = nodes;
-        if let (UnitRole::Task { .. }, Some(watermark)) = (role, spec.watermark.as_mut()) {
+        let reads_exchange = spec
+            .operators
+            .values()
+            .any(|node| matches!(&node.source, Some(SourceSpec::Kafka(c)) if c.exchange.is_some()));
+        if let (true, Some(watermark)) = (reads_exchange, spec.watermark.as_mut()) {
             // A producer is idle only when it says so: one that is down
             // holds event time back until its unit runs again.
             watermark.idle_timeout = None;
@@ -781,6 +845,32 @@ mod tests {
             (input.partition, input.exchange.clone()),
             (Some(1), Some(ExchangeInput { producers: 3 }))
         );
+    }
+
+    #[test]
+    fn an_input_partitioned_by_key_is_read_by_the_tasks_directly() {
+        let mut keyed = line();
+        keyed.parallelism = 3;
+        keyed.cluster =
+            Some(ClusterSettings { input_partitioned_by_key: true, ..Default::default() });
+        let planned = plan(&keyed, &three).unwrap();
+        let names: Vec<&str> = planned.units.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, ["rev-keyed-0", "rev-keyed-1", "rev-keyed-2"], "no ingest units");
+        assert!(planned.exchanges.is_empty(), "no repartition topic");
+        let task = &planned.units[2].spec;
+        let input = kafka_source(&task.operators["weir-in-0"]);
+        assert_eq!(
+            (input.topics.as_slice(), input.partition, input.exchange.is_none()),
+            (&["orders".to_string()][..], Some(2), true)
+        );
+        assert_eq!(
+            task.watermark.as_ref().unwrap().idle_timeout,
+            Some(std::time::Duration::from_secs(5)),
+            "its own partition's idleness"
+        );
+        keyed.parallelism = 2;
+        let error = plan(&keyed, &three).unwrap_err().to_string();
+        assert!(error.contains("3 partitions but stage keyed 2 tasks"), "{error}");
     }
 
     #[test]
