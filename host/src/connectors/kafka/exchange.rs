@@ -46,6 +46,9 @@ pub struct ExchangeInput {
     pub producers: usize,
 }
 
+/// A record's headers.
+pub type Headers = [(String, Vec<u8>)];
+
 /// Where one record goes.
 pub enum Target {
     /// To this partition.
@@ -57,10 +60,7 @@ pub enum Target {
 impl ExchangeOutput {
     /// Where `event` goes, and the headers to write with it (the key
     /// header stripped).
-    pub fn target<'e>(
-        &self,
-        event: &'e Event,
-    ) -> Result<(Target, &'e [(String, Vec<u8>)]), ConnectorError> {
+    pub fn target<'e>(&self, event: &'e Event) -> Result<(Target, &'e Headers), ConnectorError> {
         if self.broadcast {
             return Ok((Target::All, &event.headers));
         }
@@ -110,7 +110,7 @@ impl ExchangeMark {
     /// record that cannot be read (or names a producer beyond `producers`)
     /// is an error naming where it was.
     pub fn of(
-        headers: &[(String, Vec<u8>)],
+        headers: &Headers,
         producers: usize,
         location: impl Fn() -> String,
     ) -> Result<Option<Self>, ConnectorError> {
