@@ -52,7 +52,13 @@ pub fn ensure(plan: &ClusterPlan) -> Result<(), TopicError> {
         .map(|t| Wanted {
             name: t.name.clone(),
             partitions: usize::from(t.partitions),
-            configs: vec![("cleanup.policy", "delete"), ("retention.ms", retention.as_str())],
+            configs: vec![
+                ("cleanup.policy", "delete"),
+                ("retention.ms", retention.as_str()),
+                // Retention counts from when records were written (their
+                // event time travels in a header).
+                ("message.timestamp.type", "LogAppendTime"),
+            ],
             why: "the tasks of the stage it feeds",
         })
         .collect();

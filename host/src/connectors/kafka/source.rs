@@ -23,7 +23,7 @@ use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
-use super::exchange::{ExchangeInput, ExchangeMark};
+use super::exchange::{self, ExchangeInput, ExchangeMark};
 use super::{client_config, is_transient_code, kafka_error, outlasted, Retry, CALL_TIMEOUT};
 use crate::connectors::registry::{Access, ConfigError, SourceConfig};
 use crate::connectors::timestamp::{json_timestamp, parse_rfc3339_millis};
@@ -350,7 +350,11 @@ impl KafkaSource {
                     .map(|h| (h.key.to_string(), h.value.unwrap_or_default().to_vec()))
                     .collect()
             });
-            let event = Event { key: message.key().map(<[u8]>::to_vec), value, timestamp, headers };
+            let mut event =
+                Event { key: message.key().map(<[u8]>::to_vec), value, timestamp, headers };
+            if self.exchange.is_some() {
+                exchange::take_event_time(&mut event);
+            }
             let partition = &mut self.partitions[index];
             // Records before the position (a stale fetch) are not ours to deliver.
             let expected =
