@@ -69,6 +69,12 @@ pub fn pipeline_state_dir(data_dir: &Path, pipeline: &str) -> PathBuf {
     pipeline_dir(data_dir, pipeline).join("state")
 }
 
+/// Directory of the keyed state of a graph pipeline's stages (one
+/// directory per stage uid).
+pub fn pipeline_operators_dir(data_dir: &Path, pipeline: &str) -> PathBuf {
+    pipeline_dir(data_dir, pipeline).join("operators")
+}
+
 /// Directory of one pipeline's local checkpoint copies.
 pub fn local_checkpoints_dir(data_dir: &Path, pipeline: &str) -> PathBuf {
     pipeline_dir(data_dir, pipeline).join("local-checkpoints")

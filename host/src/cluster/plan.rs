@@ -156,13 +156,20 @@ pub fn plan(
         properties: first.properties.clone(),
         units: Vec::new(),
         producers: BTreeMap::new(),
+        direct: BTreeMap::new(),
     };
+    let settings = spec.cluster.clone().unwrap_or_default();
     // Producers of each exchange, in unit order, before any unit is built.
     let mut roots: Vec<(String, Vec<UnitRole>)> = Vec::new();
     for (name, config) in graph.sources() {
         let found = partitions(config)?;
         if found.is_empty() {
             return Err(refused(&graph.at(name, "source"), "reads no partition"));
+        }
+        if settings.input_partitioned_by_key {
+            let topic = graph.direct_input(name, &found)?;
+            planner.direct.insert(name.clone(), (config.clone(), topic));
+            continue;
         }
         let roles = found
             .into_iter()
@@ -190,17 +197,15 @@ pub fn plan(
             planner.units.push(Unit { name, role, spec: unit_spec });
         }
     }
-    let exchanges = graph
-        .stages()
-        .into_iter()
-        .flat_map(|(stage, parallelism)| {
-            let inputs = graph.keyed_inputs(&stage);
-            (0..inputs).map(move |j| ExchangeTopic {
-                name: exchange_topic(&spec.name, &stage, j),
-                partitions: parallelism,
-            })
-        })
-        .collect();
+    let mut exchanges = Vec::new();
+    for (stage, parallelism) in graph.stages() {
+        for port in graph.ports(&stage) {
+            if !planner.direct.contains_key(&graph.input(&stage, port).from) {
+                let name = exchange_topic(&spec.name, &stage, port);
+                exchanges.push(ExchangeTopic { name, partitions: parallelism });
+            }
+        }
+    }
     Ok(ClusterPlan {
         pipeline: spec.name.clone(),
         units: planner.units,
@@ -209,7 +214,7 @@ pub fn plan(
         group: format!("weir-{}-workers", spec.name),
         bootstrap_servers: planner.bootstrap,
         properties: planner.properties,
-        settings: spec.cluster.clone().unwrap_or_default(),
+        settings,
     })
 }
 
@@ -226,13 +231,32 @@ fn unit_name(pipeline: &str, root: &str, index: usize) -> Result<String, PlanErr
     Ok(name)
 }
 
-/// The exchange topic of input `input` of stage `stage`.
-fn exchange_topic(pipeline: &str, stage: &str, input: usize) -> String {
-    format!("weir-{pipeline}-{stage}-{input}")
+/// The exchange topic of input `port` of stage `stage`.
+fn exchange_topic(pipeline: &str, stage: &str, port: Port) -> String {
+    format!("weir-{pipeline}-{stage}-{}", port.suffix())
 }
 
-/// A keyed input of a stage: (stage, input index).
-type Edge = (String, usize);
+/// An input of a keyed stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Port {
+    /// Its keyed input `j` (of `inputs:`).
+    Keyed(usize),
+    /// Its broadcast input `j` (of `broadcast:`).
+    Broadcast(usize),
+}
+
+impl Port {
+    /// How its exchange topic and nodes are told apart: `j`, or `b<j>`.
+    fn suffix(self) -> String {
+        match self {
+            Port::Keyed(j) => j.to_string(),
+            Port::Broadcast(j) => format!("b{j}"),
+        }
+    }
+}
+
+/// An input of a stage: (stage, port).
+type Edge = (String, Port);
 
 /// The spec as a graph of nodes (a line spec as the graph it stands for).
 struct Operators {
@@ -332,9 +356,6 @@ impl Operators {
                     return Err(refused(&self.at(name, "sink"), "cluster mode writes to Kafka only: a file, stdout or discard sink would be split over the workers' machines"));
                 }
             }
-            if !node.broadcast.is_empty() {
-                return Err(refused(&self.at(name, "broadcast"), "broadcast inputs are not supported in cluster mode yet: run this pipeline in one process"));
-            }
         }
         let mut sources = self.sources().into_iter();
         let (_, first) = sources.next().ok_or_else(|| refused("source", "missing"))?;
@@ -350,8 +371,59 @@ impl Operators {
             .collect()
     }
 
-    fn keyed_inputs(&self, stage: &str) -> usize {
-        self.nodes.get(stage).map_or(0, |node| node.inputs.len())
+    /// With `input_partitioned_by_key`: check that the tasks can read
+    /// source `source` directly (task `t` its partition `t`, so each
+    /// stage it feeds has as many tasks as it has partitions, and nothing
+    /// else is chained to it); its topic.
+    fn direct_input(
+        &self,
+        source: &str,
+        partitions: &[(String, i32)],
+    ) -> Result<String, PlanError> {
+        let field = self.at(source, "source");
+        let why = |message: String| {
+            refused(&field, format!("cluster.input_partitioned_by_key: {message}; or drop the setting to repartition it"))
+        };
+        let topic = partitions[0].0.clone();
+        let in_order =
+            partitions.iter().enumerate().all(|(i, (t, p))| *t == topic && *p == i as i32);
+        if !in_order {
+            return Err(why("the source must read one topic".into()));
+        }
+        if self.chain(source).len() > 1 {
+            return Err(why(
+                "a transform or sink after the source needs the repartition step".into()
+            ));
+        }
+        for (stage, port) in self.exchanges_from(source) {
+            let parallelism = self.nodes[&stage].parallelism.unwrap_or(self.parallelism);
+            if !matches!(port, Port::Keyed(_)) || self.input(&stage, port).output.is_some() {
+                return Err(why(format!("{stage} takes it as a broadcast or side output")));
+            }
+            if usize::from(parallelism) != partitions.len() {
+                return Err(why(format!(
+                    "topic {topic} has {} partitions but stage {stage} {parallelism} tasks: they must match",
+                    partitions.len()
+                )));
+            }
+        }
+        Ok(topic)
+    }
+
+    /// The inputs of `stage`: keyed, then broadcast.
+    fn ports(&self, stage: &str) -> Vec<Port> {
+        let Some(node) = self.nodes.get(stage) else { return Vec::new() };
+        let keyed = (0..node.inputs.len()).map(Port::Keyed);
+        keyed.chain((0..node.broadcast.len()).map(Port::Broadcast)).collect()
+    }
+
+    /// Input `port` of `stage`.
+    fn input(&self, stage: &str, port: Port) -> &InputSpec {
+        let node = &self.nodes[stage];
+        match port {
+            Port::Keyed(j) => &node.inputs[j],
+            Port::Broadcast(j) => &node.broadcast[j],
+        }
     }
 
     /// The nodes chained to `root`: itself and every transform or sink it
@@ -376,7 +448,7 @@ impl Operators {
         }
     }
 
-    /// The keyed inputs fed from `root`'s chain.
+    /// The stage inputs fed from `root`'s chain.
     fn exchanges_from(&self, root: &str) -> Vec<Edge> {
         let chain = self.chain(root);
         let mut edges = Vec::new();
@@ -384,9 +456,9 @@ impl Operators {
             if !Self::is_stage(node) {
                 continue;
             }
-            for (j, input) in node.inputs.iter().enumerate() {
-                if chain.contains(&input.from) {
-                    edges.push((name.clone(), j));
+            for port in self.ports(name) {
+                if chain.contains(&self.input(name, port).from) {
+                    edges.push((name.clone(), port));
                 }
             }
         }
@@ -407,6 +479,9 @@ struct Planner<'a> {
     units: Vec<Unit>,
     /// The units writing each exchange, in order (a producer's number).
     producers: BTreeMap<Edge, Vec<String>>,
+    /// Sources the tasks read directly (`input_partitioned_by_key`), and
+    /// their topic.
+    direct: BTreeMap<String, (KafkaSourceConfig, String)>,
 }
 
 impl Planner<'_> {
@@ -448,20 +523,35 @@ impl Planner<'_> {
             }
             UnitRole::Task { stage, task } => {
                 let node = nodes.get_mut(stage).expect("the stage");
-                let original = std::mem::take(&mut node.inputs);
+                let keyed = std::mem::take(&mut node.inputs);
+                let broadcast = std::mem::take(&mut node.broadcast);
                 node.parallelism = Some(1);
                 node.uid.get_or_insert_with(|| stage.clone());
                 let mut sources = Vec::new();
-                for (j, input) in original.into_iter().enumerate() {
-                    let source = format!("{OURS}in-{j}");
-                    let producers = self.producers.get(&(stage.clone(), j)).map_or(0, Vec::len);
-                    let topic = exchange_topic(&self.spec.name, stage, j);
-                    node.inputs.push(InputSpec {
-                        from: source.clone(),
-                        output: None,
-                        key: input.key,
-                    });
-                    let config = self.exchange_source(&topic, *task, producers)?;
+                let ports = (keyed.into_iter().enumerate().map(|(j, i)| (Port::Keyed(j), i)))
+                    .chain(broadcast.into_iter().enumerate().map(|(j, i)| (Port::Broadcast(j), i)));
+                for (port, input) in ports {
+                    let source = format!("{OURS}in-{}", port.suffix());
+                    let producers = self.producers.get(&(stage.clone(), port)).map_or(0, Vec::len);
+                    let topic = exchange_topic(&self.spec.name, stage, port);
+                    let rewired = InputSpec { from: source.clone(), output: None, key: input.key };
+                    match port {
+                        Port::Keyed(_) => node.inputs.push(rewired),
+                        Port::Broadcast(_) => node.broadcast.push(rewired),
+                    }
+                    let config = match self.direct.get(&input.from) {
+                        Some((config, topic)) => {
+                            let mut config = config.clone();
+                            config.topics = vec![topic.clone()];
+                            config.topic_pattern = None;
+                            config.partition = Some(i32::from(*task));
+                            config
+                                .group_id
+                                .get_or_insert_with(|| format!("weir-{}", self.spec.name));
+                            config
+                        }
+                        None => self.exchange_source(&topic, *task, producers)?,
+                    };
                     sources.push((source, config));
                 }
                 for (source, config) in sources {
@@ -471,17 +561,19 @@ impl Planner<'_> {
                 }
             }
         }
-        for (stage, j) in graph.exchanges_from(root) {
-            let target = &graph.nodes[&stage];
-            let input = &target.inputs[j];
-            let key: Option<FunctionSpec> = input.key.clone().or(target.key.clone());
-            let producer = self.producers[&(stage.clone(), j)]
+        for (stage, port) in graph.exchanges_from(root) {
+            let input = graph.input(&stage, port);
+            let key: Option<FunctionSpec> = match port {
+                Port::Keyed(_) => input.key.clone().or(graph.nodes[&stage].key.clone()),
+                Port::Broadcast(_) => None,
+            };
+            let producer = self.producers[&(stage.clone(), port)]
                 .iter()
                 .position(|unit| unit == name)
                 .expect("a producer of its own exchange");
-            let sink = self.exchange_sink(name, &stage, j, producer)?;
+            let sink = self.exchange_sink(name, &stage, port, producer)?;
             nodes.insert(
-                format!("{OURS}to-{stage}-{j}"),
+                format!("{OURS}to-{stage}-{}", port.suffix()),
                 NodeSpec {
                     inputs: vec![InputSpec {
                         from: input.from.clone(),
@@ -518,7 +610,11 @@ impl Planner<'_> {
         spec.side_outputs = BTreeMap::new();
         spec.restart = None;
         spec.operators = nodes;
-        if let (UnitRole::Task { .. }, Some(watermark)) = (role, spec.watermark.as_mut()) {
+        let reads_exchange = spec
+            .operators
+            .values()
+            .any(|node| matches!(&node.source, Some(SourceSpec::Kafka(c)) if c.exchange.is_some()));
+        if let (true, Some(watermark)) = (reads_exchange, spec.watermark.as_mut()) {
             // A producer is idle only when it says so: one that is down
             // holds event time back until its unit runs again.
             watermark.idle_timeout = None;
@@ -551,10 +647,10 @@ impl Planner<'_> {
         &self,
         unit: &str,
         stage: &str,
-        input: usize,
+        port: Port,
         producer: usize,
     ) -> Result<KafkaSinkConfig, PlanError> {
-        let topic = exchange_topic(&self.spec.name, stage, input);
+        let topic = exchange_topic(&self.spec.name, stage, port);
         let mut config: KafkaSinkConfig = serde_json::from_value(serde_json::json!({
             "bootstrap_servers": self.bootstrap,
             "topic": topic,
@@ -568,7 +664,7 @@ impl Planner<'_> {
             tasks,
             max_parallelism: self.spec.max_parallelism,
             producer,
-            broadcast: false,
+            broadcast: matches!(port, Port::Broadcast(_)),
         });
         Ok(config)
     }
@@ -721,6 +817,60 @@ mod tests {
         for unit in &plan.units {
             unit.spec.validate().unwrap();
         }
+    }
+
+    #[test]
+    fn a_broadcast_input_reaches_every_task_through_its_own_exchange() {
+        let rules = "{ type: kafka, bootstrap_servers: 'b:9092', topics: [rules] }";
+        let plan = plan(
+            &spec(&format!(
+                "name: f\nparallelism: 2\ncheckpoint: {{ interval: 1s, storage: 's3://b/c' }}\noperators:\n  tx: {{ source: {KAFKA} }}\n  rules: {{ source: {rules} }}\n  detect: {{ inputs: [tx], broadcast: [rules], key: {{ wasm: k.wasm }}, process: {{ wasm: p.wasm }} }}\n  alerts: {{ inputs: [detect], sink: {OUT} }}\n"
+            )),
+            &three,
+        )
+        .unwrap();
+        let topics: Vec<&str> = plan.exchanges.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(topics, ["weir-f-detect-0", "weir-f-detect-b0"]);
+        let rules = plan.units.iter().find(|u| u.name == "f-rules-2").unwrap();
+        let to_detect = &rules.spec.operators["weir-to-detect-b0"];
+        assert!(to_detect.key.is_none(), "broadcast records need no key");
+        let output = kafka_sink(to_detect).exchange.clone().unwrap();
+        assert!(output.broadcast && output.producer == 2, "{output:?}");
+        let task = plan.units.iter().find(|u| u.name == "f-detect-1").unwrap();
+        let detect = &task.spec.operators["detect"];
+        assert_eq!(detect.broadcast[0].from, "weir-in-b0");
+        assert_eq!(detect.inputs[0].from, "weir-in-0");
+        let input = kafka_source(&task.spec.operators["weir-in-b0"]);
+        assert_eq!(
+            (input.partition, input.exchange.clone()),
+            (Some(1), Some(ExchangeInput { producers: 3 }))
+        );
+    }
+
+    #[test]
+    fn an_input_partitioned_by_key_is_read_by_the_tasks_directly() {
+        let mut keyed = line();
+        keyed.parallelism = 3;
+        keyed.cluster =
+            Some(ClusterSettings { input_partitioned_by_key: true, ..Default::default() });
+        let planned = plan(&keyed, &three).unwrap();
+        let names: Vec<&str> = planned.units.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, ["rev-keyed-0", "rev-keyed-1", "rev-keyed-2"], "no ingest units");
+        assert!(planned.exchanges.is_empty(), "no repartition topic");
+        let task = &planned.units[2].spec;
+        let input = kafka_source(&task.operators["weir-in-0"]);
+        assert_eq!(
+            (input.topics.as_slice(), input.partition, input.exchange.is_none()),
+            (&["orders".to_string()][..], Some(2), true)
+        );
+        assert_eq!(
+            task.watermark.as_ref().unwrap().idle_timeout,
+            Some(std::time::Duration::from_secs(5)),
+            "its own partition's idleness"
+        );
+        keyed.parallelism = 2;
+        let error = plan(&keyed, &three).unwrap_err().to_string();
+        assert!(error.contains("3 partitions but stage keyed 2 tasks"), "{error}");
     }
 
     #[test]

@@ -17,11 +17,21 @@ pub struct ClusterSettings {
     /// must read them within it, or it refuses to start (data lost).
     #[serde(default = "default_retention", with = "humantime_serde")]
     pub repartition_retention: Duration,
+    /// The input topics are already partitioned by the pipeline's key
+    /// (every key in one partition, as a producer keying records by it
+    /// does): task `t` reads input partition `t` directly, with no ingest
+    /// units and no repartition topic. Needs as many tasks as partitions.
+    #[serde(default)]
+    pub input_partitioned_by_key: bool,
 }
 
 impl Default for ClusterSettings {
     fn default() -> Self {
-        Self { replication_factor: None, repartition_retention: default_retention() }
+        Self {
+            replication_factor: None,
+            repartition_retention: default_retention(),
+            input_partitioned_by_key: false,
+        }
     }
 }
 

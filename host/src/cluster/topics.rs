@@ -46,15 +46,28 @@ pub enum TopicError {
 /// partition count of those that exist.
 pub fn ensure(plan: &ClusterPlan) -> Result<(), TopicError> {
     let retention = plan.settings.repartition_retention.as_millis().to_string();
-    let mut wanted: Vec<(String, usize, Vec<(&str, &str)>, &'static str)> = plan
+    let mut wanted: Vec<Wanted> = plan
         .exchanges
         .iter()
-        .map(|t| {
-            let configs = vec![("cleanup.policy", "delete"), ("retention.ms", retention.as_str())];
-            (t.name.clone(), usize::from(t.partitions), configs, "the tasks of the stage it feeds")
+        .map(|t| Wanted {
+            name: t.name.clone(),
+            partitions: usize::from(t.partitions),
+            configs: vec![
+                ("cleanup.policy", "delete"),
+                ("retention.ms", retention.as_str()),
+                // Retention counts from when records were written (their
+                // event time travels in a header).
+                ("message.timestamp.type", "LogAppendTime"),
+            ],
+            why: "the tasks of the stage it feeds",
         })
         .collect();
-    wanted.push((plan.units_topic.clone(), plan.units.len(), Vec::new(), "the pipeline's units"));
+    wanted.push(Wanted {
+        name: plan.units_topic.clone(),
+        partitions: plan.units.len(),
+        configs: Vec::new(),
+        why: "the pipeline's units",
+    });
     let replication = plan.settings.replication_factor.map_or(-1, i32::from);
     let admin: AdminClient<DefaultClientContext> =
         client_config(&plan.bootstrap_servers, &[], &plan.properties)
@@ -62,10 +75,11 @@ pub fn ensure(plan: &ClusterPlan) -> Result<(), TopicError> {
             .map_err(kafka_error("creating the admin client"))?;
     let topics: Vec<NewTopic<'_>> = wanted
         .iter()
-        .map(|(name, partitions, configs, _)| {
+        .map(|w| {
+            let partitions = i32::try_from(w.partitions).unwrap_or(i32::MAX);
             let mut topic =
-                NewTopic::new(name, *partitions as i32, TopicReplication::Fixed(replication));
-            for (key, value) in configs {
+                NewTopic::new(&w.name, partitions, TopicReplication::Fixed(replication));
+            for (key, value) in &w.configs {
                 topic = topic.set(key, value);
             }
             topic
@@ -92,19 +106,28 @@ pub fn ensure(plan: &ClusterPlan) -> Result<(), TopicError> {
             }
         }
     }
-    let found = partition_counts(plan, wanted.iter().map(|(name, ..)| name.as_str()))?;
-    for (name, partitions, _, why) in &wanted {
-        let count = found.get(name.as_str()).copied().unwrap_or(0);
-        if count != *partitions {
+    let found = partition_counts(plan, wanted.iter().map(|w| w.name.as_str()))?;
+    for w in &wanted {
+        let count = found.get(w.name.as_str()).copied().unwrap_or(0);
+        if count != w.partitions {
             return Err(TopicError::Shape {
-                topic: name.clone(),
+                topic: w.name.clone(),
                 found: count,
-                wanted: *partitions,
-                why,
+                wanted: w.partitions,
+                why: w.why,
             });
         }
     }
     Ok(())
+}
+
+/// A topic the plan needs.
+struct Wanted<'a> {
+    name: String,
+    partitions: usize,
+    configs: Vec<(&'static str, &'a str)>,
+    /// What its partitions stand for.
+    why: &'static str,
 }
 
 /// The partition count of each of `topics` (absent: not found).

@@ -327,7 +327,11 @@ impl Worker {
         let mut measured = Vec::new();
         for number in numbers {
             let unit = &self.plan.units[number];
-            let state = dir_size(&crate::config::pipeline_state_dir(&self.data_dir, &unit.name));
+            let dirs = [
+                crate::config::pipeline_state_dir(&self.data_dir, &unit.name),
+                crate::config::pipeline_operators_dir(&self.data_dir, &unit.name),
+            ];
+            let state = dirs.iter().filter_map(|dir| dir_size(dir)).reduce(|a, b| a + b);
             measured.push((number, lag.lag(unit), state));
         }
         let mut slots = self.slots();

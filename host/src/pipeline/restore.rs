@@ -372,11 +372,10 @@ fn checkpoint_url(spec: &PipelineSpec, data_dir: &Path) -> Result<String, RunErr
 /// spec's one stage in the pipeline's state directory, a graph's stages
 /// each in `operators/<uid>` beside it.
 fn stage_state_dir(spec: &PipelineSpec, data_dir: &Path, uid: &str) -> PathBuf {
-    let state = config::pipeline_state_dir(data_dir, &spec.name);
     if spec.operators.is_empty() {
-        state
+        config::pipeline_state_dir(data_dir, &spec.name)
     } else {
-        state.with_file_name("operators").join(uid)
+        config::pipeline_operators_dir(data_dir, &spec.name).join(uid)
     }
 }
 

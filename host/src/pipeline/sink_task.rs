@@ -213,6 +213,24 @@ impl EpochMark {
 }
 
 #[cfg(test)]
+mod epoch_mark_tests {
+    use super::EpochMark;
+
+    #[test]
+    fn an_epochs_event_time_is_the_least_of_its_inputs_that_are_not_idle() {
+        let mark = |inputs: &[Option<i64>]| {
+            let mut mark = EpochMark::default();
+            inputs.iter().for_each(|m| mark.add(*m));
+            mark.known()
+        };
+        assert_eq!(mark(&[Some(30), Some(10), None]), Some(Some(10)));
+        assert_eq!(mark(&[None, None]), Some(None), "every input idle: say so");
+        assert_eq!(mark(&[Some(i64::MIN), Some(10)]), None, "an input with no event time yet");
+        assert_eq!(mark(&[]), None);
+    }
+}
+
+#[cfg(test)]
 mod tests {
     //! The sink task driven through its channel, over sinks that behave
     //! like a transactional one: what is written stays pending until a

@@ -200,6 +200,31 @@ mod tests {
     }
 
     #[test]
+    fn announced_watermarks_hold_event_time_until_every_producer_has_spoken() {
+        // Three producers of a cluster task, none idle by time alone.
+        let start = Instant::now();
+        let mut watermarks = SplitWatermarks::new(3, 5_000, None, start);
+        watermarks.announce(0, Some(1_000), start);
+        watermarks.announce(2, Some(3_000), start);
+        assert_eq!(watermarks.advance(start), None, "producer 1 has said nothing: it holds back");
+        watermarks.announce(1, Some(2_000), start);
+        assert_eq!(watermarks.advance(start), Some(1_000));
+        // A producer saying it is idle holds nothing back until it speaks.
+        watermarks.announce(0, None, start);
+        assert_eq!(watermarks.advance(start), Some(2_000));
+        assert!(!watermarks.all_idle(start));
+        watermarks.announce(1, None, start);
+        watermarks.announce(2, None, start);
+        assert!(watermarks.all_idle(start), "every producer said so");
+        watermarks.announce(0, Some(2_500), start);
+        assert!(!watermarks.all_idle(start));
+        assert_eq!(watermarks.advance(start), Some(2_500));
+        // Nothing goes back, and an older announcement changes nothing.
+        watermarks.announce(0, Some(100), start);
+        assert_eq!(watermarks.advance(start), None);
+    }
+
+    #[test]
     fn the_slowest_active_split_holds_the_watermark() {
         let start = Instant::now();
         let mut watermarks = SplitWatermarks::new(2, 0, None, start);

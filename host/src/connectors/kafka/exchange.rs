@@ -26,6 +26,28 @@ pub const KEY_HEADER: &str = "weir-key";
 /// Header of a watermark control record.
 pub const WATERMARK_HEADER: &str = "weir-watermark";
 
+/// Header carrying a record's event time (8 bytes, big-endian): an
+/// exchange topic's records take the broker's append time as their Kafka
+/// timestamp, so that retention counts from when they were written, not
+/// from how old the events are.
+pub const TIME_HEADER: &str = "weir-time";
+
+/// The event time `timestamp` as the value of [`TIME_HEADER`].
+pub fn time_header(timestamp: i64) -> [u8; 8] {
+    timestamp.to_be_bytes()
+}
+
+/// Give an exchange record back its event time, from its last header
+/// ([`TIME_HEADER`], removed).
+pub fn take_event_time(event: &mut Event) {
+    if let Some((name, value)) = event.headers.last() {
+        if let (true, Ok(bytes)) = (name == TIME_HEADER, <[u8; 8]>::try_from(value.as_slice())) {
+            event.timestamp = i64::from_be_bytes(bytes);
+            event.headers.pop();
+        }
+    }
+}
+
 /// The sink side: how a producer unit writes an exchange topic.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExchangeOutput {
@@ -46,6 +68,9 @@ pub struct ExchangeInput {
     pub producers: usize,
 }
 
+/// A record's headers.
+pub type Headers = [(String, Vec<u8>)];
+
 /// Where one record goes.
 pub enum Target {
     /// To this partition.
@@ -57,10 +82,7 @@ pub enum Target {
 impl ExchangeOutput {
     /// Where `event` goes, and the headers to write with it (the key
     /// header stripped).
-    pub fn target<'e>(
-        &self,
-        event: &'e Event,
-    ) -> Result<(Target, &'e [(String, Vec<u8>)]), ConnectorError> {
+    pub fn target<'e>(&self, event: &'e Event) -> Result<(Target, &'e Headers), ConnectorError> {
         if self.broadcast {
             return Ok((Target::All, &event.headers));
         }
@@ -110,7 +132,7 @@ impl ExchangeMark {
     /// record that cannot be read (or names a producer beyond `producers`)
     /// is an error naming where it was.
     pub fn of(
-        headers: &[(String, Vec<u8>)],
+        headers: &Headers,
         producers: usize,
         location: impl Fn() -> String,
     ) -> Result<Option<Self>, ConnectorError> {
@@ -157,6 +179,17 @@ mod tests {
         let mut keyless = keyed(b"x");
         keyless.headers.pop();
         assert!(output.target(&keyless).is_err(), "no key: refused, not sent anywhere");
+    }
+
+    #[test]
+    fn a_records_event_time_travels_in_its_last_header() {
+        let mut event = keyed(b"k");
+        event.headers.pop();
+        event.headers.push((TIME_HEADER.into(), time_header(-5).to_vec()));
+        event.timestamp = 1_700_000_000_000; // the broker's append time
+        take_event_time(&mut event);
+        assert_eq!(event.timestamp, -5, "even one a Kafka timestamp cannot hold");
+        assert_eq!(event.headers, [("h".to_string(), b"1".to_vec())]);
     }
 
     #[test]

@@ -77,7 +77,7 @@ use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, T
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use serde::Deserialize;
 
-use super::exchange::{ExchangeOutput, Target};
+use super::exchange::{time_header, ExchangeOutput, Target, TIME_HEADER};
 use super::{client_config, kafka_error, Retry, CALL_TIMEOUT};
 use crate::connectors::registry::{Access, ConfigError, SinkConfig, SinkMode, SinkRole};
 use crate::connectors::{ConnectorError, Sink};
@@ -438,14 +438,14 @@ fn produce(
 ) -> Result<(), ConnectorError> {
     for event in events {
         match exchange {
-            None => send(producer, topic, event, &event.headers, None)?,
+            None => send(producer, topic, event, &event.headers, None, false)?,
             Some((exchange, partitions)) => match exchange.target(event)? {
                 (Target::Partition(partition), headers) => {
-                    send(producer, topic, event, headers, Some(partition))?
+                    send(producer, topic, event, headers, Some(partition), true)?
                 }
                 (Target::All, headers) => {
                     for partition in 0..*partitions {
-                        send(producer, topic, event, headers, Some(partition))?;
+                        send(producer, topic, event, headers, Some(partition), true)?;
                     }
                 }
             },
@@ -454,7 +454,8 @@ fn produce(
     Ok(())
 }
 
-/// Send one record (to `partition`, else where the key hashes), waiting
+/// Send one record (to `partition`, else where the key hashes; its event
+/// time in a header of its own if `timed`, for an exchange topic), waiting
 /// for queue space when librdkafka's buffer is full.
 fn send(
     producer: &ThreadedProducer<DeliveryErrors>,
@@ -462,10 +463,15 @@ fn send(
     event: &Event,
     headers: &[(String, Vec<u8>)],
     partition: Option<i32>,
+    timed: bool,
 ) -> Result<(), ConnectorError> {
-    let mut owned = OwnedHeaders::new_with_capacity(headers.len());
+    let mut owned = OwnedHeaders::new_with_capacity(headers.len() + 1);
     for (key, value) in headers {
         owned = owned.insert(Header { key, value: Some(value) });
+    }
+    let time = time_header(event.timestamp);
+    if timed {
+        owned = owned.insert(Header { key: TIME_HEADER, value: Some(&time) });
     }
     let mut record: BaseRecord<'_, [u8], [u8]> =
         BaseRecord::to(topic).payload(&event.value[..]).headers(owned);
@@ -584,7 +590,7 @@ impl Sink for KafkaSink {
         let topic = self.topic.clone();
         let producer = self.producer_for(epoch)?;
         for partition in 0..partitions {
-            send(producer, &topic, &record, &record.headers, Some(partition))?;
+            send(producer, &topic, &record, &record.headers, Some(partition), false)?;
         }
         Ok(())
     }

@@ -23,7 +23,7 @@ use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
-use super::exchange::{ExchangeInput, ExchangeMark};
+use super::exchange::{self, ExchangeInput, ExchangeMark};
 use super::{client_config, is_transient_code, kafka_error, outlasted, Retry, CALL_TIMEOUT};
 use crate::connectors::registry::{Access, ConfigError, SourceConfig};
 use crate::connectors::timestamp::{json_timestamp, parse_rfc3339_millis};
@@ -152,9 +152,16 @@ pub struct KafkaSource {
     retry: Retry,
     /// Since when fetching has failed transiently, if it does.
     failing_since: Option<Instant>,
-    /// An exchange topic: its producers, and the watermarks its control
-    /// records reported since the last `take_watermarks`.
-    exchange: Option<(usize, Vec<(usize, Option<i64>)>)>,
+    /// An exchange topic: its producers and what they reported.
+    exchange: Option<ExchangeReports>,
+}
+
+/// What the control records of an exchange topic reported.
+struct ExchangeReports {
+    /// Producers of the topic.
+    producers: usize,
+    /// Watermarks reported since the last `take_watermarks`, by producer.
+    marks: Vec<(usize, Option<i64>)>,
 }
 
 /// The position: next offset per `topic/partition`.
@@ -227,7 +234,10 @@ impl KafkaSource {
             unassigned: true,
             retry: Retry::default(),
             failing_since: None,
-            exchange: config.exchange.as_ref().map(|e| (e.producers, Vec::new())),
+            exchange: config
+                .exchange
+                .as_ref()
+                .map(|e| ExchangeReports { producers: e.producers, marks: Vec::new() }),
         };
         let offsets = source.fresh_offsets(&config.start)?;
         for (p, offset) in source.partitions.iter_mut().zip(offsets) {
@@ -340,7 +350,11 @@ impl KafkaSource {
                     .map(|h| (h.key.to_string(), h.value.unwrap_or_default().to_vec()))
                     .collect()
             });
-            let event = Event { key: message.key().map(<[u8]>::to_vec), value, timestamp, headers };
+            let mut event =
+                Event { key: message.key().map(<[u8]>::to_vec), value, timestamp, headers };
+            if self.exchange.is_some() {
+                exchange::take_event_time(&mut event);
+            }
             let partition = &mut self.partitions[index];
             // Records before the position (a stale fetch) are not ours to deliver.
             let expected =
@@ -492,12 +506,14 @@ impl Source for KafkaSource {
                     break;
                 }
                 partition.next = offset + 1;
-                if let Some((producers, marks)) = &mut self.exchange {
+                if let Some(reports) = &mut self.exchange {
                     let location =
                         || format!("{}/{}@{offset}", partition.topic, partition.partition);
-                    if let Some(mark) = ExchangeMark::of(&event.headers, *producers, location)? {
+                    let producers = reports.producers;
+                    if let Some(mark) = ExchangeMark::of(&event.headers, producers, location)? {
                         // Events before the mark are delivered before it applies.
-                        marks.push((mark.producer, mark.watermark.filter(|_| !mark.idle)));
+                        let watermark = mark.watermark.filter(|_| !mark.idle);
+                        reports.marks.push((mark.producer, watermark));
                         break;
                     }
                 }
@@ -522,7 +538,7 @@ impl Source for KafkaSource {
 
     fn splits(&self) -> usize {
         match &self.exchange {
-            Some((producers, _)) => *producers,
+            Some(reports) => reports.producers,
             None => self.partitions.len(),
         }
     }
@@ -532,8 +548,8 @@ impl Source for KafkaSource {
     }
 
     fn take_watermarks(&mut self, out: &mut Vec<(usize, Option<i64>)>) {
-        if let Some((_, marks)) = &mut self.exchange {
-            out.append(marks);
+        if let Some(reports) = &mut self.exchange {
+            out.append(&mut reports.marks);
         }
     }
 
