@@ -5,11 +5,12 @@
 //! one process's — for the revenue, the windowed revenue and the two-stage
 //! region top-3 pipelines — and stays a prefix of it, then equal to it,
 //! while workers are killed with `kill -9`, added and stopped with SIGTERM;
-//! the units of a dead worker move to the others with their state.
+//! the units of a dead worker move to the others with their state. An
+//! input already partitioned by key is read by the tasks themselves, and
+//! survives a kill the same way.
 //!
-//! Long tests: each starts three to four workers and takes 20 s to a
-//! minute (about two and a half minutes for the four, which run one at a
-//! time).
+//! Long tests: each starts two to four workers and takes 20 s to a minute
+//! (about two and a half minutes for all, which run one at a time).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
@@ -56,6 +57,10 @@ fn one_at_a_time() -> MutexGuard<'static, ()> {
 enum Job {
     /// `functions/revenue`: each customer's running total after each order.
     Revenue,
+    /// [`Job::Revenue`] on an input the workers take as partitioned by the
+    /// key (`cluster: { input_partitioned_by_key: true }`): task `t` reads
+    /// input partition `t` itself.
+    RevenueByPartition,
     /// `functions/windowed-revenue`: revenue per customer per event-time
     /// minute (tumbling windows, 5 s out of orderness).
     WindowedRevenue,
@@ -70,6 +75,7 @@ impl Job {
     fn units(self, name: &str) -> BTreeSet<String> {
         let roots: &[&str] = match self {
             Job::Revenue | Job::WindowedRevenue => &["source", "keyed"],
+            Job::RevenueByPartition => &["keyed"],
             Job::RegionTop3 => &["orders", "revenue", "top3"],
         };
         roots
@@ -99,7 +105,7 @@ impl Job {
         let sink = format!("{{ type: kafka, bootstrap_servers: {bootstrap:?}, topic: {output}, delivery: exactly-once, transactional_id_prefix: {name}, transaction_timeout: 5m }}");
         let head = format!("name: {name}\nparallelism: {PARTITIONS}\ncheckpoint: {checkpoint}\n");
         let body = match self {
-            Job::Revenue => {
+            Job::Revenue | Job::RevenueByPartition => {
                 let wasm = function("revenue");
                 format!("source: {source}\nkey: {{ wasm: {wasm:?} }}\nprocess: {{ wasm: {wasm:?} }}\nsink: {sink}\n")
             }
@@ -123,8 +129,12 @@ impl Job {
                 )
             }
         };
+        let cluster = match (self, storage) {
+            (Job::RevenueByPartition, Some(_)) => "cluster: { input_partitioned_by_key: true }\n",
+            _ => "",
+        };
         let path = dir.join(format!("{name}.yaml"));
-        std::fs::write(&path, format!("{head}{body}")).unwrap();
+        std::fs::write(&path, format!("{head}{cluster}{body}")).unwrap();
         path
     }
 }
@@ -546,7 +556,13 @@ fn the_specs_given_to_the_workers_plan_into_the_units_the_tests_expect() {
     let six = |config: &KafkaSourceConfig| -> Result<Vec<(String, i32)>, PlanError> {
         Ok((0..PARTITIONS).map(|p| (config.topics[0].clone(), p)).collect())
     };
-    for (job, units) in [(Job::Revenue, 12), (Job::WindowedRevenue, 12), (Job::RegionTop3, 18)] {
+    let jobs = [
+        (Job::Revenue, 12),
+        (Job::RevenueByPartition, 6),
+        (Job::WindowedRevenue, 12),
+        (Job::RegionTop3, 18),
+    ];
+    for (job, units) in jobs {
         let storage = Some("s3://bucket/prefix");
         let path = job.spec(dir.path(), "127.0.0.1:9", "cl-plan", "in", "out", storage);
         let spec = PipelineSpec::load(&path).unwrap_or_else(|e| panic!("{job:?}: {e}"));
@@ -846,4 +862,76 @@ fn workers_killed_and_added_lose_and_duplicate_nothing() {
     cluster.terminate_all();
     assert_same(&committed_per_key(&kafka, &out), &expected, "after the last SIGTERM");
     eprintln!("cluster kills (seed {seed}): {restored} units moved, each restored from S3");
+}
+
+#[test]
+fn an_input_partitioned_by_key_is_read_by_the_tasks_and_survives_a_kill() {
+    let _serial = one_at_a_time();
+    let (kafka, s3) = (TestKafka::start(), TestS3::start());
+    let bucket = s3.create_bucket("weir-cluster-direct");
+    let dir = tempfile::tempdir().unwrap();
+    let seed = crash_seed();
+    eprintln!("cluster direct-input seed {seed} (WEIR_CRASH_SEED={seed} repeats the kill instant)");
+    let mut dice = Dice(seed);
+    const FIRST: u64 = 1000;
+    const REST: u64 = 1600;
+    // Each customer's orders on one partition: the input is partitioned by
+    // the pipeline's key.
+    let (all_orders, orders, out) =
+        (unique("cl-all-orders"), unique("cl-orders"), unique("cl-revenue"));
+    for topic in [&all_orders, &orders] {
+        kafka.create_topic(topic, PARTITIONS);
+    }
+    kafka.create_topic(&out, 1);
+    produce_orders(&kafka, &all_orders, PARTITIONS, FIRST + REST, CUSTOMERS, 1);
+    let expected = reference(&kafka, dir.path(), Job::Revenue, &all_orders);
+    assert_eq!(total(&expected), (FIRST + REST) as usize, "the single-process run");
+
+    let name = unique("cl-direct");
+    let storage = format!("s3://{bucket}/{name}");
+    let job = Job::RevenueByPartition;
+    let spec = job.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
+    let units = job.units(&name);
+    let mut cluster = Cluster::new(dir.path(), &spec, &s3);
+    cluster.add("d1");
+    cluster.add("d2");
+    trickle(&orders, 1, FIRST).join().unwrap();
+    cluster.wait_for_output(&kafka, &out, FIRST as usize, Duration::from_secs(120));
+    assert_prefix(&committed_per_key(&kafka, &out), &expected, "after the first wave");
+    // Six tasks and no ingest unit, on both workers.
+    let assignment =
+        cluster.wait_for_units(&units, true, &BTreeSet::new(), Duration::from_secs(60));
+    assert_spread(&assignment, &["d1", "d2"], &units, &name);
+    assert_reports(&cluster, &name, 6);
+
+    let wave = trickle(&orders, FIRST + 1, REST);
+    let after = dice.between(300, 2_500);
+    std::thread::sleep(Duration::from_millis(after));
+    let victim = ["d1", "d2"][dice.between(0, 2) as usize];
+    let left: BTreeSet<String> =
+        assignment[victim].iter().filter_map(|u| u["unit"].as_str()).map(String::from).collect();
+    cluster.kill(victim);
+    let when = format!("kill -9 {victim} {after} ms into the second wave (seed {seed})");
+    let now = committed_per_key(&kafka, &out);
+    assert_prefix(&now, &expected, &when);
+    assert!(
+        total(&now) < (FIRST + REST) as usize,
+        "{when}: all {} results were committed right after the kill",
+        total(&now)
+    );
+    eprintln!("{when}: {} of {} results committed right after it", total(&now), FIRST + REST);
+    wave.join().unwrap();
+    let assignment = cluster.wait_for_units(&units, false, &left, Duration::from_secs(90));
+    for unit in assignment.values().flatten() {
+        if left.contains(unit["unit"].as_str().unwrap_or("")) {
+            eprintln!(
+                "{when}: {} restored from checkpoint {}",
+                unit["unit"], unit["restored_from"]
+            );
+        }
+    }
+    cluster.wait_for_output(&kafka, &out, (FIRST + REST) as usize, Duration::from_secs(120));
+    assert_same(&committed_per_key(&kafka, &out), &expected, &when);
+    cluster.terminate_all();
+    assert_same(&committed_per_key(&kafka, &out), &expected, "after SIGTERM");
 }
