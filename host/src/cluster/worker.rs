@@ -229,6 +229,10 @@ impl Worker {
                 tracing::warn!(number, "assigned a partition of the units topic beyond the plan");
                 continue;
             };
+            if slots.contains_key(&number) {
+                // Already running here (an assignment repeated).
+                continue;
+            }
             let run = Some(self.spawn(unit));
             tracing::info!(unit = %unit.name, "unit assigned: starting (restoring its state first)");
             slots.insert(

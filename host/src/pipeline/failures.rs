@@ -161,7 +161,7 @@ pub(crate) fn dead_letter_timers(
 }
 
 /// Events for named side outputs.
-type SideEvents = Vec<(String, Event)>;
+pub(crate) type SideEvents = Vec<(String, Event)>;
 
 /// The keys of `events`. Events the key function fails on are taken out
 /// of `events` and returned as dead letters for `output`.

@@ -15,11 +15,12 @@ use std::collections::BTreeMap;
 use std::sync::mpsc::SyncSender as SinkSender;
 
 use super::error::RunError;
-use super::failures;
+use super::failures::{self, SideEvents};
 use super::live::LiveMetrics;
 use super::messages::{SinkMessage, SubtaskMessage};
 use super::operator::{FunctionCode, FunctionEnv, RoutedBatch};
 use crate::connectors::kafka::exchange::KEY_HEADER;
+use crate::runtime::packing::KeyList;
 use crate::runtime::{KeyFunctionInstance, TransformInstance};
 use crate::state::{key_group, subtask_for_key_group, SnapshotForm};
 use crate::Event;
@@ -298,6 +299,22 @@ fn by_name(events: Vec<(String, Event)>) -> BTreeMap<String, Vec<Event>> {
     grouped
 }
 
+/// The keys of `events` (counted), the events the key function failed on
+/// taken out as dead letters (under `dead-letter`).
+fn keys_of(
+    keyer: &mut KeyFunctionInstance,
+    events: &mut Vec<Event>,
+    context: &mut Emit<'_>,
+) -> Result<(KeyList, SideEvents), RunError> {
+    context.metrics.key.add_in(events.len());
+    let (keys, letters) = match context.dead_letter {
+        None => (keyer.extract_keys(events)?, Vec::new()),
+        Some(output) => failures::dead_letter_keys(keyer, events, output)?,
+    };
+    context.metrics.key.add_out(keys.len());
+    Ok((keys, letters))
+}
+
 /// Key `events` and add each to its subtask's batch; returns the dead
 /// letters of events the key function failed on (under `dead-letter`).
 fn key_and_route(
@@ -306,13 +323,8 @@ fn key_and_route(
     routed: &mut [RoutedBatch],
     subtasks: usize,
     context: &mut Emit<'_>,
-) -> Result<Vec<(String, Event)>, RunError> {
-    context.metrics.key.add_in(events.len());
-    let (keys, letters) = match context.dead_letter {
-        None => (keyer.extract_keys(&events)?, Vec::new()),
-        Some(output) => failures::dead_letter_keys(keyer, &mut events, output)?,
-    };
-    context.metrics.key.add_out(keys.len());
+) -> Result<SideEvents, RunError> {
+    let (keys, letters) = keys_of(keyer, &mut events, context)?;
     let parallelism = u16::try_from(subtasks).unwrap_or(u16::MAX);
     for (event, key) in events.into_iter().zip(keys.iter()) {
         let group = key_group(key, context.max_parallelism);
@@ -330,13 +342,8 @@ fn key_for_sink(
     mut events: Vec<Event>,
     sink: usize,
     context: &mut Emit<'_>,
-) -> Result<Vec<(String, Event)>, RunError> {
-    context.metrics.key.add_in(events.len());
-    let (keys, letters) = match context.dead_letter {
-        None => (keyer.extract_keys(&events)?, Vec::new()),
-        Some(output) => failures::dead_letter_keys(keyer, &mut events, output)?,
-    };
-    context.metrics.key.add_out(keys.len());
+) -> Result<SideEvents, RunError> {
+    let (keys, letters) = keys_of(keyer, &mut events, context)?;
     let out = &mut context.sinks[sink];
     for (mut event, key) in events.into_iter().zip(keys.iter()) {
         event.headers.push((KEY_HEADER.to_string(), key.to_vec()));
