@@ -66,9 +66,12 @@ pub fn prometheus(status: &WorkerStatus) -> String {
     let _ = writeln!(out, "weir_worker_units{{worker=\"{worker}\"}} {}", status.units.len());
     type Value = fn(&super::worker::UnitStatus) -> Option<f64>;
     let series: [(&str, &str, &str, Value); 8] = [
-        ("weir_unit_running", "gauge", "1 while the unit runs, 0 while it fails or stops.", |u| {
-            Some(f64::from(u8::from(u.state == "running")))
-        }),
+        (
+            "weir_unit_running",
+            "gauge",
+            "1 while the unit runs, 0 while it starts, fails or stops.",
+            |u| Some(f64::from(u8::from(u.state == "running"))),
+        ),
         (
             "weir_unit_records_in_total",
             "counter",

@@ -118,7 +118,7 @@ pub struct UnitStatus {
     pub unit: String,
     /// `ingest` or `task`.
     pub role: String,
-    /// `running`, `stopping` or `failed`.
+    /// `starting` (fencing, restoring), `running`, `stopping` or `failed`.
     pub state: String,
     /// The checkpoint its run restored, if any.
     pub restored_from: Option<u64>,
@@ -358,7 +358,8 @@ impl Worker {
                 let current_restore = metrics.and_then(|m| m.restored_from()).map(|(_, id)| id);
                 let state = match (slot.stopping, &slot.run) {
                     (true, _) => "stopping",
-                    (false, Some(_)) => "running",
+                    (false, Some(run)) if run.handle.listening() => "running",
+                    (false, Some(_)) => "starting",
                     (false, None) => "failed",
                 };
                 UnitStatus {

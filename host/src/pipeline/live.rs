@@ -215,6 +215,12 @@ impl RunHandle {
         *self.requests.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
+    /// Whether the run takes requests: it has restored its state and
+    /// started its coordinator, and has not ended.
+    pub fn listening(&self) -> bool {
+        self.requests.lock().unwrap_or_else(PoisonError::into_inner).is_some()
+    }
+
     /// Ask the run for a snapshot of `kind` (stopping afterwards if `stop`)
     /// and wait up to `timeout` for where it was stored.
     pub fn request(
