@@ -447,12 +447,13 @@ fn a_second_host_with_the_same_transactional_ids_fences_the_first() {
     let (orders, revenue) = (unique("orders"), unique("revenue"));
     kafka.create_topic(&orders, 1);
     kafka.create_topic(&revenue, 1);
-    // Enough input that the first host is still running (about a minute
-    // of slow sink) when the second one, compiling its functions afresh on
-    // a loaded machine and retrying while the broker finishes the first
-    // one's transaction, gets to fence it (12,000 orders once ran out
-    // after 28 s, before the fence). Fenced, the first host stops early.
-    produce_orders(&kafka, &orders, 1, 24_000, 10, 1);
+    // Enough input that the first host is still running (minutes of slow
+    // sink) when the second one, compiling its functions afresh on a
+    // loaded machine and retrying while the broker finishes the first
+    // one's transaction, gets to fence it (24,000 orders once ran out
+    // after 53 s, before the fence, while cluster tests loaded both
+    // cores). Fenced, the first host stops early.
+    produce_orders(&kafka, &orders, 1, 96_000, 10, 1);
     let spec = KafkaPipeline::revenue("zombie", &orders, &revenue).write(dir.path(), &kafka);
     let zombie = start_weir(&spec, &dir.path().join("data-a"), &["--sink-delay-ms", "100"], &[]);
     std::thread::sleep(Duration::from_millis(1_500));
