@@ -204,7 +204,11 @@ pub struct Handover {
     pub first_output_median_s: Option<f64>,
     /// And largest.
     pub first_output_max_s: Option<f64>,
-    /// The same median over the keys whose task did not move.
+    /// The same median over the keys whose task stayed but whose input
+    /// partition's ingest unit moved.
+    pub input_moved_median_s: Option<f64>,
+    /// The same median over the other keys (their tasks wait for the moved
+    /// ingest units' open transactions to be fenced).
     pub other_keys_median_s: Option<f64>,
     /// Seconds until the survivor's status showed every moved unit
     /// running with `restored_from` set.
@@ -281,12 +285,7 @@ impl Context<'_> {
         // One worker first: its throughput sets the latency runs' rate.
         let mut latency_rate = None;
         for mode in [Mode::Workers(1), Mode::OneProcess, Mode::Workers(2)] {
-            let (report, produce, consume) = self.throughput(mode, latency_rate, progress)?;
-            if latency_rate.is_none() {
-                latency_rate = Some(
-                    (report.steady_events_per_second * self.bench.latency_share).round().max(1.0),
-                );
-            }
+            let (report, produce, consume) = self.throughput(mode, &mut latency_rate, progress)?;
             ceiling.produce.push(produce);
             ceiling.consume.push(consume);
             runs.push(report);
@@ -423,7 +422,7 @@ impl Context<'_> {
     fn throughput(
         &self,
         mode: Mode,
-        latency_rate: Option<f64>,
+        latency_rate: &mut Option<f64>,
         progress: &mut dyn FnMut(&str),
     ) -> Result<(RunReport, f64, f64), BenchError> {
         let n = self.bench.events;
@@ -473,16 +472,18 @@ impl Context<'_> {
             mode.label(),
             n as f64 / total.max(1e-9)
         ));
-        let latency = match latency_rate {
-            None => None,
-            Some(rate) => {
-                progress(&format!(
-                    "{}: latency at {rate:.0} events/s for {} s",
-                    mode.label(),
-                    self.bench.latency_seconds
-                ));
-                Some(self.latency(&producer, &input, &watcher, &mut procs, rate, &mode.label())?)
-            }
+        // The first run's throughput sets every latency run's rate.
+        let rate = *latency_rate
+            .get_or_insert_with(|| (steady * self.bench.latency_share).round().max(1.0));
+        let latency = if self.bench.latency_seconds > 0 {
+            progress(&format!(
+                "{}: latency at {rate:.0} events/s for {} s",
+                mode.label(),
+                self.bench.latency_seconds
+            ));
+            Some(self.latency(&producer, &input, &watcher, &mut procs, rate, &mode.label())?)
+        } else {
+            None
         };
         drop(procs);
         let _ = std::fs::remove_dir_all(self.bench.scratch.join("storage").join(&name));
@@ -587,7 +588,7 @@ impl Context<'_> {
             procs.iter().map(|p| p.status()).collect::<Result<_, _>>()?;
         let tasks = |s: &WorkerStatus| s.units.iter().filter(|u| u.role == "task").count();
         let victim = if tasks(&statuses[0]) > tasks(&statuses[1]) { 0 } else { 1 };
-        progress(&format!("{label}: kill -9 worker w{victim}"));
+        progress(&format!("{label}: kill -9 worker {}", statuses[victim].worker_id));
         let kill = self.handover(&watcher, &mut procs, victim, &statuses[victim], &customers, {
             |proc: &mut Proc| {
                 let at = Instant::now();
@@ -598,14 +599,17 @@ impl Context<'_> {
         })?;
         progress(&format!("{label}: kill -9: {}", kill.summary()));
         let sigterm = if self.bench.sigterm {
-            progress(&format!("{label}: adding worker w2, then SIGTERM to it"));
+            progress(&format!("{label}: adding worker w2"));
             procs.push(self.worker(&spec, &dir, 2)?);
             wait_assigned(&mut procs, &label)?;
             std::thread::sleep(Duration::from_secs(5));
-            let last = procs.len() - 1;
-            let status = procs[last].status()?;
+            let statuses: Vec<WorkerStatus> =
+                procs.iter().map(|p| p.status()).collect::<Result<_, _>>()?;
+            let victim = (0..procs.len()).max_by_key(|&i| tasks(&statuses[i])).unwrap_or(0);
+            let status = statuses[victim].clone();
+            progress(&format!("{label}: SIGTERM to worker {}", status.worker_id));
             let handover =
-                self.handover(&watcher, &mut procs, last, &status, &customers, |proc| {
+                self.handover(&watcher, &mut procs, victim, &status, &customers, |proc| {
                     let at = Instant::now();
                     let _ = Command::new("kill")
                         .arg("-TERM")
@@ -653,12 +657,15 @@ impl Context<'_> {
         stop: impl FnOnce(&mut Proc) -> (Instant, Instant),
     ) -> Result<Handover, BenchError> {
         let units: Vec<String> = status.units.iter().map(|u| u.unit.clone()).collect();
-        let moved_tasks: HashSet<u16> = status
-            .units
-            .iter()
-            .filter(|u| u.role == "task")
-            .filter_map(|u| u.unit.rsplit('-').next()?.parse().ok())
-            .collect();
+        let numbers = |role: &str| -> HashSet<u16> {
+            status
+                .units
+                .iter()
+                .filter(|u| u.role == role)
+                .filter_map(|u| u.unit.rsplit('-').next()?.parse().ok())
+                .collect()
+        };
+        let (moved_tasks, moved_inputs) = (numbers("task"), numbers("ingest"));
         let task_state_bytes = status
             .units
             .iter()
@@ -667,6 +674,13 @@ impl Context<'_> {
             .sum();
         let moved: Vec<u64> =
             customers.iter().copied().filter(|c| moved_tasks.contains(&task_of(*c))).collect();
+        // Keys whose task stayed but whose input partition's ingest unit moved.
+        let inputs_moved: Vec<u64> = customers
+            .iter()
+            .copied()
+            .filter(|c| !moved_tasks.contains(&task_of(*c)))
+            .filter(|c| moved_inputs.contains(&(input_partition(*c) as u16)))
+            .collect();
         let mut victim_proc = procs.remove(victim);
         watcher.clear_mark();
         let (at, counts_from) = stop(&mut victim_proc);
@@ -689,7 +703,7 @@ impl Context<'_> {
             }
             let keys_done = {
                 let seen = watcher.snapshot();
-                moved.iter().all(|c| seen.after_mark.contains_key(c))
+                moved.iter().chain(&inputs_moved).all(|c| seen.after_mark.contains_key(c))
             };
             if restored.len() == units.len() && keys_done {
                 break;
@@ -703,9 +717,10 @@ impl Context<'_> {
         let since = |c: &u64| seen.after_mark.get(c).map(|t| t.duration_since(at).as_secs_f64());
         let mut first: Vec<f64> = moved.iter().filter_map(since).collect();
         first.sort_by(f64::total_cmp);
-        let moved_set: HashSet<u64> = moved.iter().copied().collect();
+        let moved_set: HashSet<u64> = moved.iter().chain(&inputs_moved).copied().collect();
         let others: Vec<f64> =
             customers.iter().filter(|c| !moved_set.contains(c)).filter_map(since).collect();
+        let inputs: Vec<f64> = inputs_moved.iter().filter_map(since).collect();
         let restore_max = units
             .iter()
             .filter(|u| status.units.iter().any(|s| &s.unit == *u && s.role == "task"))
@@ -717,6 +732,7 @@ impl Context<'_> {
             keys_without_output: moved.len() - first.len(),
             first_output_median_s: (!first.is_empty()).then(|| median(&first)),
             first_output_max_s: first.last().copied(),
+            input_moved_median_s: (!inputs.is_empty()).then(|| median(&inputs)),
             other_keys_median_s: (!others.is_empty()).then(|| median(&others)),
             status_restored_s: (restored.len() == units.len())
                 .then(|| restored.values().max().map(|t| t.duration_since(at).as_secs_f64()))
@@ -746,6 +762,12 @@ impl Handover {
 fn task_of(customer: u64) -> u16 {
     let group = key_group(customer.to_string().as_bytes(), MAX_PARALLELISM);
     subtask_for_key_group(group, MAX_PARALLELISM, PARTITIONS)
+}
+
+/// The input partition of customer `c`'s orders (so the ingest unit
+/// reading them is known).
+fn input_partition(customer: u64) -> i32 {
+    (customer % u64::from(PARTITIONS)) as i32
 }
 
 /// Wait until the workers `procs` run every unit between them, the same
@@ -912,11 +934,12 @@ fn thread_group(name: &str) -> &'static str {
         "exchange source"
     } else if name.starts_with("source-") {
         "input source"
-    } else if name.starts_with("process-") {
+    } else if name.starts_with("process-") || name.starts_with("keyed-") {
+        // The keyed stage's subtasks (`keyed-0` in a cluster task).
         "keyed"
     } else if name == "sink" {
         "sink"
-    } else if name.starts_with("rdk:") {
+    } else if name.starts_with("rdk:") || name.starts_with("producer pollin") {
         "kafka client"
     } else {
         "other"
@@ -1192,7 +1215,11 @@ fn send(producer: &OrderProducer, topic: &str, id: u64, customer: u64) -> Result
     let key = customer.to_string();
     let value = order(id, customer);
     let mut record: BaseRecord<'_, str, str, ()> =
-        BaseRecord::to(topic).key(key.as_str()).payload(value.as_str()).timestamp(now_ms());
+        BaseRecord::to(topic)
+            .key(key.as_str())
+            .payload(value.as_str())
+            .partition(input_partition(customer))
+            .timestamp(now_ms());
     loop {
         match producer.send(record) {
             Ok(()) => return Ok(()),
@@ -1500,21 +1527,35 @@ pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Resu
     writeln!(out)?;
     writeln!(
         out,
-        "rebalance: 2 workers, one stopped; seconds from the signal to the first committed output of each key whose task moved"
+        "rebalance: 2 workers, one stopped; seconds from the signal to the first committed output"
     )?;
     writeln!(
         out,
-        "{:<8} {:>7} {:<8} {:>6} {:>5} {:>7} {:>6} {:>7} {:>8} {:>8} {:>7} {:>9}",
-        "keys", "load s", "stop", "units", "keys", "median", "max", "others", "status", "restore", "state", "lost/dup"
+        "of each key whose task moved (median, max), whose input partition moved (median), of the other keys (median)"
+    )?;
+    writeln!(
+        out,
+        "{:<8} {:>7} {:<8} {:>5} {:>5} {:>7} {:>6} {:>6} {:>6} {:>7} {:>8} {:>7} {:>9}",
+        "keys",
+        "load s",
+        "stop",
+        "units",
+        "keys",
+        "median",
+        "max",
+        "input",
+        "others",
+        "status",
+        "restore",
+        "state",
+        "lost/dup"
     )?;
     for r in &report.rebalance {
-        for (how, h) in
-            [("kill -9", Some(&r.kill)), ("SIGTERM", r.sigterm.as_ref())].into_iter()
-        {
+        for (how, h) in [("kill -9", Some(&r.kill)), ("SIGTERM", r.sigterm.as_ref())] {
             let Some(h) = h else { continue };
             writeln!(
                 out,
-                "{:<8} {:>7.1} {:<8} {:>6} {:>5} {:>7} {:>6} {:>7} {:>8} {:>8} {:>6.0}M {:>9}",
+                "{:<8} {:>7.1} {:<8} {:>5} {:>5} {:>7} {:>6} {:>6} {:>6} {:>7} {:>8} {:>6.0}M {:>9}",
                 r.keys,
                 r.load_seconds,
                 how,
@@ -1522,6 +1563,7 @@ pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Resu
                 h.keys_moved,
                 or_dash(h.first_output_median_s),
                 or_dash(h.first_output_max_s),
+                or_dash(h.input_moved_median_s),
                 or_dash(h.other_keys_median_s),
                 or_dash(h.status_restored_s),
                 or_dash(h.restore_max_s),
@@ -1530,6 +1572,10 @@ pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Resu
             )?;
         }
     }
+    writeln!(
+        out,
+        "(units: the stopped worker's; keys: steady-input keys whose task moved; status: until the survivors' /v1/worker showed every moved unit running with restored_from; restore: longest assigned → restored of a moved task; state: the moved tasks' state bytes)"
+    )?;
     Ok(())
 }
 
@@ -1554,6 +1600,8 @@ mod tests {
         assert_eq!(thread_group("source-weir-wb1"), "exchange source");
         assert_eq!(thread_group("source-source"), "input source");
         assert_eq!(thread_group("process-3"), "keyed");
+        assert_eq!(thread_group("keyed-0"), "keyed");
+        assert_eq!(thread_group("producer pollin"), "kafka client");
         assert_eq!(thread_group("rdk:broker1"), "kafka client");
         assert_eq!(thread_group("coordinator"), "other");
     }
