@@ -520,13 +520,7 @@ impl Context<'_> {
         let n = self.bench.events;
         let count = (rate * self.bench.latency_seconds as f64) as u64;
         watcher.measure_latency_from(n);
-        produce(
-            producer,
-            input,
-            n..n + count,
-            |id| id % THROUGHPUT_KEYS,
-            Some(rate),
-        )?;
+        produce(producer, input, n..n + count, |id| id % THROUGHPUT_KEYS, Some(rate))?;
         watcher.wait_for(n + count, procs, label)?;
         let mut samples = watcher.snapshot().latencies;
         samples.sort_unstable();
@@ -611,10 +605,8 @@ impl Context<'_> {
             let handover =
                 self.handover(&watcher, &mut procs, victim, &status, &customers, |proc| {
                     let at = Instant::now();
-                    let _ = Command::new("kill")
-                        .arg("-TERM")
-                        .arg(proc.child.id().to_string())
-                        .status();
+                    let _ =
+                        Command::new("kill").arg("-TERM").arg(proc.child.id().to_string()).status();
                     let _ = proc.child.wait();
                     (at, Instant::now() + Duration::from_millis(300))
                 })?;
@@ -666,12 +658,8 @@ impl Context<'_> {
                 .collect()
         };
         let (moved_tasks, moved_inputs) = (numbers("task"), numbers("ingest"));
-        let task_state_bytes = status
-            .units
-            .iter()
-            .filter(|u| u.role == "task")
-            .filter_map(|u| u.state_bytes)
-            .sum();
+        let task_state_bytes =
+            status.units.iter().filter(|u| u.role == "task").filter_map(|u| u.state_bytes).sum();
         let moved: Vec<u64> =
             customers.iter().copied().filter(|c| moved_tasks.contains(&task_of(*c))).collect();
         // Keys whose task stayed but whose input partition's ingest unit moved.
@@ -765,9 +753,10 @@ fn task_of(customer: u64) -> u16 {
 }
 
 /// The input partition of customer `c`'s orders (so the ingest unit
-/// reading them is known).
+/// reading them is known): a multiplicative hash, so customers taken at
+/// any stride spread over every partition.
 fn input_partition(customer: u64) -> i32 {
-    (customer % u64::from(PARTITIONS)) as i32
+    ((customer.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % u64::from(PARTITIONS)) as i32
 }
 
 /// Wait until the workers `procs` run every unit between them, the same
@@ -779,18 +768,15 @@ fn wait_assigned(procs: &mut [Proc], label: &str) -> Result<(), BenchError> {
         for proc in procs.iter_mut() {
             proc.check_alive()?;
         }
-        let statuses: Vec<WorkerStatus> =
-            procs.iter().filter_map(|p| p.status().ok()).collect();
+        let statuses: Vec<WorkerStatus> = procs.iter().filter_map(|p| p.status().ok()).collect();
         if statuses.len() == procs.len() {
             let total = statuses.first().map_or(0, |s| s.units_total);
             let running: usize = statuses
                 .iter()
                 .map(|s| s.units.iter().filter(|u| u.state == "running").count())
                 .sum();
-            let assignment: Vec<Vec<String>> = statuses
-                .iter()
-                .map(|s| s.units.iter().map(|u| u.unit.clone()).collect())
-                .collect();
+            let assignment: Vec<Vec<String>> =
+                statuses.iter().map(|s| s.units.iter().map(|u| u.unit.clone()).collect()).collect();
             let every_worker = assignment.iter().all(|a| !a.is_empty());
             if running == total && total > 0 && every_worker {
                 if last.as_ref() == Some(&assignment) {
@@ -877,7 +863,13 @@ impl Proc {
             case: self.label.clone(),
             message: format!("asking {url}: {e}"),
         };
-        self.client.get(&url).send().and_then(|r| r.error_for_status()).map_err(fail)?.json().map_err(fail)
+        self.client
+            .get(&url)
+            .send()
+            .and_then(|r| r.error_for_status())
+            .map_err(fail)?
+            .json()
+            .map_err(fail)
     }
 
     /// An error if the process has ended.
@@ -908,7 +900,8 @@ impl Proc {
         let mut counted = 0.0;
         if let Ok(entries) = std::fs::read_dir(format!("/proc/{}/task", self.child.id())) {
             for entry in entries.flatten() {
-                if let Some((name, seconds)) = stat_cpu(&entry.path().join("stat").to_string_lossy())
+                if let Some((name, seconds)) =
+                    stat_cpu(&entry.path().join("stat").to_string_lossy())
                 {
                     counted += seconds;
                     *groups.entry(thread_group(&name).to_string()).or_insert(0.0) += seconds;
@@ -1214,18 +1207,20 @@ fn produce(
 fn send(producer: &OrderProducer, topic: &str, id: u64, customer: u64) -> Result<(), BenchError> {
     let key = customer.to_string();
     let value = order(id, customer);
-    let mut record: BaseRecord<'_, str, str, ()> =
-        BaseRecord::to(topic)
-            .key(key.as_str())
-            .payload(value.as_str())
-            .partition(input_partition(customer))
-            .timestamp(now_ms());
+    let mut record: BaseRecord<'_, str, str, ()> = BaseRecord::to(topic)
+        .key(key.as_str())
+        .payload(value.as_str())
+        .partition(input_partition(customer))
+        .timestamp(now_ms());
     loop {
         match producer.send(record) {
             Ok(()) => return Ok(()),
-            Err((rdkafka::error::KafkaError::MessageProduction(
-                rdkafka::types::RDKafkaErrorCode::QueueFull,
-            ), back)) => {
+            Err((
+                rdkafka::error::KafkaError::MessageProduction(
+                    rdkafka::types::RDKafkaErrorCode::QueueFull,
+                ),
+                back,
+            )) => {
                 record = back;
                 std::thread::sleep(Duration::from_millis(1));
             }
@@ -1241,7 +1236,12 @@ fn flush(producer: &OrderProducer) -> Result<(), BenchError> {
         return Err(BenchError::Io(format!(
             "kafka: {} orders not delivered: {}",
             context.failed.load(Ordering::Relaxed),
-            context.error.lock().unwrap_or_else(PoisonError::into_inner).clone().unwrap_or_default()
+            context
+                .error
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+                .unwrap_or_default()
         )));
     }
     Ok(())
@@ -1255,7 +1255,13 @@ struct Steady {
 }
 
 impl Steady {
-    fn start(producer: OrderProducer, topic: String, first: u64, customers: Vec<u64>, rate: f64) -> Self {
+    fn start(
+        producer: OrderProducer,
+        topic: String,
+        first: u64,
+        customers: Vec<u64>,
+        rate: f64,
+    ) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let thread = std::thread::spawn(move || {
@@ -1320,7 +1326,8 @@ struct Watcher {
 impl Watcher {
     fn start(kafka: &Kafka, topic: &str, targets: &[u64]) -> Result<Self, BenchError> {
         let consumer = kafka.consumer(topic)?;
-        let state = Arc::new(Mutex::new(WatchState { targets: targets.to_vec(), ..Default::default() }));
+        let state =
+            Arc::new(Mutex::new(WatchState { targets: targets.to_vec(), ..Default::default() }));
         let stop = Arc::new(AtomicBool::new(false));
         let error = Arc::new(Mutex::new(None));
         let (shared, flag, failure) = (Arc::clone(&state), Arc::clone(&stop), Arc::clone(&error));
@@ -1330,7 +1337,8 @@ impl Watcher {
                 let message = match message {
                     Ok(message) => message,
                     Err(e) => {
-                        *failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(e.to_string());
+                        *failure.lock().unwrap_or_else(PoisonError::into_inner) =
+                            Some(e.to_string());
                         continue;
                     }
                 };
@@ -1462,12 +1470,36 @@ pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Resu
     writeln!(
         out,
         "{:<12} {:>9} {:>9} {:>7} {:>6} {:>8} {:>8} {:>6} | {:>8} {:>6} {:>6} {:>6} {:>6}",
-        "", "events/s", "10-90%", "first", "vs 1", "vs", "cpu s", "cores", "latency", "p50", "p90", "p99", "max"
+        "",
+        "events/s",
+        "10-90%",
+        "first",
+        "vs 1",
+        "vs",
+        "cpu s",
+        "cores",
+        "latency",
+        "p50",
+        "p90",
+        "p99",
+        "max"
     )?;
     writeln!(
         out,
         "{:<12} {:>9} {:>9} {:>7} {:>6} {:>8} {:>8} {:>6} | {:>8} {:>6} {:>6} {:>6} {:>6}",
-        "run", "", "events/s", "out s", "proc", "ceiling", "per 1M", "busy", "at ev/s", "ms", "ms", "ms", "ms"
+        "run",
+        "",
+        "events/s",
+        "out s",
+        "proc",
+        "ceiling",
+        "per 1M",
+        "busy",
+        "at ev/s",
+        "ms",
+        "ms",
+        "ms",
+        "ms"
     )?;
     let one = report.runs.iter().find(|r| r.mode == "one process");
     for run in &report.runs {
@@ -1621,7 +1653,8 @@ mod tests {
             scratch: PathBuf::from("/tmp/s"),
         };
         let kafka = Kafka { servers: bench.kafka.clone() };
-        let context = Context { bench: &bench, weir: Path::new("weir"), run_id: "wb1".into(), kafka };
+        let context =
+            Context { bench: &bench, weir: Path::new("weir"), run_id: "wb1".into(), kafka };
         let spec = PipelineSpec::parse(&context.spec("wb1-w1", "wb1-w1-in", "wb1-w1-out")).unwrap();
         assert_eq!(spec.max_parallelism, MAX_PARALLELISM);
         assert_eq!(spec.parallelism, PARTITIONS);
@@ -1631,5 +1664,8 @@ mod tests {
         .unwrap();
         assert_eq!(plan.units.len(), 2 * usize::from(PARTITIONS));
         assert!((0..100).map(task_of).all(|t| t < PARTITIONS));
+        // Customers at the rebalance runs' stride reach every input partition.
+        let partitions: HashSet<i32> = (0..2000).map(|i| input_partition(i * 50)).collect();
+        assert_eq!(partitions.len(), usize::from(PARTITIONS));
     }
 }

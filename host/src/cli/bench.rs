@@ -11,7 +11,6 @@ use weir_host::bench::{run_suite, Suite, Workload};
 
 /// What `weir bench` takes.
 #[derive(clap::Args)]
-#[command(args_conflicts_with_subcommands = true)]
 pub struct BenchArgs {
     #[command(subcommand)]
     command: Option<BenchCommand>,
@@ -95,7 +94,10 @@ pub struct ClusterArgs {
 /// Check the arguments and run the suite, printing to stdout.
 pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     if let Some(BenchCommand::Cluster(cluster)) = &args.command {
-        return bench_cluster(cluster);
+        // `weir bench --functions-dir DIR cluster …` (as `scripts/dev bench`
+        // runs it) means the same as `weir bench cluster --functions-dir DIR`.
+        let functions_dir = cluster.functions_dir.as_ref().or(args.functions_dir.as_ref());
+        return bench_cluster(cluster, functions_dir.cloned(), args.json);
     }
     let workloads: Vec<Workload> = if args.workloads.is_empty() {
         Workload::ALL.to_vec()
@@ -143,10 +145,13 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
 }
 
 /// Run `weir bench cluster`: progress to stderr, the report to stdout.
-fn bench_cluster(args: &ClusterArgs) -> anyhow::Result<()> {
+fn bench_cluster(
+    args: &ClusterArgs,
+    functions_dir: Option<PathBuf>,
+    json: bool,
+) -> anyhow::Result<()> {
     use weir_host::bench::cluster;
-    let functions_dir =
-        args.functions_dir.clone().unwrap_or_else(weir_host::bench::default_functions_dir);
+    let functions_dir = functions_dir.unwrap_or_else(weir_host::bench::default_functions_dir);
     let functions_dir = std::fs::canonicalize(&functions_dir).with_context(|| {
         format!(
             "functions directory {} (build the functions with `scripts/dev build-functions`, \
@@ -171,7 +176,7 @@ fn bench_cluster(args: &ClusterArgs) -> anyhow::Result<()> {
         eprintln!("[{:>5.0} s] {line}", started.elapsed().as_secs_f64());
     })?;
     let mut out = std::io::stdout().lock();
-    if args.json {
+    if args.json || json {
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
     } else {
