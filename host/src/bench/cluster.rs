@@ -960,13 +960,12 @@ fn tail(log: &Path) -> String {
 struct MachineCpu {
     busy: u64,
     total: u64,
-    at: Instant,
 }
 
 impl MachineCpu {
     fn now() -> Self {
         let (busy, total) = Self::read().unwrap_or((0, 0));
-        Self { busy, total, at: Instant::now() }
+        Self { busy, total }
     }
 
     fn read() -> Option<(u64, u64)> {
@@ -983,7 +982,6 @@ impl MachineCpu {
     fn busy_cores(&self) -> f64 {
         let (busy, total) = Self::read().unwrap_or((0, 0));
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-        let _ = self.at;
         (busy - self.busy.min(busy)) as f64 / (total.saturating_sub(self.total)).max(1) as f64
             * cores
     }
