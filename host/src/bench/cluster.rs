@@ -486,7 +486,7 @@ impl Context<'_> {
             None
         };
         drop(procs);
-        let _ = std::fs::remove_dir_all(self.bench.scratch.join("storage").join(&name));
+        remove_data(&dir, &self.bench.scratch.join("storage").join(&name));
         let report = RunReport {
             mode: mode.label(),
             processes: match mode {
@@ -620,7 +620,7 @@ impl Context<'_> {
         let complete = watcher.wait_for(produced, &mut procs, &label);
         let seen = watcher.snapshot();
         drop(procs);
-        let _ = std::fs::remove_dir_all(self.bench.scratch.join("storage").join(&name));
+        remove_data(&dir, &self.bench.scratch.join("storage").join(&name));
         if let Err(error) = complete {
             progress(&format!("{label}: {error}"));
         }
@@ -947,6 +947,17 @@ fn stat_cpu(path: &str) -> Option<(String, f64)> {
     let fields: Vec<&str> = rest.split_whitespace().collect();
     let ticks = |i: usize| fields.get(i - 3)?.parse::<u64>().ok();
     Some((name, (ticks(14)? + ticks(15)?) as f64 / 100.0))
+}
+
+/// Remove a run's checkpoints and its processes' data directories under
+/// `dir` (its spec and logs stay).
+fn remove_data(dir: &Path, storage: &Path) {
+    let _ = std::fs::remove_dir_all(storage);
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.file_name().to_string_lossy().starts_with("data-") {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// The last lines of a log, for an error message.
