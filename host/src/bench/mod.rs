@@ -20,7 +20,11 @@
 //!
 //! The graph workloads (`two-stage`, `join`) are also reported as a ratio
 //! to `sum` measured in the same invocation, which then always runs.
+//!
+//! [`cluster`] (`weir bench cluster`) measures Kafka → Weir → Kafka in one
+//! process and on workers, against the broker's own rate.
 
+pub mod cluster;
 pub mod native;
 
 use std::collections::BTreeMap;

@@ -1,7 +1,10 @@
 //! `weir bench`: the arguments checked, the benchmark suite run (see
-//! `weir_host::bench::run_suite`).
+//! `weir_host::bench::run_suite`); `weir bench cluster`: Kafka → Weir →
+//! Kafka in one process and on workers (see `weir_host::bench::cluster`).
 
 use std::path::PathBuf;
+
+use std::io::Write as _;
 
 use anyhow::Context as _;
 use weir_host::bench::{run_suite, Suite, Workload};
@@ -9,6 +12,8 @@ use weir_host::bench::{run_suite, Suite, Workload};
 /// What `weir bench` takes.
 #[derive(clap::Args)]
 pub struct BenchArgs {
+    #[command(subcommand)]
+    command: Option<BenchCommand>,
     /// Events per run.
     #[arg(long, default_value_t = 20_000_000)]
     events: u64,
@@ -38,8 +43,62 @@ pub struct BenchArgs {
     json: bool,
 }
 
+/// `weir bench` subcommands.
+#[derive(clap::Subcommand)]
+pub enum BenchCommand {
+    /// Kafka → Weir → Kafka: the revenue pipeline in one process, on 1 and
+    /// 2 workers, against the broker's raw rate; rebalance time (see
+    /// docs/benchmarks.md).
+    Cluster(ClusterArgs),
+}
+
+/// What `weir bench cluster` takes.
+#[derive(clap::Args)]
+pub struct ClusterArgs {
+    /// The Kafka broker, host:port (e.g. from `scripts/dev kafka start`).
+    #[arg(long)]
+    kafka: String,
+    /// Orders per throughput run.
+    #[arg(long, default_value_t = 1_000_000)]
+    events: u64,
+    /// Seconds of each fixed-rate latency run.
+    #[arg(long, default_value_t = 15)]
+    latency_seconds: u64,
+    /// The latency runs' input rate, as a share of the 1-worker throughput.
+    #[arg(long, default_value_t = 0.5)]
+    latency_share: f64,
+    /// State sizes (keys) of the rebalance runs; repeatable or
+    /// comma-separated; 0 for none.
+    #[arg(long, value_delimiter = ',', default_values_t = [100_000u64, 1_000_000])]
+    state_keys: Vec<u64>,
+    /// Input rate during the rebalance runs, events/s.
+    #[arg(long, default_value_t = 2000)]
+    steady_rate: u64,
+    /// Keys the rebalance runs' steady input cycles over.
+    #[arg(long, default_value_t = 2000)]
+    steady_keys: u64,
+    /// Skip the SIGTERM handover of the rebalance runs.
+    #[arg(long)]
+    no_sigterm: bool,
+    /// Where `revenue.wasm` is.
+    #[arg(long)]
+    functions_dir: Option<PathBuf>,
+    /// Data directories, logs and file:// checkpoint storage.
+    #[arg(long, default_value = "/tmp/bench-cluster")]
+    scratch: PathBuf,
+    /// Print the report as JSON instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
 /// Check the arguments and run the suite, printing to stdout.
 pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
+    if let Some(BenchCommand::Cluster(cluster)) = &args.command {
+        // `weir bench --functions-dir DIR cluster …` (as `scripts/dev bench`
+        // runs it) means the same as `weir bench cluster --functions-dir DIR`.
+        let functions_dir = cluster.functions_dir.as_ref().or(args.functions_dir.as_ref());
+        return bench_cluster(cluster, functions_dir.cloned(), args.json);
+    }
     let workloads: Vec<Workload> = if args.workloads.is_empty() {
         Workload::ALL.to_vec()
     } else {
@@ -82,5 +141,46 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         json: args.json,
     };
     run_suite(&suite, &std::env::current_exe()?, &mut std::io::stdout().lock())?;
+    Ok(())
+}
+
+/// Run `weir bench cluster`: progress to stderr, the report to stdout.
+fn bench_cluster(
+    args: &ClusterArgs,
+    functions_dir: Option<PathBuf>,
+    json: bool,
+) -> anyhow::Result<()> {
+    use weir_host::bench::cluster;
+    let functions_dir = functions_dir.unwrap_or_else(weir_host::bench::default_functions_dir);
+    let functions_dir = std::fs::canonicalize(&functions_dir).with_context(|| {
+        format!(
+            "functions directory {} (build the functions with `scripts/dev build-functions`, \
+             or pass --functions-dir)",
+            functions_dir.display()
+        )
+    })?;
+    let bench = cluster::ClusterBench {
+        kafka: args.kafka.clone(),
+        events: args.events.max(10),
+        latency_seconds: args.latency_seconds,
+        latency_share: args.latency_share,
+        state_keys: args.state_keys.iter().copied().filter(|&k| k > 0).collect(),
+        steady_rate: args.steady_rate.max(1),
+        steady_keys: args.steady_keys.max(1),
+        sigterm: !args.no_sigterm,
+        functions_dir,
+        scratch: args.scratch.clone(),
+    };
+    let started = std::time::Instant::now();
+    let report = cluster::run(&bench, &std::env::current_exe()?, &mut |line| {
+        eprintln!("[{:>5.0} s] {line}", started.elapsed().as_secs_f64());
+    })?;
+    let mut out = std::io::stdout().lock();
+    if args.json || json {
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        cluster::write_table(&report, &mut out)?;
+    }
     Ok(())
 }
