@@ -34,7 +34,9 @@ const OURS: &str = "weir-";
 pub struct ClusterPlan {
     /// The pipeline's name.
     pub pipeline: String,
-    /// Its units, in the order of the units topic's partitions.
+    /// Its units, in the order of the units topic's partitions: the first
+    /// unit of each source and stage (sources, then stages, each in name
+    /// order), then the second of each, and so on.
     pub units: Vec<Unit>,
     /// The exchange topics the units write and read.
     pub exchanges: Vec<ExchangeTopic>,
@@ -189,14 +191,20 @@ pub fn plan(
             }
         }
     }
+    let mut numbered = Vec::new();
     for (root, roles) in roots {
         for (index, role) in roles.into_iter().enumerate() {
             let name = unit_name(&spec.name, &root, index)?;
             let unit_spec = planner.unit(&name, &root, &role)?;
             unit_spec.validate().map_err(|e| refused(&format!("unit {name}"), e.to_string()))?;
-            planner.units.push(Unit { name, role, spec: unit_spec });
+            numbered.push((index, Unit { name, role, spec: unit_spec }));
         }
     }
+    // Unit i of every root, then unit i + 1 …: the assignor hands out
+    // ranges of the units topic, and this way each range mixes ingest
+    // units and the tasks of every stage.
+    numbered.sort_by_key(|(index, _)| *index);
+    planner.units = numbered.into_iter().map(|(_, unit)| unit).collect();
     let mut exchanges = Vec::new();
     for (stage, parallelism) in graph.stages() {
         for port in graph.ports(&stage) {
@@ -698,6 +706,10 @@ mod tests {
         ))
     }
 
+    fn unit<'p>(plan: &'p ClusterPlan, name: &str) -> &'p Unit {
+        plan.units.iter().find(|u| u.name == name).unwrap_or_else(|| panic!("no unit {name}"))
+    }
+
     fn kafka_sink(node: &NodeSpec) -> &KafkaSinkConfig {
         match &node.sink {
             Some(SinkSpec::Kafka(config)) => config,
@@ -718,7 +730,8 @@ mod tests {
         let names: Vec<&str> = plan.units.iter().map(|u| u.name.as_str()).collect();
         assert_eq!(
             names,
-            ["rev-source-0", "rev-source-1", "rev-source-2", "rev-keyed-0", "rev-keyed-1"]
+            ["rev-source-0", "rev-keyed-0", "rev-source-1", "rev-keyed-1", "rev-source-2"],
+            "unit i of every root, then unit i + 1: each range of the units topic mixes both"
         );
         assert_eq!(
             plan.exchanges,
@@ -731,7 +744,7 @@ mod tests {
 
         // Ingest unit 1: partition 1 only, keyed by the stage's key function
         // into the exchange, as producer 1 of 3.
-        let ingest = &plan.units[1].spec;
+        let ingest = &unit(&plan, "rev-source-1").spec;
         let source = kafka_source(&ingest.operators["source"]);
         assert_eq!((source.partition, source.group_id.as_deref()), (Some(1), Some("weir-rev")));
         let exchange = &ingest.operators["weir-to-keyed-0"];
@@ -751,7 +764,7 @@ mod tests {
 
         // Task 1: partition 1 of the exchange (3 producers), the stage at
         // parallelism 1 with its uid, the user's sink under its own prefix.
-        let task = &plan.units[4].spec;
+        let task = &unit(&plan, "rev-keyed-1").spec;
         let input = kafka_source(&task.operators["weir-in-0"]);
         assert_eq!(input.partition, Some(1));
         assert_eq!(input.exchange, Some(ExchangeInput { producers: 3 }));
@@ -766,7 +779,10 @@ mod tests {
             None,
             "only a producer saying so is idle"
         );
-        assert_eq!(plan.units[4].role, UnitRole::Task { stage: "keyed".into(), task: 1 });
+        assert_eq!(
+            unit(&plan, "rev-keyed-1").role,
+            UnitRole::Task { stage: "keyed".into(), task: 1 }
+        );
     }
 
     #[test]
@@ -783,12 +799,12 @@ mod tests {
             names,
             [
                 "top-orders-0",
-                "top-orders-1",
-                "top-orders-2",
                 "top-revenue-0",
-                "top-revenue-1",
                 "top-top3-0",
+                "top-orders-1",
+                "top-revenue-1",
                 "top-top3-1",
+                "top-orders-2",
                 "top-top3-2"
             ]
         );
@@ -796,7 +812,7 @@ mod tests {
             plan.exchanges.iter().map(|t| (t.name.as_str(), t.partitions)).collect();
         assert_eq!(topics, [("weir-top-revenue-0", 2), ("weir-top-top3-0", 3)]);
         // A revenue task keys its output by region for top3 (2 producers).
-        let revenue = &plan.units[4].spec;
+        let revenue = &unit(&plan, "top-revenue-1").spec;
         let to_top3 = &revenue.operators["weir-to-top3-0"];
         assert_eq!(to_top3.inputs[0].from, "revenue");
         assert_eq!(
@@ -805,7 +821,7 @@ mod tests {
         );
         assert_eq!(kafka_sink(to_top3).exchange.as_ref().unwrap().producer, 1);
         assert!(!revenue.operators.contains_key("out"));
-        let top3 = &plan.units[7].spec;
+        let top3 = &unit(&plan, "top-top3-2").spec;
         assert_eq!(
             kafka_source(&top3.operators["weir-in-0"]).exchange,
             Some(ExchangeInput { producers: 2 })
