@@ -25,7 +25,7 @@ use weir_host::cluster::{plan, PlanError};
 use weir_host::connectors::kafka::KafkaSourceConfig;
 use weir_host::pipeline::PipelineSpec;
 
-use crate::kafka::{assert_same, committed_per_key, produce_orders, total, unique};
+use crate::kafka::{assert_prefix, assert_same, committed_per_key, produce_orders, total, unique};
 use crate::kafka_support::{Record, TestKafka};
 use crate::s3_support::TestS3;
 use crate::support::*;
@@ -189,27 +189,6 @@ fn produce_region_orders(kafka: &TestKafka, topic: &str) {
         .collect();
     assert_eq!(records.len(), 300);
     kafka.produce_many(topic, &records);
-}
-
-/// Every customer's committed records are a prefix of the expected ones:
-/// nothing duplicated, nothing skipped, nothing out of order.
-fn assert_prefix(
-    actual: &BTreeMap<u64, Vec<String>>,
-    expected: &BTreeMap<u64, Vec<String>>,
-    when: &str,
-) {
-    for (customer, records) in actual {
-        let want = expected.get(customer).map(Vec::as_slice).unwrap_or_default();
-        if let Some(i) = (0..records.len()).find(|&i| records.get(i) != want.get(i)) {
-            panic!(
-                "{when}: customer {customer}'s result {i} is {:?}, expected {:?} (committed output must be a prefix of the reference per customer; {} committed for them, {} expected)",
-                records[i],
-                want.get(i),
-                records.len(),
-                want.len()
-            );
-        }
-    }
 }
 
 /// What a worker logs unless `$WEIR_LOG` says otherwise: its group

@@ -114,7 +114,7 @@ pub(crate) fn committed_per_key(kafka: &TestKafka, topic: &str) -> BTreeMap<u64,
 
 /// Every customer's visible records are a prefix of the expected ones:
 /// nothing duplicated, nothing skipped, nothing uncommitted.
-fn assert_prefix(
+pub fn assert_prefix(
     actual: &BTreeMap<u64, Vec<String>>,
     expected: &BTreeMap<u64, Vec<String>>,
     when: &str,
@@ -122,7 +122,13 @@ fn assert_prefix(
     for (customer, records) in actual {
         let want = expected.get(customer).map(Vec::as_slice).unwrap_or_default();
         if let Some(i) = (0..records.len()).find(|&i| records.get(i) != want.get(i)) {
-            panic!("{when}: customer {customer}'s result {i} is {:?}, expected {:?} (a prefix of the expected results)", records[i], want.get(i));
+            panic!(
+                "{when}: customer {customer}'s result {i} is {:?}, expected {:?} (committed output must be a prefix of the expected results per customer; {} committed for them, {} expected)",
+                records[i],
+                want.get(i),
+                records.len(),
+                want.len()
+            );
         }
     }
 }

@@ -35,6 +35,8 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
+
+use crate::connectors::kafka::send_waiting;
 use serde::Serialize;
 
 use super::BenchError;
@@ -1216,26 +1218,13 @@ fn produce(
 fn send(producer: &OrderProducer, topic: &str, id: u64, customer: u64) -> Result<(), BenchError> {
     let key = customer.to_string();
     let value = order(id, customer);
-    let mut record: BaseRecord<'_, str, str, ()> = BaseRecord::to(topic)
+    let record: BaseRecord<'_, str, str, ()> = BaseRecord::to(topic)
         .key(key.as_str())
         .payload(value.as_str())
         .partition(input_partition(customer))
         .timestamp(now_ms());
-    loop {
-        match producer.send(record) {
-            Ok(()) => return Ok(()),
-            Err((
-                rdkafka::error::KafkaError::MessageProduction(
-                    rdkafka::types::RDKafkaErrorCode::QueueFull,
-                ),
-                back,
-            )) => {
-                record = back;
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Err((e, _)) => return Err(kafka_fail(format!("producing to {topic}"))(e)),
-        }
-    }
+    send_waiting(producer, record, Duration::from_millis(1))
+        .map_err(kafka_fail(format!("producing to {topic}")))
 }
 
 fn flush(producer: &OrderProducer) -> Result<(), BenchError> {

@@ -120,15 +120,7 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         "both" => vec![false, true],
         other => anyhow::bail!("--checkpoints {other}: on, off or both"),
     };
-    let functions_dir =
-        args.functions_dir.clone().unwrap_or_else(weir_host::bench::default_functions_dir);
-    let functions_dir = std::fs::canonicalize(&functions_dir).with_context(|| {
-        format!(
-            "functions directory {} (build the functions with `scripts/dev build-functions`, \
-             or pass --functions-dir)",
-            functions_dir.display()
-        )
-    })?;
+    let functions_dir = functions_dir(args.functions_dir.clone())?;
     let temporary = tempfile::tempdir()?;
     let suite = Suite {
         events: args.events,
@@ -144,6 +136,19 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Where the `bench-*.wasm` functions are: `given`, else the default;
+/// an error saying how to build them if it does not exist.
+fn functions_dir(given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    let dir = given.unwrap_or_else(weir_host::bench::default_functions_dir);
+    std::fs::canonicalize(&dir).with_context(|| {
+        format!(
+            "functions directory {} (build the functions with `scripts/dev build-functions`, \
+             or pass --functions-dir)",
+            dir.display()
+        )
+    })
+}
+
 /// Run `weir bench cluster`: progress to stderr, the report to stdout.
 fn bench_cluster(
     args: &ClusterArgs,
@@ -151,14 +156,7 @@ fn bench_cluster(
     json: bool,
 ) -> anyhow::Result<()> {
     use weir_host::bench::cluster;
-    let functions_dir = functions_dir.unwrap_or_else(weir_host::bench::default_functions_dir);
-    let functions_dir = std::fs::canonicalize(&functions_dir).with_context(|| {
-        format!(
-            "functions directory {} (build the functions with `scripts/dev build-functions`, \
-             or pass --functions-dir)",
-            functions_dir.display()
-        )
-    })?;
+    let functions_dir = self::functions_dir(functions_dir)?;
     let bench = cluster::ClusterBench {
         kafka: args.kafka.clone(),
         events: args.events.max(10),

@@ -184,6 +184,30 @@ pub(crate) fn client_config(
     config
 }
 
+/// Send `record`, waiting `pause` at a time while librdkafka's queue is
+/// full (the producer's own thread drains it).
+pub fn send_waiting<K, P, C>(
+    producer: &rdkafka::producer::ThreadedProducer<C>,
+    mut record: rdkafka::producer::BaseRecord<'_, K, P, C::DeliveryOpaque>,
+    pause: Duration,
+) -> Result<(), KafkaError>
+where
+    K: rdkafka::message::ToBytes + ?Sized,
+    P: rdkafka::message::ToBytes + ?Sized,
+    C: rdkafka::producer::ProducerContext,
+{
+    loop {
+        match producer.send(record) {
+            Ok(()) => return Ok(()),
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                record = back;
+                std::thread::sleep(pause);
+            }
+            Err((error, _)) => return Err(error),
+        }
+    }
+}
+
 /// A Kafka failure, naming what was being done.
 pub(crate) fn kafka_error(
     what: impl Into<String>,

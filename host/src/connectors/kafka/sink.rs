@@ -484,25 +484,8 @@ fn send(
     if event.timestamp > 0 {
         record = record.timestamp(event.timestamp);
     }
-    loop {
-        match producer.send(record) {
-            Ok(()) => break,
-            Err((
-                rdkafka::error::KafkaError::MessageProduction(
-                    rdkafka::types::RDKafkaErrorCode::QueueFull,
-                ),
-                back,
-            )) => {
-                // The producer's own thread drains the queue.
-                record = back;
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Err((error, _)) => {
-                return Err(failed(producer, format!("producing to {topic}"), error.to_string()))
-            }
-        }
-    }
-    Ok(())
+    super::send_waiting(producer, record, Duration::from_millis(5))
+        .map_err(|error| failed(producer, format!("producing to {topic}"), error.to_string()))
 }
 
 /// Wait until everything sent is acknowledged (through a broker outage
