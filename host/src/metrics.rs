@@ -14,11 +14,20 @@ pub fn peak_rss_bytes() -> Option<u64> {
 /// The process's CPU time so far, user + system, all threads (Linux
 /// `/proc/self/stat`, in USER_HZ = 100 ticks a second), if known.
 pub fn cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    process_cpu(std::path::Path::new("/proc/self/stat")).map(|(_, seconds)| seconds)
+}
+
+/// The name and CPU time so far (user + system) of the process or thread
+/// whose Linux `stat` file is `stat` (`/proc/<pid>/stat`,
+/// `/proc/<pid>/task/<tid>/stat`), if known.
+pub fn process_cpu(stat: &std::path::Path) -> Option<(String, f64)> {
+    let stat = std::fs::read_to_string(stat).ok()?;
+    let (head, rest) = stat.rsplit_once(')')?;
+    let name = head.split_once('(')?.1.to_string();
     // Fields after the command name (which may contain spaces), from field 3.
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let fields: Vec<&str> = rest.split_whitespace().collect();
     let ticks = |i: usize| fields.get(i - 3)?.parse::<u64>().ok();
-    Some((ticks(14)? + ticks(15)?) as f64 / 100.0)
+    Some((name, (ticks(14)? + ticks(15)?) as f64 / 100.0))
 }
 
 #[cfg(test)]

@@ -292,8 +292,8 @@ impl Context<'_> {
             ceiling.consume.push(consume);
             runs.push(report);
         }
-        ceiling.produce_median = median(&ceiling.produce);
-        ceiling.consume_median = median(&ceiling.consume);
+        ceiling.produce_median = super::median_of(ceiling.produce.clone());
+        ceiling.consume_median = super::median_of(ceiling.consume.clone());
         let mut rebalance = Vec::new();
         for &keys in &self.bench.state_keys {
             rebalance.push(self.rebalance(keys, progress)?);
@@ -720,10 +720,10 @@ impl Context<'_> {
         Ok(Handover {
             keys_moved: moved.len(),
             keys_without_output: moved.len() - first.len(),
-            first_output_median_s: (!first.is_empty()).then(|| median(&first)),
+            first_output_median_s: (!first.is_empty()).then(|| super::median_of(first.clone())),
             first_output_max_s: first.last().copied(),
-            input_moved_median_s: (!inputs.is_empty()).then(|| median(&inputs)),
-            other_keys_median_s: (!others.is_empty()).then(|| median(&others)),
+            input_moved_median_s: (!inputs.is_empty()).then(|| super::median_of(inputs.clone())),
+            other_keys_median_s: (!others.is_empty()).then(|| super::median_of(others.clone())),
             status_restored_s: (restored.len() == units.len())
                 .then(|| restored.values().max().map(|t| t.duration_since(at).as_secs_f64()))
                 .flatten(),
@@ -892,7 +892,8 @@ impl Proc {
 
     /// User + system CPU seconds of the process so far.
     fn cpu_seconds(&self) -> f64 {
-        stat_cpu(&format!("/proc/{}/stat", self.child.id())).map_or(0.0, |(_, s)| s)
+        crate::metrics::process_cpu(Path::new(&format!("/proc/{}/stat", self.child.id())))
+            .map_or(0.0, |(_, s)| s)
     }
 
     /// Its CPU seconds by thread group; `other` includes ended threads.
@@ -903,7 +904,7 @@ impl Proc {
         if let Ok(entries) = std::fs::read_dir(format!("/proc/{}/task", self.child.id())) {
             for entry in entries.flatten() {
                 if let Some((name, seconds)) =
-                    stat_cpu(&entry.path().join("stat").to_string_lossy())
+                    crate::metrics::process_cpu(&entry.path().join("stat"))
                 {
                     counted += seconds;
                     *groups.entry(thread_group(&name).to_string()).or_insert(0.0) += seconds;
@@ -939,16 +940,6 @@ fn thread_group(name: &str) -> &'static str {
     } else {
         "other"
     }
-}
-
-/// The command name and user + system CPU seconds in a `/proc/…/stat`.
-fn stat_cpu(path: &str) -> Option<(String, f64)> {
-    let stat = std::fs::read_to_string(path).ok()?;
-    let (head, rest) = stat.rsplit_once(')')?;
-    let name = head.split_once('(')?.1.to_string();
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i - 3)?.parse::<u64>().ok();
-    Some((name, (ticks(14)? + ticks(15)?) as f64 / 100.0))
 }
 
 /// Remove a run's checkpoints and its processes' data directories under
@@ -1011,13 +1002,6 @@ pub fn cpu_model() -> String {
                 .map(|(_, m)| m.trim().to_string())
         })
         .unwrap_or_else(|| "unknown CPU".into())
-}
-
-/// The median (the upper one of an even count).
-fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 fn or_dash(value: Option<f64>) -> String {

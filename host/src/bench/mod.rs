@@ -503,7 +503,7 @@ pub fn run_suite(
 }
 
 /// The median of `values` (the upper one of an even count).
-fn median_of(mut values: Vec<f64>) -> f64 {
+pub(crate) fn median_of(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }

@@ -7,20 +7,14 @@
 //! changed under workers or topics that kept the old one: refused, naming
 //! the way out.
 
-use std::collections::BTreeMap;
-use std::time::Duration;
-
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::BaseConsumer;
 use rdkafka::types::RDKafkaErrorCode;
 
 use super::ClusterPlan;
-use crate::connectors::kafka::{client_config, kafka_error};
+use crate::connectors::kafka::{client_config, kafka_error, topic_partitions, CALL_TIMEOUT};
 use crate::connectors::ConnectorError;
-
-/// How long an admin or metadata call may take.
-const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Why the shared topics are not usable.
 #[derive(Debug, thiserror::Error)]
@@ -106,9 +100,11 @@ pub fn ensure(plan: &ClusterPlan) -> Result<(), TopicError> {
             }
         }
     }
-    let found = partition_counts(plan, wanted.iter().map(|w| w.name.as_str()))?;
+    let reader: BaseConsumer = client_config(&plan.bootstrap_servers, &[], &plan.properties)
+        .create()
+        .map_err(kafka_error("creating a metadata reader"))?;
     for w in &wanted {
-        let count = found.get(w.name.as_str()).copied().unwrap_or(0);
+        let count = topic_partitions(&reader, &w.name)?.len();
         if count != w.partitions {
             return Err(TopicError::Shape {
                 topic: w.name.clone(),
@@ -128,26 +124,4 @@ struct Wanted<'a> {
     configs: Vec<(&'static str, &'a str)>,
     /// What its partitions stand for.
     why: &'static str,
-}
-
-/// The partition count of each of `topics` (absent: not found).
-fn partition_counts<'a>(
-    plan: &ClusterPlan,
-    topics: impl Iterator<Item = &'a str>,
-) -> Result<BTreeMap<String, usize>, TopicError> {
-    let reader: BaseConsumer = client_config(&plan.bootstrap_servers, &[], &plan.properties)
-        .create()
-        .map_err(kafka_error("creating a metadata reader"))?;
-    let mut counts = BTreeMap::new();
-    for topic in topics {
-        let metadata = reader
-            .fetch_metadata(Some(topic), CALL_TIMEOUT)
-            .map_err(kafka_error(format!("reading the metadata of topic {topic}")))?;
-        if let Some(found) =
-            metadata.topics().iter().find(|t| t.name() == topic && t.error().is_none())
-        {
-            counts.insert(topic.to_string(), found.partitions().len());
-        }
-    }
-    Ok(counts)
 }

@@ -30,6 +30,7 @@ pub use source::{KafkaSource, KafkaSourceConfig, KafkaStart, OnDataLoss};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use rdkafka::consumer::{BaseConsumer, Consumer as _};
 use rdkafka::error::KafkaError;
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::ClientConfig;
@@ -50,7 +51,7 @@ fn host_access(bootstrap_servers: &str, properties: &BTreeMap<String, String>) -
 }
 
 /// How long a metadata, offset or transaction call to the broker may take.
-const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long a failing call is retried when it returns at once.
 const RETRY_PAUSE: Duration = Duration::from_secs(1);
@@ -206,6 +207,29 @@ where
             Err((error, _)) => return Err(error),
         }
     }
+}
+
+/// The partitions of `topic`, in order; a topic that does not exist is an
+/// error naming it.
+pub(crate) fn topic_partitions(
+    consumer: &BaseConsumer,
+    topic: &str,
+) -> Result<Vec<i32>, ConnectorError> {
+    let metadata = consumer
+        .fetch_metadata(Some(topic), CALL_TIMEOUT)
+        .map_err(kafka_error(format!("reading the metadata of topic {topic}")))?;
+    let found = metadata
+        .topics()
+        .iter()
+        .find(|t| t.name() == topic)
+        .filter(|t| t.error().is_none() && !t.partitions().is_empty());
+    let found = found.ok_or_else(|| ConnectorError::Config {
+        what: format!("kafka topic {topic:?}"),
+        message: "does not exist".into(),
+    })?;
+    let mut ids: Vec<i32> = found.partitions().iter().map(|p| p.id()).collect();
+    ids.sort_unstable();
+    Ok(ids)
 }
 
 /// A Kafka failure, naming what was being done.

@@ -414,11 +414,7 @@ fn partition_count(config: &KafkaSinkConfig) -> Result<i32, ConnectorError> {
         .create()
         .map_err(kafka_error("creating a metadata reader"))?;
     let topic = &config.topic;
-    let metadata = reader
-        .fetch_metadata(Some(topic), CALL_TIMEOUT)
-        .map_err(kafka_error(format!("reading the metadata of topic {topic}")))?;
-    let partitions =
-        metadata.topics().iter().find(|t| t.name() == topic).map_or(0, |t| t.partitions().len());
+    let partitions = super::topic_partitions(&reader, topic)?.len();
     let tasks = config.exchange.as_ref().map_or(0, |e| usize::from(e.tasks));
     if partitions != tasks {
         return Err(ConnectorError::Config {
@@ -469,8 +465,8 @@ fn send(
     for (key, value) in headers {
         owned = owned.insert(Header { key, value: Some(value) });
     }
-    let time = time_header(event.timestamp);
     if timed {
+        let time = time_header(event.timestamp);
         owned = owned.insert(Header { key: TIME_HEADER, value: Some(&time) });
     }
     let mut record: BaseRecord<'_, [u8], [u8]> =

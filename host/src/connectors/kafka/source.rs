@@ -24,7 +24,9 @@ use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
 use super::exchange::{self, ExchangeInput, ExchangeMark};
-use super::{client_config, is_transient_code, kafka_error, outlasted, Retry, CALL_TIMEOUT};
+use super::{
+    client_config, is_transient_code, kafka_error, outlasted, topic_partitions, Retry, CALL_TIMEOUT,
+};
 use crate::connectors::registry::{Access, ConfigError, SourceConfig};
 use crate::connectors::timestamp::{json_timestamp, parse_rfc3339_millis};
 use crate::connectors::{decode, encode, ConnectorError, Polled, Source};
@@ -415,26 +417,6 @@ impl KafkaSource {
         }
         Ok(())
     }
-}
-
-/// The partitions of `topic`, in order; a topic that does not exist is an
-/// error naming it.
-fn topic_partitions(consumer: &BaseConsumer, topic: &str) -> Result<Vec<i32>, ConnectorError> {
-    let metadata = consumer
-        .fetch_metadata(Some(topic), CALL_TIMEOUT)
-        .map_err(kafka_error(format!("reading the metadata of topic {topic}")))?;
-    let found = metadata
-        .topics()
-        .iter()
-        .find(|t| t.name() == topic)
-        .filter(|t| t.error().is_none() && !t.partitions().is_empty());
-    let found = found.ok_or_else(|| ConnectorError::Config {
-        what: format!("kafka source topic {topic:?}"),
-        message: "does not exist".into(),
-    })?;
-    let mut ids: Vec<i32> = found.partitions().iter().map(|p| p.id()).collect();
-    ids.sort_unstable();
-    Ok(ids)
 }
 
 impl KafkaSourceConfig {
