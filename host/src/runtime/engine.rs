@@ -35,11 +35,11 @@ pub fn new_engine(limits: EngineLimits) -> wasmtime::Result<Engine> {
     let mut pooling = PoolingAllocationConfig::default();
     pooling
         .total_component_instances(limits.instances)
-        .total_core_instances(limits.instances * 4)
+        .total_core_instances(limits.instances * 64)
         .total_memories(limits.instances * 2)
-        .total_tables(limits.instances * 4)
+        .total_tables(limits.instances * 64)
         .max_memories_per_component(4)
-        .max_tables_per_component(8)
+        .max_tables_per_component(64)
         .max_memory_size(limits.max_memory_bytes);
     let mut config = Config::new();
     config
