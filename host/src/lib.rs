@@ -54,6 +54,7 @@ pub mod join;
 pub mod metrics;
 pub mod names;
 pub mod pipeline;
+pub mod project;
 pub mod registry;
 pub mod runtime;
 pub mod state;

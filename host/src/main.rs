@@ -34,6 +34,8 @@ fn main() -> ExitCode {
         Command::Checkpoints { command } => cli::checkpoints::execute(command),
         Command::Token { command } => cli::token::execute(command),
         Command::Worker(args) => cli::worker::execute(args),
+        Command::Init(args) => cli::project::init(&args),
+        Command::Build(args) => cli::project::build(&args),
         Command::Inspect(args) => cli::wasm::inspect(&args),
         Command::Componentize(args) => cli::wasm::componentize(&args),
     };

@@ -9,6 +9,7 @@
 //! * `token` makes API tokens for `serve`'s tokens file;
 //! * `worker` runs a share of a pipeline in cluster mode;
 //! * `wasm` (`inspect`, `componentize`) works on `.wasm` files;
+//! * `project` (`init`, `build`) makes and builds function projects;
 //! * `print` holds the tables and summaries.
 
 #[cfg(feature = "bench")]
@@ -17,6 +18,7 @@ pub mod checkpoints;
 pub mod function;
 pub mod pipeline;
 pub mod print;
+pub mod project;
 pub mod run;
 pub mod serve;
 pub mod server;
@@ -78,6 +80,12 @@ pub enum Command {
         #[command(subcommand)]
         command: checkpoints::CheckpointsCommand,
     },
+    /// Start a function project (Rust, Python or TypeScript) in a new
+    /// directory: a sample function with a test, a pipeline, the SDK.
+    Init(project::InitArgs),
+    /// Build the function project in a directory (default: this one) into a
+    /// component, `build/<name>.wasm`.
+    Build(project::BuildArgs),
     /// Check a `.wasm` file and print which Weir worlds it implements.
     Inspect(wasm::InspectArgs),
     /// Turn a core module carrying a component type into a component.

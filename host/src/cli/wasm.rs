@@ -38,6 +38,7 @@ pub fn inspect(args: &InspectArgs) -> anyhow::Result<()> {
             function.worlds().join(", ")
         }
     );
+    println!("language: {}", function.language);
     println!("imports: {}", function.imports.join(", "));
     println!("exports: {}", function.exports.join(", "));
     Ok(())

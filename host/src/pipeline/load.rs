@@ -77,7 +77,9 @@ pub(crate) fn prepare(
     // Every instance of the run, each replaced (the old one freed first)
     // after a trap.
     let instances = u32::try_from(instances(&graph)).unwrap_or(u32::MAX);
-    let engine = new_engine(EngineLimits::for_functions(instances, &env.limits))
+    // Sized for the larger memory of interpreted functions (compiled ones
+    // get as much or less: the spec's `limits.memory` sets both).
+    let engine = new_engine(EngineLimits::for_functions(instances, &env.interpreted_limits))
         .map_err(|e| RunError::Engine(format!("{e:#}")))?;
     let loader = FunctionLoader::new(engine, Some(config::component_cache_dir(data_dir)))
         .map_err(|e| RunError::Engine(e.to_string()))?;

@@ -18,8 +18,8 @@ use crate::runtime::bindings::weir::function::types::{KeyedEvents, KeyedTimers, 
 use crate::runtime::native::NativeRef;
 use crate::runtime::packing::{BareEvents, GroupOrder, Grouping, KeyList};
 use crate::runtime::{
-    AggregateFunctionInstance, FunctionLimits, HostCtx, LoadedFunction, ProcessFunctionInstance,
-    Role, WindowProcessFunctionInstance,
+    AggregateFunctionInstance, FunctionLimits, HostCtx, Language, LoadedFunction,
+    ProcessFunctionInstance, Role, WindowProcessFunctionInstance,
 };
 use crate::state::{JournaledBackend, KeyedStateBackend};
 use crate::window::{WindowConfig, WindowFunction, WindowOperator};
@@ -34,6 +34,16 @@ pub(crate) enum FunctionCode {
     Native(NativeRef),
 }
 
+impl FunctionCode {
+    /// The language it is written in (native code counts as compiled).
+    pub(crate) fn language(&self) -> Language {
+        match self {
+            FunctionCode::Wasm(function) => function.language,
+            FunctionCode::Native(_) => Language::Compiled,
+        }
+    }
+}
+
 /// Most keys whose timers are fired in one call of the function.
 const TIMER_CHUNK: usize = 1024;
 
@@ -42,7 +52,10 @@ const TIMER_CHUNK: usize = 1024;
 /// settings.
 #[derive(Clone, Debug)]
 pub(crate) struct FunctionEnv {
+    /// The limits of compiled functions.
     pub(crate) limits: FunctionLimits,
+    /// The limits of interpreted ones (Python, JavaScript).
+    pub(crate) interpreted_limits: FunctionLimits,
     pub(crate) resources: Option<PathBuf>,
     pub(crate) max_parallelism: u16,
     pub(crate) ttl_overrides: HashMap<String, Ttl>,
@@ -53,7 +66,11 @@ pub(crate) struct FunctionEnv {
 impl FunctionEnv {
     /// The environment `spec` sets.
     pub(crate) fn of(spec: &PipelineSpec) -> Result<Self, RunError> {
-        let limits = spec.limits.to_limits().map_err(|e| RunError::Deploy(e.to_string()))?;
+        let limits_for = |language| {
+            spec.limits.to_limits_for(language).map_err(|e| RunError::Deploy(e.to_string()))
+        };
+        let (limits, interpreted_limits) =
+            (limits_for(Language::Compiled)?, limits_for(Language::Python)?);
         if let Some(dir) = spec.resources.as_ref().filter(|dir| !dir.is_dir()) {
             return Err(RunError::Deploy(format!(
                 "resources: {} is not a directory",
@@ -71,6 +88,7 @@ impl FunctionEnv {
         };
         Ok(Self {
             limits,
+            interpreted_limits,
             resources: spec.resources.clone(),
             max_parallelism: spec.max_parallelism,
             ttl_overrides,
@@ -78,19 +96,29 @@ impl FunctionEnv {
         })
     }
 
-    /// The context of function instance `name`, over `backend` if it keeps
-    /// keyed state (journaled, so a failed call can be undone; it records
-    /// only when asked).
+    /// The limits of a function written in `language`.
+    pub(crate) fn limits_for(&self, language: Language) -> FunctionLimits {
+        if language.is_interpreted() {
+            self.interpreted_limits
+        } else {
+            self.limits
+        }
+    }
+
+    /// The context of instance `name` of `code`, over `backend` if it
+    /// keeps keyed state (journaled, so a failed call can be undone; it
+    /// records only when asked).
     pub(crate) fn ctx(
         &self,
         name: &str,
+        code: &FunctionCode,
         backend: Option<Box<dyn KeyedStateBackend>>,
     ) -> Result<HostCtx, RunError> {
         let backend = backend
             .map(|backend| Box::new(JournaledBackend::new(backend)) as Box<dyn KeyedStateBackend>);
         HostCtx::new(name, backend, self.max_parallelism)
             .with_ttl_overrides(self.ttl_overrides.clone())
-            .with_limits(self.limits)
+            .with_limits(self.limits_for(code.language()))
             .with_resources(self.resources.as_deref())
             .map_err(RunError::Deploy)
     }
@@ -157,7 +185,7 @@ impl KeyedOperator {
                 KeyedOperator::Join(Box::new(JoinOperator::new(config.clone(), backend)?))
             }
             OperatorPlan::Process(code) => {
-                let mut ctx = env.ctx(&name, Some(backend))?;
+                let mut ctx = env.ctx(&name, code, Some(backend))?;
                 ctx.load_timers()?;
                 let instance = match code {
                     FunctionCode::Wasm(function) => {
@@ -175,12 +203,20 @@ impl KeyedOperator {
             }
             OperatorPlan::Window(code, role, config) => {
                 let function = match (code, role) {
-                    (FunctionCode::Wasm(function), Role::WindowProcess) => WindowFunction::Process(
-                        WindowProcessFunctionInstance::new(function, &name, env.ctx(&name, None)?)?,
-                    ),
-                    (FunctionCode::Wasm(function), _) => WindowFunction::Aggregate(Box::new(
-                        AggregateFunctionInstance::new(function, &name, env.ctx(&name, None)?)?,
-                    )),
+                    (FunctionCode::Wasm(function), Role::WindowProcess) => {
+                        WindowFunction::Process(WindowProcessFunctionInstance::new(
+                            function,
+                            &name,
+                            env.ctx(&name, code, None)?,
+                        )?)
+                    }
+                    (FunctionCode::Wasm(function), _) => {
+                        WindowFunction::Aggregate(Box::new(AggregateFunctionInstance::new(
+                            function,
+                            &name,
+                            env.ctx(&name, code, None)?,
+                        )?))
+                    }
                     (FunctionCode::Native(native), _) => {
                         WindowFunction::Aggregate(Box::new(AggregateFunctionInstance::native(
                             native.aggregate().ok_or_else(|| {

@@ -398,7 +398,7 @@ fn key_function(
     };
     Ok(match key {
         FunctionCode::Wasm(function) => {
-            KeyFunctionInstance::new(function, &label, env.ctx(&label, None)?)?
+            KeyFunctionInstance::new(function, &label, env.ctx(&label, key, None)?)?
         }
         FunctionCode::Native(native) => KeyFunctionInstance::native(
             native.key().ok_or_else(|| RunError::Deploy("not a key function".into()))?,
@@ -435,7 +435,7 @@ fn instantiate(plan: PortsPlan, owner: &str, env: &FunctionEnv) -> Result<Ports,
                     };
                     let label = format!("{} ({name}, in {owner})", function.label);
                     let function =
-                        TransformInstance::new(function, &label, env.ctx(&label, None)?)?;
+                        TransformInstance::new(function, &label, env.ctx(&label, &code, None)?)?;
                     Route::Transform {
                         function: Box::new(function),
                         outputs: instantiate(outputs, owner, env)?,

@@ -21,7 +21,7 @@ use crate::connectors::SinkRole;
 pub use crate::connectors::{SinkSpec, SourceSpec};
 use crate::names::{is_valid_name, NAME_RULE};
 use crate::pipeline::restart::{RestartSpec, RestartStrategy};
-use crate::runtime::FunctionLimits;
+use crate::runtime::{FunctionLimits, Language};
 use crate::state::ttl::{Ttl, TtlUpdate};
 use crate::state::DEFAULT_MAX_PARALLELISM;
 use crate::window::WindowAssigner;
@@ -163,13 +163,14 @@ pub struct PipelineSpec {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsSpec {
-    /// CPU time one call (one batch) may use (default `100ms`); past it the
-    /// function is stopped. Time spent waiting (for a core, for the disk)
+    /// CPU time one call (one batch) may use (default `100ms`, `1s` for
+    /// Python and JavaScript functions); past it the function is stopped. Time spent waiting (for a core, for the disk)
     /// does not count.
     #[serde(default, with = "humantime_serde")]
     pub call_timeout: Option<Duration>,
-    /// Largest linear memory of one instance: `64MiB` (the default), `1GiB`,
-    /// or a number of bytes.
+    /// Largest linear memory of one instance: `64MiB` (the default;
+    /// `256MiB` for Python and JavaScript functions), `1GiB`, or a number of
+    /// bytes.
     #[serde(default)]
     pub memory: Option<Size>,
     /// Fuel (about one unit per Wasm instruction) one call may burn; off
@@ -205,9 +206,15 @@ impl<'de> Deserialize<'de> for Size {
 }
 
 impl LimitsSpec {
-    /// The limits, or the field at fault.
+    /// The limits of compiled functions, or the field at fault.
     pub fn to_limits(&self) -> Result<FunctionLimits, SpecError> {
-        let mut limits = FunctionLimits::default();
+        self.to_limits_for(Language::Compiled)
+    }
+
+    /// The limits of functions written in `language`: what the spec sets,
+    /// else that language's defaults; or the field at fault.
+    pub fn to_limits_for(&self, language: Language) -> Result<FunctionLimits, SpecError> {
+        let mut limits = FunctionLimits::defaults_for(language);
         if let Some(timeout) = self.call_timeout {
             if !(Duration::from_millis(1)..=Duration::from_secs(3600)).contains(&timeout) {
                 return Err(SpecError::field("limits.call_timeout", "must be between 1ms and 1h"));

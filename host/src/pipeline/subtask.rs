@@ -310,6 +310,7 @@ mod tests {
             let thread = std::thread::spawn(move || {
                 let env = FunctionEnv {
                     limits: FunctionLimits::default(),
+                    interpreted_limits: FunctionLimits::default(),
                     resources: None,
                     max_parallelism: 128,
                     ttl_overrides: Default::default(),

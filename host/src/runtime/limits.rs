@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use wasmtime::{Engine, ResourceLimiter, Store, UpdateDeadline};
 
-use super::HostCtx;
+use super::{HostCtx, Language};
 use crate::units::format_bytes;
 
 /// How often the engine's epoch advances: the granularity of deadlines.
@@ -28,6 +28,16 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// Default linear memory of one function instance.
 pub const DEFAULT_MEMORY_BYTES: usize = 64 << 20;
+
+/// Default time a call into an interpreted function (Python, JavaScript)
+/// may take: an interpreter runs a batch tens of times slower than
+/// compiled code (and collects garbage inside the call).
+pub const INTERPRETED_CALL_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Default linear memory of an interpreted function instance: the
+/// interpreter, its heap and the batch (CPython starts at ~24 MiB,
+/// SpiderMonkey at ~30 MiB, both grow with the batch and the garbage).
+pub const INTERPRETED_MEMORY_BYTES: usize = 256 << 20;
 
 /// Most table elements an instance may grow its tables to.
 const MAX_TABLE_ELEMENTS: usize = 1 << 20;
@@ -51,6 +61,21 @@ impl Default for FunctionLimits {
 }
 
 impl FunctionLimits {
+    /// The defaults for a function written in `language`: a deadline and
+    /// memory that a healthy function of that language stays well within,
+    /// so that an endless loop or a leak is still stopped.
+    pub fn defaults_for(language: Language) -> Self {
+        if language.is_interpreted() {
+            Self {
+                call_timeout: INTERPRETED_CALL_TIMEOUT,
+                memory_bytes: INTERPRETED_MEMORY_BYTES,
+                fuel: None,
+            }
+        } else {
+            Self::default()
+        }
+    }
+
     /// Epoch ticks a call may run: its timeout rounded up, plus the tick
     /// already under way when the call starts.
     fn deadline_ticks(&self) -> u64 {

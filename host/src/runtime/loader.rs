@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, InstancePre, Linker};
 use wasmtime::Engine;
 
-use super::{host, HostCtx, WIT_VERSION};
+use super::{host, HostCtx, Language, WIT_VERSION};
 
 /// What a function is used for in a pipeline; each role needs one export
 /// (a broadcast process function two).
@@ -170,6 +170,8 @@ pub struct LoadedFunction {
     /// How a pipeline names it in errors (`revenue v2`, `revenue.wasm`);
     /// empty unless set.
     pub label: String,
+    /// The language it is written in, which sets its default limits.
+    pub language: Language,
 }
 
 impl LoadedFunction {
@@ -258,7 +260,8 @@ impl FunctionLoader {
             .linker
             .instantiate_pre(&component)
             .map_err(|e| LoadError::Link(format!("{e:#}")))?;
-        Ok(LoadedFunction { digest, pre, imports, exports, label: String::new() })
+        let language = Language::of(&bytes);
+        Ok(LoadedFunction { digest, pre, imports, exports, label: String::new(), language })
     }
 
     fn load_cached(&self, dir: &Path, digest: &str, bytes: &[u8]) -> Result<Component, LoadError> {

@@ -12,6 +12,7 @@ mod engine;
 pub mod fuzz;
 pub mod host;
 mod instance;
+pub mod language;
 pub mod limits;
 pub(crate) mod loader;
 pub mod native;
@@ -24,6 +25,7 @@ pub use instance::{
     AggregateFunctionInstance, CallError, KeyFunctionInstance, ProcessFunctionInstance,
     TransformInstance, WindowProcessFunctionInstance,
 };
+pub use language::Language;
 pub use limits::FunctionLimits;
 pub use loader::{componentize, digest, FunctionLoader, LoadError, LoadedFunction, Role};
 
