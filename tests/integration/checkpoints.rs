@@ -68,12 +68,14 @@ pub(crate) fn expected_run(dir: &Path, name: &str, count: u64) -> BTreeMap<u64, 
 }
 
 /// Run `spec` to completion with `data`, killing it with SIGKILL at random
-/// instants at least five times and restarting it each time.
-pub(crate) fn run_with_kills(spec: &Path, data: &Path, out: &Path) {
+/// instants at least five times and restarting it each time; the records
+/// committed to `out` at each kill.
+pub(crate) fn run_with_kills(spec: &Path, data: &Path, out: &Path) -> Vec<usize> {
     let seed = crash_seed();
     eprintln!("crash test seed {seed} (WEIR_CRASH_SEED={seed} repeats these kill instants)");
     let mut dice = Dice(seed);
     let mut kills = 0;
+    let mut committed = Vec::new();
     let mut attempts = 0;
     // A slow sink stretches the run to several seconds so the kills land
     // mid-run: between checkpoints, mid-snapshot, mid-commit.
@@ -89,7 +91,7 @@ pub(crate) fn run_with_kills(spec: &Path, data: &Path, out: &Path) {
                 "final run failed: {}",
                 String::from_utf8_lossy(&output.stderr)
             );
-            return;
+            return committed;
         }
         let deadline = Instant::now() + Duration::from_millis(dice.between(150, 1_200));
         while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
@@ -99,8 +101,16 @@ pub(crate) fn run_with_kills(spec: &Path, data: &Path, out: &Path) {
             Some(status) => {
                 assert!(status.success(), "a run failed on its own (seed {seed})");
                 // It finished before the kill: start over from scratch so
-                // every kill lands in a run that has work left.
-                std::fs::remove_dir_all(data).unwrap();
+                // every kill lands in a run that has work left (compiled
+                // code stays cached, so the next run starts at once).
+                for entry in std::fs::read_dir(data).unwrap() {
+                    let path = entry.unwrap().path();
+                    if path.file_name().is_some_and(|name| name != "cache") {
+                        std::fs::remove_dir_all(&path)
+                            .or_else(|_| std::fs::remove_file(&path))
+                            .unwrap();
+                    }
+                }
                 eprintln!("finished before the kill; starting over");
             }
             None => {
@@ -113,6 +123,7 @@ pub(crate) fn run_with_kills(spec: &Path, data: &Path, out: &Path) {
                     "committed output ends mid-line after kill {kills}"
                 );
                 eprintln!("kill {kills}: {} records committed", visible.lines().count());
+                committed.push(visible.lines().count());
             }
         }
     }

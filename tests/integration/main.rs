@@ -35,6 +35,7 @@ mod kafka_recovery;
 mod kafka_support;
 mod minute_revenue;
 mod parallel;
+mod polyglot;
 mod restarts;
 mod revenue;
 mod s3;

@@ -17,9 +17,13 @@
 //! | `filter`    | (d) stateless filter and map                                    |
 //! | `two-stage` | `sum`, re-keyed by region (customer % 64), running sum per region |
 //! | `join`      | two order streams, an interval join by customer (≈ 1 match each) |
+//! | `sum-py`    | `sum` by a Python function (`bench-sum-py`, componentize-py)   |
+//! | `sum-js`    | `sum` by a TypeScript function (`bench-sum-js`, componentize-js) |
 //!
-//! The graph workloads (`two-stage`, `join`) are also reported as a ratio
-//! to `sum` measured in the same invocation, which then always runs.
+//! The graph workloads (`two-stage`, `join`) and the Python and TypeScript
+//! variants of `sum` are also reported as a ratio to `sum` (the Rust
+//! function) measured in the same invocation, which then always runs; the
+//! variants' native column is the same native twin as `sum`'s.
 //!
 //! [`cluster`] (`weir bench cluster`) measures Kafka → Weir → Kafka in one
 //! process and on workers, against the broker's own rate.
@@ -48,11 +52,15 @@ pub enum Workload {
     TwoStage,
     /// Graph: two generated order streams joined by customer (interval join).
     Join,
+    /// (a) by the Python twin of the function.
+    SumPython,
+    /// (a) by the TypeScript twin of the function.
+    SumJavaScript,
 }
 
 impl Workload {
     /// Every workload, in the order.
-    pub const ALL: [Workload; 7] = [
+    pub const ALL: [Workload; 9] = [
         Workload::Sum,
         Workload::SumJson,
         Workload::Window,
@@ -60,6 +68,8 @@ impl Workload {
         Workload::Filter,
         Workload::TwoStage,
         Workload::Join,
+        Workload::SumPython,
+        Workload::SumJavaScript,
     ];
 
     /// Its name on the command line.
@@ -72,6 +82,8 @@ impl Workload {
             Workload::Filter => "filter",
             Workload::TwoStage => "two-stage",
             Workload::Join => "join",
+            Workload::SumPython => "sum-py",
+            Workload::SumJavaScript => "sum-js",
         }
     }
 
@@ -81,19 +93,48 @@ impl Workload {
         matches!(self, Workload::TwoStage | Workload::Join)
     }
 
+    /// Whether it is reported also as a ratio to [`Workload::Sum`]: the
+    /// graphs, and `sum` in other languages.
+    pub fn is_compared_with_sum(self) -> bool {
+        self.is_graph() || matches!(self, Workload::SumPython | Workload::SumJavaScript)
+    }
+
     /// The workload called `name`.
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|w| w.name() == name)
     }
 
-    /// The function implementing it (a `functions/` crate, and the native
-    /// built-in of the same name).
-    fn function(self) -> &'static str {
+    /// Events of its runs in a suite of `events` per run: a tenth for the
+    /// interpreted variants (tens of times slower), so a suite's runs take
+    /// comparable time; rates stay comparable.
+    pub fn events_in_suite(self, events: u64) -> u64 {
         match self {
-            Workload::Sum | Workload::Window | Workload::TwoStage | Workload::Join => "bench-sum",
+            Workload::SumPython | Workload::SumJavaScript => (events / 10).max(1000),
+            _ => events,
+        }
+    }
+
+    /// The native built-in implementing it.
+    fn native_function(self) -> &'static str {
+        match self {
+            Workload::Sum
+            | Workload::Window
+            | Workload::TwoStage
+            | Workload::Join
+            | Workload::SumPython
+            | Workload::SumJavaScript => "bench-sum",
             Workload::SumJson => "bench-json",
             Workload::Dedup => "bench-dedup",
             Workload::Filter => "bench-filter",
+        }
+    }
+
+    /// The Wasm function implementing it (a package in `functions/`).
+    fn wasm_function(self) -> &'static str {
+        match self {
+            Workload::SumPython => "bench-sum-py",
+            Workload::SumJavaScript => "bench-sum-js",
+            other => other.native_function(),
         }
     }
 
@@ -146,9 +187,9 @@ impl Case {
         let function = match self.implementation {
             Implementation::Wasm => format!(
                 "{{ wasm: {:?} }}",
-                functions_dir.join(format!("{}.wasm", self.workload.function()))
+                functions_dir.join(format!("{}.wasm", self.workload.wasm_function()))
             ),
-            Implementation::Native => format!("{{ native: {} }}", self.workload.function()),
+            Implementation::Native => format!("{{ native: {} }}", self.workload.native_function()),
         };
         let source = |count: u64, seed: u64| {
             format!(
@@ -308,7 +349,7 @@ pub struct Suite {
 /// when a graph workload needs it for its ratio (added if not asked for).
 pub fn workloads_to_run(asked: &[Workload]) -> Vec<Workload> {
     let mut run = Vec::new();
-    if asked.iter().any(|w| w.is_graph()) {
+    if asked.iter().any(|w| w.is_compared_with_sum()) {
         run.push(Workload::Sum);
     }
     for &workload in asked {
@@ -350,6 +391,16 @@ pub fn run_suite(
             "parallelism 2"
         };
         writeln!(out, "{cores} cores; {} events per run; median of {} runs; {orders}; {parallelism}; discard sink", suite.events, suite.repeat).map_err(write)?;
+        if let Some(variant) =
+            workloads.iter().find(|w| w.events_in_suite(suite.events) != suite.events)
+        {
+            writeln!(
+                out,
+                "(sum-py and sum-js: {} events per run)",
+                variant.events_in_suite(suite.events)
+            )
+            .map_err(write)?;
+        }
         writeln!(
             out,
             "{:<9} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}",
@@ -406,7 +457,7 @@ pub fn run_suite(
                         let case = Case {
                             workload,
                             implementation,
-                            events: suite.events,
+                            events: workload.events_in_suite(suite.events),
                             keys,
                             checkpoints,
                         };
@@ -414,8 +465,9 @@ pub fn run_suite(
                         if suite.json {
                             let name = if slot == 0 { "wasm" } else { "native" };
                             let mut line = serde_json::json!({ "workload": workload.name(), "keys": keys, "checkpoints": checkpoints, "implementation": name, "measurement": pair[slot], "events_per_second": pair[slot].rate() });
-                            if let Some(sum) =
-                                sum_rates.get(&(keys, checkpoints)).filter(|_| workload.is_graph())
+                            if let Some(sum) = sum_rates
+                                .get(&(keys, checkpoints))
+                                .filter(|_| workload.is_compared_with_sum())
                             {
                                 line["ratio_to_sum"] =
                                     serde_json::json!(pair[slot].rate() / sum[slot].max(1e-9));
@@ -437,7 +489,7 @@ pub fn run_suite(
                     sum_rates.insert((keys, checkpoints), [wasm.rate(), native.rate()]);
                 }
                 if let Some(sum) =
-                    sum_rates.get(&(keys, checkpoints)).filter(|_| workload.is_graph())
+                    sum_rates.get(&(keys, checkpoints)).filter(|_| workload.is_compared_with_sum())
                 {
                     against_sum.push(format!(
                         "{:<9} {:>9} {:>5}  {:>11.2} {:>11.2}",
@@ -591,6 +643,11 @@ mod tests {
         assert_eq!(workloads_to_run(&[Join, TwoStage]), [Sum, Join, TwoStage]);
         assert_eq!(workloads_to_run(&[Join, Sum, Filter]), [Sum, Join, Filter]);
         assert_eq!(workloads_to_run(&[Window, Dedup]), [Window, Dedup]);
+        assert_eq!(workloads_to_run(&[SumJavaScript, SumPython]), [Sum, SumJavaScript, SumPython]);
+        let python = case(SumPython, Implementation::Wasm, false).spec(Path::new("/f"));
+        assert!(python.contains("/f/bench-sum-py.wasm"), "{python}");
+        let native = case(SumJavaScript, Implementation::Native, false).spec(Path::new("/f"));
+        assert!(native.contains("native: bench-sum"), "{native}");
         for workload in Workload::ALL {
             assert_eq!(Workload::parse(workload.name()), Some(workload));
         }
