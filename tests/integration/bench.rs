@@ -25,11 +25,9 @@ fn native_twins_produce_the_same_output_as_the_wasm_functions() {
             );
             let spec_path = dir.path().join(format!("{}-{implementation:?}.yaml", workload.name()));
             std::fs::write(&spec_path, spec).unwrap();
-            run_ok(
-                &spec_path,
-                &dir.path().join(format!("data-{}-{implementation:?}", workload.name())),
-                &[],
-            );
+            let data = dir.path().join(format!("data-{}-{implementation:?}", workload.name()));
+            share_component_cache(&data);
+            run_ok(&spec_path, &data, &[]);
             let mut output = std::fs::read(&out).unwrap();
             if workload == Workload::Join {
                 // Two sources: the join's pairs arrive in either order.
@@ -191,5 +189,49 @@ fn graph_workloads_count_every_source_event_and_compare_with_sum() {
     for row in rows {
         assert_eq!((row[1], row[2], row.len()), ("50", "off", 5), "{table}");
         assert!(row[3].parse::<f64>().unwrap() > 0.0, "{table}");
+    }
+}
+
+#[test]
+fn python_and_typescript_variants_are_compared_with_the_rust_sum() {
+    let functions = function("bench-sum").parent().unwrap().to_path_buf();
+    // The runs' compiled components in the tests' shared cache.
+    let scratch = tempfile::tempdir().unwrap();
+    share_component_cache(scratch.path());
+    std::os::unix::fs::symlink(
+        scratch.path().join("cache/components"),
+        scratch.path().join("components"),
+    )
+    .unwrap();
+    let output = weir(&[
+        "bench",
+        "--events",
+        "20000",
+        "--keys",
+        "100",
+        "--workload",
+        "sum-py",
+        "--workload",
+        "sum-js",
+        "--checkpoints",
+        "off",
+        "--repeat",
+        "1",
+        "--scratch",
+        scratch.path().to_str().unwrap(),
+        "--functions-dir",
+        functions.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let table = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(table.contains("(sum-py and sum-js: 2000 events per run)"), "{table}");
+    let (rows, against) = table.split_once("against sum's").expect("lines against sum");
+    for workload in ["sum ", "sum-py ", "sum-js "] {
+        assert!(rows.lines().any(|l| l.starts_with(workload)), "a {workload}row: {table}");
+    }
+    for workload in ["sum-py ", "sum-js "] {
+        let line = against.lines().find(|l| l.starts_with(workload)).expect(workload);
+        let ratio: f64 = line.split_whitespace().nth(3).unwrap().parse().unwrap();
+        assert!(ratio > 0.0 && ratio.is_finite(), "{line}");
     }
 }

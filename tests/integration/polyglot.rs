@@ -42,7 +42,9 @@ fn revenue_spec(
 fn revenue_output(dir: &Path, function_name: &str, source: &str) -> String {
     let out = dir.join(format!("{function_name}.jsonl"));
     let spec = revenue_spec(dir, function_name, function_name, source, &out, "");
-    run_ok(&spec, &dir.join(format!("data-{function_name}")), &["--fresh"]);
+    let data = dir.join(format!("data-{function_name}"));
+    share_component_cache(&data);
+    run_ok(&spec, &data, &["--fresh"]);
     std::fs::read_to_string(&out).unwrap()
 }
 
@@ -81,6 +83,7 @@ fn python_and_typescript_window_aggregates_match_rust_byte_for_byte() {
             ),
         )
         .unwrap();
+        share_component_cache(&dir.path().join("data"));
         run_ok(&spec, &dir.path().join("data"), &[]);
         let read = |path: PathBuf| std::fs::read_to_string(path).unwrap();
         assert_eq!(
@@ -110,8 +113,9 @@ fn python_and_typescript_state_survives_kill_9_exactly_once() {
     assert_eq!(expected.values().map(Vec::len).sum::<usize>(), count);
     for twin in REVENUE_TWINS {
         let data = dir.path().join(format!("data-{twin}"));
-        // Compile the component once, so the kills land in runs that are
-        // processing, not compiling.
+        // Compiled once, so the kills land in runs that are processing,
+        // not compiling.
+        share_component_cache(&data);
         let warm = dir.path().join(format!("{twin}-warm.jsonl"));
         let file =
             format!("{{ type: file, path: {:?}, timestamp_field: event_time }}", revenue_orders());
@@ -154,6 +158,7 @@ fn a_python_key_function_feeds_a_typescript_process_function_and_rust_reads_alon
         ),
     )
     .unwrap();
+    share_component_cache(&dir.path().join("data-mixed"));
     run_ok(&spec, &dir.path().join("data-mixed"), &["--fresh"]);
     assert!(std::fs::read_to_string(&out).unwrap() == rust, "mixed pipeline differs from Rust");
 }

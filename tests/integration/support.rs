@@ -357,3 +357,18 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// Make `data_dir` use the test binary's shared cache of compiled
+/// components, as a server keeps them from upload on: a Python or
+/// TypeScript component (an interpreter, tens of MiB of Wasm) then
+/// compiles once per test run, not once per data directory.
+pub fn share_component_cache(data_dir: &Path) {
+    let shared = Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache");
+    std::fs::create_dir_all(&shared).unwrap();
+    let cache = data_dir.join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let link = cache.join("components");
+    if !link.exists() {
+        std::os::unix::fs::symlink(&shared, &link).unwrap();
+    }
+}
