@@ -67,6 +67,7 @@ def resolve(project: Path, spec: Optional[str]) -> Tuple[Path, str, str, List[st
     module, _, cls_name = spec.partition(":")
     root = _source_root(project, module)
     sys.path.insert(0, str(root))
+    sys.modules.pop(module, None)  # import the project's, not a cached namesake
     try:
         mod = importlib.import_module(module)
     except Exception as error:

@@ -58,6 +58,19 @@ class Emitter:
         self._ends.append(len(self._values))
         self._stamps.append(timestamp)
 
+    def emit_fixed(self, data: Union[bytes, bytearray, memoryview], size: int, timestamps: List[int]) -> None:
+        """Send ``len(timestamps)`` outputs of ``size`` bytes each, packed back
+        to back in ``data``, with their ``timestamps``: one call instead of
+        one per output, for fixed-size binary records."""
+        count = len(timestamps)
+        if len(data) != size * count:
+            raise ValueError(f"emit_fixed: {len(data)} bytes are not {count} outputs of {size} bytes")
+        values = self._values
+        base = len(values)
+        values += data
+        self._ends.extend(range(base + size, base + size * count + 1, size))
+        self._stamps.extend(timestamps)
+
     def emit_to(self, name: str, output: Output, timestamp: Optional[int] = None) -> None:
         """Send ``output`` to the side output called ``name`` (declared in
         the pipeline spec; outputs for undeclared ones are counted and

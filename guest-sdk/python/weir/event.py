@@ -221,6 +221,13 @@ class Events(Sequence[Event]):
             return ends[start - 1 : stop - 1]
         return [0] + ends[: stop - 1] if stop else []
 
+    def span(self) -> Tuple[int, int]:
+        """Where these events' values start and end in :attr:`buffer`: they
+        are back to back, so ``buffer[start:end]`` is all of them."""
+        ends, start, stop = self._batch.ends, self._start, self._stop
+        first = ends[start - 1] if start else 0
+        return first, (ends[stop - 1] if stop > start else first)
+
     def ends(self) -> List[int]:
         """Where each event's value ends in :attr:`buffer`."""
         return self._batch.ends[self._start : self._stop]
