@@ -13,7 +13,7 @@ straight from the batch buffer with :func:`struct.iter_unpack` and packs
 all outputs of a key with one :meth:`Context.emit_fixed`.
 """
 
-from struct import Struct, iter_unpack
+from struct import Struct
 
 from weir import AggregateFunction, Context, Event, Events, KeyFunction, ProcessFunction, ValueState, WeirError, Window, function
 
@@ -22,14 +22,12 @@ PAIR = Struct("<8sq")
 ORDER_BYTES = ORDER.size
 
 
-def _orders(events: Events) -> memoryview:
-    """The events' bytes, checked to be whole orders (they are contiguous)."""
-    if not len(events):
-        return memoryview(b"")
+def _orders(events: Events) -> bytes:
+    """The events' bytes, checked to be whole orders (they are back to back)."""
     start, end = events.span()
     if end - start != ORDER_BYTES * len(events):
         raise WeirError(f"expected binary orders of {ORDER_BYTES} bytes")
-    return memoryview(events.buffer)[start:end]
+    return events.buffer[start:end]
 
 
 @function
@@ -53,7 +51,7 @@ class BenchSum(KeyFunction, ProcessFunction, AggregateFunction[int]):
         total = self.total.get(0)
         out = bytearray()
         pack = PAIR.pack
-        for _, _, amount in iter_unpack("<QQq", _orders(events)):
+        for _, _, amount in ORDER.iter_unpack(_orders(events)):
             total += amount
             out += pack(key, total)
         if not -(2**63) <= total < 2**63:
@@ -68,7 +66,7 @@ class BenchSum(KeyFunction, ProcessFunction, AggregateFunction[int]):
         return total + ORDER.unpack(event.value)[2]
 
     def add_all(self, total: int, events: Events) -> int:
-        return total + sum(amount for _, _, amount in iter_unpack("<QQq", _orders(events)))
+        return total + sum(amount for _, _, amount in ORDER.iter_unpack(_orders(events)))
 
     def merge(self, a: int, b: int) -> int:
         return a + b

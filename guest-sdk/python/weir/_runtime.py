@@ -4,6 +4,7 @@ packed batches from an in-memory host)."""
 
 from __future__ import annotations
 
+from itertools import accumulate
 from typing import Any, Callable, List, Optional
 
 from . import _host
@@ -44,17 +45,20 @@ class Guest:
         """``key-fn.extract-keys``: one key per event, packed."""
         try:
             events = Events(_Packed(batch), 0, len(batch.value_ends))
-            out = bytearray()
-            ends: List[int] = []
-            append = ends.append
-            for key in self.fn.keys(events):
-                out += key.encode() if isinstance(key, str) else key
-                append(len(out))
+            keys = self.fn.keys(events)
+            if not isinstance(keys, list):
+                keys = list(keys)
+            try:  # C loops: no per-key Python bytecode
+                out = b"".join(keys)
+            except TypeError:
+                keys = [k.encode() if isinstance(k, str) else bytes(k) for k in keys]
+                out = b"".join(keys)
+            ends = list(accumulate(map(len, keys)))
             if len(ends) != len(events):
                 raise FunctionError(f"{len(ends)} keys for {len(events)} events")
         except Exception as error:  # noqa: BLE001 - reported to the host
             raise FunctionError(_message(error)) from error
-        return _host.HOST.types.PackedKeys(bytes(out), ends)
+        return _host.HOST.types.PackedKeys(out, ends)
 
     # process-fn ---------------------------------------------------------
 
@@ -80,12 +84,13 @@ class Guest:
             packed = _Packed(batch.events)
             kbytes, kends = batch.keys.bytes, batch.keys.ends
             start = kstart = 0
-            select = _host.select_key
+            call = _host.B  # select_key inlined: this loop runs once per key
             for index, end in enumerate(event_ends):
                 kend = kends[index]
                 key = kbytes[kstart:kend]
                 kstart = kend
-                select(index, key)
+                call.current = index
+                call.current_key = key
                 handle(key, Events(packed, start, end), ctx)
                 start = end
             ctx._flush()

@@ -94,6 +94,7 @@ class ValueState(_State, Generic[T]):
         self._slot: Optional[int] = None
 
     def _cell(self) -> Optional[int]:
+        """The current key's read-ahead cell, if the host sent this state."""
         b = _host.B
         if b.prefetched is None or b.current is None:
             return None
@@ -106,20 +107,26 @@ class ValueState(_State, Generic[T]):
 
     def get_bytes(self) -> Optional[bytes]:
         """The current key's stored bytes, if set."""
-        cell = self._cell()
-        if cell is not None:
-            b = _host.B
-            written = b.latest[cell]
-            if written < 0:
-                p = b.prefetched
-                if not p.present[cell]:
+        b = _host.B
+        current = b.current
+        if b.prefetched is not None and current is not None:
+            if self._gen != b.generation:
+                self._gen = b.generation
+                self._slot = b.pindex.get(self.name)
+            slot = self._slot
+            if slot is not None:
+                cell = slot * b.keys + current
+                written = b.latest[cell]
+                if written < 0:
+                    p = b.prefetched
+                    if not p.present[cell]:
+                        return None
+                    ends = p.ends
+                    return p.values[ends[cell - 1] if cell else 0 : ends[cell]]
+                if not b.present[written]:
                     return None
-                ends = p.ends
-                return p.values[ends[cell - 1] if cell else 0 : ends[cell]]
-            if not b.present[written]:
-                return None
-            ends = b.ends
-            return bytes(b.values[ends[written - 1] if written else 0 : ends[written]])
+                ends = b.ends
+                return bytes(b.values[ends[written - 1] if written else 0 : ends[written]])
         _host.selected()
         return self._open().get()
 
@@ -137,18 +144,24 @@ class ValueState(_State, Generic[T]):
         self._write(None)
 
     def _write(self, raw: Optional[bytes]) -> None:
-        cell = self._cell()
         b = _host.B
-        if cell is not None and cell < len(b.latest):
-            b.latest[cell] = len(b.cells)
-            b.cells.append((self._slot, b.current))
-            if raw is None:
-                b.present.append(False)
-            else:
-                b.values += raw
-                b.present.append(True)
-            b.ends.append(len(b.values))
-            return
+        current = b.current
+        if b.prefetched is not None and current is not None:
+            if self._gen != b.generation:
+                self._gen = b.generation
+                self._slot = b.pindex.get(self.name)
+            slot = self._slot
+            if slot is not None:
+                cell = slot * b.keys + current
+                b.latest[cell] = len(b.cells)
+                b.cells.append((slot, current))
+                if raw is None:
+                    b.present.append(False)
+                else:
+                    b.values += raw
+                    b.present.append(True)
+                b.ends.append(len(b.values))
+                return
         _host.selected()
         if raw is None:
             self._open().clear()
