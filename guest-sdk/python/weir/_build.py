@@ -28,7 +28,7 @@ class BuildError(Exception):
     """A build that cannot go on; the message says why and what to do."""
 
 
-def _read_config(project: Path) -> dict:
+def _pyproject(project: Path) -> dict:
     pyproject = project / "pyproject.toml"
     if not pyproject.is_file():
         return {}
@@ -40,8 +40,17 @@ def _read_config(project: Path) -> dict:
         except ImportError as error:
             raise BuildError("reading pyproject.toml needs Python 3.11+ (or `pip install tomli`)") from error
     with open(pyproject, "rb") as f:
-        data = tomllib.load(f)
-    return data.get("tool", {}).get("weir", {})
+        return tomllib.load(f)
+
+
+def _read_config(project: Path) -> dict:
+    return _pyproject(project).get("tool", {}).get("weir", {})
+
+
+def default_output(project: Path) -> Path:
+    """PROJECT/target/<[project] name, else the directory's name>.wasm."""
+    name = _pyproject(project).get("project", {}).get("name") or project.resolve().name
+    return project / "target" / f"{name}.wasm"
 
 
 def _source_root(project: Path, module: str) -> Path:
@@ -218,13 +227,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="build a function project to a Wasm component")
     b.add_argument("project", nargs="?", default=".", help="the project directory (with pyproject.toml)")
-    b.add_argument("-o", "--output", help="the component to write (default: PROJECT/target/<project>.wasm)")
+    b.add_argument("-o", "--output", help="the component to write (default: PROJECT/target/<[project] name>.wasm)")
     b.add_argument("--function", help="module:Class, instead of pyproject.toml's [tool.weir] function")
     b.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     args = parser.parse_args(argv)
     project = Path(args.project)
-    output = Path(args.output) if args.output else project / "target" / f"{project.resolve().name}.wasm"
     try:
+        output = Path(args.output) if args.output else default_output(project)
         build(project, output, args.function, args.quiet)
     except BuildError as error:
         print(f"weir build: {error}", file=sys.stderr)
