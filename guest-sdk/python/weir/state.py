@@ -132,6 +132,19 @@ class ValueState(_State, Generic[T]):
 
     def get(self, default: Any = None) -> Any:
         """The current key's value, or ``default`` when none is set."""
+        # get_bytes() inlined for the read-ahead case: the hot path.
+        b = _host.B
+        current = b.current
+        if b.prefetched is not None and current is not None and self._gen == b.generation:
+            slot = self._slot
+            if slot is not None:
+                cell = slot * b.keys + current
+                if b.latest[cell] < 0:
+                    p = b.prefetched
+                    if not p.present[cell]:
+                        return default
+                    ends = p.ends
+                    return self.codec.decode(p.values[ends[cell - 1] if cell else 0 : ends[cell]])
         raw = self.get_bytes()
         return default if raw is None else self.codec.decode(raw)
 
