@@ -6,7 +6,6 @@ import pytest
 from weir import (
     RAW,
     AggregateFunction,
-    Context,
     Event,
     Events,
     FunctionError,

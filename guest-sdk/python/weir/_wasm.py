@@ -5,7 +5,7 @@ this module."""
 from __future__ import annotations
 
 import sys
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Tuple
 
 from componentize_py_types import Err  # type: ignore[import-not-found]
 from wit_world.imports import context, types  # type: ignore[import-not-found]

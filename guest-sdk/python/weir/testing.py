@@ -45,7 +45,11 @@ class _Stored:
 
 
 class MockHost:
-    """The in-memory host: state per (name, key), timers, outputs, logs."""
+    """The in-memory host: state per (name, key), timers, outputs, logs.
+
+    It implements the same host interface as the component's imports
+    (``weir._wasm.WasmHost``), so the SDK's glue runs unchanged on it. Tests
+    normally use it through :class:`Harness` (``harness.host``)."""
 
     types = _types
 
@@ -67,6 +71,7 @@ class MockHost:
     # keys and value cells -------------------------------------------------
 
     def select_key(self, index: int, key: bytes) -> None:
+        """Scope state to key ``index`` of the current batch (``state.select-key``)."""
         from .errors import StateError
 
         if not 0 <= index < len(self.batch_keys):
@@ -97,6 +102,7 @@ class MockHost:
         return _types.ValueCells(states, present, bytes(values), ends)
 
     def write_values(self, cells: List[Tuple[int, int]], writes: Any) -> None:
+        """Apply a batch's buffered value-state writes (``state.write-values``)."""
         start = 0
         for i, (s, k) in enumerate(cells):
             end = writes.ends[i]
@@ -115,21 +121,25 @@ class MockHost:
         return (name, self.key)
 
     def open_value(self, name: str, ttl: Optional[Ttl]) -> Any:
+        """Open a value state (``value-state.open``); the harness reads it ahead from now on."""
         self.ttls[name] = ttl
         self.opened_values[name] = ttl
         return _ValueHandle(self, name)
 
     def open_map(self, name: str, ttl: Optional[Ttl]) -> Any:
+        """Open a map state (``map-state.open``)."""
         self.ttls[name] = ttl
         return _MapHandle(self, name)
 
     def open_list(self, name: str, ttl: Optional[Ttl]) -> Any:
+        """Open a list state (``list-state.open``)."""
         self.ttls[name] = ttl
         return _ListHandle(self, name)
 
     # timers and context ---------------------------------------------------
 
     def register_timer(self, domain: int, timestamp: int) -> None:
+        """Register a timer for the current key (``timers.register``)."""
         from .errors import StateError
 
         if self.key is None:
@@ -137,26 +147,34 @@ class MockHost:
         self.timers.add((int(domain), timestamp, self.key))
 
     def delete_timer(self, domain: int, timestamp: int) -> None:
+        """Delete a timer of the current key (``timers.delete``)."""
         if self.key is not None:
             self.timers.discard((int(domain), timestamp, self.key))
 
     def emit_batch(self, batch: Any) -> None:
+        """Collect a call's outputs (``context.emit-batch``)."""
         self.emitted.extend(_unpack(batch))
 
     def emit_to(self, name: str, event: Any) -> None:
+        """Collect a side output (``context.emit-to``)."""
         self.side_outputs.append((name, Event(event.value, event.timestamp, event.key, list(event.headers))))
 
     def current_watermark(self) -> int:
+        """The watermark the harness set (``context.current-watermark``)."""
         return self.watermark
 
     def processing_time(self) -> int:
+        """The processing time the harness set (``context.processing-time``)."""
         return self.processing_time_
 
     def log(self, level: int, message: str) -> None:
+        """Collect a log line (``context.log``)."""
         self.logs.append((LogLevel(int(level)), message))
 
 
 class _ValueHandle:
+    """A value-state resource of the in-memory host."""
+
     def __init__(self, host: MockHost, name: str) -> None:
         self.host, self.name = host, name
 
@@ -177,6 +195,8 @@ class _ValueHandle:
 
 
 class _MapHandle:
+    """A map-state resource of the in-memory host."""
+
     def __init__(self, host: MockHost, name: str) -> None:
         self.host, self.name = host, name
 
@@ -215,6 +235,8 @@ class _MapHandle:
 
 
 class _ListHandle:
+    """A list-state resource of the in-memory host."""
+
     def __init__(self, host: MockHost, name: str) -> None:
         self.host, self.name = host, name
 
