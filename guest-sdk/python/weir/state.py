@@ -74,11 +74,11 @@ class _State:
 
 
 class ValueState(_State, Generic[T]):
-    """A single value per key.
+    """A single value per key::
 
-    >>> self.total = ValueState[int]("total")       # in __init__
-    >>> total = self.total.get(0) + amount          # in process
-    >>> self.total.set(total)
+        self.total = ValueState[int]("total")       # in __init__
+        total = self.total.get(0) + amount          # in process
+        self.total.set(total)
 
     Reads and writes inside ``process`` cost no host call once the host
     reads the state ahead (from the second batch on): they are served from
