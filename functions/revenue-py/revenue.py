@@ -10,9 +10,12 @@ never through floating point, so totals do not drift.
 """
 
 import json
-from decimal import Decimal
 
 from weir import Cents, Context, Event, Events, KeyFunction, ProcessFunction, ValueState, function
+
+
+# Orders with their amounts kept as decimal text (made exact cents below).
+ORDERS = json.JSONDecoder(parse_float=str)
 
 
 @function
@@ -28,7 +31,7 @@ class Revenue(KeyFunction, ProcessFunction):
     def process(self, key: bytes, events: Events, ctx: Context) -> None:
         total = Cents(self.total.get(0))
         for event in events:
-            order = json.loads(event.value, parse_float=Decimal)
+            order = ORDERS.decode(event.value.decode())
             amount = Cents.parse(order["amount"])
             total += amount
             ctx.emit(

@@ -10,9 +10,11 @@ watermark passes a window's end the function turns it into
 """
 
 import json
-from decimal import Decimal
 
 from weir import AggregateFunction, Cents, Event, KeyFunction, Window, function
+
+# Orders with their amounts kept as decimal text (made exact cents below).
+ORDERS = json.JSONDecoder(parse_float=str)
 
 
 @function
@@ -26,7 +28,7 @@ class WindowedRevenue(KeyFunction, AggregateFunction[int]):
         return 0
 
     def add(self, total: int, event: Event) -> int:
-        order = json.loads(event.value, parse_float=Decimal)
+        order = ORDERS.decode(event.value.decode())
         return (Cents(total) + Cents.parse(order["amount"])).cents
 
     def merge(self, a: int, b: int) -> int:
