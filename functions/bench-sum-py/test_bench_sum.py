@@ -35,3 +35,14 @@ def test_running_and_windowed_totals():
     assert h.value(key, "total") == 300
     out = h.aggregate(key, Window(0, 60_000), [order(1, 7, 5), order(2, 7, 6)])
     assert out[0].value == pair(7, 11) and out[0].timestamp == 59_999
+
+
+def test_pairs_are_summed_per_region():
+    h = Harness(BenchSum)
+    first, second = Event(pair(70, 250), 1), Event(pair(134, 100), 2)
+    region = (70 % 64).to_bytes(8, "little")
+    assert h.keys([first, second, order(3, 1, 5)]) == [region, region, (1).to_bytes(8, "little")]
+    out = h.process(region, [first, second])
+    assert [e.value for e in out] == [pair(6, 250), pair(6, 350)]
+    with pytest.raises(FunctionError, match="not 5 bytes"):
+        h.key(Event(b"12345"))
