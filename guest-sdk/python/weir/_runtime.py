@@ -66,14 +66,6 @@ class Guest:
         """``process-fn.process``: per key, its events with its state."""
         self._keyed(batch, self.fn.process)
 
-    def process1(self, batch: Any) -> None:
-        """``co-process-fn.process1``."""
-        self._keyed(batch, self.fn.process1)
-
-    def process2(self, batch: Any) -> None:
-        """``co-process-fn.process2``."""
-        self._keyed(batch, self.fn.process2)
-
     def _keyed(self, batch: Any, handle: Callable[[bytes, Events, Context], None]) -> None:
         event_ends = batch.event_ends
         _host.begin_batch(batch.prefetched, len(event_ends))
