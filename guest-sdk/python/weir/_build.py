@@ -1,0 +1,240 @@
+"""``python -m weir build``: a function project to a Wasm component.
+
+The build imports the function class natively to learn its roles, writes a
+world exporting exactly those (``key-fn``, ``process-fn``, …) into a
+temporary copy of the WIT, generates the componentize-py app that wires the
+exports to the SDK's glue, and runs ``componentize-py --stub-wasi`` (the
+host's WASI is locked down anyway: no WASI imports at all).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+COMPONENTIZE_PY = "componentize-py==0.25.1"
+SDK_DIR = Path(__file__).resolve().parent
+
+
+class BuildError(Exception):
+    """A build that cannot go on; the message says why and what to do."""
+
+
+def _pyproject(project: Path) -> dict:
+    pyproject = project / "pyproject.toml"
+    if not pyproject.is_file():
+        return {}
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ImportError as error:
+            raise BuildError("reading pyproject.toml needs Python 3.11+ (or `pip install tomli`)") from error
+    with open(pyproject, "rb") as f:
+        return tomllib.load(f)
+
+
+def _read_config(project: Path) -> dict:
+    return _pyproject(project).get("tool", {}).get("weir", {})
+
+
+def default_output(project: Path) -> Path:
+    """PROJECT/target/<[project] name, else the directory's name>.wasm."""
+    name = _pyproject(project).get("project", {}).get("name") or project.resolve().name
+    return project / "target" / f"{name}.wasm"
+
+
+def _source_root(project: Path, module: str) -> Path:
+    """The directory the module is importable from: PROJECT or PROJECT/src."""
+    top = module.split(".")[0]
+    for root in (project, project / "src"):
+        if (root / f"{top}.py").is_file() or (root / top / "__init__.py").is_file():
+            return root
+    raise BuildError(
+        f"module {module!r} not found: expected {top}.py or {top}/__init__.py in {project} or {project / 'src'}"
+    )
+
+
+def resolve(project: Path, spec: Optional[str]) -> Tuple[Path, str, str, List[str]]:
+    """(source root, module, class name, WIT exports) of the project's function."""
+    if spec is None:
+        spec = _read_config(project).get("function")
+    if not spec:
+        raise BuildError(
+            f"which function? add to {project / 'pyproject.toml'}:\n\n"
+            '  [tool.weir]\n  function = "module:Class"\n\nor pass --function module:Class'
+        )
+    module, _, cls_name = spec.partition(":")
+    root = _source_root(project, module)
+    sys.path.insert(0, str(root))
+    sys.modules.pop(module, None)  # import the project's, not a cached namesake
+    try:
+        mod = importlib.import_module(module)
+    except Exception as error:
+        raise BuildError(f"importing {module!r} from {root} failed: {type(error).__name__}: {error}") from error
+    finally:
+        sys.path.remove(str(root))
+    from .function import find_function, roles
+
+    if cls_name:
+        cls = getattr(mod, cls_name, None)
+        if not isinstance(cls, type):
+            raise BuildError(f"class {cls_name!r} not found in module {module!r} ({mod.__file__})")
+    else:
+        cls = find_function(mod)
+        if cls is None:
+            raise BuildError(f"no single @function class in {module!r}: name it, as {module}:Class")
+        cls_name = cls.__name__
+    exports = roles(cls)
+    if not exports:
+        raise BuildError(
+            f"{module}:{cls_name} implements no role: subclass weir.KeyFunction, weir.ProcessFunction, "
+            "weir.AggregateFunction or weir.TransformFunction"
+        )
+    from .function import _check
+
+    try:
+        _check(cls)
+    except TypeError as error:
+        raise BuildError(str(error)) from error
+    return root, module, cls_name, exports
+
+
+def world(exports: List[str]) -> str:
+    """The WIT world of a component exporting ``exports``."""
+    imports = ["context"]
+    if "process-fn" in exports:
+        imports = ["state", "timers", "context"]
+    lines = [f"    import {i};" for i in imports] + [f"    export {e};" for e in exports]
+    return "package weir:function@0.2.0;\n\nworld app {\n" + "\n".join(lines) + "\n}\n"
+
+
+_CLASSES = {
+    "key-fn": ("KeyFn", [("extract_keys", "events", "extract_keys")]),
+    "process-fn": ("ProcessFn", [("process", "batch", "process"), ("on_timers", "batch", "on_timers")]),
+    "aggregate-fn": (
+        "AggregateFn",
+        [("add", "batch", "add"), ("merge", "a, b", "merge"), ("results", "batch", "results")],
+    ),
+    "transform-fn": ("TransformFn", [("transform", "events", "transform")]),
+}
+
+
+def app(module: str, cls_name: str, exports: List[str]) -> str:
+    """The componentize-py app module wiring ``exports`` to the SDK's glue."""
+    out = [
+        "# Generated by `python -m weir build`: the component's exports, wired to the Weir SDK.",
+        "from wit_world import exports",
+        "from weir import _wasm",
+        "from weir._runtime import Guest",
+        f"from {module} import {cls_name} as _Function",
+        "",
+        "_wasm.install()",
+        "_guest = Guest(_Function)",
+        "_call = _wasm.call",
+    ]
+    for export in exports:
+        name, methods = _CLASSES[export]
+        out += ["", "", f"class {name}(exports.{name}):"]
+        for method, params, glue in methods:
+            out += [f"    def {method}(self, {params}):", f"        return _call(_guest.{glue}, {params})"]
+    return "\n".join(out) + "\n"
+
+
+def _componentize_command() -> List[str]:
+    if importlib.util.find_spec("componentize_py") is not None:
+        return [
+            sys.executable,
+            "-c",
+            "import sys; from componentize_py import script; sys.argv[0] = 'componentize-py'; sys.exit(script())",
+        ]
+    found = shutil.which("componentize-py")
+    if found:
+        return [found]
+    raise BuildError(f"componentize-py is not installed: pip install {COMPONENTIZE_PY}")
+
+
+def _copy_sources(src: Path, dest: Path) -> None:
+    """Copy the project's Python modules and packages (not tests) to ``dest``."""
+    skip = {"tests", "test", "build", "target", "dist", "node_modules", "__pycache__"}
+    for entry in src.iterdir():
+        if entry.is_file() and entry.suffix == ".py":
+            if entry.name.startswith("test_") or entry.name == "conftest.py" or entry.name.endswith("_test.py"):
+                continue
+            shutil.copy2(entry, dest / entry.name)
+        elif entry.is_dir() and entry.name not in skip and not entry.name.startswith("."):
+            if (entry / "__init__.py").is_file():
+                shutil.copytree(entry, dest / entry.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+
+
+def build(project: Path, output: Path, spec: Optional[str] = None, quiet: bool = False) -> None:
+    """Build the function of ``project`` to the component ``output``."""
+    project = project.resolve()
+    if not project.is_dir():
+        raise BuildError(f"{project} is not a directory")
+    root, module, cls_name, exports = resolve(project, spec)
+    command = _componentize_command()
+    wit = SDK_DIR / "wit" / "weir.wit"
+    if not wit.is_file():
+        raise BuildError(f"the SDK's WIT is missing: {wit}")
+    output = output.resolve()
+    output.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="weir-build-") as tmp:
+        tmp_path = Path(tmp)
+        (tmp_path / "wit").mkdir()
+        shutil.copy(wit, tmp_path / "wit" / "weir.wit")
+        (tmp_path / "wit" / "app.wit").write_text(world(exports))
+        py = tmp_path / "py"
+        py.mkdir()
+        shutil.copytree(
+            SDK_DIR, py / "weir", ignore=shutil.ignore_patterns("wit", "__pycache__", "*.pyc", "_build.py", "__main__.py", "testing.py")
+        )
+        _copy_sources(root, py)
+        (py / "weir_app.py").write_text(app(module, cls_name, exports))
+        args = command + [
+            "-d", str(tmp_path / "wit"), "-w", "app", "componentize", "weir_app",
+            "-p", str(py), "-o", str(output), "--stub-wasi",
+        ]
+        result = subprocess.run(args, cwd=tmp, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise BuildError(
+                f"componentize-py failed ({result.returncode}):\n{result.stdout}{result.stderr}".rstrip()
+            )
+    elapsed = time.monotonic() - started
+    if not quiet:
+        size = output.stat().st_size
+        print(
+            f"built {output} from {module}:{cls_name}: exports {', '.join(exports)}; "
+            f"{size / 1e6:.1f} MB in {elapsed:.1f} s"
+        )
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """The ``python -m weir`` command line."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m weir", description="Weir's Python function tools.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("build", help="build a function project to a Wasm component")
+    b.add_argument("project", nargs="?", default=".", help="the project directory (with pyproject.toml)")
+    b.add_argument("-o", "--output", help="the component to write (default: PROJECT/target/<[project] name>.wasm)")
+    b.add_argument("--function", help="module:Class, instead of pyproject.toml's [tool.weir] function")
+    b.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    args = parser.parse_args(argv)
+    project = Path(args.project)
+    try:
+        output = Path(args.output) if args.output else default_output(project)
+        build(project, output, args.function, args.quiet)
+    except BuildError as error:
+        print(f"weir build: {error}", file=sys.stderr)
+        return 1
+    return 0
