@@ -36,6 +36,7 @@ mod kafka_support;
 mod minute_revenue;
 mod parallel;
 mod polyglot;
+mod projects;
 mod restarts;
 mod revenue;
 mod s3;

@@ -175,6 +175,30 @@ def _copy_sources(src: Path, dest: Path) -> None:
                 shutil.copytree(entry, dest / entry.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
 
 
+LANGUAGE_SECTION = "weir:language"
+
+
+def _leb128(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value == 0:
+            out.append(byte)
+            return bytes(out)
+        out.append(byte | 0x80)
+
+
+def tag_language(component: Path, language: str) -> None:
+    """Append the ``weir:language`` custom section naming ``language`` to
+    ``component``, so the host gives it an interpreter's default limits
+    (see docs/isolation.md)."""
+    name = LANGUAGE_SECTION.encode()
+    body = _leb128(len(name)) + name + language.encode()
+    with open(component, "ab") as file:
+        file.write(b"\x00" + _leb128(len(body)) + body)
+
+
 def build(project: Path, output: Path, spec: Optional[str] = None, quiet: bool = False) -> None:
     """Build the function of ``project`` to the component ``output``."""
     project = project.resolve()
@@ -209,6 +233,7 @@ def build(project: Path, output: Path, spec: Optional[str] = None, quiet: bool =
             raise BuildError(
                 f"componentize-py failed ({result.returncode}):\n{result.stdout}{result.stderr}".rstrip()
             )
+    tag_language(output, "python")
     elapsed = time.monotonic() - started
     if not quiet:
         size = output.stat().st_size
