@@ -1,0 +1,292 @@
+// Events, event lists over packed batches, text helpers.
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** UTF-8 bytes of `text` (bytes are returned as they are). */
+export function bytes(text) {
+  return typeof text === 'string' ? encoder.encode(text) : text;
+}
+
+/** `bytes` decoded as UTF-8. */
+export function text(bytes) {
+  return typeof bytes === 'string' ? bytes : decoder.decode(bytes);
+}
+
+/** One record flowing through a pipeline. */
+export class Event {
+  /**
+   * @param value payload (a string is encoded as UTF-8)
+   * @param timestamp event time, ms since the epoch
+   * @param options source `key` and `headers`
+   */
+  constructor(value, timestamp = 0, options = undefined) {
+    this.value = bytes(value);
+    this.timestamp = timestamp;
+    this.key = options && options.key !== undefined ? bytes(options.key) : undefined;
+    this.headers = options && options.headers ? options.headers.map(([n, v]) => [n, bytes(v)]) : [];
+  }
+
+  /** An event whose value is `value` serialized with `toJson`. */
+  static fromJson(value, timestamp = 0, options = undefined) {
+    return new Event(toJson(value), timestamp, options);
+  }
+
+  /** The value decoded as UTF-8. */
+  text() {
+    return decoder.decode(this.value);
+  }
+
+  /** The value parsed as JSON. */
+  json() {
+    return JSON.parse(decoder.decode(this.value));
+  }
+
+  /** The first header called `name`, if any. */
+  header(name) {
+    for (const [n, v] of this.headers) if (n === name) return v;
+    return undefined;
+  }
+}
+
+/**
+ * The events of one key (or window, or call), a view over the packed batch
+ * the host sent: `at(i)` and iteration build `Event`s on demand; the raw
+ * accessors (`data`, `start`, `end`, `timestampOf`) read the packed bytes
+ * without creating any object, for hot paths.
+ */
+export class EventList {
+  constructor(packed, from, to) {
+    this.packed = packed;
+    this.from = from;
+    this.length = to - from;
+    this._view = null;
+  }
+
+  /** Event `i` of the list (0-based). */
+  at(i) {
+    if (i < 0) i += this.length;
+    if (i < 0 || i >= this.length) return undefined;
+    return this.packed.event(this.from + i);
+  }
+
+  *[Symbol.iterator]() {
+    for (let i = 0; i < this.length; i++) yield this.packed.event(this.from + i);
+  }
+
+  /** The events as an array. */
+  toArray() {
+    return Array.from(this);
+  }
+
+  /** Call `f` on every event. */
+  forEach(f) {
+    for (let i = 0; i < this.length; i++) f(this.packed.event(this.from + i), i);
+  }
+
+  /** `f` of every event, as an array. */
+  map(f) {
+    const out = new Array(this.length);
+    for (let i = 0; i < this.length; i++) out[i] = f(this.packed.event(this.from + i), i);
+    return out;
+  }
+
+  /** All values of the batch, back to back (raw access). */
+  get bytes() {
+    return this.packed.values;
+  }
+
+  /** A DataView over `bytes` (raw access). */
+  get data() {
+    return this.packed.dataView();
+  }
+
+  /** Offset in `bytes` where event `i`'s value starts. */
+  start(i) {
+    const j = this.from + i;
+    return j === 0 ? 0 : this.packed.valueEnds[j - 1];
+  }
+
+  /** Offset in `bytes` where event `i`'s value ends. */
+  end(i) {
+    return this.packed.valueEnds[this.from + i];
+  }
+
+  /** Event `i`'s timestamp as the host sent it (a BigInt; raw access). */
+  timestampOf(i) {
+    return this.packed.timestamps[this.from + i];
+  }
+}
+
+/** An event batch as the host packs it (WIT `event-batch`). */
+export class PackedEvents {
+  constructor(batch) {
+    this.values = batch.values;
+    this.valueEnds = batch.valueEnds;
+    this.timestamps = batch.timestamps;
+    this.keyed = batch.keyed;
+    this.keys = batch.keys;
+    this.keyEnds = batch.keyEnds;
+    this.headers = batch.headers;
+    this._view = null;
+    this._keyOf = null;
+    this._headersOf = null;
+  }
+
+  get length() {
+    return this.valueEnds.length;
+  }
+
+  dataView() {
+    const v = this.values;
+    return this._view || (this._view = new DataView(v.buffer, v.byteOffset, v.byteLength));
+  }
+
+  list(from = 0, to = this.valueEnds.length) {
+    return new EventList(this, from, to);
+  }
+
+  event(i) {
+    const start = i === 0 ? 0 : this.valueEnds[i - 1];
+    const e = new Event(this.values.subarray(start, this.valueEnds[i]), Number(this.timestamps[i]));
+    if (this.keyed.length > 0) {
+      if (!this._keyOf) {
+        this._keyOf = new Map();
+        for (let k = 0; k < this.keyed.length; k++) {
+          const s = k === 0 ? 0 : this.keyEnds[k - 1];
+          this._keyOf.set(this.keyed[k], this.keys.subarray(s, this.keyEnds[k]));
+        }
+      }
+      e.key = this._keyOf.get(i);
+    }
+    if (this.headers.length > 0) {
+      if (!this._headersOf) {
+        this._headersOf = new Map();
+        for (const [at, name, value] of this.headers) {
+          let list = this._headersOf.get(at);
+          if (!list) this._headersOf.set(at, (list = []));
+          list.push([name, value]);
+        }
+      }
+      e.headers = this._headersOf.get(i) || [];
+    }
+    return e;
+  }
+}
+
+/** Packs events (outputs, or test inputs) into a WIT `event-batch`. */
+export class EventPacker {
+  constructor(capacity = 256) {
+    this.buf = new Uint8Array(capacity);
+    this.view = new DataView(this.buf.buffer);
+    this.size = 0;
+    this.ends = [];
+    this.timestamps = [];
+    this.keyed = [];
+    this.keyBytes = [];
+    this.headers = [];
+  }
+
+  get length() {
+    return this.ends.length;
+  }
+
+  /** Make room for `n` more bytes. */
+  grow(n) {
+    const need = this.size + n;
+    if (need <= this.buf.length) return;
+    let cap = this.buf.length * 2;
+    while (cap < need) cap *= 2;
+    const buf = new Uint8Array(cap);
+    buf.set(this.buf.subarray(0, this.size));
+    this.buf = buf;
+    this.view = new DataView(buf.buffer);
+  }
+
+  /** Append an output of `n` bytes at `timestamp`; its offset in `buf`. */
+  reserve(n, timestamp) {
+    this.grow(n);
+    const at = this.size;
+    this.size += n;
+    this.ends.push(this.size);
+    this.timestamps.push(typeof timestamp === 'bigint' ? timestamp : BigInt(timestamp));
+    return at;
+  }
+
+  /** Append a value (bytes or string) at `timestamp`. */
+  push(value, timestamp) {
+    const b = bytes(value);
+    const at = this.reserve(b.length, timestamp);
+    this.buf.set(b, at);
+  }
+
+  /** Append an event (with its source key and headers). */
+  pushEvent(e) {
+    const i = this.ends.length;
+    this.push(e.value, e.timestamp);
+    if (e.key !== undefined && e.key !== null) {
+      this.keyed.push(i);
+      this.keyBytes.push(bytes(e.key));
+    }
+    if (e.headers) for (const [name, value] of e.headers) this.headers.push([i, name, bytes(value)]);
+  }
+
+  /** The packed batch; the packer is empty afterwards. */
+  finish() {
+    let keySize = 0;
+    for (const k of this.keyBytes) keySize += k.length;
+    const keys = new Uint8Array(keySize);
+    const keyEnds = new Uint32Array(this.keyBytes.length);
+    let at = 0;
+    this.keyBytes.forEach((k, i) => {
+      keys.set(k, at);
+      at += k.length;
+      keyEnds[i] = at;
+    });
+    const out = {
+      values: this.buf.slice(0, this.size),
+      valueEnds: Uint32Array.from(this.ends),
+      timestamps: BigInt64Array.from(this.timestamps),
+      keyed: Uint32Array.from(this.keyed),
+      keys,
+      keyEnds,
+      headers: this.headers,
+    };
+    this.size = 0;
+    this.ends = [];
+    this.timestamps = [];
+    this.keyed = [];
+    this.keyBytes = [];
+    this.headers = [];
+    return out;
+  }
+}
+
+/** Pack byte strings as a WIT `packed-keys`. */
+export function packKeys(list) {
+  let size = 0;
+  for (const k of list) size += k.length;
+  const out = new Uint8Array(size);
+  const ends = new Uint32Array(list.length);
+  let at = 0;
+  for (let i = 0; i < list.length; i++) {
+    out.set(list[i], at);
+    at += list[i].length;
+    ends[i] = at;
+  }
+  return { bytes: out, ends };
+}
+
+/** The byte strings of a WIT `packed-keys` (subarrays, no copy). */
+export function unpackKeys(packed) {
+  const out = new Array(packed.ends.length);
+  let s = 0;
+  for (let i = 0; i < out.length; i++) {
+    out[i] = packed.bytes.subarray(s, packed.ends[i]);
+    s = packed.ends[i];
+  }
+  return out;
+}
+
+// Imported last: toJson lives with Cents (it writes Cents as raw numbers).
+import { toJson } from './money.js';
