@@ -55,7 +55,11 @@ export function extractKeys(fn, events) {
     const n = packed.length;
     const list = packed.list();
     const keys = new Array(n);
-    for (let i = 0; i < n; i++) keys[i] = keyBytes(fn.key(list.at(i)));
+    if (typeof fn.keyAt === 'function') {
+      for (let i = 0; i < n; i++) keys[i] = keyBytes(fn.keyAt(list, i));
+    } else {
+      for (let i = 0; i < n; i++) keys[i] = keyBytes(fn.key(list.at(i)));
+    }
     return packKeys(keys);
   } catch (e) {
     throw fail(e);
