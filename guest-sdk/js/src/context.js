@@ -42,6 +42,14 @@ export class Context {
     return this.out.reserve(length, timestamp);
   }
 
+  /**
+   * Reserve an output of `length` bytes at the timestamp of event `i` of
+   * `events` (copied without converting it); its offset in `outputView`.
+   */
+  reserveAt(length, events, i) {
+    return this.out.reserveAt(length, events.packed, events.from + i);
+  }
+
   /** A DataView over the output buffer (see `reserve`). */
   get outputView() {
     return this.out.view;

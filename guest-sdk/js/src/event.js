@@ -112,6 +112,11 @@ export class EventList {
     return this.packed.valueEnds[this.from + i];
   }
 
+  /** The index of the first event in the packed batch (raw access). */
+  get first() {
+    return this.from;
+  }
+
   /** Event `i`'s timestamp as the host sent it (a BigInt; raw access). */
   timestampOf(i) {
     return this.packed.timestamps[this.from + i];
@@ -131,6 +136,7 @@ export class PackedEvents {
     this._view = null;
     this._keyOf = null;
     this._headersOf = null;
+    this._words = null;
   }
 
   get length() {
@@ -140,6 +146,18 @@ export class PackedEvents {
   dataView() {
     const v = this.values;
     return this._view || (this._view = new DataView(v.buffer, v.byteOffset, v.byteLength));
+  }
+
+  /** The timestamps as (low, high) 32-bit words. */
+  stampWords() {
+    const t = this.timestamps;
+    if (!this._words) {
+      this._words =
+        t.byteOffset % 4 === 0
+          ? new Int32Array(t.buffer, t.byteOffset, t.length * 2)
+          : new Int32Array(new BigInt64Array(t).buffer);
+    }
+    return this._words;
   }
 
   list(from = 0, to = this.valueEnds.length) {
@@ -174,21 +192,21 @@ export class PackedEvents {
   }
 }
 
+const TWO_32 = 4294967296;
+
 /** Packs events (outputs, or test inputs) into a WIT `event-batch`. */
 export class EventPacker {
   constructor(capacity = 256) {
     this.buf = new Uint8Array(capacity);
     this.view = new DataView(this.buf.buffer);
     this.size = 0;
-    this.ends = [];
-    this.timestamps = [];
+    this.length = 0;
+    this.ends = new Uint32Array(64);
+    // Timestamps as (low, high) 32-bit words: no BigInt per output.
+    this.stamps = new Int32Array(128);
     this.keyed = [];
     this.keyBytes = [];
     this.headers = [];
-  }
-
-  get length() {
-    return this.ends.length;
   }
 
   /** Make room for `n` more bytes. */
@@ -203,14 +221,46 @@ export class EventPacker {
     this.view = new DataView(buf.buffer);
   }
 
+  /** Append an output of `n` bytes, timestamp not set yet; its index. */
+  _append(n) {
+    if (this.size + n > this.buf.length) this.grow(n);
+    const i = this.length;
+    if (i === this.ends.length) {
+      const ends = new Uint32Array(i * 2);
+      ends.set(this.ends);
+      this.ends = ends;
+      const stamps = new Int32Array(i * 4);
+      stamps.set(this.stamps);
+      this.stamps = stamps;
+    }
+    this.size += n;
+    this.ends[i] = this.size;
+    this.length = i + 1;
+    return i;
+  }
+
   /** Append an output of `n` bytes at `timestamp`; its offset in `buf`. */
   reserve(n, timestamp) {
-    this.grow(n);
-    const at = this.size;
-    this.size += n;
-    this.ends.push(this.size);
-    this.timestamps.push(typeof timestamp === 'bigint' ? timestamp : BigInt(timestamp));
-    return at;
+    const i = this._append(n);
+    if (typeof timestamp === 'number') {
+      const hi = Math.floor(timestamp / TWO_32);
+      this.stamps[2 * i] = timestamp - hi * TWO_32;
+      this.stamps[2 * i + 1] = hi;
+    } else {
+      const t = BigInt.asIntN(64, BigInt(timestamp));
+      this.stamps[2 * i] = Number(BigInt.asIntN(32, t));
+      this.stamps[2 * i + 1] = Number(t >> 32n);
+    }
+    return this.size - n;
+  }
+
+  /** Append an output of `n` bytes at the timestamp of input `j` of `packed`; its offset. */
+  reserveAt(n, packed, j) {
+    const i = this._append(n);
+    const words = packed.stampWords();
+    this.stamps[2 * i] = words[2 * j];
+    this.stamps[2 * i + 1] = words[2 * j + 1];
+    return this.size - n;
   }
 
   /** Append a value (bytes or string) at `timestamp`. */
@@ -222,7 +272,7 @@ export class EventPacker {
 
   /** Append an event (with its source key and headers). */
   pushEvent(e) {
-    const i = this.ends.length;
+    const i = this.length;
     this.push(e.value, e.timestamp);
     if (e.key !== undefined && e.key !== null) {
       this.keyed.push(i);
@@ -243,18 +293,18 @@ export class EventPacker {
       at += k.length;
       keyEnds[i] = at;
     });
+    const n = this.length;
     const out = {
       values: this.buf.slice(0, this.size),
-      valueEnds: Uint32Array.from(this.ends),
-      timestamps: BigInt64Array.from(this.timestamps),
+      valueEnds: this.ends.slice(0, n),
+      timestamps: new BigInt64Array(this.stamps.slice(0, 2 * n).buffer),
       keyed: Uint32Array.from(this.keyed),
       keys,
       keyEnds,
       headers: this.headers,
     };
     this.size = 0;
-    this.ends = [];
-    this.timestamps = [];
+    this.length = 0;
     this.keyed = [];
     this.keyBytes = [];
     this.headers = [];

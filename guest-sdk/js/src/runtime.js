@@ -44,8 +44,9 @@ const ctx = new Context();
 function keyBytes(k) {
   if (typeof k === 'string') return bytes(k);
   if (k instanceof Uint8Array) return k;
+  if (ArrayBuffer.isView(k)) return new Uint8Array(k.buffer, k.byteOffset, k.byteLength);
   if (typeof k === 'number' || typeof k === 'bigint') return bytes(String(k));
-  throw new Error(`a key function returns a string or a Uint8Array, not ${k === null ? 'null' : typeof k}`);
+  throw new Error(`a key function returns a string or a Uint8Array, not ${k === null ? 'null' : k && k.constructor ? k.constructor.name : typeof k}`);
 }
 
 /** `key-fn.extract-keys`: one key per event. */
