@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// weir-build PROJECT_DIR -o OUT.wasm [--aot] [--keep]
+// weir-build PROJECT_DIR -o OUT.wasm [--keep]
 //
 // Bundles the function module named by PROJECT_DIR/package.json
 // ("weir": { "function": "src/<name>.ts" }) with @weir/sdk into one ES
@@ -9,13 +9,12 @@
 
 import { buildFunction, BuildError } from '../src/build.js';
 
-const USAGE = 'usage: weir-build PROJECT_DIR -o OUT.wasm [--aot] [--keep]';
+const USAGE = 'usage: weir-build PROJECT_DIR -o OUT.wasm [--keep]';
 const args = process.argv.slice(2);
-let project, out, aot, keep;
+let project, out, keep;
 for (let i = 0; i < args.length; i++) {
   const a = args[i];
   if (a === '-o' || a === '--out') out = args[++i];
-  else if (a === '--aot') aot = true;
   else if (a === '--keep') keep = true;
   else if (a === '-h' || a === '--help') {
     console.log(USAGE);
@@ -34,7 +33,7 @@ if (project === undefined || out === undefined) {
   process.exit(2);
 }
 try {
-  await buildFunction(project, out, { aot, keep });
+  await buildFunction(project, out, { keep });
 } catch (e) {
   if (e instanceof BuildError || (e && e.errors)) {
     console.error(`weir-build: ${e.message}`);

@@ -8,9 +8,8 @@
 
 import { build } from 'esbuild';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { basename, join, relative, resolve, sep } from 'node:path';
+import { mkdirSync, rmSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { sdkPlugin, testFiles } from '../src/build.js';
 
 const dirs = process.argv.slice(2);
@@ -19,13 +18,17 @@ if (files.length === 0) {
   console.error('weir-test: no *.test.{ts,mts,js,mjs} files found');
   process.exit(1);
 }
-const work = mkdtempSync(join(tmpdir(), 'weir-test-'));
+// Each bundle is written next to its test (in a directory removed at the
+// end), so the packages it imports resolve from the project's node_modules.
+const works = new Set();
 let status = 1;
 try {
   const outs = [];
   for (const file of files) {
-    const name = relative(process.cwd(), file).split(sep).filter((p) => p !== '..').join('_').replace(/\.(ts|mts|js|mjs)$/, '.mjs');
-    const outfile = join(work, name || basename(file));
+    const work = join(dirname(file), `.weir-test-${process.pid}`);
+    mkdirSync(work, { recursive: true });
+    works.add(work);
+    const outfile = join(work, basename(file).replace(/\.(ts|mts|js|mjs)$/, '.mjs'));
     await build({
       entryPoints: [file],
       bundle: true,
@@ -43,6 +46,6 @@ try {
   const run = spawnSync(process.execPath, ['--enable-source-maps', '--test', ...outs], { stdio: 'inherit' });
   status = run.status ?? 1;
 } finally {
-  rmSync(work, { recursive: true, force: true });
+  for (const work of works) rmSync(work, { recursive: true, force: true });
 }
 process.exit(status);

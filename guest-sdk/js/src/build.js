@@ -6,8 +6,15 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-/** The SDK's directory (guest-sdk/js, or node_modules/@weir/sdk). */
-export const SDK_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+/** The SDK's directory (guest-sdk/js, or node_modules/@weir/sdk): the nearest one up with its package.json. */
+export const SDK_DIR = (() => {
+  const here = dirname(fileURLToPath(import.meta.url));
+  for (let dir = here; ; dir = dirname(dir)) {
+    const pkg = join(dir, 'package.json');
+    if (existsSync(pkg) && JSON.parse(readFileSync(pkg, 'utf8')).name === '@weir/sdk') return dir;
+    if (dirname(dir) === dir) return resolve(here, '..');
+  }
+})();
 
 /** An esbuild plugin resolving `@weir/sdk` (and `/testing`) to this SDK, with or without node_modules. */
 export const sdkPlugin = {
@@ -37,9 +44,11 @@ export function functionModule(projectDir) {
 const ROLE_EXPORTS = { key: 'key-fn', process: 'process-fn', aggregate: 'aggregate-fn', transform: 'transform-fn' };
 const ROLE_OBJECTS = { key: 'keyFn', process: 'processFn', aggregate: 'aggregateFn', transform: 'transformFn' };
 
+let probes = 0;
+
 /** The roles of the module's default export, found by loading it natively. */
 export async function rolesOfModule(path, work) {
-  const probe = join(work, 'probe.mjs');
+  const probe = join(work, `probe-${++probes}.mjs`); // a new URL: import() caches by URL
   await esbuild({
     entryPoints: [path],
     bundle: true,
@@ -80,14 +89,13 @@ function worldText(roles) {
 
 /**
  * Build the function project `projectDir` into the component `out`.
- * Options: `aot` (weval ahead-of-time compilation), `keep` (keep the
- * temporary directory), `log` (a line printer).
+ * Options: `keep` (keep the temporary directory), `log` (a line printer).
  */
 export async function buildFunction(projectDir, out, options = {}) {
   const log = options.log || ((line) => console.log(line));
   const started = Date.now();
   projectDir = resolve(projectDir);
-  const { path, rel, pkg } = functionModule(projectDir);
+  const { path, rel } = functionModule(projectDir);
   const work = mkdtempSync(join(tmpdir(), 'weir-build-'));
   try {
     const roles = await rolesOfModule(path, work);
@@ -124,13 +132,11 @@ export async function buildFunction(projectDir, out, options = {}) {
     const wit = readFileSync(join(SDK_DIR, 'wit', 'weir.wit'), 'utf8');
     writeFileSync(join(witDir, 'weir.wit'), wit + worldText(roles));
     const { componentize } = await import('@bytecodealliance/componentize-js');
-    const aot = options.aot ?? Boolean(pkg.weir && pkg.weir.aot);
     const { component } = await componentize({
       sourcePath: bundle,
       witPath: witDir,
       worldName: 'weir-js-app',
       disableFeatures: ['stdio', 'random', 'clocks', 'http', 'fetch-event'],
-      enableAot: aot,
     });
     const outPath = resolve(out);
     mkdirSync(dirname(outPath), { recursive: true });
@@ -138,7 +144,7 @@ export async function buildFunction(projectDir, out, options = {}) {
     const mb = (component.length / 1e6).toFixed(1);
     const secs = ((Date.now() - started) / 1000).toFixed(1);
     log(
-      `weir-build: ${relative(process.cwd(), outPath) || outPath} (${mb} MB${aot ? ', AOT' : ''}) from ${rel}: ` +
+      `weir-build: ${relative(process.cwd(), outPath) || outPath} (${mb} MB) from ${rel}: ` +
         `exports ${roles.map((r) => ROLE_EXPORTS[r]).join(', ')} (${secs} s)`,
     );
     return { out: outPath, roles, bytes: component.length };
