@@ -60,7 +60,8 @@ export class EventList {
     this.packed = packed;
     this.from = from;
     this.length = to - from;
-    this._view = null;
+    /** All values of the batch, back to back (raw access). */
+    this.bytes = packed.values;
   }
 
   /** Event `i` of the list (0-based). */
@@ -89,11 +90,6 @@ export class EventList {
     const out = new Array(this.length);
     for (let i = 0; i < this.length; i++) out[i] = f(this.packed.event(this.from + i), i);
     return out;
-  }
-
-  /** All values of the batch, back to back (raw access). */
-  get bytes() {
-    return this.packed.values;
   }
 
   /** A DataView over `bytes` (raw access). */
@@ -309,6 +305,54 @@ export class EventPacker {
     this.keyBytes = [];
     this.headers = [];
     return out;
+  }
+}
+
+/**
+ * Where `keysInto` writes keys: one per event, in order, packed as they
+ * come (a WIT `packed-keys`).
+ */
+export class KeyWriter {
+  constructor(capacity = 1024) {
+    /** The key buffer (replaced when it grows: read it after `reserve`). */
+    this.bytes = new Uint8Array(capacity);
+    this.size = 0;
+    this.length = 0;
+    this.ends = new Uint32Array(256);
+  }
+
+  /** Append a key of `n` bytes; its offset in `bytes`, where the caller writes it. */
+  reserve(n) {
+    const need = this.size + n;
+    if (need > this.bytes.length) {
+      let cap = this.bytes.length * 2;
+      while (cap < need) cap *= 2;
+      const b = new Uint8Array(cap);
+      b.set(this.bytes.subarray(0, this.size));
+      this.bytes = b;
+    }
+    const i = this.length;
+    if (i === this.ends.length) {
+      const ends = new Uint32Array(i * 2);
+      ends.set(this.ends);
+      this.ends = ends;
+    }
+    const at = this.size;
+    this.size = need;
+    this.ends[i] = need;
+    this.length = i + 1;
+    return at;
+  }
+
+  /** Append a key: text (UTF-8) or bytes. */
+  push(key) {
+    const b = typeof key === 'string' ? encoder.encode(key) : key;
+    this.bytes.set(b, this.reserve(b.length));
+  }
+
+  /** The packed keys. */
+  finish() {
+    return { bytes: this.bytes.slice(0, this.size), ends: this.ends.slice(0, this.length) };
   }
 }
 

@@ -285,10 +285,31 @@ export interface Emitter {
 /** What a key function returns: text (UTF-8) or bytes. */
 export type Key = string | Uint8Array;
 
+/**
+ * Where {@link KeyFunction.keysInto} writes keys: one per event, in
+ * order, packed as they come.
+ */
+export class KeyWriter {
+  /** Keys written so far. */
+  readonly length: number;
+  /** The key buffer (replaced when it grows: read it after `reserve`). */
+  readonly bytes: Uint8Array;
+  /** Append a key of `n` bytes; its offset in {@link bytes}, where the caller writes it. */
+  reserve(n: number): number;
+  /** Append a key: text (UTF-8) or bytes. */
+  push(key: Key): void;
+}
+
 /** Computes the key a keyed pipeline partitions events by. */
 export interface KeyFunction {
   /** The key of `event`. */
   key(event: Event): Key;
+  /**
+   * Optional fast form of {@link key} for hot paths: write the key of
+   * every event of `events`, in order, to `out` (with the raw accessors,
+   * no object per event). The SDK calls it instead of `key` when present.
+   */
+  keysInto?(events: EventList, out: KeyWriter): void;
 }
 
 /** Processes the events of one key with that key's state and timers. */

@@ -2,7 +2,7 @@
 // exports (or the test harness) and the user's class. Internal.
 
 import { host, batch, beginBatch, endBatch, selected } from './scope.js';
-import { PackedEvents, EventPacker, Event, bytes, packKeys, unpackKeys } from './event.js';
+import { PackedEvents, EventPacker, Event, KeyWriter, bytes, unpackKeys } from './event.js';
 import { Context } from './context.js';
 import { Codec } from './state.js';
 
@@ -54,21 +54,21 @@ export function extractKeys(fn, events) {
   try {
     const packed = new PackedEvents(events);
     const n = packed.length;
-    const list = packed.list();
-    const keys = new Array(n);
-    if (typeof fn.keyAt === 'function') {
-      for (let i = 0; i < n; i++) keys[i] = keyBytes(fn.keyAt(list, i));
+    const out = new KeyWriter(n * 8 + 16);
+    if (typeof fn.keysInto === 'function') {
+      fn.keysInto(packed.list(), out);
+      if (out.length !== n) throw new Error(`keysInto wrote ${out.length} keys for ${n} events`);
     } else {
-      for (let i = 0; i < n; i++) keys[i] = keyBytes(fn.key(list.at(i)));
+      for (let i = 0; i < n; i++) out.push(keyBytes(fn.key(packed.event(i))));
     }
-    return packKeys(keys);
+    return out.finish();
   } catch (e) {
     throw fail(e);
   }
 }
 
 /** Run `handle(key, events, ctx)` per key of a `keyed-batch`. */
-function runKeyed(b, handle) {
+function runKeyed(b, fn, method) {
   const keys = unpackKeys(b.keys);
   beginBatch(b.prefetched, keys.length);
   if (host.batchKeys) host.batchKeys(keys);
@@ -79,7 +79,7 @@ function runKeyed(b, handle) {
     for (let k = 0; k < keys.length; k++) {
       const to = b.eventEnds[k];
       batch.current = k;
-      handle(keys[k], packed.list(from, to), ctx);
+      fn[method](keys[k], packed.list(from, to), ctx);
       from = to;
     }
     ctx.flush();
@@ -103,7 +103,7 @@ function runKeyed(b, handle) {
 
 /** `process-fn.process`. */
 export function process(fn, b) {
-  runKeyed(b, (key, events, c) => fn.process(key, events, c));
+  runKeyed(b, fn, 'process');
 }
 
 /** `process-fn.on-timers`: fired timers per key. */
