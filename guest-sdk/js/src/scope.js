@@ -30,11 +30,24 @@ export const batch = {
   prefetched: null,
   /** Per prefetched cell, the index of its latest write (-1: none). */
   latest: [],
-  /** Writes: [state, key] cells, presence, values. */
+  /** Writes: [state, key] cells, presence, and the values back to back in `buf`. */
   cells: [],
   present: [],
-  values: [],
+  buf: new Uint8Array(4096),
+  size: 0,
+  ends: [],
 };
+
+/** Make room for `n` more bytes of written values. */
+export function growWrites(n) {
+  const need = batch.size + n;
+  if (need <= batch.buf.length) return;
+  let cap = batch.buf.length * 2;
+  while (cap < need) cap *= 2;
+  const buf = new Uint8Array(cap);
+  buf.set(batch.buf.subarray(0, batch.size));
+  batch.buf = buf;
+}
 
 /** A call begins; `prefetched` holds the host's read-ahead values. */
 export function beginBatch(prefetched, keys) {
@@ -47,7 +60,8 @@ export function beginBatch(prefetched, keys) {
   batch.prefetched = prefetched;
   batch.cells = [];
   batch.present = [];
-  batch.values = [];
+  batch.size = 0;
+  batch.ends = [];
 }
 
 /** The call ends: send the buffered value writes (one host call). */
@@ -57,20 +71,13 @@ export function endBatch() {
   batch.current = -1;
   batch.selected = -1;
   if (batch.cells.length === 0) return;
-  const { cells, present, values } = batch;
+  const { cells, present } = batch;
+  const bytes = batch.buf.slice(0, batch.size);
+  const ends = Uint32Array.from(batch.ends);
   batch.cells = [];
   batch.present = [];
-  batch.values = [];
-  let size = 0;
-  for (const v of values) size += v.length;
-  const bytes = new Uint8Array(size);
-  const ends = new Uint32Array(values.length);
-  let at = 0;
-  for (let i = 0; i < values.length; i++) {
-    bytes.set(values[i], at);
-    at += values[i].length;
-    ends[i] = at;
-  }
+  batch.size = 0;
+  batch.ends = [];
   host.writeValues(cells, { states: prefetched ? prefetched.states : [], present, values: bytes, ends });
 }
 

@@ -1,6 +1,6 @@
 // Typed keyed state: value, map and list state with a codec and a TTL.
 
-import { host, batch, selected, cellValue, UNWRITTEN } from './scope.js';
+import { host, batch, selected, growWrites, UNWRITTEN } from './scope.js';
 import { toJson } from './money.js';
 
 const encoder = new TextEncoder();
@@ -106,54 +106,113 @@ export class ValueState extends Handle {
     return this._slot < 0 ? -1 : this._slot * batch.keys + batch.current;
   }
 
-  /** The current key's bytes, or null. */
-  _get() {
+  /** The current key's value, or `undefined` when none is set. */
+  get() {
     const cell = this._cell();
     if (cell >= 0) {
       const w = batch.latest[cell];
-      if (w === UNWRITTEN) return cellValue(batch.prefetched, cell);
-      return batch.present[w] ? batch.values[w] : null;
+      let bytes, start, end;
+      if (w === UNWRITTEN) {
+        const p = batch.prefetched;
+        if (!p.present[cell]) return undefined;
+        bytes = p.values;
+        start = cell === 0 ? 0 : p.ends[cell - 1];
+        end = p.ends[cell];
+      } else {
+        if (!batch.present[w]) return undefined;
+        bytes = batch.buf;
+        start = w === 0 ? 0 : batch.ends[w - 1];
+        end = batch.ends[w];
+      }
+      if (this.codec === Codec.json) {
+        const n = jsonInteger(bytes, start, end);
+        if (n !== undefined) return n;
+      }
+      return this.codec.decode(bytes.subarray(start, end));
     }
     const raw = this.raw;
     selected();
     const v = raw.get();
-    return v === undefined ? null : v;
-  }
-
-  /** The current key's value, or `undefined` when none is set. */
-  get() {
-    const b = this._get();
-    return b === null ? undefined : this.codec.decode(b);
-  }
-
-  _write(present, bytes) {
-    const cell = this._cell();
-    if (cell >= 0) {
-      batch.latest[cell] = batch.cells.length;
-      batch.cells.push([this._slot, batch.current]);
-      batch.present.push(present);
-      batch.values.push(bytes);
-      return;
-    }
-    const raw = this.raw;
-    selected();
-    if (present) raw.set(bytes);
-    else raw.clear();
+    return v === undefined || v === null ? undefined : this.codec.decode(v);
   }
 
   /** Replace the current key's value. */
   set(value) {
-    this._write(true, this.codec.encode(value));
+    const cell = this._cell();
+    if (cell < 0) {
+      const raw = this.raw;
+      selected();
+      raw.set(this.codec.encode(value));
+      return;
+    }
+    if (this.codec === Codec.json && Number.isSafeInteger(value)) {
+      growWrites(17);
+      batch.size = writeInteger(batch.buf, batch.size, value);
+    } else {
+      const b = this.codec.encode(value);
+      growWrites(b.length);
+      batch.buf.set(b, batch.size);
+      batch.size += b.length;
+    }
+    this._wrote(cell, true);
+  }
+
+  /** Record a write of the current key's cell (its value already in `batch.buf`). */
+  _wrote(cell, present) {
+    batch.latest[cell] = batch.cells.length;
+    batch.cells.push([this._slot, batch.current]);
+    batch.present.push(present);
+    batch.ends.push(batch.size);
   }
 
   /** Remove the current key's value. */
   clear() {
-    this._write(false, new Uint8Array(0));
+    const cell = this._cell();
+    if (cell >= 0) return this._wrote(cell, false);
+    const raw = this.raw;
+    selected();
+    raw.clear();
   }
 }
 
-/** A map of user keys to values per key (one host call per operation). */
-export class MapState extends Handle {
+/** The JSON integer in `bytes[start, end)` (digits, optional '-', at most 15 digits), else undefined. */
+function jsonInteger(bytes, start, end) {
+  let i = start;
+  let negative = false;
+  if (i < end && bytes[i] === 45) {
+    negative = true;
+    i++;
+  }
+  if (i === end || end - i > 15) return undefined;
+  let n = 0;
+  for (; i < end; i++) {
+    const d = bytes[i] - 48;
+    if (d < 0 || d > 9) return undefined;
+    n = n * 10 + d;
+  }
+  if (end - start > 1 && bytes[negative ? start + 1 : start] === 48) return undefined; // leading zero: not JSON
+  return negative ? -n : n;
+}
+
+/** Write the safe integer `value` as JSON digits at `at` of `buf`; the end. */
+function writeInteger(buf, at, value) {
+  if (value < 0) {
+    buf[at++] = 45;
+    value = -value;
+  }
+  let digits = 1;
+  for (let v = value; v >= 10; v = Math.floor(v / 10)) digits++;
+  let i = at + digits;
+  const end = i;
+  do {
+    const q = Math.floor(value / 10);
+    buf[--i] = 48 + (value - q * 10);
+    value = q;
+  } while (value > 0);
+  return end;
+}
+
+/** A map of user keys to values per key (one host call per operation). */export class MapState extends Handle {
   /**
    * @param name the state's name (1 to 255 bytes)
    * @param opts `ttl`, `codec` for values and `keyCodec` for user keys (JSON by default)
