@@ -290,10 +290,12 @@ export class EventPacker {
       keyEnds[i] = at;
     });
     const n = this.length;
+    // Views, not copies: the host's bindings (or the test host) copy them
+    // before the packer is used again.
     const out = {
-      values: this.buf.slice(0, this.size),
-      valueEnds: this.ends.slice(0, n),
-      timestamps: new BigInt64Array(this.stamps.slice(0, 2 * n).buffer),
+      values: this.buf.subarray(0, this.size),
+      valueEnds: this.ends.subarray(0, n),
+      timestamps: new BigInt64Array(this.stamps.buffer, 0, n),
       keyed: Uint32Array.from(this.keyed),
       keys,
       keyEnds,
@@ -352,7 +354,7 @@ export class KeyWriter {
 
   /** The packed keys. */
   finish() {
-    return { bytes: this.bytes.slice(0, this.size), ends: this.ends.slice(0, this.length) };
+    return { bytes: this.bytes.subarray(0, this.size), ends: this.ends.subarray(0, this.length) };
   }
 }
 

@@ -226,7 +226,13 @@ export class NativeHost {
 
   emitBatch(b) {
     this.count('emitBatch');
-    this.outputs.push(b);
+    // A copy, as the Wasm boundary makes one: the SDK reuses its buffers.
+    this.outputs.push({
+      ...b,
+      values: b.values.slice(),
+      valueEnds: b.valueEnds.slice(),
+      timestamps: b.timestamps.slice(),
+    });
   }
 
   emitTo(name, e) {
