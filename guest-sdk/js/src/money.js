@@ -3,18 +3,38 @@
 const I64_MIN = -(2n ** 63n);
 const I64_MAX = 2n ** 63n - 1n;
 
+const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+
+function badAmount(text) {
+  return new Error(`amount ${JSON.stringify(text)} is not a decimal with at most two decimals`);
+}
+
 /**
- * An amount of money in integer cents (a BigInt, within the range of a
- * signed 64-bit integer), parsed from decimal text, never through
- * floating point, so sums do not drift.
+ * An amount of money in integer cents (within the range of a signed 64-bit
+ * integer), parsed from decimal text, never through floating point, so
+ * sums do not drift. Kept as a number while it is below 2^53 cents and
+ * as a BigInt beyond, so common amounts cost no BigInt arithmetic.
  */
 export class Cents {
   /** @param cents the amount in cents (a BigInt, or an integer number) */
-  constructor(cents = 0n) {
-    const c = typeof cents === 'bigint' ? cents : BigInt(cents);
-    if (c < I64_MIN || c > I64_MAX) throw new Error('amount overflows');
-    this.cents = c;
-    Object.freeze(this);
+  constructor(cents = 0) {
+    if (typeof cents === 'number') {
+      if (!Number.isInteger(cents)) throw new Error(`${cents} is not a whole number of cents`);
+      if (cents <= MAX_SAFE && cents >= -MAX_SAFE) {
+        this._c = cents;
+        return;
+      }
+      cents = BigInt(cents);
+    } else if (typeof cents !== 'bigint') {
+      cents = BigInt(cents);
+    }
+    if (cents < I64_MIN || cents > I64_MAX) throw new Error('amount overflows');
+    this._c = cents <= BigInt(MAX_SAFE) && cents >= -BigInt(MAX_SAFE) ? Number(cents) : cents;
+  }
+
+  /** The amount in cents, as a BigInt. */
+  get cents() {
+    return BigInt(this._c);
   }
 
   /**
@@ -26,10 +46,15 @@ export class Cents {
   static parse(text) {
     const t = String(text).trim().replace(/^"+|"+$/g, '');
     const m = /^(-?)([0-9]+)(?:\.([0-9]{0,2}))?$/.exec(t);
-    if (!m) throw new Error(`amount ${JSON.stringify(t)} is not a decimal with at most two decimals`);
-    const cents = BigInt(m[2]) * 100n + BigInt(((m[3] || '') + '00').slice(0, 2));
-    if (cents > I64_MAX) throw new Error(`amount ${JSON.stringify(t)} is not a decimal with at most two decimals`);
-    return new Cents(m[1] ? -cents : cents);
+    if (!m) throw badAmount(t);
+    const frac = m[3] === undefined || m[3].length === 0 ? 0 : m[3].length === 1 ? +m[3] * 10 : +m[3];
+    if (m[2].length <= 13) {
+      const c = +m[2] * 100 + frac;
+      return new Cents(m[1] ? -c : c);
+    }
+    const c = BigInt(m[2]) * 100n + BigInt(frac);
+    if (c > I64_MAX) throw badAmount(t);
+    return new Cents(m[1] ? -c : c);
   }
 
   /**
@@ -46,30 +71,47 @@ export class Cents {
 
   /** The sum; an error when it leaves the signed 64-bit range. */
   add(other) {
-    return new Cents(this.cents + Cents.from(other).cents);
+    const o = other instanceof Cents ? other : Cents.from(other);
+    if (typeof this._c === 'number' && typeof o._c === 'number') {
+      const sum = this._c + o._c;
+      if (sum <= MAX_SAFE && sum >= -MAX_SAFE) return new Cents(sum);
+    }
+    return new Cents(BigInt(this._c) + BigInt(o._c));
   }
 
   /** The difference; an error when it leaves the signed 64-bit range. */
   sub(other) {
-    return new Cents(this.cents - Cents.from(other).cents);
+    const o = other instanceof Cents ? other : Cents.from(other);
+    if (typeof this._c === 'number' && typeof o._c === 'number') {
+      const d = this._c - o._c;
+      if (d <= MAX_SAFE && d >= -MAX_SAFE) return new Cents(d);
+    }
+    return new Cents(BigInt(this._c) - BigInt(o._c));
   }
 
   /** Whether both amounts are the same. */
   equals(other) {
-    return other instanceof Cents && other.cents === this.cents;
+    return other instanceof Cents && BigInt(other._c) === BigInt(this._c);
   }
 
   /** The amount with two decimals, e.g. `50.00` or `-0.05`. */
   toString() {
-    const neg = this.cents < 0n;
-    const abs = neg ? -this.cents : this.cents;
+    const c = this._c;
+    if (typeof c === 'number') {
+      const abs = c < 0 ? -c : c;
+      const whole = Math.floor(abs / 100);
+      const frac = abs - whole * 100;
+      return (c < 0 ? '-' : '') + whole + (frac < 10 ? '.0' : '.') + frac;
+    }
+    const neg = c < 0n;
+    const abs = neg ? -c : c;
     const frac = String(abs % 100n);
     return `${neg ? '-' : ''}${abs / 100n}.${frac.length === 1 ? '0' + frac : frac}`;
   }
 
   /** The cents as a number (exact below 2^53). */
   toNumber() {
-    return Number(this.cents);
+    return Number(this._c);
   }
 
   /** In `JSON.stringify`: the decimal text as a string (`toJson` writes a number). */
