@@ -66,6 +66,8 @@ export class EventList implements Iterable<Event> {
   start(i: number): number;
   /** Offset in `bytes` where event `i`'s value ends. */
   end(i: number): number;
+  /** The index of the first event in the packed batch (raw access). */
+  readonly first: number;
   /** Event `i`'s timestamp as the host sent it (raw access). */
   timestampOf(i: number): bigint;
 }
@@ -251,6 +253,12 @@ export class Context {
    * For hot paths: no allocation per output. Valid until the next emit.
    */
   reserve(length: number, timestamp: number | bigint): number;
+  /**
+   * Reserve an output of `length` bytes at the timestamp of event `i` of
+   * `events` (copied as the host sent it, no conversion); its offset in
+   * {@link outputView}.
+   */
+  reserveAt(length: number, events: EventList, i: number): number;
   /** DataView over the output buffer (see {@link reserve}). */
   readonly outputView: DataView;
   /** The output buffer (see {@link reserve}). */
