@@ -274,7 +274,10 @@ export class EventPacker {
       this.keyed.push(i);
       this.keyBytes.push(bytes(e.key));
     }
-    if (e.headers) for (const [name, value] of e.headers) this.headers.push([i, name, bytes(value)]);
+    const headers = e.headers;
+    if (headers && headers.length > 0) {
+      for (let h = 0; h < headers.length; h++) this.headers.push([i, headers[h][0], bytes(headers[h][1])]);
+    }
   }
 
   /** The packed batch; the packer is empty afterwards. */

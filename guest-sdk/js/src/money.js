@@ -5,6 +5,13 @@ const I64_MAX = 2n ** 63n - 1n;
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 
+// How `toJson` finds Cents in native JSON.stringify output.
+let inToJson = false;
+const CENTS_MARK = '\u0001weir-cents:';
+const CENTS_END = '\u0001';
+const MARK_JSON = '\\u0001weir-cents:';
+const MARKED = /"\\u0001weir-cents:(-?[0-9]+\.[0-9][0-9])\\u0001"/g;
+
 function badAmount(text) {
   return new Error(`amount ${JSON.stringify(text)} is not a decimal with at most two decimals`);
 }
@@ -116,7 +123,7 @@ export class Cents {
 
   /** In `JSON.stringify`: the decimal text as a string (`toJson` writes a number). */
   toJSON() {
-    return this.toString();
+    return inToJson ? CENTS_MARK + this.toString() + CENTS_END : this.toString();
   }
 }
 
@@ -126,6 +133,25 @@ export class Cents {
  * BigInts as integer numbers. Object keys keep their insertion order.
  */
 export function toJson(value) {
+  // Fast path: the native JSON.stringify, with Cents marked and turned
+  // into bare numbers after (BigInts make it throw: then the slow path).
+  if (typeof value === 'object' && value !== null && !(value instanceof Cents)) {
+    inToJson = true;
+    let text;
+    try {
+      text = JSON.stringify(value);
+    } catch (e) {
+      text = undefined;
+    } finally {
+      inToJson = false;
+    }
+    if (text !== undefined) return text.indexOf(MARK_JSON) < 0 ? text : text.replace(MARKED, '$1');
+  }
+  return slowJson(value);
+}
+
+/** `toJson` by hand (values with BigInts). */
+function slowJson(value) {
   if (value instanceof Cents) return value.toString();
   switch (typeof value) {
     case 'bigint':
@@ -133,15 +159,15 @@ export function toJson(value) {
     case 'object': {
       if (value === null) return 'null';
       if (Array.isArray(value)) {
-        return '[' + value.map((v) => (v === undefined || typeof v === 'function' ? 'null' : toJson(v))).join(',') + ']';
+        return '[' + value.map((v) => (v === undefined || typeof v === 'function' ? 'null' : slowJson(v))).join(',') + ']';
       }
-      if (typeof value.toJSON === 'function') return toJson(value.toJSON());
+      if (typeof value.toJSON === 'function') return slowJson(value.toJSON());
       let out = '{';
       let first = true;
       for (const k of Object.keys(value)) {
         const v = value[k];
         if (v === undefined || typeof v === 'function' || typeof v === 'symbol') continue;
-        out += (first ? '' : ',') + JSON.stringify(k) + ':' + toJson(v);
+        out += (first ? '' : ',') + JSON.stringify(k) + ':' + slowJson(v);
         first = false;
       }
       return out + '}';

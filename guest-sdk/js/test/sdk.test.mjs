@@ -24,6 +24,8 @@ test('Cents parses exactly, with the Rust SDK rules', () => {
 
 test('toJson writes Cents and BigInts as numbers, compactly', () => {
   assert.equal(toJson({ a: new Cents(1550), b: 10n, c: 'x', d: [1, null], e: undefined }), '{"a":15.50,"b":10,"c":"x","d":[1,null]}');
+  assert.equal(toJson({ a: [new Cents(-5), { b: new Cents(2n ** 62n) }], s: 'x\u0001' }), '{"a":[-0.05,{"b":46116860184273879.04}],"s":"x\\u0001"}');
+  assert.equal(JSON.stringify({ a: new Cents(1) }), '{"a":"0.01"}');
   assert.equal(text(Codec.json.encode({ total: 5 })), '{"total":5}');
   assert.equal(Codec.bigint.decode(Codec.bigint.encode(2n ** 60n)), 2n ** 60n);
 });
