@@ -140,7 +140,7 @@ export async function buildFunction(projectDir, out, options = {}) {
     });
     const outPath = resolve(out);
     mkdirSync(dirname(outPath), { recursive: true });
-    writeFileSync(outPath, component);
+    writeFileSync(outPath, withLanguage(component, 'javascript'));
     const mb = (component.length / 1e6).toFixed(1);
     const secs = ((Date.now() - started) / 1000).toFixed(1);
     log(
@@ -165,4 +165,38 @@ export function testFiles(dir) {
     else if (/\.test\.(ts|mts|js|mjs)$/.test(name)) out.push(p);
   }
   return out.sort();
+}
+
+/** The custom section naming a component's language for the host. */
+const LANGUAGE_SECTION = 'weir:language';
+
+/** `value` as unsigned LEB128 bytes. */
+function leb128(value) {
+  const out = [];
+  do {
+    let byte = value & 0x7f;
+    value >>>= 7;
+    if (value !== 0) byte |= 0x80;
+    out.push(byte);
+  } while (value !== 0);
+  return out;
+}
+
+/**
+ * `component` with a top-level `weir:language` custom section naming
+ * `language`, so the host gives it an interpreter's default limits (see
+ * docs/isolation.md).
+ * @param {Uint8Array} component
+ * @param {string} language
+ * @returns {Uint8Array}
+ */
+export function withLanguage(component, language) {
+  const encoder = new TextEncoder();
+  const name = encoder.encode(LANGUAGE_SECTION);
+  const body = [...leb128(name.length), ...name, ...encoder.encode(language)];
+  const section = Uint8Array.from([0, ...leb128(body.length), ...body]);
+  const out = new Uint8Array(component.length + section.length);
+  out.set(component, 0);
+  out.set(section, component.length);
+  return out;
 }
