@@ -35,7 +35,12 @@ fn init_test_build_run(lang: &str, commands: &[&[&str]]) {
     let created = run_in(dir.path(), weir, &["init", &name, "--lang", lang]);
     assert!(created.contains("weir build"), "{created}");
     let project = dir.path().join(&name);
-    assert!(project.join(".weir/wit/weir.wit").is_file(), "the SDK's WIT is in the project");
+    let wit = match lang {
+        "python" => ".weir/guest-sdk/python/weir/wit/weir.wit",
+        "typescript" => ".weir/guest-sdk/js/wit/weir.wit",
+        _ => ".weir/wit/weir.wit",
+    };
+    assert!(project.join(wit).is_file(), "the SDK's WIT is in the project: {wit}");
     for command in commands {
         run_in(&project, command[0], &command[1..]);
     }
