@@ -42,7 +42,7 @@ fn main() {
     code.push_str("pub static SDK_FILES: &[(&str, &[u8])] = &[\n");
     let mut files = Vec::new();
     for dir in SDK_DIRS {
-        collect(&root, &root.join(dir), &mut files);
+        collect(&root.join(dir), &mut files);
         println!("cargo:rerun-if-changed={}", root.join(dir).display());
     }
     for file in SDK_FILES {
@@ -68,7 +68,7 @@ fn main() {
     let templates = manifest_dir.join("templates/init");
     println!("cargo:rerun-if-changed={}", templates.display());
     let mut files = Vec::new();
-    collect(&templates, &templates, &mut files);
+    collect(&templates, &mut files);
     for file in &files {
         entry(&mut code, &relative(&templates, file), file);
     }
@@ -90,7 +90,7 @@ fn entry(code: &mut String, name: &str, file: &Path) {
 
 /// Every file under `dir` (following symlinks, such as an SDK's link to
 /// the WIT), sorted, without [`SKIPPED`] names.
-fn collect(root: &Path, dir: &Path, files: &mut Vec<PathBuf>) {
+fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
     if !dir.exists() {
         return;
     }
@@ -105,7 +105,7 @@ fn collect(root: &Path, dir: &Path, files: &mut Vec<PathBuf>) {
             continue;
         }
         if path.is_dir() {
-            collect(root, &path, files);
+            collect(&path, files);
         } else if path.is_file() {
             files.push(path);
         }
@@ -129,11 +129,8 @@ fn resolve_manifest(manifest: &str, workspace: &str) -> String {
             continue;
         }
         if let Some(key) = trimmed.strip_suffix(".workspace = true") {
-            match package.get(key) {
-                Some(value) => {
-                    let _ = writeln!(out, "{key} = {value}");
-                }
-                None => {}
+            if let Some(value) = package.get(key) {
+                let _ = writeln!(out, "{key} = {value}");
             }
             continue;
         }

@@ -5,8 +5,9 @@
 //! flag that raises it. It never changes a spec; it only says no.
 
 use crate::pipeline::graph::Graph;
+use crate::pipeline::spec::Size;
 use crate::pipeline::PipelineSpec;
-use crate::runtime::FunctionLimits;
+use crate::runtime::{FunctionLimits, Language};
 use crate::units::format_bytes;
 
 use super::ApiError;
@@ -69,6 +70,21 @@ impl ServerLimits {
             )));
         }
         Ok(())
+    }
+
+    /// Make the defaults of the limits `spec` leaves unset no more than
+    /// this server grants: the defaults of interpreted functions (1 s,
+    /// 256 MiB) are above a server started with lower maxima, which then
+    /// apply to every function of the pipeline instead.
+    pub fn cap_defaults(&self, spec: &mut PipelineSpec) {
+        let interpreted = FunctionLimits::defaults_for(Language::Python);
+        let max = &self.functions;
+        if spec.limits.call_timeout.is_none() && max.call_timeout < interpreted.call_timeout {
+            spec.limits.call_timeout = Some(max.call_timeout);
+        }
+        if spec.limits.memory.is_none() && max.memory_bytes < interpreted.memory_bytes {
+            spec.limits.memory = Some(Size(max.memory_bytes));
+        }
     }
 
     /// Refuse a spec (as it would run: pins and parallelism applied) that
@@ -139,6 +155,31 @@ mod tests {
             "name: p\nsource: {{ type: generator, count: 10 }}\nkey: {{ function: f }}\nprocess: {{ function: f }}\nsink: {{ type: discard }}\n{extra}"
         ))
         .unwrap()
+    }
+
+    #[test]
+    fn interpreted_defaults_never_exceed_what_the_server_grants() {
+        let tight = ServerLimits {
+            functions: FunctionLimits {
+                call_timeout: std::time::Duration::from_millis(300),
+                memory_bytes: 128 << 20,
+                fuel: None,
+            },
+            ..ServerLimits::default()
+        };
+        let mut unset = spec("");
+        tight.cap_defaults(&mut unset);
+        let python = unset.limits.to_limits_for(Language::Python).unwrap();
+        assert_eq!((python.call_timeout.as_millis(), python.memory_bytes), (300, 128 << 20));
+        // What a spec sets (already checked against the maxima) stays.
+        let mut set = spec("limits: { call_timeout: 50ms, memory: 32MiB }\n");
+        tight.cap_defaults(&mut set);
+        let python = set.limits.to_limits_for(Language::Python).unwrap();
+        assert_eq!((python.call_timeout.as_millis(), python.memory_bytes), (50, 32 << 20));
+        // The default server grants more than any default.
+        let mut roomy = spec("");
+        ServerLimits::default().cap_defaults(&mut roomy);
+        assert!(roomy.limits.call_timeout.is_none() && roomy.limits.memory.is_none());
     }
 
     fn refusal(limits: &ServerLimits, extra: &str) -> String {

@@ -674,13 +674,14 @@ impl Supervisor {
     /// Kafka commit marker if `override_kafka_marker`: this run only).
     fn start(self: &Arc<Self>, entry: &mut Entry, override_kafka_marker: bool) {
         let name = entry.record.name.clone();
-        let spec = match entry.record.spec(&self.data_dir) {
+        let mut spec = match entry.record.spec(&self.data_dir) {
             Ok(spec) => spec,
             Err(error) => {
                 return self
                     .record_end(entry, Err(format!("the stored spec no longer parses: {error}")))
             }
         };
+        self.limits.cap_defaults(&mut spec);
         // Every start: a server restarted with fewer grants does not run it.
         if let Err(error) = self.grants.check_spec(&spec) {
             return self.not_granted(entry, error);
