@@ -11,7 +11,7 @@
 //! ```text
 //! binary      cli/ (main.rs: arguments → commands; not part of this library)
 //!   ─────────────────────────────────────────────────────────────────────
-//! serving     api          bench (runs `weir` processes)
+//! serving     api          bench (runs `weir` processes)   project
 //! running     pipeline
 //! parts       connectors   window   join   registry
 //! engine      runtime
@@ -25,6 +25,8 @@
 //! * `bench` — `weir bench` (cargo feature `bench`, on by default): the
 //!   standard workloads, their native twins (handed to runs as a
 //!   [`runtime::native::NativeCatalog`]) and the tables;
+//! * [`project`] — `weir init` and `weir build`: function projects in
+//!   Rust, Python and TypeScript, with the SDKs embedded in the binary;
 //! * [`pipeline`] — the spec and running a pipeline: the source task, keyed
 //!   subtasks and sink task, restore, function loading;
 //! * [`connectors`] — sources and sinks, each owning its configuration, and
