@@ -20,6 +20,20 @@ const SDK_DIRS: [&str; 5] =
 /// Single SDK files (relative to the repository root).
 const SDK_FILES: [&str; 1] = ["guest-sdk/Cargo.toml"];
 
+/// Template files that are example functions' files, so the sample a
+/// project starts with is the tested example itself:
+/// `(template path, repository path)`.
+const TEMPLATES_FROM_EXAMPLES: [(&str, &str); 8] = [
+    ("rust/src/lib.rs", "functions/revenue/src/lib.rs"),
+    ("rust/orders.jsonl", "functions/revenue/orders.jsonl"),
+    ("python/revenue.py", "functions/revenue-py/revenue.py"),
+    ("python/test_revenue.py", "functions/revenue-py/test_revenue.py"),
+    ("python/orders.jsonl", "functions/revenue/orders.jsonl"),
+    ("typescript/src/revenue.ts", "functions/revenue-js/src/revenue.ts"),
+    ("typescript/test/revenue.test.ts", "functions/revenue-js/test/revenue.test.ts"),
+    ("typescript/orders.jsonl", "functions/revenue/orders.jsonl"),
+];
+
 /// Names never embedded: build output, caches, installed packages.
 const SKIPPED: [&str; 8] = [
     "node_modules",
@@ -71,6 +85,10 @@ fn main() {
     collect(&templates, &mut files);
     for file in &files {
         entry(&mut code, &relative(&templates, file), file);
+    }
+    for (template, source) in TEMPLATES_FROM_EXAMPLES {
+        println!("cargo:rerun-if-changed={}", root.join(source).display());
+        entry(&mut code, template, &root.join(source));
     }
     code.push_str("];\n");
     std::fs::write(out.join("embedded.rs"), code).expect("cannot write embedded.rs");

@@ -1,4 +1,5 @@
-"""Per-customer running revenue: the Python twin of functions/revenue.
+"""Per-customer running revenue (in Python; Weir's example functions have the
+same in Rust and TypeScript, with byte-identical output).
 
 Input: JSON orders ``{"order_id", "customer_id", "amount", "event_time"}``.
 Key: the customer id. State: the customer's total in integer cents.

@@ -1,6 +1,6 @@
 /**
- * Per-customer running revenue: the TypeScript twin of functions/revenue
- * (byte-identical output on orders.jsonl).
+ * Per-customer running revenue (in TypeScript; Weir's example functions
+ * have the same in Rust and Python, with byte-identical output).
  *
  * Input: JSON orders `{"order_id", "customer_id", "amount", "event_time"}`.
  * Key: the customer id. State: the customer's total in integer cents.
@@ -8,7 +8,6 @@
  * `{"order_id":114,"customer_id":1,"amount":30.00,"total":50.00}`.
  *
  * Amounts are exact ({@link Cents}), never floating point.
- * Build: `node guest-sdk/js/bin/weir-build.mjs functions/revenue-js -o target/functions/revenue-js.wasm`
  */
 import { Cents, Context, Event, EventList, KeyFunction, ProcessFunction, ValueState } from '@weir/sdk';
 

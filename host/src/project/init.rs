@@ -1,9 +1,8 @@
 //! `weir init`: write a new function project from the embedded templates
 //! and SDK.
 //!
-//! Templates may say `{{name}}` (the project name, `my-function`) and
-//! `{{module}}` (it as an identifier, `my_function`); both are filled in,
-//! in file contents and in paths.
+//! Templates may say `{{name}}` (the project name, `my-function`), which
+//! is filled in, in file contents and in paths.
 
 use std::path::{Path, PathBuf};
 
@@ -27,8 +26,7 @@ pub fn init(name: &str, language: ProjectLanguage, dir: &Path) -> Result<Created
     if dir.exists() && std::fs::read_dir(dir).map_err(io(dir))?.next().is_some() {
         return Err(ProjectError::Exists(dir.to_path_buf()));
     }
-    let module = name.replace('-', "_");
-    let fill = |text: &str| text.replace("{{name}}", name).replace("{{module}}", &module);
+    let fill = |text: &str| text.replace("{{name}}", name);
     let mut files = Vec::new();
     for (path, bytes) in language.templates() {
         let path = fill(path);
