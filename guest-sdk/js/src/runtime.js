@@ -85,14 +85,24 @@ function runKeyed(b, fn, method) {
     ctx.flush();
   } catch (e) {
     error = e;
+  }
+  endKeyedCall(error);
+}
+
+/**
+ * End a keyed call: on `error`, drop its outputs and tell the host the key
+ * (so its error names it); send the buffered state writes (kept even when
+ * the call failed, as without read-ahead); throw the first failure.
+ */
+function endKeyedCall(error) {
+  if (error) {
     ctx.reset();
     try {
-      selected(); // the host names the key in its error
+      selected();
     } catch (_) {
       /* keep the first error */
     }
   }
-  // State written before an error is kept, as without read-ahead.
   try {
     endBatch();
   } catch (e) {
@@ -124,19 +134,8 @@ export function onTimers(fn, list) {
     ctx.flush();
   } catch (e) {
     error = e;
-    ctx.reset();
-    try {
-      selected();
-    } catch (_) {
-      /* keep the first error */
-    }
   }
-  try {
-    endBatch();
-  } catch (e) {
-    error = error || e;
-  }
-  if (error) throw fail(error);
+  endKeyedCall(error);
 }
 
 function codecOf(fn) {

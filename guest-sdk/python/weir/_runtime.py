@@ -14,6 +14,19 @@ from .event import Event, Events, FiredTimer, TimeDomain, Window, _Packed
 from .function import AggregateFunction, instantiate
 
 
+def _end_call(ctx: Context, failure: Optional[BaseException]) -> None:
+    """End a keyed call: send the buffered state writes (kept even when the
+    call failed, as without read-ahead), reset the context, and raise the
+    call's first failure as a ``FunctionError``."""
+    try:
+        _host.end_batch()
+    except Exception as error:  # noqa: BLE001 - reported to the host
+        failure = failure or error
+    ctx._reset()
+    if failure is not None:
+        raise FunctionError(_message(failure)) from failure
+
+
 def _message(error: BaseException) -> str:
     text = str(error)
     name = type(error).__name__
@@ -89,14 +102,7 @@ class Guest:
         except Exception as error:  # noqa: BLE001 - reported to the host
             _host.report_current_key()
             failure = error
-        # State written before an error is kept, as without read-ahead.
-        try:
-            _host.end_batch()
-        except Exception as error:  # noqa: BLE001
-            failure = failure or error
-        ctx._reset()
-        if failure is not None:
-            raise FunctionError(_message(failure)) from failure
+        _end_call(ctx, failure)
 
     def on_timers(self, batch: List[Any]) -> None:
         """``process-fn.on-timers``: per key, its fired timers in order."""
@@ -115,13 +121,7 @@ class Guest:
         except Exception as error:  # noqa: BLE001
             _host.report_current_key()
             failure = error
-        try:
-            _host.end_batch()
-        except Exception as error:  # noqa: BLE001
-            failure = failure or error
-        ctx._reset()
-        if failure is not None:
-            raise FunctionError(_message(failure)) from failure
+        _end_call(ctx, failure)
 
     # transform-fn -------------------------------------------------------
 
