@@ -106,6 +106,16 @@ impl ApiError {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "snapshot_failed", message)
     }
 
+    /// 400 `invalid_request`: a query parameter is missing or malformed.
+    pub fn invalid_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)
+    }
+
+    /// 503 `timeout`: the pipeline did not answer in time (try again).
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "timeout", message)
+    }
+
     /// 500.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)

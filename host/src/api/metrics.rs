@@ -9,6 +9,7 @@ use axum::http::header;
 use axum::response::IntoResponse;
 
 use super::{blocking, ApiError, AppState};
+use crate::pipeline::sampling::{MetricsView, TaskMetrics};
 use crate::pipeline::RunSummary;
 use crate::registry::PipelineState;
 
@@ -79,6 +80,32 @@ fn render(state: &AppState) -> String {
     );
     let mut last_size =
         Family::new("weir_last_snapshot_size_bytes", "gauge", "Size of the newest snapshot.");
+    let mut incremental = Family::new(
+        "weir_last_snapshot_incremental_bytes",
+        "gauge",
+        "Bytes the newest snapshot uploaded.",
+    );
+    let mut alignment = Family::new(
+        "weir_last_snapshot_alignment_seconds",
+        "gauge",
+        "The longest barrier alignment of any subtask in the newest snapshot.",
+    );
+    let mut failed = Family::new(
+        "weir_snapshots_failed_total",
+        "counter",
+        "Checkpoints and savepoints the current run abandoned (failed or expired).",
+    );
+    let mut restarts = Family::new(
+        "weir_pipeline_restarts_total",
+        "counter",
+        "Restarts of the pipeline after failed runs.",
+    );
+    let mut lag = Family::new(
+        "weir_watermark_lag_milliseconds",
+        "gauge",
+        "How far the pipeline's event time is behind the clock.",
+    );
+    let mut tasks = TaskFamilies::new();
     let mut functions = Family::new("weir_functions", "gauge", "Functions in the function store.");
     functions.add(String::new(), state.functions.list().map_or(0, |l| l.len()) as f64);
     for view in state.supervisor.list() {
@@ -89,7 +116,23 @@ fn render(state: &AppState) -> String {
                 u8::from(view.record.state == s),
             );
         }
+        restarts.add(format!("pipeline=\"{pipeline}\""), view.restart.restarts);
         let Some((handle, _)) = view.run else { continue };
+        if handle.listening() {
+            let live = handle.metrics.view();
+            let labels = format!("pipeline=\"{pipeline}\"");
+            failed.add(labels.clone(), live.checkpoints.failed as f64);
+            if let Some(ms) = live.checkpoints.last_alignment_ms {
+                alignment.add(labels.clone(), ms as f64 / 1000.0);
+            }
+            if let Some(bytes) = live.checkpoints.last_incremental_bytes {
+                incremental.add(labels.clone(), bytes as f64);
+            }
+            if let Some(ms) = live.watermark_lag_ms {
+                lag.add(labels, ms as f64);
+            }
+            tasks.add(&pipeline, &live);
+        }
         let summary = RunSummary::from(&handle.metrics);
         let subtasks = summary.stages.iter().flat_map(|(stage, subtasks)| {
             let stage = escape(stage);
@@ -119,18 +162,24 @@ fn render(state: &AppState) -> String {
         }
     }
     let mut text = String::new();
-    for family in [
+    let families = [
         up,
         records_in,
         records_out,
         late,
         sink,
         watermark,
+        lag,
         snapshots,
+        failed,
         last_duration,
         last_size,
+        incremental,
+        alignment,
+        restarts,
         functions,
-    ] {
+    ];
+    for family in families.into_iter().chain(tasks.into_families()) {
         let _ = writeln!(
             text,
             "# HELP {} {}\n# TYPE {} {}",
@@ -142,6 +191,58 @@ fn render(state: &AppState) -> String {
         }
     }
     text
+}
+
+/// The families every task (source, key functions, keyed subtask, sink)
+/// reports, labelled by pipeline, operator and subtask.
+struct TaskFamilies {
+    families: Vec<(Family, fn(&TaskMetrics) -> Option<f64>)>,
+}
+
+impl TaskFamilies {
+    fn new() -> Self {
+        let family = |name, kind, help, value: fn(&TaskMetrics) -> Option<f64>| {
+            (Family::new(name, kind, help), value)
+        };
+        Self {
+            families: vec![
+                family("weir_task_records_in_per_second", "gauge", "Records a task received per second, over the last second.", |t| Some(t.records_in_per_second)),
+                family("weir_task_records_out_per_second", "gauge", "Records a task emitted per second, over the last second.", |t| Some(t.records_out_per_second)),
+                family("weir_task_busy_seconds_total", "counter", "Time a task spent working (neither idle nor backpressured).", |t| Some(t.busy_seconds)),
+                family("weir_task_idle_seconds_total", "counter", "Time a task spent waiting for input.", |t| Some(t.idle_seconds)),
+                family("weir_task_backpressured_seconds_total", "counter", "Time a full channel downstream held a task up.", |t| Some(t.backpressured_seconds)),
+                family("weir_task_call_seconds_total", "counter", "Time a task spent in calls into its functions (keyed subtasks) or writing (the sink).", |t| Some(t.call_seconds)),
+                family("weir_task_busy_milliseconds_per_second", "gauge", "Milliseconds a second a task worked, over the last second (Flink's busyTimeMsPerSecond).", |t| Some(t.busy_ms_per_second)),
+                family("weir_task_backpressured_milliseconds_per_second", "gauge", "Milliseconds a second a task was held up downstream, over the last second (Flink's backPressuredTimeMsPerSecond).", |t| Some(t.backpressured_ms_per_second)),
+                family("weir_task_idle_milliseconds_per_second", "gauge", "Milliseconds a second a task waited for input, over the last second.", |t| Some(t.idle_ms_per_second)),
+                family("weir_task_batch_size_records", "gauge", "Records per batch a task received, on average over the last second.", |t| Some(t.average_batch_size)),
+                family("weir_task_watermark_milliseconds", "gauge", "A task's event time.", |t| t.watermark.map(|w| w as f64)),
+                family("weir_task_state_bytes", "gauge", "Estimated size of a keyed subtask's state (RocksDB live data and memtables).", |t| t.state_bytes.map(|b| b as f64)),
+                family("weir_task_state_cache_hit_ratio", "gauge", "Share of a keyed subtask's state reads its cache answered, over the last second.", |t| t.cache_hit_ratio),
+            ],
+        }
+    }
+
+    fn add(&mut self, pipeline: &str, view: &MetricsView) {
+        for operator in &view.operators {
+            let operator_name = escape(&operator.id);
+            for task in &operator.subtasks {
+                let labels = format!(
+                    "pipeline=\"{pipeline}\",operator=\"{operator_name}\",kind=\"{}\",subtask=\"{}\"",
+                    operator.kind, task.subtask
+                );
+                for (family, value) in &mut self.families {
+                    if let Some(value) = value(task) {
+                        family.add(labels.clone(), value);
+                    }
+                }
+            }
+        }
+    }
+
+    fn into_families(self) -> impl Iterator<Item = Family> {
+        self.families.into_iter().map(|(family, _)| family)
+    }
 }
 
 /// A label value with `\`, `"` and newlines escaped.

@@ -17,6 +17,8 @@
 //! POST   /v1/pipelines/{name}/stop           stop gracefully ({"savepoint": true} for a savepoint)
 //! POST   /v1/pipelines/{name}/upgrade        new function versions / parallelism / spec, state kept
 //! GET    /v1/pipelines/{name}/checkpoints    completed checkpoints and savepoints
+//! GET    /v1/pipelines/{name}/state          a key's state, read while it runs (?state=&key=&operator=&decode=)
+//! GET    /v1/pipelines/{name}/tail           a sample of an output as server-sent events (?output=&rate=&limit=)
 //! DELETE /v1/pipelines/{name}                stop and delete (savepoints are kept)
 //! ```
 //!
@@ -35,6 +37,7 @@ mod client;
 mod error;
 mod functions;
 pub mod guard;
+mod inspect;
 mod limits;
 mod metrics;
 mod openapi;
@@ -156,6 +159,8 @@ fn api_routes() -> (Router<Arc<AppState>>, Router<Arc<AppState>>, utoipa::openap
         .routes(routes!(pipelines::stop))
         .routes(routes!(pipelines::upgrade))
         .routes(routes!(pipelines::checkpoints))
+        .routes(routes!(inspect::state))
+        .routes(routes!(inspect::tail))
         .routes(routes!(metrics::metrics))
         .split_for_parts();
     openapi::describe_protected(&mut document);

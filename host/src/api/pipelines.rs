@@ -17,10 +17,11 @@ use super::supervisor::{PipelineView, Supervisor, Upgrade};
 use super::{blocking, ApiError, AppState, ErrorBody};
 use crate::checkpoint::{CheckpointStorage, CompletedSnapshot, SnapshotMetadata};
 use crate::pipeline::{OperatorCounts, RunSummary};
+use crate::pipeline::sampling::MetricsView;
 use crate::registry::PipelineState;
 
 /// A pipeline's status.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct PipelineStatus {
     /// The pipeline's name.
     pub name: String,
@@ -55,6 +56,11 @@ pub struct PipelineStatus {
     pub restart: RestartStatus,
     /// The spec as deployed.
     pub spec: String,
+    /// What the current run is doing: per operator and subtask, records
+    /// and rates, busy / idle / backpressured time, watermarks, state;
+    /// checkpoints; the graph. Absent when it is not running.
+    #[serde(default)]
+    pub metrics: Option<MetricsView>,
 }
 
 /// A pipeline's restarts after failed runs.
@@ -218,6 +224,7 @@ fn status(
         mut last_checkpoint,
         mut started_at,
     ) = (None, None, None, 0, None, None);
+    let mut live = None;
     if let Some((handle, started)) = &view.run {
         let metrics = &handle.metrics;
         let summary = RunSummary::from(metrics);
@@ -246,6 +253,9 @@ fn status(
         snapshots_completed = completed;
         last_checkpoint = last.as_ref().map(SnapshotInfo::from_completed);
         started_at = Some(*started);
+        if handle.listening() {
+            live = Some(metrics.view());
+        }
     }
     if last_checkpoint.is_none() {
         last_checkpoint = last_stored();
@@ -267,6 +277,7 @@ fn status(
         last_savepoint: record.last_savepoint,
         restart: view.restart,
         spec: record.spec,
+        metrics: live,
     }
 }
 
@@ -323,7 +334,7 @@ pub(crate) async fn deploy(
 }
 
 /// Every pipeline.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct PipelineList {
     /// By name.
     pub pipelines: Vec<PipelineStatus>,

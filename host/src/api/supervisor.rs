@@ -177,6 +177,26 @@ pub struct PipelineView {
     pub restart: RestartStatus,
 }
 
+/// How often the rates of running pipelines are sampled.
+const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+
+/// Sample every running pipeline's counters once a second (the rates of
+/// the status and `/metrics`), for as long as the supervisor exists.
+fn spawn_sampler(supervisor: std::sync::Weak<Supervisor>) {
+    let sampling = move || {
+        while let Some(supervisor) = supervisor.upgrade() {
+            let handles: Vec<Arc<RunHandle>> =
+                supervisor.lock().values().filter_map(|e| e.run.as_ref().map(|r| r.handle.clone())).collect();
+            drop(supervisor);
+            handles.iter().filter(|h| h.listening()).for_each(|h| h.metrics.tick());
+            std::thread::sleep(SAMPLE_EVERY);
+        }
+    };
+    if let Err(error) = std::thread::Builder::new().name("metrics-sampler".into()).spawn(sampling) {
+        tracing::warn!(%error, "cannot start the metrics sampler: rates will read zero");
+    }
+}
+
 /// Runs the deployed pipelines of one data directory.
 pub struct Supervisor {
     data_dir: PathBuf,
@@ -230,6 +250,7 @@ impl Supervisor {
             }
         }
         drop(pipelines);
+        spawn_sampler(Arc::downgrade(&supervisor));
         Ok(supervisor)
     }
 

@@ -106,6 +106,8 @@ pub struct CoordinatorConfig {
     pub inbox: Option<Receiver<Request>>,
     /// Told of each completed snapshot (live status).
     pub on_snapshot: Box<dyn Fn(&CompletedSnapshot) + Send>,
+    /// Told of each snapshot abandoned (failed or expired).
+    pub on_failure: Box<dyn Fn() + Send>,
     /// The first id to use.
     pub first_id: u64,
     /// The checkpoint this run restored from. Retention keeps it until two
@@ -526,6 +528,7 @@ impl Coordinator {
     /// Give up snapshot `id`, telling whoever asked for it `why`.
     fn abandon(&mut self, id: u64, request: Option<Request>, why: &str) {
         self.report.expired += 1;
+        (self.config.on_failure)();
         if let Some(request) = request {
             request.respond(&Response::failed(why));
         }
@@ -706,6 +709,7 @@ mod tests {
                 on_snapshot: Box::new(move |snapshot| {
                     let _ = snapshot_tx.send(snapshot.clone());
                 }),
+                on_failure: Box::new(|| {}),
                 first_id: setup.first_id,
                 restored_checkpoint: setup.restored_checkpoint,
                 known: Vec::new(),
@@ -960,6 +964,7 @@ mod tests {
             control: ControlDir::new(dir.path().join("control")),
             inbox: None,
             on_snapshot: Box::new(|_| {}),
+            on_failure: Box::new(|| {}),
             first_id: 1,
             restored_checkpoint: None,
             known: Vec::new(),

@@ -341,6 +341,16 @@ pub(crate) struct Graph {
 /// The name of a line spec's main sink node.
 pub(crate) const LINE_SINK: &str = "";
 
+/// The name metrics and tail readers know sink node `sink` by: `main` for
+/// a line spec's main sink, else its own.
+pub(crate) fn output_name(sink: &str) -> &str {
+    if sink == LINE_SINK {
+        "main"
+    } else {
+        sink
+    }
+}
+
 impl Graph {
     /// The graph `spec` describes (its `operators:`, or its line fields).
     pub(crate) fn of(spec: &PipelineSpec) -> Result<Self, SpecError> {
@@ -403,6 +413,48 @@ impl Graph {
     /// Every stage's uid, with its parallelism.
     pub(crate) fn stage_layouts(&self) -> Vec<(String, u16)> {
         self.stages.iter().map(|s| (s.uid.clone(), s.parallelism)).collect()
+    }
+
+    /// The graph as the metrics show it: node names (a line spec's main
+    /// sink as `main`), and an edge from each producer to each node its
+    /// outputs reach (through chained transforms, which are not nodes of
+    /// their own there).
+    pub(crate) fn topology(&self) -> super::sampling::Topology {
+        let sink_name = |sink: &SinkNode| output_name(&sink.name).to_string();
+        let mut edges = Vec::new();
+        let producers = self
+            .sources
+            .iter()
+            .map(|s| (&s.name, &s.outputs))
+            .chain(self.stages.iter().map(|s| (&s.name, &s.outputs)));
+        for (from, outputs) in producers {
+            let mut pending = vec![outputs];
+            while let Some(outputs) = pending.pop() {
+                for route in outputs.ports.values().flatten() {
+                    let to = match route {
+                        Route::Sink(sink) | Route::KeyedSink { sink, .. } => {
+                            self.sinks.get(*sink).map(sink_name)
+                        }
+                        Route::Stage { stage, .. } => self.stages.get(*stage).map(|s| s.name.clone()),
+                        Route::Transform { outputs, .. } => {
+                            pending.push(outputs);
+                            None
+                        }
+                    };
+                    if let Some(edge) = to.map(|to| (from.clone(), to)) {
+                        if !edges.contains(&edge) {
+                            edges.push(edge);
+                        }
+                    }
+                }
+            }
+        }
+        super::sampling::Topology {
+            sources: self.sources.iter().map(|s| s.name.clone()).collect(),
+            stages: self.stages.iter().map(|s| (s.name.clone(), usize::from(s.parallelism))).collect(),
+            sinks: self.sinks.iter().map(|s| (sink_name(s), s.side)).collect(),
+            edges,
+        }
     }
 
     /// Total keyed subtasks over every stage.

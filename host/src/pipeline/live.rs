@@ -7,26 +7,71 @@
 //! It never blocks a pipeline thread: counters are atomics and the
 //! request channel is only read by the checkpoint coordinator.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use super::sampling::{MetricsView, Sampler, TaskSample, Topology};
 use super::summary::{OperatorCounts, RunSummary};
 use crate::checkpoint::{CompletedSnapshot, Request, Response, SnapshotKind};
+use crate::state::StateStats;
 
-/// Records into and out of one operator, updated while it runs.
-#[derive(Debug, Default)]
+/// What one task (a source, a keyed subtask, the sink, or every key
+/// function together) did, updated while it runs: records, and where its
+/// thread's time went. A task counts the time it waits for input (idle)
+/// and the time a full channel downstream holds it up (backpressured);
+/// the rest of its life it was busy.
+#[derive(Debug)]
 pub struct LiveCounts {
     records_in: AtomicU64,
     records_out: AtomicU64,
     late_dropped: AtomicU64,
+    batches_in: AtomicU64,
+    idle_nanos: AtomicU64,
+    backpressured_nanos: AtomicU64,
+    call_nanos: AtomicU64,
+    /// Its event time (`i64::MIN`: none yet).
+    watermark: AtomicI64,
+    /// How long its last checkpoint barrier took to align.
+    alignment_nanos: AtomicU64,
+    /// Its state's size (`u64::MAX`: unknown) and cache counters.
+    state_bytes: AtomicU64,
+    cache_hits: AtomicU64,
+    cache_misses: AtomicU64,
+    started: Instant,
+}
+
+impl Default for LiveCounts {
+    fn default() -> Self {
+        Self {
+            records_in: AtomicU64::new(0),
+            records_out: AtomicU64::new(0),
+            late_dropped: AtomicU64::new(0),
+            batches_in: AtomicU64::new(0),
+            idle_nanos: AtomicU64::new(0),
+            backpressured_nanos: AtomicU64::new(0),
+            call_nanos: AtomicU64::new(0),
+            watermark: AtomicI64::new(i64::MIN),
+            alignment_nanos: AtomicU64::new(0),
+            state_bytes: AtomicU64::new(u64::MAX),
+            cache_hits: AtomicU64::new(0),
+            cache_misses: AtomicU64::new(0),
+            started: Instant::now(),
+        }
+    }
+}
+
+/// Nanoseconds of `d`, saturated.
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 impl LiveCounts {
-    /// Count `n` records received.
+    /// Count a batch of `n` records received.
     pub fn add_in(&self, n: usize) {
         self.records_in.fetch_add(n as u64, Ordering::Relaxed);
+        self.batches_in.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Count `n` records emitted.
@@ -39,12 +84,65 @@ impl LiveCounts {
         self.late_dropped.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// Count time spent waiting for input.
+    pub fn add_idle(&self, time: Duration) {
+        self.idle_nanos.fetch_add(nanos(time), Ordering::Relaxed);
+    }
+
+    /// Count time a full channel downstream held the task up.
+    pub fn add_backpressured(&self, time: Duration) {
+        self.backpressured_nanos.fetch_add(nanos(time), Ordering::Relaxed);
+    }
+
+    /// Count time spent in calls into the task's functions (the Wasm
+    /// calls and the state access they make).
+    pub fn add_call(&self, time: Duration) {
+        self.call_nanos.fetch_add(nanos(time), Ordering::Relaxed);
+    }
+
+    /// Record the task's event time.
+    pub fn set_watermark(&self, watermark: i64) {
+        self.watermark.store(watermark, Ordering::Relaxed);
+    }
+
+    /// Record how long the last barrier took to align.
+    pub fn set_alignment(&self, time: Duration) {
+        self.alignment_nanos.store(nanos(time), Ordering::Relaxed);
+    }
+
+    /// Record what its state backend says of itself.
+    pub fn set_state(&self, stats: StateStats) {
+        self.state_bytes.store(stats.bytes.unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.cache_hits.store(stats.cache_hits, Ordering::Relaxed);
+        self.cache_misses.store(stats.cache_misses, Ordering::Relaxed);
+    }
+
     /// The counts now.
     pub fn get(&self) -> OperatorCounts {
         OperatorCounts {
             records_in: self.records_in.load(Ordering::Relaxed),
             records_out: self.records_out.load(Ordering::Relaxed),
             late_dropped: self.late_dropped.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Everything it counted, now.
+    pub fn sample(&self) -> TaskSample {
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let watermark = self.watermark.load(Ordering::Relaxed);
+        let state_bytes = load(&self.state_bytes);
+        TaskSample {
+            counts: self.get(),
+            batches_in: load(&self.batches_in),
+            alive: self.started.elapsed(),
+            idle: Duration::from_nanos(load(&self.idle_nanos)),
+            backpressured: Duration::from_nanos(load(&self.backpressured_nanos)),
+            calls: Duration::from_nanos(load(&self.call_nanos)),
+            watermark: (watermark != i64::MIN).then_some(watermark),
+            alignment: Duration::from_nanos(load(&self.alignment_nanos)),
+            state_bytes: (state_bytes != u64::MAX).then_some(state_bytes),
+            cache_hits: load(&self.cache_hits),
+            cache_misses: load(&self.cache_misses),
         }
     }
 }
@@ -75,6 +173,16 @@ pub struct LiveMetrics {
     snapshots: Mutex<(Option<CompletedSnapshot>, usize)>,
     /// The snapshot the run started from.
     restored_from: Mutex<Option<(SnapshotKind, u64)>>,
+    /// Each source task's counts (set when the run starts).
+    sources: Mutex<Vec<Arc<LiveCounts>>>,
+    /// The sink thread's counts.
+    pub sink: LiveCounts,
+    /// Snapshots that failed or expired.
+    pub snapshots_failed: AtomicU64,
+    /// The run's graph, for the metrics view.
+    topology: Mutex<Topology>,
+    /// Per-second rates between the last two samples.
+    sampler: Mutex<Sampler>,
 }
 
 impl Default for LiveMetrics {
@@ -91,6 +199,11 @@ impl Default for LiveMetrics {
             watermarks: Mutex::default(),
             snapshots: Mutex::default(),
             restored_from: Mutex::default(),
+            sources: Mutex::default(),
+            sink: LiveCounts::default(),
+            snapshots_failed: AtomicU64::new(0),
+            topology: Mutex::default(),
+            sampler: Mutex::default(),
         }
     }
 }
@@ -104,6 +217,56 @@ impl LiveMetrics {
         *self.subtasks.lock().unwrap_or_else(PoisonError::into_inner) = counts.clone();
         *self.stages.lock().unwrap_or_else(PoisonError::into_inner) = stages.to_vec();
         counts
+    }
+
+    /// Counters for each source task, and the graph the run's tasks form.
+    pub(crate) fn start_sources(&self, topology: Topology) -> Vec<Arc<LiveCounts>> {
+        let counts: Vec<Arc<LiveCounts>> =
+            topology.sources.iter().map(|_| Arc::default()).collect();
+        *self.sources.lock().unwrap_or_else(PoisonError::into_inner) = counts.clone();
+        *self.topology.lock().unwrap_or_else(PoisonError::into_inner) = topology;
+        counts
+    }
+
+    /// The outputs readers may tail: every sink node by its name (`main`
+    /// for a line spec's main sink).
+    pub fn outputs(&self) -> Vec<String> {
+        let topology = self.topology.lock().unwrap_or_else(PoisonError::into_inner);
+        topology.sinks.iter().map(|(name, _)| name.clone()).collect()
+    }
+
+    /// Whether `output` is one of [`Self::outputs`].
+    pub fn has_output(&self, output: &str) -> bool {
+        self.outputs().iter().any(|o| o == output)
+    }
+
+    /// Take a sample now and keep it for the rates of [`Self::view`]
+    /// (call about once a second).
+    pub fn tick(&self) {
+        let sample = self.sample_all();
+        self.sampler.lock().unwrap_or_else(PoisonError::into_inner).push(sample);
+    }
+
+    /// What the run is doing: per task, its counts and its rates between
+    /// the last two [`Self::tick`]s (zero before the second).
+    pub fn view(&self) -> MetricsView {
+        let topology = self.topology.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let sampler = self.sampler.lock().unwrap_or_else(PoisonError::into_inner);
+        let (last_snapshot, completed) = self.last_snapshot();
+        sampler.view(&topology, last_snapshot.as_ref(), completed, self.watermark())
+    }
+
+    /// Every task's sample now.
+    fn sample_all(&self) -> super::sampling::RunSample {
+        let sample = |counts: &[Arc<LiveCounts>]| counts.iter().map(|c| c.sample()).collect();
+        super::sampling::RunSample {
+            at: Instant::now(),
+            sources: sample(&self.sources.lock().unwrap_or_else(PoisonError::into_inner)),
+            key: self.key.sample(),
+            subtasks: sample(&self.subtasks.lock().unwrap_or_else(PoisonError::into_inner)),
+            sink: self.sink.sample(),
+            snapshots_failed: self.snapshots_failed.load(Ordering::Relaxed),
+        }
     }
 
     /// Each keyed stage's name and its subtasks' counts now.
@@ -193,6 +356,10 @@ impl From<&LiveMetrics> for RunSummary {
 pub struct RunHandle {
     /// What the run has counted so far.
     pub metrics: LiveMetrics,
+    /// Where queries of a key's state go while it runs.
+    pub state: super::inspect::StateQueries,
+    /// Readers of what it writes.
+    pub tail: super::tail::TailHub,
     requests: Mutex<Option<Sender<Request>>>,
 }
 
@@ -210,9 +377,12 @@ impl RunHandle {
         rx
     }
 
-    /// Called by the run as it ends: later requests fail at once.
+    /// Called by the run as it ends: later requests and state queries
+    /// fail at once, and tail readers are let go.
     pub(crate) fn close_requests(&self) {
         *self.requests.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        self.state.close();
+        self.tail.close();
     }
 
     /// Whether the run takes requests: it has restored its state and

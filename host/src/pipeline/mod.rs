@@ -6,9 +6,11 @@
 //! * [`spec`]: the spec users write; [`record`]: the spec a deployed
 //!   pipeline's record runs; [`grants`]: what such a spec may touch on
 //!   the host; `error`: why a run failed;
-//!   `summary`: counts and what a run reports; `live`: counters and
-//!   control while it runs; `options`: how to run it;
+//!   `summary`: counts and what a run reports; `sampling`: rates of a
+//!   running pipeline; `live`: counters and control while it runs; `options`: how to run it;
 //! * `failures`, `operator`: the keyed operator a subtask runs;
+//!   [`inspect`]: reading a key's state while it runs; `tail`: a sample
+//!   of what it writes;
 //!   `messages`: what flows between the threads; `thread`: starting them;
 //! * `lock`: one process at a time runs a pipeline on a data directory
 //!   (and one `weir serve` serves it);
@@ -23,6 +25,7 @@ mod error;
 pub mod failures;
 pub mod grants;
 pub mod graph;
+pub mod inspect;
 mod live;
 mod load;
 pub(crate) mod lock;
@@ -34,11 +37,13 @@ pub mod restart;
 mod restore;
 mod router;
 mod runner;
+pub mod sampling;
 mod sink_task;
 mod source_task;
 pub mod spec;
 mod subtask;
 mod summary;
+pub mod tail;
 mod thread;
 
 pub use live::{LiveCounts, LiveMetrics, RequestError, RunHandle};

@@ -138,6 +138,14 @@ pub(crate) enum OperatorPlan {
 }
 
 impl OperatorPlan {
+    /// The language of its function (a join has none).
+    pub(crate) fn language(&self) -> Option<crate::runtime::Language> {
+        match self {
+            OperatorPlan::Process(code) | OperatorPlan::Window(code, ..) => Some(code.language()),
+            OperatorPlan::Join(_) => None,
+        }
+    }
+
     /// Whether the operator takes events packed from the source on (see
     /// [`RoutedEvents::Bare`]): a Wasm process function unless failures go
     /// to a dead-letter output (retried event by event, as objects), or a
@@ -385,7 +393,13 @@ impl KeyedOperator {
         }
     }
 
-    fn backend(&mut self) -> Option<&mut (dyn KeyedStateBackend + 'static)> {
+    /// What its state backend says of itself (nothing without one).
+    pub(crate) fn state_stats(&mut self) -> crate::state::StateStats {
+        self.backend().map(|b| b.stats()).unwrap_or_default()
+    }
+
+    /// Its state backend, if it keeps keyed state.
+    pub(crate) fn backend(&mut self) -> Option<&mut (dyn KeyedStateBackend + 'static)> {
         match self {
             KeyedOperator::Process(processor, ..) => processor.ctx().backend_mut(),
             KeyedOperator::Window(windows) => Some(windows.backend_mut()),

@@ -16,7 +16,7 @@ use std::sync::mpsc::SyncSender as SinkSender;
 
 use super::error::RunError;
 use super::failures::{self, SideEvents};
-use super::live::LiveMetrics;
+use super::live::{LiveCounts, LiveMetrics};
 use super::messages::{SinkMessage, SubtaskMessage};
 use super::operator::{FunctionCode, FunctionEnv, RoutedBatch};
 use crate::connectors::kafka::exchange::KEY_HEADER;
@@ -129,6 +129,8 @@ pub(crate) struct Router<'m> {
     dead_letter: Option<String>,
     max_parallelism: u16,
     metrics: &'m LiveMetrics,
+    /// The producer's own counts (time held up by full channels).
+    counts: std::sync::Arc<LiveCounts>,
     /// Events sent to outputs nobody takes.
     dropped: u64,
 }
@@ -143,6 +145,8 @@ pub(crate) struct RouterLinks<'m> {
     pub(crate) sinks: usize,
     /// The run's counters.
     pub(crate) metrics: &'m LiveMetrics,
+    /// The producer's own counters.
+    pub(crate) counts: std::sync::Arc<LiveCounts>,
 }
 
 impl<'m> Router<'m> {
@@ -163,6 +167,7 @@ impl<'m> Router<'m> {
             dead_letter: env.dead_letter.clone(),
             max_parallelism: env.max_parallelism,
             metrics: links.metrics,
+            counts: links.counts,
             dropped: 0,
         })
     }
@@ -186,13 +191,12 @@ impl<'m> Router<'m> {
 
     /// Send what is buffered.
     pub(crate) fn flush(&mut self) -> Result<(), RunError> {
-        flush_ports(&mut self.ports)?;
+        flush_ports(&mut self.ports, &self.counts)?;
         for (index, events) in self.sinks.iter_mut().enumerate() {
             if !events.is_empty() {
                 let events = std::mem::take(events);
-                self.sink
-                    .send(SinkMessage::Batch { from: self.from, sink: index, events })
-                    .map_err(|_| RunError::Stopped)?;
+                let batch = SinkMessage::Batch { from: self.from, sink: index, events };
+                self.sink.send_counted(batch, &self.counts)?;
             }
         }
         if self.dropped > 0 {
@@ -210,23 +214,71 @@ impl<'m> Router<'m> {
         message: impl Fn() -> SubtaskMessage,
     ) -> Result<(), RunError> {
         self.flush()?;
-        self.channels
-            .iter()
-            .try_for_each(|tx| tx.send(message()).map_err(|_| RunError::Stopped))?;
+        self.channels.iter().try_for_each(|tx| tx.send_counted(message(), &self.counts))?;
         let mark = match message() {
             SubtaskMessage::Watermark(mark) => Some(mark),
             SubtaskMessage::Idle => None,
             _ => return Ok(()),
         };
-        self.sink
-            .send(SinkMessage::Watermark { from: self.from, mark })
-            .map_err(|_| RunError::Stopped)
+        self.sink.send_counted(SinkMessage::Watermark { from: self.from, mark }, &self.counts)
     }
 
     /// Barrier `id` after everything before it, to every subtask and the sink.
     pub(crate) fn barrier(&mut self, id: u64, form: SnapshotForm) -> Result<(), RunError> {
         self.broadcast(|| SubtaskMessage::Barrier(id, form))?;
-        self.sink.send(SinkMessage::Barrier { from: self.from, id }).map_err(|_| RunError::Stopped)
+        self.sink.send_counted(SinkMessage::Barrier { from: self.from, id }, &self.counts)
+    }
+}
+
+/// A bounded channel whose sends count the time a full channel holds the
+/// sender up as backpressure (a send that finds room costs no clock read).
+trait CountedSend<T> {
+    /// Send without waiting: `Err(Some(message))` when the channel is
+    /// full, `Err(None)` when its receiver is gone.
+    fn offer(&self, message: T) -> Result<(), Option<T>>;
+
+    /// Send, waiting while the channel is full; false when its receiver
+    /// is gone.
+    fn send_waiting(&self, message: T) -> bool;
+
+    /// Send `message`, waiting while the channel is full.
+    fn send_counted(&self, message: T, counts: &LiveCounts) -> Result<(), RunError> {
+        match self.offer(message) {
+            Ok(()) => Ok(()),
+            Err(Some(message)) => {
+                let waiting = std::time::Instant::now();
+                let sent = self.send_waiting(message);
+                counts.add_backpressured(waiting.elapsed());
+                sent.then_some(()).ok_or(RunError::Stopped)
+            }
+            Err(None) => Err(RunError::Stopped),
+        }
+    }
+}
+
+impl<T> CountedSend<T> for SyncSender<T> {
+    fn offer(&self, message: T) -> Result<(), Option<T>> {
+        self.try_send(message).map_err(|e| match e {
+            crossbeam_channel::TrySendError::Full(message) => Some(message),
+            crossbeam_channel::TrySendError::Disconnected(_) => None,
+        })
+    }
+
+    fn send_waiting(&self, message: T) -> bool {
+        self.send(message).is_ok()
+    }
+}
+
+impl<T> CountedSend<T> for SinkSender<T> {
+    fn offer(&self, message: T) -> Result<(), Option<T>> {
+        self.try_send(message).map_err(|e| match e {
+            std::sync::mpsc::TrySendError::Full(message) => Some(message),
+            std::sync::mpsc::TrySendError::Disconnected(_) => None,
+        })
+    }
+
+    fn send_waiting(&self, message: T) -> bool {
+        self.send(message).is_ok()
     }
 }
 
@@ -352,7 +404,7 @@ fn key_for_sink(
     Ok(letters)
 }
 
-fn flush_ports(ports: &mut Ports) -> Result<(), RunError> {
+fn flush_ports(ports: &mut Ports, counts: &LiveCounts) -> Result<(), RunError> {
     for route in ports.ports.values_mut().flatten() {
         match route {
             Route::Sink(_) | Route::KeyedSink { .. } => {}
@@ -361,7 +413,7 @@ fn flush_ports(ports: &mut Ports) -> Result<(), RunError> {
                     if !batch.is_empty() {
                         let next = batch.with_capacity_of(*bare);
                         let full = std::mem::replace(batch, next);
-                        tx.send(SubtaskMessage::Events(full)).map_err(|_| RunError::Stopped)?;
+                        tx.send_counted(SubtaskMessage::Events(full), counts)?;
                     }
                 }
             }
@@ -369,12 +421,11 @@ fn flush_ports(ports: &mut Ports) -> Result<(), RunError> {
                 if !waiting.is_empty() {
                     let events = std::mem::take(waiting);
                     for tx in subtasks.iter() {
-                        tx.send(SubtaskMessage::Broadcast(events.clone()))
-                            .map_err(|_| RunError::Stopped)?;
+                        tx.send_counted(SubtaskMessage::Broadcast(events.clone()), counts)?;
                     }
                 }
             }
-            Route::Transform { outputs, .. } => flush_ports(outputs)?,
+            Route::Transform { outputs, .. } => flush_ports(outputs, counts)?,
         }
     }
     Ok(())

@@ -32,12 +32,14 @@
 //! [`router`](super::router) and [`sink_task`](super::sink_task).
 
 use std::sync::mpsc::{channel, sync_channel};
+use std::sync::Arc;
 use std::time::Instant;
 
 use crossbeam_channel::bounded;
 
 use super::graph::{Graph, Outputs, Route, StageInput};
 use super::load::{prepare, FunctionTable, Prepared};
+use super::live::LiveCounts;
 use super::lock::PipelineLock;
 use super::messages::{SinkMessage, SubtaskMessage, CHANNEL_BATCHES};
 use super::operator::{KeyedOperator, OperatorPlan};
@@ -139,6 +141,12 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
                 let handle = options.handle.clone();
                 Box::new(move |snapshot| handle.metrics.snapshot_completed(snapshot))
             },
+            on_failure: {
+                let handle = options.handle.clone();
+                Box::new(move || {
+                    handle.metrics.snapshots_failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                })
+            },
             first_id: start.first_id,
             restored_checkpoint: start
                 .snapshot
@@ -189,6 +197,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
             .map(|s| (s.name.clone(), usize::from(s.parallelism)))
             .collect::<Vec<_>>(),
     );
+    let source_counts = metrics.start_sources(graph.topology());
     let mut counts = subtask_counts.into_iter();
     let mut subtask_threads = Vec::new();
     let mut slot = 0;
@@ -208,9 +217,16 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
             settings.as_ref(),
             cache_bytes,
         )?;
-        for (((index, backend), ports), channels) in
-            backends.into_iter().enumerate().zip(plans).zip(stage_inputs)
+        let queries = options.handle.state.open_stage(
+            &stage.name,
+            &stage.uid,
+            usize::from(stage.parallelism),
+            env.max_parallelism,
+        );
+        for ((((index, backend), ports), channels), queries) in
+            backends.into_iter().enumerate().zip(plans).zip(stage_inputs).zip(queries)
         {
+            let subtask_counts: Arc<LiveCounts> = counts.next().unwrap_or_default();
             let subtask = Subtask {
                 stage: stage.name.clone(),
                 index,
@@ -218,7 +234,9 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
                 inputs: channels,
                 acks: ack_tx.clone(),
                 local_checkpoints: start.local_checkpoints.clone(),
-                counts: counts.next().unwrap_or_default(),
+                counts: subtask_counts.clone(),
+                queries: Some(queries),
+                language: operator_plan.language(),
             };
             let (plan, env, handle) = (operator_plan.clone(), env.clone(), options.handle.clone());
             let (role, owner) = (stage.role(), format!("{}[{index}]", stage.name));
@@ -233,6 +251,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
                             from,
                             sinks: sink_count,
                             metrics: &handle.metrics,
+                            counts: subtask_counts,
                         };
                         let router = Router::new(ports, &owner, &env, links)?;
                         subtask.run(operator, router)
@@ -258,12 +277,20 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
             (env.clone(), options.handle.clone(), sink_tx.clone(), ack_tx.clone());
         let progress = options.progress.clone();
         let name = graph.sources[index].name.clone();
+        let counts = source_counts.get(index).cloned().unwrap_or_default();
         source_threads.push(spawn(&format!("source-{name}"), move || {
             let metrics = &handle.metrics;
-            let links = RouterLinks { sink, from: index, sinks: sink_count, metrics };
+            let links =
+                RouterLinks { sink, from: index, sinks: sink_count, metrics, counts: counts.clone() };
             let result = Router::new(ports, &name, &env, links).and_then(|router| {
-                let mut links =
-                    SourceLinks { router, triggers, acks: acks.clone(), metrics, source: index };
+                let mut links = SourceLinks {
+                    router,
+                    triggers,
+                    acks: acks.clone(),
+                    metrics,
+                    source: index,
+                    counts,
+                };
                 task.run(&mut links, progress.as_ref())
             });
             if result.is_err() {

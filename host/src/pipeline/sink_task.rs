@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::error::RunError;
-use super::graph::{Graph, LINE_SINK};
+use super::graph::{output_name, Graph, LINE_SINK};
 use super::live::RunHandle;
 use super::messages::SinkMessage;
 use crate::checkpoint::Ack;
@@ -120,18 +120,25 @@ impl SinkTask {
         // least watermark its inputs had when they passed it.
         let mut marks: Vec<Option<i64>> = vec![Some(i64::MIN); self.inputs];
         let mut barrier_marks: BTreeMap<u64, EpochMark> = BTreeMap::new();
-        for message in input {
+        loop {
+            let waiting = std::time::Instant::now();
+            let Ok(message) = input.recv() else { break };
+            report.sink.add_idle(waiting.elapsed());
             match message {
                 SinkMessage::Watermark { from, mark } => marks[from] = mark,
                 SinkMessage::Batch { from, sink, events } => {
                     let target = &mut self.sinks[sink];
+                    report.sink.add_in(events.len());
+                    let writing = std::time::Instant::now();
                     target.sink.write(epochs[from], &events)?;
-                    let counter =
-                        if target.side { &report.side_written } else { &report.sink_written };
-                    counter.fetch_add(events.len() as u64, Ordering::Relaxed);
                     if let Some(delay) = self.delay {
                         std::thread::sleep(delay);
                     }
+                    report.sink.add_call(writing.elapsed());
+                    let counter =
+                        if target.side { &report.side_written } else { &report.sink_written };
+                    counter.fetch_add(events.len() as u64, Ordering::Relaxed);
+                    self.handle.tail.offer(output_name(&target.name), &events);
                 }
                 SinkMessage::Barrier { from, id } => {
                     for target in &mut self.sinks {

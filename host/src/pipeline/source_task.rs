@@ -10,7 +10,7 @@ use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::time::Instant;
 
 use super::error::RunError;
-use super::live::LiveMetrics;
+use super::live::{LiveCounts, LiveMetrics};
 use super::messages::SubtaskMessage;
 use super::options::ProgressFn;
 use super::router::Router;
@@ -51,6 +51,8 @@ pub(crate) struct SourceLinks<'a> {
     pub(crate) metrics: &'a LiveMetrics,
     /// The source's index among the pipeline's.
     pub(crate) source: usize,
+    /// The source task's own counters.
+    pub(crate) counts: std::sync::Arc<LiveCounts>,
 }
 
 impl SourceTask {
@@ -123,8 +125,13 @@ impl SourceTask {
                 // The coordinator failed; its error is the one reported.
                 Err(TryRecvError::Disconnected) => return Err(RunError::Stopped),
             }
+            let reading = Instant::now();
             let polled = source.next_batch(batch_size, &mut events)?;
             let now = Instant::now();
+            if events.is_empty() {
+                // A poll that found nothing waited for input.
+                links.counts.add_idle(now - reading);
+            }
             let rejected = source.take_rejected();
             if !rejected.is_empty() {
                 links.router.emit_side(rejected)?;
@@ -137,6 +144,7 @@ impl SourceTask {
                 }
                 idle = false;
                 links.metrics.source_records.fetch_add(events.len() as u64, Ordering::Relaxed);
+                links.counts.add_out(events.len());
                 let batch = std::mem::replace(&mut events, Vec::with_capacity(batch_size));
                 links.router.emit(None, batch)?;
                 links.router.flush()?;
@@ -182,6 +190,7 @@ impl SourceLinks<'_> {
     /// Event time has reached `watermark`: tell every subtask downstream.
     fn broadcast_watermark(&mut self, watermark: i64) -> Result<(), RunError> {
         self.metrics.set_watermark(self.source, watermark);
+        self.counts.set_watermark(watermark);
         self.router.broadcast(|| SubtaskMessage::Watermark(watermark))
     }
 

@@ -16,21 +16,38 @@
 use std::path::PathBuf;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Select};
 
 use super::error::RunError;
 use super::graph::StageInput;
+use super::inspect::{self, StateAnswer, StateQuery};
 use super::live::LiveCounts;
 use super::messages::SubtaskMessage;
 use super::operator::KeyedOperator;
 use super::router::Router;
 use crate::checkpoint::{Ack, CheckpointError};
+use crate::runtime::Language;
 use crate::state::SnapshotForm;
 
 /// How often an idle subtask checks for due processing-time timers.
 const TIMER_POLL: Duration = Duration::from_millis(50);
+
+/// How often a subtask reports its state's size and cache counters.
+const STATE_STATS_EVERY: Duration = Duration::from_secs(1);
+
+/// What a subtask's wait returned.
+enum Received {
+    /// A message (or the end) of input `usize`.
+    Input(usize, Result<SubtaskMessage, crossbeam_channel::RecvError>),
+    /// A query of a key's state.
+    Query(StateQuery),
+    /// Nothing: time to look at the timers.
+    Nothing,
+    /// Nobody can send state queries any more.
+    QueriesClosed,
+}
 
 /// One input channel and what the subtask knows of it.
 pub(crate) struct Input {
@@ -78,6 +95,10 @@ pub(crate) struct Subtask {
     pub(crate) local_checkpoints: PathBuf,
     /// Its live counters.
     pub(crate) counts: Arc<LiveCounts>,
+    /// Queries of a key's state, answered between batches.
+    pub(crate) queries: Option<Receiver<StateQuery>>,
+    /// The language of its function (how its state is encoded).
+    pub(crate) language: Option<Language>,
 }
 
 impl Subtask {
@@ -94,7 +115,9 @@ impl Subtask {
         let mut ended = false;
         let mut watermark = i64::MIN;
         let mut idle = false;
-        let mut aligning: Option<(u64, SnapshotForm)> = None;
+        // The checkpoint being aligned, and when its first barrier came.
+        let mut aligning: Option<(u64, SnapshotForm, Instant)> = None;
+        let mut stats_reported = Instant::now();
         loop {
             let readable: Vec<usize> = (0..self.inputs.len())
                 .filter(|&i| self.inputs[i].open && !self.inputs[i].blocked)
@@ -103,25 +126,11 @@ impl Subtask {
                 break;
             }
             let timers = operator.next_processing_timer().filter(|_| !ended).is_some();
-            let received = if readable.is_empty() {
-                None
-            } else {
-                let mut select = Select::new();
-                for &i in &readable {
-                    select.recv(&self.inputs[i].channel);
-                }
-                let chosen = if timers {
-                    select.select_timeout(TIMER_POLL).ok()
-                } else {
-                    Some(select.select())
-                };
-                chosen.map(|operation| {
-                    let input = readable[operation.index()];
-                    (input, operation.recv(&self.inputs[input].channel))
-                })
-            };
+            let waiting = Instant::now();
+            let received = self.wait(&readable, timers);
+            self.counts.add_idle(waiting.elapsed());
             match received {
-                Some((input, Ok(message))) => match message {
+                Received::Input(input, Ok(message)) => match message {
                     SubtaskMessage::Events(batch) => {
                         self.counts.add_in(batch.len());
                         let StageInput::Keyed(side) = self.inputs[input].role else {
@@ -130,11 +139,15 @@ impl Subtask {
                             ));
                         };
                         self.inputs[input].idle = false;
+                        let calling = Instant::now();
                         operator.on_events(side, batch)?;
+                        self.counts.add_call(calling.elapsed());
                     }
                     SubtaskMessage::Broadcast(events) => {
                         self.counts.add_in(events.len());
+                        let calling = Instant::now();
                         operator.on_broadcast(events)?;
+                        self.counts.add_call(calling.elapsed());
                     }
                     SubtaskMessage::Watermark(mark) => {
                         let slot = &mut self.inputs[input];
@@ -144,23 +157,30 @@ impl Subtask {
                     SubtaskMessage::Idle => self.inputs[input].idle = true,
                     SubtaskMessage::Barrier(id, form) => {
                         self.inputs[input].blocked = true;
-                        aligning = Some((id, form));
+                        if aligning.is_none() {
+                            aligning = Some((id, form, Instant::now()));
+                        }
                     }
                     SubtaskMessage::End { drained } => self.inputs[input].ended = Some(drained),
                 },
-                Some((input, Err(_))) => {
+                Received::Input(input, Err(_)) => {
                     let slot = &mut self.inputs[input];
                     slot.open = false;
                     slot.ended.get_or_insert(false);
                 }
-                None => {}
+                Received::Query(query) => self.answer(query, &mut operator),
+                Received::QueriesClosed => self.queries = None,
+                Received::Nothing => {}
             }
             // Event time: the least watermark of the inputs that are not idle.
             let active = self.inputs.iter().filter(|i| !i.idle && i.open);
             if let Some(least) = active.map(|i| i.watermark).min() {
                 if least > watermark {
                     watermark = least;
+                    self.counts.set_watermark(watermark);
+                    let calling = Instant::now();
                     operator.on_watermark(watermark)?;
+                    self.counts.add_call(calling.elapsed());
                     self.forward_outputs(&mut operator, &mut router)?;
                     router.broadcast(|| SubtaskMessage::Watermark(watermark))?;
                     idle = false;
@@ -181,9 +201,10 @@ impl Subtask {
                 let drained = self.inputs.iter().all(|i| i.ended == Some(true));
                 router.broadcast(|| SubtaskMessage::End { drained })?;
             }
-            if let Some((id, form)) = aligning {
+            if let Some((id, form, first_barrier)) = aligning {
                 if self.inputs.iter().all(|i| i.blocked || !i.open) {
                     aligning = None;
+                    self.counts.set_alignment(first_barrier.elapsed());
                     self.snapshot(id, form, ended, &mut operator, &mut router)?;
                     self.inputs.iter_mut().for_each(|i| i.blocked = false);
                 }
@@ -193,9 +214,55 @@ impl Subtask {
             }
             self.forward_outputs(&mut operator, &mut router)?;
             operator.relieve()?;
+            if stats_reported.elapsed() >= STATE_STATS_EVERY {
+                stats_reported = Instant::now();
+                self.counts.set_state(operator.state_stats());
+            }
         }
         router.flush()?;
         operator.flush()
+    }
+
+    /// Wait for a message on one of the `readable` inputs or a state query
+    /// (only up to [`TIMER_POLL`] when processing-time `timers` are pending).
+    fn wait(&self, readable: &[usize], timers: bool) -> Received {
+        if readable.is_empty() {
+            return Received::Nothing;
+        }
+        let mut select = Select::new();
+        for &i in readable {
+            select.recv(&self.inputs[i].channel);
+        }
+        if let Some(queries) = &self.queries {
+            select.recv(queries);
+        }
+        let chosen = if timers {
+            select.select_timeout(TIMER_POLL).ok()
+        } else {
+            Some(select.select())
+        };
+        let Some(operation) = chosen else { return Received::Nothing };
+        match readable.get(operation.index()) {
+            Some(&input) => Received::Input(input, operation.recv(&self.inputs[input].channel)),
+            None => match self.queries.as_ref().map(|q| operation.recv(q)) {
+                Some(Ok(query)) => Received::Query(query),
+                _ => Received::QueriesClosed,
+            },
+        }
+    }
+
+    /// Answer a query of a key's state from the operator's state as it is
+    /// between two batches.
+    fn answer(&self, query: StateQuery, operator: &mut KeyedOperator) {
+        let answer = match operator.backend() {
+            Some(backend) => inspect::read_state(backend, &query).map(|value| StateAnswer {
+                value,
+                language: self.language,
+                subtask: self.index,
+            }),
+            None => Err("this operator keeps no keyed state".to_string()),
+        };
+        let _ = query.reply.send(answer);
     }
 
     /// Barrier `id` came from every input: snapshot the state, ack, and
@@ -303,6 +370,8 @@ mod tests {
                 acks: ack_tx,
                 local_checkpoints: dir.path().join("local"),
                 counts: Arc::default(),
+                queries: None,
+                language: None,
             };
             let plan = PortsPlan {
                 ports: BTreeMap::from([(None, vec![RoutePlan::Broadcast(vec![down_tx])])]),
@@ -318,7 +387,8 @@ mod tests {
                 };
                 let metrics = LiveMetrics::default();
                 let (sink, _sink_rx) = mpsc::sync_channel(1024);
-                let links = RouterLinks { sink, from: 0, sinks: 0, metrics: &metrics };
+                let counts = Arc::default();
+                let links = RouterLinks { sink, from: 0, sinks: 0, metrics: &metrics, counts };
                 let router = Router::new(plan, "test", &env, links)?;
                 subtask.run(operator, router)
             });

@@ -74,6 +74,9 @@ pub struct CachedBackend {
     /// perhaps gone since), so writing back a few changes among many cached
     /// entries — a scan after each event — does not walk every slot.
     dirty_keys: Vec<CachedKey>,
+    /// Reads answered from the cache, and reads passed on (for metrics).
+    hits: std::cell::Cell<u64>,
+    misses: std::cell::Cell<u64>,
 }
 
 impl CachedBackend {
@@ -88,6 +91,8 @@ impl CachedBackend {
             changelog: None,
             unlogged_slots: 0,
             dirty_keys: Vec::new(),
+            hits: Default::default(),
+            misses: Default::default(),
         }
     }
 
@@ -110,6 +115,12 @@ impl CachedBackend {
             std::fs::remove_dir_all(scratch)?;
         }
         Ok(())
+    }
+
+    /// Count a read as answered here (`hit`) or passed on.
+    fn count_read(&self, hit: bool) {
+        let counter = if hit { &self.hits } else { &self.misses };
+        counter.set(counter.get() + 1);
     }
 
     fn cost(key: &[u8], value: Option<&[u8]>) -> usize {
@@ -285,14 +296,18 @@ fn order_prefix(key: &[u8]) -> u128 {
 
 impl KeyedStateBackend for CachedBackend {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StateError> {
-        match self.slots.get(key) {
+        let slot = self.slots.get(key);
+        self.count_read(slot.is_some());
+        match slot {
             Some(slot) => Ok(slot.value.as_deref().map(<[u8]>::to_vec)),
             None => self.inner.get(key),
         }
     }
 
     fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, StateError> {
-        match self.slots.get(key) {
+        let slot = self.slots.get(key);
+        self.count_read(slot.is_some());
+        match slot {
             Some(Slot { value: Some(value), .. }) => {
                 out.extend_from_slice(value);
                 Ok(true)
@@ -411,6 +426,15 @@ impl KeyedStateBackend for CachedBackend {
     /// dirty entry back, then forget entries until half the budget is left
     /// (what stays is arbitrary; it is all clean, so forgetting loses
     /// nothing).
+    fn stats(&self) -> super::StateStats {
+        let below = self.inner.stats();
+        super::StateStats {
+            bytes: below.bytes,
+            cache_hits: below.cache_hits + self.hits.get(),
+            cache_misses: below.cache_misses + self.misses.get(),
+        }
+    }
+
     fn relieve(&mut self) -> Result<(), StateError> {
         if self.slots.capacity() - self.slots.len() < HEADROOM {
             self.slots.reserve(HEADROOM.max(self.slots.len()));

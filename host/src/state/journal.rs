@@ -40,6 +40,10 @@ impl KeyedStateBackend for JournaledBackend {
         self.inner.get(key)
     }
 
+    fn stats(&self) -> super::StateStats {
+        self.inner.stats()
+    }
+
     fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, StateError> {
         self.inner.get_into(key, out)
     }

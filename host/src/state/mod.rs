@@ -58,6 +58,17 @@ pub enum SnapshotForm {
     Chained,
 }
 
+/// What a backend can say about itself, for metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StateStats {
+    /// Estimated bytes of live state on disk and in memory tables, if known.
+    pub bytes: Option<u64>,
+    /// Reads a cache answered without asking the backend below it.
+    pub cache_hits: u64,
+    /// Reads a cache passed on to the backend below it.
+    pub cache_misses: u64,
+}
+
 /// Storage for keyed state: an ordered byte map.
 ///
 /// Keys are built with [`StateKey`] so that every entry of one state of one
@@ -131,6 +142,11 @@ pub trait KeyedStateBackend: Send {
     /// no journal cannot.
     fn roll_back(&mut self) -> Result<(), StateError> {
         Err(StateError::Unsupported("this state backend keeps no journal to roll back".into()))
+    }
+    /// Its size and cache counters so far (a wrapper adds its own to what
+    /// the backend it wraps says). Cheap enough to ask once a second.
+    fn stats(&self) -> StateStats {
+        StateStats::default()
     }
 }
 

@@ -52,6 +52,14 @@ impl KeyedStateBackend for RocksDbBackend {
         Ok(self.db.get(key)?)
     }
 
+    fn stats(&self) -> super::StateStats {
+        let property = |name: &str| self.db.property_int_value(name).ok().flatten();
+        let bytes = property("rocksdb.estimate-live-data-size")
+            .zip(property("rocksdb.cur-size-all-mem-tables"))
+            .map(|(files, memtables)| files + memtables);
+        super::StateStats { bytes, ..Default::default() }
+    }
+
     fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, StateError> {
         // Pinned: read from RocksDB's block cache without an owned copy.
         match self.db.get_pinned(key)? {

@@ -1,0 +1,264 @@
+//! Looking into a running pipeline without stopping it:
+//! `GET /v1/pipelines/{name}/state` reads one key's state (queryable
+//! state, answered by the subtask owning the key between two batches),
+//! and `GET /v1/pipelines/{name}/tail` streams a rate-limited sample of
+//! what an output is written (server-sent events; a reader that stops
+//! reading is dropped, never waited for).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Path, Query, State};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::{blocking, ApiError, AppState};
+use crate::pipeline::inspect::{QueryError, StateAnswer, StateValue};
+use crate::pipeline::tail::MAX_TAIL_RATE;
+use crate::runtime::Language;
+
+/// How long a state query waits for the owning subtask.
+const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Events a tail sends by default, and a second.
+const DEFAULT_TAIL_LIMIT: u64 = 1000;
+const DEFAULT_TAIL_RATE: u32 = 20;
+
+/// Which state of which key.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct StateParams {
+    /// The keyed operator: its node name or uid (default: the only one).
+    pub operator: Option<String>,
+    /// The state's name, as the function declares it.
+    pub state: String,
+    /// The key, as the key function returns it (UTF-8).
+    pub key: String,
+    /// How to show the stored bytes: `json` (Python and TypeScript
+    /// functions' encoding, their default), `i64` or `u64` (a Rust
+    /// function's integer state, postcard), `string`, or `bytes` (hex, the
+    /// default for Rust functions, whose typed state the host cannot know).
+    pub decode: Option<Decode>,
+}
+
+/// How to show stored state bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Decode {
+    /// UTF-8 JSON.
+    Json,
+    /// A postcard (zigzag varint) signed integer.
+    I64,
+    /// A postcard varint unsigned integer.
+    U64,
+    /// UTF-8 text.
+    String,
+    /// Hex.
+    Bytes,
+}
+
+/// A key's state in a running pipeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct StateView {
+    /// The keyed operator.
+    pub operator: String,
+    /// The state's name.
+    pub state: String,
+    /// The key.
+    pub key: String,
+    /// Whether the key holds that state.
+    pub found: bool,
+    /// `value`, `map` or `list`; absent when not found.
+    pub kind: Option<String>,
+    /// How `value` was decoded (see the `decode` parameter).
+    pub encoding: Decode,
+    /// The value (a value state's, or a list's stored form), decoded.
+    pub value: Option<serde_json::Value>,
+    /// A map state's entries (at most 1000), keys and values decoded.
+    pub entries: Option<Vec<(serde_json::Value, serde_json::Value)>>,
+    /// The subtask that answered.
+    pub subtask: usize,
+    /// What the answer is consistent with.
+    pub as_of: String,
+}
+
+/// A key's current state in a running pipeline, read from the subtask
+/// that owns it between two batches (consistent as of the last batch it
+/// finished; not necessarily checkpointed yet).
+#[utoipa::path(get, path = "/v1/pipelines/{name}/state", tag = "pipelines",
+    params(("name" = String, Path, description = "The pipeline"), StateParams),
+    responses((status = 200, body = StateView), (status = 400, body = super::ErrorBody), (status = 404, body = super::ErrorBody),
+        (status = 409, body = super::ErrorBody, description = "Not running"), (status = 503, body = super::ErrorBody, description = "No answer in time")))]
+pub(crate) async fn state(
+    State(app): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    Query(params): Query<StateParams>,
+) -> Result<Json<StateView>, ApiError> {
+    blocking(move || {
+        let view = app.supervisor.get(&name)?;
+        let handle = view.run.map(|(handle, _)| handle).filter(|h| h.listening());
+        let handle = handle.ok_or_else(|| not_running(&name))?;
+        let operator = match params.operator {
+            Some(operator) => operator,
+            None => handle.state.only_stage().ok_or_else(|| {
+                ApiError::invalid_request(
+                    "this pipeline has several keyed operators: say which with ?operator=",
+                )
+            })?,
+        };
+        let answer = handle
+            .state
+            .query(&operator, &params.state, params.key.as_bytes(), QUERY_TIMEOUT)
+            .map_err(|e| match e {
+                QueryError::NoOperator(..) => ApiError::not_found(e.to_string()),
+                QueryError::NotRunning => not_running(&name),
+                QueryError::Timeout(..) => ApiError::timeout(e.to_string()),
+                QueryError::Failed(message) => ApiError::internal(message),
+            })?;
+        let decode = params.decode.unwrap_or(match answer.language {
+            Some(Language::Python | Language::JavaScript) => Decode::Json,
+            _ => Decode::Bytes,
+        });
+        Ok(Json(state_view(operator, params.state, params.key, answer, decode)))
+    })
+    .await
+}
+
+fn not_running(name: &str) -> ApiError {
+    ApiError::conflict("not_running", format!("pipeline {name:?} is not running"))
+}
+
+/// The view of `answer`, its bytes shown as `decode` says.
+fn state_view(
+    operator: String,
+    state: String,
+    key: String,
+    answer: StateAnswer,
+    decode: Decode,
+) -> StateView {
+    let show = |bytes: &[u8]| decoded(bytes, decode);
+    let (kind, value, entries) = match &answer.value {
+        StateValue::Absent => (None, None, None),
+        StateValue::Value(bytes) => (Some("value"), Some(show(bytes)), None),
+        StateValue::List(bytes) => (Some("list"), Some(show(bytes)), None),
+        StateValue::Map(entries) => {
+            let entries = entries.iter().map(|(k, v)| (show(k), show(v))).collect();
+            (Some("map"), None, Some(entries))
+        }
+    };
+    StateView {
+        operator,
+        state,
+        key,
+        found: kind.is_some(),
+        kind: kind.map(str::to_string),
+        encoding: decode,
+        value,
+        entries,
+        subtask: answer.subtask,
+        as_of: "the last batch the owning subtask finished (not necessarily checkpointed)".into(),
+    }
+}
+
+/// `bytes` shown as `decode` says; what does not decode is shown as
+/// `{"undecodable": "<hex>"}`.
+fn decoded(bytes: &[u8], decode: Decode) -> serde_json::Value {
+    let undecodable = || serde_json::json!({ "undecodable": hex::encode(bytes) });
+    match decode {
+        Decode::Json => serde_json::from_slice(bytes).unwrap_or_else(|_| undecodable()),
+        Decode::I64 => varint(bytes)
+            .map(|n| ((n >> 1) as i64) ^ -((n & 1) as i64))
+            .map_or_else(undecodable, serde_json::Value::from),
+        Decode::U64 => varint(bytes).map_or_else(undecodable, serde_json::Value::from),
+        Decode::String => std::str::from_utf8(bytes).map_or_else(|_| undecodable(), Into::into),
+        Decode::Bytes => hex::encode(bytes).into(),
+    }
+}
+
+/// The postcard varint that is all of `bytes`.
+fn varint(bytes: &[u8]) -> Option<u64> {
+    let mut value = 0u64;
+    for (i, byte) in bytes.iter().enumerate() {
+        if i >= 10 {
+            return None;
+        }
+        value |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return (i + 1 == bytes.len()).then_some(value);
+        }
+    }
+    None
+}
+
+/// Which output to tail, how fast and how much.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct TailParams {
+    /// `main` (a line spec's main sink), or a sink node's or side output's
+    /// name (default `main`).
+    pub output: Option<String>,
+    /// Events a second at most (default 20, at most 1000).
+    pub rate: Option<u32>,
+    /// Events in all before the stream ends (default 1000).
+    pub limit: Option<u64>,
+}
+
+/// A rate-limited sample of what an output of a running pipeline is
+/// written now, as server-sent events: each `data:` line is a JSON object
+/// `{"timestamp", "key", "value"}`. With exactly-once sinks these are
+/// written but perhaps not yet committed. The stream ends at `limit`, when
+/// the run ends, or when the reader falls behind (it is dropped: tailing
+/// never slows the pipeline).
+#[utoipa::path(get, path = "/v1/pipelines/{name}/tail", tag = "pipelines",
+    params(("name" = String, Path, description = "The pipeline"), TailParams),
+    responses((status = 200, content_type = "text/event-stream", body = String, description = "Server-sent events"),
+        (status = 404, body = super::ErrorBody), (status = 409, body = super::ErrorBody, description = "Not running")))]
+pub(crate) async fn tail(
+    State(app): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    Query(params): Query<TailParams>,
+) -> Result<Sse<impl futures::Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let view = app.supervisor.get(&name)?;
+    let handle = view.run.map(|(handle, _)| handle).filter(|h| h.listening());
+    let handle = handle.ok_or_else(|| not_running(&name))?;
+    let output = params.output.unwrap_or_else(|| "main".into());
+    if !handle.metrics.has_output(&output) {
+        return Err(ApiError::not_found(format!(
+            "pipeline {name:?} has no output {output:?} (its outputs: {})",
+            handle.metrics.outputs().join(", ")
+        )));
+    }
+    let rate = params.rate.unwrap_or(DEFAULT_TAIL_RATE).min(MAX_TAIL_RATE);
+    let events = handle.tail.subscribe(&output, rate, params.limit.unwrap_or(DEFAULT_TAIL_LIMIT));
+    let stream = futures::stream::unfold(events, |mut events| async move {
+        let event = events.recv().await?;
+        let data = serde_json::to_string(&event).unwrap_or_default();
+        Some((Ok(SseEvent::default().data(data)), events))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_bytes_are_shown_as_asked_and_what_does_not_decode_says_so() {
+        // postcard: 5000 as zigzag varint (10000 = 0x2710) and as u64.
+        assert_eq!(decoded(&[0x90, 0x4e], Decode::I64), serde_json::json!(5000));
+        assert_eq!(decoded(&[0x01], Decode::I64), serde_json::json!(-1));
+        assert_eq!(decoded(&[0x88, 0x27], Decode::U64), serde_json::json!(5000));
+        assert_eq!(decoded(b"{\"a\":[1]}", Decode::Json), serde_json::json!({"a": [1]}));
+        assert_eq!(decoded(b"ok", Decode::String), serde_json::json!("ok"));
+        assert_eq!(decoded(&[0xff], Decode::Bytes), serde_json::json!("ff"));
+        assert_eq!(
+            decoded(&[0x90, 0x4e, 0x00], Decode::I64),
+            serde_json::json!({"undecodable": "904e00"}),
+            "a varint must be all of the value"
+        );
+        assert_eq!(decoded(b"{", Decode::Json), serde_json::json!({"undecodable": "7b"}));
+    }
+}
