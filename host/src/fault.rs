@@ -15,6 +15,10 @@
 //!
 //! `WEIR_FAULT=<point>:<n>:pause=<ms>` pauses the thread that passes the
 //! point that many milliseconds instead (a stalled process), then goes on.
+//!
+//! `WEIR_SINK_DELAY_MS=<ms>` makes every run `weir serve` starts pause
+//! that long after each batch its sink writes (a slow sink, for
+//! backpressure tests; `weir run --sink-delay-ms` does the same).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -27,6 +31,12 @@ type Fault = (String, u64, Option<u64>);
 
 static FAULT: OnceLock<Option<Fault>> = OnceLock::new();
 static PASSED: AtomicU64 = AtomicU64::new(0);
+
+/// The sink delay `WEIR_SINK_DELAY_MS` asks for, if any.
+pub fn sink_delay() -> Option<std::time::Duration> {
+    let millis = std::env::var("WEIR_SINK_DELAY_MS").ok()?.parse().ok()?;
+    Some(std::time::Duration::from_millis(millis))
+}
 
 /// Abort (or pause) here if `WEIR_FAULT` names this point and this is its
 /// `n`-th pass.

@@ -34,6 +34,7 @@ mod kafka_graphs;
 mod kafka_recovery;
 mod kafka_support;
 mod minute_revenue;
+mod observe;
 mod parallel;
 mod polyglot;
 mod projects;

@@ -16,8 +16,8 @@ use super::access::{Caller, Role};
 use super::supervisor::{PipelineView, Supervisor, Upgrade};
 use super::{blocking, ApiError, AppState, ErrorBody};
 use crate::checkpoint::{CheckpointStorage, CompletedSnapshot, SnapshotMetadata};
-use crate::pipeline::{OperatorCounts, RunSummary};
 use crate::pipeline::sampling::MetricsView;
+use crate::pipeline::{OperatorCounts, RunSummary};
 use crate::registry::PipelineState;
 
 /// A pipeline's status.

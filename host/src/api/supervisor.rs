@@ -185,8 +185,11 @@ const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 fn spawn_sampler(supervisor: std::sync::Weak<Supervisor>) {
     let sampling = move || {
         while let Some(supervisor) = supervisor.upgrade() {
-            let handles: Vec<Arc<RunHandle>> =
-                supervisor.lock().values().filter_map(|e| e.run.as_ref().map(|r| r.handle.clone())).collect();
+            let handles: Vec<Arc<RunHandle>> = supervisor
+                .lock()
+                .values()
+                .filter_map(|e| e.run.as_ref().map(|r| r.handle.clone()))
+                .collect();
             drop(supervisor);
             handles.iter().filter(|h| h.listening()).for_each(|h| h.metrics.tick());
             std::thread::sleep(SAMPLE_EVERY);
@@ -709,6 +712,7 @@ impl Supervisor {
         }
         let mut options = RunOptions::new(self.data_dir.clone()).with_natives(self.natives.clone());
         options.served = true;
+        options.sink_delay = crate::fault::sink_delay();
         options.override_kafka_marker = override_kafka_marker;
         options.restore = match restore_choice(&spec, &self.data_dir, entry.record.restore.as_ref())
         {

@@ -435,7 +435,9 @@ impl Graph {
                         Route::Sink(sink) | Route::KeyedSink { sink, .. } => {
                             self.sinks.get(*sink).map(sink_name)
                         }
-                        Route::Stage { stage, .. } => self.stages.get(*stage).map(|s| s.name.clone()),
+                        Route::Stage { stage, .. } => {
+                            self.stages.get(*stage).map(|s| s.name.clone())
+                        }
                         Route::Transform { outputs, .. } => {
                             pending.push(outputs);
                             None
@@ -451,7 +453,11 @@ impl Graph {
         }
         super::sampling::Topology {
             sources: self.sources.iter().map(|s| s.name.clone()).collect(),
-            stages: self.stages.iter().map(|s| (s.name.clone(), usize::from(s.parallelism))).collect(),
+            stages: self
+                .stages
+                .iter()
+                .map(|s| (s.name.clone(), usize::from(s.parallelism)))
+                .collect(),
             sinks: self.sinks.iter().map(|s| (sink_name(s), s.side)).collect(),
             edges,
         }

@@ -247,13 +247,14 @@ impl LiveMetrics {
         self.sampler.lock().unwrap_or_else(PoisonError::into_inner).push(sample);
     }
 
-    /// What the run is doing: per task, its counts and its rates between
-    /// the last two [`Self::tick`]s (zero before the second).
+    /// What the run is doing: per task, its counts now and its rates
+    /// between the last two [`Self::tick`]s (zero before the second).
     pub fn view(&self) -> MetricsView {
         let topology = self.topology.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let current = self.sample_all();
         let sampler = self.sampler.lock().unwrap_or_else(PoisonError::into_inner);
         let (last_snapshot, completed) = self.last_snapshot();
-        sampler.view(&topology, last_snapshot.as_ref(), completed, self.watermark())
+        sampler.view(&current, &topology, last_snapshot.as_ref(), completed, self.watermark())
     }
 
     /// Every task's sample now.

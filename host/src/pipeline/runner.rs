@@ -38,8 +38,8 @@ use std::time::Instant;
 use crossbeam_channel::bounded;
 
 use super::graph::{Graph, Outputs, Route, StageInput};
-use super::load::{prepare, FunctionTable, Prepared};
 use super::live::LiveCounts;
+use super::load::{prepare, FunctionTable, Prepared};
 use super::lock::PipelineLock;
 use super::messages::{SinkMessage, SubtaskMessage, CHANNEL_BATCHES};
 use super::operator::{KeyedOperator, OperatorPlan};
@@ -144,7 +144,10 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
             on_failure: {
                 let handle = options.handle.clone();
                 Box::new(move || {
-                    handle.metrics.snapshots_failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    handle
+                        .metrics
+                        .snapshots_failed
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 })
             },
             first_id: start.first_id,
@@ -280,8 +283,13 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
         let counts = source_counts.get(index).cloned().unwrap_or_default();
         source_threads.push(spawn(&format!("source-{name}"), move || {
             let metrics = &handle.metrics;
-            let links =
-                RouterLinks { sink, from: index, sinks: sink_count, metrics, counts: counts.clone() };
+            let links = RouterLinks {
+                sink,
+                from: index,
+                sinks: sink_count,
+                metrics,
+                counts: counts.clone(),
+            };
             let result = Router::new(ports, &name, &env, links).and_then(|router| {
                 let mut links = SourceLinks {
                     router,

@@ -83,65 +83,51 @@ impl Sampler {
         self.previous = self.last.replace(sample);
     }
 
-    /// The view of the newest sample, its rates against the one before.
+    /// The view of `current` (counts and totals as they are now), with
+    /// rates between the last two samples pushed (none before the second).
     pub fn view(
         &self,
+        current: &RunSample,
         topology: &Topology,
         last_snapshot: Option<&CompletedSnapshot>,
         completed: usize,
         watermark: Option<i64>,
     ) -> MetricsView {
         let now_ms = crate::state::ttl::now_millis();
-        let Some(last) = &self.last else {
-            return MetricsView { at: now_ms, ..Default::default() };
-        };
-        let seconds = self
-            .previous
-            .as_ref()
-            .map_or(0.0, |p| last.at.saturating_duration_since(p.at).as_secs_f64());
-        let before = |pick: &dyn Fn(&RunSample) -> Option<&TaskSample>| {
-            self.previous.as_ref().and_then(|p| pick(p).cloned())
-        };
-        let task = |index: usize, now: &TaskSample, then: Option<TaskSample>| {
-            TaskMetrics::between(index, now, then.as_ref(), seconds)
+        let pair = self.previous.as_ref().zip(self.last.as_ref());
+        let seconds = pair.map_or(0.0, |(p, l)| l.at.saturating_duration_since(p.at).as_secs_f64());
+        // Task `index` of what `pick` takes from a sample: now, and its
+        // rates over the last two samples.
+        let task = |index: usize, pick: &dyn Fn(&RunSample) -> Option<&TaskSample>| {
+            let now = pick(current)?;
+            let rates = pair.and_then(|(p, l)| pick(p).zip(pick(l)));
+            Some(TaskMetrics::between(index, now, rates, seconds))
         };
         let mut operators = Vec::new();
         for (i, name) in topology.sources.iter().enumerate() {
-            let Some(now) = last.sources.get(i) else { continue };
-            let then = before(&|p| p.sources.get(i));
-            operators.push(OperatorMetrics::new(name, "source", vec![task(0, now, then)]));
+            let tasks = task(0, &|s| s.sources.get(i)).into_iter().collect();
+            operators.push(OperatorMetrics::new(name, "source", tasks));
         }
-        operators.push(OperatorMetrics::new(
-            "key",
-            "key",
-            vec![task(0, &last.key, before(&|p| Some(&p.key)))],
-        ));
+        let key = task(0, &|s| Some(&s.key)).into_iter().collect();
+        operators.push(OperatorMetrics::new("key", "key", key));
         let mut slot = 0;
         for (name, parallelism) in &topology.stages {
-            let subtasks = (0..*parallelism)
-                .filter_map(|index| {
-                    let at = slot + index;
-                    let now = last.subtasks.get(at)?;
-                    Some(task(index, now, before(&|p| p.subtasks.get(at))))
-                })
-                .collect();
+            let first = slot;
+            let subtasks =
+                (0..*parallelism).filter_map(|i| task(i, &|s| s.subtasks.get(first + i))).collect();
             slot += parallelism;
             operators.push(OperatorMetrics::new(name, "keyed", subtasks));
         }
         // One sink thread writes every sink: its figures go with the first.
         for (i, (name, side)) in topology.sinks.iter().enumerate() {
             let kind = if *side { "side_output" } else { "sink" };
-            let tasks = if i == 0 {
-                vec![task(0, &last.sink, before(&|p| Some(&p.sink)))]
-            } else {
-                Vec::new()
-            };
+            let tasks = task(0, &|s| Some(&s.sink)).filter(|_| i == 0).into_iter().collect();
             operators.push(OperatorMetrics::new(name, kind, tasks));
         }
         let rate_of = |kind: &str, pick: fn(&TaskMetrics) -> f64| -> f64 {
             operators.iter().filter(|o| o.kind == kind).flat_map(|o| &o.subtasks).map(pick).sum()
         };
-        let alignment = last.subtasks.iter().map(|s| s.alignment).max().unwrap_or_default();
+        let alignment = current.subtasks.iter().map(|s| s.alignment).max().unwrap_or_default();
         MetricsView {
             at: now_ms,
             records_in_per_second: rate_of("source", |t| t.records_out_per_second),
@@ -151,7 +137,7 @@ impl Sampler {
             edges: topology.edges.clone(),
             checkpoints: CheckpointMetrics {
                 completed: completed as u64,
-                failed: last.snapshots_failed,
+                failed: current.snapshots_failed,
                 last_duration_ms: last_snapshot.map(|s| millis(s.duration)),
                 last_alignment_ms: last_snapshot.map(|_| millis(alignment)),
                 last_size_bytes: last_snapshot.map(|s| s.size_bytes),
@@ -251,9 +237,14 @@ pub struct TaskMetrics {
 }
 
 impl TaskMetrics {
-    /// Task `subtask` as sampled `now`, its rates against `then`, `seconds`
-    /// earlier (no rates without it).
-    fn between(subtask: usize, now: &TaskSample, then: Option<&TaskSample>, seconds: f64) -> Self {
+    /// Task `subtask` as sampled `now`, with its rates between the two
+    /// samples `rates` (`seconds` apart).
+    fn between(
+        subtask: usize,
+        now: &TaskSample,
+        rates: Option<(&TaskSample, &TaskSample)>,
+        seconds: f64,
+    ) -> Self {
         let busy = |s: &TaskSample| s.alive.saturating_sub(s.idle + s.backpressured);
         let mut metrics = Self {
             subtask,
@@ -268,33 +259,31 @@ impl TaskMetrics {
             call_seconds: now.calls.as_secs_f64(),
             ..Default::default()
         };
-        let Some(then) = then.filter(|_| seconds > 0.0) else { return metrics };
+        let Some((then, last)) = rates.filter(|_| seconds > 0.0) else { return metrics };
         let per_second = |a: u64, b: u64| a.saturating_sub(b) as f64 / seconds;
         let ms_per_second =
             |a: Duration, b: Duration| a.saturating_sub(b).as_secs_f64() * 1000.0 / seconds;
-        metrics.records_in_per_second =
-            per_second(now.counts.records_in, then.counts.records_in);
+        metrics.records_in_per_second = per_second(last.counts.records_in, then.counts.records_in);
         metrics.records_out_per_second =
-            per_second(now.counts.records_out, then.counts.records_out);
-        // The three add up to 1000 ms a second (a task that started within
-        // the second counts from its start).
-        let idle = ms_per_second(now.idle, then.idle).min(1000.0);
-        let backpressured = ms_per_second(now.backpressured, then.backpressured).min(1000.0);
+            per_second(last.counts.records_out, then.counts.records_out);
+        // The three add up to 1000 ms a second.
+        let idle = ms_per_second(last.idle, then.idle).min(1000.0);
+        let backpressured = ms_per_second(last.backpressured, then.backpressured).min(1000.0);
         metrics.idle_ms_per_second = idle;
         metrics.backpressured_ms_per_second = backpressured;
         metrics.busy_ms_per_second = (1000.0 - idle - backpressured).max(0.0);
-        metrics.call_ms_per_second = ms_per_second(now.calls, then.calls).min(1000.0);
-        let batches = now.batches_in.saturating_sub(then.batches_in);
+        metrics.call_ms_per_second = ms_per_second(last.calls, then.calls).min(1000.0);
+        let batches = last.batches_in.saturating_sub(then.batches_in);
         if batches > 0 {
             metrics.average_batch_size =
-                now.counts.records_in.saturating_sub(then.counts.records_in) as f64
+                last.counts.records_in.saturating_sub(then.counts.records_in) as f64
                     / batches as f64;
         }
-        let reads = (now.cache_hits + now.cache_misses)
+        let reads = (last.cache_hits + last.cache_misses)
             .saturating_sub(then.cache_hits + then.cache_misses);
         if reads > 0 {
             metrics.cache_hit_ratio =
-                Some(now.cache_hits.saturating_sub(then.cache_hits) as f64 / reads as f64);
+                Some(last.cache_hits.saturating_sub(then.cache_hits) as f64 / reads as f64);
         }
         metrics
     }
@@ -355,24 +344,28 @@ mod tests {
         };
         let start = Instant::now();
         let mut sampler = Sampler::default();
-        sampler.push(run(start, task(1_000, 5_000, 1_000, 0)));
-        let first = sampler.view(&topology, None, 0, None);
-        let process = &first.operators[2];
+        let first = run(start, task(1_000, 5_000, 1_000, 0));
+        sampler.push(first.clone());
+        let view = sampler.view(&first, &topology, None, 0, None);
+        let process = &view.operators[2];
         assert_eq!((process.id.as_str(), process.kind.as_str()), ("process", "keyed"));
         assert_eq!(process.subtasks[0].records_in, 1_000);
         assert_eq!(process.subtasks[0].records_in_per_second, 0.0, "no rate from one sample");
         // Two seconds later: 3,000 more records, 500 ms more idle and
         // 1,000 ms more backpressured.
         sampler.push(run(start + Duration::from_secs(2), task(4_000, 7_000, 1_500, 1_000)));
-        let view = sampler.view(&topology, None, 0, None);
+        // Counts are read now; rates come from the last two samples.
+        let current = run(start + Duration::from_millis(2_500), task(4_500, 7_500, 1_500, 1_000));
+        let view = sampler.view(&current, &topology, None, 0, None);
         let t = &view.operators[2].subtasks[0];
+        assert_eq!(t.records_in, 4_500);
         assert_eq!(t.records_in_per_second, 1_500.0);
         assert_eq!(t.idle_ms_per_second, 250.0);
         assert_eq!(t.backpressured_ms_per_second, 500.0);
         assert_eq!(t.busy_ms_per_second, 250.0);
         assert_eq!(t.average_batch_size, 100.0);
         assert_eq!(t.cache_hit_ratio, Some(0.8));
-        assert_eq!((t.busy_seconds, t.idle_seconds, t.backpressured_seconds), (4.5, 1.5, 1.0));
+        assert_eq!((t.busy_seconds, t.idle_seconds, t.backpressured_seconds), (5.0, 1.5, 1.0));
         let ids: Vec<&str> = view.operators.iter().map(|o| o.id.as_str()).collect();
         assert_eq!(ids, ["source", "key", "process", "main"]);
         assert_eq!(view.edges, topology.edges);

@@ -117,7 +117,7 @@ impl Subtask {
         let mut idle = false;
         // The checkpoint being aligned, and when its first barrier came.
         let mut aligning: Option<(u64, SnapshotForm, Instant)> = None;
-        let mut stats_reported = Instant::now();
+        let mut stats_reported: Option<Instant> = None;
         loop {
             let readable: Vec<usize> = (0..self.inputs.len())
                 .filter(|&i| self.inputs[i].open && !self.inputs[i].blocked)
@@ -214,8 +214,8 @@ impl Subtask {
             }
             self.forward_outputs(&mut operator, &mut router)?;
             operator.relieve()?;
-            if stats_reported.elapsed() >= STATE_STATS_EVERY {
-                stats_reported = Instant::now();
+            if stats_reported.is_none_or(|at| at.elapsed() >= STATE_STATS_EVERY) {
+                stats_reported = Some(Instant::now());
                 self.counts.set_state(operator.state_stats());
             }
         }
@@ -223,8 +223,9 @@ impl Subtask {
         operator.flush()
     }
 
-    /// Wait for a message on one of the `readable` inputs or a state query
-    /// (only up to [`TIMER_POLL`] when processing-time `timers` are pending).
+    /// Wait for a message on one of the `readable` inputs or a state query,
+    /// up to [`TIMER_POLL`] when processing-time `timers` are pending, else
+    /// up to [`STATE_STATS_EVERY`].
     fn wait(&self, readable: &[usize], timers: bool) -> Received {
         if readable.is_empty() {
             return Received::Nothing;
@@ -236,11 +237,9 @@ impl Subtask {
         if let Some(queries) = &self.queries {
             select.recv(queries);
         }
-        let chosen = if timers {
-            select.select_timeout(TIMER_POLL).ok()
-        } else {
-            Some(select.select())
-        };
+        // Wake up at least once a second to report the state's figures.
+        let limit = if timers { TIMER_POLL } else { STATE_STATS_EVERY };
+        let chosen = select.select_timeout(limit).ok();
         let Some(operation) = chosen else { return Received::Nothing };
         match readable.get(operation.index()) {
             Some(&input) => Received::Input(input, operation.recv(&self.inputs[input].channel)),

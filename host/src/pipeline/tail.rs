@@ -162,7 +162,10 @@ mod tests {
         hub.offer("main", &events(10));
         let got = drain(&mut main);
         assert_eq!(got.len(), 5, "five a second");
-        assert_eq!(got[0], TailEvent { timestamp: 0, key: Some("c1".into()), value: "{\"n\":0}".into() });
+        assert_eq!(
+            got[0],
+            TailEvent { timestamp: 0, key: Some("c1".into()), value: "{\"n\":0}".into() }
+        );
         hub.offer("main", &events(10));
         assert_eq!(drain(&mut main).len(), 0, "the second's budget is spent");
         // A second later: two more reach the limit of 7, and the reader ends.
