@@ -94,6 +94,11 @@ fn a_running_pipelines_state_output_and_metrics_are_read_without_stopping_it() {
         );
         assert_eq!(answer["operator"], "process", "the only keyed operator by default");
     }
+    let url = server.url();
+    let cli = ["pipeline", "state", "observed", "--state", "total", "--key", "2", "--decode", "i64"];
+    let printed = weir(&[&cli[..], &["--server", &url, "--token", "l00k"]].concat());
+    assert!(printed.status.success(), "{printed:?}");
+    assert_eq!(String::from_utf8_lossy(&printed.stdout).trim(), "4800");
     let (code, raw) = server.call("GET", &format!("{path}/state?state=total&key=1"), TOKEN, b"");
     assert_eq!((code, raw["encoding"].as_str()), (200, Some("bytes")), "a Rust function's default");
     assert_eq!(raw["value"], "904e", "5000 as postcard's zigzag varint, in hex");

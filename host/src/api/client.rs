@@ -6,9 +6,10 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 
 use super::{
-    ApiError, ErrorBody, FunctionList, PipelineList, PipelineStatus, SnapshotList, SnapshotTaken,
-    StopRequest, Upgrade,
+    ApiError, Decode, ErrorBody, FunctionList, PipelineList, PipelineStatus, SnapshotList,
+    SnapshotTaken, StateView, StopRequest, Upgrade,
 };
+use crate::pipeline::tail::TailEvent;
 use crate::registry::FunctionVersion;
 
 /// Talks to a `weir serve`.
@@ -34,6 +35,19 @@ impl ApiClient {
         &self,
         request: reqwest::blocking::RequestBuilder,
     ) -> Result<T, ApiError> {
+        let response = self.respond(request)?;
+        let body = response.bytes().unwrap_or_default();
+        let body: &[u8] = if body.is_empty() { b"null" } else { &body };
+        serde_json::from_slice(body)
+            .map_err(|e| ApiError::internal(format!("unreadable answer from {}: {e}", self.base)))
+    }
+
+    /// Send `request` with the token; a success response as it is, an
+    /// error answer as [`ErrorBody`].
+    fn respond(
+        &self,
+        request: reqwest::blocking::RequestBuilder,
+    ) -> Result<reqwest::blocking::Response, ApiError> {
         let request = match &self.token {
             Some(token) => request.bearer_auth(token),
             None => request,
@@ -42,13 +56,10 @@ impl ApiClient {
             .send()
             .map_err(|e| ApiError::internal(format!("cannot reach {}: {e}", self.base)))?;
         let status = response.status();
-        let body = response.bytes().unwrap_or_default();
         if status.is_success() {
-            let body: &[u8] = if body.is_empty() { b"null" } else { &body };
-            return serde_json::from_slice(body).map_err(|e| {
-                ApiError::internal(format!("unreadable answer from {}: {e}", self.base))
-            });
+            return Ok(response);
         }
+        let body = response.bytes().unwrap_or_default();
         let error = serde_json::from_slice::<ErrorBody>(&body).ok().map(|body| body.error);
         let code = error.as_ref().map_or("error", |e| e.code.as_str());
         let message = error.as_ref().map_or("(no message)", |e| e.message.as_str());
@@ -133,8 +144,64 @@ impl ApiClient {
         self.send(self.http.delete(self.url(&format!("/v1/pipelines/{name}"))))
     }
 
+    /// State `state` of `key` in keyed operator `operator` (default: the
+    /// only one) of a running pipeline, shown as `decode` says.
+    pub fn state(
+        &self,
+        name: &str,
+        operator: Option<&str>,
+        state: &str,
+        key: &str,
+        decode: Option<Decode>,
+    ) -> Result<StateView, ApiError> {
+        let mut query = vec![("state", state.to_string()), ("key", key.to_string())];
+        query.extend(operator.map(|o| ("operator", o.to_string())));
+        query.extend(decode.map(|d| ("decode", d.name().to_string())));
+        self.send(
+            self.http.get(self.url(&format!("/v1/pipelines/{name}/state?{}", encode(&query)))),
+        )
+    }
+
+    /// Follow output `output` of a running pipeline: `on_event` gets each
+    /// event of the sample until the server ends the stream (`limit`
+    /// events, or the run ended).
+    pub fn tail(
+        &self,
+        name: &str,
+        output: &str,
+        rate: u32,
+        limit: u64,
+        mut on_event: impl FnMut(TailEvent),
+    ) -> Result<(), ApiError> {
+        use std::io::BufRead as _;
+        let query = [
+            ("output", output.to_string()),
+            ("rate", rate.to_string()),
+            ("limit", limit.to_string()),
+        ];
+        let request =
+            self.http.get(self.url(&format!("/v1/pipelines/{name}/tail?{}", encode(&query))));
+        // A tail lasts as long as the pipeline writes, not one request's timeout.
+        let response = self.respond(request.timeout(Duration::from_secs(365 * 24 * 3600)))?;
+        for line in std::io::BufReader::new(response).lines() {
+            let line = line.map_err(|e| ApiError::internal(format!("tail of {name}: {e}")))?;
+            if let Some(data) = line.strip_prefix("data:") {
+                let event = serde_json::from_str(data.trim()).map_err(|e| {
+                    ApiError::internal(format!("unreadable event from {}: {e}", self.base))
+                })?;
+                on_event(event);
+            }
+        }
+        Ok(())
+    }
+
     /// Completed checkpoints and savepoints.
     pub fn checkpoints(&self, name: &str) -> Result<SnapshotList, ApiError> {
         self.send(self.http.get(self.url(&format!("/v1/pipelines/{name}/checkpoints"))))
     }
+}
+
+/// `pairs` as a URL query string.
+fn encode(pairs: &[(&str, String)]) -> String {
+    url::form_urlencoded::Serializer::new(String::new()).extend_pairs(pairs).finish()
 }

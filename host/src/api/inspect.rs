@@ -45,7 +45,7 @@ pub struct StateParams {
 }
 
 /// How to show stored state bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, ToSchema, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Decode {
     /// UTF-8 JSON.
@@ -58,6 +58,19 @@ pub enum Decode {
     String,
     /// Hex.
     Bytes,
+}
+
+impl Decode {
+    /// Its name in the query.
+    pub fn name(self) -> &'static str {
+        match self {
+            Decode::Json => "json",
+            Decode::I64 => "i64",
+            Decode::U64 => "u64",
+            Decode::String => "string",
+            Decode::Bytes => "bytes",
+        }
+    }
 }
 
 /// A key's state in a running pipeline.

@@ -60,6 +60,7 @@ pub use client::ApiClient;
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use functions::{FunctionDetails, FunctionList, FunctionVersions};
 pub use guard::SurfaceConfig;
+pub use inspect::{Decode, StateView};
 pub use limits::ServerLimits;
 pub use pipelines::{
     Counts, OperatorCountsView, PinnedFunction, PipelineList, PipelineStatus, SnapshotInfo,

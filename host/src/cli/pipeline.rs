@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Subcommand;
-use weir_host::api::{Upgrade, VersionChoice};
+use weir_host::api::{Decode, Upgrade, VersionChoice};
 
-use super::print::{print_pipeline_list, print_status};
+use super::print::{print_pipeline_list, print_state, print_status};
 use super::server::ServerArgs;
 
 /// What `weir pipeline` does.
@@ -77,6 +77,45 @@ pub enum PipelineCommand {
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// A key's state in a running pipeline, read without stopping it (as
+    /// of the last batch the subtask owning the key finished).
+    State {
+        /// The pipeline's name.
+        name: String,
+        /// The state's name, as the function declares it.
+        #[arg(long)]
+        state: String,
+        /// The key, as the key function returns it.
+        #[arg(long)]
+        key: String,
+        /// The keyed operator (node name or uid); default: the only one.
+        #[arg(long)]
+        operator: Option<String>,
+        /// How to show the stored bytes (default: `json` for Python and
+        /// TypeScript functions, `bytes` for Rust ones, whose integer
+        /// state reads as `i64` or `u64`).
+        #[arg(long, value_enum)]
+        decode: Option<Decode>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Print a sample of what a running pipeline writes to an output, as
+    /// it is written (rate-limited), until `--limit` events or the run ends.
+    Tail {
+        /// The pipeline's name.
+        name: String,
+        /// `main`, or a sink node's or side output's name.
+        #[arg(long, default_value = "main")]
+        output: String,
+        /// Events a second at most (up to 1000).
+        #[arg(long, default_value_t = 20)]
+        rate: u32,
+        /// Events in all.
+        #[arg(long, default_value_t = 1000)]
+        limit: u64,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
     /// Stop and delete a pipeline (its savepoints are kept).
     Delete {
         /// The pipeline's name.
@@ -128,6 +167,26 @@ pub fn execute(command: PipelineCommand) -> anyhow::Result<()> {
                 .transpose()?;
             let upgrade = Upgrade { spec, functions, parallelism, override_kafka_marker };
             server.print(&server.client()?.upgrade(&name, &upgrade)?, print_status)
+        }
+        PipelineCommand::State { name, state, key, operator, decode, server } => {
+            let client = server.client()?;
+            let view = client.state(&name, operator.as_deref(), &state, &key, decode)?;
+            server.print(&view, print_state)
+        }
+        PipelineCommand::Tail { name, output, rate, limit, server } => {
+            server.client()?.tail(&name, &output, rate, limit, |event| {
+                if server.json() {
+                    println!("{}", serde_json::to_string(&event).unwrap_or_default());
+                } else {
+                    println!(
+                        "{}\t{}\t{}",
+                        event.timestamp,
+                        event.key.unwrap_or_default(),
+                        event.value
+                    );
+                }
+            })?;
+            Ok(())
         }
         PipelineCommand::Delete { name, server } => {
             server.print(&server.client()?.delete_pipeline(&name)?, |_| println!("deleted"))

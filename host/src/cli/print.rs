@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use weir_host::api::{FunctionList, PipelineList, PipelineStatus};
+use weir_host::api::{FunctionList, PipelineList, PipelineStatus, StateView};
 use weir_host::checkpoint::{CheckpointStorage, SnapshotMetadata};
 use weir_host::pipeline::RunSummary;
 use weir_host::registry::FunctionVersion;
@@ -188,6 +188,25 @@ pub fn print_status(p: &PipelineStatus) {
     for f in &p.functions {
         println!("  {:<14} {} v{}", f.field, f.function, f.version);
     }
+    if let Some(metrics) = &p.metrics {
+        println!(
+            "  {:<14} {:>10} {:>10} {:>6} {:>6} {:>6}",
+            "task", "in/s", "out/s", "busy", "bp", "idle"
+        );
+        for operator in &metrics.operators {
+            for task in &operator.subtasks {
+                println!(
+                    "  {:<14} {:>10.0} {:>10.0} {:>5.0}% {:>5.0}% {:>5.0}%",
+                    format!("{}[{}]", operator.id, task.subtask),
+                    task.records_in_per_second,
+                    task.records_out_per_second,
+                    task.busy_ms_per_second / 10.0,
+                    task.backpressured_ms_per_second / 10.0,
+                    task.idle_ms_per_second / 10.0,
+                );
+            }
+        }
+    }
     if let Some(counts) = &p.counts {
         println!("  {:<14} {:>12} {:>12}", "operator", "in", "out");
         println!("  {:<14} {:>12} {:>12}", "key", counts.key.records_in, counts.key.records_out);
@@ -218,5 +237,22 @@ pub fn print_status(p: &PipelineStatus) {
     }
     if let Some(last) = &p.last_checkpoint {
         println!("  last {} {}: {} ms, {}", last.kind, last.id, last.duration_ms, last.location);
+    }
+}
+
+/// A key's state, for people: the decoded value (or map entries).
+pub fn print_state(view: &StateView) {
+    if !view.found {
+        println!("{} has no state {:?} in {}", view.key, view.state, view.operator);
+        return;
+    }
+    match (&view.value, &view.entries) {
+        (Some(value), _) => println!("{value}"),
+        (None, Some(entries)) => {
+            for (key, value) in entries {
+                println!("{key}\t{value}");
+            }
+        }
+        (None, None) => {}
     }
 }

@@ -24,6 +24,11 @@ impl ServerArgs {
         Ok(ApiClient::new(&self.server, self.token.clone())?)
     }
 
+    /// Whether `--json` was given.
+    pub fn json(&self) -> bool {
+        self.json
+    }
+
     /// Print `answer`: its JSON with `--json` (through a JSON value, so
     /// keys come sorted as they always have), else `show` it for people.
     pub fn print<T: Serialize>(&self, answer: &T, show: impl FnOnce(&T)) -> anyhow::Result<()> {

@@ -23,7 +23,7 @@ const READER_BUFFER: usize = 256;
 pub const MAX_TAIL_RATE: u32 = 1000;
 
 /// One event as a reader sees it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TailEvent {
     /// Its event time, in milliseconds since the epoch.
     pub timestamp: i64,
