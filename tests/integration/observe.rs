@@ -95,7 +95,8 @@ fn a_running_pipelines_state_output_and_metrics_are_read_without_stopping_it() {
         assert_eq!(answer["operator"], "process", "the only keyed operator by default");
     }
     let url = server.url();
-    let cli = ["pipeline", "state", "observed", "--state", "total", "--key", "2", "--decode", "i64"];
+    let cli =
+        ["pipeline", "state", "observed", "--state", "total", "--key", "2", "--decode", "i64"];
     let printed = weir(&[&cli[..], &["--server", &url, "--token", "l00k"]].concat());
     assert!(printed.status.success(), "{printed:?}");
     assert_eq!(String::from_utf8_lossy(&printed.stdout).trim(), "4800");
@@ -133,6 +134,13 @@ fn a_running_pipelines_state_output_and_metrics_are_read_without_stopping_it() {
         .sum();
     assert_eq!(keyed, 7, "{metrics}");
     assert!(metrics["watermark_lag_ms"].as_i64() > Some(0), "{metrics}");
+    // The source's partition: its watermark, and no lag once all is read.
+    let status = server.wait_for(path, TOKEN, Duration::from_secs(30), |s| {
+        s["metrics"]["operators"][0]["subtasks"][0]["splits"][0]["lag"] == 0
+    });
+    let split = &status["metrics"]["operators"][0]["subtasks"][0]["splits"][0];
+    assert_eq!(split["split"].as_str(), Some(format!("{orders}/0").as_str()), "{split}");
+    assert!(split["watermark"].as_i64() > Some(1_768_471_200_000), "{split}");
 
     // The newest checkpoint's size is the files it references.
     let (_, list) = server.call("GET", &format!("{path}/checkpoints"), TOKEN, b"");
@@ -144,12 +152,14 @@ fn a_running_pipelines_state_output_and_metrics_are_read_without_stopping_it() {
     // Prometheus: per task, labelled.
     let (_, text_metrics) = server.call("GET", "/metrics", TOKEN, b"");
     let text_metrics = text_metrics.as_str().unwrap().to_string();
+    let lag_line = format!("weir_source_split_lag_records{{pipeline=\"observed\",operator=\"source\",subtask=\"0\",split=\"{orders}/0\"}} 0");
     for family in [
         "weir_task_busy_seconds_total{pipeline=\"observed\",operator=\"process\",kind=\"keyed\",subtask=\"1\"}",
         "weir_task_backpressured_milliseconds_per_second{pipeline=\"observed\",operator=\"source\"",
         "weir_task_state_bytes{pipeline=\"observed\",operator=\"process\"",
         "weir_snapshots_failed_total{pipeline=\"observed\"} 0",
         "weir_pipeline_restarts_total{pipeline=\"observed\"} 0",
+        lag_line.as_str(),
     ] {
         assert!(text_metrics.contains(family), "{family} missing from\n{text_metrics}");
     }

@@ -197,6 +197,8 @@ fn render(state: &AppState) -> String {
 /// reports, labelled by pipeline, operator and subtask.
 struct TaskFamilies {
     families: Vec<(Family, fn(&TaskMetrics) -> Option<f64>)>,
+    split_watermark: Family,
+    lag: Family,
 }
 
 impl TaskFamilies {
@@ -220,12 +222,29 @@ impl TaskFamilies {
                 family("weir_task_state_bytes", "gauge", "Estimated size of a keyed subtask's state (RocksDB live data and memtables).", |t| t.state_bytes.map(|b| b as f64)),
                 family("weir_task_state_cache_hit_ratio", "gauge", "Share of a keyed subtask's state reads its cache answered, over the last second.", |t| t.cache_hit_ratio),
             ],
+            split_watermark: Family::new("weir_source_split_watermark_milliseconds", "gauge", "The watermark of one split of a source (a Kafka partition, a file)."),
+            lag: Family::new("weir_source_split_lag_records", "gauge", "Records of a source split not read yet (Kafka consumer lag per partition)."),
         }
     }
 
     fn add(&mut self, pipeline: &str, view: &MetricsView) {
         for operator in &view.operators {
             let operator_name = escape(&operator.id);
+            for (task, split) in
+                operator.subtasks.iter().flat_map(|t| t.splits.iter().map(move |s| (t, s)))
+            {
+                let labels = format!(
+                    "pipeline=\"{pipeline}\",operator=\"{operator_name}\",subtask=\"{}\",split=\"{}\"",
+                    task.subtask,
+                    escape(&split.split)
+                );
+                if let Some(watermark) = split.watermark {
+                    self.split_watermark.add(labels.clone(), watermark as f64);
+                }
+                if let Some(lag) = split.lag {
+                    self.lag.add(labels, lag as f64);
+                }
+            }
             for task in &operator.subtasks {
                 let labels = format!(
                     "pipeline=\"{pipeline}\",operator=\"{operator_name}\",kind=\"{}\",subtask=\"{}\"",
@@ -241,7 +260,8 @@ impl TaskFamilies {
     }
 
     fn into_families(self) -> impl Iterator<Item = Family> {
-        self.families.into_iter().map(|(family, _)| family)
+        let splits = [self.split_watermark, self.lag];
+        self.families.into_iter().map(|(family, _)| family).chain(splits)
     }
 }
 

@@ -113,6 +113,17 @@ pub trait Source: Send {
         1
     }
 
+    /// A name for each split, for metrics (default: its number).
+    fn split_names(&self) -> Vec<String> {
+        (0..self.splits()).map(|i| i.to_string()).collect()
+    }
+
+    /// Records each split has that the source has not read yet (a Kafka
+    /// partition's consumer lag), where known; empty when not.
+    fn lag(&self) -> Vec<Option<i64>> {
+        Vec::new()
+    }
+
     /// Events set aside since the last call (for example for a bad
     /// timestamp), with the side output they go to.
     fn take_rejected(&mut self) -> Vec<(String, Event)> {

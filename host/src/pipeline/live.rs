@@ -12,7 +12,7 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::sampling::{MetricsView, Sampler, TaskSample, Topology};
+use super::sampling::{MetricsView, Sampler, SplitMetrics, TaskSample, Topology};
 use super::summary::{OperatorCounts, RunSummary};
 use crate::checkpoint::{CompletedSnapshot, Request, Response, SnapshotKind};
 use crate::state::StateStats;
@@ -39,6 +39,8 @@ pub struct LiveCounts {
     state_bytes: AtomicU64,
     cache_hits: AtomicU64,
     cache_misses: AtomicU64,
+    /// A source's splits, reported about once a second.
+    splits: Mutex<Vec<SplitMetrics>>,
     started: Instant,
 }
 
@@ -57,6 +59,7 @@ impl Default for LiveCounts {
             state_bytes: AtomicU64::new(u64::MAX),
             cache_hits: AtomicU64::new(0),
             cache_misses: AtomicU64::new(0),
+            splits: Mutex::default(),
             started: Instant::now(),
         }
     }
@@ -117,6 +120,11 @@ impl LiveCounts {
         self.cache_misses.store(stats.cache_misses, Ordering::Relaxed);
     }
 
+    /// Record a source's splits.
+    pub fn set_splits(&self, splits: Vec<SplitMetrics>) {
+        *self.splits.lock().unwrap_or_else(PoisonError::into_inner) = splits;
+    }
+
     /// The counts now.
     pub fn get(&self) -> OperatorCounts {
         OperatorCounts {
@@ -143,6 +151,7 @@ impl LiveCounts {
             state_bytes: (state_bytes != u64::MAX).then_some(state_bytes),
             cache_hits: load(&self.cache_hits),
             cache_misses: load(&self.cache_misses),
+            splits: self.splits.lock().unwrap_or_else(PoisonError::into_inner).clone(),
         }
     }
 }

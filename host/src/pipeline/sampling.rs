@@ -51,6 +51,20 @@ pub struct TaskSample {
     pub cache_hits: u64,
     /// Reads its state cache passed on.
     pub cache_misses: u64,
+    /// A source's splits.
+    pub splits: Vec<SplitMetrics>,
+}
+
+/// One split of a source (a Kafka partition, a file).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SplitMetrics {
+    /// Its name (`topic/partition` for Kafka).
+    pub split: String,
+    /// Its own watermark (newest timestamp less the allowed lateness).
+    pub watermark: Option<i64>,
+    /// Records it holds that the source has not read (Kafka: the
+    /// partition's last stable offset less the next offset to read).
+    pub lag: Option<i64>,
 }
 
 /// Every task's sample at one instant.
@@ -234,6 +248,8 @@ pub struct TaskMetrics {
     pub backpressured_seconds: f64,
     /// Seconds in calls into its functions, in all.
     pub call_seconds: f64,
+    /// A source's splits: each one's watermark and lag (empty for others).
+    pub splits: Vec<SplitMetrics>,
 }
 
 impl TaskMetrics {
@@ -257,6 +273,7 @@ impl TaskMetrics {
             idle_seconds: now.idle.as_secs_f64(),
             backpressured_seconds: now.backpressured.as_secs_f64(),
             call_seconds: now.calls.as_secs_f64(),
+            splits: now.splits.clone(),
             ..Default::default()
         };
         let Some((then, last)) = rates.filter(|_| seconds > 0.0) else { return metrics };

@@ -104,6 +104,7 @@ impl SourceTask {
         // input) is not judged by its events' timestamps.
         let reports = source.reports_watermarks();
         let mut reported = Vec::new();
+        let mut splits_reported: Option<Instant> = None;
         loop {
             match links.triggers.try_recv() {
                 Ok(trigger) => {
@@ -167,6 +168,10 @@ impl SourceTask {
                     links.router.broadcast(|| SubtaskMessage::Idle)?;
                 }
             }
+            if splits_reported.is_none_or(|at| now.duration_since(at) >= SPLITS_EVERY) {
+                splits_reported = Some(now);
+                links.counts.set_splits(split_metrics(source, watermarks.as_ref()));
+            }
             if let (Some(progress), Some((done, total))) = (progress, source.progress()) {
                 progress(done, total);
             }
@@ -184,6 +189,28 @@ impl SourceTask {
             }
         }
     }
+}
+
+/// How often a source reports its splits' watermarks and lag.
+const SPLITS_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Each split of `source`: its name, watermark and lag.
+fn split_metrics(
+    source: &dyn Source,
+    watermarks: Option<&SplitWatermarks>,
+) -> Vec<super::sampling::SplitMetrics> {
+    let marks = watermarks.map(SplitWatermarks::split_watermarks).unwrap_or_default();
+    let lag = source.lag();
+    source
+        .split_names()
+        .into_iter()
+        .enumerate()
+        .map(|(i, split)| super::sampling::SplitMetrics {
+            split,
+            watermark: marks.get(i).copied().flatten(),
+            lag: lag.get(i).copied().flatten(),
+        })
+        .collect()
 }
 
 impl SourceLinks<'_> {

@@ -107,6 +107,12 @@ impl SplitWatermarks {
         unfinished.peek().is_some() && unfinished.all(|s| s.said_idle || timed_out(s))
     }
 
+    /// Each split's own watermark (its newest timestamp less the delay),
+    /// if it has seen an event.
+    pub fn split_watermarks(&self) -> Vec<Option<i64>> {
+        self.splits.iter().map(|s| s.generator.current()).collect()
+    }
+
     /// The watermark at `now`, if it has advanced since the last call.
     ///
     /// When every unfinished split is idle, event time stands where it

@@ -211,8 +211,8 @@ where
 
 /// The partitions of `topic`, in order; a topic that does not exist is an
 /// error naming it.
-pub(crate) fn topic_partitions(
-    consumer: &BaseConsumer,
+pub(crate) fn topic_partitions<C: rdkafka::consumer::ConsumerContext>(
+    consumer: &BaseConsumer<C>,
     topic: &str,
 ) -> Result<Vec<i32>, ConnectorError> {
     let metadata = consumer

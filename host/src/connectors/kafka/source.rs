@@ -15,11 +15,14 @@
 //! headers → `headers`, timestamp → `timestamp` (or the JSON field
 //! `timestamp_field` of the value).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
 use rdkafka::message::{Headers, Message};
+use rdkafka::statistics::Statistics;
+use rdkafka::ClientContext;
 use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
@@ -139,9 +142,32 @@ struct Partition {
     end: Option<i64>,
 }
 
+/// The consumer's context: the end of each partition (its last stable
+/// offset, as `read_committed` sees it) from librdkafka's statistics,
+/// which it sends once a second while the source polls; no broker call.
+#[derive(Default)]
+struct PartitionEnds {
+    ends: Mutex<HashMap<(String, i32), i64>>,
+}
+
+impl ClientContext for PartitionEnds {
+    fn stats(&self, statistics: Statistics) {
+        let mut ends = self.ends.lock().unwrap_or_else(PoisonError::into_inner);
+        for (topic, partitions) in statistics.topics {
+            for (id, partition) in partitions.partitions {
+                if id >= 0 && partition.ls_offset >= 0 {
+                    ends.insert((topic.clone(), id), partition.ls_offset);
+                }
+            }
+        }
+    }
+}
+
+impl ConsumerContext for PartitionEnds {}
+
 /// Reads the assigned partitions of Kafka topics.
 pub struct KafkaSource {
-    consumer: BaseConsumer,
+    consumer: BaseConsumer<PartitionEnds>,
     partitions: Vec<Partition>,
     timestamp_field: Option<String>,
     on_data_loss: OnDataLoss,
@@ -191,10 +217,12 @@ impl KafkaSource {
             ("enable.auto.offset.store", "false"),
             ("isolation.level", "read_committed"),
             ("auto.offset.reset", reset),
+            // The partitions' ends, for the consumer lag metrics.
+            ("statistics.interval.ms", "1000"),
         ];
-        let consumer: BaseConsumer =
+        let consumer: BaseConsumer<PartitionEnds> =
             client_config(&config.bootstrap_servers, &ours, &config.properties)
-                .create()
+                .create_with_context(PartitionEnds::default())
                 .map_err(kafka_error("creating the consumer"))?;
         let topics = resolve_topics(&consumer, config)?;
         let mut partitions = Vec::new();
@@ -435,8 +463,8 @@ impl KafkaSourceConfig {
     }
 }
 
-fn resolve_topics(
-    consumer: &BaseConsumer,
+fn resolve_topics<C: ConsumerContext>(
+    consumer: &BaseConsumer<C>,
     config: &KafkaSourceConfig,
 ) -> Result<Vec<String>, ConnectorError> {
     let Some(pattern) = &config.topic_pattern else { return Ok(config.topics.clone()) };
@@ -523,6 +551,26 @@ impl Source for KafkaSource {
             Some(reports) => reports.producers,
             None => self.partitions.len(),
         }
+    }
+
+    fn split_names(&self) -> Vec<String> {
+        match &self.exchange {
+            Some(reports) => (0..reports.producers).map(|i| format!("producer-{i}")).collect(),
+            None => {
+                self.partitions.iter().map(|p| format!("{}/{}", p.topic, p.partition)).collect()
+            }
+        }
+    }
+
+    fn lag(&self) -> Vec<Option<i64>> {
+        let ends = self.consumer.context().ends.lock().unwrap_or_else(PoisonError::into_inner);
+        self.partitions
+            .iter()
+            .map(|p| {
+                let end = ends.get(&(p.topic.clone(), p.partition))?;
+                Some((end - p.next).max(0))
+            })
+            .collect()
     }
 
     fn reports_watermarks(&self) -> bool {
@@ -623,7 +671,7 @@ mod tests {
     /// A source whose broker is not there (nothing listens on port 1).
     fn unreachable(budget: Duration) -> KafkaSource {
         let consumer = client_config("127.0.0.1:1", &[("group.id", "test")], &BTreeMap::new())
-            .create()
+            .create_with_context(PartitionEnds::default())
             .unwrap();
         KafkaSource {
             consumer,
