@@ -359,10 +359,12 @@ fn keys_of(
     context: &mut Emit<'_>,
 ) -> Result<(KeyList, SideEvents), RunError> {
     context.metrics.key.add_in(events.len());
+    let calling = std::time::Instant::now();
     let (keys, letters) = match context.dead_letter {
         None => (keyer.extract_keys(events)?, Vec::new()),
         Some(output) => failures::dead_letter_keys(keyer, events, output)?,
     };
+    context.metrics.key.add_call(calling.elapsed());
     context.metrics.key.add_out(keys.len());
     Ok((keys, letters))
 }

@@ -122,8 +122,15 @@ impl Sampler {
             let tasks = task(0, &|s| s.sources.get(i)).into_iter().collect();
             operators.push(OperatorMetrics::new(name, "source", tasks));
         }
-        let key = task(0, &|s| Some(&s.key)).into_iter().collect();
-        operators.push(OperatorMetrics::new("key", "key", key));
+        // Key functions run chained into their producers, on their
+        // threads: busy is their share of the time in calls, idle the rest.
+        let key = task(0, &|s| Some(&s.key)).map(|mut key| {
+            key.busy_ms_per_second = key.call_ms_per_second;
+            key.idle_ms_per_second = 1000.0 - key.call_ms_per_second;
+            key.busy_seconds = key.call_seconds;
+            key
+        });
+        operators.push(OperatorMetrics::new("key", "key", key.into_iter().collect()));
         let mut slot = 0;
         for (name, parallelism) in &topology.stages {
             let first = slot;
