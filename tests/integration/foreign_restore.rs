@@ -161,7 +161,17 @@ fn a_savepoint_restored_into_another_data_directory_leaves_its_checkpoints_resto
     // The same pipeline, moved: its checkpoints go to the new data directory.
     let moved = spec_with_storage(dir, "origin", &dir.join("out.jsonl"), None);
     let data = dir.join("moved-data");
+    let out = dir.join("out.jsonl");
     let take_savepoint = |spec: &Path, data: &Path, mut child: Child| {
+        // Once some output is committed, so the savepoint's sink state
+        // names the origin's file (on a loaded machine the first savepoint
+        // could otherwise come before any output).
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::fs::metadata(&out).map_or(0, |m| m.len()) == 0 {
+            assert!(Instant::now() < deadline, "the origin committed no output within a minute");
+            assert!(child.try_wait().unwrap().is_none(), "the origin ended before any output");
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let deadline = Instant::now() + Duration::from_secs(30);
         let asked = loop {
             let asked =
