@@ -195,15 +195,18 @@ fn render(state: &AppState) -> String {
 
 /// The families every task (source, key functions, keyed subtask, sink)
 /// reports, labelled by pipeline, operator and subtask.
+/// What a family reads of a task.
+type TaskValue = fn(&TaskMetrics) -> Option<f64>;
+
 struct TaskFamilies {
-    families: Vec<(Family, fn(&TaskMetrics) -> Option<f64>)>,
+    families: Vec<(Family, TaskValue)>,
     split_watermark: Family,
     lag: Family,
 }
 
 impl TaskFamilies {
     fn new() -> Self {
-        let family = |name, kind, help, value: fn(&TaskMetrics) -> Option<f64>| {
+        let family = |name, kind, help, value: TaskValue| {
             (Family::new(name, kind, help), value)
         };
         Self {
