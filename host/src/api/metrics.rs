@@ -206,9 +206,7 @@ struct TaskFamilies {
 
 impl TaskFamilies {
     fn new() -> Self {
-        let family = |name, kind, help, value: TaskValue| {
-            (Family::new(name, kind, help), value)
-        };
+        let family = |name, kind, help, value: TaskValue| (Family::new(name, kind, help), value);
         Self {
             families: vec![
                 family("weir_task_records_in_per_second", "gauge", "Records a task received per second, over the last second.", |t| Some(t.records_in_per_second)),
