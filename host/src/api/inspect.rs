@@ -110,6 +110,10 @@ pub(crate) async fn state(
     Path(name): Path<String>,
     Query(params): Query<StateParams>,
 ) -> Result<Json<StateView>, ApiError> {
+    let longest = crate::state::MAX_STATE_NAME_LEN;
+    if params.state.is_empty() || params.state.len() > longest {
+        return Err(ApiError::invalid_request(format!("a state name has 1 to {longest} bytes")));
+    }
     blocking(move || {
         let view = app.supervisor.get(&name)?;
         let handle = view.run.map(|(handle, _)| handle).filter(|h| h.listening());
@@ -215,7 +219,7 @@ pub struct TailParams {
     pub output: Option<String>,
     /// Events a second at most (default 20, at most 1000).
     pub rate: Option<u32>,
-    /// Events in all before the stream ends (default 1000).
+    /// Events in all before the stream ends (default 1000, at least 1).
     pub limit: Option<u64>,
 }
 
@@ -228,7 +232,7 @@ pub struct TailParams {
 #[utoipa::path(get, path = "/v1/pipelines/{name}/tail", tag = "pipelines",
     params(("name" = String, Path, description = "The pipeline"), TailParams),
     responses((status = 200, content_type = "text/event-stream", body = String, description = "Server-sent events"),
-        (status = 404, body = super::ErrorBody), (status = 409, body = super::ErrorBody, description = "Not running")))]
+        (status = 400, body = super::ErrorBody), (status = 404, body = super::ErrorBody), (status = 409, body = super::ErrorBody, description = "Not running")))]
 pub(crate) async fn tail(
     State(app): State<Arc<AppState>>,
     Path(name): Path<String>,
@@ -245,7 +249,8 @@ pub(crate) async fn tail(
         )));
     }
     let rate = params.rate.unwrap_or(DEFAULT_TAIL_RATE).min(MAX_TAIL_RATE);
-    let events = handle.tail.subscribe(&output, rate, params.limit.unwrap_or(DEFAULT_TAIL_LIMIT));
+    let limit = params.limit.unwrap_or(DEFAULT_TAIL_LIMIT).max(1);
+    let events = handle.tail.subscribe(&output, rate, limit);
     let stream = futures::stream::unfold(events, |mut events| async move {
         let event = events.recv().await?;
         let data = serde_json::to_string(&event).unwrap_or_default();

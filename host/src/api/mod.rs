@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! GET    /healthz                            ok (never needs the token)
+//! GET    /console/                           the web console's page and files (no token: no data)
 //! GET    /metrics                            Prometheus text
 //! GET    /v1/openapi.json                    this API, as OpenAPI 3.1
 //! PUT    /v1/functions/{name}                upload a component or core module (body: the bytes)
@@ -34,6 +35,7 @@
 
 pub mod access;
 mod client;
+mod console;
 mod error;
 mod functions;
 pub mod guard;
@@ -217,7 +219,9 @@ fn router(state: Arc<AppState>, max_upload_bytes: usize) -> Router {
     let protected = protected
         .layer(DefaultBodyLimit::max(max_upload_bytes))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), authorize));
-    open.merge(protected)
+    // The console's static files need no token: they hold no data.
+    open.merge(console::routes())
+        .merge(protected)
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard_request))
         .with_state(state)
