@@ -60,6 +60,7 @@ pub mod project;
 pub mod registry;
 pub mod runtime;
 pub mod state;
+pub mod telemetry;
 pub mod time;
 pub mod units;
 pub mod window;

@@ -15,13 +15,8 @@ use cli::{Cli, Command};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("WEIR_LOG")
-                .unwrap_or_else(|_| "warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    // Kept to the end: dropping it sends the spans still queued.
+    let _telemetry = weir_host::telemetry::Telemetry::init();
     let result = match Cli::parse().command {
         Command::Run(args) => cli::run::run(args),
         #[cfg(feature = "bench")]

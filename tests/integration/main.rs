@@ -43,4 +43,5 @@ mod revenue;
 mod s3;
 mod s3_support;
 mod support;
+mod telemetry;
 mod windows;

@@ -345,6 +345,15 @@ impl Coordinator {
         timeout: Option<Duration>,
     ) -> Result<bool, CheckpointError> {
         let Pending { trigger, started, request, sources, subtasks, sink, committed, .. } = pending;
+        let span = tracing::info_span!(
+            "snapshot",
+            pipeline = %self.config.pipeline,
+            id = trigger.id,
+            kind = trigger.kind.name(),
+            size_bytes = tracing::field::Empty,
+            incremental_bytes = tracing::field::Empty,
+        );
+        let _span = span.enter();
         let dirs: Vec<PathBuf> = subtasks.into_iter().flatten().collect();
         let mut sources: Vec<serde_json::Value> = sources.into_iter().flatten().collect();
         let source = if sources.len() == 1 {
@@ -390,6 +399,8 @@ impl Coordinator {
         if let Some(request) = request {
             request.respond(&Response::done(&location));
         }
+        span.record("size_bytes", metadata.size_bytes);
+        span.record("incremental_bytes", metadata.incremental_bytes);
         tracing::info!(
             id = trigger.id,
             kind = ?trigger.kind,

@@ -500,6 +500,7 @@ impl ConsumerContext for Membership {
         if let Rebalance::Revoke(list) = rebalance {
             let units = self.worker.numbers(list);
             let lost = consumer.assignment_lost();
+            let _span = tracing::info_span!("rebalance", revoked = ?units, lost).entered();
             tracing::info!(?units, lost, "units revoked: stopping them");
             self.worker.stop_units(&units);
         }
@@ -510,6 +511,7 @@ impl ConsumerContext for Membership {
         match rebalance {
             Rebalance::Assign(list) => {
                 let units = self.worker.numbers(list);
+                let _span = tracing::info_span!("rebalance", assigned = ?units).entered();
                 tracing::info!(?units, "units assigned");
                 self.worker.start_units(&units);
                 self.worker.joined.store(true, Ordering::Relaxed);

@@ -51,6 +51,7 @@ pub(crate) fn prepare_state(
     settings: Option<&CheckpointSettings>,
     kafka_sink: Option<&KafkaSinkConfig>,
 ) -> Result<StartingPoint, RunError> {
+    let _span = tracing::info_span!("restore", pipeline = %spec.name).entered();
     let url = checkpoint_url(spec, &options.data_dir)?;
     let storage = CheckpointStorage::open(&url, &spec.name)?;
     let fresh = spec.fresh || options.fresh;

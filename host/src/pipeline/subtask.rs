@@ -139,6 +139,7 @@ impl Subtask {
                             ));
                         };
                         self.inputs[input].idle = false;
+                        let _call = tracing::debug_span!("call", events = batch.len()).entered();
                         let calling = Instant::now();
                         operator.on_events(side, batch)?;
                         self.counts.add_call(calling.elapsed());
