@@ -59,8 +59,12 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
 
 /// `weir run` of the revenue example with checkpoints and `env`.
 fn run_revenue(dir: &std::path::Path, env: &[(&str, &str)]) {
-    let spec =
-        revenue_spec(dir, &revenue_orders(), &dir.join("out.jsonl"), "checkpoint: { interval: 1s }\n");
+    let spec = revenue_spec(
+        dir,
+        &revenue_orders(),
+        &dir.join("out.jsonl"),
+        "checkpoint: { interval: 1s }\n",
+    );
     let output = Command::new(env!("CARGO_BIN_EXE_weir"))
         .args(["run", spec.to_str().unwrap(), "--data-dir", dir.join("data").to_str().unwrap()])
         .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
