@@ -402,5 +402,5 @@ fn the_openapi_document_lists_exactly_the_routes() {
     for operation in &operations {
         assert!(api_doc.contains(operation.as_str()), "docs/api.md does not document {operation}");
     }
-    assert_eq!(operations.len(), 15, "{operations:#?}");
+    assert_eq!(operations.len(), 17, "{operations:#?}");
 }
