@@ -33,8 +33,7 @@ impl Telemetry {
     /// the OTLP export if configured. A misconfigured export is reported
     /// on stderr and left off; it never stops the process.
     pub fn init() -> Self {
-        let log = EnvFilter::try_from_env("WEIR_LOG").unwrap_or_else(|_| "warn".into());
-        let lines = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(log);
+        let log = || EnvFilter::try_from_env("WEIR_LOG").unwrap_or_else(|_| "warn".into());
         let provider = match configured() {
             false => None,
             true => match exporter() {
@@ -45,12 +44,18 @@ impl Telemetry {
                 }
             },
         };
-        let spans = provider.as_ref().map(|provider| {
-            let filter = EnvFilter::try_from_env("WEIR_OTLP").unwrap_or_else(|_| "info".into());
-            tracing_opentelemetry::layer().with_tracer(provider.tracer("weir")).with_filter(filter)
-        });
+        let Some(provider) = provider else {
+            // No export: log lines only, filtered once for the process.
+            tracing_subscriber::fmt().with_env_filter(log()).with_writer(std::io::stderr).init();
+            return Self { provider: None };
+        };
+        let lines =
+            tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(log());
+        let filter = EnvFilter::try_from_env("WEIR_OTLP").unwrap_or_else(|_| "info".into());
+        let spans =
+            tracing_opentelemetry::layer().with_tracer(provider.tracer("weir")).with_filter(filter);
         tracing_subscriber::registry().with(lines).with(spans).init();
-        Self { provider }
+        Self { provider: Some(provider) }
     }
 
     /// Whether spans are being exported.
