@@ -368,7 +368,7 @@ impl Worker {
                     state: state.to_string(),
                     restored_from: current_restore,
                     restores: slot.restores + u64::from(current_restore.is_some()),
-                    records_in: metrics.map_or(0, |m| m.source_records.load(Ordering::Relaxed)),
+                    records_in: metrics.map_or(0, |m| m.source_records()),
                     records_out: metrics.map_or(0, |m| m.sink_written.load(Ordering::Relaxed)),
                     watermark: metrics.and_then(|m| m.watermark()),
                     lag: slot.lag,

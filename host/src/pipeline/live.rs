@@ -165,8 +165,6 @@ pub struct LiveMetrics {
     subtasks: Mutex<Vec<Arc<LiveCounts>>>,
     /// Each keyed stage's name and parallelism, in subtask order.
     stages: Mutex<Vec<(String, usize)>>,
-    /// Events read from the sources.
-    pub source_records: AtomicU64,
     /// Events the sink wrote to the main output.
     pub sink_written: AtomicU64,
     /// Events written to declared side outputs.
@@ -200,7 +198,6 @@ impl Default for LiveMetrics {
             key: LiveCounts::default(),
             subtasks: Mutex::default(),
             stages: Mutex::default(),
-            source_records: AtomicU64::new(0),
             sink_written: AtomicU64::new(0),
             side_written: AtomicU64::new(0),
             side_dropped: AtomicU64::new(0),
@@ -247,6 +244,12 @@ impl LiveMetrics {
     /// Whether `output` is one of [`Self::outputs`].
     pub fn has_output(&self, output: &str) -> bool {
         self.outputs().iter().any(|o| o == output)
+    }
+
+    /// Events read from the sources (what each source task emitted).
+    pub fn source_records(&self) -> u64 {
+        let sources = self.sources.lock().unwrap_or_else(PoisonError::into_inner);
+        sources.iter().map(|c| c.get().records_out).sum()
     }
 
     /// Take a sample now and keep it for the rates of [`Self::view`]
@@ -343,7 +346,7 @@ impl From<&LiveMetrics> for RunSummary {
         let key = metrics.key.get();
         let (last_snapshot, snapshots_completed) = metrics.last_snapshot();
         Self {
-            records_in: metrics.source_records.load(Ordering::Relaxed),
+            records_in: metrics.source_records(),
             records_out: metrics.sink_written.load(Ordering::Relaxed),
             side_outputs_written: metrics.side_written.load(Ordering::Relaxed),
             side_outputs_dropped: metrics.side_dropped.load(Ordering::Relaxed),

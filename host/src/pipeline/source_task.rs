@@ -144,7 +144,6 @@ impl SourceTask {
                     }
                 }
                 idle = false;
-                links.metrics.source_records.fetch_add(events.len() as u64, Ordering::Relaxed);
                 links.counts.add_out(events.len());
                 let batch = std::mem::replace(&mut events, Vec::with_capacity(batch_size));
                 links.router.emit(None, batch)?;
