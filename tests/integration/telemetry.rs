@@ -1,7 +1,7 @@
 //! OpenTelemetry export: with an OTLP endpoint configured, `weir run`
 //! sends its spans (the run, the restore, each snapshot; with
 //! `WEIR_OTLP=debug` each call into a function) to it over OTLP/HTTP;
-//! without one it sends nothing.
+//! without one it sends nothing, and its log lines are the same either way.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -57,8 +57,9 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
 
-/// `weir run` of the revenue example with checkpoints and `env`.
-fn run_revenue(dir: &std::path::Path, env: &[(&str, &str)]) {
+/// `weir run` of the revenue example with checkpoints and `env`: its
+/// stderr.
+fn run_revenue(dir: &std::path::Path, env: &[(&str, &str)]) -> String {
     let spec = revenue_spec(
         dir,
         &revenue_orders(),
@@ -72,7 +73,9 @@ fn run_revenue(dir: &std::path::Path, env: &[(&str, &str)]) {
         .envs(env.iter().copied())
         .output()
         .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{stderr}");
+    stderr
 }
 
 #[test]
@@ -88,6 +91,34 @@ fn spans_go_to_the_configured_otlp_endpoint_and_nowhere_without_one() {
     // The exporter sends what is queued when the process ends.
     let received = collector.received();
     for name in ["weir", "pipeline", "restore", "snapshot", "call", "revenue-test"] {
+        assert!(contains(&received, name), "no {name:?} in {} bytes of spans", received.len());
+    }
+}
+
+#[test]
+fn log_lines_are_filtered_by_weir_log_alone_while_spans_are_exported() {
+    let collector = Collector::start();
+    let dir = tempfile::tempdir().unwrap();
+    let env = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint.as_str()),
+        ("WEIR_OTLP", "debug"),
+        ("WEIR_LOG", "warn,weir_host::pipeline::restore=info"),
+    ];
+    let first = run_revenue(dir.path(), &env);
+    // The second run over the same data directory restores the first's
+    // last checkpoint, and says so at `info` in the one target logged at it.
+    let second = run_revenue(dir.path(), &env);
+    let restored = second.lines().filter(|l| l.contains("restored state")).count();
+    assert_eq!(restored, 1, "one stage restored:\n{second}");
+    for stderr in [&first, &second] {
+        let info = stderr.lines().filter(|l| l.contains(" INFO "));
+        for line in info {
+            assert!(line.contains("weir_host::pipeline::restore"), "not asked for: {line}");
+        }
+        assert!(!stderr.contains("DEBUG"), "debug spans are exported, not logged:\n{stderr}");
+    }
+    let received = collector.received();
+    for name in ["restore", "snapshot", "call"] {
         assert!(contains(&received, name), "no {name:?} in {} bytes of spans", received.len());
     }
 }

@@ -19,11 +19,13 @@
 //! | `join`      | two order streams, an interval join by customer (≈ 1 match each) |
 //! | `sum-py`    | `sum` by a Python function (`bench-sum-py`, componentize-py)   |
 //! | `sum-js`    | `sum` by a TypeScript function (`bench-sum-js`, componentize-js) |
+//! | `sum-untimed` | `sum` with the tasks' clocks off (`WEIR_TASK_METRICS=off`)     |
 //!
-//! The graph workloads (`two-stage`, `join`) and the Python and TypeScript
-//! variants of `sum` are also reported as a ratio to `sum` (the Rust
-//! function) measured in the same invocation, which then always runs; the
-//! variants' native column is the same native twin as `sum`'s.
+//! The graph workloads (`two-stage`, `join`), the Python and TypeScript
+//! variants of `sum` and `sum-untimed` are also reported as a ratio to
+//! `sum` (the Rust function) measured in the same invocation, which then
+//! always runs; the variants' native column is the same native twin as
+//! `sum`'s. `sum-untimed`'s ratio is what the per-task metrics cost.
 //!
 //! [`cluster`] (`weir bench cluster`) measures Kafka → Weir → Kafka in one
 //! process and on workers, against the broker's own rate.
@@ -56,11 +58,13 @@ pub enum Workload {
     SumPython,
     /// (a) by the TypeScript twin of the function.
     SumJavaScript,
+    /// (a) without the per-task clocks of the metrics, to show their cost.
+    SumUntimed,
 }
 
 impl Workload {
     /// Every workload, in the order.
-    pub const ALL: [Workload; 9] = [
+    pub const ALL: [Workload; 10] = [
         Workload::Sum,
         Workload::SumJson,
         Workload::Window,
@@ -70,6 +74,7 @@ impl Workload {
         Workload::Join,
         Workload::SumPython,
         Workload::SumJavaScript,
+        Workload::SumUntimed,
     ];
 
     /// Its name on the command line.
@@ -84,6 +89,7 @@ impl Workload {
             Workload::Join => "join",
             Workload::SumPython => "sum-py",
             Workload::SumJavaScript => "sum-js",
+            Workload::SumUntimed => "sum-untimed",
         }
     }
 
@@ -94,9 +100,18 @@ impl Workload {
     }
 
     /// Whether it is reported also as a ratio to [`Workload::Sum`]: the
-    /// graphs, and `sum` in other languages.
+    /// graphs, `sum` in other languages and `sum` untimed.
     pub fn is_compared_with_sum(self) -> bool {
-        self.is_graph() || matches!(self, Workload::SumPython | Workload::SumJavaScript)
+        self.is_graph()
+            || matches!(self, Workload::SumPython | Workload::SumJavaScript | Workload::SumUntimed)
+    }
+
+    /// Its runs' `WEIR_TASK_METRICS`: whether tasks time their work.
+    fn task_metrics(self) -> &'static str {
+        match self {
+            Workload::SumUntimed => "off",
+            _ => "on",
+        }
     }
 
     /// The workload called `name`.
@@ -122,7 +137,8 @@ impl Workload {
             | Workload::TwoStage
             | Workload::Join
             | Workload::SumPython
-            | Workload::SumJavaScript => "bench-sum",
+            | Workload::SumJavaScript
+            | Workload::SumUntimed => "bench-sum",
             Workload::SumJson => "bench-json",
             Workload::Dedup => "bench-dedup",
             Workload::Filter => "bench-filter",
@@ -301,6 +317,7 @@ pub fn measure(
         .arg(dir.join("data"))
         .args(["--quiet", "--report-json"])
         .env_remove("WEIR_FAULT")
+        .env("WEIR_TASK_METRICS", case.workload.task_metrics())
         .output()
         .map_err(io)?;
     let _ = std::fs::remove_dir_all(&dir);
@@ -403,13 +420,13 @@ pub fn run_suite(
         }
         writeln!(
             out,
-            "{:<9} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}",
+            "{:<11} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}",
             "", "", "", "wasm", "native", "wasm/", "wasm", "wasm", ""
         )
         .map_err(write)?;
         writeln!(
             out,
-            "{:<9} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}",
+            "{:<11} {:>9} {:>5}  {:>11} {:>11}  {:>7}  {:>8} {:>8}  {:>9}",
             "workload",
             "keys",
             "chk",
@@ -492,7 +509,7 @@ pub fn run_suite(
                     sum_rates.get(&(keys, checkpoints)).filter(|_| workload.is_compared_with_sum())
                 {
                     against_sum.push(format!(
-                        "{:<9} {:>9} {:>5}  {:>11.2} {:>11.2}",
+                        "{:<11} {:>9} {:>5}  {:>11.2} {:>11.2}",
                         workload.name(),
                         keys,
                         chk,
@@ -524,7 +541,7 @@ pub fn run_suite(
                 };
                 writeln!(
                     out,
-                    "{:<9} {:>9} {:>5}  {:>10.2}M {:>10.2}M  {:>7.2}  {:>8.2} {:>7.0}M  {:>9}",
+                    "{:<11} {:>9} {:>5}  {:>10.2}M {:>10.2}M  {:>7.2}  {:>8.2} {:>7.0}M  {:>9}",
                     workload.name(),
                     keys,
                     chk,
@@ -543,7 +560,7 @@ pub fn run_suite(
         writeln!(out, "\nevents/s against sum's in this run (medians; same keys, checkpoints, implementation):").map_err(write)?;
         writeln!(
             out,
-            "{:<9} {:>9} {:>5}  {:>11} {:>11}",
+            "{:<11} {:>9} {:>5}  {:>11} {:>11}",
             "workload", "keys", "chk", "wasm/sum", "native/sum"
         )
         .map_err(write)?;
@@ -648,6 +665,10 @@ mod tests {
         assert!(python.contains("/f/bench-sum-py.wasm"), "{python}");
         let native = case(SumJavaScript, Implementation::Native, false).spec(Path::new("/f"));
         assert!(native.contains("native: bench-sum"), "{native}");
+        let untimed = case(SumUntimed, Implementation::Wasm, false).spec(Path::new("/f"));
+        assert!(untimed.contains("/f/bench-sum.wasm"), "{untimed}");
+        assert_eq!((SumUntimed.task_metrics(), Sum.task_metrics()), ("off", "on"));
+        assert!(SumUntimed.is_compared_with_sum());
         for workload in Workload::ALL {
             assert_eq!(Workload::parse(workload.name()), Some(workload));
         }

@@ -20,10 +20,11 @@ pub struct BenchArgs {
     /// Distinct keys; repeatable.
     #[arg(long = "keys", default_values_t = [10_000u64])]
     keys: Vec<u64>,
-    /// Workloads (sum, sum-json, window, dedup, filter, two-stage, join);
-    /// repeatable or comma-separated (`--workloads two-stage,join`); default
-    /// all. `sum` runs too with a graph workload (two-stage, join), whose
-    /// ratio to it is reported.
+    /// Workloads (sum, sum-json, window, dedup, filter, two-stage, join,
+    /// sum-py, sum-js, sum-untimed); repeatable or comma-separated
+    /// (`--workloads two-stage,join`); default all. `sum` runs too with a
+    /// graph workload, sum-py, sum-js or sum-untimed, whose ratio to it is
+    /// reported.
     #[arg(long = "workload", visible_alias = "workloads", value_delimiter = ',')]
     workloads: Vec<String>,
     /// Checkpoints: on (every 1 s), off, or both.

@@ -65,6 +65,34 @@ impl Default for LiveCounts {
     }
 }
 
+/// Whether tasks time their work (idle, backpressured and call time) and
+/// sample their state's size: on unless `WEIR_TASK_METRICS=off`, which
+/// exists to measure what the clocks cost (`weir bench`'s `sum-untimed`).
+/// Record counts are kept either way.
+pub fn task_timing() -> bool {
+    static ON: std::sync::LazyLock<bool> = std::sync::LazyLock::new(|| {
+        std::env::var("WEIR_TASK_METRICS").map_or(true, |v| v != "off")
+    });
+    *ON
+}
+
+/// Times a stretch of a task's work for its metrics: two clock reads, or
+/// none when [`task_timing`] is off (then it measures zero).
+#[derive(Debug, Clone, Copy)]
+pub struct Stopwatch(Option<Instant>);
+
+impl Stopwatch {
+    /// Start timing (if tasks time their work).
+    pub fn start() -> Self {
+        Self(task_timing().then(Instant::now))
+    }
+
+    /// The time since [`Stopwatch::start`].
+    pub fn elapsed(self) -> Duration {
+        self.0.map_or(Duration::ZERO, |started| started.elapsed())
+    }
+}
+
 /// Nanoseconds of `d`, saturated.
 fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)

@@ -16,7 +16,7 @@ use std::sync::mpsc::SyncSender as SinkSender;
 
 use super::error::RunError;
 use super::failures::{self, SideEvents};
-use super::live::{LiveCounts, LiveMetrics};
+use super::live::{LiveCounts, LiveMetrics, Stopwatch};
 use super::messages::{SinkMessage, SubtaskMessage};
 use super::operator::{FunctionCode, FunctionEnv, RoutedBatch};
 use crate::connectors::kafka::exchange::KEY_HEADER;
@@ -246,7 +246,7 @@ trait CountedSend<T> {
         match self.offer(message) {
             Ok(()) => Ok(()),
             Err(Some(message)) => {
-                let waiting = std::time::Instant::now();
+                let waiting = Stopwatch::start();
                 let sent = self.send_waiting(message);
                 counts.add_backpressured(waiting.elapsed());
                 sent.then_some(()).ok_or(RunError::Stopped)
@@ -359,7 +359,7 @@ fn keys_of(
     context: &mut Emit<'_>,
 ) -> Result<(KeyList, SideEvents), RunError> {
     context.metrics.key.add_in(events.len());
-    let calling = std::time::Instant::now();
+    let calling = Stopwatch::start();
     let (keys, letters) = match context.dead_letter {
         None => (keyer.extract_keys(events)?, Vec::new()),
         Some(output) => failures::dead_letter_keys(keyer, events, output)?,

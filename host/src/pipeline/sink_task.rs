@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use super::error::RunError;
 use super::graph::{output_name, Graph, LINE_SINK};
-use super::live::RunHandle;
+use super::live::{RunHandle, Stopwatch};
 use super::messages::SinkMessage;
 use crate::checkpoint::Ack;
 use crate::connectors::Sink;
@@ -121,7 +121,7 @@ impl SinkTask {
         let mut marks: Vec<Option<i64>> = vec![Some(i64::MIN); self.inputs];
         let mut barrier_marks: BTreeMap<u64, EpochMark> = BTreeMap::new();
         loop {
-            let waiting = std::time::Instant::now();
+            let waiting = Stopwatch::start();
             let Ok(message) = input.recv() else { break };
             report.sink.add_idle(waiting.elapsed());
             match message {
@@ -129,7 +129,7 @@ impl SinkTask {
                 SinkMessage::Batch { from, sink, events } => {
                     let target = &mut self.sinks[sink];
                     report.sink.add_in(events.len());
-                    let writing = std::time::Instant::now();
+                    let writing = Stopwatch::start();
                     target.sink.write(epochs[from], &events)?;
                     if let Some(delay) = self.delay {
                         std::thread::sleep(delay);

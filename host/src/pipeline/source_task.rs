@@ -10,7 +10,7 @@ use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::time::Instant;
 
 use super::error::RunError;
-use super::live::{LiveCounts, LiveMetrics};
+use super::live::{LiveCounts, LiveMetrics, Stopwatch};
 use super::messages::SubtaskMessage;
 use super::options::ProgressFn;
 use super::router::Router;
@@ -126,13 +126,13 @@ impl SourceTask {
                 // The coordinator failed; its error is the one reported.
                 Err(TryRecvError::Disconnected) => return Err(RunError::Stopped),
             }
-            let reading = Instant::now();
+            let reading = Stopwatch::start();
             let polled = source.next_batch(batch_size, &mut events)?;
-            let now = Instant::now();
             if events.is_empty() {
                 // A poll that found nothing waited for input.
-                links.counts.add_idle(now - reading);
+                links.counts.add_idle(reading.elapsed());
             }
+            let now = Instant::now();
             let rejected = source.take_rejected();
             if !rejected.is_empty() {
                 links.router.emit_side(rejected)?;

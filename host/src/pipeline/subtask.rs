@@ -23,7 +23,7 @@ use crossbeam_channel::{Receiver, Select};
 use super::error::RunError;
 use super::graph::StageInput;
 use super::inspect::{self, StateAnswer, StateQuery};
-use super::live::LiveCounts;
+use super::live::{task_timing, LiveCounts, Stopwatch};
 use super::messages::SubtaskMessage;
 use super::operator::KeyedOperator;
 use super::router::Router;
@@ -126,7 +126,7 @@ impl Subtask {
                 break;
             }
             let timers = operator.next_processing_timer().filter(|_| !ended).is_some();
-            let waiting = Instant::now();
+            let waiting = Stopwatch::start();
             let received = self.wait(&readable, timers);
             self.counts.add_idle(waiting.elapsed());
             match received {
@@ -140,13 +140,13 @@ impl Subtask {
                         };
                         self.inputs[input].idle = false;
                         let _call = tracing::debug_span!("call", events = batch.len()).entered();
-                        let calling = Instant::now();
+                        let calling = Stopwatch::start();
                         operator.on_events(side, batch)?;
                         self.counts.add_call(calling.elapsed());
                     }
                     SubtaskMessage::Broadcast(events) => {
                         self.counts.add_in(events.len());
-                        let calling = Instant::now();
+                        let calling = Stopwatch::start();
                         operator.on_broadcast(events)?;
                         self.counts.add_call(calling.elapsed());
                     }
@@ -179,7 +179,7 @@ impl Subtask {
                 if least > watermark {
                     watermark = least;
                     self.counts.set_watermark(watermark);
-                    let calling = Instant::now();
+                    let calling = Stopwatch::start();
                     operator.on_watermark(watermark)?;
                     self.counts.add_call(calling.elapsed());
                     self.forward_outputs(&mut operator, &mut router)?;
@@ -215,7 +215,7 @@ impl Subtask {
             }
             self.forward_outputs(&mut operator, &mut router)?;
             operator.relieve()?;
-            if stats_reported.is_none_or(|at| at.elapsed() >= STATE_STATS_EVERY) {
+            if task_timing() && stats_reported.is_none_or(|at| at.elapsed() >= STATE_STATS_EVERY) {
                 stats_reported = Some(Instant::now());
                 self.counts.set_state(operator.state_stats());
             }
