@@ -58,7 +58,7 @@ function status(name, state, at) {
     watermark: 1_768_471_200_000,
     restored_from: null,
     snapshots_completed: 2,
-    last_checkpoint: { id: 2, kind: 'checkpoint', completed_at: at - 3000, size_bytes: 40960, incremental_bytes: 1024, duration_ms: 35, location: '/data/checkpoints/orders/chk-2' },
+    last_checkpoint: { id: 2, kind: 'checkpoint', completed_at: at - 3000, size_bytes: 40960, incremental_bytes: 1024, duration_ms: 35, alignment_ms: 2, location: '/data/checkpoints/orders/chk-2' },
     last_savepoint: null,
     restart: { restarts: 0, last_failure: null, next_attempt_at: null },
     spec: 'name: orders\n',
@@ -95,7 +95,7 @@ export async function startStub({ token }) {
   const timers = new Set();
   let state = 'running';
   const checkpoints = [
-    { id: 2, kind: 'checkpoint', completed_at: Date.now() - 3000, size_bytes: 40960, incremental_bytes: 1024, duration_ms: 35, location: '/data/checkpoints/orders/chk-2' },
+    { id: 2, kind: 'checkpoint', completed_at: Date.now() - 3000, size_bytes: 40960, incremental_bytes: 1024, duration_ms: 35, alignment_ms: 2, location: '/data/checkpoints/orders/chk-2' },
   ];
   const server = createServer(async (req, res) => {
     const url = new URL(req.url, 'http://stub');
@@ -133,7 +133,7 @@ export async function startStub({ token }) {
       case 'GET /v1/pipelines/orders/checkpoints':
         return json(200, { checkpoints });
       case 'POST /v1/pipelines/orders/savepoints':
-        checkpoints.unshift({ id: 3, kind: 'savepoint', completed_at: now, size_bytes: 50000, incremental_bytes: 50000, duration_ms: 40, location: '/data/savepoints/orders/sp-3' });
+        checkpoints.unshift({ id: 3, kind: 'savepoint', completed_at: now, size_bytes: 50000, incremental_bytes: 50000, duration_ms: 40, alignment_ms: 0, location: '/data/savepoints/orders/sp-3' });
         return json(201, { state: 'running', location: '/data/savepoints/orders/sp-3' });
       case 'POST /v1/pipelines/orders/stop':
         state = 'stopped';

@@ -148,6 +148,9 @@ fn a_running_pipelines_state_output_and_metrics_are_read_without_stopping_it() {
     let location = newest["location"].as_str().unwrap();
     assert_eq!(newest["size_bytes"].as_u64(), Some(referenced_bytes(location)), "{newest}");
     assert!(newest["size_bytes"].as_u64() > Some(0));
+    // Its alignment is kept with it: part of its duration.
+    let alignment = newest["alignment_ms"].as_u64().expect("alignment_ms");
+    assert!(Some(alignment) <= newest["duration_ms"].as_u64(), "{newest}");
 
     // Prometheus: per task, labelled.
     let (_, text_metrics) = server.call("GET", "/metrics", TOKEN, b"");

@@ -186,11 +186,12 @@ function CheckpointTable({ checkpoints }) {
   if (checkpoints.length === 0) return html`<p class="muted">No completed checkpoints or savepoints.</p>`;
   return html`<table class="grid" aria-label="Checkpoint history">
     <thead><tr><th class="num">Id</th><th>Kind</th><th>Completed</th><th class="num">Duration</th>
-      <th class="num">Size</th><th class="num">Uploaded</th><th>Location</th></tr></thead>
+      <th class="num">Alignment</th><th class="num">Size</th><th class="num">Uploaded</th><th>Location</th></tr></thead>
     <tbody>${checkpoints.map(
       (c) => html`<tr data-kind=${c.kind}>
         <td class="num">${c.id}</td><td>${c.kind}</td><td>${formatTime(c.completed_at)}</td>
-        <td class="num">${formatDuration(c.duration_ms)}</td><td class="num">${formatBytes(c.size_bytes)}</td>
+        <td class="num">${formatDuration(c.duration_ms)}</td><td class="num">${formatDuration(c.alignment_ms)}</td>
+        <td class="num">${formatBytes(c.size_bytes)}</td>
         <td class="num">${formatBytes(c.incremental_bytes)}</td><td><${Short} text=${c.location} keep=${48} /></td>
       </tr>`,
     )}</tbody>

@@ -159,6 +159,9 @@ pub struct SnapshotInfo {
     pub incremental_bytes: u64,
     /// Trigger to completion, ms.
     pub duration_ms: u64,
+    /// The longest any subtask waited from its first barrier to its last,
+    /// ms.
+    pub alignment_ms: u64,
     /// Where it is (path or URL): what `restore` takes.
     pub location: String,
 }
@@ -173,6 +176,7 @@ impl SnapshotInfo {
             size_bytes: m.size_bytes,
             incremental_bytes: m.incremental_bytes,
             duration_ms: m.duration_ms,
+            alignment_ms: m.alignment_ms,
             location,
         }
     }
@@ -186,6 +190,7 @@ impl SnapshotInfo {
             size_bytes: s.size_bytes,
             incremental_bytes: s.incremental_bytes,
             duration_ms,
+            alignment_ms: u64::try_from(s.alignment.as_millis()).unwrap_or(u64::MAX),
             location: s.location.clone(),
         }
     }

@@ -57,6 +57,8 @@ pub enum Ack {
         index: usize,
         /// Its RocksDB checkpoint.
         dir: PathBuf,
+        /// How long it waited from the first barrier of `id` to the last.
+        alignment: Duration,
     },
     /// Barrier `id` arrived from every input of the sink, which pre-committed.
     Sink {
@@ -135,6 +137,8 @@ pub struct CompletedSnapshot {
     pub incremental_bytes: u64,
     /// Trigger to completion.
     pub duration: Duration,
+    /// The longest any subtask waited from its first barrier to its last.
+    pub alignment: Duration,
     /// Where it is.
     pub location: String,
 }
@@ -155,6 +159,8 @@ struct Pending {
     request: Option<Request>,
     sources: Vec<Option<serde_json::Value>>,
     subtasks: Vec<Option<PathBuf>>,
+    /// The longest barrier alignment of the subtasks acknowledged so far.
+    alignment: Duration,
     sink: Option<serde_json::Value>,
     committed: Option<u64>,
 }
@@ -322,6 +328,7 @@ impl Coordinator {
                     request,
                     sources: vec![None; self.config.sources.len()],
                     subtasks,
+                    alignment: Duration::ZERO,
                     sink: None,
                     committed: None,
                 });
@@ -344,7 +351,17 @@ impl Coordinator {
         pending: Pending,
         timeout: Option<Duration>,
     ) -> Result<bool, CheckpointError> {
-        let Pending { trigger, started, request, sources, subtasks, sink, committed, .. } = pending;
+        let Pending {
+            trigger,
+            started,
+            request,
+            sources,
+            subtasks,
+            alignment,
+            sink,
+            committed,
+            ..
+        } = pending;
         let span = tracing::info_span!(
             "snapshot",
             pipeline = %self.config.pipeline,
@@ -361,8 +378,12 @@ impl Coordinator {
         } else {
             serde_json::Value::Object(self.config.sources.iter().cloned().zip(sources).collect())
         };
-        let acknowledged =
-            Acknowledged { source, sink: sink.unwrap_or_default(), last_committed: committed };
+        let acknowledged = Acknowledged {
+            source,
+            sink: sink.unwrap_or_default(),
+            last_committed: committed,
+            alignment,
+        };
         let stored = self.store(
             trigger,
             &dirs,
@@ -416,6 +437,7 @@ impl Coordinator {
             size_bytes: metadata.size_bytes,
             incremental_bytes: metadata.incremental_bytes,
             duration: started.elapsed(),
+            alignment: Duration::from_millis(metadata.alignment_ms),
             location,
         };
         (self.config.on_snapshot)(&completed);
@@ -526,6 +548,7 @@ impl Coordinator {
             size_bytes,
             incremental_bytes,
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            alignment_ms: u64::try_from(acknowledged.alignment.as_millis()).unwrap_or(u64::MAX),
         };
         // The last moment to give up: once the metadata is written, the
         // snapshot is complete.
@@ -574,6 +597,8 @@ struct Acknowledged {
     sink: serde_json::Value,
     /// The newest snapshot whose output the sinks know is committed.
     last_committed: Option<u64>,
+    /// The longest barrier alignment of any subtask.
+    alignment: Duration,
 }
 
 /// How storing a snapshot ended.
@@ -599,9 +624,11 @@ fn record(pending: &mut Option<Pending>, ack: Ack) {
             pending.sink = Some(state);
             pending.committed = committed;
         }
-        Ack::Subtask { id, index, dir } if Some(id) == current => {
-            if let Some(slot) = pending.as_mut().expect("current").subtasks.get_mut(index) {
+        Ack::Subtask { id, index, dir, alignment } if Some(id) == current => {
+            let pending = pending.as_mut().expect("current");
+            if let Some(slot) = pending.subtasks.get_mut(index) {
                 *slot = Some(dir);
+                pending.alignment = pending.alignment.max(alignment);
             }
         }
         Ack::Subtask { dir, .. } => remove_dir(&dir),
@@ -789,7 +816,7 @@ mod tests {
             let dir = self.subtask_dir(id, index);
             std::fs::create_dir_all(&dir).expect("local dir");
             drop(RocksDbBackend::open(&dir).expect("database"));
-            self.ack(Ack::Subtask { id, index, dir });
+            self.ack(Ack::Subtask { id, index, dir, alignment: Duration::ZERO });
         }
 
         fn subtask_dir(&self, id: u64, index: usize) -> PathBuf {
@@ -999,6 +1026,7 @@ mod tests {
                 request: None,
                 sources: vec![Some(json!({ "offset": id }))],
                 subtasks: vec![Some(subtask)],
+                alignment: Duration::from_millis(7),
                 sink: Some(json!({ "pending": id })),
                 committed: None,
             }
@@ -1017,6 +1045,7 @@ mod tests {
         // Stored in time, the next one completes.
         assert!(coordinator.finish(acknowledged(2, Instant::now()), Some(SOON)).unwrap());
         assert_eq!(stored().iter().map(|m| m.id).collect::<Vec<_>>(), [2]);
+        assert_eq!(stored()[0].alignment_ms, 7, "the subtasks' longest alignment is kept");
         assert_eq!(*committed.lock().unwrap(), [2]);
     }
 

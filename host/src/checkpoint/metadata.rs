@@ -127,6 +127,10 @@ pub struct SnapshotMetadata {
     pub incremental_bytes: u64,
     /// Milliseconds from trigger to completion.
     pub duration_ms: u64,
+    /// The longest any subtask waited from its first barrier to its last,
+    /// in ms (0 in metadata written before Weir recorded it).
+    #[serde(default)]
+    pub alignment_ms: u64,
 }
 
 impl SnapshotMetadata {

@@ -180,6 +180,7 @@ mod tests {
                 size_bytes: uploaded.size,
                 incremental_bytes: uploaded.sent,
                 duration_ms: 0,
+                alignment_ms: 0,
                 last_committed: None,
             })
             .unwrap();

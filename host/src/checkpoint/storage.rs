@@ -572,6 +572,7 @@ mod tests {
             size_bytes: 0,
             incremental_bytes: 0,
             duration_ms: 0,
+            alignment_ms: 0,
         }
     }
 

@@ -33,8 +33,6 @@ pub struct LiveCounts {
     call_nanos: AtomicU64,
     /// Its event time (`i64::MIN`: none yet).
     watermark: AtomicI64,
-    /// How long its last checkpoint barrier took to align.
-    alignment_nanos: AtomicU64,
     /// Its state's size (`u64::MAX`: unknown) and cache counters.
     state_bytes: AtomicU64,
     cache_hits: AtomicU64,
@@ -55,7 +53,6 @@ impl Default for LiveCounts {
             backpressured_nanos: AtomicU64::new(0),
             call_nanos: AtomicU64::new(0),
             watermark: AtomicI64::new(i64::MIN),
-            alignment_nanos: AtomicU64::new(0),
             state_bytes: AtomicU64::new(u64::MAX),
             cache_hits: AtomicU64::new(0),
             cache_misses: AtomicU64::new(0),
@@ -136,11 +133,6 @@ impl LiveCounts {
         self.watermark.store(watermark, Ordering::Relaxed);
     }
 
-    /// Record how long the last barrier took to align.
-    pub fn set_alignment(&self, time: Duration) {
-        self.alignment_nanos.store(nanos(time), Ordering::Relaxed);
-    }
-
     /// Record what its state backend says of itself.
     pub fn set_state(&self, stats: StateStats) {
         self.state_bytes.store(stats.bytes.unwrap_or(u64::MAX), Ordering::Relaxed);
@@ -175,7 +167,6 @@ impl LiveCounts {
             backpressured: Duration::from_nanos(load(&self.backpressured_nanos)),
             calls: Duration::from_nanos(load(&self.call_nanos)),
             watermark: (watermark != i64::MIN).then_some(watermark),
-            alignment: Duration::from_nanos(load(&self.alignment_nanos)),
             state_bytes: (state_bytes != u64::MAX).then_some(state_bytes),
             cache_hits: load(&self.cache_hits),
             cache_misses: load(&self.cache_misses),

@@ -43,8 +43,6 @@ pub struct TaskSample {
     pub calls: Duration,
     /// Its event time.
     pub watermark: Option<i64>,
-    /// How long its last barrier took to align.
-    pub alignment: Duration,
     /// Its state's size, if known.
     pub state_bytes: Option<u64>,
     /// Reads its state cache answered.
@@ -148,7 +146,6 @@ impl Sampler {
         let rate_of = |kind: &str, pick: fn(&TaskMetrics) -> f64| -> f64 {
             operators.iter().filter(|o| o.kind == kind).flat_map(|o| &o.subtasks).map(pick).sum()
         };
-        let alignment = current.subtasks.iter().map(|s| s.alignment).max().unwrap_or_default();
         MetricsView {
             at: now_ms,
             records_in_per_second: rate_of("source", |t| t.records_out_per_second),
@@ -160,7 +157,7 @@ impl Sampler {
                 completed: completed as u64,
                 failed: current.snapshots_failed,
                 last_duration_ms: last_snapshot.map(|s| millis(s.duration)),
-                last_alignment_ms: last_snapshot.map(|_| millis(alignment)),
+                last_alignment_ms: last_snapshot.map(|s| millis(s.alignment)),
                 last_size_bytes: last_snapshot.map(|s| s.size_bytes),
                 last_incremental_bytes: last_snapshot.map(|s| s.incremental_bytes),
             },

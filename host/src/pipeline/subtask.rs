@@ -205,8 +205,8 @@ impl Subtask {
             if let Some((id, form, first_barrier)) = aligning {
                 if self.inputs.iter().all(|i| i.blocked || !i.open) {
                     aligning = None;
-                    self.counts.set_alignment(first_barrier.elapsed());
-                    self.snapshot(id, form, ended, &mut operator, &mut router)?;
+                    let alignment = first_barrier.elapsed();
+                    self.snapshot(id, form, alignment, ended, &mut operator, &mut router)?;
                     self.inputs.iter_mut().for_each(|i| i.blocked = false);
                 }
             }
@@ -271,6 +271,7 @@ impl Subtask {
         &self,
         id: u64,
         form: SnapshotForm,
+        alignment: Duration,
         ended: bool,
         operator: &mut KeyedOperator,
         router: &mut Router<'_>,
@@ -289,7 +290,7 @@ impl Subtask {
         std::fs::create_dir_all(dir.parent().unwrap_or(&self.local_checkpoints))
             .map_err(CheckpointError::from)?;
         operator.checkpoint(&dir, form)?;
-        let _ = self.acks.send(Ack::Subtask { id, index: self.slot, dir });
+        let _ = self.acks.send(Ack::Subtask { id, index: self.slot, dir, alignment });
         router.barrier(id, form)
     }
 
