@@ -57,6 +57,9 @@ pub struct Measurement {
     pub peak_rss_bytes: u64,
     /// Checkpoints completed.
     pub checkpoints: usize,
+    /// End-to-end latency, when recorded (`weir run --latency`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<crate::pipeline::latency::LatencySummary>,
 }
 
 impl Measurement {

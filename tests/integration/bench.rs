@@ -16,7 +16,8 @@ fn native_twins_produce_the_same_output_as_the_wasm_functions() {
         for implementation in [Implementation::Wasm, Implementation::Native] {
             // The join's state scans cost more per event (see docs/benchmarks.md).
             let events = if workload == Workload::Join { 6_000 } else { 30_000 };
-            let case = Case { workload, implementation, events, keys: 50, checkpoints: true };
+            let case =
+                Case { workload, implementation, events, keys: 50, checkpoints: true, load: None };
             let out = dir.path().join(format!("{}-{implementation:?}.bin", workload.name()));
             // One subtask, so the output order is deterministic; a file sink to compare it.
             let spec = case.spec(&functions).replace("parallelism: 2", "parallelism: 1").replace(
@@ -233,5 +234,58 @@ fn python_and_typescript_variants_are_compared_with_the_rust_sum() {
         let line = against.lines().find(|l| l.starts_with(workload)).expect(workload);
         let ratio: f64 = line.split_whitespace().nth(3).unwrap().parse().unwrap();
         assert!(ratio > 0.0 && ratio.is_finite(), "{line}");
+    }
+}
+
+#[test]
+fn the_latency_bench_runs_live_loads_below_the_maximum_and_reports_percentiles() {
+    let functions = function("bench-sum").parent().unwrap().to_path_buf();
+    let output = weir(&[
+        "bench",
+        "--latency",
+        "--latency-seconds",
+        "1",
+        "--events",
+        "20000",
+        "--keys",
+        "100",
+        "--workloads",
+        "sum,window",
+        "--checkpoints",
+        "off",
+        "--json",
+        "--functions-dir",
+        functions.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let loads: Vec<&str> = lines.iter().map(|l| l["load"].as_str().unwrap()).collect();
+    let profile = ["max", "10%", "50%", "90%", "bursty 10%"];
+    assert_eq!(loads, [profile, profile].concat(), "sum, then window");
+    for pair in lines.chunks(5) {
+        let max = pair[0]["events_per_second"].as_f64().unwrap();
+        for live in &pair[1..] {
+            let rate = live["rate"].as_f64().unwrap();
+            assert!(rate > 0.0 && rate < max, "{live}");
+            let latency = &live["measurement"]["latency"];
+            let events = live["measurement"]["events"].as_u64().unwrap();
+            assert_eq!(events, rate as u64, "a second of input: {live}");
+            // Every output is measured: one per order for the sum, one per
+            // window and customer for the window.
+            let count = latency["count"].as_u64().unwrap();
+            if live["workload"] == "sum" {
+                assert_eq!(count, events, "{live}");
+            } else {
+                // The last windows may fire early, at the end of the input.
+                let early = latency["early"].as_u64().unwrap();
+                assert!(count + early > 0 && count + early <= events, "{live}");
+            }
+            let at = |p: &str| latency[p].as_u64().unwrap();
+            let order = [at("p50_us"), at("p90_us"), at("p99_us"), at("p999_us"), at("max_us")];
+            assert!(order.windows(2).all(|w| w[0] <= w[1]), "{live}");
+        }
     }
 }

@@ -31,6 +31,7 @@
 //! process and on workers, against the broker's own rate.
 
 pub mod cluster;
+pub mod latency;
 pub mod native;
 
 use std::collections::BTreeMap;
@@ -185,6 +186,19 @@ pub struct Case {
     pub keys: u64,
     /// Checkpoint every second to `file://` storage in the data directory.
     pub checkpoints: bool,
+    /// A live input at this load, its latency recorded (see [`latency`]);
+    /// `None`: as fast as it goes.
+    pub load: Option<Load>,
+}
+
+/// A live input's rate: events a second, each second's within its first
+/// `burst_ms` (evenly spread without).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Load {
+    /// Events a second.
+    pub rate: u64,
+    /// Each second's events within its first this many ms.
+    pub burst_ms: Option<u64>,
 }
 
 /// The upper bound of the `join` workload's interval join, in ms, at
@@ -207,9 +221,16 @@ impl Case {
             ),
             Implementation::Native => format!("{{ native: {} }}", self.workload.native_function()),
         };
+        let pace = match self.load {
+            None => String::new(),
+            Some(Load { rate, burst_ms: None }) => format!(", rate: {rate}"),
+            Some(Load { rate, burst_ms: Some(burst) }) => {
+                format!(", rate: {rate}, burst_ms: {burst}")
+            }
+        };
         let source = |count: u64, seed: u64| {
             format!(
-                "{{ type: generator, count: {count}, keys: {}, seed: {seed}, interval_ms: 1, encoding: {} }}",
+                "{{ type: generator, count: {count}, keys: {}, seed: {seed}, interval_ms: 1, encoding: {}{pace} }}",
                 self.keys,
                 self.workload.encoding()
             )
@@ -239,6 +260,8 @@ impl Case {
             }
             _ => {
                 let keyed = match self.workload {
+                    // Live: 1 s windows, results as soon as a window ends.
+                    Workload::Window if self.load.is_some() => format!("window: {{ type: tumbling, size: 1s }}\nwatermark: {{ max_out_of_orderness: 0s }}\naggregate: {function}\n"),
                     Workload::Window => format!("window: {{ type: tumbling, size: 1m }}\nwatermark: {{ max_out_of_orderness: 5s }}\naggregate: {function}\n"),
                     _ => format!("process: {function}\n"),
                 };
@@ -316,6 +339,7 @@ pub fn measure(
         .arg("--data-dir")
         .arg(dir.join("data"))
         .args(["--quiet", "--report-json"])
+        .args(case.load.map(|_| "--latency"))
         .env_remove("WEIR_FAULT")
         .env("WEIR_TASK_METRICS", case.workload.task_metrics())
         .output()
@@ -447,6 +471,7 @@ pub fn run_suite(
             events: 1000,
             keys: 10,
             checkpoints: false,
+            load: None,
         };
         measure(weir, &warm_up, &suite.functions_dir, &suite.scratch)?;
     }
@@ -477,6 +502,7 @@ pub fn run_suite(
                             events: workload.events_in_suite(suite.events),
                             keys,
                             checkpoints,
+                            load: None,
                         };
                         pair[slot] = measure(weir, &case, &suite.functions_dir, &suite.scratch)?;
                         if suite.json {
@@ -589,7 +615,7 @@ mod tests {
     use crate::pipeline::PipelineSpec;
 
     fn case(workload: Workload, implementation: Implementation, checkpoints: bool) -> Case {
-        Case { workload, implementation, events: 1001, keys: 10_000, checkpoints }
+        Case { workload, implementation, events: 1001, keys: 10_000, checkpoints, load: None }
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::io::Write as _;
 
 use anyhow::Context as _;
+use weir_host::bench::latency::{run_latency, LatencySuite};
 use weir_host::bench::{run_suite, Suite, Workload};
 
 /// What `weir bench` takes.
@@ -42,6 +43,14 @@ pub struct BenchArgs {
     /// Print one JSON object per run instead of the table.
     #[arg(long)]
     json: bool,
+    /// Measure end-to-end latency instead of throughput: per workload
+    /// (default sum and window) its maximum, then live runs at 10, 50 and
+    /// 90 % of it and a bursty one, with latency percentiles.
+    #[arg(long)]
+    latency: bool,
+    /// Seconds of each live run of `--latency`.
+    #[arg(long, default_value_t = 10)]
+    latency_seconds: u64,
 }
 
 /// `weir bench` subcommands.
@@ -100,7 +109,9 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         let functions_dir = cluster.functions_dir.as_ref().or(args.functions_dir.as_ref());
         return bench_cluster(cluster, functions_dir.cloned(), args.json);
     }
-    let workloads: Vec<Workload> = if args.workloads.is_empty() {
+    let workloads: Vec<Workload> = if args.workloads.is_empty() && args.latency {
+        vec![Workload::Sum, Workload::Window]
+    } else if args.workloads.is_empty() {
         Workload::ALL.to_vec()
     } else {
         args.workloads
@@ -123,13 +134,28 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     };
     let functions_dir = functions_dir(args.functions_dir.clone())?;
     let temporary = tempfile::tempdir()?;
+    let scratch = args.scratch.clone().unwrap_or_else(|| temporary.path().to_path_buf());
+    if args.latency {
+        let suite = LatencySuite {
+            workloads,
+            keys: args.keys.first().copied().unwrap_or(10_000),
+            events: args.events,
+            seconds: args.latency_seconds,
+            checkpoints,
+            functions_dir,
+            scratch,
+            json: args.json,
+        };
+        run_latency(&suite, &std::env::current_exe()?, &mut std::io::stdout().lock())?;
+        return Ok(());
+    }
     let suite = Suite {
         events: args.events,
         keys: args.keys.clone(),
         workloads,
         checkpoints,
         functions_dir,
-        scratch: args.scratch.clone().unwrap_or_else(|| temporary.path().to_path_buf()),
+        scratch,
         repeat: args.repeat.max(1),
         json: args.json,
     };

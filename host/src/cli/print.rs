@@ -88,6 +88,21 @@ pub fn print_summary(name: &str, summary: &RunSummary) {
     if summary.stopped {
         eprintln!("  stopped on request");
     }
+    if let Some(l) = &summary.latency {
+        let ms = |us: u64| us as f64 / 1000.0;
+        eprintln!(
+            "  latency ms (event time to sink): p50 {:.1}, p90 {:.1}, p99 {:.1}, p99.9 {:.1}, max {:.1} over {} events",
+            ms(l.p50_us),
+            ms(l.p90_us),
+            ms(l.p99_us),
+            ms(l.p999_us),
+            ms(l.max_us),
+            l.count
+        );
+        if l.early > 0 {
+            eprintln!("  {} events written before their timestamp (not counted)", l.early);
+        }
+    }
     if let Some(rss) = weir_host::metrics::peak_rss_bytes() {
         eprintln!("  peak RSS {:.1} MiB", rss as f64 / f64::from(1 << 20));
     }

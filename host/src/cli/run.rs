@@ -49,6 +49,11 @@ pub struct RunArgs {
     /// Print one JSON line with what the run measured (for `weir bench`).
     #[arg(long, hide = true)]
     report_json: bool,
+    /// Record each written event's latency, from its timestamp to the
+    /// sink's write, and report its percentiles (meaningful when event
+    /// time is ingestion time, as a generator's with `rate`).
+    #[arg(long)]
+    latency: bool,
 }
 
 /// Run the spec until its sources are exhausted or it is stopped.
@@ -72,6 +77,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         args.restore
             .map(|r| if r == "latest" { RestoreFrom::Latest } else { RestoreFrom::Path(r) });
     options.sink_delay = args.sink_delay_ms.map(Duration::from_millis);
+    options.record_latency = args.latency;
     if !args.quiet && std::io::stderr().is_terminal() {
         options.progress = Some(progress_bar());
     }
@@ -89,6 +95,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             cpu_seconds: weir_host::metrics::cpu_seconds().unwrap_or_default(),
             peak_rss_bytes: weir_host::metrics::peak_rss_bytes().unwrap_or_default(),
             checkpoints: summary.snapshots_completed,
+            latency: summary.latency,
         };
         println!("{}", serde_json::to_string(&measurement)?);
     }

@@ -15,9 +15,16 @@
 //! Its position is `{"produced": n}`, the number of events already given
 //! out; seeking computes the random state directly, so a resumed generator
 //! continues exactly as an uninterrupted one.
+//!
+//! With `rate` it is a live stream instead: events come at that many a
+//! second in real time (with `burst_ms`, each second's events within its
+//! first `burst_ms`), each stamped with the wall clock when it is made,
+//! its ingestion time; `start_time` and `interval_ms` are then unused. A
+//! batch holds what is due, so a low rate gives small batches that wait
+//! for nothing (what `weir bench --latency` measures).
 
 use std::fmt::Write as _;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
 use weir_sdk::binary::Order;
@@ -56,6 +63,13 @@ pub struct GeneratorConfig {
     /// `weir_sdk::binary::Order`).
     #[serde(default)]
     pub encoding: Encoding,
+    /// Events a second in real time, each timestamped with the wall clock
+    /// (default: as fast as it is read, at `start_time + i × interval_ms`).
+    #[serde(default)]
+    pub rate: Option<u64>,
+    /// With `rate`: each second's events within its first `burst_ms`.
+    #[serde(default)]
+    pub burst_ms: Option<u64>,
 }
 
 fn default_keys() -> u64 {
@@ -75,7 +89,16 @@ impl SourceConfig for GeneratorConfig {
         if self.keys == 0 {
             return Err(ConfigError::new("keys", "must be at least 1"));
         }
-        Ok(())
+        if self.rate == Some(0) {
+            return Err(ConfigError::new("rate", "must be at least 1 event a second"));
+        }
+        match (self.rate, self.burst_ms) {
+            (None, Some(_)) => Err(ConfigError::new("burst_ms", "needs a rate")),
+            (_, Some(burst)) if !(1..=1000).contains(&burst) => {
+                Err(ConfigError::new("burst_ms", "must be within 1..=1000"))
+            }
+            _ => Ok(()),
+        }
     }
 
     fn open(&self, _pipeline: &str) -> Result<Box<dyn Source>, ConnectorError> {
@@ -85,10 +108,13 @@ impl SourceConfig for GeneratorConfig {
             .ok()
             .and_then(|d| i64::try_from(d.as_millis()).ok())
             .unwrap_or(0);
-        Ok(Box::new(
+        let source =
             GeneratorSource::new(self.count, self.keys, self.seed, start, self.interval_ms)
-                .with_encoding(self.encoding),
-        ))
+                .with_encoding(self.encoding);
+        Ok(Box::new(match self.rate {
+            Some(rate) => source.paced(Pace::new(rate, self.burst_ms)),
+            None => source,
+        }))
     }
 }
 
@@ -114,6 +140,49 @@ pub struct GeneratorSource {
     rng: u64,
     start_millis: i64,
     interval_ms: u64,
+    pace: Option<Pace>,
+}
+
+/// A live generator's schedule: how many events are due since it started.
+#[derive(Debug, Clone, Copy)]
+pub struct Pace {
+    /// Events a second.
+    rate: u64,
+    /// Each second's events within its first this many ms (1000: evenly).
+    burst_ms: u64,
+    /// When it started, and the events given out since.
+    started: Option<(Instant, u64)>,
+}
+
+impl Pace {
+    /// `rate` events a second, each second's within its first `burst_ms`
+    /// (evenly spread without).
+    pub fn new(rate: u64, burst_ms: Option<u64>) -> Self {
+        Self { rate: rate.max(1), burst_ms: burst_ms.unwrap_or(1000).clamp(1, 1000), started: None }
+    }
+
+    /// Events due `elapsed` after the start.
+    fn due(&self, elapsed: Duration) -> u64 {
+        let within = (elapsed.subsec_nanos() as f64 / 1e6 / self.burst_ms as f64).min(1.0);
+        elapsed.as_secs() * self.rate + (within * self.rate as f64) as u64
+    }
+
+    /// How many of `wanted` events may be given out now (at least one
+    /// when any is due), and how long to wait when none is: until the next
+    /// is due, at most a millisecond.
+    fn allow(&mut self, wanted: u64) -> Result<u64, Duration> {
+        let now = Instant::now();
+        let (started, given) = *self.started.get_or_insert((now, 0));
+        let elapsed = now - started;
+        let due = self.due(elapsed).saturating_sub(given);
+        if due == 0 {
+            let next = Duration::from_secs_f64(1.0 / self.rate as f64);
+            return Err(next.min(Duration::from_millis(1)));
+        }
+        let allowed = due.min(wanted);
+        self.started = Some((started, given + allowed));
+        Ok(allowed)
+    }
 }
 
 impl GeneratorSource {
@@ -130,7 +199,14 @@ impl GeneratorSource {
             rng: seed,
             start_millis,
             interval_ms,
+            pace: None,
         }
+    }
+
+    /// Make it live: events at `pace`, stamped with the wall clock.
+    pub fn paced(mut self, pace: Pace) -> Self {
+        self.pace = Some(pace);
+        self
     }
 
     /// Encode orders as `encoding`.
@@ -150,14 +226,25 @@ impl GeneratorSource {
 
 impl Source for GeneratorSource {
     fn next_batch(&mut self, max: usize, out: &mut Vec<Event>) -> Result<Polled, ConnectorError> {
-        let n = self.remaining.min(max as u64);
+        let mut n = self.remaining.min(max as u64);
+        let mut now = None;
+        if let Some(pace) = self.pace.as_mut().filter(|_| n > 0) {
+            match pace.allow(n) {
+                Ok(allowed) => n = allowed,
+                Err(wait) => {
+                    std::thread::sleep(wait);
+                    return Ok(Polled::single(true));
+                }
+            }
+            now = Some(crate::state::ttl::now_millis());
+        }
         for _ in 0..n {
             let id = self.next_id;
             let customer = self.next_random() % self.keys + 1;
             let cents = self.next_random() % 10_000 + 1;
-            let timestamp = self
-                .start_millis
-                .saturating_add(((id - 1).saturating_mul(self.interval_ms)) as i64);
+            let timestamp = now.unwrap_or_else(|| {
+                self.start_millis.saturating_add(((id - 1).saturating_mul(self.interval_ms)) as i64)
+            });
             self.next_id += 1;
             if self.encoding == Encoding::Binary {
                 let order =
@@ -279,6 +366,42 @@ mod tests {
         // Seeking back to the start replays everything.
         resumed.seek(&serde_json::json!({"produced": 0})).unwrap();
         assert_eq!(drain(&mut resumed, 4), drain(&mut new(), 4));
+    }
+
+    #[test]
+    fn a_pace_spreads_each_second_evenly_or_within_its_burst() {
+        let ms = Duration::from_millis;
+        let even = Pace::new(1000, None);
+        assert_eq!(
+            [0, 1, 250, 999, 1000, 2500].map(|t| even.due(ms(t))),
+            [0, 1, 250, 999, 1000, 2500]
+        );
+        let bursty = Pace::new(1000, Some(100));
+        assert_eq!(
+            [0, 50, 100, 500, 1050, 1999].map(|t| bursty.due(ms(t))),
+            [0, 500, 1000, 1000, 1500, 2000]
+        );
+    }
+
+    #[test]
+    fn a_paced_generator_is_never_ahead_of_its_schedule_and_stamps_the_wall_clock() {
+        let (rate, count) = (2000, 300);
+        let mut source = GeneratorSource::new(count, 4, 1, 0, 1).paced(Pace::new(rate, None));
+        let started = Instant::now();
+        let first_millis = crate::state::ttl::now_millis();
+        let mut out = Vec::new();
+        let mut polls = 0;
+        while source.next_batch(4096, &mut out).unwrap().more {
+            polls += 1;
+            // Never more than is due since the start.
+            let due = started.elapsed().as_secs_f64() * rate as f64;
+            assert!(out.len() as f64 <= due + 1.0, "{} given, {due} due", out.len());
+        }
+        assert_eq!(out.len() as u64, count);
+        assert!(polls > 1, "a live stream comes in more than one batch");
+        let last_millis = crate::state::ttl::now_millis();
+        assert!(out.iter().all(|e| (first_millis..=last_millis).contains(&e.timestamp)));
+        assert!(out.windows(2).all(|w| w[0].timestamp <= w[1].timestamp));
     }
 
     #[test]

@@ -12,6 +12,7 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::latency::LatencySummary;
 use super::sampling::{MetricsView, Sampler, SplitMetrics, TaskSample, Topology};
 use super::summary::{OperatorCounts, RunSummary};
 use crate::checkpoint::{CompletedSnapshot, Request, Response, SnapshotKind};
@@ -209,6 +210,8 @@ pub struct LiveMetrics {
     topology: Mutex<Topology>,
     /// Per-second rates between the last two samples.
     sampler: Mutex<Sampler>,
+    /// The written events' latency, when recorded (set as the run ends).
+    latency: Mutex<Option<LatencySummary>>,
 }
 
 impl Default for LiveMetrics {
@@ -229,6 +232,7 @@ impl Default for LiveMetrics {
             snapshots_failed: AtomicU64::new(0),
             topology: Mutex::default(),
             sampler: Mutex::default(),
+            latency: Mutex::default(),
         }
     }
 }
@@ -338,6 +342,10 @@ impl LiveMetrics {
     }
 
     /// Record a completed snapshot.
+    pub(crate) fn set_latency(&self, latency: Option<LatencySummary>) {
+        *self.latency.lock().unwrap_or_else(PoisonError::into_inner) = latency;
+    }
+
     pub(crate) fn snapshot_completed(&self, snapshot: &CompletedSnapshot) {
         let mut snapshots = self.snapshots.lock().unwrap_or_else(PoisonError::into_inner);
         *snapshots = (Some(snapshot.clone()), snapshots.1 + 1);
@@ -379,6 +387,7 @@ impl From<&LiveMetrics> for RunSummary {
             last_snapshot,
             snapshots_expired: 0,
             stopped: false,
+            latency: *metrics.latency.lock().unwrap_or_else(PoisonError::into_inner),
         }
     }
 }

@@ -10,7 +10,7 @@
 //!   running pipeline; `live`: counters and control while it runs; `options`: how to run it;
 //! * `failures`, `operator`: the keyed operator a subtask runs;
 //!   [`inspect`]: reading a key's state while it runs; `tail`: a sample
-//!   of what it writes;
+//!   of what it writes; [`latency`]: how long its output took;
 //!   `messages`: what flows between the threads; `thread`: starting them;
 //! * `lock`: one process at a time runs a pipeline on a data directory
 //!   (and one `weir serve` serves it);
@@ -26,6 +26,7 @@ pub mod failures;
 pub mod grants;
 pub mod graph;
 pub mod inspect;
+pub mod latency;
 mod live;
 mod load;
 pub(crate) mod lock;

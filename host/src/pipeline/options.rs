@@ -23,6 +23,9 @@ pub struct RunOptions {
     pub progress: Option<ProgressFn>,
     /// Testing aid: pause this long after each batch the sink writes.
     pub sink_delay: Option<Duration>,
+    /// Record each written event's end-to-end latency (see
+    /// [`latency`](super::latency)), reported in the run's summary.
+    pub record_latency: bool,
     /// Start from this snapshot. Without it a checkpointed pipeline resumes
     /// from its newest completed checkpoint, if any.
     pub restore: Option<RestoreFrom>,
@@ -61,6 +64,7 @@ impl RunOptions {
             fresh: false,
             progress: None,
             sink_delay: None,
+            record_latency: false,
             restore: None,
             override_kafka_marker: false,
             handle: RunHandle::new(),

@@ -38,6 +38,7 @@ use std::time::Instant;
 use crossbeam_channel::bounded;
 
 use super::graph::{Graph, Outputs, Route, StageInput};
+use super::latency::LatencyRecorder;
 use super::live::LiveCounts;
 use super::load::{prepare, FunctionTable, Prepared};
 use super::lock::PipelineLock;
@@ -117,6 +118,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
         exactly_once: settings.is_some(),
         committed: start.committed,
         delay: options.sink_delay,
+        latency: options.record_latency.then(LatencyRecorder::default),
         handle: options.handle.clone(),
         acks: ack_tx.clone(),
     };

@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use super::error::RunError;
 use super::graph::{output_name, Graph, LINE_SINK};
+use super::latency::LatencyRecorder;
 use super::live::{RunHandle, Stopwatch};
 use super::messages::SinkMessage;
 use crate::checkpoint::Ack;
@@ -65,6 +66,8 @@ pub(crate) struct SinkTask {
     pub(crate) committed: Option<u64>,
     /// Testing aid: pause this long after each batch.
     pub(crate) delay: Option<Duration>,
+    /// Each written event's latency, if asked for.
+    pub(crate) latency: Option<LatencyRecorder>,
     /// Where the counts go.
     pub(crate) handle: Arc<RunHandle>,
     /// To the checkpoint coordinator.
@@ -131,6 +134,9 @@ impl SinkTask {
                     report.sink.add_in(events.len());
                     let writing = Stopwatch::start();
                     target.sink.write(epochs[from], &events)?;
+                    if let Some(latency) = &mut self.latency {
+                        latency.record(&events);
+                    }
                     if let Some(delay) = self.delay {
                         std::thread::sleep(delay);
                     }
@@ -183,6 +189,9 @@ impl SinkTask {
             for target in &mut self.sinks {
                 target.sink.flush()?;
             }
+        }
+        if let Some(latency) = &self.latency {
+            report.set_latency(latency.summary());
         }
         Ok(())
     }
@@ -371,6 +380,7 @@ mod tests {
             exactly_once,
             committed: None,
             delay: None,
+            latency: None,
             handle: handle.clone(),
             acks: ack_tx,
         };

@@ -47,4 +47,7 @@ pub struct RunSummary {
     pub snapshots_expired: u64,
     /// The run ended on a stop request, not at the end of its input.
     pub stopped: bool,
+    /// The written events' end-to-end latency, if recorded
+    /// ([`RunOptions::record_latency`](super::RunOptions::record_latency)).
+    pub latency: Option<super::latency::LatencySummary>,
 }

@@ -1,0 +1,169 @@
+//! `weir bench --latency`: end-to-end latency at fixed loads. For each
+//! workload (and checkpoint mode) one run as fast as it goes measures its
+//! maximum; then live runs (the generator's `rate`: events stamped with
+//! the wall clock as they are made) at 10 %, 50 % and 90 % of it and a
+//! bursty one (10 % on average, each second's events within its first
+//! 100 ms) record each written event's latency, from ingestion to the
+//! sink's write (a window's result: from its end, with no out-of-orderness
+//! allowed), in an HDR histogram (see
+//! [`pipeline::latency`](crate::pipeline::latency)).
+
+use std::path::{Path, PathBuf};
+
+use super::{measure, BenchError, Case, Implementation, Load, Workload};
+
+/// The steady loads, as shares of the maximum.
+pub const STEADY_SHARES: [f64; 3] = [0.1, 0.5, 0.9];
+
+/// The bursty load: this share of the maximum on average…
+const BURSTY_SHARE: f64 = 0.1;
+
+/// …each second's events within its first this many ms.
+const BURST_MS: u64 = 100;
+
+/// What `weir bench --latency` runs.
+#[derive(Debug, Clone)]
+pub struct LatencySuite {
+    /// Workloads to run.
+    pub workloads: Vec<Workload>,
+    /// Distinct keys.
+    pub keys: u64,
+    /// Events of the run that measures the maximum.
+    pub events: u64,
+    /// Seconds of each live run.
+    pub seconds: u64,
+    /// Checkpoint modes (`false`: off, `true`: every second).
+    pub checkpoints: Vec<bool>,
+    /// Where the `bench-*.wasm` functions are.
+    pub functions_dir: PathBuf,
+    /// Scratch space for the runs' data directories.
+    pub scratch: PathBuf,
+    /// Print one JSON object per run instead of the table.
+    pub json: bool,
+}
+
+/// The live loads at `max` events/s: a name and the load.
+pub fn loads(max: f64) -> Vec<(String, Load)> {
+    let rate = |share: f64| ((max * share).round() as u64).max(1);
+    let mut loads: Vec<(String, Load)> = STEADY_SHARES
+        .iter()
+        .map(|&share| {
+            (format!("{:.0}%", share * 100.0), Load { rate: rate(share), burst_ms: None })
+        })
+        .collect();
+    loads.push((
+        format!("bursty {:.0}%", BURSTY_SHARE * 100.0),
+        Load { rate: rate(BURSTY_SHARE), burst_ms: Some(BURST_MS) },
+    ));
+    loads
+}
+
+/// Run `suite` with the `weir` binary at `weir`, writing the table (or
+/// JSON lines) to `out`.
+pub fn run_latency(
+    suite: &LatencySuite,
+    weir: &Path,
+    out: &mut dyn std::io::Write,
+) -> Result<(), BenchError> {
+    let write = |e: std::io::Error| BenchError::Io(format!("writing the results: {e}"));
+    let case = |workload, events, checkpoints, load| Case {
+        workload,
+        implementation: Implementation::Wasm,
+        events,
+        keys: suite.keys,
+        checkpoints,
+        load,
+    };
+    if !suite.json {
+        let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+        writeln!(out, "{cores} cores; Wasm functions; {} keys; {} s per live run; latency in ms from ingestion to the sink's write (window: from its end)", suite.keys, suite.seconds).map_err(write)?;
+        writeln!(
+            out,
+            "{:<8} {:>4} {:<11} {:>10} {:>10}  {:>7} {:>7} {:>7} {:>7} {:>7}",
+            "workload", "chk", "load", "events/s", "achieved", "p50", "p90", "p99", "p99.9", "max"
+        )
+        .map_err(write)?;
+    }
+    for &workload in &suite.workloads {
+        // Compile the function once, before anything is measured.
+        measure(weir, &case(workload, 1000, false, None), &suite.functions_dir, &suite.scratch)?;
+        for &checkpoints in &suite.checkpoints {
+            let chk = if checkpoints { "1s" } else { "off" };
+            let full = case(workload, suite.events, checkpoints, None);
+            let max = measure(weir, &full, &suite.functions_dir, &suite.scratch)?.rate();
+            if suite.json {
+                let line = serde_json::json!({ "workload": workload.name(), "checkpoints": checkpoints, "load": "max", "events_per_second": max });
+                writeln!(out, "{line}").map_err(write)?;
+            } else {
+                writeln!(out, "{:<8} {chk:>4} {:<11} {:>9.2}M", workload.name(), "max", max / 1e6)
+                    .map_err(write)?;
+            }
+            for (name, load) in loads(max) {
+                let events = load.rate * suite.seconds.max(1);
+                let live = case(workload, events, checkpoints, Some(load));
+                let measured = measure(weir, &live, &suite.functions_dir, &suite.scratch)?;
+                let latency = measured.latency.ok_or_else(|| BenchError::Run {
+                    case: format!("{} {name}", workload.name()),
+                    message: "the run reported no latency".into(),
+                })?;
+                if suite.json {
+                    let line = serde_json::json!({ "workload": workload.name(), "checkpoints": checkpoints, "load": name, "rate": load.rate, "burst_ms": load.burst_ms, "measurement": measured });
+                    writeln!(out, "{line}").map_err(write)?;
+                    continue;
+                }
+                let ms = |us: u64| us as f64 / 1000.0;
+                writeln!(
+                    out,
+                    "{:<8} {chk:>4} {:<11} {:>9.3}M {:>9.3}M  {:>7.1} {:>7.1} {:>7.1} {:>7.1} {:>7.1}",
+                    workload.name(),
+                    name,
+                    load.rate as f64 / 1e6,
+                    measured.rate() / 1e6,
+                    ms(latency.p50_us),
+                    ms(latency.p90_us),
+                    ms(latency.p99_us),
+                    ms(latency.p999_us),
+                    ms(latency.max_us)
+                )
+                .map_err(write)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::PipelineSpec;
+
+    #[test]
+    fn the_loads_are_shares_of_the_maximum_and_one_burst() {
+        let loads = loads(1_000_000.0);
+        let names: Vec<&str> = loads.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["10%", "50%", "90%", "bursty 10%"]);
+        assert_eq!(loads[1].1, Load { rate: 500_000, burst_ms: None });
+        assert_eq!(loads[3].1, Load { rate: 100_000, burst_ms: Some(100) });
+    }
+
+    #[test]
+    fn live_cases_pace_the_generator_and_fire_windows_at_their_end() {
+        let load = Some(Load { rate: 5000, burst_ms: Some(100) });
+        for workload in [Workload::Sum, Workload::Window] {
+            let case = Case {
+                workload,
+                implementation: Implementation::Wasm,
+                events: 50_000,
+                keys: 100,
+                checkpoints: false,
+                load,
+            };
+            let text = case.spec(Path::new("/f"));
+            assert!(text.contains("rate: 5000, burst_ms: 100"), "{text}");
+            PipelineSpec::parse(&text).unwrap().graph().unwrap();
+            if workload == Workload::Window {
+                assert!(text.contains("size: 1s") && text.contains("max_out_of_orderness: 0s"));
+            }
+        }
+    }
+}

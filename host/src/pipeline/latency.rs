@@ -1,0 +1,114 @@
+//! End-to-end latency of what a run writes: for each event a sink takes,
+//! the time from its timestamp to the write. With a live source whose
+//! event time is the wall clock at ingestion (the generator's `rate`),
+//! that is ingestion to sink; for a window's result (stamped with the
+//! window's last millisecond) it is from the moment the watermark could
+//! pass the window's end. Recorded by the sink task, when asked (`weir run
+//! --latency`, for `weir bench --latency`), in an HDR histogram of
+//! microseconds with 3 significant digits; timestamps are milliseconds, so
+//! a figure is up to 1 ms above the true one. An event stamped later than
+//! its write (a window fired early by the end of a bounded input, whose
+//! watermark then jumps to the end of time) is counted as early instead.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::Event;
+
+/// The longest latency told apart: an hour (longer ones count as an hour).
+const HIGHEST_MICROS: u64 = 3_600_000_000;
+
+/// Latencies of the events a sink task wrote.
+pub struct LatencyRecorder {
+    histogram: Histogram<u64>,
+    early: u64,
+}
+
+impl Default for LatencyRecorder {
+    fn default() -> Self {
+        Self {
+            histogram: Histogram::new_with_bounds(1, HIGHEST_MICROS, 3)
+                .expect("valid histogram bounds"),
+            early: 0,
+        }
+    }
+}
+
+impl LatencyRecorder {
+    /// Record `events`, written now: one clock read for the batch.
+    pub fn record(&mut self, events: &[Event]) {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64);
+        for event in events {
+            match now.saturating_sub(event.timestamp.saturating_mul(1000)) {
+                micros if micros < 0 => self.early += 1,
+                micros => self.histogram.saturating_record(micros.max(1) as u64),
+            }
+        }
+    }
+
+    /// What was recorded; `None` if nothing was.
+    pub fn summary(&self) -> Option<LatencySummary> {
+        let h = &self.histogram;
+        (!h.is_empty() || self.early > 0).then(|| LatencySummary {
+            count: h.len(),
+            early: self.early,
+            p50_us: h.value_at_quantile(0.50),
+            p90_us: h.value_at_quantile(0.90),
+            p99_us: h.value_at_quantile(0.99),
+            p999_us: h.value_at_quantile(0.999),
+            max_us: h.max(),
+        })
+    }
+}
+
+/// Percentiles of a run's end-to-end latency, in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    /// Events recorded.
+    pub count: u64,
+    /// Events written before their timestamp, not recorded.
+    #[serde(default)]
+    pub early: u64,
+    /// Median.
+    pub p50_us: u64,
+    /// 90th percentile.
+    pub p90_us: u64,
+    /// 99th percentile.
+    pub p99_us: u64,
+    /// 99.9th percentile.
+    pub p999_us: u64,
+    /// The longest.
+    pub max_us: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(timestamp: i64) -> Event {
+        Event { key: None, value: Vec::new(), timestamp, headers: Vec::new() }
+    }
+
+    #[test]
+    fn percentiles_are_the_time_from_each_timestamp_to_the_write() {
+        let mut recorder = LatencyRecorder::default();
+        assert_eq!(recorder.summary(), None);
+        let now = crate::state::ttl::now_millis();
+        // 990 events 2 ms old, 9 events 50 ms old, one a minute old.
+        let mut events: Vec<Event> = (0..990).map(|_| event(now - 2)).collect();
+        events.extend((0..9).map(|_| event(now - 50)));
+        events.push(event(now - 60_000));
+        recorder.record(&events);
+        let summary = recorder.summary().unwrap();
+        assert_eq!(summary.count, 1000);
+        assert!((2_000..50_000).contains(&summary.p50_us), "{summary:?}");
+        assert!((2_000..50_000).contains(&summary.p90_us), "{summary:?}");
+        assert!(summary.p999_us >= 50_000 && summary.p999_us < 60_000_000, "{summary:?}");
+        assert!(summary.max_us >= 60_000_000, "{summary:?}");
+        // An event stamped in the future is counted as early.
+        recorder.record(&[event(now + 10_000)]);
+        assert_eq!(recorder.summary().unwrap(), LatencySummary { early: 1, ..summary });
+    }
+}
