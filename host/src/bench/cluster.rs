@@ -41,6 +41,7 @@ use serde::Serialize;
 
 use super::BenchError;
 use crate::cluster::WorkerStatus;
+use crate::pipeline::latency::{LatencyRecorder, LatencySummary};
 use crate::state::{key_group, subtask_for_key_group};
 
 /// Partitions of every input and output topic, and the keyed stage's
@@ -524,21 +525,17 @@ impl Context<'_> {
         watcher.measure_latency_from(n);
         produce(producer, input, n..n + count, |id| id % THROUGHPUT_KEYS, Some(rate))?;
         watcher.wait_for(n + count, procs, label)?;
-        let mut samples = watcher.snapshot().latencies;
-        samples.sort_unstable();
-        let at = |q: f64| {
-            samples
-                .get(((samples.len() as f64 * q).ceil() as usize).saturating_sub(1))
-                .copied()
-                .unwrap_or(0) as f64
+        let summary = watcher.snapshot().latency.summary();
+        let ms = |pick: fn(&LatencySummary) -> u64| {
+            summary.as_ref().map_or(0.0, |s| pick(s) as f64 / 1000.0)
         };
         Ok(Latency {
             rate,
-            records: samples.len() as u64,
-            p50_ms: at(0.50),
-            p90_ms: at(0.90),
-            p99_ms: at(0.99),
-            max_ms: samples.last().copied().unwrap_or(0) as f64,
+            records: summary.map_or(0, |s| s.count),
+            p50_ms: ms(|s| s.p50_us),
+            p90_ms: ms(|s| s.p90_us),
+            p99_ms: ms(|s| s.p99_us),
+            max_ms: ms(|s| s.max_us),
         })
     }
 
@@ -1282,8 +1279,8 @@ struct Seen {
     first: Option<Instant>,
     /// When `distinct` reached each of the targets.
     reached: BTreeMap<u64, Instant>,
-    /// Latencies (ms) of orders from `latency_from` on.
-    latencies: Vec<i64>,
+    /// Latencies of orders from `latency_from` on.
+    latency: LatencyRecorder,
     /// Each customer's first output read after the mark.
     after_mark: HashMap<u64, Instant>,
 }
@@ -1350,7 +1347,7 @@ impl Watcher {
                     state.seen.reached.insert(state.seen.distinct, now);
                 }
                 if state.latency_from.is_some_and(|from| id >= from) {
-                    state.seen.latencies.push(read_ms - timestamp);
+                    state.seen.latency.record_micros((read_ms - timestamp) * 1000);
                 }
                 if state.mark.is_some_and(|mark| now >= mark) {
                     state.seen.after_mark.entry(customer).or_insert(now);

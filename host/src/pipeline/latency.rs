@@ -20,7 +20,8 @@ use crate::Event;
 /// The longest latency told apart: an hour (longer ones count as an hour).
 const HIGHEST_MICROS: u64 = 3_600_000_000;
 
-/// Latencies of the events a sink task wrote.
+/// Latencies of the events a sink task wrote (or of any outputs).
+#[derive(Debug, Clone)]
 pub struct LatencyRecorder {
     histogram: Histogram<u64>,
     early: u64,
@@ -41,10 +42,15 @@ impl LatencyRecorder {
     pub fn record(&mut self, events: &[Event]) {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64);
         for event in events {
-            match now.saturating_sub(event.timestamp.saturating_mul(1000)) {
-                micros if micros < 0 => self.early += 1,
-                micros => self.histogram.saturating_record(micros.max(1) as u64),
-            }
+            self.record_micros(now.saturating_sub(event.timestamp.saturating_mul(1000)));
+        }
+    }
+
+    /// Record one latency of `micros` (negative: early).
+    pub fn record_micros(&mut self, micros: i64) {
+        match micros {
+            micros if micros < 0 => self.early += 1,
+            micros => self.histogram.saturating_record(micros.max(1) as u64),
         }
     }
 
