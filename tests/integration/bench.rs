@@ -52,7 +52,7 @@ fn native_twins_produce_the_same_output_as_the_wasm_functions() {
 #[test]
 fn the_harness_reports_every_case() {
     let functions = function("bench-sum").parent().unwrap().to_path_buf();
-    let output = weir(&[
+    let lines = bench_json(&[
         "bench",
         "--events",
         "20000",
@@ -66,15 +66,9 @@ fn the_harness_reports_every_case() {
         "both",
         "--repeat",
         "1",
-        "--json",
         "--functions-dir",
         functions.to_str().unwrap(),
     ]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     assert_eq!(lines.len(), 2 * 2 * 2, "workloads × checkpoint modes × implementations");
     for line in &lines {
         assert_eq!(line["measurement"]["events"], 20000, "{line}");
@@ -123,33 +117,22 @@ fn the_harness_reports_every_case() {
 #[test]
 fn graph_workloads_count_every_source_event_and_compare_with_sum() {
     let functions = function("bench-sum").parent().unwrap().to_path_buf();
-    let args = |json: bool| {
-        let mut args = vec![
-            "bench",
-            "--events",
-            "4001",
-            "--keys",
-            "50",
-            "--workloads",
-            "two-stage,join",
-            "--checkpoints",
-            "off",
-            "--repeat",
-            "1",
-            "--functions-dir",
-            functions.to_str().unwrap(),
-        ];
-        if json {
-            args.push("--json");
-        }
-        weir(&args)
-    };
-    let output = args(true);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let args = [
+        "bench",
+        "--events",
+        "4001",
+        "--keys",
+        "50",
+        "--workloads",
+        "two-stage,join",
+        "--checkpoints",
+        "off",
+        "--repeat",
+        "1",
+        "--functions-dir",
+        functions.to_str().unwrap(),
+    ];
+    let lines = bench_json(&args);
     let runs: Vec<(&str, &str)> = lines
         .iter()
         .map(|l| (l["workload"].as_str().unwrap(), l["implementation"].as_str().unwrap()))
@@ -177,7 +160,7 @@ fn graph_workloads_count_every_source_event_and_compare_with_sum() {
         }
     }
     // The table: the ratios under it.
-    let output = args(false);
+    let output = weir(&args);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let table = String::from_utf8_lossy(&output.stdout).into_owned();
     let (_, under) = table.split_once("against sum").expect(&table);
@@ -240,7 +223,7 @@ fn python_and_typescript_variants_are_compared_with_the_rust_sum() {
 #[test]
 fn the_latency_bench_runs_live_loads_below_the_maximum_and_reports_percentiles() {
     let functions = function("bench-sum").parent().unwrap().to_path_buf();
-    let output = weir(&[
+    let lines = bench_json(&[
         "bench",
         "--latency",
         "--latency-seconds",
@@ -253,15 +236,9 @@ fn the_latency_bench_runs_live_loads_below_the_maximum_and_reports_percentiles()
         "sum,window",
         "--checkpoints",
         "off",
-        "--json",
         "--functions-dir",
         functions.to_str().unwrap(),
     ]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     let loads: Vec<&str> = lines.iter().map(|l| l["load"].as_str().unwrap()).collect();
     let profile = ["max", "10%", "50%", "90%", "bursty 10%"];
     assert_eq!(loads, [profile, profile].concat(), "sum, then window");
@@ -288,4 +265,14 @@ fn the_latency_bench_runs_live_loads_below_the_maximum_and_reports_percentiles()
             assert!(order.windows(2).all(|w| w[0] <= w[1]), "{live}");
         }
     }
+}
+
+/// `weir bench ARGS --json`: its lines.
+fn bench_json(args: &[&str]) -> Vec<serde_json::Value> {
+    let output = weir(&[args, &["--json"]].concat());
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
