@@ -402,14 +402,15 @@ pub fn workloads_to_run(asked: &[Workload]) -> Vec<Workload> {
 }
 
 /// Run `suite` with the `weir` binary at `weir`, writing the table (or
-/// JSON lines) to `out`. Each repeat runs every checkpoint mode, Wasm and
-/// native, side by side (the modes in alternating order), so a slow spell
-/// of the machine hits them all; the ratios and the checkpoint cost are
-/// the medians of each repeat's own (paired) ratios, the cost's over the
-/// Wasm and the native pairs. Graph workloads are also compared with `sum`
-/// (run first): their median events/s over `sum`'s, for the same keys,
-/// checkpoint mode and implementation, in lines under the table (in JSON,
-/// each run's own events/s over that median, as `ratio_to_sum`).
+/// JSON lines) to `out`. Each repeat runs every workload in turn, each
+/// checkpoint mode, Wasm and native, side by side (the modes in
+/// alternating order), so a slow spell of the machine hits them all; the
+/// ratios and the checkpoint cost are the medians of each repeat's own
+/// (paired) ratios, the cost's over the Wasm and the native pairs. The
+/// workloads compared with `sum` (which then runs first in each repeat)
+/// are reported against it: the median of their events/s over `sum`'s in
+/// the same repeat, keys, checkpoint mode and implementation, in lines
+/// under the table (in JSON, each run's own ratio, as `ratio_to_sum`).
 pub fn run_suite(
     suite: &Suite,
     weir: &Path,
@@ -475,15 +476,14 @@ pub fn run_suite(
         };
         measure(weir, &warm_up, &suite.functions_dir, &suite.scratch)?;
     }
-    // Median events/s of `sum` by (keys, checkpoints): [wasm, native].
-    let mut sum_rates: BTreeMap<(u64, bool), [f64; 2]> = BTreeMap::new();
-    // The lines under the table: graph workloads against `sum`.
-    let mut against_sum = Vec::new();
-    for &workload in &workloads {
-        for &keys in &suite.keys {
-            // runs[mode][repeat] = (wasm, native)
-            let mut runs: Vec<Vec<[Measurement; 2]>> = vec![Vec::new(); suite.checkpoints.len()];
-            for repeat in 0..suite.repeat.max(1) {
+    // runs[(workload, keys)][mode][repeat] = [wasm, native]. Each repeat
+    // runs every workload in turn (`sum` first), so a workload's ratio to
+    // `sum` pairs runs made close together, as the modes' are.
+    let mut runs: BTreeMap<(usize, u64), Vec<Vec<[Measurement; 2]>>> = BTreeMap::new();
+    let sum_index = workloads.iter().position(|&w| w == Workload::Sum);
+    for repeat in 0..suite.repeat.max(1) {
+        for (index, &workload) in workloads.iter().enumerate() {
+            for &keys in &suite.keys {
                 // Every other repeat runs the modes in the opposite order, so
                 // a machine slowing down or speeding up favours neither.
                 let mut modes: Vec<(usize, bool)> =
@@ -508,78 +508,94 @@ pub fn run_suite(
                         if suite.json {
                             let name = if slot == 0 { "wasm" } else { "native" };
                             let mut line = serde_json::json!({ "workload": workload.name(), "keys": keys, "checkpoints": checkpoints, "implementation": name, "measurement": pair[slot], "events_per_second": pair[slot].rate() });
-                            if let Some(sum) = sum_rates
-                                .get(&(keys, checkpoints))
-                                .filter(|_| workload.is_compared_with_sum())
-                            {
-                                line["ratio_to_sum"] =
-                                    serde_json::json!(pair[slot].rate() / sum[slot].max(1e-9));
+                            let sum = sum_index
+                                .and_then(|sum| runs.get(&(sum, keys)))
+                                .and_then(|sum| sum[mode].get(repeat))
+                                .filter(|_| workload.is_compared_with_sum());
+                            if let Some(sum) = sum {
+                                line["ratio_to_sum"] = serde_json::json!(
+                                    pair[slot].rate() / sum[slot].rate().max(1e-9)
+                                );
                             }
                             writeln!(out, "{line}").map_err(write)?;
                         }
                     }
-                    runs[mode].push(pair);
+                    runs.entry((index, keys))
+                        .or_insert_with(|| vec![Vec::new(); suite.checkpoints.len()])[mode]
+                        .push(pair);
                 }
             }
-            let off = suite.checkpoints.iter().position(|&c| !c).map(|mode| &runs[mode]);
-            for (&checkpoints, pairs) in suite.checkpoints.iter().zip(&runs) {
-                let (wasm, native) = (
-                    median(pairs.iter().map(|p| p[0].clone()).collect()),
-                    median(pairs.iter().map(|p| p[1].clone()).collect()),
-                );
-                let chk = if checkpoints { "1s" } else { "off" };
-                if workload == Workload::Sum {
-                    sum_rates.insert((keys, checkpoints), [wasm.rate(), native.rate()]);
-                }
-                if let Some(sum) =
-                    sum_rates.get(&(keys, checkpoints)).filter(|_| workload.is_compared_with_sum())
-                {
+        }
+    }
+    // The lines under the table: workloads against `sum`.
+    let mut against_sum = Vec::new();
+    for ((index, keys), modes) in &runs {
+        let workload = workloads[*index];
+        let off = suite.checkpoints.iter().position(|&c| !c).map(|mode| &modes[mode]);
+        for (mode, (&checkpoints, pairs)) in suite.checkpoints.iter().zip(modes).enumerate() {
+            let chk = if checkpoints { "1s" } else { "off" };
+            if workload.is_compared_with_sum() {
+                if let Some(sum) = sum_index.and_then(|sum| runs.get(&(sum, *keys))) {
+                    let paired = |slot: usize| {
+                        median_of(
+                            pairs
+                                .iter()
+                                .zip(&sum[mode])
+                                .map(|(own, sum)| own[slot].rate() / sum[slot].rate().max(1e-9))
+                                .collect(),
+                        )
+                    };
                     against_sum.push(format!(
                         "{:<11} {:>9} {:>5}  {:>11.2} {:>11.2}",
                         workload.name(),
                         keys,
                         chk,
-                        wasm.rate() / sum[0].max(1e-9),
-                        native.rate() / sum[1].max(1e-9)
+                        paired(0),
+                        paired(1)
                     ));
                 }
-                if suite.json {
-                    continue;
-                }
-                let ratio =
-                    median_of(pairs.iter().map(|[w, n]| w.rate() / n.rate().max(1e-9)).collect());
-                let cost = match (checkpoints, off) {
-                    // Wasm and native runs pay the same checkpoints: both
-                    // pairs of each repeat count.
-                    (true, Some(off)) => format!(
-                        "{:+.1}%",
-                        (median_of(
-                            pairs
-                                .iter()
-                                .zip(off)
-                                .flat_map(|(on, off)| [0, 1]
-                                    .map(|i| on[i].rate() / off[i].rate().max(1e-9)))
-                                .collect()
-                        ) - 1.0)
-                            * 100.0
-                    ),
-                    _ => String::new(),
-                };
-                writeln!(
-                    out,
-                    "{:<11} {:>9} {:>5}  {:>10.2}M {:>10.2}M  {:>7.2}  {:>8.2} {:>7.0}M  {:>9}",
-                    workload.name(),
-                    keys,
-                    chk,
-                    wasm.rate() / 1e6,
-                    native.rate() / 1e6,
-                    ratio,
-                    wasm.cpu_seconds,
-                    wasm.peak_rss_bytes as f64 / f64::from(1 << 20),
-                    cost
-                )
-                .map_err(write)?;
             }
+            if suite.json {
+                continue;
+            }
+            let (wasm, native) = (
+                median(pairs.iter().map(|p| p[0].clone()).collect()),
+                median(pairs.iter().map(|p| p[1].clone()).collect()),
+            );
+            let ratio =
+                median_of(pairs.iter().map(|[w, n]| w.rate() / n.rate().max(1e-9)).collect());
+            let cost = match (checkpoints, off) {
+                // Wasm and native runs pay the same checkpoints: both
+                // pairs of each repeat count.
+                (true, Some(off)) => format!(
+                    "{:+.1}%",
+                    (median_of(
+                        pairs
+                            .iter()
+                            .zip(off)
+                            .flat_map(
+                                |(on, off)| [0, 1].map(|i| on[i].rate() / off[i].rate().max(1e-9))
+                            )
+                            .collect()
+                    ) - 1.0)
+                        * 100.0
+                ),
+                _ => String::new(),
+            };
+            writeln!(
+                out,
+                "{:<11} {:>9} {:>5}  {:>10.2}M {:>10.2}M  {:>7.2}  {:>8.2} {:>7.0}M  {:>9}",
+                workload.name(),
+                keys,
+                chk,
+                wasm.rate() / 1e6,
+                native.rate() / 1e6,
+                ratio,
+                wasm.cpu_seconds,
+                wasm.peak_rss_bytes as f64 / f64::from(1 << 20),
+                cost
+            )
+            .map_err(write)?;
         }
     }
     if !suite.json && !against_sum.is_empty() {
