@@ -93,6 +93,18 @@ pub(crate) fn run_with_kills(spec: &Path, data: &Path, out: &Path) -> Vec<usize>
             );
             return committed;
         }
+        // A run from scratch first compiles or instantiates and writes
+        // nothing: its kill's random instant counts from its first
+        // committed output, so on a loaded machine it still lands in a run
+        // that is processing. A restored run's counts from its start
+        // (kills land in restores too).
+        let started = Instant::now();
+        while std::fs::metadata(out).map_or(true, |m| m.len() == 0)
+            && started.elapsed() < Duration::from_secs(60)
+            && child.try_wait().unwrap().is_none()
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         let deadline = Instant::now() + Duration::from_millis(dice.between(150, 1_200));
         while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
             std::thread::sleep(Duration::from_millis(5));

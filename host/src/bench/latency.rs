@@ -4,8 +4,9 @@
 //! the wall clock as they are made) at 10 %, 50 % and 90 % of it and a
 //! bursty one (10 % on average, each second's events within its first
 //! 100 ms) record each written event's latency, from ingestion to the
-//! sink's write (a window's result: from its end, with no out-of-orderness
-//! allowed), in an HDR histogram (see
+//! sink's write, or with checkpoints to the commit that makes it visible
+//! (a window's result: from its end, with no out-of-orderness allowed),
+//! in an HDR histogram (see
 //! [`pipeline::latency`](crate::pipeline::latency)).
 
 use std::path::{Path, PathBuf};
@@ -76,7 +77,7 @@ pub fn run_latency(
     };
     if !suite.json {
         let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-        writeln!(out, "{cores} cores; Wasm functions; {} keys; {} s per live run; latency in ms from ingestion to the sink's write (window: from its end)", suite.keys, suite.seconds).map_err(write)?;
+        writeln!(out, "{cores} cores; Wasm functions; {} keys; {} s per live run; latency in ms from ingestion to the output's write, with checkpoints to its commit (window: from its end)", suite.keys, suite.seconds).map_err(write)?;
         writeln!(
             out,
             "{:<8} {:>4} {:<11} {:>10} {:>10}  {:>7} {:>7} {:>7} {:>7} {:>7}",

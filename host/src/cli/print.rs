@@ -91,7 +91,7 @@ pub fn print_summary(name: &str, summary: &RunSummary) {
     if let Some(l) = &summary.latency {
         let ms = |us: u64| us as f64 / 1000.0;
         eprintln!(
-            "  latency ms (event time to sink): p50 {:.1}, p90 {:.1}, p99 {:.1}, p99.9 {:.1}, max {:.1} over {} events",
+            "  latency ms (event time to visible output): p50 {:.1}, p90 {:.1}, p99 {:.1}, p99.9 {:.1}, max {:.1} over {} events",
             ms(l.p50_us),
             ms(l.p90_us),
             ms(l.p99_us),

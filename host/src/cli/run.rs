@@ -50,8 +50,9 @@ pub struct RunArgs {
     #[arg(long, hide = true)]
     report_json: bool,
     /// Record each written event's latency, from its timestamp to the
-    /// sink's write, and report its percentiles (meaningful when event
-    /// time is ingestion time, as a generator's with `rate`).
+    /// sink's write (with checkpoints: to the commit that makes it
+    /// visible), and report its percentiles (meaningful when event time is
+    /// ingestion time, as a generator's with `rate`).
     #[arg(long)]
     latency: bool,
 }

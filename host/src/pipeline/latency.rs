@@ -1,5 +1,7 @@
 //! End-to-end latency of what a run writes: for each event a sink takes,
-//! the time from its timestamp to the write. With a live source whose
+//! the time from its timestamp to the write, or, when output is
+//! exactly-once (checkpoints on), to the commit of the checkpoint that
+//! makes it visible. With a live source whose
 //! event time is the wall clock at ingestion (the generator's `rate`),
 //! that is ingestion to sink; for a window's result (stamped with the
 //! window's last millisecond) it is from the moment the watermark could
@@ -10,6 +12,7 @@
 //! its write (a window fired early by the end of a bounded input, whose
 //! watermark then jumps to the end of time) is counted as early instead.
 
+use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use hdrhistogram::Histogram;
@@ -25,6 +28,9 @@ const HIGHEST_MICROS: u64 = 3_600_000_000;
 pub struct LatencyRecorder {
     histogram: Histogram<u64>,
     early: u64,
+    /// Exactly-once output: per epoch not yet committed, how many events
+    /// of each timestamp were written in it (`None`: visible when written).
+    pending: Option<BTreeMap<u64, BTreeMap<i64, u64>>>,
 }
 
 impl Default for LatencyRecorder {
@@ -33,16 +39,52 @@ impl Default for LatencyRecorder {
             histogram: Histogram::new_with_bounds(1, HIGHEST_MICROS, 3)
                 .expect("valid histogram bounds"),
             early: 0,
+            pending: None,
         }
     }
 }
 
+/// Now, in µs since the epoch.
+fn now_micros() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64)
+}
+
 impl LatencyRecorder {
-    /// Record `events`, written now: one clock read for the batch.
-    pub fn record(&mut self, events: &[Event]) {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64);
+    /// A recorder for output that becomes visible when the checkpoint of
+    /// its epoch commits ([`LatencyRecorder::committed`]).
+    pub fn until_commit() -> Self {
+        Self { pending: Some(BTreeMap::new()), ..Self::default() }
+    }
+
+    /// Record `events`, written now in `epoch`: with one clock read for
+    /// the batch, or (until commit) kept by timestamp until their epoch
+    /// commits.
+    pub fn record(&mut self, epoch: u64, events: &[Event]) {
+        if let Some(pending) = &mut self.pending {
+            let counts = pending.entry(epoch).or_default();
+            for event in events {
+                *counts.entry(event.timestamp).or_default() += 1;
+            }
+            return;
+        }
+        let now = now_micros();
         for event in events {
             self.record_micros(now.saturating_sub(event.timestamp.saturating_mul(1000)));
+        }
+    }
+
+    /// Checkpoint `id` committed now: the events of epochs up to it are
+    /// visible.
+    pub fn committed(&mut self, id: u64) {
+        let Some(pending) = &mut self.pending else { return };
+        let later = pending.split_off(&(id + 1));
+        let visible = std::mem::replace(pending, later);
+        let now = now_micros();
+        for (timestamp, count) in visible.into_values().flatten() {
+            match now.saturating_sub(timestamp.saturating_mul(1000)) {
+                micros if micros < 0 => self.early += count,
+                micros => self.histogram.saturating_record_n(micros.max(1) as u64, count),
+            }
         }
     }
 
@@ -106,7 +148,7 @@ mod tests {
         let mut events: Vec<Event> = (0..990).map(|_| event(now - 2)).collect();
         events.extend((0..9).map(|_| event(now - 50)));
         events.push(event(now - 60_000));
-        recorder.record(&events);
+        recorder.record(1, &events);
         let summary = recorder.summary().unwrap();
         assert_eq!(summary.count, 1000);
         assert!((2_000..50_000).contains(&summary.p50_us), "{summary:?}");
@@ -114,7 +156,28 @@ mod tests {
         assert!(summary.p999_us >= 50_000 && summary.p999_us < 60_000_000, "{summary:?}");
         assert!(summary.max_us >= 60_000_000, "{summary:?}");
         // An event stamped in the future is counted as early.
-        recorder.record(&[event(now + 10_000)]);
+        recorder.record(2, &[event(now + 10_000)]);
         assert_eq!(recorder.summary().unwrap(), LatencySummary { early: 1, ..summary });
+    }
+
+    #[test]
+    fn exactly_once_output_counts_from_the_commit_that_makes_it_visible() {
+        let mut recorder = LatencyRecorder::until_commit();
+        let now = crate::state::ttl::now_millis();
+        recorder.record(1, &[event(now - 5), event(now - 5), event(now - 3)]);
+        recorder.record(2, &[event(now - 1)]);
+        recorder.record(3, &[event(now + 60_000)]);
+        assert_eq!(recorder.summary(), None, "nothing is visible before a commit");
+        // Checkpoint 2 commits epochs 1 and 2, a while after the writes.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        recorder.committed(2);
+        let summary = recorder.summary().unwrap();
+        assert_eq!((summary.count, summary.early), (4, 0));
+        assert!(summary.p50_us >= 20_000, "the wait for the commit counts: {summary:?}");
+        // Epoch 3 (one event stamped a minute ahead) commits later: early.
+        recorder.committed(3);
+        assert_eq!(recorder.summary().unwrap().early, 1);
+        recorder.committed(3);
+        assert_eq!(recorder.summary().unwrap().count, 4, "each epoch counts once");
     }
 }

@@ -118,7 +118,14 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
         exactly_once: settings.is_some(),
         committed: start.committed,
         delay: options.sink_delay,
-        latency: options.record_latency.then(LatencyRecorder::default),
+        latency: options.record_latency.then(|| {
+            // Exactly-once output is visible when its checkpoint commits.
+            if settings.is_some() {
+                LatencyRecorder::until_commit()
+            } else {
+                LatencyRecorder::default()
+            }
+        }),
         handle: options.handle.clone(),
         acks: ack_tx.clone(),
     };

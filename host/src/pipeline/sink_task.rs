@@ -135,7 +135,7 @@ impl SinkTask {
                     let writing = Stopwatch::start();
                     target.sink.write(epochs[from], &events)?;
                     if let Some(latency) = &mut self.latency {
-                        latency.record(&events);
+                        latency.record(epochs[from], &events);
                     }
                     if let Some(delay) = self.delay {
                         std::thread::sleep(delay);
@@ -182,6 +182,9 @@ impl SinkTask {
                         target.sink.commit(id)?;
                     }
                     self.committed = Some(id);
+                    if let Some(latency) = &mut self.latency {
+                        latency.committed(id);
+                    }
                 }
             }
         }
