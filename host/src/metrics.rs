@@ -67,4 +67,9 @@ impl Measurement {
     pub fn rate(&self) -> f64 {
         self.events as f64 / self.seconds.max(1e-9)
     }
+
+    /// Its events per second over `other`'s.
+    pub fn rate_over(&self, other: &Measurement) -> f64 {
+        self.rate() / other.rate().max(1e-9)
+    }
 }

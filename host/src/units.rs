@@ -1,5 +1,10 @@
-//! Sizes as people write and read them (`64MiB`, `1.5 GiB`). Depends on
-//! nothing else of the crate.
+//! Sizes as people write and read them (`64MiB`, `1.5 GiB`), and
+//! durations in whole milliseconds. Depends on nothing else of the crate.
+
+/// Whole milliseconds of `duration`, saturated at `u64::MAX`.
+pub fn millis(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
 
 /// Bytes in the largest binary unit they reach: exact when they divide
 /// evenly (`64 MiB`), else to one decimal (`1.5 MiB`); below 1 KiB, bytes.

@@ -182,15 +182,14 @@ impl SnapshotInfo {
     }
 
     fn from_completed(s: &CompletedSnapshot) -> Self {
-        let duration_ms = u64::try_from(s.duration.as_millis()).unwrap_or(u64::MAX);
         Self {
             id: s.id,
             kind: s.kind.name().to_string(),
             completed_at: s.completed_at,
             size_bytes: s.size_bytes,
             incremental_bytes: s.incremental_bytes,
-            duration_ms,
-            alignment_ms: u64::try_from(s.alignment.as_millis()).unwrap_or(u64::MAX),
+            duration_ms: crate::units::millis(s.duration),
+            alignment_ms: crate::units::millis(s.alignment),
             location: s.location.clone(),
         }
     }

@@ -513,9 +513,8 @@ pub fn run_suite(
                                 .and_then(|sum| sum[mode].get(repeat))
                                 .filter(|_| workload.is_compared_with_sum());
                             if let Some(sum) = sum {
-                                line["ratio_to_sum"] = serde_json::json!(
-                                    pair[slot].rate() / sum[slot].rate().max(1e-9)
-                                );
+                                line["ratio_to_sum"] =
+                                    serde_json::json!(pair[slot].rate_over(&sum[slot]));
                             }
                             writeln!(out, "{line}").map_err(write)?;
                         }
@@ -541,7 +540,7 @@ pub fn run_suite(
                             pairs
                                 .iter()
                                 .zip(&sum[mode])
-                                .map(|(own, sum)| own[slot].rate() / sum[slot].rate().max(1e-9))
+                                .map(|(own, sum)| own[slot].rate_over(&sum[slot]))
                                 .collect(),
                         )
                     };
@@ -562,8 +561,7 @@ pub fn run_suite(
                 median(pairs.iter().map(|p| p[0].clone()).collect()),
                 median(pairs.iter().map(|p| p[1].clone()).collect()),
             );
-            let ratio =
-                median_of(pairs.iter().map(|[w, n]| w.rate() / n.rate().max(1e-9)).collect());
+            let ratio = median_of(pairs.iter().map(|[w, n]| w.rate_over(n)).collect());
             let cost = match (checkpoints, off) {
                 // Wasm and native runs pay the same checkpoints: both
                 // pairs of each repeat count.
@@ -573,9 +571,7 @@ pub fn run_suite(
                         pairs
                             .iter()
                             .zip(off)
-                            .flat_map(
-                                |(on, off)| [0, 1].map(|i| on[i].rate() / off[i].rate().max(1e-9))
-                            )
+                            .flat_map(|(on, off)| [0, 1].map(|i| on[i].rate_over(&off[i])))
                             .collect()
                     ) - 1.0)
                         * 100.0

@@ -547,8 +547,8 @@ impl Coordinator {
             last_committed: acknowledged.last_committed,
             size_bytes,
             incremental_bytes,
-            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-            alignment_ms: u64::try_from(acknowledged.alignment.as_millis()).unwrap_or(u64::MAX),
+            duration_ms: crate::units::millis(started.elapsed()),
+            alignment_ms: crate::units::millis(acknowledged.alignment),
         };
         // The last moment to give up: once the metadata is written, the
         // snapshot is complete.

@@ -61,9 +61,11 @@ impl LatencyRecorder {
     /// commits.
     pub fn record(&mut self, epoch: u64, events: &[Event]) {
         if let Some(pending) = &mut self.pending {
+            // A batch's events mostly share their millisecond: one entry
+            // per run of equal timestamps.
             let counts = pending.entry(epoch).or_default();
-            for event in events {
-                *counts.entry(event.timestamp).or_default() += 1;
+            for run in events.chunk_by(|a, b| a.timestamp == b.timestamp) {
+                *counts.entry(run[0].timestamp).or_default() += run.len() as u64;
             }
             return;
         }
@@ -81,18 +83,20 @@ impl LatencyRecorder {
         let visible = std::mem::replace(pending, later);
         let now = now_micros();
         for (timestamp, count) in visible.into_values().flatten() {
-            match now.saturating_sub(timestamp.saturating_mul(1000)) {
-                micros if micros < 0 => self.early += count,
-                micros => self.histogram.saturating_record_n(micros.max(1) as u64, count),
-            }
+            self.record_n(now.saturating_sub(timestamp.saturating_mul(1000)), count);
         }
     }
 
     /// Record one latency of `micros` (negative: early).
     pub fn record_micros(&mut self, micros: i64) {
+        self.record_n(micros, 1);
+    }
+
+    /// Record `count` latencies of `micros` (negative: early).
+    fn record_n(&mut self, micros: i64, count: u64) {
         match micros {
-            micros if micros < 0 => self.early += 1,
-            micros => self.histogram.saturating_record(micros.max(1) as u64),
+            micros if micros < 0 => self.early += count,
+            micros => self.histogram.saturating_record_n(micros.max(1) as u64, count),
         }
     }
 

@@ -341,11 +341,12 @@ impl LiveMetrics {
         watermarks.iter().copied().min().filter(|w| *w != i64::MIN)
     }
 
-    /// Record a completed snapshot.
+    /// Record the written events' latency (as the run ends).
     pub(crate) fn set_latency(&self, latency: Option<LatencySummary>) {
         *self.latency.lock().unwrap_or_else(PoisonError::into_inner) = latency;
     }
 
+    /// Record a completed snapshot.
     pub(crate) fn snapshot_completed(&self, snapshot: &CompletedSnapshot) {
         let mut snapshots = self.snapshots.lock().unwrap_or_else(PoisonError::into_inner);
         *snapshots = (Some(snapshot.clone()), snapshots.1 + 1);

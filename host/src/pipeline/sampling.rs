@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::summary::OperatorCounts;
 use crate::checkpoint::CompletedSnapshot;
+use crate::units::millis;
 
 /// The graph of a run's tasks, by node name.
 #[derive(Debug, Clone, Default)]
@@ -164,10 +165,6 @@ impl Sampler {
             operators,
         }
     }
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// A running pipeline's figures at one instant, with rates over the last
