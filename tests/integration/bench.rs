@@ -5,7 +5,7 @@
 
 use crate::support::*;
 
-use weir_host::bench::{Case, Implementation, Workload};
+use weir_host::bench::{Case, Implementation, Load, Workload};
 
 #[test]
 fn native_twins_produce_the_same_output_as_the_wasm_functions() {
@@ -16,8 +16,15 @@ fn native_twins_produce_the_same_output_as_the_wasm_functions() {
         for implementation in [Implementation::Wasm, Implementation::Native] {
             // The join's state scans cost more per event (see docs/benchmarks.md).
             let events = if workload == Workload::Join { 6_000 } else { 30_000 };
-            let case =
-                Case { workload, implementation, events, keys: 50, checkpoints: true, load: None };
+            let case = Case {
+                workload,
+                implementation,
+                events,
+                keys: 50,
+                checkpoints: true,
+                load: None,
+                batch_linger: None,
+            };
             let out = dir.path().join(format!("{}-{implementation:?}.bin", workload.name()));
             // One subtask, so the output order is deterministic; a file sink to compare it.
             let spec = case.spec(&functions).replace("parallelism: 2", "parallelism: 1").replace(
@@ -275,4 +282,41 @@ fn bench_json(args: &[&str]) -> Vec<serde_json::Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
+}
+
+#[test]
+fn a_low_rate_run_hands_each_event_on_within_the_linger_instead_of_filling_a_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let functions = function("bench-sum").parent().unwrap().to_path_buf();
+    // 200 events at 100 a second in batches of 4096: a batch that waited
+    // to fill would hold the first event until the input ends, 2 s later.
+    let case = Case {
+        workload: Workload::Sum,
+        implementation: Implementation::Wasm,
+        events: 200,
+        keys: 10,
+        checkpoints: false,
+        load: Some(Load { rate: 100, burst_ms: None }),
+        batch_linger: Some(std::time::Duration::from_millis(5)),
+    };
+    let spec = dir.path().join("low-rate.yaml");
+    std::fs::write(&spec, case.spec(&functions)).unwrap();
+    let data = dir.path().join("data");
+    share_component_cache(&data);
+    let output = weir(&[
+        "run",
+        spec.to_str().unwrap(),
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--quiet",
+        "--latency",
+        "--report-json",
+    ]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let report: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let latency = &report["latency"];
+    assert_eq!(latency["count"], 200, "every output measured: {report}");
+    let max_us = latency["max_us"].as_u64().unwrap();
+    assert!(max_us < 1_000_000, "an event waited for its batch to fill: {report}");
 }

@@ -64,6 +64,9 @@ pub struct ClusterBench {
     pub kafka: String,
     /// Orders per throughput run.
     pub events: u64,
+    /// The ways of running the pipeline to measure, in order; the first
+    /// one's throughput sets every latency run's rate.
+    pub runs: Vec<Mode>,
     /// Seconds of the fixed-rate run that measures latency.
     pub latency_seconds: u64,
     /// Its input rate, as a share of the one-worker throughput.
@@ -113,15 +116,21 @@ pub struct Ceiling {
     pub produce: Vec<f64>,
     /// Reading them back `read_committed`.
     pub consume: Vec<f64>,
+    /// Reading them `read_committed` and producing each to another topic
+    /// (one consumer and one producer with the Kafka sink's settings, in
+    /// one thread), until all are delivered: a pipeline without Weir.
+    pub pass_through: Vec<f64>,
     /// Median of `produce`.
     pub produce_median: f64,
     /// Median of `consume`.
     pub consume_median: f64,
+    /// Median of `pass_through`.
+    pub pass_through_median: f64,
 }
 
 impl Ceiling {
-    /// The lower of the two medians: no pipeline reading and writing this
-    /// broker can beat it.
+    /// The lower of the produce and consume medians: no pipeline reading
+    /// and writing this broker can beat it.
     pub fn limit(&self) -> f64 {
         self.produce_median.min(self.consume_median)
     }
@@ -130,7 +139,7 @@ impl Ceiling {
 /// One way of running the pipeline.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {
-    /// `one process`, `1 worker`, `2 workers`.
+    /// `one process EO`, `one process ALO`, `1 worker`, `2 workers`.
     pub mode: String,
     /// Child processes.
     pub processes: usize,
@@ -248,6 +257,13 @@ pub fn run(
     result
 }
 
+/// The broker's raw rates on one run's input, events/s.
+struct RawRates {
+    produce: f64,
+    consume: f64,
+    pass_through: f64,
+}
+
 /// What every step needs.
 struct Context<'a> {
     bench: &'a ClusterBench,
@@ -257,16 +273,44 @@ struct Context<'a> {
 }
 
 /// How a throughput run runs the pipeline.
-#[derive(Debug, Clone, Copy)]
-enum Mode {
-    OneProcess,
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `weir run`, its Kafka sink exactly-once or at-least-once.
+    OneProcess {
+        /// Transactions committed by the checkpoints, or plain writes.
+        exactly_once: bool,
+    },
+    /// `weir worker`s (exactly-once).
     Workers(usize),
 }
 
 impl Mode {
+    /// Every mode, in the order the bench runs them by default: one
+    /// worker first, whose throughput sets the latency runs' rate.
+    pub const DEFAULT: [Mode; 4] = [
+        Mode::Workers(1),
+        Mode::OneProcess { exactly_once: true },
+        Mode::OneProcess { exactly_once: false },
+        Mode::Workers(2),
+    ];
+
+    /// `one-process`, `one-process-alo`, `1-worker`, `<n>-workers`.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "one-process" => Some(Mode::OneProcess { exactly_once: true }),
+            "one-process-alo" => Some(Mode::OneProcess { exactly_once: false }),
+            "1-worker" => Some(Mode::Workers(1)),
+            _ => {
+                let n: usize = name.strip_suffix("-workers")?.parse().ok()?;
+                (n > 0).then_some(Mode::Workers(n))
+            }
+        }
+    }
+
     fn label(self) -> String {
         match self {
-            Mode::OneProcess => "one process".into(),
+            Mode::OneProcess { exactly_once: true } => "one process EO".into(),
+            Mode::OneProcess { exactly_once: false } => "one process ALO".into(),
             Mode::Workers(1) => "1 worker".into(),
             Mode::Workers(n) => format!("{n} workers"),
         }
@@ -274,9 +318,14 @@ impl Mode {
 
     fn tag(self) -> String {
         match self {
-            Mode::OneProcess => "p1".into(),
+            Mode::OneProcess { exactly_once: true } => "p1".into(),
+            Mode::OneProcess { exactly_once: false } => "p1a".into(),
             Mode::Workers(n) => format!("w{n}"),
         }
+    }
+
+    fn exactly_once(self) -> bool {
+        !matches!(self, Mode::OneProcess { exactly_once: false })
     }
 }
 
@@ -285,16 +334,18 @@ impl Context<'_> {
         self.warm_up(progress)?;
         let mut ceiling = Ceiling::default();
         let mut runs = Vec::new();
-        // One worker first: its throughput sets the latency runs' rate.
+        // The first run's throughput sets the latency runs' rate.
         let mut latency_rate = None;
-        for mode in [Mode::Workers(1), Mode::OneProcess, Mode::Workers(2)] {
-            let (report, produce, consume) = self.throughput(mode, &mut latency_rate, progress)?;
-            ceiling.produce.push(produce);
-            ceiling.consume.push(consume);
+        for &mode in &self.bench.runs {
+            let (report, raw) = self.throughput(mode, &mut latency_rate, progress)?;
+            ceiling.produce.push(raw.produce);
+            ceiling.consume.push(raw.consume);
+            ceiling.pass_through.push(raw.pass_through);
             runs.push(report);
         }
         ceiling.produce_median = super::median_of(ceiling.produce.clone());
         ceiling.consume_median = super::median_of(ceiling.consume.clone());
+        ceiling.pass_through_median = super::median_of(ceiling.pass_through.clone());
         let mut rebalance = Vec::new();
         for &keys in &self.bench.state_keys {
             rebalance.push(self.rebalance(keys, progress)?);
@@ -375,16 +426,21 @@ impl Context<'_> {
         Ok(data)
     }
 
-    /// The pipeline spec of `name`, reading `input`, writing `output`.
-    fn spec(&self, name: &str, input: &str, output: &str) -> String {
+    /// The pipeline spec of `name`, reading `input`, writing `output`
+    /// exactly-once or at-least-once.
+    fn spec(&self, name: &str, input: &str, output: &str, exactly_once: bool) -> String {
         let wasm = self.bench.functions_dir.join("revenue.wasm");
         let storage = self.bench.scratch.join("storage").join(name);
+        let delivery = if exactly_once {
+            format!("delivery: exactly-once\n  transactional_id_prefix: {name}\n")
+        } else {
+            "delivery: at-least-once\n".to_string()
+        };
         format!(
             "name: {name}\nparallelism: {PARTITIONS}\n\
              source:\n  type: kafka\n  bootstrap_servers: {kafka}\n  topics: [{input}]\n  start: earliest\n\
              key: {{ wasm: {wasm:?} }}\nprocess: {{ wasm: {wasm:?} }}\n\
-             sink:\n  type: kafka\n  bootstrap_servers: {kafka}\n  topic: {output}\n  \
-             delivery: exactly-once\n  transactional_id_prefix: {name}\n\
+             sink:\n  type: kafka\n  bootstrap_servers: {kafka}\n  topic: {output}\n  {delivery}\
              checkpoint: {{ interval: 1s, storage: \"file://{}\" }}\n",
             storage.display(),
             kafka = self.bench.kafka,
@@ -394,7 +450,7 @@ impl Context<'_> {
     /// Start `mode`'s processes on the spec at `spec`.
     fn start(&self, mode: Mode, spec: &Path, dir: &Path) -> Result<Vec<Proc>, BenchError> {
         match mode {
-            Mode::OneProcess => {
+            Mode::OneProcess { .. } => {
                 let data = self.data_dir(dir)?;
                 let log = dir.join("run.log");
                 let mut command = Command::new(self.weir);
@@ -421,17 +477,18 @@ impl Context<'_> {
     }
 
     /// One throughput run and its fixed-rate latency run; also the
-    /// broker's produce and consume rates of its input.
+    /// broker's raw rates on its input.
     fn throughput(
         &self,
         mode: Mode,
         latency_rate: &mut Option<f64>,
         progress: &mut dyn FnMut(&str),
-    ) -> Result<(RunReport, f64, f64), BenchError> {
+    ) -> Result<(RunReport, RawRates), BenchError> {
         let n = self.bench.events;
         let name = format!("{}-{}", self.run_id, mode.tag());
-        let (input, output) = (format!("{name}-in"), format!("{name}-out"));
-        self.kafka.create_topics(&[&input, &output])?;
+        let (input, output, raw) =
+            (format!("{name}-in"), format!("{name}-out"), format!("{name}-raw"));
+        self.kafka.create_topics(&[&input, &output, &raw])?;
         progress(&format!("{}: producing {n} orders (raw rdkafka)", mode.label()));
         let producer = self.kafka.producer()?;
         let started = Instant::now();
@@ -439,15 +496,17 @@ impl Context<'_> {
         let produce_rate = n as f64 / started.elapsed().as_secs_f64();
         progress(&format!("{}: reading them back read_committed", mode.label()));
         let consume_rate = self.kafka.consume_rate(&input, n)?;
+        progress(&format!("{}: reading them and producing each to {raw}", mode.label()));
+        let pass_through = self.kafka.pass_through_rate(&input, &raw, n)?;
         progress(&format!(
-            "{}: broker ceiling produce {:.0}/s, consume {:.0}/s; starting the pipeline",
+            "{}: broker ceiling produce {produce_rate:.0}/s, consume {consume_rate:.0}/s, \
+             consume+produce {pass_through:.0}/s; starting the pipeline",
             mode.label(),
-            produce_rate,
-            consume_rate
         ));
+        let rates = RawRates { produce: produce_rate, consume: consume_rate, pass_through };
         let dir = self.fresh_dir(&name)?;
         let spec = dir.join("pipeline.yaml");
-        std::fs::write(&spec, self.spec(&name, &input, &output))
+        std::fs::write(&spec, self.spec(&name, &input, &output, mode.exactly_once()))
             .map_err(io("writing the pipeline spec"))?;
         let watcher = Watcher::start(&self.kafka, &output, &[n / 10, n * 9 / 10, n])?;
         let machine = MachineCpu::now();
@@ -493,7 +552,7 @@ impl Context<'_> {
         let report = RunReport {
             mode: mode.label(),
             processes: match mode {
-                Mode::OneProcess => 1,
+                Mode::OneProcess { .. } => 1,
                 Mode::Workers(n) => n,
             },
             events_per_second: n as f64 / total.max(1e-9),
@@ -506,7 +565,7 @@ impl Context<'_> {
             duplicates: seen.duplicates,
             latency,
         };
-        Ok((report, produce_rate, consume_rate))
+        Ok((report, rates))
     }
 
     /// Orders at `rate` for the configured seconds, after the backlog;
@@ -552,7 +611,7 @@ impl Context<'_> {
         self.kafka.create_topics(&[&input, &output])?;
         let dir = self.fresh_dir(&name)?;
         let spec = dir.join("pipeline.yaml");
-        std::fs::write(&spec, self.spec(&name, &input, &output))
+        std::fs::write(&spec, self.spec(&name, &input, &output, true))
             .map_err(io("writing the pipeline spec"))?;
         let watcher = Watcher::start(&self.kafka, &output, &[keys])?;
         let mut procs = vec![self.worker(&spec, &dir, 0)?, self.worker(&spec, &dir, 1)?];
@@ -1072,6 +1131,17 @@ impl Kafka {
             .map_err(kafka_fail("creating a producer"))
     }
 
+    /// A producer set as Weir's Kafka sink sets its own (idempotent, lz4,
+    /// 5 ms linger).
+    fn sink_like_producer(&self) -> Result<OrderProducer, BenchError> {
+        self.config()
+            .set("enable.idempotence", "true")
+            .set("linger.ms", "5")
+            .set("compression.type", "lz4")
+            .create_with_context(Deliveries::default())
+            .map_err(kafka_fail("creating a producer"))
+    }
+
     fn consumer(&self, topic: &str) -> Result<BaseConsumer, BenchError> {
         let consumer: BaseConsumer = self
             .config()
@@ -1158,6 +1228,41 @@ impl Kafka {
                 None => {}
             }
         }
+        Ok(count as f64 / started.elapsed().as_secs_f64())
+    }
+
+    /// Read `count` records of `input` from the beginning,
+    /// `read_committed`, producing each (its key and value) to `output`,
+    /// until all are delivered; events/s.
+    fn pass_through_rate(&self, input: &str, output: &str, count: u64) -> Result<f64, BenchError> {
+        let consumer = self.consumer(input)?;
+        let producer = self.sink_like_producer()?;
+        let started = Instant::now();
+        let mut read = 0;
+        let mut last = Instant::now();
+        while read < count {
+            match consumer.poll(Duration::from_millis(100)) {
+                Some(Ok(message)) => {
+                    let mut record: BaseRecord<'_, [u8], [u8], ()> =
+                        BaseRecord::to(output).payload(message.payload().unwrap_or_default());
+                    if let Some(key) = message.key() {
+                        record = record.key(key);
+                    }
+                    send_waiting(&producer, record, Duration::from_millis(1))
+                        .map_err(kafka_fail(format!("producing to {output}")))?;
+                    read += 1;
+                    last = Instant::now();
+                }
+                Some(Err(e)) => return Err(kafka_fail(format!("reading {input}"))(e)),
+                None if last.elapsed() > Duration::from_secs(30) => {
+                    return Err(BenchError::Io(format!(
+                        "kafka: only {read} of {count} records of {input} readable"
+                    )))
+                }
+                None => {}
+            }
+        }
+        flush(&producer)?;
         Ok(count as f64 / started.elapsed().as_secs_f64())
     }
 }
@@ -1430,7 +1535,7 @@ fn number(text: &[u8], field: &[u8]) -> Option<u64> {
 pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
-        "revenue pipeline, Kafka → key/process (Wasm) → exactly-once Kafka; {} input partitions, P = {}, checkpoint 1 s to {}",
+        "revenue pipeline, Kafka → key/process (Wasm) → Kafka; {} input partitions, P = {}, checkpoint 1 s to {}",
         report.partitions, report.partitions, report.storage
     )?;
     writeln!(
@@ -1440,47 +1545,38 @@ pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Resu
     )?;
     writeln!(
         out,
-        "broker ceiling (raw rdkafka, medians of {}): produce {:.0} events/s, consume read_committed {:.0} events/s",
+        "broker ceiling (raw rdkafka, medians of {}): produce {:.0} events/s, consume read_committed {:.0} events/s, consume+produce {:.0} events/s",
         report.ceiling.produce.len(),
         report.ceiling.produce_median,
-        report.ceiling.consume_median
+        report.ceiling.consume_median,
+        report.ceiling.pass_through_median
     )?;
     writeln!(out)?;
+    let row = |cells: [&str; 14]| {
+        format!(
+            "{:<15} {:>9} {:>9} {:>7} {:>6} {:>8} {:>8} {:>8} {:>6} | {:>8} {:>6} {:>6} {:>6} {:>6}",
+            cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7],
+            cells[8], cells[9], cells[10], cells[11], cells[12], cells[13]
+        )
+    };
     writeln!(
         out,
-        "{:<12} {:>9} {:>9} {:>7} {:>6} {:>8} {:>8} {:>6} | {:>8} {:>6} {:>6} {:>6} {:>6}",
-        "",
-        "events/s",
-        "10-90%",
-        "first",
-        "vs 1",
-        "vs",
-        "cpu s",
-        "cores",
-        "latency",
-        "p50",
-        "p90",
-        "p99",
-        "max"
+        "{}",
+        row([
+            "", "events/s", "10-90%", "first", "vs 1", "vs", "vs raw", "cpu s", "cores", "latency",
+            "p50", "p90", "p99", "max"
+        ])
     )?;
     writeln!(
         out,
-        "{:<12} {:>9} {:>9} {:>7} {:>6} {:>8} {:>8} {:>6} | {:>8} {:>6} {:>6} {:>6} {:>6}",
-        "run",
-        "",
-        "events/s",
-        "out s",
-        "proc",
-        "ceiling",
-        "per 1M",
-        "busy",
-        "at ev/s",
-        "ms",
-        "ms",
-        "ms",
-        "ms"
+        "{}",
+        row([
+            "run", "", "events/s", "out s", "proc", "ceiling", "c+p", "per 1M", "busy", "at ev/s",
+            "ms", "ms", "ms", "ms"
+        ])
     )?;
-    let one = report.runs.iter().find(|r| r.mode == "one process");
+    let one =
+        report.runs.iter().find(|r| r.mode == Mode::OneProcess { exactly_once: true }.label());
     for run in &report.runs {
         let vs_one = one.map_or(f64::NAN, |o| {
             run.steady_events_per_second / o.steady_events_per_second.max(1e-9)
@@ -1495,24 +1591,31 @@ pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Resu
             ),
             None => Default::default(),
         };
-        writeln!(
-            out,
-            "{:<12} {:>9.0} {:>9.0} {:>7.1} {:>6.2} {:>8.2} {:>8.1} {:>6.2} | {:>8} {:>6} {:>6} {:>6} {:>6}",
-            run.mode,
-            run.events_per_second,
-            run.steady_events_per_second,
-            run.first_output_seconds,
-            vs_one,
-            run.steady_events_per_second / report.ceiling.limit().max(1e-9),
-            run.cpu_seconds / (report.events as f64 / 1e6),
-            run.machine_cores_busy,
+        let cells = [
+            run.mode.clone(),
+            format!("{:.0}", run.events_per_second),
+            format!("{:.0}", run.steady_events_per_second),
+            format!("{:.1}", run.first_output_seconds),
+            format!("{vs_one:.2}"),
+            format!("{:.2}", run.steady_events_per_second / report.ceiling.limit().max(1e-9)),
+            format!(
+                "{:.2}",
+                run.steady_events_per_second / report.ceiling.pass_through_median.max(1e-9)
+            ),
+            format!("{:.1}", run.cpu_seconds / (report.events as f64 / 1e6)),
+            format!("{:.2}", run.machine_cores_busy),
             rate,
             p50,
             p90,
             p99,
-            max
-        )?;
+            max,
+        ];
+        writeln!(out, "{}", row(cells.each_ref().map(String::as_str)))?;
     }
+    writeln!(
+        out,
+        "(EO: exactly-once, ALO: at-least-once Kafka sink; workers are exactly-once; c+p: the raw consume+produce rate)"
+    )?;
     writeln!(out)?;
     writeln!(out, "CPU seconds per 1M events by thread (sum over the run's processes):")?;
     for run in &report.runs {
@@ -1521,7 +1624,7 @@ pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Resu
             .iter()
             .map(|(group, s)| format!("{group} {:.1}", s / (report.events as f64 / 1e6)))
             .collect();
-        writeln!(out, "{:<12} {}", run.mode, parts.join(", "))?;
+        writeln!(out, "{:<15} {}", run.mode, parts.join(", "))?;
     }
     for run in &report.runs {
         if run.outputs != report.events || run.duplicates > 0 {
@@ -1607,6 +1710,24 @@ mod tests {
     }
 
     #[test]
+    fn modes_parse_by_name() {
+        for mode in Mode::DEFAULT {
+            let name = match mode {
+                Mode::OneProcess { exactly_once: true } => "one-process".to_string(),
+                Mode::OneProcess { exactly_once: false } => "one-process-alo".to_string(),
+                Mode::Workers(1) => "1-worker".to_string(),
+                Mode::Workers(n) => format!("{n}-workers"),
+            };
+            assert_eq!(Mode::parse(&name), Some(mode), "{name}");
+        }
+        assert_eq!(Mode::parse("3-workers"), Some(Mode::Workers(3)));
+        assert_eq!(Mode::parse("0-workers"), None);
+        assert_eq!(Mode::parse("one"), None);
+        assert!(!Mode::OneProcess { exactly_once: false }.exactly_once());
+        assert!(Mode::Workers(2).exactly_once());
+    }
+
+    #[test]
     fn thread_names_group() {
         assert_eq!(thread_group("source-weir-wb1"), "exchange source");
         assert_eq!(thread_group("source-source"), "input source");
@@ -1622,6 +1743,7 @@ mod tests {
         let bench = ClusterBench {
             kafka: "127.0.0.1:9092".into(),
             events: 10,
+            runs: Mode::DEFAULT.to_vec(),
             latency_seconds: 1,
             latency_share: 0.5,
             state_keys: vec![],
@@ -1634,7 +1756,12 @@ mod tests {
         let kafka = Kafka { servers: bench.kafka.clone() };
         let context =
             Context { bench: &bench, weir: Path::new("weir"), run_id: "wb1".into(), kafka };
-        let spec = PipelineSpec::parse(&context.spec("wb1-w1", "wb1-w1-in", "wb1-w1-out")).unwrap();
+        let at_least_once = context.spec("wb1-p1a", "wb1-p1a-in", "wb1-p1a-out", false);
+        let spec = PipelineSpec::parse(&at_least_once).unwrap();
+        assert!(spec.checkpoint.is_some(), "at-least-once runs checkpoint as well");
+        assert!(at_least_once.contains("delivery: at-least-once"), "{at_least_once}");
+        let spec =
+            PipelineSpec::parse(&context.spec("wb1-w1", "wb1-w1-in", "wb1-w1-out", true)).unwrap();
         assert_eq!(spec.max_parallelism, MAX_PARALLELISM);
         assert_eq!(spec.parallelism, PARTITIONS);
         let plan = crate::cluster::plan(&spec, &|_| {

@@ -7,9 +7,13 @@
 //! sink's write, or with checkpoints to the commit that makes it visible
 //! (a window's result: from its end, with no out-of-orderness allowed),
 //! in an HDR histogram (see
-//! [`pipeline::latency`](crate::pipeline::latency)).
+//! [`pipeline::latency`](crate::pipeline::latency)). With several
+//! `batch_linger`s, each gets its own maximum and live runs, all at the
+//! rates of the first one's maximum, so both ends compare: throughput at
+//! full load, latency at low rates.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use super::{measure, BenchError, Case, Implementation, Load, Workload};
 
@@ -35,6 +39,8 @@ pub struct LatencySuite {
     pub seconds: u64,
     /// Checkpoint modes (`false`: off, `true`: every second).
     pub checkpoints: Vec<bool>,
+    /// The pipelines' `batch_linger`s to compare (`None`: the default).
+    pub lingers: Vec<Option<Duration>>,
     /// Where the `bench-*.wasm` functions are.
     pub functions_dir: PathBuf,
     /// Scratch space for the runs' data directories.
@@ -67,66 +73,92 @@ pub fn run_latency(
     out: &mut dyn std::io::Write,
 ) -> Result<(), BenchError> {
     let write = |e: std::io::Error| BenchError::Io(format!("writing the results: {e}"));
-    let case = |workload, events, checkpoints, load| Case {
+    let case = |workload, events, checkpoints, load, batch_linger| Case {
         workload,
         implementation: Implementation::Wasm,
         events,
         keys: suite.keys,
         checkpoints,
         load,
+        batch_linger,
     };
+    let lingers = if suite.lingers.is_empty() { vec![None] } else { suite.lingers.clone() };
     if !suite.json {
         let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
         writeln!(out, "{cores} cores; Wasm functions; {} keys; {} s per live run; latency in ms from ingestion to the output's write, with checkpoints to its commit (window: from its end)", suite.keys, suite.seconds).map_err(write)?;
         writeln!(
             out,
-            "{:<8} {:>4} {:<11} {:>10} {:>10}  {:>7} {:>7} {:>7} {:>7} {:>7}",
-            "workload", "chk", "load", "events/s", "achieved", "p50", "p90", "p99", "p99.9", "max"
+            "{:<8} {:>4} {:>6} {:<11} {:>10} {:>10}  {:>7} {:>7} {:>7} {:>7} {:>7}",
+            "workload",
+            "chk",
+            "linger",
+            "load",
+            "events/s",
+            "achieved",
+            "p50",
+            "p90",
+            "p99",
+            "p99.9",
+            "max"
         )
         .map_err(write)?;
     }
     for &workload in &suite.workloads {
         // Compile the function once, before anything is measured.
-        measure(weir, &case(workload, 1000, false, None), &suite.functions_dir, &suite.scratch)?;
+        let warm_up = case(workload, 1000, false, None, None);
+        measure(weir, &warm_up, &suite.functions_dir, &suite.scratch)?;
         for &checkpoints in &suite.checkpoints {
             let chk = if checkpoints { "1s" } else { "off" };
-            let full = case(workload, suite.events, checkpoints, None);
-            let max = measure(weir, &full, &suite.functions_dir, &suite.scratch)?.rate();
-            if suite.json {
-                let line = serde_json::json!({ "workload": workload.name(), "checkpoints": checkpoints, "load": "max", "events_per_second": max });
-                writeln!(out, "{line}").map_err(write)?;
-            } else {
-                writeln!(out, "{:<8} {chk:>4} {:<11} {:>9.2}M", workload.name(), "max", max / 1e6)
-                    .map_err(write)?;
-            }
-            for (name, load) in loads(max) {
-                let events = load.rate * suite.seconds.max(1);
-                let live = case(workload, events, checkpoints, Some(load));
-                let measured = measure(weir, &live, &suite.functions_dir, &suite.scratch)?;
-                let latency = measured.latency.ok_or_else(|| BenchError::Run {
-                    case: format!("{} {name}", workload.name()),
-                    message: "the run reported no latency".into(),
-                })?;
+            // The first linger's maximum sets every linger's live rates.
+            let mut first_max = None;
+            for &linger in &lingers {
+                let shown = linger.map_or("dflt".to_string(), |l| format!("{}ms", l.as_millis()));
+                let full = case(workload, suite.events, checkpoints, None, linger);
+                let max = measure(weir, &full, &suite.functions_dir, &suite.scratch)?.rate();
+                let rates_of = *first_max.get_or_insert(max);
+                let linger_ms = linger.map(|l| l.as_secs_f64() * 1000.0);
                 if suite.json {
-                    let line = serde_json::json!({ "workload": workload.name(), "checkpoints": checkpoints, "load": name, "rate": load.rate, "burst_ms": load.burst_ms, "measurement": measured });
+                    let line = serde_json::json!({ "workload": workload.name(), "checkpoints": checkpoints, "batch_linger_ms": linger_ms, "load": "max", "events_per_second": max });
                     writeln!(out, "{line}").map_err(write)?;
-                    continue;
+                } else {
+                    writeln!(
+                        out,
+                        "{:<8} {chk:>4} {shown:>6} {:<11} {:>9.2}M",
+                        workload.name(),
+                        "max",
+                        max / 1e6
+                    )
+                    .map_err(write)?;
                 }
-                let ms = |us: u64| us as f64 / 1000.0;
-                writeln!(
-                    out,
-                    "{:<8} {chk:>4} {:<11} {:>9.3}M {:>9.3}M  {:>7.1} {:>7.1} {:>7.1} {:>7.1} {:>7.1}",
-                    workload.name(),
-                    name,
-                    load.rate as f64 / 1e6,
-                    measured.rate() / 1e6,
-                    ms(latency.p50_us),
-                    ms(latency.p90_us),
-                    ms(latency.p99_us),
-                    ms(latency.p999_us),
-                    ms(latency.max_us)
-                )
-                .map_err(write)?;
+                for (name, load) in loads(rates_of) {
+                    let events = load.rate * suite.seconds.max(1);
+                    let live = case(workload, events, checkpoints, Some(load), linger);
+                    let measured = measure(weir, &live, &suite.functions_dir, &suite.scratch)?;
+                    let latency = measured.latency.ok_or_else(|| BenchError::Run {
+                        case: format!("{} {name}", workload.name()),
+                        message: "the run reported no latency".into(),
+                    })?;
+                    if suite.json {
+                        let line = serde_json::json!({ "workload": workload.name(), "checkpoints": checkpoints, "batch_linger_ms": linger_ms, "load": name, "rate": load.rate, "burst_ms": load.burst_ms, "measurement": measured });
+                        writeln!(out, "{line}").map_err(write)?;
+                        continue;
+                    }
+                    let ms = |us: u64| us as f64 / 1000.0;
+                    writeln!(
+                        out,
+                        "{:<8} {chk:>4} {shown:>6} {:<11} {:>9.3}M {:>9.3}M  {:>7.1} {:>7.1} {:>7.1} {:>7.1} {:>7.1}",
+                        workload.name(),
+                        name,
+                        load.rate as f64 / 1e6,
+                        measured.rate() / 1e6,
+                        ms(latency.p50_us),
+                        ms(latency.p90_us),
+                        ms(latency.p99_us),
+                        ms(latency.p999_us),
+                        ms(latency.max_us)
+                    )
+                    .map_err(write)?;
+                }
             }
         }
     }
@@ -158,10 +190,13 @@ mod tests {
                 keys: 100,
                 checkpoints: false,
                 load,
+                batch_linger: Some(Duration::from_micros(1500)),
             };
             let text = case.spec(Path::new("/f"));
             assert!(text.contains("rate: 5000, burst_ms: 100"), "{text}");
-            PipelineSpec::parse(&text).unwrap().graph().unwrap();
+            let spec = PipelineSpec::parse(&text).unwrap();
+            assert_eq!(spec.batch_linger, Duration::from_micros(1500));
+            spec.graph().unwrap();
             if workload == Workload::Window {
                 assert!(text.contains("size: 1s") && text.contains("max_out_of_orderness: 0s"));
             }

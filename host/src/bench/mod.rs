@@ -189,6 +189,8 @@ pub struct Case {
     /// A live input at this load, its latency recorded (see [`latency`]);
     /// `None`: as fast as it goes.
     pub load: Option<Load>,
+    /// The pipeline's `batch_linger` (`None`: the spec's default).
+    pub batch_linger: Option<std::time::Duration>,
 }
 
 /// A live input's rate: events a second, each second's within its first
@@ -272,8 +274,12 @@ impl Case {
             }
         };
         let checkpoint = if self.checkpoints { "checkpoint: { interval: 1s }\n" } else { "" };
+        let linger = self
+            .batch_linger
+            .map(|linger| format!("batch_linger: {}us\n", linger.as_micros()))
+            .unwrap_or_default();
         format!(
-            "name: bench-{}\nparallelism: 2\nstate_cache_bytes: 134217728\n{body}{checkpoint}",
+            "name: bench-{}\nparallelism: 2\nstate_cache_bytes: 134217728\n{linger}{body}{checkpoint}",
             self.workload.name()
         )
     }
@@ -473,6 +479,7 @@ pub fn run_suite(
             keys: 10,
             checkpoints: false,
             load: None,
+            batch_linger: None,
         };
         measure(weir, &warm_up, &suite.functions_dir, &suite.scratch)?;
     }
@@ -503,6 +510,7 @@ pub fn run_suite(
                             keys,
                             checkpoints,
                             load: None,
+                            batch_linger: None,
                         };
                         pair[slot] = measure(weir, &case, &suite.functions_dir, &suite.scratch)?;
                         if suite.json {
@@ -627,7 +635,15 @@ mod tests {
     use crate::pipeline::PipelineSpec;
 
     fn case(workload: Workload, implementation: Implementation, checkpoints: bool) -> Case {
-        Case { workload, implementation, events: 1001, keys: 10_000, checkpoints, load: None }
+        Case {
+            workload,
+            implementation,
+            events: 1001,
+            keys: 10_000,
+            checkpoints,
+            load: None,
+            batch_linger: None,
+        }
     }
 
     #[test]

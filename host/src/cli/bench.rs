@@ -51,6 +51,10 @@ pub struct BenchArgs {
     /// Seconds of each live run of `--latency`.
     #[arg(long, default_value_t = 10)]
     latency_seconds: u64,
+    /// With `--latency`: the pipelines' `batch_linger`s to compare (e.g.
+    /// `--linger 0ms,2ms`); default the spec's default alone.
+    #[arg(long = "linger", value_delimiter = ',', value_parser = humantime::parse_duration)]
+    lingers: Vec<std::time::Duration>,
 }
 
 /// `weir bench` subcommands.
@@ -71,10 +75,16 @@ pub struct ClusterArgs {
     /// Orders per throughput run.
     #[arg(long, default_value_t = 1_000_000)]
     events: u64,
+    /// The runs, in order (the first one's throughput sets the latency
+    /// runs' rate): one-process (exactly-once), one-process-alo
+    /// (at-least-once), 1-worker, N-workers; comma-separated or
+    /// repeatable; default 1-worker,one-process,one-process-alo,2-workers.
+    #[arg(long = "runs", value_delimiter = ',')]
+    runs: Vec<String>,
     /// Seconds of each fixed-rate latency run.
     #[arg(long, default_value_t = 15)]
     latency_seconds: u64,
-    /// The latency runs' input rate, as a share of the 1-worker throughput.
+    /// The latency runs' input rate, as a share of the first run's throughput.
     #[arg(long, default_value_t = 0.5)]
     latency_share: f64,
     /// State sizes (keys) of the rebalance runs; repeatable or
@@ -142,6 +152,7 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
             events: args.events,
             seconds: args.latency_seconds,
             checkpoints,
+            lingers: args.lingers.iter().copied().map(Some).collect(),
             functions_dir,
             scratch,
             json: args.json,
@@ -184,9 +195,24 @@ fn bench_cluster(
 ) -> anyhow::Result<()> {
     use weir_host::bench::cluster;
     let functions_dir = self::functions_dir(functions_dir)?;
+    let runs = if args.runs.is_empty() {
+        cluster::Mode::DEFAULT.to_vec()
+    } else {
+        args.runs
+            .iter()
+            .map(|name| {
+                cluster::Mode::parse(name).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--runs {name}: one of one-process, one-process-alo, 1-worker, N-workers"
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?
+    };
     let bench = cluster::ClusterBench {
         kafka: args.kafka.clone(),
         events: args.events.max(10),
+        runs,
         latency_seconds: args.latency_seconds,
         latency_share: args.latency_share,
         state_keys: args.state_keys.iter().copied().filter(|&k| k > 0).collect(),

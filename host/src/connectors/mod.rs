@@ -164,6 +164,14 @@ pub trait Source: Send {
         let _ = budget;
     }
 
+    /// How long the next `next_batch` may wait for input when none is at
+    /// hand: `Some(wait)` while the source task holds a batch it must hand
+    /// on by then, `None` for the source's own wait. Default: a source
+    /// that never waits long ignores it.
+    fn set_max_wait(&mut self, wait: Option<std::time::Duration>) {
+        let _ = wait;
+    }
+
     /// Whether the source reports event time itself ([`Source::take_watermarks`])
     /// instead of the host deriving it from event timestamps (a cluster
     /// task reading an exchange topic). Default: no.
@@ -205,6 +213,14 @@ pub trait Sink: Send {
 
     /// Make everything written so far durable / visible (end of a run).
     fn flush(&mut self) -> Result<(), ConnectorError>;
+
+    /// Without checkpoints: hand what `write` buffered on to its readers,
+    /// without `flush`'s durability (the sink task calls it when written
+    /// output has waited the pipeline's `batch_linger`). Default: nothing
+    /// buffered (a Kafka producer sends on its own `linger.ms`).
+    fn release(&mut self) -> Result<(), ConnectorError> {
+        Ok(())
+    }
 
     /// One input has written all it has of `epoch`; what it writes next
     /// belongs to a later epoch. A sink writing epochs through separate

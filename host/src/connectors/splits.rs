@@ -42,6 +42,10 @@ impl Source for SplitSource {
         self.splits.len()
     }
 
+    fn set_max_wait(&mut self, wait: Option<std::time::Duration>) {
+        self.splits.iter_mut().for_each(|s| s.set_max_wait(wait));
+    }
+
     fn progress(&self) -> Option<(u64, u64)> {
         self.splits
             .iter()

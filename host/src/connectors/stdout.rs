@@ -50,4 +50,8 @@ impl Sink for StdoutSink {
     fn flush(&mut self) -> Result<(), ConnectorError> {
         self.out.flush().map_err(stdout_error)
     }
+
+    fn release(&mut self) -> Result<(), ConnectorError> {
+        self.flush()
+    }
 }

@@ -117,6 +117,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
         first_epoch: start.first_id,
         exactly_once: settings.is_some(),
         committed: start.committed,
+        linger: spec.batch_linger,
         delay: options.sink_delay,
         latency: options.record_latency.then(|| {
             // Exactly-once output is visible when its checkpoint commits.

@@ -13,12 +13,16 @@
 //! nothing back), given to the sinks just before the pre-commit
 //! ([`Sink::watermark`]); so no output of an epoch is older than the event
 //! time written with it.
+//!
+//! Without checkpoints, output a sink buffers is released to its readers
+//! ([`Sink::release`]) once the oldest of it has waited the pipeline's
+//! `batch_linger`, whether or not more arrives.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{Receiver, Sender};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::error::RunError;
 use super::graph::{output_name, Graph, LINE_SINK};
@@ -64,6 +68,9 @@ pub(crate) struct SinkTask {
     /// returns moves it on, and each ack reports it (see
     /// [`SnapshotMetadata::last_committed`](crate::checkpoint::SnapshotMetadata::last_committed)).
     pub(crate) committed: Option<u64>,
+    /// Without checkpoints: how long written output may wait in a sink's
+    /// buffer before it is released.
+    pub(crate) linger: Duration,
     /// Testing aid: pause this long after each batch.
     pub(crate) delay: Option<Duration>,
     /// Each written event's latency, if asked for.
@@ -123,9 +130,27 @@ impl SinkTask {
         // least watermark its inputs had when they passed it.
         let mut marks: Vec<Option<i64>> = vec![Some(i64::MIN); self.inputs];
         let mut barrier_marks: BTreeMap<u64, EpochMark> = BTreeMap::new();
+        // Without checkpoints: when the oldest output not yet released was
+        // written.
+        let mut unreleased_since: Option<Instant> = None;
         loop {
             let waiting = Stopwatch::start();
-            let Ok(message) = input.recv() else { break };
+            let message = match unreleased_since {
+                None => input.recv().ok(),
+                Some(since) => {
+                    match input.recv_timeout(self.linger.saturating_sub(since.elapsed())) {
+                        Ok(message) => Some(message),
+                        Err(RecvTimeoutError::Timeout) => {
+                            report.sink.add_idle(waiting.elapsed());
+                            release(&mut self.sinks)?;
+                            unreleased_since = None;
+                            continue;
+                        }
+                        Err(RecvTimeoutError::Disconnected) => None,
+                    }
+                }
+            };
+            let Some(message) = message else { break };
             report.sink.add_idle(waiting.elapsed());
             match message {
                 SinkMessage::Watermark { from, mark } => marks[from] = mark,
@@ -145,6 +170,13 @@ impl SinkTask {
                         if target.side { &report.side_written } else { &report.sink_written };
                     counter.fetch_add(events.len() as u64, Ordering::Relaxed);
                     self.handle.tail.offer(output_name(&target.name), &events);
+                    if !self.exactly_once {
+                        let since = *unreleased_since.get_or_insert_with(Instant::now);
+                        if since.elapsed() >= self.linger {
+                            release(&mut self.sinks)?;
+                            unreleased_since = None;
+                        }
+                    }
                 }
                 SinkMessage::Barrier { from, id } => {
                     for target in &mut self.sinks {
@@ -198,6 +230,14 @@ impl SinkTask {
         }
         Ok(())
     }
+}
+
+/// Hand what `sinks` buffered on to their readers.
+fn release(sinks: &mut [NamedSink]) -> Result<(), RunError> {
+    for target in sinks {
+        target.sink.release()?;
+    }
+    Ok(())
 }
 
 /// The event time of an epoch's output: the least watermark of its
@@ -270,6 +310,7 @@ mod tests {
         PreCommit(u64),
         Commit(u64),
         Flush,
+        Release,
     }
 
     /// What one recording sink saw and what a reader of it would see.
@@ -318,6 +359,13 @@ mod tests {
         fn flush(&mut self) -> Result<(), ConnectorError> {
             let mut out = self.get();
             out.calls.push(Call::Flush);
+            out.publish(u64::MAX);
+            Ok(())
+        }
+
+        fn release(&mut self) -> Result<(), ConnectorError> {
+            let mut out = self.get();
+            out.calls.push(Call::Release);
             out.publish(u64::MAX);
             Ok(())
         }
@@ -382,6 +430,7 @@ mod tests {
             first_epoch: if exactly_once { 1 } else { 0 },
             exactly_once,
             committed: None,
+            linger: Duration::from_secs(3600),
             delay: None,
             latency: None,
             handle: handle.clone(),
@@ -516,6 +565,46 @@ mod tests {
         assert_eq!(sink_acks(&run.acks).len(), 1);
         assert!(main.visible.is_empty());
         assert_eq!(main.calls.last(), Some(&Call::Write(2, vec!["b".into()])));
+    }
+
+    #[test]
+    fn without_checkpoints_output_is_released_once_it_waited_the_linger() {
+        let main = Recording::default();
+        let (ack_tx, _acks) = channel();
+        let task = SinkTask {
+            sinks: vec![NamedSink {
+                name: LINE_SINK.into(),
+                sink: Box::new(main.clone()),
+                side: false,
+            }],
+            inputs: 1,
+            first_epoch: 0,
+            exactly_once: false,
+            committed: None,
+            linger: Duration::from_millis(5),
+            delay: None,
+            latency: None,
+            handle: RunHandle::new(),
+            acks: ack_tx,
+        };
+        let (tx, rx) = channel();
+        let thread = std::thread::spawn(move || task.run(rx));
+        tx.send(batch(0, &["a"])).unwrap();
+        // Nothing else arrives and the input stays open: the output is
+        // released all the same, not held until more comes or the end.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !main.get().calls.contains(&Call::Release) {
+            assert!(Instant::now() < deadline, "never released: {:?}", main.get().calls);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(main.get().visible, visible(0, &["a"]));
+        drop(tx);
+        thread.join().unwrap().unwrap();
+        assert_eq!(
+            main.get().calls,
+            [Call::Write(0, vec!["a".into()]), Call::Release, Call::Flush],
+            "one release, then the flush at the end"
+        );
     }
 
     #[test]

@@ -4,10 +4,16 @@
 //! (and say when every split is idle), and inject barriers when the
 //! checkpoint coordinator asks, recording the source's position (and
 //! watermarks) in the snapshot.
+//!
+//! Batches are cut adaptively: a batch goes on when it is full, or when
+//! its oldest event has waited the pipeline's `batch_linger`, so a high
+//! rate keeps full batches (cheap Wasm calls) and a low rate waits at most
+//! the linger. Held events go on before any barrier (the source's position
+//! is past them) and before any watermark (it may not overtake them).
 
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::error::RunError;
 use super::live::{LiveCounts, LiveMetrics, Stopwatch};
@@ -33,6 +39,8 @@ struct SourceState {
 pub(crate) struct SourceTask {
     /// Events read per call.
     batch_size: usize,
+    /// How long a batch that is not full may wait for more events.
+    linger: Duration,
     source: Box<dyn Source>,
     watermarks: Option<SplitWatermarks>,
     /// The watermark the restored snapshot was taken at.
@@ -63,7 +71,13 @@ impl SourceTask {
             w.delay_ms()
                 .map(|delay| SplitWatermarks::new(source.splits(), delay, idle, Instant::now()))
         });
-        Self { batch_size: spec.batch_size, source, watermarks, resumed_watermark: None }
+        Self {
+            batch_size: spec.batch_size,
+            linger: spec.batch_linger,
+            source,
+            watermarks,
+            resumed_watermark: None,
+        }
     }
 
     /// Seek the source to where `state` (its part of `snapshot`) recorded
@@ -92,9 +106,11 @@ impl SourceTask {
         links: &mut SourceLinks<'_>,
         progress: Option<&ProgressFn>,
     ) -> Result<bool, RunError> {
-        let Self { batch_size, mut source, mut watermarks, resumed_watermark } = self;
+        let Self { batch_size, linger, mut source, mut watermarks, resumed_watermark } = self;
         let source = source.as_mut();
         let mut events: Vec<Event> = Vec::with_capacity(batch_size);
+        // When the oldest event of `events` was read.
+        let mut held_since: Option<Instant> = None;
         if let Some(watermark) = resumed_watermark {
             // Operators continue from the watermark the snapshot was taken at.
             links.broadcast_watermark(watermark)?;
@@ -108,6 +124,9 @@ impl SourceTask {
         loop {
             match links.triggers.try_recv() {
                 Ok(trigger) => {
+                    // The position recorded is past the held events.
+                    links.emit(&mut events, batch_size)?;
+                    held_since = None;
                     if trigger.stop {
                         // Nothing may be emitted after the stop's barrier.
                         links.router.broadcast(|| SubtaskMessage::End { drained: false })?;
@@ -126,9 +145,11 @@ impl SourceTask {
                 // The coordinator failed; its error is the one reported.
                 Err(TryRecvError::Disconnected) => return Err(RunError::Stopped),
             }
+            source.set_max_wait(held_since.map(|since| linger.saturating_sub(since.elapsed())));
             let reading = Stopwatch::start();
-            let polled = source.next_batch(batch_size, &mut events)?;
-            if events.is_empty() {
+            let before = events.len();
+            let polled = source.next_batch(batch_size - before, &mut events)?;
+            if events.len() == before {
                 // A poll that found nothing waited for input.
                 links.counts.add_idle(reading.elapsed());
             }
@@ -137,17 +158,21 @@ impl SourceTask {
             if !rejected.is_empty() {
                 links.router.emit_side(rejected)?;
             }
-            if !events.is_empty() {
+            if events.len() > before {
                 if let Some(watermarks) = watermarks.as_mut().filter(|_| !reports) {
-                    for event in &events {
+                    for event in &events[before..] {
                         watermarks.observe(polled.split, event.timestamp, now);
                     }
                 }
                 idle = false;
-                links.counts.add_out(events.len());
-                let batch = std::mem::replace(&mut events, Vec::with_capacity(batch_size));
-                links.router.emit(None, batch)?;
-                links.router.flush()?;
+                held_since.get_or_insert(now);
+            }
+            let due = events.len() >= batch_size
+                || !polled.more
+                || held_since.is_some_and(|since| now.duration_since(since) >= linger);
+            if due && !events.is_empty() {
+                links.emit(&mut events, batch_size)?;
+                held_since = None;
             }
             source.take_watermarks(&mut reported);
             for (split, mark) in reported.drain(..) {
@@ -155,16 +180,19 @@ impl SourceTask {
                     watermarks.announce(split, mark, now);
                 }
             }
+            // While events are held, event time waits for them.
             if let Some(watermarks) = watermarks.as_mut() {
                 if polled.split_finished {
                     watermarks.finish(polled.split);
                 }
-                if let Some(watermark) = watermarks.advance(now) {
-                    links.broadcast_watermark(watermark)?;
-                }
-                if !idle && watermarks.all_idle(now) {
-                    idle = true;
-                    links.router.broadcast(|| SubtaskMessage::Idle)?;
+                if events.is_empty() {
+                    if let Some(watermark) = watermarks.advance(now) {
+                        links.broadcast_watermark(watermark)?;
+                    }
+                    if !idle && watermarks.all_idle(now) {
+                        idle = true;
+                        links.router.broadcast(|| SubtaskMessage::Idle)?;
+                    }
                 }
             }
             if splits_reported.is_none_or(|at| now.duration_since(at) >= SPLITS_EVERY) {
@@ -213,6 +241,17 @@ fn split_metrics(
 }
 
 impl SourceLinks<'_> {
+    /// Hand the held `events` on as one batch (nothing if there are none).
+    fn emit(&mut self, events: &mut Vec<Event>, batch_size: usize) -> Result<(), RunError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        self.counts.add_out(events.len());
+        let batch = std::mem::replace(events, Vec::with_capacity(batch_size));
+        self.router.emit(None, batch)?;
+        self.router.flush()
+    }
+
     /// Event time has reached `watermark`: tell every subtask downstream.
     fn broadcast_watermark(&mut self, watermark: i64) -> Result<(), RunError> {
         self.metrics.set_watermark(self.source, watermark);

@@ -86,6 +86,12 @@ pub struct PipelineSpec {
     /// Events read from the source and handed to the key function per call.
     #[serde(default = "default_batch_size")]
     pub batch_size: usize,
+    /// How long a source may hold a batch that is not full, waiting for
+    /// more input, before handing it on; and, without checkpoints, how long
+    /// written output may sit in a sink's buffer. `0s`: hand on whatever
+    /// each read finds.
+    #[serde(default = "default_batch_linger", with = "humantime_serde")]
+    pub batch_linger: Duration,
     /// Bytes of the write-back cache in front of RocksDB, shared out among
     /// the subtasks; 0 turns it off.
     #[serde(default = "default_state_cache_bytes")]
@@ -284,6 +290,10 @@ fn default_parallelism() -> u16 {
 
 fn default_batch_size() -> usize {
     4096
+}
+
+fn default_batch_linger() -> Duration {
+    Duration::from_millis(2)
 }
 
 fn default_state_cache_bytes() -> usize {
@@ -642,6 +652,9 @@ impl PipelineSpec {
         if !(1..=1_000_000).contains(&self.batch_size) {
             return Err(SpecError::field("batch_size", "must be between 1 and 1000000"));
         }
+        if self.batch_linger > Duration::from_secs(1) {
+            return Err(SpecError::field("batch_linger", "must be at most 1s"));
+        }
         Ok(())
     }
 
@@ -781,6 +794,7 @@ sink: { type: stdout }
         assert_eq!(spec.name, "revenue");
         assert!(!spec.fresh);
         assert_eq!(spec.max_parallelism, 128);
+        assert_eq!(spec.batch_linger, Duration::from_millis(2));
         assert!(
             matches!(spec.source, Some(SourceSpec::File(ref file)) if file.timestamp_field.as_deref() == Some("event_time"))
         );
@@ -945,6 +959,7 @@ sink: { type: stdout }
         assert!(error_of(&GOOD.replace("name: revenue", "name: Revenue/../x")).contains("name"));
         assert!(error_of(&format!("{GOOD}max_parallelism: 0\n")).contains("max_parallelism"));
         assert!(error_of(&format!("{GOOD}batch_size: 0\n")).contains("batch_size"));
+        assert!(error_of(&format!("{GOOD}batch_linger: 2s\n")).contains("batch_linger"));
         assert!(error_of(&format!("{GOOD}parallelism: 0\n")).contains("parallelism"));
         assert!(error_of(&format!("{GOOD}watermark: {{ max_out_of_orderness: later }}\n"))
             .contains("watermark.max_out_of_orderness"));

@@ -91,6 +91,15 @@ impl Sink for FileSink {
         }
     }
 
+    /// Direct mode: hand the buffered lines to the file (no sync).
+    /// Exactly-once mode: nothing; output becomes visible at commits.
+    fn release(&mut self) -> Result<(), ConnectorError> {
+        match &mut self.mode {
+            Mode::Direct { out, .. } => out.flush().map_err(|e| self.error(e)),
+            Mode::ExactlyOnce(_) => Ok(()),
+        }
+    }
+
     fn pre_commit(&mut self, checkpoint: u64) -> Result<serde_json::Value, ConnectorError> {
         match &mut self.mode {
             Mode::Direct { .. } => self.flush().map(|()| serde_json::Value::Null),

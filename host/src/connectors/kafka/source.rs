@@ -182,6 +182,9 @@ pub struct KafkaSource {
     failing_since: Option<Instant>,
     /// An exchange topic: its producers and what they reported.
     exchange: Option<ExchangeReports>,
+    /// How long a fetch may wait for the first record (`POLL_WAIT` unless
+    /// the source task holds a batch).
+    max_wait: Duration,
 }
 
 /// What the control records of an exchange topic reported.
@@ -268,6 +271,7 @@ impl KafkaSource {
                 .exchange
                 .as_ref()
                 .map(|e| ExchangeReports { producers: e.producers, marks: Vec::new() }),
+            max_wait: POLL_WAIT,
         };
         let offsets = source.fresh_offsets(&config.start)?;
         for (p, offset) in source.partitions.iter_mut().zip(offsets) {
@@ -338,7 +342,7 @@ impl KafkaSource {
 
     /// Poll what the consumer has into the partitions' buffers.
     fn fill(&mut self, max: usize) -> Result<(), ConnectorError> {
-        let mut wait = POLL_WAIT;
+        let mut wait = self.max_wait;
         for polled in 0..max {
             let Some(result) = self.consumer.poll(wait) else { break };
             wait = Duration::ZERO;
@@ -573,6 +577,10 @@ impl Source for KafkaSource {
             .collect()
     }
 
+    fn set_max_wait(&mut self, wait: Option<Duration>) {
+        self.max_wait = wait.map_or(POLL_WAIT, |wait| wait.min(POLL_WAIT));
+    }
+
     fn reports_watermarks(&self) -> bool {
         self.exchange.is_some()
     }
@@ -683,6 +691,7 @@ mod tests {
             failing_since: None,
             on_data_loss: OnDataLoss::Fail,
             exchange: None,
+            max_wait: POLL_WAIT,
         }
     }
 
