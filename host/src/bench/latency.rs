@@ -85,16 +85,17 @@ pub fn run_latency(
     let lingers = if suite.lingers.is_empty() { vec![None] } else { suite.lingers.clone() };
     if !suite.json {
         let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-        writeln!(out, "{cores} cores; Wasm functions; {} keys; {} s per live run; latency in ms from ingestion to the output's write, with checkpoints to its commit (window: from its end)", suite.keys, suite.seconds).map_err(write)?;
+        writeln!(out, "{cores} cores; Wasm functions; {} keys; {} s per live run; latency in ms from ingestion to the output's write, with checkpoints to its commit (window: from its end); cores: CPU seconds per second", suite.keys, suite.seconds).map_err(write)?;
         writeln!(
             out,
-            "{:<8} {:>4} {:>6} {:<11} {:>10} {:>10}  {:>7} {:>7} {:>7} {:>7} {:>7}",
+            "{:<8} {:>4} {:>6} {:<11} {:>10} {:>10} {:>6}  {:>7} {:>7} {:>7} {:>7} {:>7}",
             "workload",
             "chk",
             "linger",
             "load",
             "events/s",
             "achieved",
+            "cores",
             "p50",
             "p90",
             "p99",
@@ -146,11 +147,12 @@ pub fn run_latency(
                     let ms = |us: u64| us as f64 / 1000.0;
                     writeln!(
                         out,
-                        "{:<8} {chk:>4} {shown:>6} {:<11} {:>9.3}M {:>9.3}M  {:>7.1} {:>7.1} {:>7.1} {:>7.1} {:>7.1}",
+                        "{:<8} {chk:>4} {shown:>6} {:<11} {:>9.3}M {:>9.3}M {:>6.2}  {:>7.1} {:>7.1} {:>7.1} {:>7.1} {:>7.1}",
                         workload.name(),
                         name,
                         load.rate as f64 / 1e6,
                         measured.rate() / 1e6,
+                        measured.cpu_seconds / measured.seconds.max(1e-9),
                         ms(latency.p50_us),
                         ms(latency.p90_us),
                         ms(latency.p99_us),
