@@ -1149,6 +1149,8 @@ impl Kafka {
             .set("enable.auto.commit", "false")
             .set("isolation.level", "read_committed")
             .set("fetch.wait.max.ms", "10")
+            // As Weir's Kafka source sets it.
+            .set("fetch.queue.backoff.ms", crate::connectors::kafka::FETCH_QUEUE_BACKOFF_MS)
             .create()
             .map_err(kafka_fail("creating a consumer"))?;
         let mut list = TopicPartitionList::new();

@@ -25,7 +25,7 @@ pub use sink::{
     commit_marker_location, committed_checkpoint, set_commit_marker, CommitMarker, Delivery,
     KafkaSink, KafkaSinkConfig,
 };
-pub use source::{KafkaSource, KafkaSourceConfig, KafkaStart, OnDataLoss};
+pub use source::{KafkaSource, KafkaSourceConfig, KafkaStart, OnDataLoss, FETCH_QUEUE_BACKOFF_MS};
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

@@ -38,6 +38,10 @@ use crate::Event;
 /// How long one poll waits when nothing is buffered.
 const POLL_WAIT: Duration = Duration::from_millis(50);
 
+/// The consumer's `fetch.queue.backoff.ms` unless the spec's `properties`
+/// set it (see `open`).
+pub const FETCH_QUEUE_BACKOFF_MS: &str = "10";
+
 /// Where a fresh start (no checkpoint) begins reading.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -222,6 +226,11 @@ impl KafkaSource {
             ("auto.offset.reset", reset),
             // The partitions' ends, for the consumer lag metrics.
             ("statistics.interval.ms", "1000"),
+            // Once its queue holds `queued.min.messages`, librdkafka waits
+            // this long before fetching a partition again (1 s by default):
+            // a brief stall of the pipeline then became a second of latency,
+            // and the fetches could not keep up with a fast pipeline.
+            ("fetch.queue.backoff.ms", FETCH_QUEUE_BACKOFF_MS),
         ];
         let consumer: BaseConsumer<PartitionEnds> =
             client_config(&config.bootstrap_servers, &ours, &config.properties)
