@@ -293,7 +293,7 @@ fn default_batch_size() -> usize {
 }
 
 fn default_batch_linger() -> Duration {
-    Duration::from_millis(2)
+    Duration::from_millis(1)
 }
 
 fn default_state_cache_bytes() -> usize {
@@ -794,7 +794,7 @@ sink: { type: stdout }
         assert_eq!(spec.name, "revenue");
         assert!(!spec.fresh);
         assert_eq!(spec.max_parallelism, 128);
-        assert_eq!(spec.batch_linger, Duration::from_millis(2));
+        assert_eq!(spec.batch_linger, Duration::from_millis(1));
         assert!(
             matches!(spec.source, Some(SourceSpec::File(ref file)) if file.timestamp_field.as_deref() == Some("event_time"))
         );
