@@ -428,6 +428,7 @@ impl Coordinator {
             size_bytes = metadata.size_bytes,
             incremental_bytes = metadata.incremental_bytes,
             duration_ms = metadata.duration_ms,
+            alignment_ms = metadata.alignment_ms,
             "snapshot complete"
         );
         let completed = CompletedSnapshot {

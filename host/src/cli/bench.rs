@@ -84,7 +84,8 @@ pub struct ClusterArgs {
     /// Seconds of each fixed-rate latency run.
     #[arg(long, default_value_t = 15)]
     latency_seconds: u64,
-    /// The latency runs' input rate, as a share of the first run's throughput.
+    /// The latency runs' input rate, as a share of the first run's
+    /// throughput (events/s from the start).
     #[arg(long, default_value_t = 0.5)]
     latency_share: f64,
     /// State sizes (keys) of the rebalance runs; repeatable or

@@ -70,6 +70,10 @@ pub struct GeneratorConfig {
     /// With `rate`: each second's events within its first `burst_ms`.
     #[serde(default)]
     pub burst_ms: Option<u64>,
+    /// The share of events (0 to 1) for customer 1, the others spread
+    /// over all `keys` as without it: a skewed input, one key hot.
+    #[serde(default)]
+    pub hot_share: Option<f64>,
 }
 
 fn default_keys() -> u64 {
@@ -92,6 +96,9 @@ impl SourceConfig for GeneratorConfig {
         if self.rate == Some(0) {
             return Err(ConfigError::new("rate", "must be at least 1 event a second"));
         }
+        if self.hot_share.is_some_and(|share| !(0.0..=1.0).contains(&share)) {
+            return Err(ConfigError::new("hot_share", "must be within 0..=1"));
+        }
         match (self.rate, self.burst_ms) {
             (None, Some(_)) => Err(ConfigError::new("burst_ms", "needs a rate")),
             (_, Some(burst)) if !(1..=1000).contains(&burst) => {
@@ -110,7 +117,8 @@ impl SourceConfig for GeneratorConfig {
             .unwrap_or(0);
         let source =
             GeneratorSource::new(self.count, self.keys, self.seed, start, self.interval_ms)
-                .with_encoding(self.encoding);
+                .with_encoding(self.encoding)
+                .with_hot_share(self.hot_share.unwrap_or(0.0));
         Ok(Box::new(match self.rate {
             Some(rate) => source.paced(Pace::new(rate, self.burst_ms)),
             None => source,
@@ -141,7 +149,13 @@ pub struct GeneratorSource {
     start_millis: i64,
     interval_ms: u64,
     pace: Option<Pace>,
+    /// Events whose customer draw's top 24 bits are below this go to
+    /// customer 1 (0: none; `HOT_SCALE`: all).
+    hot: u64,
 }
+
+/// The scale of [`GeneratorSource`]'s `hot`: 2²⁴.
+const HOT_SCALE: f64 = (1u64 << 24) as f64;
 
 /// A live generator's schedule: how many events are due since it started.
 #[derive(Debug, Clone, Copy)]
@@ -200,7 +214,14 @@ impl GeneratorSource {
             start_millis,
             interval_ms,
             pace: None,
+            hot: 0,
         }
+    }
+
+    /// Give customer 1 `share` (0 to 1) of the events.
+    pub fn with_hot_share(mut self, share: f64) -> Self {
+        self.hot = (share.clamp(0.0, 1.0) * HOT_SCALE).round() as u64;
+        self
     }
 
     /// Make it live: events at `pace`, stamped with the wall clock.
@@ -240,7 +261,8 @@ impl Source for GeneratorSource {
         }
         for _ in 0..n {
             let id = self.next_id;
-            let customer = self.next_random() % self.keys + 1;
+            let draw = self.next_random();
+            let customer = if draw >> 40 < self.hot { 1 } else { draw % self.keys + 1 };
             let cents = self.next_random() % 10_000 + 1;
             let timestamp = now.unwrap_or_else(|| {
                 self.start_millis.saturating_add(((id - 1).saturating_mul(self.interval_ms)) as i64)
@@ -344,6 +366,27 @@ mod tests {
         let mut out = Vec::new();
         while source.next_batch(max, &mut out).unwrap().more {}
         out.into_iter().map(|e| (e.value, e.timestamp)).collect()
+    }
+
+    #[test]
+    fn a_hot_share_gives_customer_one_that_share_of_the_events() {
+        let customers = |share: f64| -> Vec<u64> {
+            let mut source = GeneratorSource::new(10_000, 1000, 3, 0, 1)
+                .with_encoding(Encoding::Binary)
+                .with_hot_share(share);
+            let mut out = Vec::new();
+            while source.next_batch(4096, &mut out).unwrap().more {}
+            out.iter().map(|e| Order::decode(&e.value).unwrap().customer_id).collect()
+        };
+        let ones = |share: f64| customers(share).iter().filter(|&&c| c == 1).count();
+        let half = ones(0.5);
+        assert!((4800..=5300).contains(&half), "{half} of 10000 for customer 1");
+        assert!(ones(0.0) < 50, "without it customer 1 is one of 1000");
+        assert_eq!(ones(1.0), 10_000);
+        // The other events keep their customers: the draws are the same.
+        let (plain, hot) = (customers(0.0), customers(0.5));
+        let kept = plain.iter().zip(&hot).filter(|(p, h)| p == h).count();
+        assert!(kept >= 4700, "{kept}");
     }
 
     #[test]
