@@ -294,6 +294,19 @@ impl Mode {
         Mode::Workers(2),
     ];
 
+    /// The names `parse` takes, for messages.
+    pub const NAMES: &str = "one-process, one-process-alo, 1-worker, N-workers";
+
+    /// Its name on the command line (what `parse` takes).
+    pub fn name(self) -> String {
+        match self {
+            Mode::OneProcess { exactly_once: true } => "one-process".into(),
+            Mode::OneProcess { exactly_once: false } => "one-process-alo".into(),
+            Mode::Workers(1) => "1-worker".into(),
+            Mode::Workers(n) => format!("{n}-workers"),
+        }
+    }
+
     /// `one-process`, `one-process-alo`, `1-worker`, `<n>-workers`.
     pub fn parse(name: &str) -> Option<Self> {
         match name {
@@ -1135,15 +1148,13 @@ impl Kafka {
             .map_err(kafka_fail("creating a producer"))
     }
 
-    /// A producer set as Weir's Kafka sink sets its own (idempotent, lz4,
-    /// 5 ms linger).
+    /// A producer set as Weir's Kafka sink sets its own.
     fn sink_like_producer(&self) -> Result<OrderProducer, BenchError> {
-        self.config()
-            .set("enable.idempotence", "true")
-            .set("linger.ms", "5")
-            .set("compression.type", "lz4")
-            .create_with_context(Deliveries::default())
-            .map_err(kafka_fail("creating a producer"))
+        let mut config = self.config();
+        for (key, value) in crate::connectors::kafka::PRODUCER_SETTINGS {
+            config.set(key, value);
+        }
+        config.create_with_context(Deliveries::default()).map_err(kafka_fail("creating a producer"))
     }
 
     fn consumer(&self, topic: &str) -> Result<BaseConsumer, BenchError> {
@@ -1578,12 +1589,12 @@ pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Resu
             "ms", "ms", "ms", "ms"
         ])
     )?;
+    let over = |rate: f64, base: f64| rate / base.max(1e-9);
     let one =
         report.runs.iter().find(|r| r.mode == Mode::OneProcess { exactly_once: true }.label());
     for run in &report.runs {
-        let vs_one = one.map_or(f64::NAN, |o| {
-            run.steady_events_per_second / o.steady_events_per_second.max(1e-9)
-        });
+        let vs_one = one
+            .map_or(f64::NAN, |o| over(run.steady_events_per_second, o.steady_events_per_second));
         let (rate, p50, p90, p99, max) = match &run.latency {
             Some(l) => (
                 format!("{:.0}", l.rate),
@@ -1600,10 +1611,10 @@ pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Resu
             format!("{:.0}", run.steady_events_per_second),
             format!("{:.1}", run.first_output_seconds),
             format!("{vs_one:.2}"),
-            format!("{:.2}", run.steady_events_per_second / report.ceiling.limit().max(1e-9)),
+            format!("{:.2}", over(run.steady_events_per_second, report.ceiling.limit())),
             format!(
                 "{:.2}",
-                run.steady_events_per_second / report.ceiling.pass_through_median.max(1e-9)
+                over(run.steady_events_per_second, report.ceiling.pass_through_median)
             ),
             format!("{:.1}", run.cpu_seconds / (report.events as f64 / 1e6)),
             format!("{:.2}", run.machine_cores_busy),
@@ -1715,14 +1726,10 @@ mod tests {
     #[test]
     fn modes_parse_by_name() {
         for mode in Mode::DEFAULT {
-            let name = match mode {
-                Mode::OneProcess { exactly_once: true } => "one-process".to_string(),
-                Mode::OneProcess { exactly_once: false } => "one-process-alo".to_string(),
-                Mode::Workers(1) => "1-worker".to_string(),
-                Mode::Workers(n) => format!("{n}-workers"),
-            };
-            assert_eq!(Mode::parse(&name), Some(mode), "{name}");
+            assert_eq!(Mode::parse(&mode.name()), Some(mode), "{}", mode.name());
         }
+        let names = ["1-worker", "one-process", "one-process-alo", "2-workers"];
+        assert_eq!(Mode::DEFAULT.map(Mode::name), names.map(String::from));
         assert_eq!(Mode::parse("3-workers"), Some(Mode::Workers(3)));
         assert_eq!(Mode::parse("0-workers"), None);
         assert_eq!(Mode::parse("one"), None);

@@ -15,7 +15,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{measure, BenchError, Case, Implementation, Load, Workload};
+use super::{measure, BenchError, Case, Implementation, Load, Measurement, Workload};
+use crate::pipeline::latency::LatencySummary;
 
 /// The steady loads, as shares of the maximum.
 pub const STEADY_SHARES: [f64; 3] = [0.1, 0.5, 0.9];
@@ -109,29 +110,14 @@ pub fn run_latency(
         let warm_up = case(workload, 1000, false, None, None);
         measure(weir, &warm_up, &suite.functions_dir, &suite.scratch)?;
         for &checkpoints in &suite.checkpoints {
-            let chk = if checkpoints { "1s" } else { "off" };
             // The first linger's maximum sets every linger's live rates.
             let mut first_max = None;
             for &linger in &lingers {
-                let shown = linger.map_or("dflt".to_string(), |l| format!("{}ms", l.as_millis()));
+                let row = Row { suite, workload, checkpoints, linger };
                 let full = case(workload, suite.events, checkpoints, None, linger);
                 let max = measure(weir, &full, &suite.functions_dir, &suite.scratch)?.rate();
-                let rates_of = *first_max.get_or_insert(max);
-                let linger_ms = linger.map(|l| l.as_secs_f64() * 1000.0);
-                if suite.json {
-                    let line = serde_json::json!({ "workload": workload.name(), "checkpoints": checkpoints, "batch_linger_ms": linger_ms, "load": "max", "events_per_second": max });
-                    writeln!(out, "{line}").map_err(write)?;
-                } else {
-                    writeln!(
-                        out,
-                        "{:<8} {chk:>4} {shown:>6} {:<11} {:>9.2}M",
-                        workload.name(),
-                        "max",
-                        max / 1e6
-                    )
-                    .map_err(write)?;
-                }
-                for (name, load) in loads(rates_of) {
+                row.write_max(out, max).map_err(write)?;
+                for (name, load) in loads(*first_max.get_or_insert(max)) {
                     let events = load.rate * suite.seconds.max(1);
                     let live = case(workload, events, checkpoints, Some(load), linger);
                     let measured = measure(weir, &live, &suite.functions_dir, &suite.scratch)?;
@@ -139,32 +125,82 @@ pub fn run_latency(
                         case: format!("{} {name}", workload.name()),
                         message: "the run reported no latency".into(),
                     })?;
-                    if suite.json {
-                        let line = serde_json::json!({ "workload": workload.name(), "checkpoints": checkpoints, "batch_linger_ms": linger_ms, "load": name, "rate": load.rate, "burst_ms": load.burst_ms, "measurement": measured });
-                        writeln!(out, "{line}").map_err(write)?;
-                        continue;
-                    }
-                    let ms = |us: u64| us as f64 / 1000.0;
-                    writeln!(
-                        out,
-                        "{:<8} {chk:>4} {shown:>6} {:<11} {:>9.3}M {:>9.3}M {:>6.2}  {:>7.1} {:>7.1} {:>7.1} {:>7.1} {:>7.1}",
-                        workload.name(),
-                        name,
-                        load.rate as f64 / 1e6,
-                        measured.rate() / 1e6,
-                        measured.cpu_seconds / measured.seconds.max(1e-9),
-                        ms(latency.p50_us),
-                        ms(latency.p90_us),
-                        ms(latency.p99_us),
-                        ms(latency.p999_us),
-                        ms(latency.max_us)
-                    )
-                    .map_err(write)?;
+                    row.write_live(out, &name, load, &measured, latency).map_err(write)?;
                 }
             }
         }
     }
     Ok(())
+}
+
+/// What one row of the results is about: a workload, checkpoint mode and
+/// linger of `suite`.
+struct Row<'a> {
+    suite: &'a LatencySuite,
+    workload: Workload,
+    checkpoints: bool,
+    linger: Option<Duration>,
+}
+
+impl Row<'_> {
+    /// The first columns of a table row.
+    fn columns(&self, load: &str) -> String {
+        let chk = if self.checkpoints { "1s" } else { "off" };
+        let linger = self.linger.map_or("dflt".to_string(), |l| format!("{}ms", l.as_millis()));
+        format!("{:<8} {chk:>4} {linger:>6} {load:<11}", self.workload.name())
+    }
+
+    /// The JSON line's fields naming the row.
+    fn json(&self, load: &str) -> serde_json::Value {
+        serde_json::json!({
+            "workload": self.workload.name(),
+            "checkpoints": self.checkpoints,
+            "batch_linger_ms": self.linger.map(|l| l.as_secs_f64() * 1000.0),
+            "load": load,
+        })
+    }
+
+    /// The run as fast as it goes: `max` events/s.
+    fn write_max(&self, out: &mut dyn std::io::Write, max: f64) -> std::io::Result<()> {
+        if self.suite.json {
+            let mut line = self.json("max");
+            line["events_per_second"] = serde_json::json!(max);
+            return writeln!(out, "{line}");
+        }
+        writeln!(out, "{} {:>9.2}M", self.columns("max"), max / 1e6)
+    }
+
+    /// The live run `name` at `load`, its `latency`.
+    fn write_live(
+        &self,
+        out: &mut dyn std::io::Write,
+        name: &str,
+        load: Load,
+        measured: &Measurement,
+        latency: LatencySummary,
+    ) -> std::io::Result<()> {
+        if self.suite.json {
+            let mut line = self.json(name);
+            line["rate"] = serde_json::json!(load.rate);
+            line["burst_ms"] = serde_json::json!(load.burst_ms);
+            line["measurement"] = serde_json::json!(measured);
+            return writeln!(out, "{line}");
+        }
+        let ms = |us: u64| us as f64 / 1000.0;
+        writeln!(
+            out,
+            "{} {:>9.3}M {:>9.3}M {:>6.2}  {:>7.1} {:>7.1} {:>7.1} {:>7.1} {:>7.1}",
+            self.columns(name),
+            load.rate as f64 / 1e6,
+            measured.rate() / 1e6,
+            measured.cpu_seconds / measured.seconds.max(1e-9),
+            ms(latency.p50_us),
+            ms(latency.p90_us),
+            ms(latency.p99_us),
+            ms(latency.p999_us),
+            ms(latency.max_us)
+        )
+    }
 }
 
 #[cfg(test)]

@@ -203,9 +203,7 @@ fn bench_cluster(
             .iter()
             .map(|name| {
                 cluster::Mode::parse(name).ok_or_else(|| {
-                    anyhow::anyhow!(
-                        "--runs {name}: one of one-process, one-process-alo, 1-worker, N-workers"
-                    )
+                    anyhow::anyhow!("--runs {name}: one of {}", cluster::Mode::NAMES)
                 })
             })
             .collect::<Result<_, _>>()?

@@ -142,8 +142,7 @@ impl SinkTask {
                         Ok(message) => Some(message),
                         Err(RecvTimeoutError::Timeout) => {
                             report.sink.add_idle(waiting.elapsed());
-                            release(&mut self.sinks)?;
-                            unreleased_since = None;
+                            release_due(&mut self.sinks, self.linger, &mut unreleased_since)?;
                             continue;
                         }
                         Err(RecvTimeoutError::Disconnected) => None,
@@ -171,11 +170,8 @@ impl SinkTask {
                     counter.fetch_add(events.len() as u64, Ordering::Relaxed);
                     self.handle.tail.offer(output_name(&target.name), &events);
                     if !self.exactly_once {
-                        let since = *unreleased_since.get_or_insert_with(Instant::now);
-                        if since.elapsed() >= self.linger {
-                            release(&mut self.sinks)?;
-                            unreleased_since = None;
-                        }
+                        unreleased_since.get_or_insert_with(Instant::now);
+                        release_due(&mut self.sinks, self.linger, &mut unreleased_since)?;
                     }
                 }
                 SinkMessage::Barrier { from, id } => {
@@ -232,10 +228,18 @@ impl SinkTask {
     }
 }
 
-/// Hand what `sinks` buffered on to their readers.
-fn release(sinks: &mut [NamedSink]) -> Result<(), RunError> {
-    for target in sinks {
-        target.sink.release()?;
+/// Hand what `sinks` buffered on to their readers once the oldest of it,
+/// written at `since`, has waited `linger`; then nothing is waiting.
+fn release_due(
+    sinks: &mut [NamedSink],
+    linger: Duration,
+    since: &mut Option<Instant>,
+) -> Result<(), RunError> {
+    if since.is_some_and(|since| since.elapsed() >= linger) {
+        for target in sinks {
+            target.sink.release()?;
+        }
+        *since = None;
     }
     Ok(())
 }

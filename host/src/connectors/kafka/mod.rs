@@ -23,7 +23,7 @@ pub use exactly_once::{check_exactly_once, exactly_once_sink, ExactlyOnceError, 
 pub use properties::{check_properties, served_property, ServedProperty};
 pub use sink::{
     commit_marker_location, committed_checkpoint, set_commit_marker, CommitMarker, Delivery,
-    KafkaSink, KafkaSinkConfig,
+    KafkaSink, KafkaSinkConfig, PRODUCER_SETTINGS,
 };
 pub use source::{KafkaSource, KafkaSourceConfig, KafkaStart, OnDataLoss, FETCH_QUEUE_BACKOFF_MS};
 

@@ -205,8 +205,7 @@ impl KafkaSinkConfig {
         transactional_id: Option<&str>,
     ) -> Result<ThreadedProducer<DeliveryErrors>, ConnectorError> {
         let timeout = self.transaction_timeout.as_millis().to_string();
-        let mut ours =
-            vec![("enable.idempotence", "true"), ("linger.ms", "5"), ("compression.type", "lz4")];
+        let mut ours = PRODUCER_SETTINGS.to_vec();
         if let Some(id) = transactional_id {
             ours.push(("transactional.id", id));
             ours.push(("transaction.timeout.ms", timeout.as_str()));
@@ -216,6 +215,11 @@ impl KafkaSinkConfig {
             .map_err(kafka_error("creating the producer"))
     }
 }
+
+/// The librdkafka settings of every producer of the sink (a spec's
+/// `properties` may change the tuning ones): idempotent, LZ4, 5 ms linger.
+pub const PRODUCER_SETTINGS: [(&str, &str); 3] =
+    [("enable.idempotence", "true"), ("linger.ms", "5"), ("compression.type", "lz4")];
 
 /// Remembers the first failed delivery, so a flush can report it.
 #[derive(Default, Clone)]
