@@ -40,15 +40,19 @@ impl Cents {
             None => (false, text),
         };
         let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
-        if whole.is_empty()
-            || fraction.len() > 2
-            || !whole.bytes().chain(fraction.bytes()).all(|b| b.is_ascii_digit())
-        {
+        if whole.is_empty() || fraction.len() > 2 {
             return Err(bad());
         }
-        let whole: i64 = whole.parse().map_err(|_| bad())?;
-        let fraction: i64 = format!("{fraction:0<2}").parse().map_err(|_| bad())?;
-        let cents = whole.checked_mul(100).and_then(|c| c.checked_add(fraction)).ok_or_else(bad)?;
+        // Digit by digit: no allocation, overflow checked (this runs per event).
+        let cents = whole
+            .bytes()
+            .chain(fraction.bytes())
+            .chain(std::iter::repeat_n(b'0', 2 - fraction.len()))
+            .try_fold(0i64, |cents, digit| {
+                let digit = digit.is_ascii_digit().then(|| i64::from(digit - b'0'))?;
+                cents.checked_mul(10)?.checked_add(digit)
+            })
+            .ok_or_else(bad)?;
         Ok(Self(if negative { -cents } else { cents }))
     }
 
@@ -60,7 +64,36 @@ impl Cents {
     /// The amount as JSON number text with two decimals, e.g. `50.00`.
     #[cfg(feature = "json")]
     pub fn to_json_number(self) -> Box<serde_json::value::RawValue> {
-        serde_json::value::RawValue::from_string(self.to_string()).expect("a decimal is valid JSON")
+        let mut text = [0u8; 24];
+        let text = self.write_decimal(&mut text);
+        serde_json::value::RawValue::from_string(text.to_owned()).expect("a decimal is valid JSON")
+    }
+
+    /// Write the amount with two decimals at the end of `buffer` (room for
+    /// any `i64`), without the formatting machinery: this runs per event.
+    fn write_decimal(self, buffer: &mut [u8; 24]) -> &str {
+        let mut at = buffer.len();
+        let mut put = |byte: u8| {
+            at -= 1;
+            buffer[at] = byte;
+        };
+        let mut abs = self.0.unsigned_abs();
+        for _ in 0..2 {
+            put(b'0' + (abs % 10) as u8);
+            abs /= 10;
+        }
+        put(b'.');
+        loop {
+            put(b'0' + (abs % 10) as u8);
+            abs /= 10;
+            if abs == 0 {
+                break;
+            }
+        }
+        if self.0 < 0 {
+            put(b'-');
+        }
+        std::str::from_utf8(&buffer[at..]).expect("ASCII digits")
     }
 }
 
@@ -76,9 +109,7 @@ impl std::ops::Add for Cents {
 
 impl fmt::Display for Cents {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let sign = if self.0 < 0 { "-" } else { "" };
-        let abs = self.0.unsigned_abs();
-        write!(f, "{sign}{}.{:02}", abs / 100, abs % 100)
+        f.write_str(self.write_decimal(&mut [0u8; 24]))
     }
 }
 
@@ -94,6 +125,10 @@ mod tests {
         assert_eq!(Cents::parse("-0.05").unwrap(), Cents(-5));
         assert_eq!(Cents(-5).to_string(), "-0.05");
         assert_eq!(Cents(5000).to_string(), "50.00");
+        assert_eq!(Cents(7).to_string(), "0.07");
+        assert_eq!(Cents(i64::MIN).to_string(), "-92233720368547758.08");
+        assert_eq!(Cents::parse("92233720368547758.07").unwrap(), Cents(i64::MAX));
+        assert_eq!(Cents::parse("3.1").unwrap(), Cents(310));
         for bad in ["1.234", "abc", "", "1e3", "--1", ".", "99999999999999999999"] {
             assert!(Cents::parse(bad).is_err(), "{bad} should be rejected");
         }

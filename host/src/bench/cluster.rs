@@ -33,10 +33,10 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
-use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 
-use crate::connectors::kafka::send_waiting;
+use crate::connectors::kafka::{send_waiting, serve_deliveries, CountsDeliveries};
 use serde::Serialize;
 
 use super::BenchError;
@@ -79,6 +79,9 @@ pub struct ClusterBench {
     pub steady_keys: u64,
     /// Also hand a worker's units over by SIGTERM in each rebalance run.
     pub sigterm: bool,
+    /// The keyed stage's parallelism in a one-process run (the cluster
+    /// runs have one task per input partition).
+    pub process_parallelism: u16,
     /// Where `revenue.wasm` is.
     pub functions_dir: PathBuf,
     /// Data directories, logs and `file://` checkpoint storage.
@@ -96,8 +99,11 @@ pub struct ClusterReport {
     pub kafka: String,
     /// Orders per throughput run.
     pub events: u64,
-    /// Input partitions, and the keyed stage's parallelism.
+    /// Input partitions, and the keyed stage's parallelism in the cluster
+    /// runs.
     pub partitions: u16,
+    /// The keyed stage's parallelism in the one-process runs.
+    pub process_parallelism: u16,
     /// Where checkpoints went.
     pub storage: String,
     /// The broker alone, measured in this run.
@@ -369,6 +375,7 @@ impl Context<'_> {
             kafka: self.bench.kafka.clone(),
             events: self.bench.events,
             partitions: PARTITIONS,
+            process_parallelism: self.bench.process_parallelism,
             storage: format!("file://{}", self.bench.scratch.join("storage").display()),
             ceiling,
             runs,
@@ -439,18 +446,22 @@ impl Context<'_> {
         Ok(data)
     }
 
-    /// The pipeline spec of `name`, reading `input`, writing `output`
-    /// exactly-once or at-least-once.
-    fn spec(&self, name: &str, input: &str, output: &str, exactly_once: bool) -> String {
+    /// The pipeline spec of `name` run as `mode`, reading `input`, writing
+    /// `output`.
+    fn spec(&self, name: &str, input: &str, output: &str, mode: Mode) -> String {
+        let parallelism = match mode {
+            Mode::OneProcess { .. } => self.bench.process_parallelism,
+            Mode::Workers(_) => PARTITIONS,
+        };
         let wasm = self.bench.functions_dir.join("revenue.wasm");
         let storage = self.bench.scratch.join("storage").join(name);
-        let delivery = if exactly_once {
+        let delivery = if mode.exactly_once() {
             format!("delivery: exactly-once\n  transactional_id_prefix: {name}\n")
         } else {
             "delivery: at-least-once\n".to_string()
         };
         format!(
-            "name: {name}\nparallelism: {PARTITIONS}\n\
+            "name: {name}\nparallelism: {parallelism}\n\
              source:\n  type: kafka\n  bootstrap_servers: {kafka}\n  topics: [{input}]\n  start: earliest\n\
              key: {{ wasm: {wasm:?} }}\nprocess: {{ wasm: {wasm:?} }}\n\
              sink:\n  type: kafka\n  bootstrap_servers: {kafka}\n  topic: {output}\n  {delivery}\
@@ -519,7 +530,7 @@ impl Context<'_> {
         let rates = RawRates { produce: produce_rate, consume: consume_rate, pass_through };
         let dir = self.fresh_dir(&name)?;
         let spec = dir.join("pipeline.yaml");
-        std::fs::write(&spec, self.spec(&name, &input, &output, mode.exactly_once()))
+        std::fs::write(&spec, self.spec(&name, &input, &output, mode))
             .map_err(io("writing the pipeline spec"))?;
         let watcher = Watcher::start(&self.kafka, &output, &[n / 10, n * 9 / 10, n])?;
         let machine = MachineCpu::now();
@@ -627,7 +638,7 @@ impl Context<'_> {
         self.kafka.create_topics(&[&input, &output])?;
         let dir = self.fresh_dir(&name)?;
         let spec = dir.join("pipeline.yaml");
-        std::fs::write(&spec, self.spec(&name, &input, &output, true))
+        std::fs::write(&spec, self.spec(&name, &input, &output, Mode::Workers(2)))
             .map_err(io("writing the pipeline spec"))?;
         let watcher = Watcher::start(&self.kafka, &output, &[keys])?;
         let mut procs = vec![self.worker(&spec, &dir, 0)?, self.worker(&spec, &dir, 1)?];
@@ -1008,7 +1019,7 @@ fn thread_group(name: &str) -> &'static str {
         "keyed"
     } else if name == "sink" {
         "sink"
-    } else if name.starts_with("rdk:") || name.starts_with("producer pollin") {
+    } else if name.starts_with("rdk:") {
         "kafka client"
     } else {
         "other"
@@ -1100,9 +1111,10 @@ struct Kafka {
     servers: String,
 }
 
-/// Counts failed deliveries.
+/// Counts deliveries, and failed ones.
 #[derive(Default)]
 struct Deliveries {
+    reports: AtomicU64,
     failed: AtomicU64,
     error: Mutex<Option<String>>,
 }
@@ -1112,6 +1124,7 @@ impl ClientContext for Deliveries {}
 impl ProducerContext for Deliveries {
     type DeliveryOpaque = ();
     fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        self.reports.fetch_add(1, Ordering::Relaxed);
         if let Err((error, _)) = result {
             self.failed.fetch_add(1, Ordering::Relaxed);
             *self.error.lock().unwrap_or_else(PoisonError::into_inner) = Some(error.to_string());
@@ -1119,7 +1132,14 @@ impl ProducerContext for Deliveries {
     }
 }
 
-type OrderProducer = ThreadedProducer<Deliveries>;
+impl CountsDeliveries for Deliveries {
+    fn reports(&self) -> u64 {
+        self.reports.load(Ordering::Relaxed)
+    }
+}
+
+/// Served by the thread that sends, as Weir's Kafka sink serves its own.
+type OrderProducer = BaseProducer<Deliveries>;
 
 impl Kafka {
     fn new(servers: &str) -> Result<Self, BenchError> {
@@ -1274,7 +1294,9 @@ impl Kafka {
                 record = record.key(key);
             }
             send_waiting(&producer, record, Duration::from_millis(1))
-                .map_err(kafka_fail(format!("producing to {output}")))
+                .map_err(kafka_fail(format!("producing to {output}")))?;
+            serve_deliveries(&producer);
+            Ok(())
         })?;
         flush(&producer)?;
         Ok(count as f64 / started.elapsed().as_secs_f64())
@@ -1324,7 +1346,9 @@ fn send(producer: &OrderProducer, topic: &str, id: u64, customer: u64) -> Result
         .partition(input_partition(customer))
         .timestamp(now_ms());
     send_waiting(producer, record, Duration::from_millis(1))
-        .map_err(kafka_fail(format!("producing to {topic}")))
+        .map_err(kafka_fail(format!("producing to {topic}")))?;
+    serve_deliveries(producer);
+    Ok(())
 }
 
 fn flush(producer: &OrderProducer) -> Result<(), BenchError> {
@@ -1549,8 +1573,8 @@ fn number(text: &[u8], field: &[u8]) -> Option<u64> {
 pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
-        "revenue pipeline, Kafka → key/process (Wasm) → Kafka; {} input partitions, P = {}, checkpoint 1 s to {}",
-        report.partitions, report.partitions, report.storage
+        "revenue pipeline, Kafka → key/process (Wasm) → Kafka; {} input partitions; P = {} in one process, {} tasks in a cluster; checkpoint 1 s to {}",
+        report.partitions, report.process_parallelism, report.partitions, report.storage
     )?;
     writeln!(
         out,
@@ -1743,7 +1767,6 @@ mod tests {
         assert_eq!(thread_group("source-source"), "input source");
         assert_eq!(thread_group("process-3"), "keyed");
         assert_eq!(thread_group("keyed-0"), "keyed");
-        assert_eq!(thread_group("producer pollin"), "kafka client");
         assert_eq!(thread_group("rdk:broker1"), "kafka client");
         assert_eq!(thread_group("coordinator"), "other");
     }
@@ -1760,18 +1783,30 @@ mod tests {
             steady_rate: 1,
             steady_keys: 1,
             sigterm: false,
+            process_parallelism: 2,
             functions_dir: PathBuf::from("/f"),
             scratch: PathBuf::from("/tmp/s"),
         };
         let kafka = Kafka { servers: bench.kafka.clone() };
         let context =
             Context { bench: &bench, weir: Path::new("weir"), run_id: "wb1".into(), kafka };
-        let at_least_once = context.spec("wb1-p1a", "wb1-p1a-in", "wb1-p1a-out", false);
+        let at_least_once = context.spec(
+            "wb1-p1a",
+            "wb1-p1a-in",
+            "wb1-p1a-out",
+            Mode::OneProcess { exactly_once: false },
+        );
         let spec = PipelineSpec::parse(&at_least_once).unwrap();
+        assert_eq!(spec.parallelism, 2, "one process runs at its own parallelism");
         assert!(spec.checkpoint.is_some(), "at-least-once runs checkpoint as well");
         assert!(at_least_once.contains("delivery: at-least-once"), "{at_least_once}");
-        let spec =
-            PipelineSpec::parse(&context.spec("wb1-w1", "wb1-w1-in", "wb1-w1-out", true)).unwrap();
+        let spec = PipelineSpec::parse(&context.spec(
+            "wb1-w1",
+            "wb1-w1-in",
+            "wb1-w1-out",
+            Mode::Workers(1),
+        ))
+        .unwrap();
         assert_eq!(spec.max_parallelism, MAX_PARALLELISM);
         assert_eq!(spec.parallelism, PARTITIONS);
         let plan = crate::cluster::plan(&spec, &|_| {

@@ -101,6 +101,10 @@ pub struct ClusterArgs {
     /// Skip the SIGTERM handover of the rebalance runs.
     #[arg(long)]
     no_sigterm: bool,
+    /// The keyed stage's parallelism in the one-process runs (default: the
+    /// cores, at most the input partitions).
+    #[arg(long)]
+    process_parallelism: Option<u16>,
     /// Where `revenue.wasm` is.
     #[arg(long)]
     functions_dir: Option<PathBuf>,
@@ -218,6 +222,13 @@ fn bench_cluster(
         steady_rate: args.steady_rate.max(1),
         steady_keys: args.steady_keys.max(1),
         sigterm: !args.no_sigterm,
+        process_parallelism: args
+            .process_parallelism
+            .unwrap_or_else(|| {
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                u16::try_from(cores).unwrap_or(u16::MAX).min(cluster::PARTITIONS)
+            })
+            .clamp(1, cluster::PARTITIONS),
         functions_dir,
         scratch: args.scratch.clone(),
     };

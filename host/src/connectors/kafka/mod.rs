@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
 use rdkafka::error::KafkaError;
+use rdkafka::producer::{BaseProducer, Producer as _};
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::ClientConfig;
 
@@ -185,24 +186,51 @@ pub(crate) fn client_config(
     config
 }
 
-/// Send `record`, waiting `pause` at a time while librdkafka's queue is
-/// full (the producer's own thread drains it).
+/// A producer's context that counts the delivery reports it was handed,
+/// so the thread that sends can serve them itself ([`serve_deliveries`]).
+pub trait CountsDeliveries: rdkafka::producer::ProducerContext {
+    /// Delivery reports handed to the context so far.
+    fn reports(&self) -> u64;
+}
+
+/// Serve every delivery report waiting on `producer`; how many there were.
+///
+/// Weir's producers are `BaseProducer`s served by the thread that sends,
+/// not `ThreadedProducer`s with a polling thread of their own: librdkafka
+/// frees each record's copy when its report is served, so the memory goes
+/// back to the thread that allocated it, and no third thread competes for
+/// the cores.
+pub fn serve_deliveries<C: CountsDeliveries>(producer: &BaseProducer<C>) -> u64 {
+    let start = producer.context().reports();
+    loop {
+        let before = producer.context().reports();
+        producer.poll(Duration::ZERO);
+        if producer.context().reports() == before {
+            return before - start;
+        }
+    }
+}
+
+/// Send `record`; while librdkafka's queue is full, serve the delivery
+/// reports that free it, waiting `pause` at a time while there are none.
 pub fn send_waiting<K, P, C>(
-    producer: &rdkafka::producer::ThreadedProducer<C>,
+    producer: &BaseProducer<C>,
     mut record: rdkafka::producer::BaseRecord<'_, K, P, C::DeliveryOpaque>,
     pause: Duration,
 ) -> Result<(), KafkaError>
 where
     K: rdkafka::message::ToBytes + ?Sized,
     P: rdkafka::message::ToBytes + ?Sized,
-    C: rdkafka::producer::ProducerContext,
+    C: CountsDeliveries,
 {
     loop {
         match producer.send(record) {
             Ok(()) => return Ok(()),
             Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
                 record = back;
-                std::thread::sleep(pause);
+                if serve_deliveries(producer) == 0 {
+                    std::thread::sleep(pause);
+                }
             }
             Err((error, _)) => return Err(error),
         }

@@ -68,12 +68,13 @@
 //! transactional producer, so output never waits for a commit.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use serde::Deserialize;
 
@@ -203,7 +204,7 @@ impl KafkaSinkConfig {
     fn producer(
         &self,
         transactional_id: Option<&str>,
-    ) -> Result<ThreadedProducer<DeliveryErrors>, ConnectorError> {
+    ) -> Result<BaseProducer<DeliveryErrors>, ConnectorError> {
         let timeout = self.transaction_timeout.as_millis().to_string();
         let mut ours = PRODUCER_SETTINGS.to_vec();
         if let Some(id) = transactional_id {
@@ -221,9 +222,13 @@ impl KafkaSinkConfig {
 pub const PRODUCER_SETTINGS: [(&str, &str); 3] =
     [("enable.idempotence", "true"), ("linger.ms", "5"), ("compression.type", "lz4")];
 
-/// Remembers the first failed delivery, so a flush can report it.
-#[derive(Default, Clone)]
-struct DeliveryErrors(Arc<Mutex<Option<String>>>);
+/// Counts delivery reports and remembers the first failed delivery, so a
+/// flush can report it.
+#[derive(Default)]
+struct DeliveryErrors {
+    first: Mutex<Option<String>>,
+    reports: AtomicU64,
+}
 
 impl ClientContext for DeliveryErrors {}
 
@@ -231,11 +236,18 @@ impl ProducerContext for DeliveryErrors {
     type DeliveryOpaque = ();
 
     fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        self.reports.fetch_add(1, Ordering::Relaxed);
         if let Err((error, _)) = result {
-            if let Ok(mut first) = self.0.lock() {
+            if let Ok(mut first) = self.first.lock() {
                 first.get_or_insert_with(|| error.to_string());
             }
         }
+    }
+}
+
+impl super::CountsDeliveries for DeliveryErrors {
+    fn reports(&self) -> u64 {
+        self.reports.load(Ordering::Relaxed)
     }
 }
 
@@ -289,7 +301,7 @@ pub fn committed_checkpoint(config: &KafkaSinkConfig) -> Result<CommitMarker, Co
 /// every 500 ms meanwhile, so doing them one after the other doubled the
 /// time a restart waits.
 fn init_transactions(
-    producers: &[ThreadedProducer<DeliveryErrors>; 2],
+    producers: &[BaseProducer<DeliveryErrors>; 2],
     ids: &[String; 2],
     doing: &str,
 ) -> Result<(), ConnectorError> {
@@ -357,7 +369,7 @@ pub struct KafkaSink {
 }
 
 enum Mode {
-    AtLeastOnce(ThreadedProducer<DeliveryErrors>),
+    AtLeastOnce(BaseProducer<DeliveryErrors>),
     ExactlyOnce(Transactions),
 }
 
@@ -365,7 +377,7 @@ enum Mode {
 /// thread serving its delivery reports), epoch `e`
 /// written by producer `e % 2`.
 struct Transactions {
-    producers: [ThreadedProducer<DeliveryErrors>; 2],
+    producers: [BaseProducer<DeliveryErrors>; 2],
     /// The epoch whose transaction each producer has open.
     open: [Option<u64>; 2],
     /// The transaction pre-committed for a checkpoint: (checkpoint, producer).
@@ -403,7 +415,7 @@ impl KafkaSink {
     fn producer_for(
         &mut self,
         epoch: u64,
-    ) -> Result<&ThreadedProducer<DeliveryErrors>, ConnectorError> {
+    ) -> Result<&BaseProducer<DeliveryErrors>, ConnectorError> {
         match &mut self.mode {
             Mode::AtLeastOnce(producer) => Ok(producer),
             Mode::ExactlyOnce(transactions) => transactions.for_epoch(epoch),
@@ -431,7 +443,7 @@ fn partition_count(config: &KafkaSinkConfig) -> Result<i32, ConnectorError> {
 
 /// Send every event, waiting for queue space when librdkafka's buffer is full.
 fn produce(
-    producer: &ThreadedProducer<DeliveryErrors>,
+    producer: &BaseProducer<DeliveryErrors>,
     topic: &str,
     events: &[Event],
     exchange: Option<&(ExchangeOutput, i32)>,
@@ -451,6 +463,7 @@ fn produce(
             },
         }
     }
+    super::serve_deliveries(producer);
     Ok(())
 }
 
@@ -458,23 +471,26 @@ fn produce(
 /// time in a header of its own if `timed`, for an exchange topic), waiting
 /// for queue space when librdkafka's buffer is full.
 fn send(
-    producer: &ThreadedProducer<DeliveryErrors>,
+    producer: &BaseProducer<DeliveryErrors>,
     topic: &str,
     event: &Event,
     headers: &[(String, Vec<u8>)],
     partition: Option<i32>,
     timed: bool,
 ) -> Result<(), ConnectorError> {
-    let mut owned = OwnedHeaders::new_with_capacity(headers.len() + 1);
-    for (key, value) in headers {
-        owned = owned.insert(Header { key, value: Some(value) });
+    let mut record: BaseRecord<'_, [u8], [u8]> = BaseRecord::to(topic).payload(&event.value[..]);
+    // librdkafka allocates a header list even when empty: only when needed.
+    if !headers.is_empty() || timed {
+        let mut owned = OwnedHeaders::new_with_capacity(headers.len() + 1);
+        for (key, value) in headers {
+            owned = owned.insert(Header { key, value: Some(value) });
+        }
+        if timed {
+            let time = time_header(event.timestamp);
+            owned = owned.insert(Header { key: TIME_HEADER, value: Some(&time) });
+        }
+        record = record.headers(owned);
     }
-    if timed {
-        let time = time_header(event.timestamp);
-        owned = owned.insert(Header { key: TIME_HEADER, value: Some(&time) });
-    }
-    let mut record: BaseRecord<'_, [u8], [u8]> =
-        BaseRecord::to(topic).payload(&event.value[..]).headers(owned);
     if let Some(key) = &event.key {
         record = record.key(&key[..]);
     }
@@ -491,12 +507,12 @@ fn send(
 /// Wait until everything sent is acknowledged (through a broker outage
 /// within `retry`'s budget); report a failed delivery.
 fn flush(
-    producer: &ThreadedProducer<DeliveryErrors>,
+    producer: &BaseProducer<DeliveryErrors>,
     topic: &str,
     retry: Retry,
 ) -> Result<(), ConnectorError> {
     retry.call(|| format!("flushing {topic}"), |timeout| producer.flush(timeout))?;
-    match producer.context().0.lock().ok().and_then(|mut e| e.take()) {
+    match producer.context().first.lock().ok().and_then(|mut e| e.take()) {
         Some(message) => Err(failed(producer, format!("delivering to {topic}"), message)),
         None => Ok(()),
     }
@@ -505,7 +521,7 @@ fn flush(
 /// A producer's failure, with librdkafka's reason when the producer can no
 /// longer be used (its transaction aborted by the broker, or fenced).
 fn failed(
-    producer: &ThreadedProducer<DeliveryErrors>,
+    producer: &BaseProducer<DeliveryErrors>,
     what: String,
     message: String,
 ) -> ConnectorError {
@@ -520,10 +536,7 @@ fn failed(
 
 impl Transactions {
     /// The producer for `epoch`, with its transaction begun.
-    fn for_epoch(
-        &mut self,
-        epoch: u64,
-    ) -> Result<&ThreadedProducer<DeliveryErrors>, ConnectorError> {
+    fn for_epoch(&mut self, epoch: u64) -> Result<&BaseProducer<DeliveryErrors>, ConnectorError> {
         let slot = (epoch % 2) as usize;
         match self.open[slot] {
             Some(open) if open == epoch => {}
