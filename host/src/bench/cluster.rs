@@ -1617,8 +1617,10 @@ pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Resu
     let one =
         report.runs.iter().find(|r| r.mode == Mode::OneProcess { exactly_once: true }.label());
     for run in &report.runs {
-        let vs_one = one
-            .map_or(f64::NAN, |o| over(run.steady_events_per_second, o.steady_events_per_second));
+        // Blank without an exactly-once one-process run to compare with.
+        let vs_one = one.map_or(String::new(), |o| {
+            format!("{:.2}", over(run.steady_events_per_second, o.steady_events_per_second))
+        });
         let (rate, p50, p90, p99, max) = match &run.latency {
             Some(l) => (
                 format!("{:.0}", l.rate),
@@ -1634,7 +1636,7 @@ pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Resu
             format!("{:.0}", run.events_per_second),
             format!("{:.0}", run.steady_events_per_second),
             format!("{:.1}", run.first_output_seconds),
-            format!("{vs_one:.2}"),
+            vs_one,
             format!("{:.2}", over(run.steady_events_per_second, report.ceiling.limit())),
             format!(
                 "{:.2}",

@@ -672,6 +672,24 @@ impl Sink for KafkaSink {
     }
 }
 
+/// Abort `producer`'s open transaction. The abort waits until every
+/// record it purges is reported, and only a poll serves those reports:
+/// this thread serves them while another one waits for the abort.
+fn abort_serving(producer: &BaseProducer<DeliveryErrors>) -> rdkafka::error::KafkaResult<()> {
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let abort = scope.spawn(|| {
+            let result = producer.abort_transaction(ABORT_TIMEOUT);
+            done.store(true, Ordering::Release);
+            result
+        });
+        while !done.load(Ordering::Acquire) {
+            producer.poll(Duration::from_millis(10));
+        }
+        abort.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
 impl Drop for Transactions {
     /// Abort the transactions still open: their output can never be
     /// committed (no process can resume them), and left open they hold
@@ -679,7 +697,7 @@ impl Drop for Transactions {
     fn drop(&mut self) {
         for (slot, epoch) in self.open.iter().enumerate() {
             let Some(epoch) = epoch else { continue };
-            match self.producers[slot].abort_transaction(ABORT_TIMEOUT) {
+            match abort_serving(&self.producers[slot]) {
                 Ok(()) => tracing::info!(epoch, "kafka sink aborted the open transaction"),
                 Err(error) => {
                     tracing::warn!(epoch, %error, "cannot abort the open transaction; the fencing at the next start aborts it")
