@@ -226,7 +226,7 @@ fn bench_cluster(
             .process_parallelism
             .unwrap_or_else(|| {
                 let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-                u16::try_from(cores).unwrap_or(u16::MAX).min(cluster::PARTITIONS)
+                u16::try_from(cores).unwrap_or(u16::MAX)
             })
             .clamp(1, cluster::PARTITIONS),
         functions_dir,

@@ -373,9 +373,9 @@ enum Mode {
     ExactlyOnce(Transactions),
 }
 
-/// The exactly-once machinery: two transactional producers (each with a
-/// thread serving its delivery reports), epoch `e`
-/// written by producer `e % 2`.
+/// The exactly-once machinery: two transactional producers (their
+/// delivery reports served by the sink's thread), epoch `e` written by
+/// producer `e % 2`.
 struct Transactions {
     producers: [BaseProducer<DeliveryErrors>; 2],
     /// The epoch whose transaction each producer has open.
@@ -676,14 +676,9 @@ impl Sink for KafkaSink {
 /// record it purges is reported, and only a poll serves those reports:
 /// this thread serves them while another one waits for the abort.
 fn abort_serving(producer: &BaseProducer<DeliveryErrors>) -> rdkafka::error::KafkaResult<()> {
-    let done = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|scope| {
-        let abort = scope.spawn(|| {
-            let result = producer.abort_transaction(ABORT_TIMEOUT);
-            done.store(true, Ordering::Release);
-            result
-        });
-        while !done.load(Ordering::Acquire) {
+        let abort = scope.spawn(|| producer.abort_transaction(ABORT_TIMEOUT));
+        while !abort.is_finished() {
             producer.poll(Duration::from_millis(10));
         }
         abort.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
