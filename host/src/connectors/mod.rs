@@ -251,6 +251,16 @@ pub trait Sink: Send {
         Ok(serde_json::Value::Null)
     }
 
+    /// Whether what `pre_commit(checkpoint)` covers is durable yet. A sink
+    /// whose pre-commit only starts delivering (at-least-once Kafka) says
+    /// `false` until it is, and the sink task acknowledges the checkpoint
+    /// only then, writing later epochs meanwhile; `flush` makes it durable
+    /// at once. Default: `true` (the pre-commit made it durable).
+    fn is_durable(&mut self, checkpoint: u64) -> Result<bool, ConnectorError> {
+        let _ = checkpoint;
+        Ok(true)
+    }
+
     /// Checkpoint `checkpoint` completed: make epochs ≤ checkpoint visible. Default: Ok.
     fn commit(&mut self, checkpoint: u64) -> Result<(), ConnectorError> {
         let _ = checkpoint;

@@ -14,11 +14,17 @@
 //! ([`Sink::watermark`]); so no output of an epoch is older than the event
 //! time written with it.
 //!
+//! A sink may still be delivering a checkpoint's output when it
+//! pre-commits (an at-least-once Kafka producer's records in flight): the
+//! checkpoint is acknowledged once [`Sink::is_durable`] says it holds,
+//! checked after each message and every [`DURABLE_POLL`] meanwhile, and
+//! later output is written without waiting.
+//!
 //! Without checkpoints, output a sink buffers is released to its readers
 //! ([`Sink::release`]) once the oldest of it has waited the pipeline's
 //! `batch_linger`, whether or not more arrives.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
@@ -123,7 +129,8 @@ pub(crate) fn open_sinks(
 impl SinkTask {
     /// Handle what arrives on `input` until every sender is gone.
     pub(crate) fn run(mut self, input: Receiver<SinkMessage>) -> Result<(), RunError> {
-        let report = &self.handle.metrics;
+        let handle = Arc::clone(&self.handle);
+        let report = &handle.metrics;
         let mut epochs = vec![self.first_epoch; self.inputs];
         let mut barriers: BTreeMap<u64, usize> = BTreeMap::new();
         // Each input's watermark (`None`: idle), and per open barrier the
@@ -133,21 +140,26 @@ impl SinkTask {
         // Without checkpoints: when the oldest output not yet released was
         // written.
         let mut unreleased_since: Option<Instant> = None;
+        // Pre-committed checkpoints whose output is not yet durable, oldest
+        // first, with their acknowledgements.
+        let mut undurable: VecDeque<(u64, Ack)> = VecDeque::new();
         loop {
             let waiting = Stopwatch::start();
-            let message = match unreleased_since {
+            let release_in =
+                unreleased_since.map(|since| self.linger.saturating_sub(since.elapsed()));
+            let check_in = (!undurable.is_empty()).then_some(DURABLE_POLL);
+            let message = match release_in.into_iter().chain(check_in).min() {
                 None => input.recv().ok(),
-                Some(since) => {
-                    match input.recv_timeout(self.linger.saturating_sub(since.elapsed())) {
-                        Ok(message) => Some(message),
-                        Err(RecvTimeoutError::Timeout) => {
-                            report.sink.add_idle(waiting.elapsed());
-                            release_due(&mut self.sinks, self.linger, &mut unreleased_since)?;
-                            continue;
-                        }
-                        Err(RecvTimeoutError::Disconnected) => None,
+                Some(wait) => match input.recv_timeout(wait) {
+                    Ok(message) => Some(message),
+                    Err(RecvTimeoutError::Timeout) => {
+                        report.sink.add_idle(waiting.elapsed());
+                        release_due(&mut self.sinks, self.linger, &mut unreleased_since)?;
+                        self.ack_durable(&mut undurable)?;
+                        continue;
                     }
-                }
+                    Err(RecvTimeoutError::Disconnected) => None,
+                },
             };
             let Some(message) = message else { break };
             report.sink.add_idle(waiting.elapsed());
@@ -202,7 +214,7 @@ impl SinkTask {
                             RunError::SnapshotState { what: "cannot encode the sink state", source }
                         })?;
                         let committed = self.committed;
-                        let _ = self.acks.send(Ack::Sink { id, state, committed });
+                        undurable.push_back((id, Ack::Sink { id, state, committed }));
                     }
                 }
                 SinkMessage::Complete(id) => {
@@ -215,6 +227,16 @@ impl SinkTask {
                     }
                 }
             }
+            self.ack_durable(&mut undurable)?;
+        }
+        if let Some(&(newest, _)) = undurable.back() {
+            // The inputs are gone: wait for the output still in flight.
+            for target in &mut self.sinks {
+                if !target.sink.is_durable(newest)? {
+                    target.sink.flush()?;
+                }
+            }
+            self.ack_durable(&mut undurable)?;
         }
         if !self.exactly_once {
             for target in &mut self.sinks {
@@ -227,6 +249,28 @@ impl SinkTask {
         Ok(())
     }
 }
+
+impl SinkTask {
+    /// Acknowledge, oldest first, each pre-committed checkpoint whose
+    /// output every sink holds durable.
+    fn ack_durable(&mut self, undurable: &mut VecDeque<(u64, Ack)>) -> Result<(), RunError> {
+        while let Some(&(id, _)) = undurable.front() {
+            for target in &mut self.sinks {
+                if !target.sink.is_durable(id)? {
+                    return Ok(());
+                }
+            }
+            if let Some((_, ack)) = undurable.pop_front() {
+                let _ = self.acks.send(ack);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How often the sink task asks its sinks whether a pre-committed
+/// checkpoint's output is durable while no message arrives.
+pub(crate) const DURABLE_POLL: Duration = Duration::from_millis(1);
 
 /// Hand what `sinks` buffered on to their readers once the oldest of it,
 /// written at `since`, has waited `linger`; then nothing is waiting.

@@ -1,6 +1,17 @@
-//! The Kafka sink: at-least-once (flush at each checkpoint) or
-//! exactly-once (one Kafka transaction per checkpoint, committed when the
-//! checkpoint completes).
+//! The Kafka sink: at-least-once (a checkpoint completes once the broker
+//! acknowledged its output) or exactly-once (one Kafka transaction per
+//! checkpoint, committed when the checkpoint completes).
+//!
+//! # At-least-once
+//!
+//! Checkpoint N may complete only once every record of epochs ≤ N is
+//! acknowledged, or a restore from N would skip what was lost in
+//! librdkafka's queue. The sink does not flush for that (a flush stops
+//! all output until the broker answered, which held each record written
+//! behind a checkpoint for ~100 ms): each record's delivery report counts
+//! down its epoch's records in flight, and the sink task acknowledges N
+//! once [`Sink::is_durable`] says they are all delivered, writing on
+//! meanwhile.
 //!
 //! # Exactly-once, and recovering from a crash at any instant
 //!
@@ -68,7 +79,7 @@
 //! transactional producer, so output never waits for a commit.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -222,21 +233,41 @@ impl KafkaSinkConfig {
 pub const PRODUCER_SETTINGS: [(&str, &str); 3] =
     [("enable.idempotence", "true"), ("linger.ms", "5"), ("compression.type", "lz4")];
 
-/// Counts delivery reports and remembers the first failed delivery, so a
-/// flush can report it.
+/// How many epochs' records in flight a sink tells apart: each record's
+/// delivery report names its epoch's slot, `epoch % EPOCH_SLOTS`.
+const EPOCH_SLOTS: usize = 8;
+
+/// Counts delivery reports, records in flight by epoch slot, and
+/// remembers the first failed delivery, so a flush can report it.
 #[derive(Default)]
 struct DeliveryErrors {
     first: Mutex<Option<String>>,
     reports: AtomicU64,
+    /// Records sent and not yet reported, per epoch slot.
+    in_flight: [AtomicI64; EPOCH_SLOTS],
+}
+
+impl DeliveryErrors {
+    /// The slot that counts epoch `epoch`'s records.
+    fn slot(epoch: u64) -> usize {
+        (epoch % EPOCH_SLOTS as u64) as usize
+    }
+
+    /// Records of `slot` sent and not yet reported.
+    fn in_flight(&self, slot: usize) -> i64 {
+        self.in_flight[slot].load(Ordering::Relaxed)
+    }
 }
 
 impl ClientContext for DeliveryErrors {}
 
 impl ProducerContext for DeliveryErrors {
-    type DeliveryOpaque = ();
+    /// The epoch slot of the record.
+    type DeliveryOpaque = usize;
 
-    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+    fn delivery(&self, result: &DeliveryResult<'_>, slot: usize) {
         self.reports.fetch_add(1, Ordering::Relaxed);
+        self.in_flight[slot].fetch_sub(1, Ordering::Relaxed);
         if let Err((error, _)) = result {
             if let Ok(mut first) = self.first.lock() {
                 first.get_or_insert_with(|| error.to_string());
@@ -369,8 +400,72 @@ pub struct KafkaSink {
 }
 
 enum Mode {
-    AtLeastOnce(BaseProducer<DeliveryErrors>),
+    AtLeastOnce(AtLeastOnce),
     ExactlyOnce(Transactions),
+}
+
+impl Mode {
+    /// The open producer of `epoch` (the at-least-once one, its slot
+    /// claimed, or epoch's transactional one).
+    fn producer_for(
+        &mut self,
+        epoch: u64,
+        topic: &str,
+        retry: Retry,
+    ) -> Result<&BaseProducer<DeliveryErrors>, ConnectorError> {
+        match self {
+            Mode::AtLeastOnce(once) => {
+                once.claim(epoch, topic, retry)?;
+                Ok(&once.producer)
+            }
+            Mode::ExactlyOnce(transactions) => transactions.for_epoch(epoch),
+        }
+    }
+}
+
+/// The at-least-once producer, and which epoch each slot of its records
+/// in flight counts.
+struct AtLeastOnce {
+    producer: BaseProducer<DeliveryErrors>,
+    /// The epoch whose records each slot counts (`None`: free).
+    slots: [Option<u64>; EPOCH_SLOTS],
+}
+
+impl AtLeastOnce {
+    /// Make `epoch`'s slot count its records. A slot still counting an
+    /// older epoch's records (more epochs in flight than slots) is freed by
+    /// flushing everything first.
+    fn claim(&mut self, epoch: u64, topic: &str, retry: Retry) -> Result<(), ConnectorError> {
+        let slot = DeliveryErrors::slot(epoch);
+        match self.slots[slot] {
+            Some(held) if held == epoch => return Ok(()),
+            Some(_) if self.producer.context().in_flight(slot) > 0 => {
+                flush(&self.producer, topic, retry)?;
+                self.slots = [None; EPOCH_SLOTS];
+            }
+            _ => {}
+        }
+        self.slots[slot] = Some(epoch);
+        Ok(())
+    }
+
+    /// Whether the broker acknowledged every record of epochs ≤
+    /// `checkpoint` (serving the delivery reports waiting first); a failed
+    /// delivery is an error.
+    fn delivered_through(&mut self, checkpoint: u64, topic: &str) -> Result<bool, ConnectorError> {
+        super::serve_deliveries(&self.producer);
+        delivery_failure(&self.producer, topic)?;
+        let context = self.producer.context();
+        let mut delivered = true;
+        for (slot, epoch) in self.slots.iter_mut().enumerate() {
+            match *epoch {
+                Some(_) if context.in_flight(slot) == 0 => *epoch = None,
+                Some(held) if held <= checkpoint => delivered = false,
+                _ => {}
+            }
+        }
+        Ok(delivered)
+    }
 }
 
 /// The exactly-once machinery: two transactional producers (their
@@ -389,7 +484,10 @@ impl KafkaSink {
     /// Connect; for exactly-once, fence the transactional ids first.
     pub fn open(config: &KafkaSinkConfig) -> Result<Self, ConnectorError> {
         let mode = match config.delivery {
-            Delivery::AtLeastOnce => Mode::AtLeastOnce(config.producer(None)?),
+            Delivery::AtLeastOnce => Mode::AtLeastOnce(AtLeastOnce {
+                producer: config.producer(None)?,
+                slots: [None; EPOCH_SLOTS],
+            }),
             Delivery::ExactlyOnce => {
                 let (ids, group) = config.transactional()?;
                 let producers = [config.producer(Some(&ids[0]))?, config.producer(Some(&ids[1]))?];
@@ -408,18 +506,6 @@ impl KafkaSink {
             None => None,
         };
         Ok(Self { topic: config.topic.clone(), mode, retry: Retry::default(), exchange })
-    }
-
-    /// The open producer of `epoch` (the at-least-once one, or epoch's
-    /// transactional one).
-    fn producer_for(
-        &mut self,
-        epoch: u64,
-    ) -> Result<&BaseProducer<DeliveryErrors>, ConnectorError> {
-        match &mut self.mode {
-            Mode::AtLeastOnce(producer) => Ok(producer),
-            Mode::ExactlyOnce(transactions) => transactions.for_epoch(epoch),
-        }
     }
 }
 
@@ -441,23 +527,26 @@ fn partition_count(config: &KafkaSinkConfig) -> Result<i32, ConnectorError> {
     Ok(partitions as i32)
 }
 
-/// Send every event, waiting for queue space when librdkafka's buffer is full.
+/// Send every event of `epoch`, waiting for queue space when librdkafka's
+/// buffer is full.
 fn produce(
     producer: &BaseProducer<DeliveryErrors>,
     topic: &str,
+    epoch: u64,
     events: &[Event],
     exchange: Option<&(ExchangeOutput, i32)>,
 ) -> Result<(), ConnectorError> {
+    let to = |partition, timed| Destination { topic, epoch, partition, timed };
     for event in events {
         match exchange {
-            None => send(producer, topic, event, &event.headers, None, false)?,
+            None => send(producer, to(None, false), event, &event.headers)?,
             Some((exchange, partitions)) => match exchange.target(event)? {
                 (Target::Partition(partition), headers) => {
-                    send(producer, topic, event, headers, Some(partition), true)?
+                    send(producer, to(Some(partition), true), event, headers)?
                 }
                 (Target::All, headers) => {
                     for partition in 0..*partitions {
-                        send(producer, topic, event, headers, Some(partition), true)?;
+                        send(producer, to(Some(partition), true), event, headers)?;
                     }
                 }
             },
@@ -467,18 +556,30 @@ fn produce(
     Ok(())
 }
 
-/// Send one record (to `partition`, else where the key hashes; its event
-/// time in a header of its own if `timed`, for an exchange topic), waiting
-/// for queue space when librdkafka's buffer is full.
+/// Where one record goes.
+#[derive(Clone, Copy)]
+struct Destination<'a> {
+    topic: &'a str,
+    /// The epoch whose records in flight count it.
+    epoch: u64,
+    /// The partition, else where the key hashes.
+    partition: Option<i32>,
+    /// Its event time goes in a header of its own (an exchange topic).
+    timed: bool,
+}
+
+/// Send one record, waiting for queue space when librdkafka's buffer is
+/// full; it counts as in flight until its delivery report.
 fn send(
     producer: &BaseProducer<DeliveryErrors>,
-    topic: &str,
+    to: Destination<'_>,
     event: &Event,
     headers: &[(String, Vec<u8>)],
-    partition: Option<i32>,
-    timed: bool,
 ) -> Result<(), ConnectorError> {
-    let mut record: BaseRecord<'_, [u8], [u8]> = BaseRecord::to(topic).payload(&event.value[..]);
+    let Destination { topic, epoch, partition, timed } = to;
+    let slot = DeliveryErrors::slot(epoch);
+    let mut record: BaseRecord<'_, [u8], [u8], usize> =
+        BaseRecord::with_opaque_to(topic, slot).payload(&event.value[..]);
     // librdkafka allocates a header list even when empty: only when needed.
     if !headers.is_empty() || timed {
         let mut owned = OwnedHeaders::new_with_capacity(headers.len() + 1);
@@ -500,8 +601,12 @@ fn send(
     if event.timestamp > 0 {
         record = record.timestamp(event.timestamp);
     }
-    super::send_waiting(producer, record, Duration::from_millis(5))
-        .map_err(|error| failed(producer, format!("producing to {topic}"), error.to_string()))
+    let in_flight = &producer.context().in_flight[slot];
+    in_flight.fetch_add(1, Ordering::Relaxed);
+    super::send_waiting(producer, record, Duration::from_millis(5)).map_err(|error| {
+        in_flight.fetch_sub(1, Ordering::Relaxed);
+        failed(producer, format!("producing to {topic}"), error.to_string())
+    })
 }
 
 /// Wait until everything sent is acknowledged (through a broker outage
@@ -512,6 +617,14 @@ fn flush(
     retry: Retry,
 ) -> Result<(), ConnectorError> {
     retry.call(|| format!("flushing {topic}"), |timeout| producer.flush(timeout))?;
+    delivery_failure(producer, topic)
+}
+
+/// The first failed delivery reported since the last call, as an error.
+fn delivery_failure(
+    producer: &BaseProducer<DeliveryErrors>,
+    topic: &str,
+) -> Result<(), ConnectorError> {
     match producer.context().first.lock().ok().and_then(|mut e| e.take()) {
         Some(message) => Err(failed(producer, format!("delivering to {topic}"), message)),
         None => Ok(()),
@@ -565,35 +678,31 @@ impl Sink for KafkaSink {
         if events.is_empty() {
             return Ok(());
         }
-        match &mut self.mode {
-            Mode::AtLeastOnce(producer) => {
-                produce(producer, &self.topic, events, self.exchange.as_ref())
-            }
-            Mode::ExactlyOnce(transactions) => {
-                let producer = transactions.for_epoch(epoch)?;
-                produce(producer, &self.topic, events, self.exchange.as_ref())?;
-                crate::fault::point("kafka-after-write");
-                Ok(())
-            }
+        let producer = self.mode.producer_for(epoch, &self.topic, self.retry)?;
+        produce(producer, &self.topic, epoch, events, self.exchange.as_ref())?;
+        if matches!(self.mode, Mode::ExactlyOnce(_)) {
+            crate::fault::point("kafka-after-write");
         }
+        Ok(())
     }
 
     /// An exchange topic gets the epoch's event time in a control record to
     /// every partition, in the epoch's transaction.
     fn watermark(&mut self, epoch: u64, watermark: Option<i64>) -> Result<(), ConnectorError> {
-        let Some((exchange, partitions)) = self.exchange.clone() else { return Ok(()) };
+        let Some((exchange, partitions)) = &self.exchange else { return Ok(()) };
         let record = exchange.control_record(watermark);
-        let topic = self.topic.clone();
-        let producer = self.producer_for(epoch)?;
-        for partition in 0..partitions {
-            send(producer, &topic, &record, &record.headers, Some(partition), false)?;
+        let topic = &self.topic;
+        let producer = self.mode.producer_for(epoch, topic, self.retry)?;
+        for partition in 0..*partitions {
+            let to = Destination { topic, epoch, partition: Some(partition), timed: false };
+            send(producer, to, &record, &record.headers)?;
         }
         Ok(())
     }
 
     fn flush(&mut self) -> Result<(), ConnectorError> {
         match &self.mode {
-            Mode::AtLeastOnce(producer) => flush(producer, &self.topic, self.retry),
+            Mode::AtLeastOnce(once) => flush(&once.producer, &self.topic, self.retry),
             // Only a completed checkpoint makes exactly-once output visible.
             Mode::ExactlyOnce(_) => Ok(()),
         }
@@ -614,9 +723,8 @@ impl Sink for KafkaSink {
 
     fn pre_commit(&mut self, checkpoint: u64) -> Result<serde_json::Value, ConnectorError> {
         let transactions = match &mut self.mode {
-            Mode::AtLeastOnce(producer) => {
-                return flush(producer, &self.topic, self.retry).map(|()| serde_json::Value::Null)
-            }
+            // Delivered in the background: see `is_durable`.
+            Mode::AtLeastOnce(_) => return Ok(serde_json::Value::Null),
             Mode::ExactlyOnce(transactions) => transactions,
         };
         if let Some((pending, _)) = transactions.sealed {
@@ -648,8 +756,23 @@ impl Sink for KafkaSink {
         Ok(serde_json::json!({ "checkpoint": checkpoint }))
     }
 
+    /// At-least-once: whether the broker acknowledged every record of
+    /// epochs ≤ `checkpoint`; exactly-once: the pre-commit flushed them.
+    fn is_durable(&mut self, checkpoint: u64) -> Result<bool, ConnectorError> {
+        match &mut self.mode {
+            Mode::AtLeastOnce(once) => once.delivered_through(checkpoint, &self.topic),
+            Mode::ExactlyOnce(_) => Ok(true),
+        }
+    }
+
     fn commit(&mut self, checkpoint: u64) -> Result<(), ConnectorError> {
-        let Mode::ExactlyOnce(transactions) = &mut self.mode else { return Ok(()) };
+        let transactions = match &mut self.mode {
+            Mode::AtLeastOnce(_) => {
+                crate::fault::point("kafka-at-least-once-complete");
+                return Ok(());
+            }
+            Mode::ExactlyOnce(transactions) => transactions,
+        };
         let Some((sealed, slot)) = transactions.sealed.filter(|(sealed, _)| *sealed <= checkpoint)
         else {
             return Ok(());
