@@ -577,6 +577,52 @@ fn an_at_least_once_sink_without_checkpoints_delivers_everything() {
 }
 
 #[test]
+fn an_at_least_once_sink_loses_nothing_when_killed_as_a_checkpoint_completes() {
+    // The sink acknowledges a checkpoint only once its records are
+    // delivered; a 300 ms linger keeps records in librdkafka's queue long
+    // after they were written, so a checkpoint acknowledged before their
+    // delivery would lose them at this crash.
+    let kafka = TestKafka::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (orders, revenue) = (unique("orders"), unique("revenue"));
+    kafka.create_topic(&orders, 2);
+    kafka.create_topic(&revenue, 1);
+    produce_orders(&kafka, &orders, 2, 20_000, 20, 1);
+    let spec = KafkaPipeline::revenue("alo", &orders, &revenue).write(dir.path(), &kafka);
+    let text = std::fs::read_to_string(&spec).unwrap().replace(
+        "delivery: exactly-once, ",
+        "delivery: at-least-once, properties: { linger.ms: \"300\" }, ",
+    );
+    std::fs::write(&spec, text).unwrap();
+    let data = dir.path().join("data");
+    let slow = ["--sink-delay-ms", "20"];
+    let crashed =
+        start_weir(&spec, &data, &slow, &[("WEIR_FAULT", "kafka-at-least-once-complete:2")])
+            .wait_with_output()
+            .unwrap();
+    let stderr = String::from_utf8_lossy(&crashed.stderr);
+    assert!(!crashed.status.success() && stderr.contains("fault injected"), "{stderr}");
+    let before = total(&committed_per_key(&kafka, &revenue));
+    assert!(before < 20_000, "the crash landed after all the output ({before})");
+    run_ok(&spec, &data, &[]);
+    let written = committed_per_key(&kafka, &revenue);
+    let ids: std::collections::BTreeSet<u64> = written
+        .values()
+        .flatten()
+        .map(|text| {
+            serde_json::from_str::<serde_json::Value>(text).unwrap()["order_id"].as_u64().unwrap()
+        })
+        .collect();
+    let lost: Vec<u64> = (1..=20_000).filter(|id| !ids.contains(id)).collect();
+    assert!(
+        lost.is_empty(),
+        "{} orders' results lost, first {:?}",
+        lost.len(),
+        &lost[..lost.len().min(5)]
+    );
+}
+
+#[test]
 fn the_kafka_example_spec_is_valid() {
     let spec =
         weir_host::pipeline::PipelineSpec::load(&example_file("revenue", "kafka-pipeline.yaml"))
