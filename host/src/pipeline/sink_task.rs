@@ -248,9 +248,7 @@ impl SinkTask {
         }
         Ok(())
     }
-}
 
-impl SinkTask {
     /// Acknowledge, oldest first, each pre-committed checkpoint whose
     /// output every sink holds durable.
     fn ack_durable(&mut self, undurable: &mut VecDeque<(u64, Ack)>) -> Result<(), RunError> {

@@ -215,7 +215,7 @@ impl KafkaSinkConfig {
     fn producer(
         &self,
         transactional_id: Option<&str>,
-    ) -> Result<BaseProducer<DeliveryErrors>, ConnectorError> {
+    ) -> Result<BaseProducer<Deliveries>, ConnectorError> {
         let timeout = self.transaction_timeout.as_millis().to_string();
         let mut ours = PRODUCER_SETTINGS.to_vec();
         if let Some(id) = transactional_id {
@@ -223,7 +223,7 @@ impl KafkaSinkConfig {
             ours.push(("transaction.timeout.ms", timeout.as_str()));
         }
         client_config(&self.bootstrap_servers, &ours, &self.properties)
-            .create_with_context(DeliveryErrors::default())
+            .create_with_context(Deliveries::default())
             .map_err(kafka_error("creating the producer"))
     }
 }
@@ -240,14 +240,14 @@ const EPOCH_SLOTS: usize = 8;
 /// Counts delivery reports, records in flight by epoch slot, and
 /// remembers the first failed delivery, so a flush can report it.
 #[derive(Default)]
-struct DeliveryErrors {
+struct Deliveries {
     first: Mutex<Option<String>>,
     reports: AtomicU64,
     /// Records sent and not yet reported, per epoch slot.
     in_flight: [AtomicI64; EPOCH_SLOTS],
 }
 
-impl DeliveryErrors {
+impl Deliveries {
     /// The slot that counts epoch `epoch`'s records.
     fn slot(epoch: u64) -> usize {
         (epoch % EPOCH_SLOTS as u64) as usize
@@ -259,9 +259,9 @@ impl DeliveryErrors {
     }
 }
 
-impl ClientContext for DeliveryErrors {}
+impl ClientContext for Deliveries {}
 
-impl ProducerContext for DeliveryErrors {
+impl ProducerContext for Deliveries {
     /// The epoch slot of the record.
     type DeliveryOpaque = usize;
 
@@ -276,7 +276,7 @@ impl ProducerContext for DeliveryErrors {
     }
 }
 
-impl super::CountsDeliveries for DeliveryErrors {
+impl super::CountsDeliveries for Deliveries {
     fn reports(&self) -> u64 {
         self.reports.load(Ordering::Relaxed)
     }
@@ -332,7 +332,7 @@ pub fn committed_checkpoint(config: &KafkaSinkConfig) -> Result<CommitMarker, Co
 /// every 500 ms meanwhile, so doing them one after the other doubled the
 /// time a restart waits.
 fn init_transactions(
-    producers: &[BaseProducer<DeliveryErrors>; 2],
+    producers: &[BaseProducer<Deliveries>; 2],
     ids: &[String; 2],
     doing: &str,
 ) -> Result<(), ConnectorError> {
@@ -412,7 +412,7 @@ impl Mode {
         epoch: u64,
         topic: &str,
         retry: Retry,
-    ) -> Result<&BaseProducer<DeliveryErrors>, ConnectorError> {
+    ) -> Result<&BaseProducer<Deliveries>, ConnectorError> {
         match self {
             Mode::AtLeastOnce(once) => {
                 once.claim(epoch, topic, retry)?;
@@ -426,7 +426,7 @@ impl Mode {
 /// The at-least-once producer, and which epoch each slot of its records
 /// in flight counts.
 struct AtLeastOnce {
-    producer: BaseProducer<DeliveryErrors>,
+    producer: BaseProducer<Deliveries>,
     /// The epoch whose records each slot counts (`None`: free).
     slots: [Option<u64>; EPOCH_SLOTS],
 }
@@ -436,7 +436,7 @@ impl AtLeastOnce {
     /// older epoch's records (more epochs in flight than slots) is freed by
     /// flushing everything first.
     fn claim(&mut self, epoch: u64, topic: &str, retry: Retry) -> Result<(), ConnectorError> {
-        let slot = DeliveryErrors::slot(epoch);
+        let slot = Deliveries::slot(epoch);
         match self.slots[slot] {
             Some(held) if held == epoch => return Ok(()),
             Some(_) if self.producer.context().in_flight(slot) > 0 => {
@@ -472,7 +472,7 @@ impl AtLeastOnce {
 /// delivery reports served by the sink's thread), epoch `e` written by
 /// producer `e % 2`.
 struct Transactions {
-    producers: [BaseProducer<DeliveryErrors>; 2],
+    producers: [BaseProducer<Deliveries>; 2],
     /// The epoch whose transaction each producer has open.
     open: [Option<u64>; 2],
     /// The transaction pre-committed for a checkpoint: (checkpoint, producer).
@@ -530,7 +530,7 @@ fn partition_count(config: &KafkaSinkConfig) -> Result<i32, ConnectorError> {
 /// Send every event of `epoch`, waiting for queue space when librdkafka's
 /// buffer is full.
 fn produce(
-    producer: &BaseProducer<DeliveryErrors>,
+    producer: &BaseProducer<Deliveries>,
     topic: &str,
     epoch: u64,
     events: &[Event],
@@ -571,13 +571,13 @@ struct Destination<'a> {
 /// Send one record, waiting for queue space when librdkafka's buffer is
 /// full; it counts as in flight until its delivery report.
 fn send(
-    producer: &BaseProducer<DeliveryErrors>,
+    producer: &BaseProducer<Deliveries>,
     to: Destination<'_>,
     event: &Event,
     headers: &[(String, Vec<u8>)],
 ) -> Result<(), ConnectorError> {
     let Destination { topic, epoch, partition, timed } = to;
-    let slot = DeliveryErrors::slot(epoch);
+    let slot = Deliveries::slot(epoch);
     let mut record: BaseRecord<'_, [u8], [u8], usize> =
         BaseRecord::with_opaque_to(topic, slot).payload(&event.value[..]);
     // librdkafka allocates a header list even when empty: only when needed.
@@ -612,7 +612,7 @@ fn send(
 /// Wait until everything sent is acknowledged (through a broker outage
 /// within `retry`'s budget); report a failed delivery.
 fn flush(
-    producer: &BaseProducer<DeliveryErrors>,
+    producer: &BaseProducer<Deliveries>,
     topic: &str,
     retry: Retry,
 ) -> Result<(), ConnectorError> {
@@ -622,7 +622,7 @@ fn flush(
 
 /// The first failed delivery reported since the last call, as an error.
 fn delivery_failure(
-    producer: &BaseProducer<DeliveryErrors>,
+    producer: &BaseProducer<Deliveries>,
     topic: &str,
 ) -> Result<(), ConnectorError> {
     match producer.context().first.lock().ok().and_then(|mut e| e.take()) {
@@ -633,11 +633,7 @@ fn delivery_failure(
 
 /// A producer's failure, with librdkafka's reason when the producer can no
 /// longer be used (its transaction aborted by the broker, or fenced).
-fn failed(
-    producer: &BaseProducer<DeliveryErrors>,
-    what: String,
-    message: String,
-) -> ConnectorError {
+fn failed(producer: &BaseProducer<Deliveries>, what: String, message: String) -> ConnectorError {
     let message = match producer.client().fatal_error() {
         Some((_, reason)) => format!(
             "{message}: {reason} (the broker aborted this run's transaction because it outlived sink.transaction_timeout, or a newer process with the same transactional_id_prefix fenced it; a restart restores the last committed checkpoint)"
@@ -649,7 +645,7 @@ fn failed(
 
 impl Transactions {
     /// The producer for `epoch`, with its transaction begun.
-    fn for_epoch(&mut self, epoch: u64) -> Result<&BaseProducer<DeliveryErrors>, ConnectorError> {
+    fn for_epoch(&mut self, epoch: u64) -> Result<&BaseProducer<Deliveries>, ConnectorError> {
         let slot = (epoch % 2) as usize;
         match self.open[slot] {
             Some(open) if open == epoch => {}
@@ -798,7 +794,7 @@ impl Sink for KafkaSink {
 /// Abort `producer`'s open transaction. The abort waits until every
 /// record it purges is reported, and only a poll serves those reports:
 /// this thread serves them while another one waits for the abort.
-fn abort_serving(producer: &BaseProducer<DeliveryErrors>) -> rdkafka::error::KafkaResult<()> {
+fn abort_serving(producer: &BaseProducer<Deliveries>) -> rdkafka::error::KafkaResult<()> {
     std::thread::scope(|scope| {
         let abort = scope.spawn(|| producer.abort_transaction(ABORT_TIMEOUT));
         while !abort.is_finished() {
