@@ -15,6 +15,7 @@
 
 mod exactly_once;
 pub mod exchange;
+mod fetch_queue;
 mod properties;
 mod sink;
 mod source;

@@ -20,13 +20,13 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
-use rdkafka::message::{Headers, Message};
 use rdkafka::statistics::Statistics;
 use rdkafka::ClientContext;
 use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
 use super::exchange::{self, ExchangeInput, ExchangeMark};
+use super::fetch_queue::{FetchQueue, Fetched};
 use super::{
     client_config, is_transient_code, kafka_error, outlasted, topic_partitions, Retry, CALL_TIMEOUT,
 };
@@ -171,6 +171,9 @@ impl ConsumerContext for PartitionEnds {}
 
 /// Reads the assigned partitions of Kafka topics.
 pub struct KafkaSource {
+    /// Where the partitions' records are read (declared before the
+    /// consumer, so it is dropped first).
+    fetched: FetchQueue,
     consumer: BaseConsumer<PartitionEnds>,
     partitions: Vec<Partition>,
     timestamp_field: Option<String>,
@@ -268,6 +271,7 @@ impl KafkaSource {
             }
         }
         let mut source = Self {
+            fetched: FetchQueue::new(&consumer),
             consumer,
             partitions,
             timestamp_field: config.timestamp_field.clone(),
@@ -345,68 +349,50 @@ impl KafkaSource {
             list.add_partition_offset(&p.topic, p.partition, Offset::Offset(offset))
                 .map_err(kafka_error("building the assignment"))?;
         }
+        // Stopping a partition's fetcher drops its routing: route again.
+        for p in &self.partitions {
+            self.fetched.route(&self.consumer, &p.topic, p.partition)?;
+        }
         tracing::debug!(?offsets, "kafka source assigned");
         self.consumer.assign(&list).map_err(kafka_error("assigning partitions"))
     }
 
-    /// Poll what the consumer has into the partitions' buffers.
+    /// Read what was fetched into the partitions' buffers, waiting up to
+    /// `max_wait` for the first record.
     fn fill(&mut self, max: usize) -> Result<(), ConnectorError> {
-        let mut wait = self.max_wait;
-        for polled in 0..max {
-            let Some(result) = self.consumer.poll(wait) else { break };
-            wait = Duration::ZERO;
-            let message = match result {
-                Ok(message) => message,
-                Err(error) => {
-                    self.ride_out(error)?;
-                    break;
-                }
-            };
-            // An error ends a fill, so only its first record can follow one.
-            if polled == 0 {
-                self.failing_since = None;
-            }
-            let Some(index) = self
-                .partitions
-                .iter()
-                .position(|p| p.partition == message.partition() && p.topic == message.topic())
-            else {
-                continue;
-            };
-            let value = message.payload().unwrap_or_default().to_vec();
-            let timestamp = match &self.timestamp_field {
-                Some(field) => {
-                    json_timestamp(&value, field).map_err(|reason| ConnectorError::BadRecord {
-                        location: format!(
-                            "{}/{}@{}",
-                            message.topic(),
-                            message.partition(),
-                            message.offset()
-                        ),
-                        message: reason,
-                    })?
-                }
-                None => message.timestamp().to_millis().unwrap_or(0),
-            };
-            let headers = message.headers().map_or_else(Vec::new, |h| {
-                h.iter()
-                    .map(|h| (h.key.to_string(), h.value.unwrap_or_default().to_vec()))
-                    .collect()
-            });
-            let mut event =
-                Event { key: message.key().map(<[u8]>::to_vec), value, timestamp, headers };
-            if self.exchange.is_some() {
-                exchange::take_event_time(&mut event);
-            }
-            let partition = &mut self.partitions[index];
-            // Records before the position (a stale fetch) are not ours to deliver.
-            let expected =
-                partition.buffered.back().map_or(partition.next, |(offset, _)| offset + 1);
-            if message.offset() >= expected {
-                partition.buffered.push_back((message.offset(), event));
+        // The consumer's own queue: statistics, commit results, client
+        // errors (records only if one was fetched before its partition was
+        // routed, which every assignment is preceded by).
+        while let Some(result) = self.consumer.poll(Duration::ZERO) {
+            match result {
+                Ok(message) => accept(
+                    Fetched::of(&message),
+                    &mut self.partitions,
+                    self.timestamp_field.as_deref(),
+                    self.exchange.is_some(),
+                )?,
+                Err(error) => return self.ride_out(error),
             }
         }
-        Ok(())
+        let mut failed = None;
+        let (partitions, field) = (&mut self.partitions, self.timestamp_field.as_deref());
+        let exchange = self.exchange.is_some();
+        let taken = self.fetched.read(self.max_wait, max, |record| match record {
+            Ok(record) => accept(record, partitions, field, exchange).map(|()| true),
+            Err(error) => {
+                failed = Some(error);
+                Ok(false)
+            }
+        })?;
+        match failed {
+            Some(error) => self.ride_out(error),
+            None => {
+                if taken > 0 {
+                    self.failing_since = None;
+                }
+                Ok(())
+            }
+        }
     }
 
     /// A fetch failed: a transient error (the broker unreachable) is
@@ -458,6 +444,42 @@ impl KafkaSource {
         }
         Ok(())
     }
+}
+
+/// Buffer `record` as an event of its partition, unless it is before
+/// what is already buffered (a stale fetch) or of no partition read.
+fn accept(
+    record: Fetched<'_>,
+    partitions: &mut [Partition],
+    timestamp_field: Option<&str>,
+    exchange: bool,
+) -> Result<(), ConnectorError> {
+    let Some(partition) =
+        partitions.iter_mut().find(|p| p.partition == record.partition && p.topic == record.topic)
+    else {
+        return Ok(());
+    };
+    let value = record.payload.to_vec();
+    let timestamp = match timestamp_field {
+        Some(field) => {
+            json_timestamp(&value, field).map_err(|reason| ConnectorError::BadRecord {
+                location: format!("{}/{}@{}", record.topic, record.partition, record.offset),
+                message: reason,
+            })?
+        }
+        None => record.timestamp.unwrap_or(0),
+    };
+    let mut event =
+        Event { key: record.key.map(<[u8]>::to_vec), value, timestamp, headers: record.headers };
+    if exchange {
+        exchange::take_event_time(&mut event);
+    }
+    // Records before the position (a stale fetch) are not ours to deliver.
+    let expected = partition.buffered.back().map_or(partition.next, |(offset, _)| offset + 1);
+    if record.offset >= expected {
+        partition.buffered.push_back((record.offset, event));
+    }
+    Ok(())
 }
 
 impl KafkaSourceConfig {
@@ -691,6 +713,7 @@ mod tests {
             .create_with_context(PartitionEnds::default())
             .unwrap();
         KafkaSource {
+            fetched: FetchQueue::new(&consumer),
             consumer,
             partitions: Vec::new(),
             timestamp_field: None,
