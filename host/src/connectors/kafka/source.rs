@@ -358,11 +358,12 @@ impl KafkaSource {
     }
 
     /// Read what was fetched into the partitions' buffers, waiting up to
-    /// `max_wait` for the first record.
-    fn fill(&mut self, max: usize) -> Result<(), ConnectorError> {
+    /// `max_wait` for the first record; how many records were read.
+    fn fill(&mut self, max: usize) -> Result<usize, ConnectorError> {
         // The consumer's own queue: statistics, commit results, client
         // errors (records only if one was fetched before its partition was
         // routed, which every assignment is preceded by).
+        let mut read = 0;
         while let Some(result) = self.consumer.poll(Duration::ZERO) {
             match result {
                 Ok(message) => accept(
@@ -371,26 +372,28 @@ impl KafkaSource {
                     self.timestamp_field.as_deref(),
                     self.exchange.is_some(),
                 )?,
-                Err(error) => return self.ride_out(error),
+                Err(error) => return self.ride_out(error).map(|()| read),
             }
+            read += 1;
         }
         let mut failed = None;
         let (partitions, field) = (&mut self.partitions, self.timestamp_field.as_deref());
         let exchange = self.exchange.is_some();
-        let taken = self.fetched.read(self.max_wait, max, |record| match record {
-            Ok(record) => accept(record, partitions, field, exchange).map(|()| true),
-            Err(error) => {
-                failed = Some(error);
-                Ok(false)
-            }
-        })?;
+        let taken = read
+            + self.fetched.read(self.max_wait, max, |record| match record {
+                Ok(record) => accept(record, partitions, field, exchange).map(|()| true),
+                Err(error) => {
+                    failed = Some(error);
+                    Ok(false)
+                }
+            })?;
         match failed {
-            Some(error) => self.ride_out(error),
+            Some(error) => self.ride_out(error).map(|()| taken),
             None => {
                 if taken > 0 {
                     self.failing_since = None;
                 }
-                Ok(())
+                Ok(taken)
             }
         }
     }
@@ -531,8 +534,11 @@ impl Source for KafkaSource {
             self.assign(&offsets)?;
         }
         if self.partitions.iter().all(|p| p.buffered.is_empty()) {
-            self.fill(max)?;
-            self.skip_control_records()?;
+            // The position is a call into librdkafka's main thread: only
+            // once the fetched records are all read.
+            if self.fill(max)? == 0 {
+                self.skip_control_records()?;
+            }
         }
         let count = self.partitions.len();
         let more = |source: &Self| (0..count).any(|i| !source.finished(i));
