@@ -212,6 +212,37 @@ pub fn serve_deliveries<C: CountsDeliveries>(producer: &BaseProducer<C>) -> u64 
     }
 }
 
+/// How long [`flush_promptly`] waits for reports between its checks.
+const FLUSH_POLL: Duration = Duration::from_millis(1);
+
+/// Wait up to `timeout` until everything `producer` sent is delivered,
+/// serving the delivery reports as they come.
+///
+/// rdkafka's `BaseProducer::flush` polls for 100 ms at a time between its
+/// checks (its `poll` waits out the whole timeout even when reports
+/// arrive), so every flush that had to wait at all took 100–300 ms: that
+/// stalled an exactly-once sink at each barrier, and at-least-once output
+/// behind each checkpoint.
+pub fn flush_promptly<C: CountsDeliveries>(
+    producer: &BaseProducer<C>,
+    timeout: Duration,
+) -> Result<(), KafkaError> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        serve_deliveries(producer);
+        // A zero-time flush: whether anything is left, and a nudge to the
+        // broker threads to send what lingers.
+        match producer.flush(Duration::ZERO) {
+            Err(KafkaError::Flush(RDKafkaErrorCode::OperationTimedOut))
+                if Instant::now() < deadline =>
+            {
+                producer.poll(FLUSH_POLL)
+            }
+            done => return done,
+        }
+    }
+}
+
 /// Send `record`; while librdkafka's queue is full, serve the delivery
 /// reports that free it, waiting `pause` at a time while there are none.
 pub fn send_waiting<K, P, C>(

@@ -616,7 +616,8 @@ fn flush(
     topic: &str,
     retry: Retry,
 ) -> Result<(), ConnectorError> {
-    retry.call(|| format!("flushing {topic}"), |timeout| producer.flush(timeout))?;
+    retry
+        .call(|| format!("flushing {topic}"), |timeout| super::flush_promptly(producer, timeout))?;
     delivery_failure(producer, topic)
 }
 
