@@ -80,7 +80,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -309,6 +309,9 @@ pub fn committed_checkpoint(config: &KafkaSinkConfig) -> Result<CommitMarker, Co
     let (ids, group) = config.transactional()?;
     let producers = [config.producer(Some(&ids[0]))?, config.producer(Some(&ids[1]))?];
     init_transactions(&producers, &ids, "fencing")?;
+    for (id, producer) in ids.iter().zip(producers) {
+        Fenced::keep(config, id, producer);
+    }
     let consumer: BaseConsumer = client_config(
         &config.bootstrap_servers,
         &[("group.id", group.as_str()), ("enable.auto.commit", "false")],
@@ -325,6 +328,32 @@ pub fn committed_checkpoint(config: &KafkaSinkConfig) -> Result<CommitMarker, Co
         Some(Offset::Offset(id)) if id >= 0 => CommitMarker::At(id as u64),
         _ => CommitMarker::Absent,
     })
+}
+
+/// Transactional producers whose ids were fenced (initialised) in this
+/// process and not used since, by bootstrap servers and transactional id:
+/// the next user of the same id (the marker's setter, the sink) takes one
+/// instead of initialising a new producer again, which cost each
+/// exactly-once start about half a second. Initialising another producer
+/// of the id would fence the kept one, and only these functions make
+/// Weir's transactional producers.
+struct Fenced;
+
+static FENCED: Mutex<BTreeMap<(String, String), BaseProducer<Deliveries>>> =
+    Mutex::new(BTreeMap::new());
+
+impl Fenced {
+    /// Keep `producer`, initialised for transactional id `id` and idle.
+    fn keep(config: &KafkaSinkConfig, id: &str, producer: BaseProducer<Deliveries>) {
+        let key = (config.bootstrap_servers.clone(), id.to_string());
+        FENCED.lock().unwrap_or_else(PoisonError::into_inner).insert(key, producer);
+    }
+
+    /// The kept producer of `id`, if any.
+    fn take(config: &KafkaSinkConfig, id: &str) -> Option<BaseProducer<Deliveries>> {
+        let key = (config.bootstrap_servers.clone(), id.to_string());
+        FENCED.lock().unwrap_or_else(PoisonError::into_inner).remove(&key)
+    }
 }
 
 /// `init_transactions` on both producers at once: after a crash the broker
@@ -370,10 +399,16 @@ fn marker_offsets(topic: &str, id: u64) -> Result<TopicPartitionList, ConnectorE
 /// when a start accepts a marker that disagrees with the checkpoints.
 pub fn set_commit_marker(config: &KafkaSinkConfig, id: u64) -> Result<(), ConnectorError> {
     let (ids, group) = config.transactional()?;
-    let producer = config.producer(Some(&ids[0]))?;
-    producer
-        .init_transactions(CALL_TIMEOUT)
-        .map_err(kafka_error(format!("initialising transactional id {}", ids[0])))?;
+    let producer = match Fenced::take(config, &ids[0]) {
+        Some(producer) => producer,
+        None => {
+            let producer = config.producer(Some(&ids[0]))?;
+            producer
+                .init_transactions(CALL_TIMEOUT)
+                .map_err(kafka_error(format!("initialising transactional id {}", ids[0])))?;
+            producer
+        }
+    };
     let metadata = config.marker_group(&group)?;
     let marker = marker_offsets(&config.topic, id)?;
     let what = format!("setting the commit marker of group {group} to {id}");
@@ -383,6 +418,7 @@ pub fn set_commit_marker(config: &KafkaSinkConfig, id: u64) -> Result<(), Connec
         .map_err(kafka_error(what.clone()))?;
     producer.commit_transaction(CALL_TIMEOUT).map_err(kafka_error(what))?;
     tracing::info!(group, id, "commit marker set");
+    Fenced::keep(config, &ids[0], producer);
     Ok(())
 }
 
@@ -490,8 +526,16 @@ impl KafkaSink {
             }),
             Delivery::ExactlyOnce => {
                 let (ids, group) = config.transactional()?;
-                let producers = [config.producer(Some(&ids[0]))?, config.producer(Some(&ids[1]))?];
-                init_transactions(&producers, &ids, "initialising")?;
+                let producers = match (Fenced::take(config, &ids[0]), Fenced::take(config, &ids[1]))
+                {
+                    (Some(first), Some(second)) => [first, second],
+                    _ => {
+                        let producers =
+                            [config.producer(Some(&ids[0]))?, config.producer(Some(&ids[1]))?];
+                        init_transactions(&producers, &ids, "initialising")?;
+                        producers
+                    }
+                };
                 let marker_group = config.marker_group(&group)?;
                 Mode::ExactlyOnce(Transactions {
                     producers,
