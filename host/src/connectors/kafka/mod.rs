@@ -212,8 +212,8 @@ pub fn serve_deliveries<C: CountsDeliveries>(producer: &BaseProducer<C>) -> u64 
     }
 }
 
-/// How long [`flush_promptly`] waits for reports between its checks.
-const FLUSH_POLL: Duration = Duration::from_millis(1);
+/// How long [`flush_promptly`] serves reports between its checks.
+const FLUSH_POLL: Duration = Duration::from_millis(2);
 
 /// Wait up to `timeout` until everything `producer` sent is delivered,
 /// serving the delivery reports as they come.
@@ -221,25 +221,27 @@ const FLUSH_POLL: Duration = Duration::from_millis(1);
 /// rdkafka's `BaseProducer::flush` polls for 100 ms at a time between its
 /// checks (its `poll` waits out the whole timeout even when reports
 /// arrive), so every flush that had to wait at all took 100–300 ms: that
-/// stalled an exactly-once sink at each barrier, and at-least-once output
-/// behind each checkpoint.
+/// stalled an exactly-once sink at each barrier. This one checks the
+/// producer's queue every [`FLUSH_POLL`]; it asks librdkafka to flush only
+/// once, to send what lingers (each such call wakes every broker thread,
+/// which dozens of a worker's sinks flushing at once could not afford).
 pub fn flush_promptly<C: CountsDeliveries>(
     producer: &BaseProducer<C>,
     timeout: Duration,
 ) -> Result<(), KafkaError> {
     let deadline = Instant::now() + timeout;
+    if producer.flush(Duration::ZERO).is_ok() {
+        return Ok(());
+    }
     loop {
         serve_deliveries(producer);
-        // A zero-time flush: whether anything is left, and a nudge to the
-        // broker threads to send what lingers.
-        match producer.flush(Duration::ZERO) {
-            Err(KafkaError::Flush(RDKafkaErrorCode::OperationTimedOut))
-                if Instant::now() < deadline =>
-            {
-                producer.poll(FLUSH_POLL)
-            }
-            done => return done,
+        if producer.in_flight_count() == 0 {
+            return Ok(());
         }
+        if Instant::now() >= deadline {
+            return Err(KafkaError::Flush(RDKafkaErrorCode::OperationTimedOut));
+        }
+        producer.poll(FLUSH_POLL);
     }
 }
 
