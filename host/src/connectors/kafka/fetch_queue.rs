@@ -162,13 +162,14 @@ impl FetchQueue {
     }
 
     /// Wait up to `wait` for a record, take up to `max` of those queued,
-    /// and hand each to `each` in order; how many were taken. A record that
-    /// is an error ends the read with it.
+    /// and hand each to `each` in order, errors included (the records after
+    /// an error are handed on too: destroyed unread, they would be a gap);
+    /// how many were taken. An `Err` from `each` ends the read.
     pub(super) fn read(
         &mut self,
         wait: Duration,
         max: usize,
-        mut each: impl FnMut(Result<Fetched<'_>, KafkaError>) -> Result<bool, ConnectorError>,
+        mut each: impl FnMut(Result<Fetched<'_>, KafkaError>) -> Result<(), ConnectorError>,
     ) -> Result<usize, ConnectorError> {
         // The batch call waits until it has `max` records or the time is
         // up: wait for one, then take what else is there.
@@ -180,20 +181,11 @@ impl FetchQueue {
             }
         }
         let count = self.taken.len();
-        let mut result = Ok(count);
-        for &message in &self.taken {
-            // SAFETY: taken by the batch call and not yet destroyed.
-            match each(unsafe { Fetched::from_raw(message) }) {
-                Ok(true) => {}
-                Ok(false) => break,
-                Err(error) => {
-                    result = Err(error);
-                    break;
-                }
-            }
-        }
+        // SAFETY: taken by the batch call and not yet destroyed.
+        let result =
+            self.taken.iter().try_for_each(|&message| each(unsafe { Fetched::from_raw(message) }));
         self.release();
-        result
+        result.map(|()| count)
     }
 
     /// Append up to `max` queued records to `taken`, waiting up to `wait`

@@ -379,12 +379,13 @@ impl KafkaSource {
         let mut failed = None;
         let (partitions, field) = (&mut self.partitions, self.timestamp_field.as_deref());
         let exchange = self.exchange.is_some();
+        // A fetch error is ridden out after the records read with it.
         let taken = read
             + self.fetched.read(self.max_wait, max, |record| match record {
-                Ok(record) => accept(record, partitions, field, exchange).map(|()| true),
+                Ok(record) => accept(record, partitions, field, exchange),
                 Err(error) => {
-                    failed = Some(error);
-                    Ok(false)
+                    failed.get_or_insert(error);
+                    Ok(())
                 }
             })?;
         match failed {
