@@ -196,7 +196,8 @@ impl FetchQueue {
         }
         let start = self.taken.len();
         self.taken.reserve(max);
-        let wait_ms = wait.as_millis().min(i32::MAX as u128) as i32;
+        // Rounded up: a wait under 1 ms is not a call that returns at once.
+        let wait_ms = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
         // SAFETY: the buffer has room for `max` pointers past `start`; the
         // call writes that many at most and says how many.
         let got = unsafe {
