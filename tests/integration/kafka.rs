@@ -447,6 +447,40 @@ fn an_idle_partition_does_not_stall_event_time() {
 }
 
 #[test]
+fn a_read_fills_the_room_left_beside_events_already_held() {
+    use weir_host::connectors::kafka::{KafkaSource, KafkaSourceConfig};
+    use weir_host::connectors::Source;
+
+    let kafka = TestKafka::start();
+    let orders = unique("orders");
+    kafka.create_topic(&orders, 1);
+    produce_orders(&kafka, &orders, 1, 300, 5, 1);
+    let config: KafkaSourceConfig = serde_json::from_value(serde_json::json!({
+        "bootstrap_servers": kafka.bootstrap(),
+        "topics": [orders],
+        "bounded": true,
+    }))
+    .unwrap();
+    let mut source = KafkaSource::open(&config, &unique("held")).unwrap();
+    // As the source task calls it: five events held, room for ten more.
+    let held = weir_host::Event { key: None, value: b"{}".to_vec(), timestamp: 0, headers: vec![] };
+    let (mut out, mut added) = (Vec::new(), Vec::new());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        out.clear();
+        out.resize(5, held.clone());
+        let polled = source.next_batch(10, &mut out).unwrap();
+        added.push(out.len() - 5);
+        if !polled.more || Instant::now() > deadline {
+            break;
+        }
+    }
+    assert_eq!(added.iter().sum::<usize>(), 300, "every record read once");
+    // Before the fix, a read stopped once `out` held ten events: five added.
+    assert_eq!(added.iter().max(), Some(&10), "reads fill the room, no more: {added:?}");
+}
+
+#[test]
 fn a_second_host_with_the_same_transactional_ids_fences_the_first() {
     let kafka = TestKafka::start();
     let dir = tempfile::tempdir().unwrap();

@@ -551,7 +551,9 @@ impl Source for KafkaSource {
             }
             self.cursor = (index + 1) % count;
             let partition = &mut self.partitions[index];
-            while out.len() < max {
+            // `out` may hold events already: `max` counts what is added.
+            let full = out.len() + max;
+            while out.len() < full {
                 let Some((offset, event)) = partition.buffered.pop_front() else { break };
                 if partition.end.is_some_and(|end| offset >= end) {
                     partition.buffered.clear();
