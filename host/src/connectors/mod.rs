@@ -261,6 +261,13 @@ pub trait Sink: Send {
         Ok(true)
     }
 
+    /// With checkpoints on, whether readers see what `write` wrote as soon
+    /// as it is delivered rather than at the commit (at-least-once Kafka):
+    /// what latency is measured to. Default: `false`, visible at the commit.
+    fn visible_when_written(&self) -> bool {
+        false
+    }
+
     /// Checkpoint `checkpoint` completed: make epochs ≤ checkpoint visible. Default: Ok.
     fn commit(&mut self, checkpoint: u64) -> Result<(), ConnectorError> {
         let _ = checkpoint;

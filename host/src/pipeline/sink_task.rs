@@ -171,7 +171,11 @@ impl SinkTask {
                     let writing = Stopwatch::start();
                     target.sink.write(epochs[from], &events)?;
                     if let Some(latency) = &mut self.latency {
-                        latency.record(epochs[from], &events);
+                        if target.sink.visible_when_written() {
+                            latency.record_visible(&events);
+                        } else {
+                            latency.record(epochs[from], &events);
+                        }
                     }
                     if let Some(delay) = self.delay {
                         std::thread::sleep(delay);

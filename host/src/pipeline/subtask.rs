@@ -289,7 +289,9 @@ impl Subtask {
         }
         std::fs::create_dir_all(dir.parent().unwrap_or(&self.local_checkpoints))
             .map_err(CheckpointError::from)?;
+        let started = std::time::Instant::now();
         operator.checkpoint(&dir, form)?;
+        tracing::debug!(id, slot = self.slot, took = ?started.elapsed(), "subtask snapshot written");
         let _ = self.acks.send(Ack::Subtask { id, index: self.slot, dir, alignment });
         router.barrier(id, form)
     }

@@ -762,6 +762,10 @@ impl Sink for KafkaSink {
         Ok(())
     }
 
+    fn visible_when_written(&self) -> bool {
+        matches!(self.mode, Mode::AtLeastOnce(_))
+    }
+
     fn pre_commit(&mut self, checkpoint: u64) -> Result<serde_json::Value, ConnectorError> {
         let transactions = match &mut self.mode {
             // Delivered in the background: see `is_durable`.
