@@ -396,6 +396,64 @@ fn restores_positions_from_the_checkpoint_not_from_group_offsets() {
 }
 
 #[test]
+fn a_source_read_by_several_tasks_restores_at_another_task_count() {
+    let kafka = TestKafka::start();
+    let dir = tempfile::tempdir().unwrap();
+    let orders = unique("orders");
+    kafka.create_topic(&orders, 6);
+    let out = dir.path().join("out.jsonl");
+    let wasm = function("revenue");
+    let spec = dir.path().join("readers.yaml");
+    let write_spec = |tasks: u16| {
+        std::fs::write(
+            &spec,
+            format!(
+                "name: {}\nparallelism: 2\nsource: {{ type: kafka, bootstrap_servers: {:?}, topics: [{orders}], bounded: true, parallelism: {tasks} }}\n\
+                 key: {{ wasm: {wasm:?} }}\nprocess: {{ wasm: {wasm:?} }}\nsink: {{ type: file, path: {out:?} }}\ncheckpoint: {{ interval: 100ms }}\n",
+                "readers",
+                kafka.bootstrap()
+            ),
+        )
+        .unwrap();
+    };
+    let data = dir.path().join("data");
+    let ids = || -> Vec<u64> {
+        let text = std::fs::read_to_string(&out).unwrap();
+        let mut ids: Vec<u64> = text
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["order_id"].as_u64().unwrap()
+            })
+            .collect();
+        ids.sort_unstable();
+        ids
+    };
+    // One source task; three, two partitions each; two; one again: each
+    // restore takes up every partition where the last run left it.
+    let mut produced = 0;
+    for (tasks, count) in [(1, 200), (3, 600), (2, 300), (1, 100)] {
+        produce_orders(&kafka, &orders, 6, count, 12, produced + 1);
+        produced += count;
+        write_spec(tasks);
+        let output = run_ok(&spec, &data, &[]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            ids(),
+            (1..=produced).collect::<Vec<_>>(),
+            "each order once after {tasks} tasks: {stderr}"
+        );
+        if tasks > 1 {
+            let snapshots = data.join("checkpoints").join("readers");
+            let recorded = std::fs::read_dir(&snapshots)
+                .unwrap()
+                .filter_map(|e| std::fs::read_to_string(e.unwrap().path().join("_metadata")).ok())
+                .any(|meta| meta.contains(&format!("\"source#{}\"", tasks - 1)));
+            assert!(recorded, "snapshots hold each source task's position");
+        }
+    }
+}
+
+#[test]
 fn an_idle_partition_does_not_stall_event_time() {
     let kafka = TestKafka::start();
     let dir = tempfile::tempdir().unwrap();

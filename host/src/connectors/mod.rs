@@ -150,6 +150,23 @@ pub trait Source: Send {
     /// `ConnectorError` naming the source, never a panic.
     fn seek(&mut self, position: &serde_json::Value) -> Result<(), ConnectorError>;
 
+    /// Resume from the positions of several readers that split this
+    /// source's input between them (a snapshot taken with another reader
+    /// count): each reader takes what concerns its part. Default: a source
+    /// that is never split takes exactly one position.
+    fn seek_merged(&mut self, positions: &[serde_json::Value]) -> Result<(), ConnectorError> {
+        match positions {
+            [position] => self.seek(position),
+            _ => Err(ConnectorError::Restore {
+                what: "source".into(),
+                message: format!(
+                    "the snapshot holds {} readers' positions, and this source is read by one",
+                    positions.len()
+                ),
+            }),
+        }
+    }
+
     /// Barrier `position` was just recorded for a checkpoint: a source may
     /// publish it (Kafka commits it as group offsets, for lag monitoring
     /// only; restores always use the checkpoint's positions).

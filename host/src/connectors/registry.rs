@@ -105,6 +105,19 @@ pub trait SourceConfig {
 
     /// Open the source of pipeline `pipeline`.
     fn open(&self, pipeline: &str) -> Result<Box<dyn Source>, ConnectorError>;
+
+    /// Open the source as the readers that split its input, each run by a
+    /// source task of its own (a Kafka source's `parallelism`), at most
+    /// [`SourceConfig::max_readers`]. Default: one reader.
+    fn open_readers(&self, pipeline: &str) -> Result<Vec<Box<dyn Source>>, ConnectorError> {
+        Ok(vec![self.open(pipeline)?])
+    }
+
+    /// The most readers `open_readers` opens (the run sizes its function
+    /// instances by it). Default: 1.
+    fn max_readers(&self) -> usize {
+        1
+    }
 }
 
 /// A sink's settings, as the spec gives them.
@@ -207,9 +220,13 @@ impl ConfigError {
     }
 }
 
-/// Open the source `spec` describes, for pipeline `pipeline`.
-pub fn open_source(spec: &SourceSpec, pipeline: &str) -> Result<Box<dyn Source>, ConnectorError> {
-    spec.config().open(pipeline)
+/// Open the source `spec` describes, for pipeline `pipeline`: the readers
+/// that split its input (one, unless the source is read in parallel).
+pub fn open_source(
+    spec: &SourceSpec,
+    pipeline: &str,
+) -> Result<Vec<Box<dyn Source>>, ConnectorError> {
+    spec.config().open_readers(pipeline)
 }
 
 /// Open the sink `spec` describes, making output visible as `mode` says.

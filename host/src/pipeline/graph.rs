@@ -416,7 +416,8 @@ impl Graph {
     }
 
     /// The graph as the metrics show it: node names (a line spec's main
-    /// sink as `main`), and an edge from each producer to each node its
+    /// sink as `main`; each source with one task, which the run corrects
+    /// once its readers are open), and an edge from each producer to each node its
     /// outputs reach (through chained transforms, which are not nodes of
     /// their own there).
     pub(crate) fn topology(&self) -> super::sampling::Topology {
@@ -452,7 +453,7 @@ impl Graph {
             }
         }
         super::sampling::Topology {
-            sources: self.sources.iter().map(|s| s.name.clone()).collect(),
+            sources: self.sources.iter().map(|s| (s.name.clone(), 1)).collect(),
             stages: self
                 .stages
                 .iter()

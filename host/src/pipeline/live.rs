@@ -250,8 +250,10 @@ impl LiveMetrics {
 
     /// Counters for each source task, and the graph the run's tasks form.
     pub(crate) fn start_sources(&self, topology: Topology) -> Vec<Arc<LiveCounts>> {
-        let counts: Vec<Arc<LiveCounts>> =
-            topology.sources.iter().map(|_| Arc::default()).collect();
+        let tasks = topology.sources.iter().map(|(_, readers)| readers).sum();
+        let counts: Vec<Arc<LiveCounts>> = (0..tasks).map(|_| Arc::default()).collect();
+        // Event time is known once every source task has sent a watermark.
+        *self.watermarks.lock().unwrap_or_else(PoisonError::into_inner) = vec![i64::MIN; tasks];
         *self.sources.lock().unwrap_or_else(PoisonError::into_inner) = counts.clone();
         *self.topology.lock().unwrap_or_else(PoisonError::into_inner) = topology;
         counts

@@ -99,7 +99,7 @@ pub(crate) fn prepare(
 }
 
 /// Function instances a run of `graph` makes: each producer's key and
-/// transform functions, and each subtask's own.
+/// transform functions (each reader of a source's), and each subtask's own.
 fn instances(graph: &Graph) -> usize {
     fn of(outputs: &Outputs) -> usize {
         outputs
@@ -114,7 +114,8 @@ fn instances(graph: &Graph) -> usize {
             })
             .sum()
     }
-    let sources: usize = graph.sources.iter().map(|s| of(&s.outputs)).sum();
+    let sources: usize =
+        graph.sources.iter().map(|s| s.spec.config().max_readers() * of(&s.outputs)).sum();
     let stages: usize =
         graph.stages.iter().map(|s| usize::from(s.parallelism) * (1 + of(&s.outputs))).sum();
     sources + stages

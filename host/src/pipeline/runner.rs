@@ -76,33 +76,39 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     // checkpoint may take.
     let retry_budget = CheckpointSettings::retry_budget(settings.as_ref());
     let mut sources = Vec::new();
-    for node in &graph.sources {
-        let mut opened = open_source(&node.spec, &spec.name)?;
-        opened.set_retry_budget(retry_budget);
-        sources.push(SourceTask::new(spec, opened));
+    for (node, source) in graph.sources.iter().enumerate() {
+        let opened = open_source(&source.spec, &spec.name)?;
+        let count = opened.len();
+        for (index, mut reader) in opened.into_iter().enumerate() {
+            reader.set_retry_budget(retry_budget);
+            let name = reader_name(&source.name, index, count);
+            sources.push(Reader { node, name, task: SourceTask::new(spec, reader) });
+        }
     }
     tracing::debug!(elapsed = ?started.elapsed(), "functions loaded, sources open");
     let start =
         prepare_state(spec, &graph, options, settings.as_ref(), kafka_exactly_once.as_ref())?;
     tracing::debug!(elapsed = ?started.elapsed(), "state ready");
     if let Some(snapshot) = &start.snapshot {
-        for (task, node) in sources.iter_mut().zip(&graph.sources) {
-            let recorded = &snapshot.metadata.source;
-            let state = if graph.sources.len() == 1 {
-                Some(recorded)
-            } else {
-                recorded.get(&node.name).filter(|_| recorded.is_object())
-            };
-            match state {
-                Some(state) if !state.is_null() => task.resume(snapshot, state)?,
-                _ => {
-                    tracing::info!(source = %node.name, "the snapshot holds no position of this source: it starts from the beginning")
-                }
+        let recorded = &snapshot.metadata.source;
+        for (node, source) in graph.sources.iter().enumerate() {
+            let states = recorded_states(recorded, &source.name, graph.sources.len() == 1);
+            if states.is_empty() {
+                tracing::info!(source = %source.name, "the snapshot holds no position of this source: it starts from the beginning");
+                continue;
+            }
+            let readers: Vec<&mut Reader> = sources.iter_mut().filter(|r| r.node == node).collect();
+            // Read as when the snapshot was taken: each reader takes up its
+            // own splits' event time.
+            let same = states.len() == readers.len();
+            for reader in readers {
+                let own = states.iter().position(|(name, _)| *name == reader.name);
+                reader.task.resume(snapshot, &states, own.filter(|_| same))?;
             }
         }
     }
 
-    let producers = graph.sources.len() + graph.subtasks();
+    let producers = sources.len() + graph.subtasks();
     let (sink_tx, sink_rx) = sync_channel::<SinkMessage>(CHANNEL_BATCHES * graph.subtasks().max(1));
     let (ack_tx, ack_rx) = channel::<Ack>();
     let (trigger_tx, trigger_rx) = channel::<Trigger>();
@@ -141,7 +147,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
         CoordinatorConfig {
             pipeline: spec.name.clone(),
             operators: graph.stage_layouts(),
-            sources: graph.sources.iter().map(|s| s.name.clone()).collect(),
+            sources: sources.iter().map(|r| r.name.clone()).collect(),
             max_parallelism: spec.max_parallelism,
             schedule: settings.clone(),
             local_dir: start.local_checkpoints.clone(),
@@ -177,7 +183,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     // Every source takes part in every snapshot.
     let mut source_triggers = Vec::new();
     let mut trigger_fanout = Vec::new();
-    for _ in &graph.sources {
+    for _ in &sources {
         let (tx, rx) = channel::<Trigger>();
         trigger_fanout.push(tx);
         source_triggers.push(rx);
@@ -192,8 +198,10 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     // Channels first (every producer's routes), then the threads.
     let line = spec.operators.is_empty();
     let mut wiring = Wiring::new(&graph, &plans, &code, env.dead_letter.is_some(), line);
-    let source_plans: Vec<PortsPlan> =
-        graph.sources.iter().map(|s| wiring.ports(&s.outputs)).collect::<Result<_, _>>()?;
+    let source_plans: Vec<PortsPlan> = sources
+        .iter()
+        .map(|r| wiring.ports(&graph.sources[r.node].outputs))
+        .collect::<Result<_, _>>()?;
     let mut stage_plans: Vec<Vec<PortsPlan>> = Vec::new();
     for stage in &graph.stages {
         let plans = (0..stage.parallelism)
@@ -210,7 +218,11 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
             .map(|s| (s.name.clone(), usize::from(s.parallelism)))
             .collect::<Vec<_>>(),
     );
-    let source_counts = metrics.start_sources(graph.topology());
+    let mut topology = graph.topology();
+    for (node, (_, tasks)) in topology.sources.iter_mut().enumerate() {
+        *tasks = sources.iter().filter(|r| r.node == node).count();
+    }
+    let source_counts = metrics.start_sources(topology);
     let mut counts = subtask_counts.into_iter();
     let mut subtask_threads = Vec::new();
     let mut slot = 0;
@@ -254,7 +266,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
             let (plan, env, handle) = (operator_plan.clone(), env.clone(), options.handle.clone());
             let (role, owner) = (stage.role(), format!("{}[{index}]", stage.name));
             let links_sink = sink_tx.clone();
-            let from = graph.sources.len() + slot;
+            let from = sources.len() + slot;
             let shutdown = ack_tx.clone();
             subtask_threads.push(spawn(&format!("{}-{index}", stage.name), move || {
                 let result =
@@ -283,13 +295,12 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
 
     tracing::debug!(elapsed = ?started.elapsed(), "pipeline started");
     let mut source_threads = Vec::new();
-    for ((index, (task, ports)), triggers) in
+    for ((index, (Reader { name, task, .. }, ports)), triggers) in
         sources.into_iter().zip(source_plans).enumerate().zip(source_triggers)
     {
         let (env, handle, sink, acks) =
             (env.clone(), options.handle.clone(), sink_tx.clone(), ack_tx.clone());
         let progress = options.progress.clone();
-        let name = graph.sources[index].name.clone();
         let counts = source_counts.get(index).cloned().unwrap_or_default();
         source_threads.push(spawn(&format!("source-{name}"), move || {
             let metrics = &handle.metrics;
@@ -359,6 +370,53 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
         "pipeline finished"
     );
     Ok(summary)
+}
+
+/// One source task: a reader of a source node (a node read in parallel
+/// has several, each with its share of the input).
+struct Reader {
+    /// Its source node, by index in the graph.
+    node: usize,
+    /// Its name in snapshots and thread names: the node's, or
+    /// `<node>#<i>` when the node has several readers.
+    name: String,
+    task: SourceTask,
+}
+
+/// The name of reader `index` of `count` of source node `node`.
+fn reader_name(node: &str, index: usize, count: usize) -> String {
+    if count == 1 {
+        node.to_string()
+    } else {
+        format!("{node}#{index}")
+    }
+}
+
+/// What a snapshot's `recorded` source states hold for source node
+/// `node`, by reader name: the whole of it when the pipeline has one
+/// source (`only`) that one reader read, else its entries for `node` and
+/// each `node#<i>`. Null entries (no position) are left out.
+fn recorded_states<'a>(
+    recorded: &'a serde_json::Value,
+    node: &str,
+    only: bool,
+) -> Vec<(String, &'a serde_json::Value)> {
+    if only && recorded.get("position").is_some() {
+        return vec![(node.to_string(), recorded)];
+    }
+    let Some(entries) = recorded.as_object() else { return Vec::new() };
+    let of_node = |name: &str| {
+        name == node
+            || name
+                .strip_prefix(node)
+                .and_then(|rest| rest.strip_prefix('#'))
+                .is_some_and(|index| index.parse::<usize>().is_ok())
+    };
+    entries
+        .iter()
+        .filter(|(name, state)| of_node(name) && !state.is_null())
+        .map(|(name, state)| (name.clone(), state))
+        .collect()
 }
 
 /// Builds every producer's routes, making a channel to each subtask a

@@ -16,8 +16,8 @@ use crate::units::millis;
 /// The graph of a run's tasks, by node name.
 #[derive(Debug, Clone, Default)]
 pub struct Topology {
-    /// Source nodes.
-    pub sources: Vec<String>,
+    /// Source nodes: name and source tasks (readers), in task order.
+    pub sources: Vec<(String, usize)>,
     /// Keyed stages: name and parallelism, in subtask order.
     pub stages: Vec<(String, usize)>,
     /// Sink nodes: name (`main` for a line spec's main sink) and whether
@@ -117,8 +117,11 @@ impl Sampler {
             Some(TaskMetrics::between(index, now, rates, seconds))
         };
         let mut operators = Vec::new();
-        for (i, name) in topology.sources.iter().enumerate() {
-            let tasks = task(0, &|s| s.sources.get(i)).into_iter().collect();
+        let mut first = 0;
+        for (name, readers) in &topology.sources {
+            let tasks =
+                (0..*readers).filter_map(|i| task(i, &|s| s.sources.get(first + i))).collect();
+            first += readers;
             operators.push(OperatorMetrics::new(name, "source", tasks));
         }
         // Key functions run chained into their producers, on their
@@ -355,7 +358,7 @@ mod tests {
     #[test]
     fn rates_and_time_shares_are_taken_between_the_last_two_samples() {
         let topology = Topology {
-            sources: vec!["source".into()],
+            sources: vec![("source".into(), 1)],
             stages: vec![("process".into(), 1)],
             sinks: vec![("main".into(), false)],
             edges: vec![("source".into(), "process".into())],

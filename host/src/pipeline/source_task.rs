@@ -80,19 +80,35 @@ impl SourceTask {
         }
     }
 
-    /// Seek the source to where `state` (its part of `snapshot`) recorded
-    /// it, and take up its watermarks.
+    /// Seek the source to where `states` (the readers' states of its node
+    /// in `snapshot`, by name) recorded it, and take up its event time: the
+    /// splits' of state `own` (the snapshot was taken with the same
+    /// readers), else the least watermark the readers had emitted.
     pub(crate) fn resume(
         &mut self,
         snapshot: &LocatedSnapshot,
-        state: &serde_json::Value,
+        states: &[(String, &serde_json::Value)],
+        own: Option<usize>,
     ) -> Result<(), RunError> {
         let resume = |message: String| RunError::Resume { id: snapshot.metadata.id, message };
-        let state: SourceState = serde_json::from_value(state.clone())
-            .map_err(|e| resume(format!("source state: {e}")))?;
-        self.source.seek(&state.position).map_err(|e| resume(e.to_string()))?;
-        if let (Some(watermarks), Some(saved)) = (&mut self.watermarks, &state.watermarks) {
-            self.resumed_watermark = watermarks.restore(saved);
+        let states: Vec<SourceState> = states
+            .iter()
+            .map(|(name, state)| {
+                serde_json::from_value((*state).clone())
+                    .map_err(|e| resume(format!("state of source {name}: {e}")))
+            })
+            .collect::<Result<_, _>>()?;
+        let positions: Vec<serde_json::Value> = states.iter().map(|s| s.position.clone()).collect();
+        self.source.seek_merged(&positions).map_err(|e| resume(e.to_string()))?;
+        let Some(watermarks) = &mut self.watermarks else { return Ok(()) };
+        match own.and_then(|i| states[i].watermarks.as_ref()) {
+            Some(saved) => self.resumed_watermark = watermarks.restore(saved),
+            None => {
+                let emitted: Option<Vec<i64>> =
+                    states.iter().map(|s| s.watermarks.as_ref().map(|w| w.emitted)).collect();
+                self.resumed_watermark =
+                    emitted.and_then(|e| e.into_iter().min()).filter(|&w| w > i64::MIN);
+            }
         }
         Ok(())
     }

@@ -95,6 +95,11 @@ pub struct KafkaSourceConfig {
     /// Weir sets itself.
     #[serde(default)]
     pub properties: BTreeMap<String, String>,
+    /// Source tasks reading the partitions, each on a thread and consumer
+    /// of its own: task `i` of `n` reads every `n`-th partition from the
+    /// `i`-th (at most one task per partition). Default 1.
+    #[serde(default = "one_reader")]
+    pub parallelism: u16,
     /// Set by a cluster plan, never in a spec: read only this partition of
     /// the topic (an ingest unit's input partition, a task's partition of
     /// an exchange topic).
@@ -117,10 +122,24 @@ pub enum OnDataLoss {
     Skip,
 }
 
+/// A Kafka source's default `parallelism`.
+fn one_reader() -> u16 {
+    1
+}
+
+/// The most source tasks one Kafka source may have.
+const MAX_READERS: u16 = 256;
+
 impl SourceConfig for KafkaSourceConfig {
     fn validate(&self) -> Result<(), ConfigError> {
         if self.topics.is_empty() == self.topic_pattern.is_none() {
             return Err(ConfigError::new("topics", "give either `topics` or `topic_pattern`"));
+        }
+        if !(1..=MAX_READERS).contains(&self.parallelism) {
+            return Err(ConfigError::new(
+                "parallelism",
+                format!("{} source tasks: give 1 to {MAX_READERS}", self.parallelism),
+            ));
         }
         super::check_properties(&self.properties)
     }
@@ -131,6 +150,20 @@ impl SourceConfig for KafkaSourceConfig {
 
     fn open(&self, pipeline: &str) -> Result<Box<dyn Source>, ConnectorError> {
         Ok(Box::new(KafkaSource::open(self, pipeline)?))
+    }
+
+    fn open_readers(&self, pipeline: &str) -> Result<Vec<Box<dyn Source>>, ConnectorError> {
+        let readers = KafkaSource::open_readers(self, pipeline)?;
+        Ok(readers.into_iter().map(|r| Box::new(r) as Box<dyn Source>).collect())
+    }
+
+    fn max_readers(&self) -> usize {
+        // A cluster plan's source reads one partition, or an exchange topic.
+        if self.partition.is_some() || self.exchange.is_some() {
+            1
+        } else {
+            usize::from(self.parallelism)
+        }
     }
 }
 
@@ -211,8 +244,47 @@ struct Position {
 impl KafkaSource {
     /// Connect, find the partitions and their fresh-start offsets; `seek`
     /// (a restore) replaces those before the first read assigns them. The
-    /// group is `group_id`, or `weir-<pipeline>`.
+    /// group is `group_id`, or `weir-<pipeline>`. Reads every partition,
+    /// whatever the config's `parallelism`.
     pub fn open(config: &KafkaSourceConfig, pipeline: &str) -> Result<Self, ConnectorError> {
+        let consumer = Self::consumer(config, pipeline)?;
+        let partitions = Self::partitions(&consumer, config)?;
+        Self::reading(config, consumer, partitions)
+    }
+
+    /// The readers of `config.parallelism` source tasks: the partitions
+    /// dealt out in turn, at most one reader per partition, each with a
+    /// consumer of its own (in the same group). A cluster plan's source
+    /// (one partition, or an exchange topic) is one reader.
+    pub fn open_readers(
+        config: &KafkaSourceConfig,
+        pipeline: &str,
+    ) -> Result<Vec<Self>, ConnectorError> {
+        let consumer = Self::consumer(config, pipeline)?;
+        let partitions = Self::partitions(&consumer, config)?;
+        let readers = config.max_readers().clamp(1, partitions.len().max(1));
+        let mut parts: Vec<Vec<Partition>> = (0..readers).map(|_| Vec::new()).collect();
+        for (i, partition) in partitions.into_iter().enumerate() {
+            parts[i % readers].push(partition);
+        }
+        let mut first = Some(consumer);
+        parts
+            .into_iter()
+            .map(|part| {
+                let consumer = match first.take() {
+                    Some(consumer) => consumer,
+                    None => Self::consumer(config, pipeline)?,
+                };
+                Self::reading(config, consumer, part)
+            })
+            .collect()
+    }
+
+    /// A consumer as the source sets it.
+    fn consumer(
+        config: &KafkaSourceConfig,
+        pipeline: &str,
+    ) -> Result<BaseConsumer<PartitionEnds>, ConnectorError> {
         let group_id = config.group_id.clone().unwrap_or_else(|| format!("weir-{pipeline}"));
         // Every assignment is at an offset Weir chose; one that turns out of
         // range while running (retention deleted records not yet read) fails
@@ -235,14 +307,21 @@ impl KafkaSource {
             // and the fetches could not keep up with a fast pipeline.
             ("fetch.queue.backoff.ms", FETCH_QUEUE_BACKOFF_MS),
         ];
-        let consumer: BaseConsumer<PartitionEnds> =
-            client_config(&config.bootstrap_servers, &ours, &config.properties)
-                .create_with_context(PartitionEnds::default())
-                .map_err(kafka_error("creating the consumer"))?;
-        let topics = resolve_topics(&consumer, config)?;
+        client_config(&config.bootstrap_servers, &ours, &config.properties)
+            .create_with_context(PartitionEnds::default())
+            .map_err(kafka_error("creating the consumer"))
+    }
+
+    /// Every partition `config` reads, in order of topic and partition;
+    /// bounded, with the end it reads to.
+    fn partitions(
+        consumer: &BaseConsumer<PartitionEnds>,
+        config: &KafkaSourceConfig,
+    ) -> Result<Vec<Partition>, ConnectorError> {
+        let topics = resolve_topics(consumer, config)?;
         let mut partitions = Vec::new();
         for topic in &topics {
-            let mut ids = topic_partitions(&consumer, topic)?;
+            let mut ids = topic_partitions(consumer, topic)?;
             if let Some(only) = config.partition {
                 if !ids.contains(&only) {
                     return Err(ConnectorError::Config {
@@ -270,6 +349,16 @@ impl KafkaSource {
                 });
             }
         }
+        Ok(partitions)
+    }
+
+    /// A source reading `partitions` through `consumer`, from their
+    /// fresh-start offsets.
+    fn reading(
+        config: &KafkaSourceConfig,
+        consumer: BaseConsumer<PartitionEnds>,
+        partitions: Vec<Partition>,
+    ) -> Result<Self, ConnectorError> {
         let mut source = Self {
             fetched: FetchQueue::new(&consumer),
             consumer,
@@ -639,6 +728,16 @@ impl Source for KafkaSource {
                 .map(|p| (format!("{}/{}", p.topic, p.partition), p.next))
                 .collect(),
         })
+    }
+
+    fn seek_merged(&mut self, positions: &[serde_json::Value]) -> Result<(), ConnectorError> {
+        // Each reader recorded its own partitions: together, every one.
+        let mut offsets = BTreeMap::new();
+        for position in positions {
+            let position: Position = decode(|| "kafka source".to_string(), position)?;
+            offsets.extend(position.offsets);
+        }
+        self.seek(&encode(&Position { offsets }))
     }
 
     fn seek(&mut self, position: &serde_json::Value) -> Result<(), ConnectorError> {
