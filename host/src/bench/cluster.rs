@@ -82,6 +82,8 @@ pub struct ClusterBench {
     /// The keyed stage's parallelism in a one-process run (the cluster
     /// runs have one task per input partition).
     pub process_parallelism: u16,
+    /// The Kafka source's tasks in a one-process run.
+    pub source_tasks: u16,
     /// Where `revenue.wasm` is.
     pub functions_dir: PathBuf,
     /// Data directories, logs and `file://` checkpoint storage.
@@ -104,6 +106,8 @@ pub struct ClusterReport {
     pub partitions: u16,
     /// The keyed stage's parallelism in the one-process runs.
     pub process_parallelism: u16,
+    /// The Kafka source's tasks in the one-process runs.
+    pub source_tasks: u16,
     /// Where checkpoints went.
     pub storage: String,
     /// The broker alone, measured in this run.
@@ -376,6 +380,7 @@ impl Context<'_> {
             events: self.bench.events,
             partitions: PARTITIONS,
             process_parallelism: self.bench.process_parallelism,
+            source_tasks: self.bench.source_tasks,
             storage: format!("file://{}", self.bench.scratch.join("storage").display()),
             ceiling,
             runs,
@@ -449,9 +454,9 @@ impl Context<'_> {
     /// The pipeline spec of `name` run as `mode`, reading `input`, writing
     /// `output`.
     fn spec(&self, name: &str, input: &str, output: &str, mode: Mode) -> String {
-        let parallelism = match mode {
-            Mode::OneProcess { .. } => self.bench.process_parallelism,
-            Mode::Workers(_) => PARTITIONS,
+        let (parallelism, source_tasks) = match mode {
+            Mode::OneProcess { .. } => (self.bench.process_parallelism, self.bench.source_tasks),
+            Mode::Workers(_) => (PARTITIONS, 1),
         };
         let wasm = self.bench.functions_dir.join("revenue.wasm");
         let storage = self.bench.scratch.join("storage").join(name);
@@ -462,7 +467,7 @@ impl Context<'_> {
         };
         format!(
             "name: {name}\nparallelism: {parallelism}\n\
-             source:\n  type: kafka\n  bootstrap_servers: {kafka}\n  topics: [{input}]\n  start: earliest\n\
+             source:\n  type: kafka\n  bootstrap_servers: {kafka}\n  topics: [{input}]\n  start: earliest\n  parallelism: {source_tasks}\n\
              key: {{ wasm: {wasm:?} }}\nprocess: {{ wasm: {wasm:?} }}\n\
              sink:\n  type: kafka\n  bootstrap_servers: {kafka}\n  topic: {output}\n  {delivery}\
              checkpoint: {{ interval: 1s, storage: \"file://{}\" }}\n",
@@ -1573,8 +1578,13 @@ fn number(text: &[u8], field: &[u8]) -> Option<u64> {
 pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
-        "revenue pipeline, Kafka → key/process (Wasm) → Kafka; {} input partitions; P = {} in one process, {} tasks in a cluster; checkpoint 1 s to {}",
-        report.partitions, report.process_parallelism, report.partitions, report.storage
+        "revenue pipeline, Kafka → key/process (Wasm) → Kafka; {} input partitions; P = {} in one process ({} source task{}), {} tasks in a cluster; checkpoint 1 s to {}",
+        report.partitions,
+        report.process_parallelism,
+        report.source_tasks,
+        if report.source_tasks == 1 { "" } else { "s" },
+        report.partitions,
+        report.storage
     )?;
     writeln!(
         out,
@@ -1786,6 +1796,7 @@ mod tests {
             steady_keys: 1,
             sigterm: false,
             process_parallelism: 2,
+            source_tasks: 1,
             functions_dir: PathBuf::from("/f"),
             scratch: PathBuf::from("/tmp/s"),
         };

@@ -105,6 +105,10 @@ pub struct ClusterArgs {
     /// cores, at most the input partitions).
     #[arg(long)]
     process_parallelism: Option<u16>,
+    /// The Kafka source's tasks in the one-process runs (its
+    /// `parallelism`).
+    #[arg(long, default_value_t = 1)]
+    source_tasks: u16,
     /// Where `revenue.wasm` is.
     #[arg(long)]
     functions_dir: Option<PathBuf>,
@@ -229,6 +233,7 @@ fn bench_cluster(
                 u16::try_from(cores).unwrap_or(u16::MAX)
             })
             .clamp(1, cluster::PARTITIONS),
+        source_tasks: args.source_tasks.clamp(1, cluster::PARTITIONS),
         functions_dir,
         scratch: args.scratch.clone(),
     };
