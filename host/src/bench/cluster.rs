@@ -136,6 +136,9 @@ pub struct Ceiling {
     pub consume_median: f64,
     /// Median of `pass_through`.
     pub pass_through_median: f64,
+    /// The pass-through's latency at the latency runs' rate: what Weir's
+    /// latency compares with (none if no latency run).
+    pub pass_through_latency: Option<Latency>,
 }
 
 impl Ceiling {
@@ -189,6 +192,23 @@ pub struct Latency {
     pub p99_ms: f64,
     /// Largest.
     pub max_ms: f64,
+}
+
+impl Latency {
+    /// The percentiles of `summary` (none recorded: zeros), at `rate`.
+    fn of(rate: f64, summary: Option<LatencySummary>) -> Self {
+        let ms = |pick: fn(&LatencySummary) -> u64| {
+            summary.as_ref().map_or(0.0, |s| pick(s) as f64 / 1000.0)
+        };
+        Latency {
+            rate,
+            records: summary.map_or(0, |s| s.count),
+            p50_ms: ms(|s| s.p50_us),
+            p90_ms: ms(|s| s.p90_us),
+            p99_ms: ms(|s| s.p99_us),
+            max_ms: ms(|s| s.max_us),
+        }
+    }
 }
 
 /// One rebalance run: two workers, state of `keys` keys.
@@ -365,6 +385,15 @@ impl Context<'_> {
             ceiling.consume.push(raw.consume);
             ceiling.pass_through.push(raw.pass_through);
             runs.push(report);
+            if let Some(rate) = latency_rate.filter(|_| ceiling.pass_through_latency.is_none()) {
+                if self.bench.latency_seconds > 0 {
+                    progress(&format!(
+                        "raw pass-through: latency at {rate:.0} events/s for {} s",
+                        self.bench.latency_seconds
+                    ));
+                    ceiling.pass_through_latency = Some(self.pass_through_latency(rate)?);
+                }
+            }
         }
         ceiling.produce_median = super::median_of(ceiling.produce.clone());
         ceiling.consume_median = super::median_of(ceiling.consume.clone());
@@ -616,18 +645,31 @@ impl Context<'_> {
         watcher.measure_latency_from(n);
         produce(producer, input, n..n + count, |id| id % THROUGHPUT_KEYS, Some(rate))?;
         watcher.wait_for(n + count, procs, label)?;
-        let summary = watcher.snapshot().latency.summary();
-        let ms = |pick: fn(&LatencySummary) -> u64| {
-            summary.as_ref().map_or(0.0, |s| pick(s) as f64 / 1000.0)
-        };
-        Ok(Latency {
-            rate,
-            records: summary.map_or(0, |s| s.count),
-            p50_ms: ms(|s| s.p50_us),
-            p90_ms: ms(|s| s.p90_us),
-            p99_ms: ms(|s| s.p99_us),
-            max_ms: ms(|s| s.max_us),
-        })
+        Ok(Latency::of(rate, watcher.snapshot().latency.summary()))
+    }
+
+    /// The latency of the raw pass-through (as the ceiling measures it:
+    /// one consumer and one producer with the Kafka sink's settings) at
+    /// `rate` orders a second, for the latency runs' seconds, on topics of
+    /// its own.
+    fn pass_through_latency(&self, rate: f64) -> Result<Latency, BenchError> {
+        let name = format!("{}-raw-latency", self.run_id);
+        let (input, output) = (format!("{name}-in"), format!("{name}-out"));
+        self.kafka.create_topics(&[&input, &output])?;
+        let count = ((rate * self.bench.latency_seconds as f64) as u64).max(1);
+        let watcher = Watcher::start(&self.kafka, &output, &[count])?;
+        watcher.measure_latency_from(0);
+        let producer = self.kafka.producer()?;
+        std::thread::scope(|scope| {
+            let passing = scope.spawn(|| self.kafka.pass_through_rate(&input, &output, count));
+            produce(&producer, &input, 0..count, |id| id % THROUGHPUT_KEYS, Some(rate))?;
+            passing
+                .join()
+                .map_err(|_| BenchError::Io("the raw pass-through panicked".into()))??;
+            Ok::<_, BenchError>(())
+        })?;
+        watcher.wait_for(count, &mut [], "raw pass-through")?;
+        Ok(Latency::of(rate, watcher.snapshot().latency.summary()))
     }
 
     /// Two workers with state of `keys` keys, a steady input, one killed;
@@ -1287,8 +1329,8 @@ impl Kafka {
     }
 
     /// Read `count` records of `input` from the beginning,
-    /// `read_committed`, producing each (its key and value) to `output`,
-    /// until all are delivered; events/s.
+    /// `read_committed`, producing each (its key, value and timestamp) to
+    /// `output`, until all are delivered; events/s.
     fn pass_through_rate(&self, input: &str, output: &str, count: u64) -> Result<f64, BenchError> {
         let producer = self.sink_like_producer()?;
         let started = Instant::now();
@@ -1297,6 +1339,9 @@ impl Kafka {
                 BaseRecord::to(output).payload(message.payload().unwrap_or_default());
             if let Some(key) = message.key() {
                 record = record.key(key);
+            }
+            if let Some(timestamp) = message.timestamp().to_millis() {
+                record = record.timestamp(timestamp);
             }
             send_waiting(&producer, record, Duration::from_millis(1))
                 .map_err(kafka_fail(format!("producing to {output}")))?;
@@ -1574,6 +1619,13 @@ fn number(text: &[u8], field: &[u8]) -> Option<u64> {
     std::str::from_utf8(&text[at..at + digits]).ok()?.parse().ok()
 }
 
+/// A latency's table cells: rate, p50, p90, p99, max (blank if none).
+fn latency_cells(latency: Option<&Latency>) -> [String; 5] {
+    latency.map_or_else(Default::default, |l| {
+        [l.rate, l.p50_ms, l.p90_ms, l.p99_ms, l.max_ms].map(|v| format!("{v:.0}"))
+    })
+}
+
 /// Write `report` as the table.
 pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
@@ -1631,16 +1683,7 @@ pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Resu
         let vs_one = one.map_or(String::new(), |o| {
             format!("{:.2}", over(run.steady_events_per_second, o.steady_events_per_second))
         });
-        let (rate, p50, p90, p99, max) = match &run.latency {
-            Some(l) => (
-                format!("{:.0}", l.rate),
-                format!("{:.0}", l.p50_ms),
-                format!("{:.0}", l.p90_ms),
-                format!("{:.0}", l.p99_ms),
-                format!("{:.0}", l.max_ms),
-            ),
-            None => Default::default(),
-        };
+        let [rate, p50, p90, p99, max] = latency_cells(run.latency.as_ref());
         let cells = [
             run.mode.clone(),
             format!("{:.0}", run.events_per_second),
@@ -1662,9 +1705,16 @@ pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Resu
         ];
         writeln!(out, "{}", row(cells.each_ref().map(String::as_str)))?;
     }
+    if let Some(latency) = &report.ceiling.pass_through_latency {
+        let [rate, p50, p90, p99, max] = latency_cells(Some(latency));
+        let mut cells: [&str; 14] = [""; 14];
+        cells[0] = "raw c+p";
+        cells[9..].copy_from_slice(&[&rate, &p50, &p90, &p99, &max].map(String::as_str));
+        writeln!(out, "{}", row(cells))?;
+    }
     writeln!(
         out,
-        "(EO: exactly-once, ALO: at-least-once Kafka sink; workers are exactly-once; c+p: the raw consume+produce rate)"
+        "(EO: exactly-once, ALO: at-least-once Kafka sink; workers are exactly-once; c+p: the raw consume+produce rate, its latency at the same rate)"
     )?;
     writeln!(out)?;
     writeln!(out, "CPU seconds per 1M events by thread (sum over the run's processes):")?;
