@@ -320,3 +320,38 @@ fn a_low_rate_run_hands_each_event_on_within_the_linger_instead_of_filling_a_bat
     let max_us = latency["max_us"].as_u64().unwrap();
     assert!(max_us < 1_000_000, "an event waited for its batch to fill: {report}");
 }
+
+#[test]
+fn the_kafka_bench_measures_the_pipeline_and_the_raw_client_on_a_real_broker() {
+    let kafka = crate::kafka_support::TestKafka::start();
+    let functions = function("revenue").parent().unwrap().to_path_buf();
+    let scratch = tempfile::tempdir().unwrap();
+    let bootstrap = kafka.bootstrap();
+    let output = weir(&[
+        "bench",
+        "cluster",
+        "--kafka",
+        &bootstrap,
+        "--runs",
+        "one-process-alo",
+        "--events",
+        "20000",
+        "--state-keys",
+        "0",
+        "--latency-seconds",
+        "1",
+        "--functions-dir",
+        functions.to_str().unwrap(),
+        "--scratch",
+        scratch.path().to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let run = &report["runs"][0];
+    assert_eq!((run["outputs"].as_u64(), run["duplicates"].as_u64()), (Some(20000), Some(0)));
+    // The raw client's latency, at the rate the pipeline's was measured at.
+    let raw = &report["ceiling"]["pass_through_latency"];
+    assert!(raw["records"].as_u64().unwrap() > 0, "{raw}");
+    assert_eq!(raw["rate"], run["latency"]["rate"]);
+}
