@@ -651,24 +651,28 @@ impl Context<'_> {
     /// The latency of the raw pass-through (as the ceiling measures it:
     /// one consumer and one producer with the Kafka sink's settings) at
     /// `rate` orders a second, for the latency runs' seconds, on topics of
-    /// its own.
+    /// its own; measured once a first few orders have passed through, as
+    /// the pipeline's is measured once it runs.
     fn pass_through_latency(&self, rate: f64) -> Result<Latency, BenchError> {
+        const WARM_UP: u64 = 1000;
+        let label = "raw pass-through";
         let name = format!("{}-raw-latency", self.run_id);
         let (input, output) = (format!("{name}-in"), format!("{name}-out"));
         self.kafka.create_topics(&[&input, &output])?;
         let count = ((rate * self.bench.latency_seconds as f64) as u64).max(1);
-        let watcher = Watcher::start(&self.kafka, &output, &[count])?;
-        watcher.measure_latency_from(0);
+        let total = WARM_UP + count;
+        let watcher = Watcher::start(&self.kafka, &output, &[total])?;
         let producer = self.kafka.producer()?;
         std::thread::scope(|scope| {
-            let passing = scope.spawn(|| self.kafka.pass_through_rate(&input, &output, count));
-            produce(&producer, &input, 0..count, |id| id % THROUGHPUT_KEYS, Some(rate))?;
-            passing
-                .join()
-                .map_err(|_| BenchError::Io("the raw pass-through panicked".into()))??;
+            let passing = scope.spawn(|| self.kafka.pass_through_rate(&input, &output, total));
+            produce(&producer, &input, 0..WARM_UP, |id| id % THROUGHPUT_KEYS, None)?;
+            watcher.wait_for(WARM_UP, &mut [], label)?;
+            watcher.measure_latency_from(WARM_UP);
+            produce(&producer, &input, WARM_UP..total, |id| id % THROUGHPUT_KEYS, Some(rate))?;
+            passing.join().map_err(|_| BenchError::Io(format!("the {label} panicked")))??;
             Ok::<_, BenchError>(())
         })?;
-        watcher.wait_for(count, &mut [], "raw pass-through")?;
+        watcher.wait_for(total, &mut [], label)?;
         Ok(Latency::of(rate, watcher.snapshot().latency.summary()))
     }
 
