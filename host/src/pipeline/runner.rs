@@ -490,3 +490,35 @@ impl<'a> Wiring<'a> {
         Ok(plan)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn names(states: &[(String, &serde_json::Value)]) -> Vec<String> {
+        states.iter().map(|(name, _)| name.clone()).collect()
+    }
+
+    #[test]
+    fn a_source_finds_the_states_of_every_reader_it_had() {
+        let one = json!({"position": {"offsets": {}}});
+        // One source, one reader: the state itself.
+        assert_eq!(names(&recorded_states(&one, "source", true)), ["source"]);
+        // One source, three readers.
+        let three = json!({"source#0": one, "source#1": one, "source#2": one});
+        assert_eq!(
+            names(&recorded_states(&three, "source", true)),
+            ["source#0", "source#1", "source#2"]
+        );
+        // Several sources: each its own, and not a source named alike.
+        let graph =
+            json!({"orders": one, "orders#0": one, "orders-2": one, "orders#x": one, "refs": null});
+        assert_eq!(names(&recorded_states(&graph, "orders", false)), ["orders", "orders#0"]);
+        assert!(recorded_states(&graph, "refs", false).is_empty(), "no position");
+        assert!(recorded_states(&json!(null), "source", true).is_empty());
+        assert_eq!(reader_name("orders", 0, 1), "orders");
+        assert_eq!(reader_name("orders", 1, 3), "orders#1");
+    }
+}
