@@ -267,16 +267,13 @@ impl KafkaSource {
         for (i, partition) in partitions.into_iter().enumerate() {
             parts[i % readers].push(partition);
         }
-        let mut first = Some(consumer);
+        // The first reader keeps the consumer that listed the partitions.
+        let consumers = std::iter::once(Ok(consumer))
+            .chain(std::iter::repeat_with(|| Self::consumer(config, pipeline)));
         parts
             .into_iter()
-            .map(|part| {
-                let consumer = match first.take() {
-                    Some(consumer) => consumer,
-                    None => Self::consumer(config, pipeline)?,
-                };
-                Self::reading(config, consumer, part)
-            })
+            .zip(consumers)
+            .map(|(part, consumer)| Self::reading(config, consumer?, part))
             .collect()
     }
 
@@ -730,18 +727,17 @@ impl Source for KafkaSource {
         })
     }
 
-    fn seek_merged(&mut self, positions: &[serde_json::Value]) -> Result<(), ConnectorError> {
-        // Each reader recorded its own partitions: together, every one.
-        let mut offsets = BTreeMap::new();
-        for position in positions {
-            let position: Position = decode(|| "kafka source".to_string(), position)?;
-            offsets.extend(position.offsets);
-        }
-        self.seek(&encode(&Position { offsets }))
+    fn seek(&mut self, position: &serde_json::Value) -> Result<(), ConnectorError> {
+        self.seek_merged(std::slice::from_ref(position))
     }
 
-    fn seek(&mut self, position: &serde_json::Value) -> Result<(), ConnectorError> {
-        let position: Position = decode(|| "kafka source".to_string(), position)?;
+    fn seek_merged(&mut self, positions: &[serde_json::Value]) -> Result<(), ConnectorError> {
+        // Each reader recorded its own partitions: together, every one.
+        let mut recorded = BTreeMap::new();
+        for position in positions {
+            let position: Position = decode(|| "kafka source".to_string(), position)?;
+            recorded.extend(position.offsets);
+        }
         let mut offsets = Vec::with_capacity(self.partitions.len());
         for p in &self.partitions {
             let (low, high) =
@@ -749,8 +745,7 @@ impl Source for KafkaSource {
                     kafka_error(format!("reading the offsets of {}/{}", p.topic, p.partition)),
                 )?;
             // A partition added since the checkpoint starts at its beginning.
-            let Some(&offset) = position.offsets.get(&format!("{}/{}", p.topic, p.partition))
-            else {
+            let Some(&offset) = recorded.get(&format!("{}/{}", p.topic, p.partition)) else {
                 offsets.push(low);
                 continue;
             };
