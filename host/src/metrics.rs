@@ -17,6 +17,40 @@ pub fn cpu_seconds() -> Option<f64> {
     process_cpu(std::path::Path::new("/proc/self/stat")).map(|(_, seconds)| seconds)
 }
 
+/// The whole machine's CPU time so far, in ticks: all of it, and what the
+/// hypervisor stole (time a virtual CPU was ready but another guest ran;
+/// `steal` in `/proc/stat`), if known.
+pub fn machine_cpu_ticks() -> Option<CpuTicks> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()?
+        .strip_prefix("cpu ")?
+        .split_whitespace()
+        .map(|field| field.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal [guest guest_nice]:
+    // guest time is already counted in user and nice.
+    Some(CpuTicks { all: fields.iter().take(8).sum(), stolen: *fields.get(7)? })
+}
+
+/// The machine's CPU time in ticks (see [`machine_cpu_ticks`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuTicks {
+    /// All CPU time, idle included.
+    pub all: u64,
+    /// Time stolen by the hypervisor.
+    pub stolen: u64,
+}
+
+impl CpuTicks {
+    /// The share of the machine's CPU time stolen since `before`.
+    pub fn stolen_since(&self, before: &CpuTicks) -> f64 {
+        let all = self.all.saturating_sub(before.all);
+        self.stolen.saturating_sub(before.stolen) as f64 / all.max(1) as f64
+    }
+}
+
 /// The name and CPU time so far (user + system) of the process or thread
 /// whose Linux `stat` file is `stat` (`/proc/<pid>/stat`,
 /// `/proc/<pid>/task/<tid>/stat`), if known.
@@ -40,6 +74,12 @@ mod tests {
             let spin = std::time::Instant::now();
             while spin.elapsed() < std::time::Duration::from_millis(50) {}
             assert!(super::cpu_seconds().unwrap() > 0.0);
+            let (before, after) = (super::machine_cpu_ticks().unwrap(), {
+                std::thread::sleep(std::time::Duration::from_millis(30));
+                super::machine_cpu_ticks().unwrap()
+            });
+            assert!(after.all > before.all, "{before:?} {after:?}");
+            assert!((0.0..=1.0).contains(&after.stolen_since(&before)));
         }
     }
 }
@@ -57,6 +97,10 @@ pub struct Measurement {
     pub peak_rss_bytes: u64,
     /// Checkpoints completed.
     pub checkpoints: usize,
+    /// The share of the machine's CPU time the hypervisor stole during the
+    /// run (on a virtual machine; 0 elsewhere), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stolen: Option<f64>,
     /// End-to-end latency, when recorded (`weir run --latency`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<crate::pipeline::latency::LatencySummary>,

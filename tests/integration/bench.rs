@@ -256,17 +256,21 @@ fn the_latency_bench_runs_live_loads_below_the_maximum_and_reports_percentiles()
             assert!(rate > 0.0 && rate < max, "{live}");
             let latency = &live["measurement"]["latency"];
             let events = live["measurement"]["events"].as_u64().unwrap();
-            assert_eq!(events, rate as u64, "a second of input: {live}");
-            // Every output is measured: one per order for the sum, one per
-            // window and customer for the window.
+            assert_eq!(events, 2 * rate as u64, "a second of warm-up, one measured: {live}");
+            // Every output after the warm-up is measured: one per order for
+            // the sum, one per window and customer for the window.
             let count = latency["count"].as_u64().unwrap();
+            let warm_up = latency["warm_up"].as_u64().unwrap();
             if live["workload"] == "sum" {
-                assert_eq!(count, events, "{live}");
+                assert!(warm_up > 0 && warm_up < events, "{live}");
+                assert_eq!(count + warm_up, events, "{live}");
             } else {
                 // The last windows may fire early, at the end of the input.
                 let early = latency["early"].as_u64().unwrap();
-                assert!(count + early > 0 && count + early <= events, "{live}");
+                assert!(count + early > 0 && count + early + warm_up <= events, "{live}");
             }
+            let stolen = live["measurement"]["stolen"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&stolen), "{live}");
             let at = |p: &str| latency[p].as_u64().unwrap();
             let order = [at("p50_us"), at("p90_us"), at("p99_us"), at("p999_us"), at("max_us")];
             assert!(order.windows(2).all(|w| w[0] <= w[1]), "{live}");

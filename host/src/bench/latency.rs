@@ -1,9 +1,10 @@
 //! `weir bench --latency`: end-to-end latency at fixed loads. For each
 //! workload (and checkpoint mode) one run as fast as it goes measures its
 //! maximum; then live runs (the generator's `rate`: events stamped with
-//! the wall clock as they are made) at 10 %, 50 % and 90 % of it and a
+//! the wall-clock time each was due) at 10 %, 50 % and 90 % of it and a
 //! bursty one (10 % on average, each second's events within its first
-//! 100 ms) record each written event's latency, from ingestion to the
+//! 100 ms) record each written event's latency after a warm-up of
+//! [`LIVE_WARM_UP`], from ingestion to the
 //! sink's write, or with checkpoints to the commit that makes it visible
 //! (a window's result: from its end, with no out-of-orderness allowed),
 //! in an HDR histogram (see
@@ -17,6 +18,11 @@ use std::time::Duration;
 
 use super::{measure, BenchError, Case, Implementation, Load, Measurement, Workload};
 use crate::pipeline::latency::LatencySummary;
+
+/// How long each live run goes before its latency is recorded (its
+/// start-up: the Wasm instances' first calls, fresh memory); the run is
+/// that much longer than `--latency-seconds`.
+pub const LIVE_WARM_UP: Duration = Duration::from_secs(1);
 
 /// The steady loads, as shares of the maximum.
 pub const STEADY_SHARES: [f64; 3] = [0.1, 0.5, 0.9];
@@ -86,10 +92,10 @@ pub fn run_latency(
     let lingers = if suite.lingers.is_empty() { vec![None] } else { suite.lingers.clone() };
     if !suite.json {
         let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-        writeln!(out, "{cores} cores; Wasm functions; {} keys; {} s per live run; latency in ms from ingestion to the output's write, with checkpoints to its commit (window: from its end); cores: CPU seconds per second", suite.keys, suite.seconds).map_err(write)?;
+        writeln!(out, "{cores} cores; Wasm functions; {} keys; {} s per live run after {} s of warm-up; latency in ms from ingestion to the output's write, with checkpoints to its commit (window: from its end); cores: CPU seconds per second; stolen: the machine's CPU time the hypervisor took", suite.keys, suite.seconds, LIVE_WARM_UP.as_secs()).map_err(write)?;
         writeln!(
             out,
-            "{:<8} {:>4} {:>6} {:<11} {:>10} {:>10} {:>6}  {:>7} {:>7} {:>7} {:>7} {:>7}",
+            "{:<8} {:>4} {:>6} {:<11} {:>10} {:>10} {:>6} {:>6}  {:>7} {:>7} {:>7} {:>7} {:>7}",
             "workload",
             "chk",
             "linger",
@@ -97,6 +103,7 @@ pub fn run_latency(
             "events/s",
             "achieved",
             "cores",
+            "stolen",
             "p50",
             "p90",
             "p99",
@@ -118,7 +125,7 @@ pub fn run_latency(
                 let max = measure(weir, &full, &suite.functions_dir, &suite.scratch)?.rate();
                 row.write_max(out, max).map_err(write)?;
                 for (name, load) in loads(*first_max.get_or_insert(max)) {
-                    let events = load.rate * suite.seconds.max(1);
+                    let events = load.rate * (suite.seconds.max(1) + LIVE_WARM_UP.as_secs());
                     let live = case(workload, events, checkpoints, Some(load), linger);
                     let measured = measure(weir, &live, &suite.functions_dir, &suite.scratch)?;
                     let latency = measured.latency.ok_or_else(|| BenchError::Run {
@@ -189,11 +196,12 @@ impl Row<'_> {
         let ms = |us: u64| us as f64 / 1000.0;
         writeln!(
             out,
-            "{} {:>9.3}M {:>9.3}M {:>6.2}  {:>7.1} {:>7.1} {:>7.1} {:>7.1} {:>7.1}",
+            "{} {:>9.3}M {:>9.3}M {:>6.2} {:>6}  {:>7.1} {:>7.1} {:>7.1} {:>7.1} {:>7.1}",
             self.columns(name),
             load.rate as f64 / 1e6,
             measured.rate() / 1e6,
             measured.cpu_seconds / measured.seconds.max(1e-9),
+            measured.stolen.map_or("-".to_string(), |share| format!("{:.1}%", share * 100.0)),
             ms(latency.p50_us),
             ms(latency.p90_us),
             ms(latency.p99_us),

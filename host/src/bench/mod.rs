@@ -345,7 +345,10 @@ pub fn measure(
         .arg("--data-dir")
         .arg(dir.join("data"))
         .args(["--quiet", "--report-json"])
-        .args(case.load.map(|_| "--latency"))
+        .args(case.load.iter().flat_map(|_| {
+            let warm_up = format!("{}ms", latency::LIVE_WARM_UP.as_millis());
+            ["--latency".to_string(), "--latency-warm-up".to_string(), warm_up]
+        }))
         .env_remove("WEIR_FAULT")
         .env("WEIR_TASK_METRICS", case.workload.task_metrics())
         .output()

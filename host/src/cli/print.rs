@@ -102,6 +102,9 @@ pub fn print_summary(name: &str, summary: &RunSummary) {
         if l.early > 0 {
             eprintln!("  {} events written before their timestamp (not counted)", l.early);
         }
+        if l.warm_up > 0 {
+            eprintln!("  {} events stamped within the warm-up (not counted)", l.warm_up);
+        }
     }
     if let Some(rss) = weir_host::metrics::peak_rss_bytes() {
         eprintln!("  peak RSS {:.1} MiB", rss as f64 / f64::from(1 << 20));

@@ -55,6 +55,10 @@ pub struct RunArgs {
     /// ingestion time, as a generator's with `rate`).
     #[arg(long)]
     latency: bool,
+    /// With `--latency`: leave out events stamped within this long of the
+    /// start (e.g. `1s`), so the percentiles show the run, not its start-up.
+    #[arg(long, requires = "latency", value_parser = humantime::parse_duration)]
+    latency_warm_up: Option<Duration>,
 }
 
 /// Run the spec until its sources are exhausted or it is stopped.
@@ -79,10 +83,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             .map(|r| if r == "latest" { RestoreFrom::Latest } else { RestoreFrom::Path(r) });
     options.sink_delay = args.sink_delay_ms.map(Duration::from_millis);
     options.record_latency = args.latency;
+    options.latency_warm_up = args.latency_warm_up.unwrap_or_default();
     if !args.quiet && std::io::stderr().is_terminal() {
         options.progress = Some(progress_bar());
     }
+    let ticks = weir_host::metrics::machine_cpu_ticks();
     let summary = pipeline::run(&spec, &options)?;
+    let stolen = ticks.zip(weir_host::metrics::machine_cpu_ticks());
     if options.progress.is_some() {
         eprint!("\r{:79}\r", "");
     }
@@ -96,6 +103,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             cpu_seconds: weir_host::metrics::cpu_seconds().unwrap_or_default(),
             peak_rss_bytes: weir_host::metrics::peak_rss_bytes().unwrap_or_default(),
             checkpoints: summary.snapshots_completed,
+            stolen: stolen.map(|(before, after)| after.stolen_since(&before)),
             latency: summary.latency,
         };
         println!("{}", serde_json::to_string(&measurement)?);

@@ -18,12 +18,15 @@
 //!
 //! With `rate` it is a live stream instead: events come at that many a
 //! second in real time (with `burst_ms`, each second's events within its
-//! first `burst_ms`), each stamped with the wall clock when it is made,
-//! its ingestion time; `start_time` and `interval_ms` are then unused. A
+//! first `burst_ms`), each stamped with the wall-clock time it was due,
+//! its ingestion time (a source thread that falls behind its schedule
+//! shows as latency, not as late stamps); `start_time` and `interval_ms`
+//! are then unused. A
 //! batch holds what is due, so a low rate gives small batches that wait
 //! for nothing (what `weir bench --latency` measures).
 
 use std::fmt::Write as _;
+use std::ops::Range;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
@@ -157,7 +160,8 @@ pub struct GeneratorSource {
 /// The scale of [`GeneratorSource`]'s `hot`: 2²⁴.
 const HOT_SCALE: f64 = (1u64 << 24) as f64;
 
-/// A live generator's schedule: how many events are due since it started.
+/// A live generator's schedule: how many events are due since it started,
+/// and when each was due.
 #[derive(Debug, Clone, Copy)]
 pub struct Pace {
     /// Events a second.
@@ -165,7 +169,18 @@ pub struct Pace {
     /// Each second's events within its first this many ms (1000: evenly).
     burst_ms: u64,
     /// When it started, and the events given out since.
-    started: Option<(Instant, u64)>,
+    started: Option<Started>,
+}
+
+/// When a [`Pace`] started, on both clocks, and what it gave out since.
+#[derive(Debug, Clone, Copy)]
+struct Started {
+    /// The monotonic clock, which the schedule follows.
+    at: Instant,
+    /// The wall clock, µs since the epoch, which stamps the events.
+    wall_micros: i64,
+    /// Events given out since.
+    given: u64,
 }
 
 impl Pace {
@@ -181,21 +196,41 @@ impl Pace {
         elapsed.as_secs() * self.rate + (within * self.rate as f64) as u64
     }
 
-    /// How many of `wanted` events may be given out now (at least one
-    /// when any is due), and how long to wait when none is: until the next
-    /// is due, at most a millisecond.
-    fn allow(&mut self, wanted: u64) -> Result<u64, Duration> {
+    /// How long after the start event `index` (from 0) is due: the
+    /// inverse of [`Pace::due`].
+    fn due_after(&self, index: u64) -> Duration {
+        let (secs, nth) = (index / self.rate, index % self.rate + 1);
+        let nanos = (u128::from(nth) * u128::from(self.burst_ms) * 1_000_000)
+            .div_ceil(u128::from(self.rate));
+        Duration::from_secs(secs) + Duration::from_nanos(nanos as u64)
+    }
+
+    /// The wall-clock time (ms since the epoch) event `index` was due: its
+    /// timestamp. Stamping the schedule, not the moment the source got to
+    /// it, keeps a source that falls behind from hiding its delay.
+    fn stamp(&self, index: u64) -> i64 {
+        let wall_micros = self.started.map_or(0, |started| started.wall_micros);
+        (wall_micros + self.due_after(index).as_micros() as i64).div_euclid(1000)
+    }
+
+    /// The indexes of the events of `wanted` that may be given out now (at
+    /// least one when any is due), or how long to wait when none is: until
+    /// the next is due, at most a millisecond.
+    fn allow(&mut self, wanted: u64) -> Result<Range<u64>, Duration> {
         let now = Instant::now();
-        let (started, given) = *self.started.get_or_insert((now, 0));
-        let elapsed = now - started;
-        let due = self.due(elapsed).saturating_sub(given);
+        let started = *self.started.get_or_insert_with(|| Started {
+            at: now,
+            wall_micros: crate::state::ttl::now_micros(),
+            given: 0,
+        });
+        let due = self.due(now - started.at).saturating_sub(started.given);
         if due == 0 {
             let next = Duration::from_secs_f64(1.0 / self.rate as f64);
             return Err(next.min(Duration::from_millis(1)));
         }
         let allowed = due.min(wanted);
-        self.started = Some((started, given + allowed));
-        Ok(allowed)
+        self.started = Some(Started { given: started.given + allowed, ..started });
+        Ok(started.given..started.given + allowed)
     }
 }
 
@@ -224,7 +259,7 @@ impl GeneratorSource {
         self
     }
 
-    /// Make it live: events at `pace`, stamped with the wall clock.
+    /// Make it live: events at `pace`, stamped with when each was due.
     pub fn paced(mut self, pace: Pace) -> Self {
         self.pace = Some(pace);
         self
@@ -248,25 +283,30 @@ impl GeneratorSource {
 impl Source for GeneratorSource {
     fn next_batch(&mut self, max: usize, out: &mut Vec<Event>) -> Result<Polled, ConnectorError> {
         let mut n = self.remaining.min(max as u64);
-        let mut now = None;
+        let mut scheduled = None;
         if let Some(pace) = self.pace.as_mut().filter(|_| n > 0) {
             match pace.allow(n) {
-                Ok(allowed) => n = allowed,
+                Ok(allowed) => {
+                    n = allowed.end - allowed.start;
+                    scheduled = Some(allowed.start);
+                }
                 Err(wait) => {
                     std::thread::sleep(wait);
                     return Ok(Polled::single(true));
                 }
             }
-            now = Some(crate::state::ttl::now_millis());
         }
-        for _ in 0..n {
+        for i in 0..n {
             let id = self.next_id;
             let draw = self.next_random();
             let customer = if draw >> 40 < self.hot { 1 } else { draw % self.keys + 1 };
             let cents = self.next_random() % 10_000 + 1;
-            let timestamp = now.unwrap_or_else(|| {
-                self.start_millis.saturating_add(((id - 1).saturating_mul(self.interval_ms)) as i64)
-            });
+            let timestamp = match (&self.pace, scheduled) {
+                (Some(pace), Some(first)) => pace.stamp(first + i),
+                _ => self
+                    .start_millis
+                    .saturating_add(((id - 1).saturating_mul(self.interval_ms)) as i64),
+            };
             self.next_id += 1;
             if self.encoding == Encoding::Binary {
                 let order =
@@ -424,6 +464,37 @@ mod tests {
             [0, 50, 100, 500, 1050, 1999].map(|t| bursty.due(ms(t))),
             [0, 500, 1000, 1000, 1500, 2000]
         );
+    }
+
+    #[test]
+    fn each_event_is_due_when_the_pace_first_counts_it() {
+        for pace in [Pace::new(1000, None), Pace::new(1000, Some(100)), Pace::new(3, None)] {
+            for index in [0, 1, 2, 499, 998, 999, 1000, 2501] {
+                let at = pace.due_after(index);
+                assert!(pace.due(at) > index, "{pace:?}: {index} is due at {at:?}");
+                let before = at - Duration::from_nanos(1);
+                assert!(pace.due(before) <= index, "{pace:?}: {index} is due before {at:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_source_that_falls_behind_stamps_when_events_were_due_not_when_it_made_them() {
+        let mut source = GeneratorSource::new(1000, 4, 1, 0, 1).paced(Pace::new(1000, None));
+        let mut out = Vec::new();
+        while out.is_empty() {
+            source.next_batch(4096, &mut out).unwrap();
+        }
+        let started = out[0].timestamp;
+        std::thread::sleep(Duration::from_millis(60));
+        out.clear();
+        source.next_batch(4096, &mut out).unwrap();
+        // ~60 events were due while the source slept, one a millisecond.
+        assert!(out.len() >= 50, "{} events", out.len());
+        let stamps: Vec<i64> = out.iter().map(|e| e.timestamp - started).collect();
+        assert!(stamps[0] <= 2, "{stamps:?}");
+        assert!(stamps.windows(2).all(|w| w[1] - w[0] <= 1), "{stamps:?}");
+        assert!(stamps[stamps.len() - 1] >= 49, "{stamps:?}");
     }
 
     #[test]

@@ -11,13 +11,18 @@
 //! a figure is up to 1 ms above the true one. An event stamped later than
 //! its write (a window fired early by the end of a bounded input, whose
 //! watermark then jumps to the end of time) is counted as early instead.
+//! With a warm-up ([`LatencyRecorder::after_warm_up`]), events stamped
+//! before it ends are counted apart, not recorded: a run's first moments
+//! (its Wasm instances' first calls, fresh memory's page faults) say how
+//! it starts, not how it runs.
 
 use std::collections::BTreeMap;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+use crate::state::ttl::{now_micros, now_millis};
 use crate::Event;
 
 /// The longest latency told apart: an hour (longer ones count as an hour).
@@ -28,6 +33,10 @@ const HIGHEST_MICROS: u64 = 3_600_000_000;
 pub struct LatencyRecorder {
     histogram: Histogram<u64>,
     early: u64,
+    /// Events stamped before this (ms since the epoch) are not recorded.
+    recorded_from: i64,
+    /// Events not recorded for that.
+    warm_up: u64,
     /// Exactly-once output: per epoch not yet committed, how many events
     /// of each timestamp were written in it (`None`: visible when written).
     pending: Option<BTreeMap<u64, BTreeMap<i64, u64>>>,
@@ -39,14 +48,11 @@ impl Default for LatencyRecorder {
             histogram: Histogram::new_with_bounds(1, HIGHEST_MICROS, 3)
                 .expect("valid histogram bounds"),
             early: 0,
+            recorded_from: i64::MIN,
+            warm_up: 0,
             pending: None,
         }
     }
-}
-
-/// Now, in µs since the epoch.
-fn now_micros() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64)
 }
 
 impl LatencyRecorder {
@@ -54,6 +60,16 @@ impl LatencyRecorder {
     /// its epoch commits ([`LatencyRecorder::committed`]).
     pub fn until_commit() -> Self {
         Self { pending: Some(BTreeMap::new()), ..Self::default() }
+    }
+
+    /// Leave out events stamped within `warm_up` of now (counted as
+    /// [`LatencySummary::warm_up`]); none for a zero warm-up.
+    pub fn after_warm_up(self, warm_up: Duration) -> Self {
+        if warm_up.is_zero() {
+            return self;
+        }
+        let warm_up = i64::try_from(warm_up.as_millis()).unwrap_or(i64::MAX);
+        Self { recorded_from: now_millis().saturating_add(warm_up), ..self }
     }
 
     /// Record `events`, written now in `epoch`: with one clock read for
@@ -65,7 +81,11 @@ impl LatencyRecorder {
             // per run of equal timestamps.
             let counts = pending.entry(epoch).or_default();
             for run in events.chunk_by(|a, b| a.timestamp == b.timestamp) {
-                *counts.entry(run[0].timestamp).or_default() += run.len() as u64;
+                if run[0].timestamp < self.recorded_from {
+                    self.warm_up += run.len() as u64;
+                } else {
+                    *counts.entry(run[0].timestamp).or_default() += run.len() as u64;
+                }
             }
             return;
         }
@@ -77,6 +97,10 @@ impl LatencyRecorder {
     pub fn record_visible(&mut self, events: &[Event]) {
         let now = now_micros();
         for event in events {
+            if event.timestamp < self.recorded_from {
+                self.warm_up += 1;
+                continue;
+            }
             self.record_micros(now.saturating_sub(event.timestamp.saturating_mul(1000)));
         }
     }
@@ -109,9 +133,10 @@ impl LatencyRecorder {
     /// What was recorded; `None` if nothing was.
     pub fn summary(&self) -> Option<LatencySummary> {
         let h = &self.histogram;
-        (!h.is_empty() || self.early > 0).then(|| LatencySummary {
+        (!h.is_empty() || self.early > 0 || self.warm_up > 0).then(|| LatencySummary {
             count: h.len(),
             early: self.early,
+            warm_up: self.warm_up,
             p50_us: h.value_at_quantile(0.50),
             p90_us: h.value_at_quantile(0.90),
             p99_us: h.value_at_quantile(0.99),
@@ -129,6 +154,9 @@ pub struct LatencySummary {
     /// Events written before their timestamp, not recorded.
     #[serde(default)]
     pub early: u64,
+    /// Events stamped within the warm-up, not recorded.
+    #[serde(default)]
+    pub warm_up: u64,
     /// Median.
     pub p50_us: u64,
     /// 90th percentile.
@@ -168,6 +196,20 @@ mod tests {
         // An event stamped in the future is counted as early.
         recorder.record(2, &[event(now + 10_000)]);
         assert_eq!(recorder.summary().unwrap(), LatencySummary { early: 1, ..summary });
+    }
+
+    #[test]
+    fn events_stamped_within_the_warm_up_are_counted_apart() {
+        let warm_up = Duration::from_secs(60);
+        for mut recorder in [LatencyRecorder::default(), LatencyRecorder::until_commit()]
+            .map(|recorder| recorder.after_warm_up(warm_up))
+        {
+            let now = crate::state::ttl::now_millis();
+            recorder.record(1, &[event(now - 5_000), event(now), event(now + 61_000)]);
+            recorder.committed(1);
+            let summary = recorder.summary().unwrap();
+            assert_eq!((summary.count, summary.warm_up), (0, 2), "{summary:?}");
+        }
     }
 
     #[test]

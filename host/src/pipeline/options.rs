@@ -26,6 +26,9 @@ pub struct RunOptions {
     /// Record each written event's end-to-end latency (see
     /// [`latency`](super::latency)), reported in the run's summary.
     pub record_latency: bool,
+    /// With `record_latency`: leave out events stamped within this long of
+    /// the run's start.
+    pub latency_warm_up: Duration,
     /// Start from this snapshot. Without it a checkpointed pipeline resumes
     /// from its newest completed checkpoint, if any.
     pub restore: Option<RestoreFrom>,
@@ -65,6 +68,7 @@ impl RunOptions {
             progress: None,
             sink_delay: None,
             record_latency: false,
+            latency_warm_up: Duration::ZERO,
             restore: None,
             override_kafka_marker: false,
             handle: RunHandle::new(),

@@ -132,6 +132,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
             } else {
                 LatencyRecorder::default()
             }
+            .after_warm_up(options.latency_warm_up)
         }),
         handle: options.handle.clone(),
         acks: ack_tx.clone(),
