@@ -21,9 +21,8 @@
 //! first `burst_ms`), each stamped with the wall-clock time it was due,
 //! its ingestion time (a source thread that falls behind its schedule
 //! shows as latency, not as late stamps); `start_time` and `interval_ms`
-//! are then unused. A
-//! batch holds what is due, so a low rate gives small batches that wait
-//! for nothing (what `weir bench --latency` measures).
+//! are then unused. A batch holds what is due, so a low rate gives small
+//! batches that wait for nothing (what `weir bench --latency` measures).
 
 use std::fmt::Write as _;
 use std::ops::Range;
