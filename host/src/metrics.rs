@@ -31,7 +31,11 @@ pub fn machine_cpu_ticks() -> Option<CpuTicks> {
         .collect::<Option<_>>()?;
     // user nice system idle iowait irq softirq steal [guest guest_nice]:
     // guest time is already counted in user and nice.
-    Some(CpuTicks { all: fields.iter().take(8).sum(), stolen: *fields.get(7)? })
+    Some(CpuTicks {
+        all: fields.iter().take(8).sum(),
+        idle: fields.get(3)? + fields.get(4)?,
+        stolen: *fields.get(7)?,
+    })
 }
 
 /// The machine's CPU time in ticks (see [`machine_cpu_ticks`]).
@@ -39,6 +43,8 @@ pub fn machine_cpu_ticks() -> Option<CpuTicks> {
 pub struct CpuTicks {
     /// All CPU time, idle included.
     pub all: u64,
+    /// Idle time, waiting for I/O included.
+    pub idle: u64,
     /// Time stolen by the hypervisor.
     pub stolen: u64,
 }
@@ -46,8 +52,20 @@ pub struct CpuTicks {
 impl CpuTicks {
     /// The share of the machine's CPU time stolen since `before`.
     pub fn stolen_since(&self, before: &CpuTicks) -> f64 {
-        let all = self.all.saturating_sub(before.all);
-        self.stolen.saturating_sub(before.stolen) as f64 / all.max(1) as f64
+        self.stolen.saturating_sub(before.stolen) as f64 / self.all_since(before)
+    }
+
+    /// The machine's cores busy on average since `before` (not idle; time
+    /// stolen counts as busy).
+    pub fn busy_cores_since(&self, before: &CpuTicks) -> f64 {
+        let idle = self.idle.saturating_sub(before.idle);
+        let busy = self.all.saturating_sub(before.all).saturating_sub(idle);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        busy as f64 / self.all_since(before) * cores as f64
+    }
+
+    fn all_since(&self, before: &CpuTicks) -> f64 {
+        self.all.saturating_sub(before.all).max(1) as f64
     }
 }
 
@@ -80,6 +98,8 @@ mod tests {
             });
             assert!(after.all > before.all, "{before:?} {after:?}");
             assert!((0.0..=1.0).contains(&after.stolen_since(&before)));
+            let cores = std::thread::available_parallelism().unwrap().get() as f64;
+            assert!((0.0..=cores).contains(&after.busy_cores_since(&before)));
         }
     }
 }

@@ -439,16 +439,34 @@ impl Context<'_> {
         self.kafka.create_topics(&[&input, &output])?;
         let producer = self.kafka.producer()?;
         produce(&producer, &input, 0..orders, |id| id % THROUGHPUT_KEYS, None)?;
-        let dir = self.fresh_dir(&name)?;
-        let spec = dir.join("pipeline.yaml");
-        std::fs::write(&spec, self.spec(&name, &input, &output, mode))
-            .map_err(io("writing the warm-up spec"))?;
+        let (dir, spec) = self.run_dir(&name, &input, &output, mode)?;
         let watcher = Watcher::start(&self.kafka, &output, &[orders])?;
         let mut procs = self.start(mode, &spec, &dir)?;
         watcher.wait_for(orders, &mut procs, "warm-up")?;
         drop(procs);
-        remove_data(&dir, &self.bench.scratch.join("storage").join(&name));
+        self.remove_run(&dir, &name);
         Ok(())
+    }
+
+    /// A fresh directory for run `name` of `mode` from topic `input` to
+    /// `output`, with its spec written there: the directory and the spec.
+    fn run_dir(
+        &self,
+        name: &str,
+        input: &str,
+        output: &str,
+        mode: Mode,
+    ) -> Result<(PathBuf, PathBuf), BenchError> {
+        let dir = self.fresh_dir(name)?;
+        let spec = dir.join("pipeline.yaml");
+        std::fs::write(&spec, self.spec(name, input, output, mode))
+            .map_err(io("writing the pipeline spec"))?;
+        Ok((dir, spec))
+    }
+
+    /// Remove run `name`'s data directories (in `dir`) and checkpoints.
+    fn remove_run(&self, dir: &Path, name: &str) {
+        remove_data(dir, &self.bench.scratch.join("storage").join(name));
     }
 
     /// A fresh directory `name` under the scratch directory.
@@ -564,12 +582,9 @@ impl Context<'_> {
             mode.label(),
         ));
         let rates = RawRates { produce: produce_rate, consume: consume_rate, pass_through };
-        let dir = self.fresh_dir(&name)?;
-        let spec = dir.join("pipeline.yaml");
-        std::fs::write(&spec, self.spec(&name, &input, &output, mode))
-            .map_err(io("writing the pipeline spec"))?;
+        let (dir, spec) = self.run_dir(&name, &input, &output, mode)?;
         let watcher = Watcher::start(&self.kafka, &output, &rate_marks(n))?;
-        let machine = MachineCpu::now();
+        let machine = crate::metrics::machine_cpu_ticks();
         let started = Instant::now();
         let mut procs = self.start(mode, &spec, &dir)?;
         watcher.wait_for(n, &mut procs, &mode.label())?;
@@ -580,7 +595,9 @@ impl Context<'_> {
                 *cpu_by_thread.entry(group).or_insert(0.0) += seconds;
             }
         }
-        let machine_cores_busy = machine.busy_cores();
+        let machine_cores_busy = machine
+            .zip(crate::metrics::machine_cpu_ticks())
+            .map_or(0.0, |(before, after)| after.busy_cores_since(&before));
         let seen = watcher.snapshot();
         let total = seen.elapsed_to(n, started).as_secs_f64();
         let steady = seen.steady_rate(n, started);
@@ -607,7 +624,7 @@ impl Context<'_> {
             None
         };
         drop(procs);
-        remove_data(&dir, &self.bench.scratch.join("storage").join(&name));
+        self.remove_run(&dir, &name);
         let report = RunReport {
             mode: mode.label(),
             processes: match mode {
@@ -698,10 +715,7 @@ impl Context<'_> {
         let name = format!("{}-r{keys}", self.run_id);
         let (input, output) = (format!("{name}-in"), format!("{name}-out"));
         self.kafka.create_topics(&[&input, &output])?;
-        let dir = self.fresh_dir(&name)?;
-        let spec = dir.join("pipeline.yaml");
-        std::fs::write(&spec, self.spec(&name, &input, &output, Mode::Workers(2)))
-            .map_err(io("writing the pipeline spec"))?;
+        let (dir, spec) = self.run_dir(&name, &input, &output, Mode::Workers(2))?;
         let watcher = Watcher::start(&self.kafka, &output, &[keys])?;
         let mut procs = vec![self.worker(&spec, &dir, 0)?, self.worker(&spec, &dir, 1)?];
         progress(&format!("{label}: 2 workers starting"));
@@ -767,7 +781,7 @@ impl Context<'_> {
         let complete = watcher.wait_for(produced, &mut procs, &label);
         let seen = watcher.snapshot();
         drop(procs);
-        remove_data(&dir, &self.bench.scratch.join("storage").join(&name));
+        self.remove_run(&dir, &name);
         if let Err(error) = complete {
             progress(&format!("{label}: {error}"));
         }
@@ -1104,37 +1118,6 @@ fn tail(log: &Path) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(8)..].join("\n")
-}
-
-/// The whole machine's CPU, to say how many cores were busy.
-struct MachineCpu {
-    busy: u64,
-    total: u64,
-}
-
-impl MachineCpu {
-    fn now() -> Self {
-        let (busy, total) = Self::read().unwrap_or((0, 0));
-        Self { busy, total }
-    }
-
-    fn read() -> Option<(u64, u64)> {
-        let stat = std::fs::read_to_string("/proc/stat").ok()?;
-        let line = stat.lines().next()?;
-        let values: Vec<u64> =
-            line.split_whitespace().skip(1).filter_map(|v| v.parse().ok()).collect();
-        let total: u64 = values.iter().take(8).sum();
-        let idle = values.get(3)? + values.get(4).copied().unwrap_or(0);
-        Some((total - idle, total))
-    }
-
-    /// Cores busy on average since `self`.
-    fn busy_cores(&self) -> f64 {
-        let (busy, total) = Self::read().unwrap_or((0, 0));
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-        (busy - self.busy.min(busy)) as f64 / (total.saturating_sub(self.total)).max(1) as f64
-            * cores
-    }
 }
 
 /// `/proc/cpuinfo`'s first model name.
