@@ -52,7 +52,11 @@ impl Telemetry {
         let Some(provider) = provider else {
             // No export: log lines only, filtered once for the process.
             let log = EnvFilter::try_from_env("WEIR_LOG").unwrap_or_else(|_| "warn".into());
-            tracing_subscriber::fmt().with_env_filter(log).with_writer(std::io::stderr).init();
+            tracing_subscriber::fmt()
+                .with_env_filter(log)
+                .with_writer(std::io::stderr)
+                .with_ansi(colours())
+                .init();
             return Self { provider: None };
         };
         // Exporting: one process-wide filter lets through what either the
@@ -63,7 +67,9 @@ impl Telemetry {
         let spans = targets("WEIR_OTLP", "info");
         let either = union(&lines, &spans);
         let lines = LinesOnly {
-            layer: tracing_subscriber::fmt::layer().with_writer(std::io::stderr),
+            layer: tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(colours()),
             filter: lines,
         };
         let spans = tracing_opentelemetry::layer().with_tracer(provider.tracer("weir"));
@@ -190,6 +196,11 @@ fn exporter() -> Result<SdkTracerProvider, String> {
         .map_err(|e| e.to_string())?;
     let resource = opentelemetry_sdk::Resource::builder().with_service_name("weir").build();
     Ok(SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource).build())
+}
+
+/// Colour log lines only on a terminal: a log file gets plain text.
+fn colours() -> bool {
+    std::io::IsTerminal::is_terminal(&std::io::stderr())
 }
 
 #[cfg(test)]

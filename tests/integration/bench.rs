@@ -358,4 +358,14 @@ fn the_kafka_bench_measures_the_pipeline_and_the_raw_client_on_a_real_broker() {
     let raw = &report["ceiling"]["pass_through_latency"];
     assert!(raw["records"].as_u64().unwrap() > 0, "{raw}");
     assert_eq!(raw["rate"], run["latency"]["rate"]);
+    // The machine's busy cores during each latency run.
+    for latency in [raw, &run["latency"]] {
+        assert!(latency["cores_busy"].as_f64().unwrap() > 0.0, "{latency}");
+    }
+    // The pipeline's own latency, as its log says (a 1 s run may end
+    // before its first line with records).
+    let in_weir = &run["latency"]["in_weir"];
+    if !in_weir.is_null() {
+        assert!(in_weir["p50_ms"].as_f64() <= in_weir["p99_ms"].as_f64(), "{in_weir}");
+    }
 }

@@ -41,7 +41,8 @@ use serde::Serialize;
 
 use super::BenchError;
 use crate::cluster::WorkerStatus;
-use crate::pipeline::latency::{LatencyRecorder, LatencySummary};
+use crate::metrics::CpuTicks;
+use crate::pipeline::latency::{LatencyRecorder, LatencySummary, LATENCY_SO_FAR};
 use crate::state::{key_group, subtask_for_key_group};
 
 /// Partitions of every input and output topic, and the keyed stage's
@@ -196,11 +197,30 @@ pub struct Latency {
     pub p99_ms: f64,
     /// Largest.
     pub max_ms: f64,
+    /// The machine's busy cores during the run (all its processes: the
+    /// broker, the bench's producer and reader, and what is measured).
+    pub cores_busy: f64,
+    /// A one-process run's own latency, from the input record's timestamp
+    /// to its sink's write (exactly-once: to the commit), as its last
+    /// `latency so far` log line (at most a second old) says.
+    pub in_weir: Option<InWeir>,
+}
+
+/// A pipeline's own latency percentiles, ms.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct InWeir {
+    /// Records measured.
+    pub records: u64,
+    /// Median.
+    pub p50_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
 }
 
 impl Latency {
-    /// The percentiles of `summary` (none recorded: zeros), at `rate`.
-    fn of(rate: f64, summary: Option<LatencySummary>) -> Self {
+    /// The percentiles of `summary` (none recorded: zeros), at `rate`,
+    /// with the machine's busy cores since `machine`.
+    fn of(rate: f64, summary: Option<LatencySummary>, machine: Option<CpuTicks>) -> Self {
         let ms = |pick: fn(&LatencySummary) -> u64| {
             summary.as_ref().map_or(0.0, |s| pick(s) as f64 / 1000.0)
         };
@@ -211,8 +231,29 @@ impl Latency {
             p90_ms: ms(|s| s.p90_us),
             p99_ms: ms(|s| s.p99_us),
             max_ms: ms(|s| s.max_us),
+            cores_busy: busy_cores_since(machine),
+            in_weir: None,
         }
     }
+}
+
+/// The machine's busy cores since `before` (0 where `/proc/stat` is not).
+fn busy_cores_since(before: Option<CpuTicks>) -> f64 {
+    before
+        .zip(crate::metrics::machine_cpu_ticks())
+        .map_or(0.0, |(before, after)| after.busy_cores_since(&before))
+}
+
+/// The last `latency so far` line in the log at `log`.
+fn last_logged_latency(log: &Path) -> Option<InWeir> {
+    let text = std::fs::read_to_string(log).ok()?;
+    let line = text.lines().rev().find(|line| line.contains(LATENCY_SO_FAR))?.as_bytes();
+    let ms = |field: &[u8]| number(line, field).map(|us| us as f64 / 1000.0);
+    Some(InWeir {
+        records: number(line, b"count=")?,
+        p50_ms: ms(b"p50_us=")?,
+        p99_ms: ms(b"p99_us=")?,
+    })
 }
 
 /// One rebalance run: two workers, state of `keys` keys.
@@ -533,6 +574,10 @@ impl Context<'_> {
                 let log = dir.join("run.log");
                 let mut command = Command::new(self.weir);
                 command.arg("run").arg(spec).arg("--data-dir").arg(&data);
+                // Its own latency for the fixed-rate run: the backlog,
+                // stamped before it started, falls in the warm-up.
+                command.args(["--latency", "--latency-warm-up", "100ms"]);
+                command.args(["--latency-log-every", "1s"]);
                 Ok(vec![Proc::spawn("weir run", command, &log, false)?])
             }
             Mode::Workers(n) => (0..n).map(|i| self.worker(spec, dir, i)).collect(),
@@ -595,9 +640,7 @@ impl Context<'_> {
                 *cpu_by_thread.entry(group).or_insert(0.0) += seconds;
             }
         }
-        let machine_cores_busy = machine
-            .zip(crate::metrics::machine_cpu_ticks())
-            .map_or(0.0, |(before, after)| after.busy_cores_since(&before));
+        let machine_cores_busy = busy_cores_since(machine);
         let seen = watcher.snapshot();
         let total = seen.elapsed_to(n, started).as_secs_f64();
         let steady = seen.steady_rate(n, started);
@@ -619,7 +662,12 @@ impl Context<'_> {
                 mode.label(),
                 self.bench.latency_seconds
             ));
-            Some(self.latency(&producer, &input, &watcher, &mut procs, rate, &mode.label())?)
+            let mut latency =
+                self.latency(&producer, &input, &watcher, &mut procs, rate, &mode.label())?;
+            if let Mode::OneProcess { .. } = mode {
+                latency.in_weir = last_logged_latency(&dir.join("run.log"));
+            }
+            Some(latency)
         } else {
             None
         };
@@ -671,9 +719,10 @@ impl Context<'_> {
         let n = self.bench.events;
         let count = (rate * self.bench.latency_seconds as f64) as u64;
         watcher.measure_latency_from(n);
+        let machine = crate::metrics::machine_cpu_ticks();
         produce(producer, input, n..n + count, |id| id % THROUGHPUT_KEYS, Some(rate))?;
         watcher.wait_for(n + count, procs, label)?;
-        Ok(Latency::of(rate, watcher.snapshot().latency.summary()))
+        Ok(Latency::of(rate, watcher.snapshot().latency.summary(), machine))
     }
 
     /// The latency of the raw pass-through (as the ceiling measures it:
@@ -696,12 +745,13 @@ impl Context<'_> {
             produce(&producer, &input, 0..WARM_UP, |id| id % THROUGHPUT_KEYS, None)?;
             watcher.wait_for(WARM_UP, &mut [], label)?;
             watcher.measure_latency_from(WARM_UP);
+            let machine = crate::metrics::machine_cpu_ticks();
             produce(&producer, &input, WARM_UP..total, |id| id % THROUGHPUT_KEYS, Some(rate))?;
             passing.join().map_err(|_| BenchError::Io(format!("the {label} panicked")))??;
-            Ok::<_, BenchError>(())
-        })?;
-        watcher.wait_for(total, &mut [], label)?;
-        Ok(Latency::of(rate, watcher.snapshot().latency.summary()))
+            watcher.wait_for(total, &mut [], label)?;
+            Ok::<_, BenchError>(machine)
+        })
+        .map(|machine| Latency::of(rate, watcher.snapshot().latency.summary(), machine))
     }
 
     /// Two workers with state of `keys` keys, a steady input, one killed;
@@ -1641,10 +1691,16 @@ fn number(text: &[u8], field: &[u8]) -> Option<u64> {
     std::str::from_utf8(&text[at..at + digits]).ok()?.parse().ok()
 }
 
-/// A latency's table cells: rate, p50, p90, p99, max (blank if none).
-fn latency_cells(latency: Option<&Latency>) -> [String; 5] {
+/// A latency's table cells: rate, busy cores, p50, p90, p99, max, and
+/// in Weir p50 and p99 (blank if none).
+fn latency_cells(latency: Option<&Latency>) -> [String; 8] {
     latency.map_or_else(Default::default, |l| {
-        [l.rate, l.p50_ms, l.p90_ms, l.p99_ms, l.max_ms].map(|v| format!("{v:.0}"))
+        let [rate, p50, p90, p99, max] =
+            [l.rate, l.p50_ms, l.p90_ms, l.p99_ms, l.max_ms].map(|v| format!("{v:.0}"));
+        let [in_p50, in_p99] = l
+            .in_weir
+            .map_or_else(Default::default, |w| [w.p50_ms, w.p99_ms].map(|v| format!("{v:.0}")));
+        [rate, format!("{:.2}", l.cores_busy), p50, p90, p99, max, in_p50, in_p99]
     })
 }
 
@@ -1674,11 +1730,12 @@ pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Resu
         report.ceiling.pass_through_median
     )?;
     writeln!(out)?;
-    let row = |cells: [&str; 14]| {
+    let row = |cells: [&str; 17]| {
         format!(
-            "{:<15} {:>9} {:>9} {:>7} {:>6} {:>8} {:>8} {:>8} {:>6} | {:>8} {:>6} {:>6} {:>6} {:>6}",
+            "{:<15} {:>9} {:>9} {:>7} {:>6} {:>8} {:>8} {:>8} {:>6} | {:>8} {:>6} {:>6} {:>6} {:>6} {:>6} | {:>6} {:>6}",
             cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7],
-            cells[8], cells[9], cells[10], cells[11], cells[12], cells[13]
+            cells[8], cells[9], cells[10], cells[11], cells[12], cells[13], cells[14],
+            cells[15], cells[16]
         )
     };
     writeln!(
@@ -1686,7 +1743,7 @@ pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Resu
         "{}",
         row([
             "", "events/s", "10-90%", "first", "vs 1", "vs", "vs raw", "cpu s", "cores", "latency",
-            "p50", "p90", "p99", "max"
+            "cores", "p50", "p90", "p99", "max", "in weir", "p99"
         ])
     )?;
     writeln!(
@@ -1694,7 +1751,7 @@ pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Resu
         "{}",
         row([
             "run", "", "events/s", "out s", "proc", "ceiling", "c+p", "per 1M", "busy", "at ev/s",
-            "ms", "ms", "ms", "ms"
+            "busy", "ms", "ms", "ms", "ms", "p50 ms", "ms"
         ])
     )?;
     let over = |rate: f64, base: f64| rate / base.max(1e-9);
@@ -1705,7 +1762,7 @@ pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Resu
         let vs_one = one.map_or(String::new(), |o| {
             format!("{:.2}", over(run.steady_events_per_second, o.steady_events_per_second))
         });
-        let [rate, p50, p90, p99, max] = latency_cells(run.latency.as_ref());
+        let [rate, busy, p50, p90, p99, max, in_p50, in_p99] = latency_cells(run.latency.as_ref());
         let cells = [
             run.mode.clone(),
             format!("{:.0}", run.events_per_second),
@@ -1720,23 +1777,26 @@ pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Resu
             format!("{:.1}", run.cpu_seconds / (report.events as f64 / 1e6)),
             format!("{:.2}", run.machine_cores_busy),
             rate,
+            busy,
             p50,
             p90,
             p99,
             max,
+            in_p50,
+            in_p99,
         ];
         writeln!(out, "{}", row(cells.each_ref().map(String::as_str)))?;
     }
     if let Some(latency) = &report.ceiling.pass_through_latency {
-        let [rate, p50, p90, p99, max] = latency_cells(Some(latency));
-        let mut cells: [&str; 14] = [""; 14];
+        let latency = latency_cells(Some(latency));
+        let mut cells: [&str; 17] = [""; 17];
         cells[0] = "raw c+p";
-        cells[9..].copy_from_slice(&[&rate, &p50, &p90, &p99, &max].map(String::as_str));
+        cells[9..].copy_from_slice(&latency.each_ref().map(String::as_str));
         writeln!(out, "{}", row(cells))?;
     }
     writeln!(
         out,
-        "(EO: exactly-once, ALO: at-least-once Kafka sink; workers are exactly-once; c+p: the raw consume+produce rate, its latency at the same rate)"
+        "(EO: exactly-once, ALO: at-least-once Kafka sink; workers are exactly-once; c+p: the raw consume+produce rate, its latency at the same rate; latency: from the input record's timestamp to the bench's reader, in weir: to the sink's write (EO: its commit); cores busy: the machine's, during the latency run)"
     )?;
     writeln!(out)?;
     writeln!(out, "CPU seconds per 1M events by thread (sum over the run's processes):")?;
@@ -1819,6 +1879,24 @@ pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Resu
 mod tests {
     use super::*;
     use crate::pipeline::PipelineSpec;
+
+    #[test]
+    fn a_run_s_own_latency_is_its_last_logged_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("run.log");
+        assert!(last_logged_latency(&log).is_none());
+        let line = |count: u64, p50: u64| {
+            format!(
+                "2026-12-03T18:47:12.527344Z  INFO weir_host::pipeline::latency: {LATENCY_SO_FAR} \
+                 count={count} warm_up=9 early=0 p50_us={p50} p90_us=11407 p99_us=33439 \
+                 p999_us=38079 max_us=39231\n"
+            )
+        };
+        let text = format!("{}INFO checkpoint 1 complete\n{}", line(10, 2481), line(20, 3500));
+        std::fs::write(&log, text).unwrap();
+        let latest = last_logged_latency(&log).unwrap();
+        assert_eq!((latest.records, latest.p50_ms, latest.p99_ms), (20, 3.5, 33.439));
+    }
 
     #[test]
     fn orders_and_outputs_parse() {

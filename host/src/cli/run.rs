@@ -59,6 +59,10 @@ pub struct RunArgs {
     /// start (e.g. `1s`), so the percentiles show the run, not its start-up.
     #[arg(long, requires = "latency", value_parser = humantime::parse_duration)]
     latency_warm_up: Option<Duration>,
+    /// With `--latency`: log the percentiles so far (`latency so far`, at
+    /// info) this often, for a run that may not end (a Kafka source).
+    #[arg(long, requires = "latency", default_value = "10s", value_parser = humantime::parse_duration)]
+    latency_log_every: Duration,
 }
 
 /// Run the spec until its sources are exhausted or it is stopped.
@@ -84,6 +88,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     options.sink_delay = args.sink_delay_ms.map(Duration::from_millis);
     options.record_latency = args.latency;
     options.latency_warm_up = args.latency_warm_up.unwrap_or_default();
+    options.latency_log_every = args.latency.then_some(args.latency_log_every);
     if !args.quiet && std::io::stderr().is_terminal() {
         options.progress = Some(progress_bar());
     }

@@ -14,10 +14,12 @@
 //! With a warm-up ([`LatencyRecorder::after_warm_up`]), events stamped
 //! before it ends are counted apart, not recorded: a run's first moments
 //! (its Wasm instances' first calls, fresh memory's page faults) say how
-//! it starts, not how it runs.
+//! it starts, not how it runs. A run that may never end (a Kafka source)
+//! can log the percentiles so far every while
+//! ([`LatencyRecorder::logging_every`]).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -27,6 +29,9 @@ use crate::Event;
 
 /// The longest latency told apart: an hour (longer ones count as an hour).
 const HIGHEST_MICROS: u64 = 3_600_000_000;
+
+/// The message of the periodic latency log line.
+pub const LATENCY_SO_FAR: &str = "latency so far";
 
 /// Latencies of the events a sink task wrote (or of any outputs).
 #[derive(Debug, Clone)]
@@ -40,6 +45,8 @@ pub struct LatencyRecorder {
     /// Exactly-once output: per epoch not yet committed, how many events
     /// of each timestamp were written in it (`None`: visible when written).
     pending: Option<BTreeMap<u64, BTreeMap<i64, u64>>>,
+    /// Log the summary so far this often (and when it was last logged).
+    log_every: Option<(Duration, Instant)>,
 }
 
 impl Default for LatencyRecorder {
@@ -51,6 +58,7 @@ impl Default for LatencyRecorder {
             recorded_from: i64::MIN,
             warm_up: 0,
             pending: None,
+            log_every: None,
         }
     }
 }
@@ -72,6 +80,12 @@ impl LatencyRecorder {
         Self { recorded_from: now_millis().saturating_add(warm_up), ..self }
     }
 
+    /// Log the percentiles so far (info, `latency so far`) at most once
+    /// every `every`, as events are recorded.
+    pub fn logging_every(self, every: Duration) -> Self {
+        Self { log_every: Some((every, Instant::now())), ..self }
+    }
+
     /// Record `events`, written now in `epoch`: with one clock read for
     /// the batch, or (until commit) kept by timestamp until their epoch
     /// commits.
@@ -87,6 +101,7 @@ impl LatencyRecorder {
                     *counts.entry(run[0].timestamp).or_default() += run.len() as u64;
                 }
             }
+            self.log_if_due();
             return;
         }
         self.record_visible(events);
@@ -103,6 +118,7 @@ impl LatencyRecorder {
             }
             self.record_micros(now.saturating_sub(event.timestamp.saturating_mul(1000)));
         }
+        self.log_if_due();
     }
 
     /// Checkpoint `id` committed now: the events of epochs up to it are
@@ -114,6 +130,30 @@ impl LatencyRecorder {
         let now = now_micros();
         for (timestamp, count) in visible.into_values().flatten() {
             self.record_n(now.saturating_sub(timestamp.saturating_mul(1000)), count);
+        }
+        self.log_if_due();
+    }
+
+    /// With [`LatencyRecorder::logging_every`]: log the summary if its
+    /// time has come.
+    fn log_if_due(&mut self) {
+        let Some((every, last)) = &mut self.log_every else { return };
+        if last.elapsed() < *every {
+            return;
+        }
+        *last = Instant::now();
+        if let Some(s) = self.summary() {
+            tracing::info!(
+                count = s.count,
+                warm_up = s.warm_up,
+                early = s.early,
+                p50_us = s.p50_us,
+                p90_us = s.p90_us,
+                p99_us = s.p99_us,
+                p999_us = s.p999_us,
+                max_us = s.max_us,
+                "{LATENCY_SO_FAR}"
+            );
         }
     }
 

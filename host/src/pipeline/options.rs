@@ -29,6 +29,9 @@ pub struct RunOptions {
     /// With `record_latency`: leave out events stamped within this long of
     /// the run's start.
     pub latency_warm_up: Duration,
+    /// With `record_latency`: log the percentiles so far this often
+    /// (`None`: only in the summary at the end).
+    pub latency_log_every: Option<Duration>,
     /// Start from this snapshot. Without it a checkpointed pipeline resumes
     /// from its newest completed checkpoint, if any.
     pub restore: Option<RestoreFrom>,
@@ -69,6 +72,7 @@ impl RunOptions {
             sink_delay: None,
             record_latency: false,
             latency_warm_up: Duration::ZERO,
+            latency_log_every: None,
             restore: None,
             override_kafka_marker: false,
             handle: RunHandle::new(),

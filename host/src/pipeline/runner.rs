@@ -127,12 +127,16 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
         delay: options.sink_delay,
         latency: options.record_latency.then(|| {
             // Exactly-once output is visible when its checkpoint commits.
-            if settings.is_some() {
+            let recorder = if settings.is_some() {
                 LatencyRecorder::until_commit()
             } else {
                 LatencyRecorder::default()
             }
-            .after_warm_up(options.latency_warm_up)
+            .after_warm_up(options.latency_warm_up);
+            match options.latency_log_every {
+                Some(every) => recorder.logging_every(every),
+                None => recorder,
+            }
         }),
         handle: options.handle.clone(),
         acks: ack_tx.clone(),
