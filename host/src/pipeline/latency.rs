@@ -275,4 +275,47 @@ mod tests {
         recorder.record_visible(&[event(now)]);
         assert_eq!(recorder.summary().unwrap().count, 5);
     }
+
+    /// A log writer that keeps what is written.
+    #[derive(Clone, Default)]
+    struct Kept(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Kept {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_recorder_logs_its_percentiles_at_most_once_a_period() {
+        let kept = Kept::default();
+        let writer = kept.clone();
+        let subscriber =
+            tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
+        tracing::subscriber::with_default(subscriber, || {
+            let now = crate::state::ttl::now_millis();
+            let mut recorder = LatencyRecorder::default().logging_every(Duration::from_millis(50));
+            recorder.record(1, &[event(now - 2)]);
+            std::thread::sleep(Duration::from_millis(60));
+            recorder.record(1, &[event(now - 2), event(now - 2)]);
+            recorder.record(1, &[event(now - 2)]);
+        });
+        let text = String::from_utf8(kept.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().filter(|l| l.contains(LATENCY_SO_FAR)).collect();
+        assert_eq!(lines.len(), 1, "one line in the period after the first: {text}");
+        assert!(lines[0].contains("count=3 ") && lines[0].contains("p99_us="), "{text}");
+        // Without `logging_every`, nothing is logged.
+        let kept = Kept::default();
+        let writer = kept.clone();
+        let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).finish();
+        tracing::subscriber::with_default(subscriber, || {
+            LatencyRecorder::default().record_visible(&[event(crate::state::ttl::now_millis())]);
+        });
+        assert!(kept.0.lock().unwrap().is_empty());
+    }
 }
