@@ -116,7 +116,9 @@ fn a_kafka_join_killed_at_random_instants_commits_what_a_run_without_failures_do
         let data = dir.path().join(&name);
         let (mut kills, mut mid_commits) = (0, 0);
         loop {
-            let mut child = start_weir(&spec, &data, &["--sink-delay-ms", "5"], &[]);
+            // 10 ms a sink batch makes a run ~8 s, so that three kills at
+            // 1-4 s land mid-run (at 5 ms a run often ended after two).
+            let mut child = start_weir(&spec, &data, &["--sink-delay-ms", "10"], &[]);
             let deadline = Instant::now() + Duration::from_millis(dice.between(1_000, 4_000));
             while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
                 std::thread::sleep(Duration::from_millis(5));
