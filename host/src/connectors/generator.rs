@@ -23,6 +23,12 @@
 //! shows as latency, not as late stamps); `start_time` and `interval_ms`
 //! are then unused. A batch holds what is due, so a low rate gives small
 //! batches that wait for nothing (what `weir bench --latency` measures).
+//! While the source task holds events for a batch
+//! ([`Source::set_max_wait`]), the generator sleeps until the batch would
+//! be full or the hold ends, whichever is first, and then gives out what
+//! is due: the batch the source task would cut anyway, made in one
+//! wake-up rather than in naps of a few µs (at millions a second, tens of
+//! thousands of wake-ups a second, each a chance to queue for a core).
 
 use std::fmt::Write as _;
 use std::ops::Range;
@@ -151,6 +157,9 @@ pub struct GeneratorSource {
     start_millis: i64,
     interval_ms: u64,
     pace: Option<Pace>,
+    /// A live generator's longest sleep for more events while the source
+    /// task holds some ([`Source::set_max_wait`]).
+    hold: Option<Duration>,
     /// Events whose customer draw's top 24 bits are below this go to
     /// customer 1 (0: none; `HOT_SCALE`: all).
     hot: u64,
@@ -212,6 +221,18 @@ impl Pace {
         (wall_micros + self.due_after(index).as_micros() as i64).div_euclid(1000)
     }
 
+    /// Sleep until `wanted` more events are due, or for `limit`,
+    /// whichever is sooner (not at all before the pace started).
+    fn wait_for(&self, wanted: u64, limit: Duration) {
+        let Some(started) = self.started else { return };
+        let Some(last) = (started.given + wanted).checked_sub(1) else { return };
+        let full = (started.at + self.due_after(last)).saturating_duration_since(Instant::now());
+        let wait = full.min(limit);
+        if !wait.is_zero() {
+            std::thread::sleep(wait);
+        }
+    }
+
     /// The indexes of the events of `wanted` that may be given out now (at
     /// least one when any is due), or how long to wait when none is: until
     /// the next is due, at most a millisecond.
@@ -248,6 +269,7 @@ impl GeneratorSource {
             start_millis,
             interval_ms,
             pace: None,
+            hold: None,
             hot: 0,
         }
     }
@@ -284,6 +306,9 @@ impl Source for GeneratorSource {
         let mut n = self.remaining.min(max as u64);
         let mut scheduled = None;
         if let Some(pace) = self.pace.as_mut().filter(|_| n > 0) {
+            if let Some(hold) = self.hold {
+                pace.wait_for(n, hold);
+            }
             match pace.allow(n) {
                 Ok(allowed) => {
                     n = allowed.end - allowed.start;
@@ -336,6 +361,10 @@ impl Source for GeneratorSource {
         }
         self.remaining -= n;
         Ok(Polled::single(self.remaining > 0))
+    }
+
+    fn set_max_wait(&mut self, wait: Option<Duration>) {
+        self.hold = wait;
     }
 
     fn progress(&self) -> Option<(u64, u64)> {
@@ -494,6 +523,40 @@ mod tests {
         assert!(stamps[0] <= 2, "{stamps:?}");
         assert!(stamps.windows(2).all(|w| w[1] - w[0] <= 1), "{stamps:?}");
         assert!(stamps[stamps.len() - 1] >= 49, "{stamps:?}");
+    }
+
+    #[test]
+    fn while_a_batch_is_held_a_paced_generator_sleeps_until_it_is_full_or_the_hold_ends() {
+        // One event a millisecond.
+        let mut source = GeneratorSource::new(100_000, 4, 1, 0, 1).paced(Pace::new(1000, None));
+        let mut out = Vec::new();
+        while out.is_empty() {
+            source.next_batch(4096, &mut out).unwrap();
+        }
+        // The source task holds what came and may wait 20 ms for more:
+        // one call sleeps the hold out and gives what came due meanwhile,
+        // rather than the one event due at once.
+        source.set_max_wait(Some(Duration::from_millis(20)));
+        let asked = Instant::now();
+        out.clear();
+        source.next_batch(4096, &mut out).unwrap();
+        let waited = asked.elapsed();
+        assert!(waited >= Duration::from_millis(20), "returned after {waited:?}");
+        assert!(out.len() >= 15, "{} events after {waited:?}", out.len());
+        // Once the batch would be full it does not wait the hold out.
+        source.set_max_wait(Some(Duration::from_secs(30)));
+        out.clear();
+        let asked = Instant::now();
+        source.next_batch(5, &mut out).unwrap();
+        assert_eq!(out.len(), 5);
+        assert!(asked.elapsed() < Duration::from_secs(10), "waited {:?}", asked.elapsed());
+        // Not holding anything, it gives what is due at once.
+        source.set_max_wait(None);
+        out.clear();
+        while out.is_empty() {
+            source.next_batch(4096, &mut out).unwrap();
+        }
+        assert!(out.len() < 15, "{} events", out.len());
     }
 
     #[test]
