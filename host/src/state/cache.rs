@@ -135,18 +135,21 @@ impl CachedBackend {
         if self.dirty_keys.len() < self.slots.len() / 4 {
             return self.write_back_listed();
         }
-        self.dirty_keys.clear();
         // In key order: RocksDB's memtable then inserts each entry next to
         // the previous one instead of searching from the top.
-        let mut writes: Vec<(u128, Write<'_>)> = self
-            .slots
-            .iter()
-            .filter(|(_, s)| s.dirty)
-            .map(|(k, s)| (order_prefix(k), (&k[..], s.value.as_deref())))
-            .collect();
+        // Sized up front (every dirty slot is listed in `dirty_keys`): a
+        // vector grown by doubling copies itself and touches fresh pages.
+        let mut writes: Vec<(u128, Write<'_>)> = Vec::with_capacity(self.dirty_keys.len());
+        writes.extend(
+            self.slots
+                .iter()
+                .filter(|(_, s)| s.dirty)
+                .map(|(k, s)| (order_prefix(k), (&k[..], s.value.as_deref()))),
+        );
         writes.sort_unstable_by(|(a, (a_key, _)), (b, (b_key, _))| {
             a.cmp(b).then_with(|| a_key.cmp(b_key))
         });
+        self.dirty_keys.clear();
         self.inner.write_batch(&mut writes.into_iter().map(|(_, write)| write))?;
         self.slots.values_mut().for_each(|s| {
             s.dirty = false;
