@@ -12,11 +12,11 @@
 //! the last checkpoint, so a checkpoint can be a changelog of those
 //! instead of a full RocksDB checkpoint (see [`changelog`](super::changelog)).
 
-use hashbrown::hash_map::EntryRef;
+use hashbrown::hash_table::Entry;
 use smallvec::SmallVec;
 
 use super::changelog::Changelog;
-use super::hash::KeyMap;
+use super::slots::{prefetch, CachedKey, SlotTable};
 
 use super::{KeyedStateBackend, ScanEntry, SnapshotForm, StateError, Write};
 
@@ -28,11 +28,6 @@ const ENTRY_OVERHEAD: usize = 64;
 /// copies them all at once (≈100 ms), which would otherwise land inside
 /// whichever call into a function wrote the entry that made it grow.
 const HEADROOM: usize = 1 << 13;
-
-/// A cached key: stored in the map's own slot up to 48 bytes (state keys
-/// of short names and keys are), so a lookup compares bytes in place
-/// instead of following a pointer to somewhere else in the heap.
-type CachedKey = SmallVec<[u8; 48]>;
 
 /// A cached value, in place up to 24 bytes (counters, sums, timers).
 type CachedValue = SmallVec<[u8; 24]>;
@@ -61,7 +56,7 @@ struct Slot {
 /// A [`KeyedStateBackend`] that caches another one, bounded in bytes.
 pub struct CachedBackend {
     inner: Box<dyn KeyedStateBackend>,
-    slots: KeyMap<CachedKey, Slot>,
+    slots: SlotTable<Slot>,
     bytes: usize,
     capacity: usize,
     /// Where changes go between full checkpoints, if checkpoints are taken.
@@ -85,7 +80,7 @@ impl CachedBackend {
     pub fn new(inner: Box<dyn KeyedStateBackend>, capacity: usize) -> Self {
         Self {
             inner,
-            slots: KeyMap::with_capacity_and_hasher(HEADROOM, Default::default()),
+            slots: SlotTable::with_capacity(HEADROOM),
             bytes: 0,
             capacity,
             changelog: None,
@@ -192,16 +187,16 @@ impl CachedBackend {
     /// a changelog that logged it is told (at once, so the cache does not
     /// fill with tombstones of short-lived keys, like fired windows).
     fn write(&mut self, key: &[u8], value: Option<&[u8]>, fresh: bool) {
-        match self.slots.entry_ref(key) {
-            EntryRef::Occupied(entry) if value.is_none() && entry.get().unwritten => {
-                let slot = entry.remove();
+        match self.slots.entry(key) {
+            Entry::Occupied(entry) if value.is_none() && entry.get().1.unwritten => {
+                let ((_, slot), _) = entry.remove();
                 self.bytes -= Self::cost(key, slot.value.as_deref());
                 if let Some(changelog) = self.changelog.as_mut().filter(|_| !slot.fresh) {
                     changelog.record(slot.number, key, None);
                 }
             }
-            EntryRef::Occupied(mut entry) => {
-                let slot = entry.get_mut();
+            Entry::Occupied(mut entry) => {
+                let slot = &mut entry.get_mut().1;
                 self.bytes =
                     self.bytes + Self::cost(key, value) - Self::cost(key, slot.value.as_deref());
                 match (slot.value.as_mut(), value) {
@@ -220,11 +215,11 @@ impl CachedBackend {
                     self.unlogged_slots += 1;
                 }
             }
-            EntryRef::Vacant(entry) => {
+            Entry::Vacant(entry) => {
                 self.bytes += Self::cost(key, value);
                 self.dirty_keys.push(CachedKey::from_slice(key));
                 self.unlogged_slots += 1;
-                entry.insert_with_key(
+                entry.insert((
                     CachedKey::from_slice(key),
                     Slot {
                         value: value.map(CachedValue::from_slice),
@@ -234,7 +229,7 @@ impl CachedBackend {
                         unlogged: true,
                         number: 0,
                     },
-                );
+                ));
             }
         }
         // Keys of slots removed since they were listed stay listed until
@@ -254,7 +249,7 @@ impl CachedBackend {
 /// waits for memory at every slot (most of what a checkpoint's walk over
 /// 500,000 keys cost).
 fn walk_slots<'a>(
-    slots: &'a mut KeyMap<CachedKey, Slot>,
+    slots: &'a mut SlotTable<Slot>,
     mut visit: impl FnMut(&'a CachedKey, &'a mut Slot),
 ) {
     const AHEAD: usize = 16;
@@ -270,20 +265,6 @@ fn walk_slots<'a>(
         ahead.push_back((key, slot));
     }
     ahead.into_iter().for_each(|(key, slot)| visit(key, slot));
-}
-
-/// Ask for the cache line holding `address` (without waiting for it).
-#[inline(always)]
-fn prefetch(address: *const i8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch reads nothing and faults on no address; SSE,
-    // which it needs, is part of every x86_64 CPU.
-    #[allow(unsafe_code)]
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(address);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = address;
 }
 
 /// The first 16 bytes of `key` as a big-endian number, zero-padded: keys
@@ -318,6 +299,10 @@ impl KeyedStateBackend for CachedBackend {
             Some(Slot { value: None, .. }) => Ok(false),
             None => self.inner.get_into(key, out),
         }
+    }
+
+    fn prefetch(&self, key: &[u8]) {
+        self.slots.prefetch(key);
     }
 
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {
@@ -360,9 +345,17 @@ impl KeyedStateBackend for CachedBackend {
         &mut self,
         writes: &mut dyn Iterator<Item = Write<'_>>,
     ) -> Result<(), StateError> {
-        for (key, value) in writes {
-            self.write(key, value, false);
+        // Each write's slot asked for a few writes before it is made.
+        let mut ahead = std::collections::VecDeque::with_capacity(super::PREFETCH_DISTANCE);
+        for write in writes {
+            self.slots.prefetch(write.0);
+            if ahead.len() == super::PREFETCH_DISTANCE {
+                let (key, value) = ahead.pop_front().expect("full");
+                self.write(key, value, false);
+            }
+            ahead.push_back(write);
         }
+        ahead.into_iter().for_each(|(key, value)| self.write(key, value, false));
         Ok(())
     }
 

@@ -48,6 +48,10 @@ impl KeyedStateBackend for JournaledBackend {
         self.inner.get_into(key, out)
     }
 
+    fn prefetch(&self, key: &[u8]) {
+        self.inner.prefetch(key);
+    }
+
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {
         self.remember(key)?;
         self.inner.put(key, value)

@@ -13,6 +13,7 @@ mod key;
 pub mod layout;
 mod memory;
 mod rocks;
+mod slots;
 pub mod ttl;
 
 pub use cache::CachedBackend;
@@ -69,6 +70,23 @@ pub struct StateStats {
     pub cache_misses: u64,
 }
 
+/// How many keys ahead of its lookup a key of a batch is announced to the
+/// backend ([`KeyedStateBackend::prefetch`]): enough for a dozen waits for
+/// memory to overlap, few enough that what arrives is still in the nearest
+/// cache when its lookup comes.
+const PREFETCH_DISTANCE: usize = 16;
+
+/// Which keys of a batch of `len` to announce before looking up key
+/// `index`: the first [`PREFETCH_DISTANCE`] before the first lookup, then
+/// one key that distance ahead of each.
+pub fn prefetch_ahead(index: usize, len: usize) -> Option<std::ops::Range<usize>> {
+    let range = match index {
+        0 => 0..PREFETCH_DISTANCE.min(len),
+        _ => index + PREFETCH_DISTANCE - 1..(index + PREFETCH_DISTANCE).min(len),
+    };
+    (!range.is_empty()).then_some(range)
+}
+
 /// Storage for keyed state: an ordered byte map.
 ///
 /// Keys are built with [`StateKey`] so that every entry of one state of one
@@ -86,6 +104,12 @@ pub trait KeyedStateBackend: Send {
             }
             None => Ok(false),
         }
+    }
+    /// Ask memory now for what a read or write of `key` soon will touch
+    /// (a cache's slot), so the lookups of a batch's keys overlap their
+    /// waits. A hint: it changes nothing. Default: nothing to ask.
+    fn prefetch(&self, key: &[u8]) {
+        let _ = key;
     }
     /// Store `value` under `key`.
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError>;
@@ -167,6 +191,18 @@ pub(crate) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
 pub(crate) mod tests {
     //! Behaviour every backend must have, run against each of them.
     use super::*;
+
+    #[test]
+    fn prefetch_ahead_announces_every_key_once_before_its_lookup() {
+        for len in [0, 1, 5, PREFETCH_DISTANCE, PREFETCH_DISTANCE + 1, 100] {
+            let mut announced = Vec::new();
+            for index in 0..len {
+                announced.extend(prefetch_ahead(index, len).into_iter().flatten());
+                assert!(announced.contains(&index), "key {index} of {len} announced before");
+            }
+            assert_eq!(announced, (0..len).collect::<Vec<_>>(), "{len} keys");
+        }
+    }
 
     pub(crate) fn exercise(backend: &mut dyn KeyedStateBackend) {
         let a = StateKey::new(3, "total", StateKind::Value, b"c1", b"").encode();
