@@ -186,8 +186,9 @@ impl CachedBackend {
     /// forgets it: the backend has nothing to delete, so no tombstone; only
     /// a changelog that logged it is told (at once, so the cache does not
     /// fill with tombstones of short-lived keys, like fired windows).
-    fn write(&mut self, key: &[u8], value: Option<&[u8]>, fresh: bool) {
-        match self.slots.entry(key) {
+    /// `hash` is `key`'s in the slot table ([`SlotTable::hash`]).
+    fn write(&mut self, hash: u64, key: &[u8], value: Option<&[u8]>, fresh: bool) {
+        match self.slots.entry(hash, key) {
             Entry::Occupied(entry) if value.is_none() && entry.get().1.unwritten => {
                 let ((_, slot), _) = entry.remove();
                 self.bytes -= Self::cost(key, slot.value.as_deref());
@@ -252,19 +253,19 @@ fn walk_slots<'a>(
     slots: &'a mut SlotTable<Slot>,
     mut visit: impl FnMut(&'a CachedKey, &'a mut Slot),
 ) {
-    const AHEAD: usize = 16;
-    let mut ahead: std::collections::VecDeque<(&CachedKey, &mut Slot)> =
-        std::collections::VecDeque::with_capacity(AHEAD);
-    for (key, slot) in slots.iter_mut() {
-        prefetch(std::ptr::from_ref(key).cast());
-        prefetch(std::ptr::from_ref(&*slot).cast());
-        if ahead.len() == AHEAD {
-            let (key, slot) = ahead.pop_front().expect("full");
+    let walked = super::visit_ahead(
+        &mut (),
+        slots.iter_mut(),
+        |(), (key, slot)| {
+            prefetch(std::ptr::from_ref(*key).cast());
+            prefetch(std::ptr::from_ref(&**slot).cast());
+        },
+        |(), (key, slot), ()| {
             visit(key, slot);
-        }
-        ahead.push_back((key, slot));
-    }
-    ahead.into_iter().for_each(|(key, slot)| visit(key, slot));
+            Ok::<_, std::convert::Infallible>(())
+        },
+    );
+    let Ok(()) = walked;
 }
 
 /// The first 16 bytes of `key` as a big-endian number, zero-padded: keys
@@ -302,21 +303,21 @@ impl KeyedStateBackend for CachedBackend {
     }
 
     fn prefetch(&self, key: &[u8]) {
-        self.slots.prefetch(key);
+        let _hash = self.slots.prefetch(key);
     }
 
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {
-        self.write(key, Some(value), false);
+        self.write(self.slots.hash(key), key, Some(value), false);
         Ok(())
     }
 
     fn insert_new(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {
-        self.write(key, Some(value), true);
+        self.write(self.slots.hash(key), key, Some(value), true);
         Ok(())
     }
 
     fn delete(&mut self, key: &[u8]) -> Result<(), StateError> {
-        self.write(key, None, false);
+        self.write(self.slots.hash(key), key, None, false);
         Ok(())
     }
 
@@ -345,18 +346,15 @@ impl KeyedStateBackend for CachedBackend {
         &mut self,
         writes: &mut dyn Iterator<Item = Write<'_>>,
     ) -> Result<(), StateError> {
-        // Each write's slot asked for a few writes before it is made.
-        let mut ahead = std::collections::VecDeque::with_capacity(super::PREFETCH_DISTANCE);
-        for write in writes {
-            self.slots.prefetch(write.0);
-            if ahead.len() == super::PREFETCH_DISTANCE {
-                let (key, value) = ahead.pop_front().expect("full");
-                self.write(key, value, false);
-            }
-            ahead.push_back(write);
-        }
-        ahead.into_iter().for_each(|(key, value)| self.write(key, value, false));
-        Ok(())
+        super::visit_ahead(
+            self,
+            writes,
+            |cache, (key, _)| cache.slots.prefetch(key),
+            |cache, (key, value), hash| {
+                cache.write(hash, key, value, false);
+                Ok(())
+            },
+        )
     }
 
     fn flush(&mut self) -> Result<(), StateError> {

@@ -70,21 +70,33 @@ pub struct StateStats {
     pub cache_misses: u64,
 }
 
-/// How many keys ahead of its lookup a key of a batch is announced to the
-/// backend ([`KeyedStateBackend::prefetch`]): enough for a dozen waits for
-/// memory to overlap, few enough that what arrives is still in the nearest
-/// cache when its lookup comes.
+/// How many items ahead of its visit [`visit_ahead`] announces an item:
+/// enough for a dozen waits for memory to overlap, few enough that what
+/// arrives is still in the nearest cache when its visit comes.
 const PREFETCH_DISTANCE: usize = 16;
 
-/// Which keys of a batch of `len` to announce before looking up key
-/// `index`: the first [`PREFETCH_DISTANCE`] before the first lookup, then
-/// one key that distance ahead of each.
-pub fn prefetch_ahead(index: usize, len: usize) -> Option<std::ops::Range<usize>> {
-    let range = match index {
-        0 => 0..PREFETCH_DISTANCE.min(len),
-        _ => index + PREFETCH_DISTANCE - 1..(index + PREFETCH_DISTANCE).min(len),
-    };
-    (!range.is_empty()).then_some(range)
+/// Visit `items` in order, each announced [`PREFETCH_DISTANCE`] items
+/// before its visit (`announce` asks memory for what the visit will touch,
+/// say through [`KeyedStateBackend::prefetch`]), so that the waits for
+/// memory of nearby visits overlap instead of following each other. What
+/// `announce` returns is handed to the item's visit; both see `context`.
+/// The first error ends the walk.
+pub fn visit_ahead<C: ?Sized, T, A, E>(
+    context: &mut C,
+    items: impl IntoIterator<Item = T>,
+    mut announce: impl FnMut(&mut C, &T) -> A,
+    mut visit: impl FnMut(&mut C, T, A) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut ahead = std::collections::VecDeque::with_capacity(PREFETCH_DISTANCE);
+    for item in items {
+        let announced = announce(context, &item);
+        if ahead.len() == PREFETCH_DISTANCE {
+            let (item, announced) = ahead.pop_front().expect("full");
+            visit(context, item, announced)?;
+        }
+        ahead.push_back((item, announced));
+    }
+    ahead.into_iter().try_for_each(|(item, announced)| visit(context, item, announced))
 }
 
 /// Storage for keyed state: an ordered byte map.
@@ -193,15 +205,38 @@ pub(crate) mod tests {
     use super::*;
 
     #[test]
-    fn prefetch_ahead_announces_every_key_once_before_its_lookup() {
+    fn visit_ahead_announces_every_item_once_before_its_visit() {
         for len in [0, 1, 5, PREFETCH_DISTANCE, PREFETCH_DISTANCE + 1, 100] {
-            let mut announced = Vec::new();
-            for index in 0..len {
-                announced.extend(prefetch_ahead(index, len).into_iter().flatten());
-                assert!(announced.contains(&index), "key {index} of {len} announced before");
-            }
-            assert_eq!(announced, (0..len).collect::<Vec<_>>(), "{len} keys");
+            let (mut announced, mut visited) = (Vec::new(), Vec::new());
+            let walked = visit_ahead(
+                &mut announced,
+                0..len,
+                |announced, &item| announced.push(item),
+                |announced, item, ()| {
+                    assert!(announced.contains(&item), "item {item} of {len} announced before");
+                    visited.push(item);
+                    Ok::<_, ()>(())
+                },
+            );
+            assert_eq!(walked, Ok(()));
+            assert_eq!(announced, (0..len).collect::<Vec<_>>(), "{len} items announced");
+            assert_eq!(visited, (0..len).collect::<Vec<_>>(), "{len} items visited in order");
         }
+        let mut visited = Vec::new();
+        let walked = visit_ahead(
+            &mut (),
+            0..100,
+            |_, _| (),
+            |_, item, ()| {
+                visited.push(item);
+                if item == 20 {
+                    Err(item)
+                } else {
+                    Ok(())
+                }
+            },
+        );
+        assert_eq!((walked, visited.len()), (Err(20), 21), "the first error ends the walk");
     }
 
     pub(crate) fn exercise(backend: &mut dyn KeyedStateBackend) {

@@ -31,13 +31,15 @@ impl<V> SlotTable<V> {
         Self { table: HashTable::with_capacity(capacity), hasher: KeyHashBuilder::default() }
     }
 
-    fn hash(&self, key: &[u8]) -> u64 {
+    /// `key`'s hash in this table (for [`Self::entry`]).
+    pub(super) fn hash(&self, key: &[u8]) -> u64 {
         self.hasher.hash_one(key)
     }
 
     /// Ask memory for what a lookup of `key` will read (the control bytes
-    /// it probes and the slot it will compare), without waiting for it.
-    pub(super) fn prefetch(&self, key: &[u8]) {
+    /// it probes and the slot it will compare), without waiting for it;
+    /// `key`'s hash, for the lookup.
+    pub(super) fn prefetch(&self, key: &[u8]) -> u64 {
         let hash = self.hash(key);
         // A probe that matches nothing visits the candidates (computing
         // their addresses reads nothing) and stops at the first empty group.
@@ -45,6 +47,7 @@ impl<V> SlotTable<V> {
             prefetch(std::ptr::from_ref(entry).cast());
             false
         });
+        hash
     }
 
     /// The value under `key`.
@@ -65,9 +68,10 @@ impl<V> SlotTable<V> {
         move |(k, _)| hasher.hash_one(&k[..])
     }
 
-    /// The entry of `key`, to change, insert or remove in one probe.
-    pub(super) fn entry(&mut self, key: &[u8]) -> Entry<'_, (CachedKey, V)> {
-        let (hash, rehash) = (self.hash(key), self.rehasher());
+    /// The entry of `key`, whose hash is `hash` ([`Self::hash`]), to
+    /// change, insert or remove in one probe.
+    pub(super) fn entry(&mut self, hash: u64, key: &[u8]) -> Entry<'_, (CachedKey, V)> {
+        let rehash = self.rehasher();
         self.table.entry(hash, |(k, _)| k[..] == *key, rehash)
     }
 
@@ -135,14 +139,14 @@ mod tests {
     fn finds_changes_and_removes_by_key() {
         let mut table = SlotTable::with_capacity(4);
         for i in 0u32..1000 {
-            match table.entry(&i.to_be_bytes()) {
+            match table.entry(table.hash(&i.to_be_bytes()), &i.to_be_bytes()) {
                 Entry::Vacant(vacant) => {
                     vacant.insert((CachedKey::from_slice(&i.to_be_bytes()), i));
                 }
                 Entry::Occupied(_) => panic!("{i} inserted twice"),
             }
         }
-        table.prefetch(&7u32.to_be_bytes());
+        assert_eq!(table.prefetch(&7u32.to_be_bytes()), table.hash(&7u32.to_be_bytes()));
         table.prefetch(b"absent");
         assert_eq!((table.len(), table.get(&7u32.to_be_bytes())), (1000, Some(&7)));
         *table.get_mut(&8u32.to_be_bytes()).unwrap() = 80;
@@ -150,7 +154,11 @@ mod tests {
         assert_eq!(table.len(), 500);
         assert_eq!(table.get(&8u32.to_be_bytes()), Some(&80));
         assert_eq!(table.get(&9u32.to_be_bytes()), None);
-        let Entry::Occupied(entry) = table.entry(&8u32.to_be_bytes()) else { panic!("8 is there") };
+        let Entry::Occupied(entry) =
+            table.entry(table.hash(&8u32.to_be_bytes()), &8u32.to_be_bytes())
+        else {
+            panic!("8 is there")
+        };
         entry.remove();
         assert!(table.get(&8u32.to_be_bytes()).is_none());
         assert_eq!(table.iter().count(), 499);

@@ -132,14 +132,16 @@ impl StateView<'_> {
             }
             let (now, stored) = (self.call.processing_time, &mut self.ctx.read_buf);
             let Some(backend) = self.backend.as_deref_mut() else { break };
-            let read = (0..storage.len()).try_for_each(|index| {
-                if let Some(ahead) = crate::state::prefetch_ahead(index, storage.len()) {
-                    ahead.for_each(|ahead| backend.prefetch(storage.get(ahead)));
-                }
-                let start = live_value(backend, storage.get(index), now, stored)?;
-                push_cell(cells, start.map(|start| &stored[start..]));
-                Ok::<_, crate::state::StateError>(())
-            });
+            let read = crate::state::visit_ahead(
+                backend,
+                storage.iter(),
+                |backend, key| backend.prefetch(key),
+                |backend, key, ()| {
+                    let start = live_value(backend, key, now, stored)?;
+                    push_cell(cells, start.map(|start| &stored[start..]));
+                    Ok::<_, crate::state::StateError>(())
+                },
+            );
             match read {
                 Ok(()) => cells.states.push(descriptor.name.clone()),
                 Err(_) => {
