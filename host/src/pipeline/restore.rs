@@ -413,6 +413,11 @@ fn committed_snapshot(
     })
 }
 
+/// The most keys a subtask's restored database may hold for its cache to
+/// filter reads of keys it lacks (reading them takes about a second per
+/// few million; see [`CachedBackend::track_backend_keys`]).
+const MOST_RESTORED_KEYS_FILTERED: usize = 4 << 20;
+
 /// Each subtask's state: its database of `backends` behind a cache of
 /// `cache_bytes` and, when checkpointing, a changelog chain under
 /// `local_checkpoints` (changes piling up beyond the cache's own budget
@@ -428,6 +433,7 @@ pub(crate) fn cached_backends(
     for (index, backend) in backends.into_iter().enumerate() {
         let index = first_slot + index;
         let mut cache = CachedBackend::new(Box::new(backend), cache_bytes);
+        cache.track_backend_keys(MOST_RESTORED_KEYS_FILTERED)?;
         if let Some(settings) = settings {
             let chain = local_checkpoints.join(format!("chain-{index}"));
             cache = cache.with_changelog(Changelog::create(

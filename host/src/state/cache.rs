@@ -16,6 +16,7 @@ use hashbrown::hash_table::Entry;
 use smallvec::SmallVec;
 
 use super::changelog::Changelog;
+use super::key_filter::KeyFilter;
 use super::slots::{prefetch, CachedKey, SlotTable};
 
 use super::{KeyedStateBackend, ScanEntry, SnapshotForm, StateError, Write};
@@ -28,6 +29,14 @@ const ENTRY_OVERHEAD: usize = 64;
 /// copies them all at once (≈100 ms), which would otherwise land inside
 /// whichever call into a function wrote the entry that made it grow.
 const HEADROOM: usize = 1 << 13;
+
+/// The most keys the filter of the backend's keys takes (about 80 MiB
+/// with its smaller layers): past them reads of keys the cache does not
+/// hold ask the backend again, as without a filter.
+const MOST_FILTERED_KEYS: usize = 1 << 26;
+
+/// Keys read from the backend at a time by [`CachedBackend::track_backend_keys`].
+const KEY_SCAN_PAGE: usize = 16_384;
 
 /// A cached value, in place up to 24 bytes (counters, sums, timers).
 type CachedValue = SmallVec<[u8; 24]>;
@@ -69,6 +78,10 @@ pub struct CachedBackend {
     /// perhaps gone since), so writing back a few changes among many cached
     /// entries — a scan after each event — does not walk every slot.
     dirty_keys: Vec<CachedKey>,
+    /// Every key the backend may hold, when known
+    /// ([`Self::track_backend_keys`]): a read of a key the cache does not
+    /// hold and the filter rules out is answered without the backend.
+    backend_keys: Option<KeyFilter>,
     /// Reads answered from the cache, and reads passed on (for metrics).
     hits: std::cell::Cell<u64>,
     misses: std::cell::Cell<u64>,
@@ -86,6 +99,7 @@ impl CachedBackend {
             changelog: None,
             unlogged_slots: 0,
             dirty_keys: Vec::new(),
+            backend_keys: None,
             hits: Default::default(),
             misses: Default::default(),
         }
@@ -110,6 +124,37 @@ impl CachedBackend {
             std::fs::remove_dir_all(scratch)?;
         }
         Ok(())
+    }
+
+    /// Keep a filter of the keys the backend holds, so a read of a key it
+    /// has never held (a key's first event) is answered without asking it:
+    /// from the keys it holds now, when at most `limit` (reading them costs
+    /// about a second per few million); when it holds more, reads go on
+    /// asking it. Every write-back adds its keys. Whether the filter is kept.
+    pub fn track_backend_keys(&mut self, limit: usize) -> Result<bool, StateError> {
+        let mut filter = KeyFilter::new();
+        let mut after: Option<Vec<u8>> = None;
+        self.backend_keys = None;
+        loop {
+            let mut page = self.inner.scan(b"", after.as_deref(), KEY_SCAN_PAGE)?;
+            for (key, _) in &page {
+                filter.insert(self.slots.hash(key));
+            }
+            if filter.len() > limit.min(MOST_FILTERED_KEYS) {
+                return Ok(false);
+            }
+            if page.len() < KEY_SCAN_PAGE {
+                break;
+            }
+            after = page.pop().map(|(key, _)| key);
+        }
+        self.backend_keys = Some(filter);
+        Ok(true)
+    }
+
+    /// Whether the backend is known not to hold the key of `hash`.
+    fn backend_lacks(&self, hash: u64) -> bool {
+        self.backend_keys.as_ref().is_some_and(|keys| !keys.may_contain(hash))
     }
 
     /// Count a read as answered here (`hit`) or passed on.
@@ -145,6 +190,9 @@ impl CachedBackend {
             a.cmp(b).then_with(|| a_key.cmp(b_key))
         });
         self.dirty_keys.clear();
+        for (_, (key, _)) in &writes {
+            note_backend_key(&mut self.backend_keys, &self.slots, key);
+        }
         self.inner.write_batch(&mut writes.into_iter().map(|(_, write)| write))?;
         self.slots.values_mut().for_each(|s| {
             s.dirty = false;
@@ -161,9 +209,10 @@ impl CachedBackend {
         let mut keys = std::mem::take(&mut self.dirty_keys);
         keys.sort_unstable_by(|a, b| order_prefix(a).cmp(&order_prefix(b)).then_with(|| a.cmp(b)));
         keys.dedup();
-        let slots = &self.slots;
+        let (slots, backend_keys) = (&self.slots, &mut self.backend_keys);
         let mut writes = keys.iter().filter_map(|key| {
             let slot = slots.get(&key[..]).filter(|s| s.dirty)?;
+            note_backend_key(backend_keys, slots, key);
             Some((&key[..], slot.value.as_deref()))
         });
         self.inner.write_batch(&mut writes)?;
@@ -244,6 +293,18 @@ impl CachedBackend {
     }
 }
 
+/// Add `key`, about to be written to the backend, to `filter` (of the
+/// keys the backend may hold) when one is kept; forget the filter once it
+/// holds [`MOST_FILTERED_KEYS`].
+fn note_backend_key(filter: &mut Option<KeyFilter>, slots: &SlotTable<Slot>, key: &[u8]) {
+    if let Some(keys) = filter {
+        keys.insert(slots.hash(key));
+        if keys.len() > MOST_FILTERED_KEYS {
+            *filter = None;
+        }
+    }
+}
+
 /// Visit every cached slot, asking memory for each one a few slots before
 /// its visit: the map's buckets come in an order the hardware does not
 /// predict, so a walk over a table larger than the CPU's caches otherwise
@@ -281,16 +342,19 @@ fn order_prefix(key: &[u8]) -> u128 {
 
 impl KeyedStateBackend for CachedBackend {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StateError> {
-        let slot = self.slots.get(key);
+        let hash = self.slots.hash(key);
+        let slot = self.slots.find(hash, key);
         self.count_read(slot.is_some());
         match slot {
             Some(slot) => Ok(slot.value.as_deref().map(<[u8]>::to_vec)),
+            None if self.backend_lacks(hash) => Ok(None),
             None => self.inner.get(key),
         }
     }
 
     fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, StateError> {
-        let slot = self.slots.get(key);
+        let hash = self.slots.hash(key);
+        let slot = self.slots.find(hash, key);
         self.count_read(slot.is_some());
         match slot {
             Some(Slot { value: Some(value), .. }) => {
@@ -298,12 +362,16 @@ impl KeyedStateBackend for CachedBackend {
                 Ok(true)
             }
             Some(Slot { value: None, .. }) => Ok(false),
+            None if self.backend_lacks(hash) => Ok(false),
             None => self.inner.get_into(key, out),
         }
     }
 
     fn prefetch(&self, key: &[u8]) {
-        let _hash = self.slots.prefetch(key);
+        let hash = self.slots.prefetch(key);
+        if let Some(keys) = &self.backend_keys {
+            keys.prefetch(hash);
+        }
     }
 
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {
@@ -489,11 +557,32 @@ mod tests {
         }
     }
 
+    /// Without a filter of the backend's keys, with one, and with one
+    /// refused (more keys than its limit), over a backend that holds keys
+    /// from the start (as a restored one does).
     #[test]
     fn matches_an_uncached_backend_on_random_operations() {
-        let mut cached = CachedBackend::new(Box::new(InMemoryBackend::new()), 2_000);
-        // Reads of the uncached side go through `&mut` like the cached side's.
-        let mut plain = InMemoryBackend::new();
+        for (limit, filtered) in [(None, false), (Some(usize::MAX), true), (Some(10), false)] {
+            let mut restored = InMemoryBackend::new();
+            for i in 0..30u8 {
+                restored.put(&[b'p', i % 3, i], &[i]).unwrap();
+            }
+            let mut cached = CachedBackend::new(Box::new(restored), 2_000);
+            if let Some(limit) = limit {
+                assert_eq!(cached.track_backend_keys(limit).unwrap(), filtered);
+            }
+            assert_eq!(cached.backend_keys.is_some(), filtered);
+            let mut plain = InMemoryBackend::new();
+            for i in 0..30u8 {
+                plain.put(&[b'p', i % 3, i], &[i]).unwrap();
+            }
+            random_operations_match(&mut cached, &mut plain);
+        }
+    }
+
+    /// Run random reads, writes, scans and deletes on both; each read
+    /// answers the same.
+    fn random_operations_match(cached: &mut CachedBackend, plain: &mut InMemoryBackend) {
         let mut rng = 0x2545_f491_4f6c_dd1du64;
         for step in 0..20_000 {
             if step % 7 == 0 {
@@ -507,7 +596,7 @@ mod tests {
                     plain.get(&key).unwrap(),
                     "get at step {step}"
                 ),
-                3..=4 => put_both(&mut cached, &mut plain, &key, rng),
+                3..=4 => put_both(cached, plain, &key, rng),
                 5 => {
                     cached.delete(&key).unwrap();
                     plain.delete(&key).unwrap();

@@ -10,6 +10,7 @@ pub mod encoding;
 pub mod hash;
 mod journal;
 mod key;
+mod key_filter;
 pub mod layout;
 mod memory;
 mod rocks;

@@ -52,7 +52,11 @@ impl<V> SlotTable<V> {
 
     /// The value under `key`.
     pub(super) fn get(&self, key: &[u8]) -> Option<&V> {
-        let hash = self.hash(key);
+        self.find(self.hash(key), key)
+    }
+
+    /// The value under `key`, whose hash is `hash` ([`Self::hash`]).
+    pub(super) fn find(&self, hash: u64, key: &[u8]) -> Option<&V> {
         self.table.find(hash, |(k, _)| k[..] == *key).map(|(_, v)| v)
     }
 
