@@ -369,7 +369,8 @@ impl KeyedStateBackend for CachedBackend {
 
     fn prefetch(&self, key: &[u8]) {
         let hash = self.slots.prefetch(key);
-        if let Some(keys) = &self.backend_keys {
+        // An empty filter (all state still cached) needs no memory to answer.
+        if let Some(keys) = self.backend_keys.as_ref().filter(|keys| !keys.is_empty()) {
             keys.prefetch(hash);
         }
     }

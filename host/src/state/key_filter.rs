@@ -99,6 +99,11 @@ impl KeyFilter {
         self.layers.iter().map(|layer| layer.keys).sum()
     }
 
+    /// Whether no key was added.
+    pub(super) fn is_empty(&self) -> bool {
+        self.layers.iter().all(|layer| layer.keys == 0)
+    }
+
     /// Whether the key of `hash` may have been added: `false` means it was
     /// not.
     pub(super) fn may_contain(&self, hash: u64) -> bool {
