@@ -86,22 +86,24 @@ impl Layer {
 pub(super) struct KeyFilter {
     /// Oldest (smallest) first; keys go to the last.
     layers: Vec<Layer>,
+    /// Keys added to all layers (asked per read: kept, not summed).
+    keys: usize,
 }
 
 impl KeyFilter {
     /// An empty filter.
     pub(super) fn new() -> Self {
-        Self { layers: vec![Layer::new(FIRST_LAYER_KEYS)] }
+        Self { layers: vec![Layer::new(FIRST_LAYER_KEYS)], keys: 0 }
     }
 
     /// Keys added (once each, as far as the filter could tell).
     pub(super) fn len(&self) -> usize {
-        self.layers.iter().map(|layer| layer.keys).sum()
+        self.keys
     }
 
     /// Whether no key was added.
     pub(super) fn is_empty(&self) -> bool {
-        self.layers.iter().all(|layer| layer.keys == 0)
+        self.keys == 0
     }
 
     /// Whether the key of `hash` may have been added: `false` means it was
@@ -123,6 +125,7 @@ impl KeyFilter {
             self.layers.push(Layer::new(capacity));
         }
         self.layers.last_mut().expect("a filter has a layer").insert(hash);
+        self.keys += 1;
     }
 
     /// Ask memory for the blocks a probe of `hash` will read.
