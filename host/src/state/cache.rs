@@ -191,7 +191,7 @@ impl CachedBackend {
             a.cmp(b).then_with(|| a_key.cmp(b_key))
         });
         self.dirty_keys.clear();
-        self.inner.write_batch(&mut fetched_ahead(&writes))?;
+        self.inner.write_sorted(&mut fetched_ahead(&writes))?;
         self.slots.values_mut().for_each(|s| {
             s.dirty = false;
             s.fresh = false;
@@ -214,7 +214,7 @@ impl CachedBackend {
             note_backend_key(backend_keys, hash);
             Some((&key[..], slot.value.as_deref()))
         });
-        self.inner.write_batch(&mut writes)?;
+        self.inner.write_sorted(&mut writes)?;
         for key in &keys {
             if let Some(slot) = self.slots.get_mut(&key[..]) {
                 slot.dirty = false;

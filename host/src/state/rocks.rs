@@ -1,15 +1,33 @@
 //! The production state backend: one RocksDB database per subtask.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use rocksdb::{Direction, IteratorMode, Options, ReadOptions, WriteOptions, DB};
+use rocksdb::{
+    Direction, IngestExternalFileOptions, IteratorMode, Options, ReadOptions, SstFileWriter,
+    WriteOptions, DB,
+};
 
 use super::{prefix_end, KeyedStateBackend, ScanEntry, SnapshotForm, StateError, Write};
+
+/// The fewest writes [`KeyedStateBackend::write_sorted`] stores as a table
+/// file of their own: below them a file's fixed costs (creating, syncing
+/// and registering it, flushing the memtable it overlaps) outweigh what
+/// skipping the memtable saves.
+const FEWEST_INGESTED_WRITES: usize = 1 << 16;
+
+/// The table file a sorted run is written to before RocksDB takes it
+/// (a name RocksDB's own files never have), in the database's directory.
+const INGESTED_FILE: &str = "weir-ingest.sst";
 
 /// Keyed state in a RocksDB database on local disk.
 pub struct RocksDbBackend {
     db: DB,
     write: WriteOptions,
+    /// What the database was opened with (a table file written for it
+    /// must be built alike).
+    options: Options,
+    /// The database's directory.
+    path: PathBuf,
 }
 
 impl RocksDbBackend {
@@ -43,7 +61,7 @@ impl RocksDbBackend {
         let db = DB::open(&options, path)?;
         let mut write = WriteOptions::default();
         write.set_sync(false);
-        Ok(Self { db, write })
+        Ok(Self { db, write, options, path: path.to_path_buf() })
     }
 }
 
@@ -147,6 +165,40 @@ impl KeyedStateBackend for RocksDbBackend {
         Ok(self.db.write_opt(batch, &self.write)?)
     }
 
+    /// A long run is written as a table file and handed to RocksDB whole
+    /// (a level-0 file, or deeper where it overlaps nothing): no memtable
+    /// inserts, write-ahead log or flush (≈ 10 % of the CPU of a running
+    /// sum over 10 M keys, whose cache writes back hundreds of thousands
+    /// of new keys at a time). A short one is a batch.
+    fn write_sorted(
+        &mut self,
+        writes: &mut dyn Iterator<Item = Write<'_>>,
+    ) -> Result<(), StateError> {
+        if writes.size_hint().0 < FEWEST_INGESTED_WRITES {
+            return self.write_batch(writes);
+        }
+        let file = self.path.join(INGESTED_FILE);
+        let mut writer = SstFileWriter::create(&self.options);
+        writer.open(&file)?;
+        for (key, value) in writes {
+            match value {
+                Some(value) => writer.put(key, value)?,
+                None => writer.delete(key)?,
+            }
+        }
+        writer.finish()?;
+        let mut ingest = IngestExternalFileOptions::default();
+        // Linked into place, not copied (the same directory).
+        ingest.set_move_files(true);
+        let ingested = self.db.ingest_external_file_opts(&ingest, vec![&file]);
+        let removed = std::fs::remove_file(&file);
+        ingested?;
+        match removed {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+            _ => Ok(()),
+        }
+    }
+
     fn flush(&mut self) -> Result<(), StateError> {
         Ok(self.db.flush()?)
     }
@@ -161,8 +213,9 @@ impl KeyedStateBackend for RocksDbBackend {
 impl RocksDbBackend {
     /// Open the database at `path` to read it only (a checkpoint directory).
     pub fn open_read_only(path: &Path) -> Result<Self, StateError> {
-        let db = DB::open_for_read_only(&Options::default(), path, false)?;
-        Ok(Self { db, write: WriteOptions::default() })
+        let options = Options::default();
+        let db = DB::open_for_read_only(&options, path, false)?;
+        Ok(Self { db, write: WriteOptions::default(), options, path: path.to_path_buf() })
     }
 
     /// Compact the whole database now (purging expired values).
@@ -217,6 +270,37 @@ mod tests {
         let copy = RocksDbBackend::open(&dir.path().join("chk")).unwrap();
         assert_eq!(copy.get(b"k").unwrap().as_deref(), Some(&b"1"[..]));
         assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"2"[..]));
+    }
+
+    #[test]
+    fn a_long_sorted_run_is_ingested_over_what_is_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = RocksDbBackend::open(&dir.path().join("live")).unwrap();
+        let key = |i: usize| format!("k{i:08}").into_bytes();
+        // Older values of some keys, in a table file and in the memtable.
+        db.put(&key(7), b"old").unwrap();
+        db.flush().unwrap();
+        db.put(&key(8), b"old").unwrap();
+        db.put(&key(9), b"old").unwrap();
+        let keys: Vec<Vec<u8>> = (0..FEWEST_INGESTED_WRITES + 10).map(key).collect();
+        let mut writes = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (&k[..], if i == 9 { None } else { Some(&k[1..]) }));
+        db.write_sorted(&mut writes).unwrap();
+        assert_eq!(db.get(&key(7)).unwrap().as_deref(), Some(&key(7)[1..]));
+        assert_eq!(db.get(&key(8)).unwrap().as_deref(), Some(&key(8)[1..]));
+        assert_eq!(db.get(&key(9)).unwrap(), None, "deleted");
+        let last = key(FEWEST_INGESTED_WRITES + 9);
+        assert_eq!(db.get(&last).unwrap().as_deref(), Some(&last[1..]));
+        assert!(!dir.path().join("live").join(INGESTED_FILE).exists(), "taken in");
+        // Later writes win over the ingested ones, and all of it is checkpointed.
+        db.put(&key(7), b"new").unwrap();
+        db.checkpoint(&dir.path().join("chk"), SnapshotForm::Database).unwrap();
+        let mut copy = RocksDbBackend::open(&dir.path().join("chk")).unwrap();
+        assert_eq!(copy.get(&key(7)).unwrap().as_deref(), Some(&b"new"[..]));
+        assert_eq!(copy.get(&last).unwrap().as_deref(), Some(&last[1..]));
+        assert_eq!(copy.scan(b"k", None, usize::MAX).unwrap().len(), keys.len() - 1);
     }
 
     #[test]
