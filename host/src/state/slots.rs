@@ -7,6 +7,7 @@
 //! bytes too); asking for all of a batch's lines first lets those waits
 //! overlap instead of following each other.
 
+use std::cell::Cell;
 use std::hash::BuildHasher;
 
 use hashbrown::hash_table::{Entry, HashTable};
@@ -23,12 +24,44 @@ pub(super) type CachedKey = SmallVec<[u8; 48]>;
 pub(super) struct SlotTable<V> {
     table: HashTable<(CachedKey, V)>,
     hasher: KeyHashBuilder,
+    /// Where the table's memory is, as last learnt ([`Self::layout`]).
+    layout: Cell<Option<BucketLayout>>,
+}
+
+/// Where a table of `buckets` buckets keeps them: hashbrown allocates the
+/// buckets, the last first, right below its control bytes, which begin at
+/// `data_end`; a probe for a hash starts at bucket `hash % buckets`.
+#[derive(Clone, Copy)]
+struct BucketLayout {
+    buckets: usize,
+    data_end: usize,
 }
 
 impl<V> SlotTable<V> {
     /// An empty table with room for `capacity` entries.
     pub(super) fn with_capacity(capacity: usize) -> Self {
-        Self { table: HashTable::with_capacity(capacity), hasher: KeyHashBuilder::default() }
+        Self {
+            table: HashTable::with_capacity(capacity),
+            hasher: KeyHashBuilder::default(),
+            layout: Cell::new(None),
+        }
+    }
+
+    /// Where the table's buckets are now, learnt from where an entry is
+    /// (after each reallocation, which changes the number of buckets);
+    /// `None` while it is empty.
+    fn layout(&self) -> Option<BucketLayout> {
+        let buckets = self.table.num_buckets();
+        if let Some(known) = self.layout.get().filter(|known| known.buckets == buckets) {
+            return Some(known);
+        }
+        let index = self.table.iter_buckets().next()?;
+        let entry = self.table.get_bucket(index)?;
+        let size = std::mem::size_of::<(CachedKey, V)>();
+        let data_end = std::ptr::from_ref(entry) as usize + (index + 1) * size;
+        let layout = BucketLayout { buckets, data_end };
+        self.layout.set(Some(layout));
+        Some(layout)
     }
 
     /// `key`'s hash in this table (for [`Self::entry`]).
@@ -37,16 +70,26 @@ impl<V> SlotTable<V> {
     }
 
     /// Ask memory for what a lookup of `key` will read (the control bytes
-    /// it probes and the slot it will compare), without waiting for it;
-    /// `key`'s hash, for the lookup.
+    /// it probes first and the two buckets where its entry most likely is,
+    /// or goes), without waiting for it; `key`'s hash, for the lookup.
+    ///
+    /// The addresses are computed from the table's [`BucketLayout`], not
+    /// found by probing: a probe would itself wait for the control bytes,
+    /// one key after another. Were hashbrown to lay its table out
+    /// otherwise, the prefetches would miss (a test says so) but nothing
+    /// would go wrong: a prefetch reads nothing and faults on no address.
     pub(super) fn prefetch(&self, key: &[u8]) -> u64 {
         let hash = self.hash(key);
-        // A probe that matches nothing visits the candidates (computing
-        // their addresses reads nothing) and stops at the first empty group.
-        let _ = self.table.find(hash, |entry| {
-            prefetch(std::ptr::from_ref(entry).cast());
-            false
-        });
+        if let Some(layout) = self.layout() {
+            let size = std::mem::size_of::<(CachedKey, V)>();
+            let home = hash as usize & (layout.buckets - 1);
+            prefetch((layout.data_end + home) as *const i8);
+            // The home bucket and the next one (below it), line by line.
+            let low = layout.data_end.wrapping_sub((home + 2) * size);
+            for line in (low..low + 2 * size).step_by(64) {
+                prefetch(line as *const i8);
+            }
+        }
         hash
     }
 
@@ -152,6 +195,7 @@ mod tests {
         }
         assert_eq!(table.prefetch(&7u32.to_be_bytes()), table.hash(&7u32.to_be_bytes()));
         table.prefetch(b"absent");
+        assert!(SlotTable::<u32>::with_capacity(4).layout().is_none(), "empty");
         assert_eq!((table.len(), table.get(&7u32.to_be_bytes())), (1000, Some(&7)));
         *table.get_mut(&8u32.to_be_bytes()).unwrap() = 80;
         table.retain(|_, v| *v % 2 == 0);
@@ -166,5 +210,34 @@ mod tests {
         entry.remove();
         assert!(table.get(&8u32.to_be_bytes()).is_none());
         assert_eq!(table.iter().count(), 499);
+    }
+
+    #[test]
+    fn prefetches_where_the_table_keeps_each_entry() {
+        let mut table = SlotTable::with_capacity(1);
+        let keys: Vec<[u8; 8]> = (0u64..100_000).map(u64::to_be_bytes).collect();
+        for (i, key) in keys.iter().enumerate() {
+            table.reserve(1);
+            if let Entry::Vacant(vacant) = table.entry(table.hash(key), key) {
+                vacant.insert((CachedKey::from_slice(key), i));
+            }
+            if i % 10_000 == 0 {
+                // Learnt again after each reallocation.
+                table.prefetch(key);
+            }
+        }
+        let layout = table.layout().expect("not empty");
+        assert_eq!(layout.buckets, table.table.num_buckets());
+        let size = std::mem::size_of::<(CachedKey, usize)>();
+        let mut at_home = 0;
+        for key in &keys {
+            let hash = table.hash(key);
+            let index = table.table.find_bucket_index(hash, |(k, _)| k[..] == key[..]).unwrap();
+            let entry = table.table.get_bucket(index).unwrap();
+            assert_eq!(std::ptr::from_ref(entry) as usize, layout.data_end - (index + 1) * size);
+            let home = hash as usize & (layout.buckets - 1);
+            at_home += usize::from(index.wrapping_sub(home) & (layout.buckets - 1) < 2);
+        }
+        assert!(at_home > keys.len() * 2 / 3, "{at_home} of {} where prefetched", keys.len());
     }
 }
