@@ -199,11 +199,16 @@ impl CachedBackend {
         // Each key is hashed for the filter now, while the walk over the
         // table has it at hand, not once sorted (a wait for memory each).
         let mut writes: Vec<(u128, Write<'_>)> = Vec::with_capacity(self.dirty_keys.len());
-        let (slots, backend_keys) = (&self.slots, &mut self.backend_keys);
+        let mut hashes =
+            Vec::with_capacity(self.backend_keys.as_ref().map_or(0, |_| writes.capacity()));
+        let (slots, track) = (&self.slots, self.backend_keys.is_some());
         writes.extend(slots.iter().filter(|(_, s)| s.dirty).map(|(k, s)| {
-            note_backend_key(backend_keys, slots.hash(k));
+            if track {
+                hashes.push(slots.hash(k));
+            }
             (order_prefix(k), (&k[..], s.value.as_deref()))
         }));
+        note_backend_keys(&mut self.backend_keys, &hashes);
         writes.sort_unstable_by(|(a, (a_key, _)), (b, (b_key, _))| {
             a.cmp(b).then_with(|| a_key.cmp(b_key))
         });
@@ -228,7 +233,7 @@ impl CachedBackend {
         let mut writes = keys.iter().filter_map(|key| {
             let hash = slots.hash(key);
             let slot = slots.find(hash, key).filter(|s| s.dirty)?;
-            note_backend_key(backend_keys, hash);
+            note_backend_keys(backend_keys, &[hash]);
             Some((&key[..], slot.value.as_deref()))
         });
         self.inner.write_sorted(&mut writes)?;
@@ -309,12 +314,12 @@ impl CachedBackend {
     }
 }
 
-/// Add the key of `hash` ([`SlotTable::hash`]), about to be written to the
-/// backend, to `filter` (of the keys the backend may hold) when one is
+/// Add the keys of `hashes` ([`SlotTable::hash`]), about to be written to
+/// the backend, to `filter` (of the keys the backend may hold) when one is
 /// kept; forget the filter once it holds [`MOST_FILTERED_KEYS`].
-fn note_backend_key(filter: &mut Option<KeyFilter>, hash: u64) {
+fn note_backend_keys(filter: &mut Option<KeyFilter>, hashes: &[u64]) {
     if let Some(keys) = filter {
-        keys.insert(hash);
+        keys.insert_all(hashes);
         if keys.len() > MOST_FILTERED_KEYS {
             *filter = None;
         }
