@@ -137,9 +137,8 @@ impl CachedBackend {
         self.backend_keys = None;
         loop {
             let mut page = self.inner.scan(b"", after.as_deref(), KEY_SCAN_PAGE)?;
-            for (key, _) in &page {
-                filter.insert(self.slots.hash(key));
-            }
+            let hashes: Vec<u64> = page.iter().map(|(key, _)| self.slots.hash(key)).collect();
+            filter.insert_all(&hashes);
             if filter.len() > limit.min(MOST_FILTERED_KEYS) {
                 return Ok(false);
             }
@@ -331,9 +330,8 @@ fn note_backend_keys(filter: &mut Option<KeyFilter>, hashes: &[u64]) {
 /// to where the table keeps them, and each one would otherwise wait for
 /// memory as the backend copies it (5 % of the CPU writing back millions).
 fn fetched_ahead<'a>(sorted: &'a [(u128, Write<'a>)]) -> impl Iterator<Item = Write<'a>> + 'a {
-    const AHEAD: usize = 16;
     sorted.iter().enumerate().map(move |(i, (_, write))| {
-        if let Some((_, (key, value))) = sorted.get(i + AHEAD) {
+        if let Some((_, (key, value))) = sorted.get(i + super::PREFETCH_DISTANCE) {
             prefetch(key.as_ptr().cast());
             if let Some(value) = value {
                 prefetch(value.as_ptr().cast());

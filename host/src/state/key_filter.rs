@@ -116,13 +116,16 @@ impl KeyFilter {
     /// keys ahead (a filter of millions of keys is larger than the CPU's
     /// nearer caches, and a write-back adds hundreds of thousands).
     pub(super) fn insert_all(&mut self, hashes: &[u64]) {
-        const AHEAD: usize = 16;
-        for (i, &hash) in hashes.iter().enumerate() {
-            if let Some(&ahead) = hashes.get(i + AHEAD) {
-                self.prefetch(ahead);
-            }
-            self.insert(hash);
-        }
+        let inserted = super::visit_ahead(
+            self,
+            hashes,
+            |filter, &&hash| filter.prefetch(hash),
+            |filter, &hash, ()| {
+                filter.insert(hash);
+                Ok::<_, std::convert::Infallible>(())
+            },
+        );
+        let Ok(()) = inserted;
     }
 
     /// Add the key of `hash`.
