@@ -521,10 +521,6 @@ impl KeyedStateBackend for CachedBackend {
         }
     }
 
-    /// Make room for the next batch's entries; over budget, write every
-    /// dirty entry back, then forget entries until half the budget is left
-    /// (what stays is arbitrary; it is all clean, so forgetting loses
-    /// nothing).
     fn stats(&self) -> super::StateStats {
         let below = self.inner.stats();
         super::StateStats {
@@ -534,6 +530,10 @@ impl KeyedStateBackend for CachedBackend {
         }
     }
 
+    /// Make room for the next batch's entries; over budget, write every
+    /// dirty entry back, then forget entries until half the budget is left
+    /// (what stays is arbitrary, spread evenly over the table; it is all
+    /// clean, so forgetting loses nothing).
     fn relieve(&mut self) -> Result<(), StateError> {
         if self.slots.capacity() - self.slots.len() < HEADROOM {
             self.slots.reserve(self.growth());
@@ -542,12 +542,20 @@ impl KeyedStateBackend for CachedBackend {
             return Ok(());
         }
         self.write_back()?;
-        let mut keep = self.capacity / 2;
+        // Half the budget kept evenly over the table (each stretch of its
+        // buckets keeps the same share of its bytes), not its first
+        // buckets whole: a stretch left full overflows as new keys come,
+        // and a new key's lookup then probes long runs of full buckets.
+        let (share, total) = (self.capacity as u128 / 2, self.bytes.max(1) as u128);
+        let mut earned = 0u128;
         let changelog = &mut self.changelog;
         self.slots.retain(|key, slot| {
-            let cost = Self::cost(key, slot.value.as_deref());
-            let kept = cost <= keep;
-            keep = keep.saturating_sub(cost);
+            let cost = Self::cost(key, slot.value.as_deref()) as u128;
+            earned += cost * share;
+            let kept = earned >= cost * total;
+            if kept {
+                earned -= cost * total;
+            }
             if let Some(changelog) = changelog.as_mut().filter(|_| !kept && slot.unlogged) {
                 // The next checkpoint would not find this change cached.
                 changelog.record(slot.number, key, slot.value.as_deref());
@@ -722,6 +730,37 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// An eviction keeps entries in every stretch of the table alike: a
+    /// stretch kept whole would overflow as new keys come, and lookups of
+    /// new keys would probe long runs of full buckets there.
+    #[test]
+    fn eviction_thins_the_table_evenly() {
+        let mut cached = CachedBackend::new(Box::new(InMemoryBackend::new()), 4 << 20);
+        let mut key = 0u64;
+        while cached.bytes <= cached.capacity {
+            cached.put(&key.to_be_bytes(), b"value").unwrap();
+            key += 1;
+            if key % 1024 == 0 {
+                cached.relieve().unwrap();
+            }
+        }
+        let before = cached.slots.len();
+        cached.relieve().unwrap();
+        assert!(cached.bytes <= cached.capacity / 2, "{} bytes left", cached.bytes);
+        let kept = cached.slots.len();
+        assert!(kept > before * 2 / 5, "{kept} of {before} kept");
+        let mut quarters = [0usize; 4];
+        for index in cached.slots.bucket_indices() {
+            quarters[index * 4 / cached.slots.buckets()] += 1;
+        }
+        for count in quarters {
+            assert!(count.abs_diff(kept / 4) < kept / 20, "{quarters:?}: {kept} kept, unevenly");
+        }
+        for i in 0..key {
+            assert_eq!(cached.get(&i.to_be_bytes()).unwrap().as_deref(), Some(&b"value"[..]));
         }
     }
 

@@ -158,6 +158,18 @@ impl<V> SlotTable<V> {
         self.table.iter_mut().map(|(_, v)| v)
     }
 
+    /// Where each entry is: its bucket's index, of [`Self::buckets`].
+    #[cfg(test)]
+    pub(super) fn bucket_indices(&self) -> impl Iterator<Item = usize> + '_ {
+        self.table.iter_buckets()
+    }
+
+    /// Buckets the table has.
+    #[cfg(test)]
+    pub(super) fn buckets(&self) -> usize {
+        self.table.num_buckets()
+    }
+
     /// Keep only the entries `keep` says to.
     pub(super) fn retain(&mut self, mut keep: impl FnMut(&CachedKey, &mut V) -> bool) {
         self.table.retain(|(k, v)| keep(k, v));
