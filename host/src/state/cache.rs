@@ -38,6 +38,15 @@ const MOST_FILTERED_KEYS: usize = 1 << 26;
 /// Keys read from the backend at a time by [`CachedBackend::track_backend_keys`].
 const KEY_SCAN_PAGE: usize = 16_384;
 
+/// The write-back walk's buffers ([`CachedBackend::write_back`]).
+#[derive(Default)]
+struct WalkBuffers {
+    /// The dirty slots by [`order_prefix`] of their keys, then bucket.
+    order: Vec<(u128, usize)>,
+    /// The hashes of their keys, for the filter of the backend's keys.
+    hashes: Vec<u64>,
+}
+
 /// A cached value, in place up to 24 bytes (counters, sums, timers).
 type CachedValue = SmallVec<[u8; 24]>;
 
@@ -78,6 +87,12 @@ pub struct CachedBackend {
     /// perhaps gone since), so writing back a few changes among many cached
     /// entries — a scan after each event — does not walk every slot.
     dirty_keys: Vec<CachedKey>,
+    /// Whether a slot turned dirty without being listed in `dirty_keys`
+    /// (once they are many, a write-back walks the table anyway).
+    dirty_unlisted: bool,
+    /// Buffers of the write-back's walk, kept from one to the next: a
+    /// million writes would otherwise fault in tens of fresh megabytes.
+    walk: WalkBuffers,
     /// Every key the backend may hold, when known
     /// ([`Self::track_backend_keys`]): a read of a key the cache does not
     /// hold and the filter rules out is answered without the backend.
@@ -99,6 +114,8 @@ impl CachedBackend {
             changelog: None,
             unlogged_slots: 0,
             dirty_keys: Vec::new(),
+            dirty_unlisted: false,
+            walk: WalkBuffers::default(),
             backend_keys: None,
             hits: Default::default(),
             misses: Default::default(),
@@ -185,34 +202,33 @@ impl CachedBackend {
 
     /// Write every dirty entry to the backend (entries stay cached, clean).
     fn write_back(&mut self) -> Result<(), StateError> {
-        if self.dirty_keys.is_empty() {
+        if self.dirty_keys.is_empty() && !self.dirty_unlisted {
             return Ok(());
         }
-        if self.dirty_keys.len() < self.slots.len() / 4 {
+        if !self.dirty_unlisted && self.dirty_keys.len() < self.slots.len() / 4 {
             return self.write_back_listed();
         }
         // In key order: RocksDB's memtable then inserts each entry next to
         // the previous one instead of searching from the top.
-        // Sized up front (every dirty slot is listed in `dirty_keys`): a
-        // vector grown by doubling copies itself and touches fresh pages.
         // Each key is hashed for the filter now, while the walk over the
         // table has it at hand, not once sorted (a wait for memory each).
-        let mut writes: Vec<(u128, Write<'_>)> = Vec::with_capacity(self.dirty_keys.len());
-        let mut hashes =
-            Vec::with_capacity(self.backend_keys.as_ref().map_or(0, |_| writes.capacity()));
+        let WalkBuffers { order, hashes } = &mut self.walk;
         let (slots, track) = (&self.slots, self.backend_keys.is_some());
-        writes.extend(slots.iter().filter(|(_, s)| s.dirty).map(|(k, s)| {
+        order.clear();
+        hashes.clear();
+        order.extend(slots.iter_indexed().filter(|(_, _, s)| s.dirty).map(|(index, k, _)| {
             if track {
                 hashes.push(slots.hash(k));
             }
-            (order_prefix(k), (&k[..], s.value.as_deref()))
+            (order_prefix(k), index)
         }));
-        note_backend_keys(&mut self.backend_keys, &hashes);
-        writes.sort_unstable_by(|(a, (a_key, _)), (b, (b_key, _))| {
-            a.cmp(b).then_with(|| a_key.cmp(b_key))
+        note_backend_keys(&mut self.backend_keys, hashes);
+        order.sort_unstable_by(|&(a, a_index), &(b, b_index)| {
+            a.cmp(&b).then_with(|| slots.at(a_index).0.cmp(slots.at(b_index).0))
         });
         self.dirty_keys.clear();
-        self.inner.write_sorted(&mut fetched_ahead(&writes))?;
+        self.dirty_unlisted = false;
+        self.inner.write_sorted(&mut fetched_ahead(slots, order))?;
         self.slots.values_mut().for_each(|s| {
             s.dirty = false;
             s.fresh = false;
@@ -257,6 +273,7 @@ impl CachedBackend {
     /// fill with tombstones of short-lived keys, like fired windows).
     /// `hash` is `key`'s in the slot table ([`SlotTable::hash`]).
     fn write(&mut self, hash: u64, key: &[u8], value: Option<&[u8]>, fresh: bool) {
+        let cached = self.slots.len();
         match self.slots.entry(hash, key) {
             Entry::Occupied(entry) if value.is_none() && entry.get().1.unwritten => {
                 let ((_, slot), _) = entry.remove();
@@ -277,7 +294,7 @@ impl CachedBackend {
                     (_, value) => slot.value = value.map(CachedValue::from_slice),
                 }
                 if !slot.dirty {
-                    self.dirty_keys.push(CachedKey::from_slice(key));
+                    list_dirty(&mut self.dirty_keys, &mut self.dirty_unlisted, key, cached);
                 }
                 slot.dirty = true;
                 if !slot.unlogged {
@@ -287,7 +304,7 @@ impl CachedBackend {
             }
             Entry::Vacant(entry) => {
                 self.bytes += Self::cost(key, value);
-                self.dirty_keys.push(CachedKey::from_slice(key));
+                list_dirty(&mut self.dirty_keys, &mut self.dirty_unlisted, key, cached);
                 self.unlogged_slots += 1;
                 entry.insert((
                     CachedKey::from_slice(key),
@@ -313,6 +330,18 @@ impl CachedBackend {
     }
 }
 
+/// List `key`, turned dirty, in `listed` — unless a quarter of the
+/// `cached` slots are listed already: a write-back of that many walks the
+/// table instead (so listing each new key of a stream of them would only
+/// copy it), which `unlisted` then says.
+fn list_dirty(listed: &mut Vec<CachedKey>, unlisted: &mut bool, key: &[u8], cached: usize) {
+    if *unlisted || listed.len() > cached / 4 {
+        *unlisted = true;
+    } else {
+        listed.push(CachedKey::from_slice(key));
+    }
+}
+
 /// Add the keys of `hashes` ([`SlotTable::hash`]), about to be written to
 /// the backend, to `filter` (of the keys the backend may hold) when one is
 /// kept; forget the filter once it holds [`MOST_FILTERED_KEYS`].
@@ -325,19 +354,21 @@ fn note_backend_keys(filter: &mut Option<KeyFilter>, hashes: &[u64]) {
     }
 }
 
-/// The writes of `sorted`, each entry's key and value asked of memory a
-/// few writes before it is read: sorted, they come in an order unrelated
-/// to where the table keeps them, and each one would otherwise wait for
-/// memory as the backend copies it (5 % of the CPU writing back millions).
-fn fetched_ahead<'a>(sorted: &'a [(u128, Write<'a>)]) -> impl Iterator<Item = Write<'a>> + 'a {
-    sorted.iter().enumerate().map(move |(i, (_, write))| {
-        if let Some((_, (key, value))) = sorted.get(i + super::PREFETCH_DISTANCE) {
-            prefetch(key.as_ptr().cast());
-            if let Some(value) = value {
-                prefetch(value.as_ptr().cast());
-            }
+/// The writes of the slots of `slots` in buckets `sorted` (their second
+/// halves), each slot asked of memory a few writes before it is read:
+/// sorted, they come in an order unrelated to where the table keeps them,
+/// and each one would otherwise wait for memory as the backend copies it
+/// (5 % of the CPU writing back millions).
+fn fetched_ahead<'a>(
+    slots: &'a SlotTable<Slot>,
+    sorted: &'a [(u128, usize)],
+) -> impl Iterator<Item = Write<'a>> + 'a {
+    sorted.iter().enumerate().map(move |(i, &(_, index))| {
+        if let Some(&(_, ahead)) = sorted.get(i + super::PREFETCH_DISTANCE) {
+            slots.prefetch_at(ahead);
         }
-        *write
+        let (key, slot) = slots.at(index);
+        (&key[..], slot.value.as_deref())
     })
 }
 

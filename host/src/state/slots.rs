@@ -69,6 +69,14 @@ impl<V> SlotTable<V> {
         self.hasher.hash_one(key)
     }
 
+    /// Ask memory for bucket `index` (where [`Self::iter_indexed`] found
+    /// an entry), without waiting for it.
+    pub(super) fn prefetch_at(&self, index: usize) {
+        if let Some(layout) = self.layout() {
+            prefetch_bucket::<(CachedKey, V)>(layout, index);
+        }
+    }
+
     /// Ask memory for what a lookup of `key` will read (the control bytes
     /// it probes first and the bucket where its entry most likely is, or
     /// goes), without waiting for it; `key`'s hash, for the lookup.
@@ -81,16 +89,27 @@ impl<V> SlotTable<V> {
     pub(super) fn prefetch(&self, key: &[u8]) -> u64 {
         let hash = self.hash(key);
         if let Some(layout) = self.layout() {
-            let size = std::mem::size_of::<(CachedKey, V)>();
             let home = hash as usize & (layout.buckets - 1);
             prefetch((layout.data_end + home) as *const i8);
-            // The home bucket, line by line.
-            let low = layout.data_end.wrapping_sub((home + 1) * size);
-            for line in (low..low + size).step_by(64) {
-                prefetch(line as *const i8);
-            }
+            prefetch_bucket::<(CachedKey, V)>(layout, home);
         }
         hash
+    }
+
+    /// Every entry with the index of its bucket (for [`Self::at`] and
+    /// [`Self::prefetch_at`]), in no particular order.
+    pub(super) fn iter_indexed(&self) -> impl Iterator<Item = (usize, &CachedKey, &V)> {
+        self.table.iter_buckets().map(|index| {
+            let (key, value) = self.table.get_bucket(index).expect("a full bucket");
+            (index, key, value)
+        })
+    }
+
+    /// The entry in bucket `index`, as [`Self::iter_indexed`] found it (the
+    /// table unchanged since).
+    pub(super) fn at(&self, index: usize) -> (&CachedKey, &V) {
+        let (key, value) = self.table.get_bucket(index).expect("a full bucket");
+        (key, value)
     }
 
     /// The value under `key`.
@@ -173,6 +192,17 @@ impl<V> SlotTable<V> {
     /// Keep only the entries `keep` says to.
     pub(super) fn retain(&mut self, mut keep: impl FnMut(&CachedKey, &mut V) -> bool) {
         self.table.retain(|(k, v)| keep(k, v));
+    }
+}
+
+/// Ask for every cache line of bucket `index` of a table laid out as
+/// `layout` whose entries are `T`s.
+fn prefetch_bucket<T>(layout: BucketLayout, index: usize) {
+    let size = std::mem::size_of::<T>();
+    let low = layout.data_end.wrapping_sub((index + 1) * size);
+    let first_line = low & !63;
+    for line in (first_line..low + size).step_by(64) {
+        prefetch(line as *const i8);
     }
 }
 
