@@ -202,11 +202,22 @@ impl CachedBackend {
 
     /// Write every dirty entry to the backend (entries stay cached, clean).
     fn write_back(&mut self) -> Result<(), StateError> {
+        if self.write_dirty()? {
+            self.slots.values_mut().for_each(mark_written);
+        }
+        Ok(())
+    }
+
+    /// [`Self::write_back`], but when it walked the table to find the dirty
+    /// slots (`true`), it leaves them marked dirty: the caller marks every
+    /// slot written ([`mark_written`]) on a walk of its own (an eviction's).
+    fn write_dirty(&mut self) -> Result<bool, StateError> {
         if self.dirty_keys.is_empty() && !self.dirty_unlisted {
-            return Ok(());
+            return Ok(false);
         }
         if !self.dirty_unlisted && self.dirty_keys.len() < self.slots.len() / 4 {
-            return self.write_back_listed();
+            self.write_back_listed()?;
+            return Ok(false);
         }
         // In key order: RocksDB's memtable then inserts each entry next to
         // the previous one instead of searching from the top.
@@ -229,12 +240,7 @@ impl CachedBackend {
         self.dirty_keys.clear();
         self.dirty_unlisted = false;
         self.inner.write_sorted(&mut fetched_ahead(slots, order))?;
-        self.slots.values_mut().for_each(|s| {
-            s.dirty = false;
-            s.fresh = false;
-            s.unwritten = false;
-        });
-        Ok(())
+        Ok(true)
     }
 
     /// [`Self::write_back`] of the slots in `dirty_keys` only: every dirty
@@ -254,9 +260,7 @@ impl CachedBackend {
         self.inner.write_sorted(&mut writes)?;
         for key in &keys {
             if let Some(slot) = self.slots.get_mut(&key[..]) {
-                slot.dirty = false;
-                slot.fresh = false;
-                slot.unwritten = false;
+                mark_written(slot);
             }
         }
         keys.clear();
@@ -328,6 +332,13 @@ impl CachedBackend {
             self.dirty_keys.dedup();
         }
     }
+}
+
+/// Mark `slot` as the backend holding its value (after a write-back).
+fn mark_written(slot: &mut Slot) {
+    slot.dirty = false;
+    slot.fresh = false;
+    slot.unwritten = false;
 }
 
 /// List `key`, turned dirty, in `listed` — unless a quarter of the
@@ -572,20 +583,25 @@ impl KeyedStateBackend for CachedBackend {
         if self.bytes <= self.capacity {
             return Ok(());
         }
-        self.write_back()?;
+        // Every slot is marked written on the eviction's walk, not on one
+        // of its own (each walk over a table of a million slots reads a
+        // hundred megabytes).
+        self.write_dirty()?;
         // Half the budget kept evenly over the table (each stretch of its
         // buckets keeps the same share of its bytes), not its first
         // buckets whole: a stretch left full overflows as new keys come,
         // and a new key's lookup then probes long runs of full buckets.
         let (share, total) = (self.capacity as u128 / 2, self.bytes.max(1) as u128);
-        let mut earned = 0u128;
+        let (mut earned, mut kept_bytes) = (0u128, 0);
         let changelog = &mut self.changelog;
         self.slots.retain(|key, slot| {
-            let cost = Self::cost(key, slot.value.as_deref()) as u128;
-            earned += cost * share;
-            let kept = earned >= cost * total;
+            mark_written(slot);
+            let cost = Self::cost(key, slot.value.as_deref());
+            earned += cost as u128 * share;
+            let kept = earned >= cost as u128 * total;
             if kept {
-                earned -= cost * total;
+                earned -= cost as u128 * total;
+                kept_bytes += cost;
             }
             if let Some(changelog) = changelog.as_mut().filter(|_| !kept && slot.unlogged) {
                 // The next checkpoint would not find this change cached.
@@ -593,7 +609,7 @@ impl KeyedStateBackend for CachedBackend {
             }
             kept
         });
-        self.bytes = self.slots.iter().map(|(k, s)| Self::cost(k, s.value.as_deref())).sum();
+        self.bytes = kept_bytes;
         self.inner.relieve()
     }
 }
