@@ -594,7 +594,7 @@ impl KeyedStateBackend for CachedBackend {
         let (share, total) = (self.capacity as u128 / 2, self.bytes.max(1) as u128);
         let (mut earned, mut kept_bytes) = (0u128, 0);
         let changelog = &mut self.changelog;
-        self.slots.retain(|key, slot| {
+        self.slots.retain_compacted(|key, slot| {
             mark_written(slot);
             let cost = Self::cost(key, slot.value.as_deref());
             earned += cost as u128 * share;

@@ -193,6 +193,29 @@ impl<V> SlotTable<V> {
     pub(super) fn retain(&mut self, mut keep: impl FnMut(&CachedKey, &mut V) -> bool) {
         self.table.retain(|(k, v)| keep(k, v));
     }
+
+    /// [`Self::retain`], then lay out what is kept afresh in the same
+    /// memory, for when much goes (a cache's eviction of half of it).
+    /// Removing an entry from a crowded group leaves a tombstone, which
+    /// counts against the room left, so a table thinned again and again
+    /// would be grown (doubled) to make room, not for its entries but for
+    /// their tombstones; laid out afresh, it has none.
+    pub(super) fn retain_compacted(&mut self, mut keep: impl FnMut(&CachedKey, &mut V) -> bool) {
+        let mut kept = Vec::with_capacity(self.len());
+        // Draining keeps the table's memory, every bucket of it emptied.
+        kept.extend(self.table.drain().filter_map(|(k, mut v)| keep(&k, &mut v).then_some((k, v))));
+        let rehash = self.rehasher();
+        let inserted = super::visit_ahead(
+            self,
+            kept,
+            |table, (key, _)| table.prefetch(key),
+            |table, entry, hash| {
+                table.table.insert_unique(hash, entry, &rehash);
+                Ok::<_, std::convert::Infallible>(())
+            },
+        );
+        let Ok(()) = inserted;
+    }
 }
 
 /// Ask for every cache line of bucket `index` of a table laid out as
@@ -252,6 +275,37 @@ mod tests {
         entry.remove();
         assert!(table.get(&8u32.to_be_bytes()).is_none());
         assert_eq!(table.iter().count(), 499);
+    }
+
+    /// Thinned by `retain`, a crowded table is left with tombstones,
+    /// which take up room as entries do; thinned by `retain_compacted`,
+    /// with none, and every entry kept still found.
+    #[test]
+    fn a_compacted_thinning_leaves_no_tombstones() {
+        let fill = |table: &mut SlotTable<u64>, keys: std::ops::Range<u64>| {
+            for key in keys {
+                let bytes = key.to_be_bytes();
+                if let Entry::Vacant(vacant) = table.entry(table.hash(&bytes), &bytes) {
+                    vacant.insert((CachedKey::from_slice(&bytes), key));
+                }
+            }
+        };
+        let (mut plain, mut compacted) =
+            (SlotTable::with_capacity(50_000), SlotTable::with_capacity(50_000));
+        let buckets = plain.table.num_buckets();
+        let room = buckets / 8 * 7;
+        let crowded = (room * 9 / 10) as u64;
+        fill(&mut plain, 0..crowded);
+        fill(&mut compacted, 0..crowded);
+        plain.retain(|_, key| *key % 2 == 0);
+        compacted.retain_compacted(|_, key| *key % 2 == 0);
+        let even = crowded.div_ceil(2) as usize;
+        assert_eq!((plain.len(), compacted.len()), (even, even));
+        assert!(plain.capacity() < room * 95 / 100, "tombstones: {} of {room}", plain.capacity());
+        assert_eq!((compacted.capacity(), compacted.table.num_buckets()), (room, buckets));
+        for key in 0..crowded {
+            assert_eq!(compacted.get(&key.to_be_bytes()), (key % 2 == 0).then_some(&key));
+        }
     }
 
     #[test]
