@@ -790,7 +790,7 @@ mod tests {
         while cached.bytes <= cached.capacity {
             cached.put(&key.to_be_bytes(), b"value").unwrap();
             key += 1;
-            if key % 1024 == 0 {
+            if key.is_multiple_of(1024) {
                 cached.relieve().unwrap();
             }
         }
