@@ -211,61 +211,55 @@ impl CachedBackend {
     /// [`Self::write_back`], but when it walked the table to find the dirty
     /// slots (`true`), it leaves them marked dirty: the caller marks every
     /// slot written ([`mark_written`]) on a walk of its own (an eviction's).
+    ///
+    /// The dirty slots are those listed in `dirty_keys` (a slot turns
+    /// dirty only in [`Self::write`], which lists it), unless one was left
+    /// unlisted or they are a quarter of the table or more: then a walk
+    /// over the table finds them.
     fn write_dirty(&mut self) -> Result<bool, StateError> {
         if self.dirty_keys.is_empty() && !self.dirty_unlisted {
             return Ok(false);
         }
-        if !self.dirty_unlisted && self.dirty_keys.len() < self.slots.len() / 4 {
-            self.write_back_listed()?;
-            return Ok(false);
-        }
-        // In key order: RocksDB's memtable then inserts each entry next to
-        // the previous one instead of searching from the top.
-        // Each key is hashed for the filter now, while the walk over the
-        // table has it at hand, not once sorted (a wait for memory each).
+        let walked = self.dirty_unlisted || self.dirty_keys.len() >= self.slots.len() / 4;
+        // Each key is hashed for the filter now, while it is at hand, not
+        // once sorted (a wait for memory each).
         let WalkBuffers { order, hashes } = &mut self.walk;
         let (slots, track) = (&self.slots, self.backend_keys.is_some());
         order.clear();
         hashes.clear();
-        order.extend(slots.iter_indexed().filter(|(_, _, s)| s.dirty).map(|(index, k, _)| {
-            if track {
-                hashes.push(slots.hash(k));
-            }
-            (order_prefix(k), index)
-        }));
+        if walked {
+            order.extend(slots.iter_indexed().filter(|(_, _, s)| s.dirty).map(|(index, k, _)| {
+                if track {
+                    hashes.push(slots.hash(k));
+                }
+                (order_prefix(k), index)
+            }));
+        } else {
+            order.extend(self.dirty_keys.iter().filter_map(|k| {
+                let hash = slots.hash(k);
+                let index = slots.find_index(hash, k).filter(|&i| slots.at(i).1.dirty)?;
+                if track {
+                    hashes.push(hash);
+                }
+                Some((order_prefix(k), index))
+            }));
+        }
         note_backend_keys(&mut self.backend_keys, hashes);
+        // In key order, as `write_sorted` takes them (a key listed twice
+        // is written once).
         order.sort_unstable_by(|&(a, a_index), &(b, b_index)| {
             a.cmp(&b).then_with(|| slots.at(a_index).0.cmp(slots.at(b_index).0))
         });
+        order.dedup_by_key(|&mut (_, index)| index);
         self.dirty_keys.clear();
         self.dirty_unlisted = false;
         self.inner.write_sorted(&mut fetched_ahead(slots, order))?;
-        Ok(true)
-    }
-
-    /// [`Self::write_back`] of the slots in `dirty_keys` only: every dirty
-    /// slot is there (a slot turns dirty only in [`Self::write`], which
-    /// lists it), and a clean slot has nothing to write or to reset.
-    fn write_back_listed(&mut self) -> Result<(), StateError> {
-        let mut keys = std::mem::take(&mut self.dirty_keys);
-        keys.sort_unstable_by(|a, b| order_prefix(a).cmp(&order_prefix(b)).then_with(|| a.cmp(b)));
-        keys.dedup();
-        let (slots, backend_keys) = (&self.slots, &mut self.backend_keys);
-        let mut writes = keys.iter().filter_map(|key| {
-            let hash = slots.hash(key);
-            let slot = slots.find(hash, key).filter(|s| s.dirty)?;
-            note_backend_keys(backend_keys, &[hash]);
-            Some((&key[..], slot.value.as_deref()))
-        });
-        self.inner.write_sorted(&mut writes)?;
-        for key in &keys {
-            if let Some(slot) = self.slots.get_mut(&key[..]) {
-                mark_written(slot);
+        if !walked {
+            for &(_, index) in order.iter() {
+                mark_written(self.slots.value_at_mut(index));
             }
         }
-        keys.clear();
-        self.dirty_keys = keys;
-        Ok(())
+        Ok(walked)
     }
 
     /// Store `value` (`None`: a delete) under `key`, dirty, in one probe:

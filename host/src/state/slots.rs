@@ -49,7 +49,7 @@ impl<V> SlotTable<V> {
 
     /// Where the table's buckets are now, learnt from where an entry is
     /// (after each reallocation, which changes the number of buckets);
-    /// `None` while it is empty.
+    /// `None` while it is empty and has not been learnt.
     fn layout(&self) -> Option<BucketLayout> {
         let buckets = self.table.num_buckets();
         if let Some(known) = self.layout.get().filter(|known| known.buckets == buckets) {
@@ -105,11 +105,22 @@ impl<V> SlotTable<V> {
         })
     }
 
-    /// The entry in bucket `index`, as [`Self::iter_indexed`] found it (the
-    /// table unchanged since).
+    /// The entry in bucket `index`, as [`Self::iter_indexed`] or
+    /// [`Self::find_index`] found it (the table unchanged since).
     pub(super) fn at(&self, index: usize) -> (&CachedKey, &V) {
         let (key, value) = self.table.get_bucket(index).expect("a full bucket");
         (key, value)
+    }
+
+    /// [`Self::at`], the value to change.
+    pub(super) fn value_at_mut(&mut self, index: usize) -> &mut V {
+        &mut self.table.get_bucket_mut(index).expect("a full bucket").1
+    }
+
+    /// The bucket of `key`, whose hash is `hash` ([`Self::hash`]), if the
+    /// table holds it.
+    pub(super) fn find_index(&self, hash: u64, key: &[u8]) -> Option<usize> {
+        self.table.find_bucket_index(hash, |(k, _)| k[..] == *key)
     }
 
     /// The value under `key`.
@@ -123,6 +134,7 @@ impl<V> SlotTable<V> {
     }
 
     /// The value under `key`, to change.
+    #[cfg(test)]
     pub(super) fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
         let hash = self.hash(key);
         self.table.find_mut(hash, |(k, _)| k[..] == *key).map(|(_, v)| v)
