@@ -187,6 +187,7 @@ impl KeyedStateBackend for RocksDbBackend {
             }
         }
         writer.finish()?;
+        ask_for_pages(&file);
         let mut ingest = IngestExternalFileOptions::default();
         // Linked into place, not copied (the same directory).
         ingest.set_move_files(true);
@@ -207,6 +208,19 @@ impl KeyedStateBackend for RocksDbBackend {
         // Always a database. Flushes the memtables, hard-links the SST
         // files and copies the small mutable ones (MANIFEST, OPTIONS, CURRENT).
         Ok(rocksdb::checkpoint::Checkpoint::new(&self.db)?.create_checkpoint(dir)?)
+    }
+}
+
+/// Ask the kernel to read all of `file` into its page cache, without
+/// waiting for it. RocksDB's table file writer drops the pages of what it
+/// wrote as it finishes (and it offers no way not to), so the first reads
+/// of a file just written — RocksDB's own as it takes the file in, then
+/// those of the keys evicted into it — would each wait for the disk, one
+/// block at a time (a twentieth of a subtask's time in a running sum over
+/// ten million keys). A hint: if it fails, reads are only slower.
+fn ask_for_pages(file: &Path) {
+    if let Ok(written) = std::fs::File::open(file) {
+        let _ = rustix::fs::fadvise(&written, 0, None, rustix::fs::Advice::WillNeed);
     }
 }
 
