@@ -418,10 +418,19 @@ fn committed_snapshot(
 /// few million; see [`CachedBackend::track_backend_keys`]).
 const MOST_RESTORED_KEYS_FILTERED: usize = 4 << 20;
 
+/// A changelog records the changes evicted between two checkpoints up to
+/// this fraction of the cache's budget; past it, the next checkpoint is
+/// full instead. Changes evicted are in the database already (written
+/// back), so a full checkpoint takes them with its files, and logging
+/// them too would write, hash and upload them twice: with state much
+/// larger than the cache (ten million keys, most events a key's first)
+/// that was a tenth of the run.
+const EVICTED_CHANGES_PER_CACHE: usize = 8;
+
 /// Each subtask's state: its database of `backends` behind a cache of
 /// `cache_bytes` and, when checkpointing, a changelog chain under
-/// `local_checkpoints` (changes piling up beyond the cache's own budget
-/// between two checkpoints make the next one full instead).
+/// `local_checkpoints` (changes evicted beyond an eighth of the cache's
+/// budget between two checkpoints make the next one full instead).
 pub(crate) fn cached_backends(
     backends: Vec<RocksDbBackend>,
     first_slot: usize,
@@ -439,7 +448,7 @@ pub(crate) fn cached_backends(
             cache = cache.with_changelog(Changelog::create(
                 chain,
                 settings.materialize_every,
-                cache_bytes,
+                cache_bytes / EVICTED_CHANGES_PER_CACHE,
             )?);
             cache.start_chain(&local_checkpoints.join(format!("base-{index}")))?;
         }
