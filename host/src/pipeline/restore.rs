@@ -420,11 +420,11 @@ const MOST_RESTORED_KEYS_FILTERED: usize = 4 << 20;
 
 /// A changelog records the changes evicted between two checkpoints up to
 /// the cache's budget divided by this (an eighth); past it, the next
-/// checkpoint is full instead. Changes evicted are in the database already (written
-/// back), so a full checkpoint takes them with its files, and logging
-/// them too would write, hash and upload them twice: with state much
-/// larger than the cache (ten million keys, most events a key's first)
-/// that was a tenth of the run.
+/// checkpoint is full instead. Changes evicted are in the database
+/// already (written back), so a full checkpoint takes them with its
+/// files, and logging them too would write, hash and upload them twice:
+/// with state much larger than the cache (ten million keys, most events a
+/// key's first) that was a tenth of the run.
 const EVICTED_CHANGES_PER_CACHE: usize = 8;
 
 /// Each subtask's state: its database of `backends` behind a cache of

@@ -435,7 +435,8 @@ pub struct Changelog {
     /// Changelogs after which the next checkpoint is full.
     materialize_every: usize,
     /// Pending bytes beyond which recording stops and the next checkpoint
-    /// is full instead (memory stays bounded however much leaves the cache).
+    /// is full instead: memory stays bounded however much leaves the
+    /// cache, and what left it through the backend is not logged again.
     pending_limit: usize,
     /// Pending went over its limit: the records are incomplete.
     overflowed: bool,
