@@ -111,6 +111,12 @@ pub struct Measurement {
     pub events: u64,
     /// Wall-clock seconds of the run.
     pub seconds: f64,
+    /// Seconds from the first event read to the last output written: the
+    /// run without its start-up and shut-down, as the Flink harness of
+    /// `scripts/dev bench-flink` times Flink. Absent when nothing was
+    /// written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processing_seconds: Option<f64>,
     /// CPU seconds of the process (user + system, all threads).
     pub cpu_seconds: f64,
     /// Peak resident set size in bytes.
@@ -127,9 +133,12 @@ pub struct Measurement {
 }
 
 impl Measurement {
-    /// Events per second.
+    /// Events per second while processing: over
+    /// [`processing_seconds`](Self::processing_seconds) when known, else
+    /// over the whole run.
     pub fn rate(&self) -> f64 {
-        self.events as f64 / self.seconds.max(1e-9)
+        let seconds = self.processing_seconds.filter(|s| *s > 0.0).unwrap_or(self.seconds);
+        self.events as f64 / seconds.max(1e-9)
     }
 
     /// Its events per second over `other`'s.

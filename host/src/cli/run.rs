@@ -105,6 +105,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         let measurement = weir_host::metrics::Measurement {
             events: summary.records_in,
             seconds: summary.elapsed.as_secs_f64(),
+            processing_seconds: summary.processing.map(|span| span.as_secs_f64()),
             cpu_seconds: weir_host::metrics::cpu_seconds().unwrap_or_default(),
             peak_rss_bytes: weir_host::metrics::peak_rss_bytes().unwrap_or_default(),
             checkpoints: summary.snapshots_completed,

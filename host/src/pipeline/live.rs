@@ -9,7 +9,7 @@
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::latency::LatencySummary;
@@ -212,6 +212,10 @@ pub struct LiveMetrics {
     sampler: Mutex<Sampler>,
     /// The written events' latency, when recorded (set as the run ends).
     latency: Mutex<Option<LatencySummary>>,
+    /// When a source first read an event.
+    first_read: OnceLock<Instant>,
+    /// When the sink last wrote (set as the sink ends).
+    last_written: Mutex<Option<Instant>>,
 }
 
 impl Default for LiveMetrics {
@@ -233,6 +237,8 @@ impl Default for LiveMetrics {
             topology: Mutex::default(),
             sampler: Mutex::default(),
             latency: Mutex::default(),
+            first_read: OnceLock::new(),
+            last_written: Mutex::default(),
         }
     }
 }
@@ -348,6 +354,25 @@ impl LiveMetrics {
         *self.latency.lock().unwrap_or_else(PoisonError::into_inner) = latency;
     }
 
+    /// Note that a source read events at `now` (only the first time counts).
+    pub(crate) fn read_at(&self, now: Instant) {
+        self.first_read.get_or_init(|| now);
+    }
+
+    /// Record when the sink last wrote (as the sink ends).
+    pub(crate) fn set_last_written(&self, at: Option<Instant>) {
+        *self.last_written.lock().unwrap_or_else(PoisonError::into_inner) = at;
+    }
+
+    /// The time from the first event read to the last output written: the
+    /// run's processing without its start-up and shut-down (the span the
+    /// Flink harness of `scripts/dev bench-flink` measures). `None` until
+    /// the sink has written.
+    pub fn processing(&self) -> Option<Duration> {
+        let last = (*self.last_written.lock().unwrap_or_else(PoisonError::into_inner))?;
+        Some(last.saturating_duration_since(*self.first_read.get()?))
+    }
+
     /// Record a completed snapshot.
     pub(crate) fn snapshot_completed(&self, snapshot: &CompletedSnapshot) {
         let mut snapshots = self.snapshots.lock().unwrap_or_else(PoisonError::into_inner);
@@ -385,6 +410,7 @@ impl From<&LiveMetrics> for RunSummary {
             subtasks: metrics.subtasks(),
             stages: metrics.stages(),
             elapsed: Duration::ZERO,
+            processing: metrics.processing(),
             restored_from: metrics.restored_from(),
             snapshots_completed,
             last_snapshot,

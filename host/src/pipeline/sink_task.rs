@@ -143,6 +143,7 @@ impl SinkTask {
         // Pre-committed checkpoints whose output is not yet durable, oldest
         // first, with their acknowledgements.
         let mut undurable: VecDeque<(u64, Ack)> = VecDeque::new();
+        let mut last_written: Option<Instant> = None;
         loop {
             let waiting = Stopwatch::start();
             let release_in =
@@ -181,6 +182,7 @@ impl SinkTask {
                         std::thread::sleep(delay);
                     }
                     report.sink.add_call(writing.elapsed());
+                    last_written = Some(Instant::now());
                     let counter =
                         if target.side { &report.side_written } else { &report.sink_written };
                     counter.fetch_add(events.len() as u64, Ordering::Relaxed);
@@ -250,6 +252,7 @@ impl SinkTask {
         if let Some(latency) = &self.latency {
             report.set_latency(latency.summary());
         }
+        report.set_last_written(last_written);
         Ok(())
     }
 

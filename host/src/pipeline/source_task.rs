@@ -182,6 +182,7 @@ impl SourceTask {
                 }
                 idle = false;
                 held_since.get_or_insert(now);
+                links.metrics.read_at(now);
             }
             let due = events.len() >= batch_size
                 || !polled.more

@@ -37,6 +37,8 @@ pub struct RunSummary {
     pub stages: Vec<(String, Vec<OperatorCounts>)>,
     /// Wall-clock time of the run.
     pub elapsed: Duration,
+    /// From the first event read to the last output written, if any was.
+    pub processing: Option<Duration>,
     /// The snapshot the run started from: (kind, id).
     pub restored_from: Option<(SnapshotKind, u64)>,
     /// Snapshots completed during the run.
