@@ -19,7 +19,7 @@ use super::changelog::Changelog;
 use super::key_filter::KeyFilter;
 use super::slots::{prefetch, CachedKey, SlotTable};
 
-use super::{KeyedStateBackend, ScanEntry, SnapshotForm, StateError, Write};
+use super::{KeyedStateBackend, Prefetched, ScanEntry, SnapshotForm, StateError, Write};
 
 /// Bytes counted per cached entry on top of its key and value.
 const ENTRY_OVERHEAD: usize = 64;
@@ -425,7 +425,15 @@ impl KeyedStateBackend for CachedBackend {
     }
 
     fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, StateError> {
-        let hash = self.slots.hash(key);
+        self.get_prefetched_into(key, Prefetched(self.slots.hash(key)), out)
+    }
+
+    fn get_prefetched_into(
+        &self,
+        key: &[u8],
+        Prefetched(hash): Prefetched,
+        out: &mut Vec<u8>,
+    ) -> Result<bool, StateError> {
         let slot = self.slots.find(hash, key);
         self.count_read(slot.is_some());
         match slot {
@@ -439,12 +447,13 @@ impl KeyedStateBackend for CachedBackend {
         }
     }
 
-    fn prefetch(&self, key: &[u8]) {
+    fn prefetch(&self, key: &[u8]) -> Prefetched {
         let hash = self.slots.prefetch(key);
         // An empty filter (all state still cached) needs no memory to answer.
         if let Some(keys) = self.backend_keys.as_ref().filter(|keys| !keys.is_empty()) {
             keys.prefetch(hash);
         }
+        Prefetched(hash)
     }
 
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {

@@ -48,8 +48,17 @@ impl KeyedStateBackend for JournaledBackend {
         self.inner.get_into(key, out)
     }
 
-    fn prefetch(&self, key: &[u8]) {
-        self.inner.prefetch(key);
+    fn prefetch(&self, key: &[u8]) -> super::Prefetched {
+        self.inner.prefetch(key)
+    }
+
+    fn get_prefetched_into(
+        &self,
+        key: &[u8],
+        prefetched: super::Prefetched,
+        out: &mut Vec<u8>,
+    ) -> Result<bool, StateError> {
+        self.inner.get_prefetched_into(key, prefetched, out)
     }
 
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {

@@ -100,6 +100,12 @@ pub fn visit_ahead<C: ?Sized, T, A, E>(
     ahead.into_iter().try_for_each(|(item, announced)| visit(context, item, announced))
 }
 
+/// What [`KeyedStateBackend::prefetch`] learnt about a key, for the read
+/// of the same key that follows: the state cache's hash of it (nothing for
+/// other backends).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Prefetched(pub(crate) u64);
+
 /// Storage for keyed state: an ordered byte map.
 ///
 /// Keys are built with [`StateKey`] so that every entry of one state of one
@@ -120,9 +126,24 @@ pub trait KeyedStateBackend: Send {
     }
     /// Ask memory now for what a read or write of `key` soon will touch
     /// (a cache's slot), so the lookups of a batch's keys overlap their
-    /// waits. A hint: it changes nothing. Default: nothing to ask.
-    fn prefetch(&self, key: &[u8]) {
+    /// waits. A hint: it changes nothing. What it learnt about `key` (a
+    /// cache's hash of it) is for [`Self::get_prefetched_into`] of the same
+    /// key. Default: nothing to ask.
+    fn prefetch(&self, key: &[u8]) -> Prefetched {
         let _ = key;
+        Prefetched::default()
+    }
+    /// [`Self::get_into`] of a key [`Self::prefetch`] of this backend
+    /// answered `prefetched` for (a cache then does not hash it again).
+    /// Default: [`Self::get_into`].
+    fn get_prefetched_into(
+        &self,
+        key: &[u8],
+        prefetched: Prefetched,
+        out: &mut Vec<u8>,
+    ) -> Result<bool, StateError> {
+        let _ = prefetched;
+        self.get_into(key, out)
     }
     /// Store `value` under `key`.
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError>;

@@ -35,7 +35,7 @@ use super::super::packing::{clear_cells, push_cell, KeyList};
 use super::CallScope;
 use crate::state::encoding::{decode_list, encode_list, entry_key_into};
 use crate::state::ttl::{self, Ttl, TtlUpdate};
-use crate::state::{KeyedStateBackend, ScanEntry, StateKind, MAX_STATE_NAME_LEN};
+use crate::state::{KeyedStateBackend, Prefetched, ScanEntry, StateKind, MAX_STATE_NAME_LEN};
 
 /// Largest state value or map key a guest may store, in bytes.
 pub const MAX_VALUE_LEN: usize = 16 << 20;
@@ -136,8 +136,8 @@ impl StateView<'_> {
                 backend,
                 storage.iter(),
                 |backend, key| backend.prefetch(key),
-                |backend, key, ()| {
-                    let start = live_value(backend, key, now, stored)?;
+                |backend, key, prefetched| {
+                    let start = live_value(backend, key, prefetched, now, stored)?;
                     push_cell(cells, start.map(|start| &stored[start..]));
                     Ok::<_, crate::state::StateError>(())
                 },
@@ -349,7 +349,8 @@ impl StateView<'_> {
         let mut stored = std::mem::take(&mut self.ctx.read_buf);
         stored.clear();
         let found = self.with_key(descriptor, kind, user_key, |backend, key| {
-            let start = live_value(backend, key, now, &mut stored)?;
+            let prefetched = backend.prefetch(key);
+            let start = live_value(backend, key, prefetched, now, &mut stored)?;
             if let (Some(start), Some(ttl)) = (start, renew) {
                 backend.put(key, &ttl::encode(&stored[start..], Some(ttl.expiry(now))))?;
             }
@@ -448,17 +449,19 @@ impl StateView<'_> {
     }
 }
 
-/// Read the value stored under `key` into `stored` (cleared first) and
-/// return where the live value starts in it; `None` if there is none or
-/// it expired by `now` (then it is deleted).
+/// Read the value stored under `key` (which `backend.prefetch` answered
+/// `prefetched` for) into `stored` (cleared first) and return where the
+/// live value starts in it; `None` if there is none or it expired by `now`
+/// (then it is deleted).
 fn live_value(
     backend: &mut dyn KeyedStateBackend,
     key: &[u8],
+    prefetched: Prefetched,
     now: i64,
     stored: &mut Vec<u8>,
 ) -> Result<Option<usize>, crate::state::StateError> {
     stored.clear();
-    if !backend.get_into(key, stored)? {
+    if !backend.get_prefetched_into(key, prefetched, stored)? {
         return Ok(None);
     }
     match ttl::decode(stored, now)? {
