@@ -350,6 +350,12 @@ impl KeyList {
         })
     }
 
+    /// Forget every key, keeping the room.
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
+
     /// Add `key`.
     pub fn push(&mut self, key: &[u8]) {
         self.bytes.extend_from_slice(key);

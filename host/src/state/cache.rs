@@ -507,6 +507,21 @@ impl KeyedStateBackend for CachedBackend {
         )
     }
 
+    fn write_batch_prefetched(
+        &mut self,
+        writes: &mut dyn Iterator<Item = (Write<'_>, Prefetched)>,
+    ) -> Result<(), StateError> {
+        super::visit_ahead(
+            self,
+            writes,
+            |cache, &(_, Prefetched(hash))| cache.slots.prefetch_hash(hash),
+            |cache, ((key, value), Prefetched(hash)), ()| {
+                cache.write(hash, key, value, false);
+                Ok(())
+            },
+        )
+    }
+
     fn flush(&mut self) -> Result<(), StateError> {
         self.write_back()?;
         self.inner.flush()

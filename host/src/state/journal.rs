@@ -115,6 +115,20 @@ impl KeyedStateBackend for JournaledBackend {
         self.inner.write_batch(&mut writes.into_iter())
     }
 
+    fn write_batch_prefetched(
+        &mut self,
+        writes: &mut dyn Iterator<Item = (Write<'_>, super::Prefetched)>,
+    ) -> Result<(), StateError> {
+        if !self.recording {
+            return self.inner.write_batch_prefetched(writes);
+        }
+        let writes: Vec<(Write<'_>, super::Prefetched)> = writes.collect();
+        for ((key, _), _) in &writes {
+            self.remember(key)?;
+        }
+        self.inner.write_batch_prefetched(&mut writes.into_iter())
+    }
+
     fn flush(&mut self) -> Result<(), StateError> {
         self.inner.flush()
     }

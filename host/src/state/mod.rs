@@ -172,6 +172,15 @@ pub trait KeyedStateBackend: Send {
         &mut self,
         writes: &mut dyn Iterator<Item = Write<'_>>,
     ) -> Result<(), StateError>;
+    /// [`Self::write_batch`] of writes each with what [`Self::prefetch`]
+    /// of this backend answered for its key (a cache then does not hash
+    /// the keys again). Default: [`Self::write_batch`].
+    fn write_batch_prefetched(
+        &mut self,
+        writes: &mut dyn Iterator<Item = (Write<'_>, Prefetched)>,
+    ) -> Result<(), StateError> {
+        self.write_batch(&mut writes.map(|(write, _)| write))
+    }
     /// Apply `writes`, whose keys are distinct and in ascending byte order
     /// (a cache's write-back), as [`Self::write_batch`] does: a backend may
     /// store a long sorted run faster than a batch (RocksDB: as a table

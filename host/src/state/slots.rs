@@ -88,12 +88,17 @@ impl<V> SlotTable<V> {
     /// would go wrong: a prefetch reads nothing and faults on no address.
     pub(super) fn prefetch(&self, key: &[u8]) -> u64 {
         let hash = self.hash(key);
+        self.prefetch_hash(hash);
+        hash
+    }
+
+    /// [`Self::prefetch`] of the key whose hash is `hash`.
+    pub(super) fn prefetch_hash(&self, hash: u64) {
         if let Some(layout) = self.layout() {
             let home = hash as usize & (layout.buckets - 1);
             prefetch((layout.data_end + home) as *const i8);
             prefetch_bucket::<(CachedKey, V)>(layout, home);
         }
-        hash
     }
 
     /// Every entry with the index of its bucket (for [`Self::at`] and

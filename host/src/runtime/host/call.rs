@@ -19,6 +19,9 @@ pub struct CallScope {
     pub(super) clock: fn() -> i64,
     /// Processing time, fixed for the call.
     pub(super) processing_time: i64,
+    /// Which call this is, counted from 1 ([`Self::begin`]): what the call
+    /// read ahead is its own.
+    number: u64,
 }
 
 impl CallScope {
@@ -33,6 +36,7 @@ impl CallScope {
             selected: None,
             clock,
             processing_time: 0,
+            number: 0,
         }
     }
 
@@ -52,6 +56,12 @@ impl CallScope {
         }
         self.selected = None;
         self.processing_time = (self.clock)();
+        self.number += 1;
+    }
+
+    /// Which call is in progress (or was last).
+    pub(super) fn number(&self) -> u64 {
+        self.number
     }
 
     /// Forget the batch once the call returned.

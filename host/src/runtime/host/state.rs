@@ -72,6 +72,36 @@ pub struct StateCtx {
     key_buf: Vec<u8>,
     read_buf: Vec<u8>,
     write_buf: Vec<u8>,
+    /// What [`StateView::prefetch_values`] read ahead for call
+    /// `read_ahead_call` ([`CallScope::number`]), for `write-values` of
+    /// the same call: its keys need not be encoded and hashed again.
+    read_ahead: Vec<ReadAhead>,
+    read_ahead_call: u64,
+}
+
+/// One value state read ahead for a call: its storage key for each key of
+/// the call's batch, in order, and what the backend's prefetch answered
+/// for each.
+#[derive(Default)]
+struct ReadAhead {
+    state: Option<Arc<Descriptor>>,
+    keys: KeyList,
+    prefetched: Vec<Prefetched>,
+}
+
+impl ReadAhead {
+    /// The storage key of `state` for batch key `index`, and its prefetch's
+    /// answer, if read ahead.
+    fn find<'r>(
+        read_ahead: &'r [ReadAhead],
+        state: &Arc<Descriptor>,
+        index: usize,
+    ) -> Option<(&'r [u8], Prefetched)> {
+        let ahead =
+            read_ahead.iter().find(|r| r.state.as_ref().is_some_and(|s| Arc::ptr_eq(s, state)))?;
+        let prefetched = *ahead.prefetched.get(index)?;
+        (index < ahead.keys.len()).then(|| (ahead.keys.get(index), prefetched))
+    }
 }
 
 impl StateCtx {
@@ -117,15 +147,23 @@ impl StateView<'_> {
         cells.states.clear();
         clear_cells(cells);
         let keys = self.call.len();
+        let mut read_ahead = std::mem::take(&mut self.ctx.read_ahead);
+        read_ahead.iter_mut().for_each(|r| r.state = None);
+        let mut used = 0;
         for index in 0..self.ctx.value_states.len() {
             let descriptor = Arc::clone(&self.ctx.value_states[index]);
             if descriptor.ttl.is_some_and(|t| t.update == TtlUpdate::OnReadAndWrite) {
                 continue;
             }
+            if used == read_ahead.len() {
+                read_ahead.push(ReadAhead::default());
+            }
+            let ReadAhead { state, keys: storage, prefetched } = &mut read_ahead[used];
             let (present, values) = (cells.present.len(), cells.values.len());
             // Keys encoded first, then read one after the other: the
             // backend's lookups follow each other closely.
-            let mut storage = KeyList::with_capacity(keys);
+            storage.clear();
+            prefetched.clear();
             for key in 0..keys {
                 self.storage_key(&descriptor, StateKind::Value, key, b"");
                 storage.push(&self.ctx.key_buf);
@@ -136,14 +174,19 @@ impl StateView<'_> {
                 backend,
                 storage.iter(),
                 |backend, key| backend.prefetch(key),
-                |backend, key, prefetched| {
-                    let start = live_value(backend, key, prefetched, now, stored)?;
+                |backend, key, answer| {
+                    prefetched.push(answer);
+                    let start = live_value(backend, key, Some(answer), now, stored)?;
                     push_cell(cells, start.map(|start| &stored[start..]));
                     Ok::<_, crate::state::StateError>(())
                 },
             );
             match read {
-                Ok(()) => cells.states.push(descriptor.name.clone()),
+                Ok(()) => {
+                    cells.states.push(descriptor.name.clone());
+                    *state = Some(descriptor);
+                    used += 1;
+                }
                 Err(_) => {
                     cells.present.truncate(present);
                     cells.ends.truncate(present);
@@ -151,6 +194,8 @@ impl StateView<'_> {
                 }
             }
         }
+        self.ctx.read_ahead = read_ahead;
+        self.ctx.read_ahead_call = self.call.number();
         self.call.selected = None;
     }
 
@@ -201,56 +246,58 @@ impl StateView<'_> {
         // writes before it made (as without read-ahead).
         let (mut storage, mut stored, mut failed) =
             (KeyList::with_capacity(cells.len()), KeyList::with_capacity(cells.len()), Ok(()));
+        let mut prefetched = Vec::with_capacity(cells.len());
+        // What this call read ahead; another call's keys are not these.
+        let read_ahead = std::mem::take(&mut self.ctx.read_ahead);
+        let ahead =
+            if self.ctx.read_ahead_call == self.call.number() { &read_ahead[..] } else { &[] };
         let values = super::super::packing::slices(&writes.values, &writes.ends, "value writes");
         for ((&(state, key), value), &present) in cells.iter().zip(values).zip(&writes.present) {
-            let value = value.map_err(|e| malformed(&self.call.function, &e))?;
-            let descriptor = descriptors.get(state as usize).ok_or_else(|| {
-                malformed(&self.call.function, "a state index is past the states")
-            })?;
+            let value = match value {
+                Ok(value) => value,
+                Err(e) => {
+                    self.ctx.read_ahead = read_ahead;
+                    return Err(malformed(&self.call.function, &e));
+                }
+            };
+            let Some(descriptor) = descriptors.get(state as usize) else {
+                self.ctx.read_ahead = read_ahead;
+                return Err(malformed(&self.call.function, "a state index is past the states"));
+            };
             if key as usize >= self.call.len() {
                 failed = Err(state::StateError::UnknownKey(key));
                 break;
             }
-            if let Err(error) = self.encode_write(
-                descriptor,
-                key as usize,
-                present.then_some(value),
-                &mut storage,
-                &mut stored,
-            ) {
+            if let Err(error) = self.encode_stored(descriptor, present.then_some(value)) {
                 failed = Err(error);
                 break;
             }
+            match ReadAhead::find(ahead, descriptor, key as usize) {
+                Some((storage_key, answer)) => {
+                    storage.push(storage_key);
+                    prefetched.push(answer);
+                }
+                None => {
+                    self.storage_key(descriptor, StateKind::Value, key as usize, b"");
+                    storage.push(&self.ctx.key_buf);
+                    let backend = self.backend.as_deref();
+                    prefetched
+                        .push(backend.map(|b| b.prefetch(&self.ctx.key_buf)).unwrap_or_default());
+                }
+            }
+            stored.push(&self.ctx.write_buf);
         }
+        self.ctx.read_ahead = read_ahead;
         let present = writes.present.iter().take(storage.len());
-        let mut batch = storage
-            .iter()
-            .zip(stored.iter())
-            .zip(present)
-            .map(|((key, value), &present)| (key, present.then_some(value)));
+        let mut batch =
+            storage.iter().zip(stored.iter()).zip(present).zip(prefetched).map(
+                |(((key, value), &present), answer)| ((key, present.then_some(value)), answer),
+            );
         let written = match self.backend.as_deref_mut() {
-            Some(backend) => backend.write_batch(&mut batch).map_err(backend_error),
+            Some(backend) => backend.write_batch_prefetched(&mut batch).map_err(backend_error),
             None => Err(no_keyed_state()),
         };
         Ok(written.and(failed))
-    }
-
-    /// Append the storage key of value state `descriptor` of batch key
-    /// `index` to `storage`, and what to store (`value` with its expiry;
-    /// nothing for a delete) to `stored`.
-    fn encode_write(
-        &mut self,
-        descriptor: &Descriptor,
-        index: usize,
-        value: Option<&[u8]>,
-        storage: &mut KeyList,
-        stored: &mut KeyList,
-    ) -> Result<(), state::StateError> {
-        self.storage_key(descriptor, StateKind::Value, index, b"");
-        self.encode_stored(descriptor, value)?;
-        storage.push(&self.ctx.key_buf);
-        stored.push(&self.ctx.write_buf);
-        Ok(())
     }
 
     /// What to store for `value` of `descriptor` (with its expiry), into
@@ -349,8 +396,7 @@ impl StateView<'_> {
         let mut stored = std::mem::take(&mut self.ctx.read_buf);
         stored.clear();
         let found = self.with_key(descriptor, kind, user_key, |backend, key| {
-            let prefetched = backend.prefetch(key);
-            let start = live_value(backend, key, prefetched, now, &mut stored)?;
+            let start = live_value(backend, key, None, now, &mut stored)?;
             if let (Some(start), Some(ttl)) = (start, renew) {
                 backend.put(key, &ttl::encode(&stored[start..], Some(ttl.expiry(now))))?;
             }
@@ -450,18 +496,22 @@ impl StateView<'_> {
 }
 
 /// Read the value stored under `key` (which `backend.prefetch` answered
-/// `prefetched` for) into `stored` (cleared first) and return where the
-/// live value starts in it; `None` if there is none or it expired by `now`
-/// (then it is deleted).
+/// `prefetched` for, if it was asked) into `stored` (cleared first) and
+/// return where the live value starts in it; `None` if there is none or
+/// it expired by `now` (then it is deleted).
 fn live_value(
     backend: &mut dyn KeyedStateBackend,
     key: &[u8],
-    prefetched: Prefetched,
+    prefetched: Option<Prefetched>,
     now: i64,
     stored: &mut Vec<u8>,
 ) -> Result<Option<usize>, crate::state::StateError> {
     stored.clear();
-    if !backend.get_prefetched_into(key, prefetched, stored)? {
+    let found = match prefetched {
+        Some(prefetched) => backend.get_prefetched_into(key, prefetched, stored)?,
+        None => backend.get_into(key, stored)?,
+    };
+    if !found {
         return Ok(None);
     }
     match ttl::decode(stored, now)? {
@@ -912,5 +962,45 @@ mod tests {
             .is_err(),
             "a state index past the states"
         );
+    }
+
+    #[test]
+    fn writes_use_their_own_calls_read_ahead_only() {
+        let cache = crate::state::CachedBackend::new(Box::new(InMemoryBackend::new()), 1 << 20);
+        let mut ctx = HostCtx::new("test", Some(Box::new(cache)), 128).with_clock(clock);
+        ctx_at(&mut ctx, b"a", 0);
+        HostValueState::open(&mut ctx.state(), "v".into(), None).unwrap().unwrap();
+        let renewed = ttl(100_000, state::TtlUpdate::OnReadAndWrite);
+        HostValueState::open(&mut ctx.state(), "renewed".into(), renewed).unwrap().unwrap();
+        let write = |ctx: &mut HostCtx, cells: Vec<(u32, u32)>, values: &[u8]| {
+            let n = cells.len() as u32;
+            let writes = types::ValueCells {
+                states: vec!["v".into(), "renewed".into()],
+                present: vec![true; cells.len()],
+                values: values.to_vec(),
+                ends: (1..=n).collect(),
+            };
+            state::Host::write_values(&mut ctx.state(), cells, writes).unwrap().unwrap();
+        };
+        let read = |ctx: &mut HostCtx, key: &[u8], state: &str| {
+            ctx.begin_batch(std::iter::once(key));
+            state::Host::select_key(&mut ctx.state(), 0).unwrap().unwrap();
+            let handle =
+                HostValueState::open(&mut ctx.state(), state.into(), None).unwrap().unwrap();
+            HostValueState::get(&mut ctx.state(), handle).unwrap().unwrap()
+        };
+        // Read ahead, then written: the read-ahead's keys (state `v`) and
+        // keys encoded afresh (`renewed`, not read ahead) alike.
+        ctx.begin_batch([&b"a"[..], b"b"].into_iter());
+        ctx.prefetch_values(&mut super::super::super::packing::empty_cells());
+        write(&mut ctx, vec![(0, 0), (0, 1), (1, 1)], b"12r");
+        // A later call with the keys the other way round and nothing read
+        // ahead: its writes must not go where the last call's keys were.
+        ctx.begin_batch([&b"b"[..], b"a"].into_iter());
+        write(&mut ctx, vec![(0, 0)], b"3");
+        assert_eq!(read(&mut ctx, b"a", "v"), Some(b"1".to_vec()));
+        assert_eq!(read(&mut ctx, b"b", "v"), Some(b"3".to_vec()));
+        assert_eq!(read(&mut ctx, b"b", "renewed"), Some(b"r".to_vec()));
+        assert_eq!(read(&mut ctx, b"a", "renewed"), None);
     }
 }
