@@ -496,26 +496,24 @@ impl KeyedStateBackend for CachedBackend {
         &mut self,
         writes: &mut dyn Iterator<Item = Write<'_>>,
     ) -> Result<(), StateError> {
-        super::visit_ahead(
-            self,
-            writes,
-            |cache, (key, _)| cache.slots.prefetch(key),
-            |cache, (key, value), hash| {
-                cache.write(hash, key, value, false);
-                Ok(())
-            },
-        )
+        self.write_batch_prefetched(&mut writes.map(|write| (write, None)))
     }
 
     fn write_batch_prefetched(
         &mut self,
-        writes: &mut dyn Iterator<Item = (Write<'_>, Prefetched)>,
+        writes: &mut dyn Iterator<Item = (Write<'_>, Option<Prefetched>)>,
     ) -> Result<(), StateError> {
         super::visit_ahead(
             self,
             writes,
-            |cache, &(_, Prefetched(hash))| cache.slots.prefetch_hash(hash),
-            |cache, ((key, value), Prefetched(hash)), ()| {
+            |cache, ((key, _), prefetched)| match prefetched {
+                Some(Prefetched(hash)) => {
+                    cache.slots.prefetch_hash(*hash);
+                    *hash
+                }
+                None => cache.slots.prefetch(key),
+            },
+            |cache, ((key, value), _), hash| {
                 cache.write(hash, key, value, false);
                 Ok(())
             },

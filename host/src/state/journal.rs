@@ -33,6 +33,20 @@ impl JournaledBackend {
         self.undo.push((key.to_vec(), before));
         Ok(())
     }
+
+    /// Collect `writes`, remembering the value under each one's key (its
+    /// `key`) before any of them is applied.
+    fn remember_all<W>(
+        &mut self,
+        writes: &mut dyn Iterator<Item = W>,
+        key: impl Fn(&W) -> &[u8],
+    ) -> Result<Vec<W>, StateError> {
+        let writes: Vec<W> = writes.collect();
+        for write in &writes {
+            self.remember(key(write))?;
+        }
+        Ok(writes)
+    }
 }
 
 impl KeyedStateBackend for JournaledBackend {
@@ -108,24 +122,18 @@ impl KeyedStateBackend for JournaledBackend {
         if !self.recording {
             return self.inner.write_batch(writes);
         }
-        let writes: Vec<Write<'_>> = writes.collect();
-        for (key, _) in &writes {
-            self.remember(key)?;
-        }
+        let writes = self.remember_all(writes, |(key, _)| key)?;
         self.inner.write_batch(&mut writes.into_iter())
     }
 
     fn write_batch_prefetched(
         &mut self,
-        writes: &mut dyn Iterator<Item = (Write<'_>, super::Prefetched)>,
+        writes: &mut dyn Iterator<Item = (Write<'_>, Option<super::Prefetched>)>,
     ) -> Result<(), StateError> {
         if !self.recording {
             return self.inner.write_batch_prefetched(writes);
         }
-        let writes: Vec<(Write<'_>, super::Prefetched)> = writes.collect();
-        for ((key, _), _) in &writes {
-            self.remember(key)?;
-        }
+        let writes = self.remember_all(writes, |((key, _), _)| key)?;
         self.inner.write_batch_prefetched(&mut writes.into_iter())
     }
 

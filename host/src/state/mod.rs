@@ -173,11 +173,11 @@ pub trait KeyedStateBackend: Send {
         writes: &mut dyn Iterator<Item = Write<'_>>,
     ) -> Result<(), StateError>;
     /// [`Self::write_batch`] of writes each with what [`Self::prefetch`]
-    /// of this backend answered for its key (a cache then does not hash
-    /// the keys again). Default: [`Self::write_batch`].
+    /// of this backend answered for its key, where it was asked (a cache
+    /// then does not hash that key again). Default: [`Self::write_batch`].
     fn write_batch_prefetched(
         &mut self,
-        writes: &mut dyn Iterator<Item = (Write<'_>, Prefetched)>,
+        writes: &mut dyn Iterator<Item = (Write<'_>, Option<Prefetched>)>,
     ) -> Result<(), StateError> {
         self.write_batch(&mut writes.map(|(write, _)| write))
     }

@@ -247,47 +247,45 @@ impl StateView<'_> {
         let (mut storage, mut stored, mut failed) =
             (KeyList::with_capacity(cells.len()), KeyList::with_capacity(cells.len()), Ok(()));
         let mut prefetched = Vec::with_capacity(cells.len());
-        // What this call read ahead; another call's keys are not these.
+        // What this call read ahead (another call's keys are not these),
+        // out of the context while the writes are encoded, back after.
         let read_ahead = std::mem::take(&mut self.ctx.read_ahead);
         let ahead =
             if self.ctx.read_ahead_call == self.call.number() { &read_ahead[..] } else { &[] };
         let values = super::super::packing::slices(&writes.values, &writes.ends, "value writes");
-        for ((&(state, key), value), &present) in cells.iter().zip(values).zip(&writes.present) {
-            let value = match value {
-                Ok(value) => value,
-                Err(e) => {
-                    self.ctx.read_ahead = read_ahead;
-                    return Err(malformed(&self.call.function, &e));
+        let encode = || -> wasmtime::Result<()> {
+            for ((&(state, key), value), &present) in cells.iter().zip(values).zip(&writes.present)
+            {
+                let value = value.map_err(|e| malformed(&self.call.function, &e))?;
+                let descriptor = descriptors.get(state as usize).ok_or_else(|| {
+                    malformed(&self.call.function, "a state index is past the states")
+                })?;
+                if key as usize >= self.call.len() {
+                    failed = Err(state::StateError::UnknownKey(key));
+                    break;
                 }
-            };
-            let Some(descriptor) = descriptors.get(state as usize) else {
-                self.ctx.read_ahead = read_ahead;
-                return Err(malformed(&self.call.function, "a state index is past the states"));
-            };
-            if key as usize >= self.call.len() {
-                failed = Err(state::StateError::UnknownKey(key));
-                break;
-            }
-            if let Err(error) = self.encode_stored(descriptor, present.then_some(value)) {
-                failed = Err(error);
-                break;
-            }
-            match ReadAhead::find(ahead, descriptor, key as usize) {
-                Some((storage_key, answer)) => {
-                    storage.push(storage_key);
-                    prefetched.push(answer);
+                if let Err(error) = self.encode_stored(descriptor, present.then_some(value)) {
+                    failed = Err(error);
+                    break;
                 }
-                None => {
-                    self.storage_key(descriptor, StateKind::Value, key as usize, b"");
-                    storage.push(&self.ctx.key_buf);
-                    let backend = self.backend.as_deref();
-                    prefetched
-                        .push(backend.map(|b| b.prefetch(&self.ctx.key_buf)).unwrap_or_default());
+                match ReadAhead::find(ahead, descriptor, key as usize) {
+                    Some((storage_key, answer)) => {
+                        storage.push(storage_key);
+                        prefetched.push(Some(answer));
+                    }
+                    None => {
+                        self.storage_key(descriptor, StateKind::Value, key as usize, b"");
+                        storage.push(&self.ctx.key_buf);
+                        prefetched.push(None);
+                    }
                 }
+                stored.push(&self.ctx.write_buf);
             }
-            stored.push(&self.ctx.write_buf);
-        }
+            Ok(())
+        };
+        let encoded = encode();
         self.ctx.read_ahead = read_ahead;
+        encoded?;
         let present = writes.present.iter().take(storage.len());
         let mut batch =
             storage.iter().zip(stored.iter()).zip(present).zip(prefetched).map(
