@@ -69,14 +69,6 @@ impl<V> SlotTable<V> {
         self.hasher.hash_one(key)
     }
 
-    /// Ask memory for bucket `index` (where [`Self::iter_indexed`] found
-    /// an entry), without waiting for it.
-    pub(super) fn prefetch_at(&self, index: usize) {
-        if let Some(layout) = self.layout() {
-            prefetch_bucket::<(CachedKey, V)>(layout, index);
-        }
-    }
-
     /// Ask memory for what a lookup of `key` will read (the control bytes
     /// it probes first and the bucket where its entry most likely is, or
     /// goes), without waiting for it; `key`'s hash, for the lookup.
@@ -101,8 +93,8 @@ impl<V> SlotTable<V> {
         }
     }
 
-    /// Every entry with the index of its bucket (for [`Self::at`] and
-    /// [`Self::prefetch_at`]), in no particular order.
+    /// Every entry with the index of its bucket (for [`Self::at`]), in no
+    /// particular order.
     pub(super) fn iter_indexed(&self) -> impl Iterator<Item = (usize, &CachedKey, &V)> {
         self.table.iter_buckets().map(|index| {
             let (key, value) = self.table.get_bucket(index).expect("a full bucket");
