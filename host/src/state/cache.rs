@@ -66,6 +66,9 @@ struct DirtyEntry {
 /// The length [`copy_out`] records for a pending delete.
 const NO_VALUE: u32 = u32::MAX;
 
+/// Bytes [`copy_out`] writes before a key: its length and its value's.
+const COPY_HEADER: usize = 8;
+
 /// Append `key` and `value` to `bytes` (their lengths, then them, as
 /// [`copied_at`] reads them); where they begin.
 fn copy_out(bytes: &mut Vec<u8>, key: &[u8], value: Option<&[u8]>) -> usize {
@@ -83,7 +86,7 @@ fn copy_out(bytes: &mut Vec<u8>, key: &[u8], value: Option<&[u8]>) -> usize {
 fn copied_at(bytes: &[u8], start: usize) -> Write<'_> {
     let length = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
     let (key_length, value_length) = (length(start) as usize, length(start + 4));
-    let key_start = start + 8;
+    let key_start = start + COPY_HEADER;
     let value_start = key_start + key_length;
     let value = (value_length != NO_VALUE)
         .then(|| &bytes[value_start..value_start + value_length as usize]);
@@ -271,6 +274,11 @@ impl CachedBackend {
         order.clear();
         bytes.clear();
         hashes.clear();
+        // Room for every dirty entry at once: grown by doubling, the
+        // buffers would leave their smaller, freed copies resident too.
+        let copies = self.bytes.saturating_sub(slots.len() * (ENTRY_OVERHEAD - COPY_HEADER));
+        bytes.reserve(copies);
+        order.reserve(if walked { slots.len() } else { self.dirty_keys.len() });
         let mut note = |index: usize, key: &[u8], slot: &Slot, hash: Option<u64>| {
             if track {
                 hashes.push(hash.unwrap_or_else(|| slots.hash(key)));
