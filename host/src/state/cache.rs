@@ -274,11 +274,12 @@ impl CachedBackend {
         order.clear();
         bytes.clear();
         hashes.clear();
-        // Room for every dirty entry at once: grown by doubling, the
-        // buffers would leave their smaller, freed copies resident too.
-        let copies = self.bytes.saturating_sub(slots.len() * (ENTRY_OVERHEAD - COPY_HEADER));
-        bytes.reserve(copies);
-        order.reserve(if walked { slots.len() } else { self.dirty_keys.len() });
+        // Room for a copy of every cached entry, the most a write-back
+        // can need: the buffers are kept from one write-back to the next,
+        // and grown step by step (smaller write-backs first, or doubling)
+        // they would leave each smaller, freed buffer resident too.
+        order.reserve(slots.len());
+        bytes.reserve(self.bytes.saturating_sub(slots.len() * (ENTRY_OVERHEAD - COPY_HEADER)));
         let mut note = |index: usize, key: &[u8], slot: &Slot, hash: Option<u64>| {
             if track {
                 hashes.push(hash.unwrap_or_else(|| slots.hash(key)));
@@ -293,8 +294,9 @@ impl CachedBackend {
         } else {
             for key in &self.dirty_keys {
                 let hash = slots.hash(key);
-                if let Some(index) = slots.find_index(hash, key).filter(|&i| slots.at(i).1.dirty) {
-                    note(index, key, slots.at(index).1, Some(hash));
+                let found = slots.find_index(hash, key).map(|index| (index, slots.at(index).1));
+                if let Some((index, slot)) = found.filter(|(_, slot)| slot.dirty) {
+                    note(index, key, slot, Some(hash));
                 }
             }
         }
