@@ -13,11 +13,11 @@
 //! instead of a full RocksDB checkpoint (see [`changelog`](super::changelog)).
 
 use hashbrown::hash_table::Entry;
-use smallvec::SmallVec;
 
 use super::changelog::Changelog;
+use super::inline::InlineBytes;
 use super::key_filter::KeyFilter;
-use super::slots::{prefetch, CachedKey, SlotTable};
+use super::slots::{prefetch, Bucket, CachedKey, SlotTable};
 
 use super::{KeyedStateBackend, Prefetched, ScanEntry, SnapshotForm, StateError, Write};
 
@@ -96,8 +96,8 @@ fn copied_at(bytes: &[u8], start: usize) -> Write<'_> {
     (&bytes[key_start..value_start], value)
 }
 
-/// A cached value, in place up to 24 bytes (counters, sums, timers).
-type CachedValue = SmallVec<[u8; 24]>;
+/// A cached value, in place up to 22 bytes (counters, sums, timers).
+type CachedValue = InlineBytes<22>;
 
 struct Slot {
     /// The value, or `None` for a (cached) absence or a pending delete.
@@ -359,7 +359,7 @@ impl CachedBackend {
         let cached = self.slots.len();
         match self.slots.entry(hash, key) {
             Entry::Occupied(entry) if value.is_none() && entry.get().1.unwritten => {
-                let ((_, slot), _) = entry.remove();
+                let (Bucket(_, slot), _) = entry.remove();
                 self.bytes -= Self::cost(key, slot.value.as_deref());
                 if let Some(changelog) = self.changelog.as_mut().filter(|_| !slot.fresh) {
                     changelog.record(slot.number, key, None);
@@ -370,10 +370,7 @@ impl CachedBackend {
                 self.bytes =
                     self.bytes + Self::cost(key, value) - Self::cost(key, slot.value.as_deref());
                 match (slot.value.as_mut(), value) {
-                    (Some(cached), Some(value)) => {
-                        cached.clear();
-                        cached.extend_from_slice(value);
-                    }
+                    (Some(cached), Some(value)) => cached.set(value),
                     (_, value) => slot.value = value.map(CachedValue::from_slice),
                 }
                 if !slot.dirty {
@@ -389,7 +386,7 @@ impl CachedBackend {
                 self.bytes += Self::cost(key, value);
                 list_dirty(&mut self.dirty_keys, &mut self.dirty_unlisted, key, cached);
                 self.unlogged_slots += 1;
-                entry.insert((
+                entry.insert(Bucket(
                     CachedKey::from_slice(key),
                     Slot {
                         value: value.map(CachedValue::from_slice),
@@ -909,6 +906,11 @@ mod tests {
         for i in 0..key {
             assert_eq!(cached.get(&i.to_be_bytes()).unwrap().as_deref(), Some(&b"value"[..]));
         }
+    }
+
+    #[test]
+    fn a_bucket_is_two_cache_lines() {
+        assert_eq!(std::mem::size_of::<Bucket<Slot>>(), 96);
     }
 
     /// An eviction keeps half the budget when reads found their keys

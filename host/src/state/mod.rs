@@ -8,6 +8,7 @@ mod cache;
 pub mod changelog;
 pub mod encoding;
 pub mod hash;
+mod inline;
 mod journal;
 mod key;
 mod key_filter;

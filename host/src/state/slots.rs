@@ -11,18 +11,25 @@ use std::cell::Cell;
 use std::hash::BuildHasher;
 
 use hashbrown::hash_table::{Entry, HashTable};
-use smallvec::SmallVec;
 
 use super::hash::KeyHashBuilder;
+use super::inline::InlineBytes;
 
-/// A cached key: stored in the table's own slot up to 48 bytes (state
-/// keys of short names and keys are), so a lookup compares bytes in place
-/// instead of following a pointer to somewhere else in the heap.
-pub(super) type CachedKey = SmallVec<[u8; 48]>;
+/// A cached key: stored in the table's own bucket up to 62 bytes (state
+/// keys of short names and keys are: 12 bytes of layout, the name, the
+/// key, a window's 16), so a lookup compares bytes in place instead of
+/// following a pointer to somewhere else in the heap.
+pub(super) type CachedKey = InlineBytes<62>;
+
+/// A table entry: a key and what the table keeps under it, aligned to 32
+/// bytes, so an entry of 96 (a key, 64 bytes, and the cache's slot, 32) is
+/// always two cache lines to wait for, never three.
+#[repr(C, align(32))]
+pub(super) struct Bucket<V>(pub(super) CachedKey, pub(super) V);
 
 /// Values of type `V` by state key.
 pub(super) struct SlotTable<V> {
-    table: HashTable<(CachedKey, V)>,
+    table: HashTable<Bucket<V>>,
     hasher: KeyHashBuilder,
     /// Where the table's memory is, as last learnt ([`Self::layout`]).
     layout: Cell<Option<BucketLayout>>,
@@ -57,7 +64,7 @@ impl<V> SlotTable<V> {
         }
         let index = self.table.iter_buckets().next()?;
         let entry = self.table.get_bucket(index)?;
-        let size = std::mem::size_of::<(CachedKey, V)>();
+        let size = std::mem::size_of::<Bucket<V>>();
         let data_end = std::ptr::from_ref(entry) as usize + (index + 1) * size;
         let layout = BucketLayout { buckets, data_end };
         self.layout.set(Some(layout));
@@ -89,7 +96,7 @@ impl<V> SlotTable<V> {
         if let Some(layout) = self.layout() {
             let home = hash as usize & (layout.buckets - 1);
             prefetch((layout.data_end + home) as *const i8);
-            prefetch_bucket::<(CachedKey, V)>(layout, home);
+            prefetch_bucket::<Bucket<V>>(layout, home);
         }
     }
 
@@ -97,7 +104,7 @@ impl<V> SlotTable<V> {
     /// particular order.
     pub(super) fn iter_indexed(&self) -> impl Iterator<Item = (usize, &CachedKey, &V)> {
         self.table.iter_buckets().map(|index| {
-            let (key, value) = self.table.get_bucket(index).expect("a full bucket");
+            let Bucket(key, value) = self.table.get_bucket(index).expect("a full bucket");
             (index, key, value)
         })
     }
@@ -105,7 +112,7 @@ impl<V> SlotTable<V> {
     /// The entry in bucket `index`, as [`Self::iter_indexed`] or
     /// [`Self::find_index`] found it (the table unchanged since).
     pub(super) fn at(&self, index: usize) -> (&CachedKey, &V) {
-        let (key, value) = self.table.get_bucket(index).expect("a full bucket");
+        let Bucket(key, value) = self.table.get_bucket(index).expect("a full bucket");
         (key, value)
     }
 
@@ -117,7 +124,7 @@ impl<V> SlotTable<V> {
     /// The bucket of `key`, whose hash is `hash` ([`Self::hash`]), if the
     /// table holds it.
     pub(super) fn find_index(&self, hash: u64, key: &[u8]) -> Option<usize> {
-        self.table.find_bucket_index(hash, |(k, _)| k[..] == *key)
+        self.table.find_bucket_index(hash, |Bucket(k, _)| k[..] == *key)
     }
 
     /// The value under `key`.
@@ -127,27 +134,27 @@ impl<V> SlotTable<V> {
 
     /// The value under `key`, whose hash is `hash` ([`Self::hash`]).
     pub(super) fn find(&self, hash: u64, key: &[u8]) -> Option<&V> {
-        self.table.find(hash, |(k, _)| k[..] == *key).map(|(_, v)| v)
+        self.table.find(hash, |Bucket(k, _)| k[..] == *key).map(|Bucket(_, v)| v)
     }
 
     /// The value under `key`, to change.
     #[cfg(test)]
     pub(super) fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
         let hash = self.hash(key);
-        self.table.find_mut(hash, |(k, _)| k[..] == *key).map(|(_, v)| v)
+        self.table.find_mut(hash, |Bucket(k, _)| k[..] == *key).map(|Bucket(_, v)| v)
     }
 
     /// How the table rehashes its entries when it grows.
-    fn rehasher(&self) -> impl Fn(&(CachedKey, V)) -> u64 + use<V> {
+    fn rehasher(&self) -> impl Fn(&Bucket<V>) -> u64 + use<V> {
         let hasher = self.hasher;
-        move |(k, _)| hasher.hash_one(&k[..])
+        move |Bucket(k, _)| hasher.hash_one(&k[..])
     }
 
     /// The entry of `key`, whose hash is `hash` ([`Self::hash`]), to
     /// change, insert or remove in one probe.
-    pub(super) fn entry(&mut self, hash: u64, key: &[u8]) -> Entry<'_, (CachedKey, V)> {
+    pub(super) fn entry(&mut self, hash: u64, key: &[u8]) -> Entry<'_, Bucket<V>> {
         let rehash = self.rehasher();
-        self.table.entry(hash, |(k, _)| k[..] == *key, rehash)
+        self.table.entry(hash, |Bucket(k, _)| k[..] == *key, rehash)
     }
 
     /// Make room for `additional` more entries without growing.
@@ -173,17 +180,17 @@ impl<V> SlotTable<V> {
 
     /// Every entry, in no particular order.
     pub(super) fn iter(&self) -> impl Iterator<Item = (&CachedKey, &V)> {
-        self.table.iter().map(|(k, v)| (k, v))
+        self.table.iter().map(|Bucket(k, v)| (k, v))
     }
 
     /// Every entry, its value to change, in no particular order.
     pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = (&CachedKey, &mut V)> {
-        self.table.iter_mut().map(|(k, v)| (&*k, v))
+        self.table.iter_mut().map(|Bucket(k, v)| (&*k, v))
     }
 
     /// Every value, to change.
     pub(super) fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
-        self.table.iter_mut().map(|(_, v)| v)
+        self.table.iter_mut().map(|Bucket(_, v)| v)
     }
 
     /// Where each entry is: its bucket's index, of [`Self::buckets`].
@@ -200,7 +207,7 @@ impl<V> SlotTable<V> {
 
     /// Keep only the entries `keep` says to.
     pub(super) fn retain(&mut self, mut keep: impl FnMut(&CachedKey, &mut V) -> bool) {
-        self.table.retain(|(k, v)| keep(k, v));
+        self.table.retain(|Bucket(k, v)| keep(k, v));
     }
 
     /// [`Self::retain`], then lay out what is kept afresh in the same
@@ -212,12 +219,16 @@ impl<V> SlotTable<V> {
     pub(super) fn retain_compacted(&mut self, mut keep: impl FnMut(&CachedKey, &mut V) -> bool) {
         let mut kept = Vec::with_capacity(self.len());
         // Draining keeps the table's memory, every bucket of it emptied.
-        kept.extend(self.table.drain().filter_map(|(k, mut v)| keep(&k, &mut v).then_some((k, v))));
+        kept.extend(
+            self.table
+                .drain()
+                .filter_map(|Bucket(k, mut v)| keep(&k, &mut v).then_some(Bucket(k, v))),
+        );
         let rehash = self.rehasher();
         let inserted = super::visit_ahead(
             self,
             kept,
-            |table, (key, _)| table.prefetch(key),
+            |table, Bucket(key, _)| table.prefetch(key),
             |table, entry, hash| {
                 table.table.insert_unique(hash, entry, &rehash);
                 Ok::<_, std::convert::Infallible>(())
@@ -262,7 +273,7 @@ mod tests {
         for i in 0u32..1000 {
             match table.entry(table.hash(&i.to_be_bytes()), &i.to_be_bytes()) {
                 Entry::Vacant(vacant) => {
-                    vacant.insert((CachedKey::from_slice(&i.to_be_bytes()), i));
+                    vacant.insert(Bucket(CachedKey::from_slice(&i.to_be_bytes()), i));
                 }
                 Entry::Occupied(_) => panic!("{i} inserted twice"),
             }
@@ -295,7 +306,7 @@ mod tests {
             for key in keys {
                 let bytes = key.to_be_bytes();
                 if let Entry::Vacant(vacant) = table.entry(table.hash(&bytes), &bytes) {
-                    vacant.insert((CachedKey::from_slice(&bytes), key));
+                    vacant.insert(Bucket(CachedKey::from_slice(&bytes), key));
                 }
             }
         };
@@ -324,7 +335,7 @@ mod tests {
         for (i, key) in keys.iter().enumerate() {
             table.reserve(1);
             if let Entry::Vacant(vacant) = table.entry(table.hash(key), key) {
-                vacant.insert((CachedKey::from_slice(key), i));
+                vacant.insert(Bucket(CachedKey::from_slice(key), i));
             }
             if i % 10_000 == 0 {
                 // Learnt again after each reallocation.
@@ -333,11 +344,12 @@ mod tests {
         }
         let layout = table.layout().expect("not empty");
         assert_eq!(layout.buckets, table.table.num_buckets());
-        let size = std::mem::size_of::<(CachedKey, usize)>();
+        let size = std::mem::size_of::<Bucket<usize>>();
         let mut at_home = 0;
         for key in &keys {
             let hash = table.hash(key);
-            let index = table.table.find_bucket_index(hash, |(k, _)| k[..] == key[..]).unwrap();
+            let index =
+                table.table.find_bucket_index(hash, |Bucket(k, _)| k[..] == key[..]).unwrap();
             let entry = table.table.get_bucket(index).unwrap();
             assert_eq!(std::ptr::from_ref(entry) as usize, layout.data_end - (index + 1) * size);
             let home = hash as usize & (layout.buckets - 1);
