@@ -48,6 +48,12 @@ impl RocksDbBackend {
         let mut table = rocksdb::BlockBasedOptions::default();
         table.set_bloom_filter(10.0, false);
         table.set_whole_key_filtering(true);
+        // 1 KiB blocks, not 4: a read of an evicted key wants one entry of
+        // a few dozen bytes, and each read copies its block out of the page
+        // cache, checks and decompresses it whole (a running sum over 10 M
+        // keys: 11-15 % faster over 10 M events, 10 % over 2 M keys; the
+        // indexes held in memory are four times the size, ≈ 30 MB there).
+        table.set_block_size(1024);
         // No block cache: state larger than the cache is read back at
         // random, one key per block, so a small block cache hardly ever
         // hits, and keeping it (a lookup, an insert, an eviction and a lock
