@@ -95,7 +95,8 @@ impl KeyedStateBackend for RocksDbBackend {
     }
 
     fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, StateError> {
-        // Pinned: read from RocksDB's block cache without an owned copy.
+        // Pinned: the value is copied once, into `out`, not first into a
+        // vector of its own.
         match self.db.get_pinned(key)? {
             Some(value) => {
                 out.extend_from_slice(&value);
