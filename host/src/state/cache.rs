@@ -526,6 +526,64 @@ impl KeyedStateBackend for CachedBackend {
         }
     }
 
+    /// Each key looked up here, a few ahead of its lookup; the keys not
+    /// cached and not ruled out by the filter of the backend's keys are
+    /// then read from the backend in one batch.
+    fn get_many_into<'k>(
+        &self,
+        key: &dyn Fn(usize) -> &'k [u8],
+        count: usize,
+        prefetched: &mut Vec<Prefetched>,
+        out: &mut Vec<u8>,
+        found: &mut Vec<Option<std::ops::Range<usize>>>,
+    ) -> Result<(), StateError> {
+        let first = found.len();
+        let mut passed_on = Vec::new();
+        let looked_up = super::visit_ahead(
+            &mut (),
+            0..count,
+            |(), &index| self.prefetch(key(index)),
+            |(), index, answer| {
+                prefetched.push(answer);
+                let Prefetched(hash) = answer;
+                let slot = self.slots.find(hash, key(index));
+                self.count_read(slot.is_some());
+                let start = out.len();
+                found.push(match slot {
+                    Some(Slot { value: Some(value), .. }) => {
+                        out.extend_from_slice(value);
+                        Some(start..out.len())
+                    }
+                    Some(Slot { value: None, .. }) => None,
+                    None => {
+                        if !self.backend_lacks(hash) {
+                            passed_on.push(index);
+                        }
+                        None
+                    }
+                });
+                Ok::<_, StateError>(())
+            },
+        );
+        looked_up?;
+        if passed_on.is_empty() {
+            return Ok(());
+        }
+        let mut read = Vec::with_capacity(passed_on.len());
+        let key_passed_on = |at: usize| key(passed_on[at]);
+        self.inner.get_many_into(
+            &key_passed_on,
+            passed_on.len(),
+            &mut Vec::new(),
+            out,
+            &mut read,
+        )?;
+        for (index, value) in passed_on.iter().zip(read) {
+            found[first + index] = value;
+        }
+        Ok(())
+    }
+
     fn prefetch(&self, key: &[u8]) -> Prefetched {
         let hash = self.slots.prefetch(key);
         // An empty filter (all state still cached) needs no memory to answer.
@@ -905,6 +963,32 @@ mod tests {
         }
         for i in 0..key {
             assert_eq!(cached.get(&i.to_be_bytes()).unwrap().as_deref(), Some(&b"value"[..]));
+        }
+    }
+
+    /// A batch read answers as reads key by key do, whether a key is
+    /// cached, evicted to the backend, never written or deleted.
+    #[test]
+    fn a_batch_read_answers_as_single_reads() {
+        let mut cached = CachedBackend::new(Box::new(InMemoryBackend::new()), 64 << 10);
+        for key in 0u64..20_000 {
+            cached.put(&key.to_be_bytes(), &(key * 3).to_le_bytes()).unwrap();
+            if key % 7 == 0 {
+                cached.delete(&key.to_be_bytes()).unwrap();
+            }
+            if key % 1024 == 0 {
+                cached.relieve().unwrap();
+            }
+        }
+        assert!(cached.track_backend_keys(1 << 20).unwrap());
+        let keys: Vec<[u8; 8]> = (0u64..25_000).rev().map(u64::to_be_bytes).collect();
+        let (mut prefetched, mut out, mut found) = (Vec::new(), Vec::new(), Vec::new());
+        cached
+            .get_many_into(&|i| &keys[i], keys.len(), &mut prefetched, &mut out, &mut found)
+            .unwrap();
+        assert_eq!((prefetched.len(), found.len()), (keys.len(), keys.len()));
+        for (key, range) in keys.iter().zip(found) {
+            assert_eq!(range.map(|range| out[range].to_vec()), cached.get(key).unwrap());
         }
     }
 

@@ -75,6 +75,17 @@ impl KeyedStateBackend for JournaledBackend {
         self.inner.get_prefetched_into(key, prefetched, out)
     }
 
+    fn get_many_into<'k>(
+        &self,
+        key: &dyn Fn(usize) -> &'k [u8],
+        count: usize,
+        prefetched: &mut Vec<super::Prefetched>,
+        out: &mut Vec<u8>,
+        found: &mut Vec<Option<std::ops::Range<usize>>>,
+    ) -> Result<(), StateError> {
+        self.inner.get_many_into(key, count, prefetched, out, found)
+    }
+
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {
         self.remember(key)?;
         self.inner.put(key, value)

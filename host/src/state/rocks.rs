@@ -74,7 +74,11 @@ impl RocksDbBackend {
                 rocksdb::CompactionDecision::Keep
             }
         });
-        let db = DB::open(&options, path)?;
+        let column = rocksdb::ColumnFamilyDescriptor::new(
+            rocksdb::DEFAULT_COLUMN_FAMILY_NAME,
+            options.clone(),
+        );
+        let db = DB::open_cf_descriptors(&options, path, [column])?;
         let mut write = WriteOptions::default();
         write.set_sync(false);
         Ok(Self { db, write, options, path: path.to_path_buf() })
@@ -104,6 +108,38 @@ impl KeyedStateBackend for RocksDbBackend {
             }
             None => Ok(false),
         }
+    }
+
+    /// One batched read (RocksDB's `MultiGet`): each file's filter is
+    /// probed for all the keys at once, their waits for memory overlapping,
+    /// and each file is looked up once per batch, not once per key.
+    fn get_many_into<'k>(
+        &self,
+        key: &dyn Fn(usize) -> &'k [u8],
+        count: usize,
+        prefetched: &mut Vec<super::Prefetched>,
+        out: &mut Vec<u8>,
+        found: &mut Vec<Option<std::ops::Range<usize>>>,
+    ) -> Result<(), StateError> {
+        prefetched.resize(prefetched.len() + count, super::Prefetched::default());
+        let Some(column) = self.db.cf_handle(rocksdb::DEFAULT_COLUMN_FAMILY_NAME) else {
+            // Opened read only, without a handle on it: key by key.
+            for index in 0..count {
+                let start = out.len();
+                let present = self.get_into(key(index), out)?;
+                found.push(present.then_some(start..out.len()));
+            }
+            return Ok(());
+        };
+        let keys: Vec<&[u8]> = (0..count).map(key).collect();
+        for value in self.db.batched_multi_get_cf(column, &keys, false) {
+            let start = out.len();
+            found.push(value?.map(|value| {
+                out.extend_from_slice(&value);
+                start..out.len()
+            }));
+        }
+        Ok(())
     }
 
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {

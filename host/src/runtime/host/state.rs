@@ -77,6 +77,8 @@ pub struct StateCtx {
     /// the same call: its keys need not be encoded and hashed again.
     read_ahead: Vec<ReadAhead>,
     read_ahead_call: u64,
+    /// Where each value read ahead is in `read_buf`, reused.
+    found: Vec<Option<std::ops::Range<usize>>>,
 }
 
 /// One value state read ahead for a call: its storage key for each key of
@@ -169,18 +171,19 @@ impl StateView<'_> {
                 storage.push(&self.ctx.key_buf);
             }
             let (now, stored) = (self.call.processing_time, &mut self.ctx.read_buf);
+            let found = &mut self.ctx.found;
             let Some(backend) = self.backend.as_deref_mut() else { break };
-            let read = crate::state::visit_ahead(
-                backend,
-                storage.iter(),
-                |backend, key| backend.prefetch(key),
-                |backend, key, answer| {
-                    prefetched.push(answer);
-                    let start = live_value(backend, key, Some(answer), now, stored)?;
-                    push_cell(cells, start.map(|start| &stored[start..]));
-                    Ok::<_, crate::state::StateError>(())
-                },
-            );
+            stored.clear();
+            found.clear();
+            let read = backend
+                .get_many_into(&|key| storage.get(key), keys, prefetched, stored, found)
+                .and_then(|()| {
+                    for (key, value) in found.iter().enumerate() {
+                        let value = value.clone().map(|range| &stored[range]);
+                        push_cell(cells, live(backend, storage.get(key), value, now)?);
+                    }
+                    Ok(())
+                });
             match read {
                 Ok(()) => {
                     cells.states.push(descriptor.name.clone());
@@ -509,16 +512,24 @@ fn live_value(
         Some(prefetched) => backend.get_prefetched_into(key, prefetched, stored)?,
         None => backend.get_into(key, stored)?,
     };
-    if !found {
-        return Ok(None);
+    let value = found.then_some(&stored[..]);
+    Ok(live(backend, key, value, now)?.map(|value| stored.len() - value.len()))
+}
+
+/// The value of `stored` (what is stored under `key`, if anything) unless
+/// its time to live has passed by `now`: then it is deleted.
+fn live<'v>(
+    backend: &mut dyn KeyedStateBackend,
+    key: &[u8],
+    stored: Option<&'v [u8]>,
+    now: i64,
+) -> Result<Option<&'v [u8]>, crate::state::StateError> {
+    let Some(stored) = stored else { return Ok(None) };
+    let value = ttl::decode(stored, now)?;
+    if value.is_none() {
+        backend.delete(key)?;
     }
-    match ttl::decode(stored, now)? {
-        None => {
-            backend.delete(key)?;
-            Ok(None)
-        }
-        Some(value) => Ok(Some(stored.len() - value.len())),
-    }
+    Ok(value)
 }
 
 /// A backend failure as the guest sees it.
