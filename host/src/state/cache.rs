@@ -225,6 +225,23 @@ impl CachedBackend {
         self.backend_keys.as_ref().is_some_and(|keys| !keys.may_contain(hash))
     }
 
+    /// Read `key`, whose hash is `hash`, without the backend: its cached
+    /// value appended to `out` and `Some(true)`; `Some(false)` when it is
+    /// cached as absent or the backend is known to lack it; `None` when
+    /// only the backend can say.
+    fn read_here(&self, key: &[u8], hash: u64, out: &mut Vec<u8>) -> Option<bool> {
+        let slot = self.slots.find(hash, key);
+        self.count_read(slot.is_some());
+        match slot {
+            Some(Slot { value: Some(value), .. }) => {
+                out.extend_from_slice(value);
+                Some(true)
+            }
+            Some(Slot { value: None, .. }) => Some(false),
+            None => self.backend_lacks(hash).then_some(false),
+        }
+    }
+
     /// Count a read as answered here (`hit`) or passed on.
     fn count_read(&self, hit: bool) {
         let counter = if hit { &self.hits } else { &self.misses };
@@ -513,15 +530,8 @@ impl KeyedStateBackend for CachedBackend {
         Prefetched(hash): Prefetched,
         out: &mut Vec<u8>,
     ) -> Result<bool, StateError> {
-        let slot = self.slots.find(hash, key);
-        self.count_read(slot.is_some());
-        match slot {
-            Some(Slot { value: Some(value), .. }) => {
-                out.extend_from_slice(value);
-                Ok(true)
-            }
-            Some(Slot { value: None, .. }) => Ok(false),
-            None if self.backend_lacks(hash) => Ok(false),
+        match self.read_here(key, hash, out) {
+            Some(present) => Ok(present),
             None => self.inner.get_into(key, out),
         }
     }
@@ -546,22 +556,12 @@ impl KeyedStateBackend for CachedBackend {
             |(), index, answer| {
                 prefetched.push(answer);
                 let Prefetched(hash) = answer;
-                let slot = self.slots.find(hash, key(index));
-                self.count_read(slot.is_some());
                 let start = out.len();
-                found.push(match slot {
-                    Some(Slot { value: Some(value), .. }) => {
-                        out.extend_from_slice(value);
-                        Some(start..out.len())
-                    }
-                    Some(Slot { value: None, .. }) => None,
-                    None => {
-                        if !self.backend_lacks(hash) {
-                            passed_on.push(index);
-                        }
-                        None
-                    }
+                let present = self.read_here(key(index), hash, out).unwrap_or_else(|| {
+                    passed_on.push(index);
+                    false
                 });
+                found.push(present.then_some(start..out.len()));
                 Ok::<_, StateError>(())
             },
         );

@@ -74,11 +74,8 @@ impl RocksDbBackend {
                 rocksdb::CompactionDecision::Keep
             }
         });
-        let column = rocksdb::ColumnFamilyDescriptor::new(
-            rocksdb::DEFAULT_COLUMN_FAMILY_NAME,
-            options.clone(),
-        );
-        let db = DB::open_cf_descriptors(&options, path, [column])?;
+        // Named, so that `get_many_into` has a handle on it.
+        let db = DB::open_cf_descriptors(&options, path, [default_column(&options)])?;
         let mut write = WriteOptions::default();
         write.set_sync(false);
         Ok(Self { db, write, options, path: path.to_path_buf() })
@@ -122,15 +119,9 @@ impl KeyedStateBackend for RocksDbBackend {
         found: &mut Vec<Option<std::ops::Range<usize>>>,
     ) -> Result<(), StateError> {
         prefetched.resize(prefetched.len() + count, super::Prefetched::default());
-        let Some(column) = self.db.cf_handle(rocksdb::DEFAULT_COLUMN_FAMILY_NAME) else {
-            // Opened read only, without a handle on it: key by key.
-            for index in 0..count {
-                let start = out.len();
-                let present = self.get_into(key(index), out)?;
-                found.push(present.then_some(start..out.len()));
-            }
-            return Ok(());
-        };
+        let column = self.db.cf_handle(rocksdb::DEFAULT_COLUMN_FAMILY_NAME).ok_or_else(|| {
+            StateError::Unsupported("RocksDB opened without its default column family".into())
+        })?;
         let keys: Vec<&[u8]> = (0..count).map(key).collect();
         for value in self.db.batched_multi_get_cf(column, &keys, false) {
             let start = out.len();
@@ -264,6 +255,12 @@ impl KeyedStateBackend for RocksDbBackend {
     }
 }
 
+/// RocksDB's default column family, opened with `options` (every key is
+/// in it).
+fn default_column(options: &Options) -> rocksdb::ColumnFamilyDescriptor {
+    rocksdb::ColumnFamilyDescriptor::new(rocksdb::DEFAULT_COLUMN_FAMILY_NAME, options.clone())
+}
+
 /// Ask the kernel to read all of `file` into its page cache, without
 /// waiting for it. RocksDB's table file writer drops the pages of what it
 /// wrote as it finishes (and it offers no way not to), so the first reads
@@ -281,7 +278,8 @@ impl RocksDbBackend {
     /// Open the database at `path` to read it only (a checkpoint directory).
     pub fn open_read_only(path: &Path) -> Result<Self, StateError> {
         let options = Options::default();
-        let db = DB::open_for_read_only(&options, path, false)?;
+        let column = [default_column(&options)];
+        let db = DB::open_cf_descriptors_read_only(&options, path, column, false)?;
         Ok(Self { db, write: WriteOptions::default(), options, path: path.to_path_buf() })
     }
 
