@@ -40,6 +40,13 @@ impl RocksDbBackend {
         // Bound memory per subtask: two 16 MiB memtables at most.
         options.set_write_buffer_size(16 << 20);
         options.set_max_write_buffer_number(2);
+        // Compact once eight files (the cache's write-backs) have come to
+        // level 0, not four: each compaction rewrites the whole bottom
+        // level, so state many times the cache was rewritten every four
+        // write-backs. Reads probe two more filters per key on average.
+        // A running sum over 10 M keys: 8 % faster over 10 M events, 3 %
+        // over 30 M; over 100 M keys and 20 M events 24 % (−21 % CPU).
+        options.set_level_zero_file_num_compaction_trigger(8);
         // Bloom filters in every SST file and over the memtable: most reads
         // that reach RocksDB are of keys it does not hold (a key's first
         // event, a new window's accumulator), and without them each one
