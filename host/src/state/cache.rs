@@ -19,7 +19,7 @@ use super::inline::InlineBytes;
 use super::key_filter::KeyFilter;
 use super::slots::{prefetch, Bucket, CachedKey, SlotTable};
 
-use super::{KeyedStateBackend, Prefetched, ScanEntry, SnapshotForm, StateError, Write};
+use super::{KeyedStateBackend, Prefetched, ReadBatch, ScanEntry, SnapshotForm, StateError, Write};
 
 /// Bytes counted per cached entry on top of its key and value.
 const ENTRY_OVERHEAD: usize = 64;
@@ -539,45 +539,28 @@ impl KeyedStateBackend for CachedBackend {
     /// Each key looked up here, a few ahead of its lookup; the keys not
     /// cached and not ruled out by the filter of the backend's keys are
     /// then read from the backend in one batch.
-    fn get_many_into<'k>(
-        &self,
-        key: &dyn Fn(usize) -> &'k [u8],
-        count: usize,
-        prefetched: &mut Vec<Prefetched>,
-        out: &mut Vec<u8>,
-        found: &mut Vec<Option<std::ops::Range<usize>>>,
-    ) -> Result<(), StateError> {
+    fn get_many_into(&self, batch: ReadBatch<'_, '_>) -> Result<(), StateError> {
+        let ReadBatch { key, count, prefetched, out, found } = batch;
         let first = found.len();
         let mut passed_on = Vec::new();
-        let looked_up = super::visit_ahead(
-            &mut (),
-            0..count,
-            |(), &index| self.prefetch(key(index)),
-            |(), index, answer| {
-                prefetched.push(answer);
-                let Prefetched(hash) = answer;
-                let start = out.len();
-                let present = self.read_here(key(index), hash, out).unwrap_or_else(|| {
-                    passed_on.push(index);
-                    false
-                });
-                found.push(present.then_some(start..out.len()));
-                Ok::<_, StateError>(())
-            },
-        );
-        looked_up?;
+        let here = ReadBatch { key, count, prefetched, out, found };
+        super::read_each_ahead(self, here, |index, Prefetched(hash), out| {
+            Ok(self.read_here(key(index), hash, out).unwrap_or_else(|| {
+                passed_on.push(index);
+                false
+            }))
+        })?;
         if passed_on.is_empty() {
             return Ok(());
         }
         let mut read = Vec::with_capacity(passed_on.len());
-        let key_passed_on = |at: usize| key(passed_on[at]);
-        self.inner.get_many_into(
-            &key_passed_on,
-            passed_on.len(),
-            &mut Vec::new(),
+        self.inner.get_many_into(ReadBatch {
+            key: &|at| key(passed_on[at]),
+            count: passed_on.len(),
+            prefetched: &mut Vec::new(),
             out,
-            &mut read,
-        )?;
+            found: &mut read,
+        })?;
         for (index, value) in passed_on.iter().zip(read) {
             found[first + index] = value;
         }
@@ -983,9 +966,14 @@ mod tests {
         assert!(cached.track_backend_keys(1 << 20).unwrap());
         let keys: Vec<[u8; 8]> = (0u64..25_000).rev().map(u64::to_be_bytes).collect();
         let (mut prefetched, mut out, mut found) = (Vec::new(), Vec::new(), Vec::new());
-        cached
-            .get_many_into(&|i| &keys[i], keys.len(), &mut prefetched, &mut out, &mut found)
-            .unwrap();
+        let batch = ReadBatch {
+            key: &|i| &keys[i],
+            count: keys.len(),
+            prefetched: &mut prefetched,
+            out: &mut out,
+            found: &mut found,
+        };
+        cached.get_many_into(batch).unwrap();
         assert_eq!((prefetched.len(), found.len()), (keys.len(), keys.len()));
         for (key, range) in keys.iter().zip(found) {
             assert_eq!(range.map(|range| out[range].to_vec()), cached.get(key).unwrap());

@@ -75,15 +75,8 @@ impl KeyedStateBackend for JournaledBackend {
         self.inner.get_prefetched_into(key, prefetched, out)
     }
 
-    fn get_many_into<'k>(
-        &self,
-        key: &dyn Fn(usize) -> &'k [u8],
-        count: usize,
-        prefetched: &mut Vec<super::Prefetched>,
-        out: &mut Vec<u8>,
-        found: &mut Vec<Option<std::ops::Range<usize>>>,
-    ) -> Result<(), StateError> {
-        self.inner.get_many_into(key, count, prefetched, out, found)
+    fn get_many_into(&self, batch: super::ReadBatch<'_, '_>) -> Result<(), StateError> {
+        self.inner.get_many_into(batch)
     }
 
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {

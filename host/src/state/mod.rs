@@ -101,6 +101,46 @@ pub fn visit_ahead<C: ?Sized, T, A, E>(
     ahead.into_iter().try_for_each(|(item, announced)| visit(context, item, announced))
 }
 
+/// The keys of a [`KeyedStateBackend::get_many_into`] and where its
+/// answers go.
+pub struct ReadBatch<'a, 'k> {
+    /// The `i`th key.
+    pub key: &'a dyn Fn(usize) -> &'k [u8],
+    /// How many keys.
+    pub count: usize,
+    /// Each key's [`KeyedStateBackend::prefetch`] answer is pushed here
+    /// (for writes of the same keys).
+    pub prefetched: &'a mut Vec<Prefetched>,
+    /// Each value found is appended here.
+    pub out: &'a mut Vec<u8>,
+    /// Each key's value's range in `out` is pushed here, `None` when there
+    /// is none.
+    pub found: &'a mut Vec<Option<std::ops::Range<usize>>>,
+}
+
+/// Answer `batch` key by key, each prefetched through `backend` a few keys
+/// ahead of its `read` (given the key's index and prefetch answer; it
+/// appends a value found to `out` and says whether there was one).
+fn read_each_ahead<B: KeyedStateBackend + ?Sized>(
+    backend: &B,
+    batch: ReadBatch<'_, '_>,
+    mut read: impl FnMut(usize, Prefetched, &mut Vec<u8>) -> Result<bool, StateError>,
+) -> Result<(), StateError> {
+    let ReadBatch { key, count, prefetched, out, found } = batch;
+    visit_ahead(
+        &mut (),
+        0..count,
+        |(), &index| backend.prefetch(key(index)),
+        |(), index, answer| {
+            prefetched.push(answer);
+            let start = out.len();
+            let present = read(index, answer, out)?;
+            found.push(present.then_some(start..out.len()));
+            Ok(())
+        },
+    )
+}
+
 /// What [`KeyedStateBackend::prefetch`] learnt about a key, for the read
 /// of the same key that follows: the state cache's hash of it (nothing for
 /// other backends).
@@ -146,33 +186,16 @@ pub trait KeyedStateBackend: Send {
         let _ = prefetched;
         self.get_into(key, out)
     }
-    /// Read the values under `count` keys (`key(i)` the `i`th), each as
-    /// [`Self::get_into`]: a value found is appended to `out` and its range
-    /// pushed to `found`, `None` pushed when there is none; the answer of
-    /// each key's [`Self::prefetch`] is pushed to `prefetched` (for writes
-    /// of the same keys). Backends that can read a batch faster than key by
-    /// key override it (RocksDB's batched reads, a cache's reads of the
-    /// keys it lacks). Default: each key prefetched ahead of its read.
-    fn get_many_into<'k>(
-        &self,
-        key: &dyn Fn(usize) -> &'k [u8],
-        count: usize,
-        prefetched: &mut Vec<Prefetched>,
-        out: &mut Vec<u8>,
-        found: &mut Vec<Option<std::ops::Range<usize>>>,
-    ) -> Result<(), StateError> {
-        visit_ahead(
-            &mut (),
-            0..count,
-            |(), &index| self.prefetch(key(index)),
-            |(), index, answer| {
-                prefetched.push(answer);
-                let start = out.len();
-                let present = self.get_prefetched_into(key(index), answer, out)?;
-                found.push(present.then_some(start..out.len()));
-                Ok(())
-            },
-        )
+    /// Read the values under `batch`'s keys, each as [`Self::get_into`],
+    /// answering as [`ReadBatch`] says. Backends that can read a batch
+    /// faster than key by key override it (RocksDB's batched reads, a
+    /// cache's reads of the keys it lacks). Default: each key prefetched
+    /// ahead of its read.
+    fn get_many_into(&self, batch: ReadBatch<'_, '_>) -> Result<(), StateError> {
+        let key = batch.key;
+        read_each_ahead(self, batch, |index, answer, out| {
+            self.get_prefetched_into(key(index), answer, out)
+        })
     }
     /// Store `value` under `key`.
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError>;
@@ -324,7 +347,14 @@ pub(crate) mod tests {
         assert!(!backend.get_into(&a, &mut out).unwrap() && out == b"x2");
         let (mut prefetched, mut found) = (Vec::new(), Vec::new());
         let keys = [&b[..], &a[..], &b[..]];
-        backend.get_many_into(&|i| keys[i], 3, &mut prefetched, &mut out, &mut found).unwrap();
+        let batch = ReadBatch {
+            key: &|i| keys[i],
+            count: 3,
+            prefetched: &mut prefetched,
+            out: &mut out,
+            found: &mut found,
+        };
+        backend.get_many_into(batch).unwrap();
         assert_eq!(
             (prefetched.len(), &out[..], found),
             (3, &b"x222"[..], vec![Some(2..3), None, Some(3..4)]),

@@ -117,14 +117,8 @@ impl KeyedStateBackend for RocksDbBackend {
     /// One batched read (RocksDB's `MultiGet`): each file's filter is
     /// probed for all the keys at once, their waits for memory overlapping,
     /// and each file is looked up once per batch, not once per key.
-    fn get_many_into<'k>(
-        &self,
-        key: &dyn Fn(usize) -> &'k [u8],
-        count: usize,
-        prefetched: &mut Vec<super::Prefetched>,
-        out: &mut Vec<u8>,
-        found: &mut Vec<Option<std::ops::Range<usize>>>,
-    ) -> Result<(), StateError> {
+    fn get_many_into(&self, batch: super::ReadBatch<'_, '_>) -> Result<(), StateError> {
+        let super::ReadBatch { key, count, prefetched, out, found } = batch;
         prefetched.resize(prefetched.len() + count, super::Prefetched::default());
         let column = self.db.cf_handle(rocksdb::DEFAULT_COLUMN_FAMILY_NAME).ok_or_else(|| {
             StateError::Unsupported("RocksDB opened without its default column family".into())

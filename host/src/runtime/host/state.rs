@@ -35,7 +35,9 @@ use super::super::packing::{clear_cells, push_cell, KeyList};
 use super::CallScope;
 use crate::state::encoding::{decode_list, encode_list, entry_key_into};
 use crate::state::ttl::{self, Ttl, TtlUpdate};
-use crate::state::{KeyedStateBackend, Prefetched, ScanEntry, StateKind, MAX_STATE_NAME_LEN};
+use crate::state::{
+    KeyedStateBackend, Prefetched, ReadBatch, ScanEntry, StateKind, MAX_STATE_NAME_LEN,
+};
 
 /// Largest state value or map key a guest may store, in bytes.
 pub const MAX_VALUE_LEN: usize = 16 << 20;
@@ -175,15 +177,20 @@ impl StateView<'_> {
             let Some(backend) = self.backend.as_deref_mut() else { break };
             stored.clear();
             found.clear();
-            let read = backend
-                .get_many_into(&|key| storage.get(key), keys, prefetched, stored, found)
-                .and_then(|()| {
-                    for (key, value) in found.iter().enumerate() {
-                        let value = value.clone().map(|range| &stored[range]);
-                        push_cell(cells, live(backend, storage.get(key), value, now)?);
-                    }
-                    Ok(())
-                });
+            let batch = ReadBatch {
+                key: &|key| storage.get(key),
+                count: keys,
+                prefetched,
+                out: stored,
+                found,
+            };
+            let read = backend.get_many_into(batch).and_then(|()| {
+                for (key, value) in found.iter().enumerate() {
+                    let value = value.clone().map(|range| &stored[range]);
+                    push_cell(cells, live(backend, storage.get(key), value, now)?);
+                }
+                Ok(())
+            });
             match read {
                 Ok(()) => {
                     cells.states.push(descriptor.name.clone());
