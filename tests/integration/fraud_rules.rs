@@ -90,7 +90,12 @@ fn run(function: &LoadedFunction, parallelism: u16) -> Vec<String> {
         // Event time has reached the transaction: it is checked at once.
         subtask.ctx().set_watermark(time);
         subtask.process(&[KeyedEvents { key: account, events: vec![event] }]).unwrap();
-        alerts.extend(subtask.ctx().outputs.drain(..).map(|e| String::from_utf8(e.value).unwrap()));
+        alerts.extend(
+            std::mem::take(&mut subtask.ctx().outputs)
+                .into_events()
+                .into_iter()
+                .map(|e| String::from_utf8(e.value).unwrap()),
+        );
     }
     alerts
 }

@@ -3,7 +3,7 @@
 
 use super::registry::{SinkConfig, SinkMode};
 use super::{ConnectorError, Sink};
-use crate::Event;
+use crate::runtime::packed::PackedEvents;
 
 /// `sink: { type: discard }`: no settings.
 #[derive(Debug, Clone, serde::Deserialize)]
@@ -22,7 +22,7 @@ impl SinkConfig for DiscardConfig {
 pub struct DiscardSink;
 
 impl Sink for DiscardSink {
-    fn write(&mut self, _epoch: u64, _events: &[Event]) -> Result<(), ConnectorError> {
+    fn write(&mut self, _epoch: u64, _events: &PackedEvents) -> Result<(), ConnectorError> {
         Ok(())
     }
 

@@ -27,6 +27,7 @@ pub use registry::{
 pub use splits::SplitSource;
 pub use stdout::StdoutSink;
 
+use crate::runtime::packed::PackedEvents;
 use crate::Event;
 
 /// Why a connector failed.
@@ -226,7 +227,7 @@ fn encode(value: &impl serde::Serialize) -> serde_json::Value {
 pub trait Sink: Send {
     /// Write `events` in order as part of checkpoint epoch `epoch` (the id of the
     /// checkpoint that will cover them; runs without checkpoints always pass 0).
-    fn write(&mut self, epoch: u64, events: &[Event]) -> Result<(), ConnectorError>;
+    fn write(&mut self, epoch: u64, events: &PackedEvents) -> Result<(), ConnectorError>;
 
     /// Make everything written so far durable / visible (end of a run).
     fn flush(&mut self) -> Result<(), ConnectorError>;
@@ -300,9 +301,9 @@ pub trait Sink: Send {
 }
 
 /// Write each event's value as one line.
-fn write_lines(out: &mut impl std::io::Write, events: &[Event]) -> std::io::Result<()> {
-    for event in events {
-        out.write_all(&event.value)?;
+fn write_lines(out: &mut impl std::io::Write, events: &PackedEvents) -> std::io::Result<()> {
+    for event in events.iter() {
+        out.write_all(event.value)?;
         out.write_all(b"\n")?;
     }
     Ok(())

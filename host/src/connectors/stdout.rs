@@ -5,7 +5,7 @@ use std::io::{BufWriter, Stdout, Write};
 
 use super::registry::{SinkConfig, SinkMode};
 use super::{write_lines, ConnectorError, Sink};
-use crate::Event;
+use crate::runtime::packed::PackedEvents;
 
 /// `sink: { type: stdout }`: no settings.
 #[derive(Debug, Clone, serde::Deserialize)]
@@ -43,7 +43,7 @@ fn stdout_error(source: std::io::Error) -> ConnectorError {
 }
 
 impl Sink for StdoutSink {
-    fn write(&mut self, _epoch: u64, events: &[Event]) -> Result<(), ConnectorError> {
+    fn write(&mut self, _epoch: u64, events: &PackedEvents) -> Result<(), ConnectorError> {
         write_lines(&mut self.out, events).map_err(stdout_error)
     }
 

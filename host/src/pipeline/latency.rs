@@ -25,7 +25,6 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::state::ttl::{now_micros, now_millis};
-use crate::Event;
 
 /// The longest latency told apart: an hour (longer ones count as an hour).
 const HIGHEST_MICROS: u64 = 3_600_000_000;
@@ -86,37 +85,37 @@ impl LatencyRecorder {
         Self { log_every: Some((every, Instant::now())), ..self }
     }
 
-    /// Record `events`, written now in `epoch`: with one clock read for
-    /// the batch, or (until commit) kept by timestamp until their epoch
-    /// commits.
-    pub fn record(&mut self, epoch: u64, events: &[Event]) {
+    /// Record events of `timestamps`, written now in `epoch`: with one
+    /// clock read for the batch, or (until commit) kept by timestamp until
+    /// their epoch commits.
+    pub fn record(&mut self, epoch: u64, timestamps: &[i64]) {
         if let Some(pending) = &mut self.pending {
             // A batch's events mostly share their millisecond: one entry
             // per run of equal timestamps.
             let counts = pending.entry(epoch).or_default();
-            for run in events.chunk_by(|a, b| a.timestamp == b.timestamp) {
-                if run[0].timestamp < self.recorded_from {
+            for run in timestamps.chunk_by(|a, b| a == b) {
+                if run[0] < self.recorded_from {
                     self.warm_up += run.len() as u64;
                 } else {
-                    *counts.entry(run[0].timestamp).or_default() += run.len() as u64;
+                    *counts.entry(run[0]).or_default() += run.len() as u64;
                 }
             }
             self.log_if_due();
             return;
         }
-        self.record_visible(events);
+        self.record_visible(timestamps);
     }
 
     /// Record `events`, visible as they are written now (an at-least-once
     /// sink's output, even with checkpoints on): one clock read.
-    pub fn record_visible(&mut self, events: &[Event]) {
+    pub fn record_visible(&mut self, timestamps: &[i64]) {
         let now = now_micros();
-        for event in events {
-            if event.timestamp < self.recorded_from {
+        for &timestamp in timestamps {
+            if timestamp < self.recorded_from {
                 self.warm_up += 1;
                 continue;
             }
-            self.record_micros(now.saturating_sub(event.timestamp.saturating_mul(1000)));
+            self.record_micros(now.saturating_sub(timestamp.saturating_mul(1000)));
         }
         self.log_if_due();
     }
@@ -213,8 +212,9 @@ pub struct LatencySummary {
 mod tests {
     use super::*;
 
-    fn event(timestamp: i64) -> Event {
-        Event { key: None, value: Vec::new(), timestamp, headers: Vec::new() }
+    /// An event's timestamp (what the recorder reads of it).
+    fn event(timestamp: i64) -> i64 {
+        timestamp
     }
 
     #[test]
@@ -223,7 +223,7 @@ mod tests {
         assert_eq!(recorder.summary(), None);
         let now = crate::state::ttl::now_millis();
         // 990 events 2 ms old, 9 events 50 ms old, one a minute old.
-        let mut events: Vec<Event> = (0..990).map(|_| event(now - 2)).collect();
+        let mut events: Vec<i64> = (0..990).map(|_| event(now - 2)).collect();
         events.extend((0..9).map(|_| event(now - 50)));
         events.push(event(now - 60_000));
         recorder.record(1, &events);

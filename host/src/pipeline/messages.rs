@@ -2,6 +2,7 @@
 //! subtask/source → sink messages, and how many batches a channel holds.
 
 use super::operator::RoutedBatch;
+use crate::runtime::packed::PackedEvents;
 use crate::state::SnapshotForm;
 use crate::Event;
 
@@ -46,7 +47,7 @@ pub(crate) enum SinkMessage {
         /// The sink (its index among the pipeline's sinks).
         sink: usize,
         /// The events.
-        events: Vec<Event>,
+        events: PackedEvents,
     },
     /// Barrier `id` from input `from`: what it sends next is after `id`.
     Barrier {

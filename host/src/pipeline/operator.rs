@@ -16,6 +16,7 @@ use super::error::RunError;
 use crate::join::{JoinConfig, JoinOperator};
 use crate::runtime::bindings::weir::function::types::{KeyedEvents, KeyedTimers, TimeDomain};
 use crate::runtime::native::NativeRef;
+use crate::runtime::packed::Emitted;
 use crate::runtime::packing::{BareEvents, GroupOrder, Grouping, KeyList};
 use crate::runtime::{
     AggregateFunctionInstance, FunctionLimits, HostCtx, Language, LoadedFunction,
@@ -347,19 +348,19 @@ impl KeyedOperator {
 
     /// Take what the operator emitted: main output, side outputs, and the
     /// number of late events it dropped.
-    pub(crate) fn take_outputs(&mut self) -> (Vec<Event>, Vec<(String, Event)>, u64) {
+    pub(crate) fn take_outputs(&mut self) -> (Emitted, Vec<(String, Event)>, u64) {
         match self {
             KeyedOperator::Process(processor, ..) => {
                 let ctx = processor.ctx();
                 (std::mem::take(&mut ctx.outputs), std::mem::take(&mut ctx.side_outputs), 0)
             }
             KeyedOperator::Window(windows) => (
-                std::mem::take(&mut windows.outputs),
+                std::mem::take(&mut windows.outputs).into(),
                 std::mem::take(&mut windows.side_outputs),
                 std::mem::take(&mut windows.dropped_late),
             ),
             KeyedOperator::Join(join) => (
-                std::mem::take(&mut join.outputs),
+                std::mem::take(&mut join.outputs).into(),
                 std::mem::take(&mut join.side_outputs),
                 std::mem::take(&mut join.dropped_late),
             ),

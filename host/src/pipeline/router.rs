@@ -20,6 +20,7 @@ use super::live::{LiveCounts, LiveMetrics, Stopwatch};
 use super::messages::{SinkMessage, SubtaskMessage};
 use super::operator::{FunctionCode, FunctionEnv, RoutedBatch};
 use crate::connectors::kafka::exchange::KEY_HEADER;
+use crate::runtime::packed::{Emitted, PackedEvents};
 use crate::runtime::packing::KeyList;
 use crate::runtime::{KeyFunctionInstance, TransformInstance};
 use crate::state::{key_group, subtask_for_key_group, SnapshotForm};
@@ -124,7 +125,7 @@ pub(crate) struct Router<'m> {
     /// This producer's input number at the sink.
     from: usize,
     /// Events waiting for each sink.
-    sinks: Vec<Vec<Event>>,
+    sinks: Vec<PackedEvents>,
     /// The side output of the `dead-letter` failure policy, if chosen.
     dead_letter: Option<String>,
     max_parallelism: u16,
@@ -163,7 +164,7 @@ impl<'m> Router<'m> {
             channels,
             sink: links.sink,
             from: links.from,
-            sinks: (0..links.sinks).map(|_| Vec::new()).collect(),
+            sinks: (0..links.sinks).map(|_| PackedEvents::default()).collect(),
             dead_letter: env.dead_letter.clone(),
             max_parallelism: env.max_parallelism,
             metrics: links.metrics,
@@ -173,7 +174,11 @@ impl<'m> Router<'m> {
     }
 
     /// Route `events` of output `port` (`None`: the main output).
-    pub(crate) fn emit(&mut self, port: Option<&str>, events: Vec<Event>) -> Result<(), RunError> {
+    pub(crate) fn emit(
+        &mut self,
+        port: Option<&str>,
+        events: impl Into<Emitted>,
+    ) -> Result<(), RunError> {
         let mut context = Emit {
             sinks: &mut self.sinks,
             dead_letter: self.dead_letter.as_deref(),
@@ -181,7 +186,7 @@ impl<'m> Router<'m> {
             metrics: self.metrics,
             dropped: &mut self.dropped,
         };
-        route_events(&mut self.ports, port, events, &mut context)
+        route_events(&mut self.ports, port, events.into(), &mut context)
     }
 
     /// Route side-output events, each named by its output.
@@ -194,7 +199,8 @@ impl<'m> Router<'m> {
         flush_ports(&mut self.ports, &self.counts)?;
         for (index, events) in self.sinks.iter_mut().enumerate() {
             if !events.is_empty() {
-                let events = std::mem::take(events);
+                let next = events.with_capacity_of();
+                let events = std::mem::replace(events, next);
                 let batch = SinkMessage::Batch { from: self.from, sink: index, events };
                 self.sink.send_counted(batch, &self.counts)?;
             }
@@ -284,7 +290,7 @@ impl<T> CountedSend<T> for SinkSender<T> {
 
 /// What routing needs besides the routes.
 struct Emit<'a> {
-    sinks: &'a mut Vec<Vec<Event>>,
+    sinks: &'a mut Vec<PackedEvents>,
     dead_letter: Option<&'a str>,
     max_parallelism: u16,
     metrics: &'a LiveMetrics,
@@ -294,7 +300,7 @@ struct Emit<'a> {
 fn route_events(
     ports: &mut Ports,
     port: Option<&str>,
-    events: Vec<Event>,
+    events: Emitted,
     context: &mut Emit<'_>,
 ) -> Result<(), RunError> {
     if events.is_empty() {
@@ -310,34 +316,36 @@ fn route_events(
     let mut events = Some(events);
     let mut letters = Vec::new();
     for (index, route) in routes.iter_mut().enumerate() {
-        let batch = if index == last {
-            events.take().unwrap_or_default()
-        } else {
-            events.clone().unwrap_or_default()
+        // The events as a list of their own: the last route takes them.
+        let mut batch = || match events.take() {
+            Some(last_use) if index == last => last_use.into_events(),
+            Some(left) => events.insert(left).to_events(),
+            None => Vec::new(),
         };
         match route {
-            Route::Sink(sink) => context.sinks[*sink].extend(batch),
+            // Packed as they came: no event taken apart on the way.
+            Route::Sink(sink) => events.iter().for_each(|e| e.append_to(&mut context.sinks[*sink])),
             Route::KeyedSink { keyer, sink } => {
-                letters.extend(key_for_sink(keyer, batch, *sink, context)?);
+                letters.extend(key_for_sink(keyer, batch(), *sink, context)?);
             }
             Route::Keyed { keyer, routed, subtasks, .. } => {
-                letters.extend(key_and_route(keyer, batch, routed, subtasks.len(), context)?);
+                letters.extend(key_and_route(keyer, batch(), routed, subtasks.len(), context)?);
             }
-            Route::Broadcast { waiting, .. } => waiting.extend(batch),
+            Route::Broadcast { waiting, .. } => waiting.extend(batch()),
             Route::Transform { function, outputs } => {
-                let output = function.transform(&batch)?;
+                let output = function.transform(&batch())?;
                 let side = std::mem::take(&mut function.ctx().side_outputs);
-                route_events(outputs, None, output, context)?;
+                route_events(outputs, None, output.into(), context)?;
                 for (name, events) in by_name(side) {
-                    route_events(outputs, Some(&name), events, context)?;
+                    route_events(outputs, Some(&name), events.into(), context)?;
                 }
             }
         }
     }
     if let (Some(output), false) = (context.dead_letter, letters.is_empty()) {
         let output = output.to_string();
-        let letters = letters.into_iter().map(|(_, e)| e).collect();
-        route_events(ports, Some(&output), letters, context)?;
+        let letters: Vec<Event> = letters.into_iter().map(|(_, e)| e).collect();
+        route_events(ports, Some(&output), letters.into(), context)?;
     }
     Ok(())
 }
@@ -401,7 +409,7 @@ fn key_for_sink(
     let out = &mut context.sinks[sink];
     for (mut event, key) in events.into_iter().zip(keys.iter()) {
         event.headers.push((KEY_HEADER.to_string(), key.to_vec()));
-        out.push(event);
+        out.push((&event).into());
     }
     Ok(letters)
 }

@@ -173,9 +173,9 @@ impl SinkTask {
                     target.sink.write(epochs[from], &events)?;
                     if let Some(latency) = &mut self.latency {
                         if target.sink.visible_when_written() {
-                            latency.record_visible(&events);
+                            latency.record_visible(events.timestamps());
                         } else {
-                            latency.record(epochs[from], &events);
+                            latency.record(epochs[from], events.timestamps());
                         }
                     }
                     if let Some(delay) = self.delay {
@@ -353,6 +353,7 @@ mod tests {
 
     use super::*;
     use crate::connectors::ConnectorError;
+    use crate::runtime::packed::PackedEvents;
     use crate::Event;
 
     /// A call a sink received.
@@ -400,9 +401,9 @@ mod tests {
     }
 
     impl Sink for Recording {
-        fn write(&mut self, epoch: u64, events: &[Event]) -> Result<(), ConnectorError> {
+        fn write(&mut self, epoch: u64, events: &PackedEvents) -> Result<(), ConnectorError> {
             let values: Vec<String> =
-                events.iter().map(|e| String::from_utf8(e.value.clone()).unwrap()).collect();
+                events.iter().map(|e| String::from_utf8(e.value.to_vec()).unwrap()).collect();
             let mut out = self.get();
             out.calls.push(Call::Write(epoch, values.clone()));
             out.pending.entry(epoch).or_default().extend(values);
@@ -445,12 +446,16 @@ mod tests {
         Event { key: None, value: value.as_bytes().to_vec(), timestamp: 0, headers: vec![] }
     }
 
+    fn events(values: &[&str]) -> PackedEvents {
+        PackedEvents::of(&values.iter().map(|v| event(v)).collect::<Vec<_>>())
+    }
+
     fn batch(from: usize, values: &[&str]) -> SinkMessage {
-        SinkMessage::Batch { from, sink: 0, events: values.iter().map(|v| event(v)).collect() }
+        SinkMessage::Batch { from, sink: 0, events: events(values) }
     }
 
     fn late(from: usize, values: &[&str]) -> SinkMessage {
-        SinkMessage::Batch { from, sink: 1, events: values.iter().map(|v| event(v)).collect() }
+        SinkMessage::Batch { from, sink: 1, events: events(values) }
     }
 
     fn visible(epoch: u64, values: &[&str]) -> Vec<(u64, String)> {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::mpsc::{Receiver, Sender};
 
-use crate::Event;
+use crate::runtime::packed::{EventRef, PackedEvents};
 
 /// Events a reader's channel holds before the reader counts as stalled.
 const READER_BUFFER: usize = 256;
@@ -33,12 +33,12 @@ pub struct TailEvent {
     pub value: String,
 }
 
-impl From<&Event> for TailEvent {
-    fn from(event: &Event) -> Self {
+impl From<EventRef<'_>> for TailEvent {
+    fn from(event: EventRef<'_>) -> Self {
         Self {
             timestamp: event.timestamp,
-            key: event.key.as_deref().map(|k| String::from_utf8_lossy(k).into_owned()),
-            value: String::from_utf8_lossy(&event.value).into_owned(),
+            key: event.key.map(|k| String::from_utf8_lossy(k).into_owned()),
+            value: String::from_utf8_lossy(event.value).into_owned(),
         }
     }
 }
@@ -93,7 +93,7 @@ impl TailHub {
     }
 
     /// The sink thread wrote `events` to `output`: give readers their share.
-    pub(crate) fn offer(&self, output: &str, events: &[Event]) {
+    pub(crate) fn offer(&self, output: &str, events: &PackedEvents) {
         if self.count.load(Ordering::Relaxed) == 0 {
             return;
         }
@@ -113,7 +113,7 @@ impl TailHub {
 
 impl Reader {
     /// Send what the budget allows of `events`; whether to keep the reader.
-    fn take(&mut self, events: &[Event], now: Instant) -> bool {
+    fn take(&mut self, events: &PackedEvents, now: Instant) -> bool {
         if now.duration_since(self.second) >= Duration::from_secs(1) {
             self.budget = self.rate;
             self.second = now;
@@ -137,15 +137,16 @@ impl Reader {
 mod tests {
     use super::*;
 
-    fn events(n: usize) -> Vec<Event> {
-        (0..n)
-            .map(|i| Event {
+    fn events(n: usize) -> PackedEvents {
+        let events: Vec<crate::Event> = (0..n)
+            .map(|i| crate::Event {
                 key: Some(b"c1".to_vec()),
                 value: format!("{{\"n\":{i}}}").into_bytes(),
                 timestamp: i as i64,
                 headers: vec![],
             })
-            .collect()
+            .collect();
+        PackedEvents::of(&events)
     }
 
     /// What `receiver` holds now.

@@ -333,7 +333,7 @@ impl TransformInstance {
                 outputs
             }
         };
-        outputs.append(&mut self.code.ctx().outputs);
+        outputs.extend(std::mem::take(&mut self.code.ctx().outputs).into_events());
         Ok(outputs)
     }
 

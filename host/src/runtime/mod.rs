@@ -16,6 +16,7 @@ pub mod language;
 pub mod limits;
 pub(crate) mod loader;
 pub mod native;
+pub mod packed;
 pub mod packing;
 pub mod wasi;
 

@@ -10,6 +10,7 @@ use super::bindings::weir::function::types::{
     Accumulate, AccumulateBatch, EventBatch, KeyedBatch, KeyedEvents, PackedKeys, ValueCells,
     Window, WindowResults,
 };
+use super::packed::PackedEvents;
 use crate::Event;
 
 /// An empty batch.
@@ -450,59 +451,17 @@ fn pieces<'a>(bytes: &'a [u8], ends: &'a [u32]) -> impl Iterator<Item = &'a [u8]
     starts.zip(ends).map(|(start, &end)| &bytes[start..end as usize])
 }
 
-/// The events of `batch`, checked.
+/// The events of `batch`, checked (see [`PackedEvents::from_batch`]).
 pub fn unpack(batch: EventBatch) -> Result<Vec<Event>, String> {
-    let count = batch.timestamps.len();
-    if batch.value_ends.len() != count {
-        return Err(format!(
-            "event batch: {} value ends for {count} events",
-            batch.value_ends.len()
-        ));
-    }
-    if batch.keyed.len() != batch.key_ends.len() {
-        return Err(format!(
-            "event batch: {} keyed events but {} key ends",
-            batch.keyed.len(),
-            batch.key_ends.len()
-        ));
-    }
-    let mut events = Vec::with_capacity(count);
-    for (value, timestamp) in
-        slices(&batch.values, &batch.value_ends, "event values").zip(&batch.timestamps)
-    {
-        events.push(Event {
-            key: None,
-            value: value?.to_vec(),
-            timestamp: *timestamp,
-            headers: Vec::new(),
-        });
-    }
-    let mut previous = None;
-    for (&index, key) in batch.keyed.iter().zip(slices(&batch.keys, &batch.key_ends, "event keys"))
-    {
-        if previous.is_some_and(|p| p >= index) {
-            return Err("event batch: keyed indices must ascend".into());
-        }
-        previous = Some(index);
-        let event = events
-            .get_mut(index as usize)
-            .ok_or_else(|| format!("event batch: keyed index {index} of {count} events"))?;
-        event.key = Some(key?.to_vec());
-    }
-    for (index, name, value) in batch.headers {
-        let event = events
-            .get_mut(index as usize)
-            .ok_or_else(|| format!("event batch: header of event {index} of {count}"))?;
-        event.headers.push((name, value));
-    }
-    Ok(events)
+    Ok(PackedEvents::from_batch(batch)?.to_events())
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn event(value: &str, key: Option<&str>, headers: &[(&str, &str)]) -> Event {
+    /// An event of `value` (its length as timestamp), `key` and `headers`.
+    pub(crate) fn event(value: &str, key: Option<&str>, headers: &[(&str, &str)]) -> Event {
         Event {
             key: key.map(|k| k.as_bytes().to_vec()),
             value: value.as_bytes().to_vec(),
@@ -511,9 +470,11 @@ mod tests {
         }
     }
 
-    type Shape = (Option<Vec<u8>>, Vec<u8>, i64, Vec<(String, Vec<u8>)>);
+    /// An event's fields, comparable.
+    pub(crate) type Shape = (Option<Vec<u8>>, Vec<u8>, i64, Vec<(String, Vec<u8>)>);
 
-    fn shape(events: &[Event]) -> Vec<Shape> {
+    /// The fields of each of `events`, comparable.
+    pub(crate) fn shape(events: &[Event]) -> Vec<Shape> {
         events
             .iter()
             .map(|e| (e.key.clone(), e.value.clone(), e.timestamp, e.headers.clone()))

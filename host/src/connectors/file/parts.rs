@@ -27,7 +27,7 @@ use std::io::{BufWriter, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::connectors::{decode, encode, write_lines, ConnectorError};
-use crate::Event;
+use crate::runtime::packed::PackedEvents;
 
 /// What a pre-commit returns and recovery reads.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -186,7 +186,11 @@ impl PendingParts {
     }
 
     /// Append `events` to epoch `epoch`'s part, opening it on first use.
-    pub(super) fn write(&mut self, epoch: u64, events: &[Event]) -> Result<(), ConnectorError> {
+    pub(super) fn write(
+        &mut self,
+        epoch: u64,
+        events: &PackedEvents,
+    ) -> Result<(), ConnectorError> {
         if let Some(sealed) = self.sealed_through.filter(|&sealed| epoch <= sealed) {
             let message =
                 format!("a write to epoch {epoch} after checkpoint {sealed} was pre-committed");
@@ -413,10 +417,11 @@ mod tests {
 
     use crate::connectors::file::FileSink;
     use crate::connectors::{ConnectorError, Sink};
+    use crate::runtime::packed::PackedEvents;
     use crate::Event;
 
-    fn events(values: &[&str]) -> Vec<Event> {
-        values
+    fn events(values: &[&str]) -> PackedEvents {
+        let events: Vec<Event> = values
             .iter()
             .map(|v| Event {
                 key: None,
@@ -424,7 +429,8 @@ mod tests {
                 timestamp: 0,
                 headers: Vec::new(),
             })
-            .collect()
+            .collect();
+        PackedEvents::of(&events)
     }
 
     /// A test directory with the visible file `out.jsonl` in it.

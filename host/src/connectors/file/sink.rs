@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::parts::PendingParts;
 use crate::connectors::{write_lines, ConnectorError, Sink};
-use crate::Event;
+use crate::runtime::packed::PackedEvents;
 
 /// Writes event values to a file, one per line, replacing the file.
 ///
@@ -69,7 +69,7 @@ impl FileSink {
 }
 
 impl Sink for FileSink {
-    fn write(&mut self, epoch: u64, events: &[Event]) -> Result<(), ConnectorError> {
+    fn write(&mut self, epoch: u64, events: &PackedEvents) -> Result<(), ConnectorError> {
         match &mut self.mode {
             Mode::Direct { out, .. } => write_lines(out, events).map_err(|e| self.error(e)),
             Mode::ExactlyOnce(parts) => parts.write(epoch, events),
@@ -118,6 +118,7 @@ impl Sink for FileSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Event;
 
     #[test]
     fn sink_writes_one_value_per_line() {
@@ -126,14 +127,27 @@ mod tests {
         let mut sink = FileSink::create(&path).unwrap();
         sink.write(
             0,
-            &[Event { key: None, value: b"{\"a\":1}".to_vec(), timestamp: 0, headers: vec![] }],
+            &PackedEvents::of(&[Event {
+                key: None,
+                value: b"{\"a\":1}".to_vec(),
+                timestamp: 0,
+                headers: vec![],
+            }]),
         )
         .unwrap();
         sink.flush().unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\":1}\n");
         // Plain mode ignores epochs and checkpoints: it writes straight through.
-        sink.write(7, &[Event { key: None, value: b"2".to_vec(), timestamp: 0, headers: vec![] }])
-            .unwrap();
+        sink.write(
+            7,
+            &PackedEvents::of(&[Event {
+                key: None,
+                value: b"2".to_vec(),
+                timestamp: 0,
+                headers: vec![],
+            }]),
+        )
+        .unwrap();
         assert_eq!(sink.pre_commit(3).unwrap(), serde_json::Value::Null);
         sink.commit(3).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\":1}\n2\n");
@@ -142,8 +156,16 @@ mod tests {
     #[test]
     fn plain_sink_still_writes_to_dev_null() {
         let mut sink = FileSink::create(Path::new("/dev/null")).unwrap();
-        sink.write(0, &[Event { key: None, value: b"x".to_vec(), timestamp: 0, headers: vec![] }])
-            .unwrap();
+        sink.write(
+            0,
+            &PackedEvents::of(&[Event {
+                key: None,
+                value: b"x".to_vec(),
+                timestamp: 0,
+                headers: vec![],
+            }]),
+        )
+        .unwrap();
         sink.pre_commit(1).unwrap();
         sink.flush().unwrap();
     }

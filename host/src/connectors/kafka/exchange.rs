@@ -16,6 +16,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::connectors::ConnectorError;
+use crate::runtime::packed::EventRef;
 use crate::state::{key_group, subtask_for_key_group};
 use crate::Event;
 
@@ -82,9 +83,9 @@ pub enum Target {
 impl ExchangeOutput {
     /// Where `event` goes, and the headers to write with it (the key
     /// header stripped).
-    pub fn target<'e>(&self, event: &'e Event) -> Result<(Target, &'e Headers), ConnectorError> {
+    pub fn target<'e>(&self, event: EventRef<'e>) -> Result<(Target, &'e Headers), ConnectorError> {
         if self.broadcast {
-            return Ok((Target::All, &event.headers));
+            return Ok((Target::All, event.headers));
         }
         match event.headers.split_last() {
             Some(((name, key), rest)) if name == KEY_HEADER => {
@@ -171,14 +172,14 @@ mod tests {
             ExchangeOutput { tasks: 6, max_parallelism: 128, producer: 0, broadcast: false };
         for key in [&b"c1"[..], b"c2", b"c3", b"some longer key"] {
             let event = keyed(key);
-            let (target, headers) = output.target(&event).unwrap();
+            let (target, headers) = output.target((&event).into()).unwrap();
             let expected = subtask_for_key_group(key_group(key, 128), 128, 6);
             assert!(matches!(target, Target::Partition(p) if p == i32::from(expected)));
             assert_eq!(headers, &[("h".to_string(), b"1".to_vec())]);
         }
         let mut keyless = keyed(b"x");
         keyless.headers.pop();
-        assert!(output.target(&keyless).is_err(), "no key: refused, not sent anywhere");
+        assert!(output.target((&keyless).into()).is_err(), "no key: refused, not sent anywhere");
     }
 
     #[test]

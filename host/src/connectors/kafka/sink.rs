@@ -94,7 +94,7 @@ use super::{client_config, kafka_error, Retry, CALL_TIMEOUT};
 use crate::connectors::registry::{Access, ConfigError, SinkConfig, SinkMode, SinkRole};
 use crate::connectors::{ConnectorError, Sink};
 use crate::names::{is_valid_name, NAME_RULE};
-use crate::Event;
+use crate::runtime::packed::{EventRef, PackedEvents};
 
 /// What the sink promises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -577,13 +577,13 @@ fn produce(
     producer: &BaseProducer<Deliveries>,
     topic: &str,
     epoch: u64,
-    events: &[Event],
+    events: &PackedEvents,
     exchange: Option<&(ExchangeOutput, i32)>,
 ) -> Result<(), ConnectorError> {
     let to = |partition, timed| Destination { topic, epoch, partition, timed };
-    for event in events {
+    for event in events.iter() {
         match exchange {
-            None => send(producer, to(None, false), event, &event.headers)?,
+            None => send(producer, to(None, false), event, event.headers)?,
             Some((exchange, partitions)) => match exchange.target(event)? {
                 (Target::Partition(partition), headers) => {
                     send(producer, to(Some(partition), true), event, headers)?
@@ -617,13 +617,13 @@ struct Destination<'a> {
 fn send(
     producer: &BaseProducer<Deliveries>,
     to: Destination<'_>,
-    event: &Event,
+    event: EventRef<'_>,
     headers: &[(String, Vec<u8>)],
 ) -> Result<(), ConnectorError> {
     let Destination { topic, epoch, partition, timed } = to;
     let slot = Deliveries::slot(epoch);
     let mut record: BaseRecord<'_, [u8], [u8], usize> =
-        BaseRecord::with_opaque_to(topic, slot).payload(&event.value[..]);
+        BaseRecord::with_opaque_to(topic, slot).payload(event.value);
     // librdkafka allocates a header list even when empty: only when needed.
     if !headers.is_empty() || timed {
         let mut owned = OwnedHeaders::new_with_capacity(headers.len() + 1);
@@ -636,8 +636,8 @@ fn send(
         }
         record = record.headers(owned);
     }
-    if let Some(key) = &event.key {
-        record = record.key(&key[..]);
+    if let Some(key) = event.key {
+        record = record.key(key);
     }
     if let Some(partition) = partition {
         record = record.partition(partition);
@@ -715,7 +715,7 @@ impl Transactions {
 }
 
 impl Sink for KafkaSink {
-    fn write(&mut self, epoch: u64, events: &[Event]) -> Result<(), ConnectorError> {
+    fn write(&mut self, epoch: u64, events: &PackedEvents) -> Result<(), ConnectorError> {
         if events.is_empty() {
             return Ok(());
         }
@@ -736,7 +736,7 @@ impl Sink for KafkaSink {
         let producer = self.mode.producer_for(epoch, topic, self.retry)?;
         for partition in 0..*partitions {
             let to = Destination { topic, epoch, partition: Some(partition), timed: false };
-            send(producer, to, &record, &record.headers)?;
+            send(producer, to, (&record).into(), &record.headers)?;
         }
         Ok(())
     }

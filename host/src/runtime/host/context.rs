@@ -25,6 +25,7 @@
 use wasmtime::component::{HasData, Linker};
 
 use super::super::bindings::weir::function::{context, types};
+use super::super::packed::Emitted;
 use super::CallScope;
 use crate::Event;
 
@@ -63,7 +64,7 @@ impl ContextCtx {
 pub struct ContextView<'a> {
     pub(super) ctx: &'a mut ContextCtx,
     pub(super) call: &'a CallScope,
-    pub(super) outputs: &'a mut Vec<Event>,
+    pub(super) outputs: &'a mut Emitted,
     pub(super) side_outputs: &'a mut Vec<(String, Event)>,
 }
 
@@ -122,14 +123,12 @@ impl context::Host for ContextView<'_> {
                 + outputs.keys.len()
                 + outputs.headers.iter().map(|(_, k, v)| k.len() + v.len()).sum::<usize>(),
         )?;
-        let outputs = super::super::packing::unpack(outputs).map_err(|e| {
+        self.outputs.extend_batch(outputs).map_err(|e| {
             wasmtime::Error::msg(format!(
                 "function {} emitted a malformed batch: {e}",
                 self.call.function
             ))
-        })?;
-        self.outputs.extend(outputs);
-        Ok(())
+        })
     }
 
     fn emit_to(&mut self, name: String, output: Event) -> wasmtime::Result<()> {

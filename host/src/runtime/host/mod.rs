@@ -38,6 +38,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::weir::function::types::{self, KeyedTimers, TimeDomain};
 use super::limits::FunctionLimits;
+use super::packed::Emitted;
 use crate::state::ttl::{self, Ttl};
 use crate::state::KeyedStateBackend;
 use crate::Event;
@@ -67,7 +68,7 @@ pub struct HostCtx {
     context: ContextCtx,
     broadcast: BroadcastCtx,
     /// Events the function emitted to the main output, in order.
-    pub outputs: Vec<Event>,
+    pub outputs: Emitted,
     /// Events the function emitted to named side outputs, in order.
     pub side_outputs: Vec<(String, Event)>,
     /// Output lengths at the last [`HostCtx::mark`].
@@ -96,7 +97,7 @@ impl HostCtx {
             timers: TimersCtx::new(max_parallelism),
             context: ContextCtx::default(),
             broadcast: BroadcastCtx::default(),
-            outputs: Vec::new(),
+            outputs: Emitted::default(),
             side_outputs: Vec::new(),
             marked_outputs: (0, 0),
             limits: FunctionLimits::default(),
