@@ -317,14 +317,20 @@ fn route_events(
     let mut letters = Vec::new();
     for (index, route) in routes.iter_mut().enumerate() {
         // The events as a list of their own: the last route takes them.
-        let mut batch = || match events.take() {
-            Some(last_use) if index == last => last_use.into_events(),
-            Some(left) => events.insert(left).to_events(),
-            None => Vec::new(),
+        let mut batch = || {
+            if index == last {
+                events.take().map(Emitted::into_events).unwrap_or_default()
+            } else {
+                events.as_ref().map(Emitted::to_events).unwrap_or_default()
+            }
         };
         match route {
             // Packed as they came: no event taken apart on the way.
-            Route::Sink(sink) => events.iter().for_each(|e| e.append_to(&mut context.sinks[*sink])),
+            Route::Sink(sink) => {
+                if let Some(events) = &events {
+                    events.append_to(&mut context.sinks[*sink]);
+                }
+            }
             Route::KeyedSink { keyer, sink } => {
                 letters.extend(key_for_sink(keyer, batch(), *sink, context)?);
             }

@@ -320,6 +320,22 @@ pub(crate) fn slices<'a>(
     })
 }
 
+/// `ends` cutting `len` bytes, checked (as [`slices`] checks them) and
+/// widened: one pass, where checking and then converting would be two.
+pub(crate) fn checked_ends(len: usize, ends: &[u32], what: &str) -> Result<Vec<usize>, String> {
+    let mut start = 0;
+    ends.iter()
+        .map(|&end| {
+            let end = end as usize;
+            if end < start || end > len {
+                return Err(format!("{what}: end {end} is outside {start}..={len}"));
+            }
+            start = end;
+            Ok(end)
+        })
+        .collect()
+}
+
 /// Byte strings (keys) packed in one buffer: no allocation per key. Its
 /// ends are valid by construction.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -344,9 +360,8 @@ impl KeyList {
 
     /// The keys of `packed`, checked.
     pub fn from_packed(packed: PackedKeys) -> Result<Self, String> {
-        slices(&packed.bytes, &packed.ends, "keys").try_for_each(|key| key.map(drop))?;
         Ok(Self {
-            ends: packed.ends.iter().map(|&end| end as usize).collect(),
+            ends: checked_ends(packed.bytes.len(), &packed.ends, "keys")?,
             bytes: packed.bytes,
         })
     }
