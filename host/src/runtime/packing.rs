@@ -323,17 +323,18 @@ pub(crate) fn slices<'a>(
 /// `ends` cutting `len` bytes, checked (as [`slices`] checks them) and
 /// widened: one pass, where checking and then converting would be two.
 pub(crate) fn checked_ends(len: usize, ends: &[u32], what: &str) -> Result<Vec<usize>, String> {
+    // Sized up front: collecting `Result`s would grow the list step by step.
+    let mut widened = Vec::with_capacity(ends.len());
     let mut start = 0;
-    ends.iter()
-        .map(|&end| {
-            let end = end as usize;
-            if end < start || end > len {
-                return Err(format!("{what}: end {end} is outside {start}..={len}"));
-            }
-            start = end;
-            Ok(end)
-        })
-        .collect()
+    for &end in ends {
+        let end = end as usize;
+        if end < start || end > len {
+            return Err(format!("{what}: end {end} is outside {start}..={len}"));
+        }
+        widened.push(end);
+        start = end;
+    }
+    Ok(widened)
 }
 
 /// Byte strings (keys) packed in one buffer: no allocation per key. Its
