@@ -24,6 +24,7 @@ use crate::runtime::native::{
     NativeAggregateFunction, NativeCatalog, NativeFunction, NativeKeyFunction,
     NativeProcessFunction, NativeRef,
 };
+use crate::runtime::packed::PackedEvents;
 use crate::runtime::packing::{FiredWindows, KeyList};
 use crate::runtime::HostCtx;
 use crate::Event;
@@ -52,16 +53,16 @@ pub fn catalog() -> NativeCatalog {
 /// How a workload's orders are encoded (a type, so each function is
 /// compiled for its own: no indirect call per event).
 trait OrderFormat: Send + Sync + 'static {
-    /// (customer, amount in cents) of an order.
-    fn decode(event: &Event) -> Result<(u64, i64), String>;
+    /// (customer, amount in cents) of an order, an event's value.
+    fn decode(value: &[u8]) -> Result<(u64, i64), String>;
 }
 
 /// Binary orders (`weir_sdk::binary::Order`).
 struct Binary;
 
 impl OrderFormat for Binary {
-    fn decode(event: &Event) -> Result<(u64, i64), String> {
-        let order = Order::decode(&event.value).map_err(|e| e.to_string())?;
+    fn decode(value: &[u8]) -> Result<(u64, i64), String> {
+        let order = Order::decode(value).map_err(|e| e.to_string())?;
         Ok((order.customer_id, order.amount_cents))
     }
 }
@@ -75,8 +76,7 @@ struct OrderOrPair;
 
 impl OrderFormat for OrderOrPair {
     #[inline]
-    fn decode(event: &Event) -> Result<(u64, i64), String> {
-        let value = &event.value;
+    fn decode(value: &[u8]) -> Result<(u64, i64), String> {
         if value.len() == 16 {
             let half = |i: usize| -> [u8; 8] { value[i..i + 8].try_into().unwrap_or_default() };
             return Ok((u64::from_le_bytes(half(0)) % REGIONS, i64::from_le_bytes(half(8))));
@@ -102,9 +102,9 @@ struct JsonOrder {
 }
 
 impl OrderFormat for Json {
-    fn decode(event: &Event) -> Result<(u64, i64), String> {
+    fn decode(value: &[u8]) -> Result<(u64, i64), String> {
         let order: JsonOrder =
-            serde_json::from_slice(&event.value).map_err(|e| format!("a JSON order: {e}"))?;
+            serde_json::from_slice(value).map_err(|e| format!("a JSON order: {e}"))?;
         Ok((order.customer_id, (order.amount * 100.0).round() as i64))
     }
 }
@@ -179,12 +179,29 @@ fn select(ctx: &mut HostCtx, index: usize) -> Result<(), String> {
 /// Key: the customer id.
 struct CustomerKey<F>(PhantomData<F>);
 
-impl<F: OrderFormat> NativeKeyFunction for CustomerKey<F> {
-    fn extract_keys(&mut self, events: &[Event], keys: &mut KeyList) -> Result<(), String> {
-        for event in events {
-            keys.push(&F::decode(event)?.0.to_le_bytes());
+impl<F: OrderFormat> CustomerKey<F> {
+    fn push_keys<'a>(
+        values: impl Iterator<Item = &'a [u8]>,
+        keys: &mut KeyList,
+    ) -> Result<(), String> {
+        for value in values {
+            keys.push(&F::decode(value)?.0.to_le_bytes());
         }
         Ok(())
+    }
+}
+
+impl<F: OrderFormat> NativeKeyFunction for CustomerKey<F> {
+    fn extract_keys(&mut self, events: &[Event], keys: &mut KeyList) -> Result<(), String> {
+        Self::push_keys(events.iter().map(|event| &event.value[..]), keys)
+    }
+
+    fn extract_packed_keys(
+        &mut self,
+        events: &PackedEvents,
+        keys: &mut KeyList,
+    ) -> Result<(), String> {
+        Self::push_keys(events.iter().map(|event| event.value), keys)
     }
 }
 
@@ -219,7 +236,7 @@ impl<F: OrderFormat> NativeProcessFunction for SumProcess<F> {
                 .and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok())
                 .map_or(0, i64::from_le_bytes);
             for event in &keyed.events {
-                let (customer, amount) = F::decode(event)?;
+                let (customer, amount) = F::decode(&event.value)?;
                 total = total.checked_add(amount).ok_or("total overflows")?;
                 ctx.context()
                     .emit(Event {
@@ -252,7 +269,8 @@ impl<F: OrderFormat> NativeAggregateFunction for SumAggregate<F> {
             .map(|entry| {
                 let mut total = entry.accumulator.as_deref().map_or(Ok(0), cents)?;
                 for event in &entry.events {
-                    total = total.checked_add(F::decode(event)?.1).ok_or("total overflows")?;
+                    total =
+                        total.checked_add(F::decode(&event.value)?.1).ok_or("total overflows")?;
                 }
                 Ok(total.to_le_bytes().to_vec())
             })
@@ -342,7 +360,7 @@ impl NativeProcessFunction for FilterMapProcess {
     fn process(&mut self, batch: &[KeyedEvents], ctx: &mut HostCtx) -> Result<(), String> {
         for keyed in batch {
             for event in &keyed.events {
-                let (customer, amount) = Binary::decode(event)?;
+                let (customer, amount) = Binary::decode(&event.value)?;
                 if amount >= 1_000 {
                     ctx.context()
                         .emit(Event {
@@ -363,18 +381,14 @@ impl NativeProcessFunction for FilterMapProcess {
 mod tests {
     use super::*;
 
-    fn event(value: Vec<u8>) -> Event {
-        Event { key: None, value, timestamp: 0, headers: Vec::new() }
-    }
-
     #[test]
     fn bench_sum_reads_orders_and_its_own_pairs() {
         let order = Order { order_id: 1, customer_id: 70, amount_cents: 250 };
-        assert_eq!(OrderOrPair::decode(&event(order.encode().to_vec())), Ok((70, 250)));
-        assert_eq!(OrderOrPair::decode(&event(pair(70, 1234))), Ok((70 % REGIONS, 1234)));
-        let error = OrderOrPair::decode(&event(vec![0; 20])).unwrap_err();
+        assert_eq!(OrderOrPair::decode(&order.encode()), Ok((70, 250)));
+        assert_eq!(OrderOrPair::decode(&pair(70, 1234)), Ok((70 % REGIONS, 1234)));
+        let error = OrderOrPair::decode(&[0; 20]).unwrap_err();
         assert!(error.contains("not 20 bytes"), "{error}");
         // Dedup and filter read orders only, as their Wasm twins do.
-        assert!(Binary::decode(&event(pair(70, 1234))).is_err());
+        assert!(Binary::decode(&pair(70, 1234)).is_err());
     }
 }

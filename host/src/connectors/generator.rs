@@ -39,6 +39,7 @@ use weir_sdk::binary::Order;
 
 use super::registry::{ConfigError, SourceConfig};
 use super::{decode, encode, ConnectorError, Polled, Source};
+use crate::runtime::packed::{EventRef, PackedEvents};
 use crate::Event;
 
 /// The SplitMix64 increment; the state advances by it once per random number.
@@ -301,8 +302,11 @@ impl GeneratorSource {
     }
 }
 
-impl Source for GeneratorSource {
-    fn next_batch(&mut self, max: usize, out: &mut Vec<Event>) -> Result<Polled, ConnectorError> {
+impl GeneratorSource {
+    /// Make up to `max` events (what is due, when paced), each handed to
+    /// `out` while it is borrowed: [`Source::next_packed`] copies it into
+    /// its buffers, [`Source::next_batch`] makes an [`Event`] of it.
+    fn generate(&mut self, max: usize, mut out: impl FnMut(EventRef<'_>)) -> Polled {
         let mut n = self.remaining.min(max as u64);
         let mut scheduled = None;
         if let Some(pace) = self.pace.as_mut().filter(|_| n > 0) {
@@ -316,10 +320,11 @@ impl Source for GeneratorSource {
                 }
                 Err(wait) => {
                     std::thread::sleep(wait);
-                    return Ok(Polled::single(true));
+                    return Polled::single(true);
                 }
             }
         }
+        let mut text = String::new();
         for i in 0..n {
             let id = self.next_id;
             let draw = self.next_random();
@@ -332,35 +337,40 @@ impl Source for GeneratorSource {
                     .saturating_add(((id - 1).saturating_mul(self.interval_ms)) as i64),
             };
             self.next_id += 1;
+            let event = |value| EventRef { key: None, value, timestamp, headers: &[] };
             if self.encoding == Encoding::Binary {
                 let order =
                     Order { order_id: id, customer_id: customer, amount_cents: cents as i64 };
-                out.push(Event {
-                    key: None,
-                    value: order.encode().to_vec(),
-                    timestamp,
-                    headers: Vec::new(),
-                });
+                out(event(&order.encode()));
                 continue;
             }
             let time = UNIX_EPOCH + Duration::from_millis(timestamp.max(0) as u64);
-            let mut value = String::with_capacity(112);
+            text.clear();
             let _ = write!(
-                value,
+                text,
                 r#"{{"order_id":{id},"customer_id":{customer},"amount":{}.{:02},"event_time":"{}"}}"#,
                 cents / 100,
                 cents % 100,
                 humantime::format_rfc3339_millis(time)
             );
-            out.push(Event {
-                key: None,
-                value: value.into_bytes(),
-                timestamp,
-                headers: Vec::new(),
-            });
+            out(event(text.as_bytes()));
         }
         self.remaining -= n;
-        Ok(Polled::single(self.remaining > 0))
+        Polled::single(self.remaining > 0)
+    }
+}
+
+impl Source for GeneratorSource {
+    fn next_batch(&mut self, max: usize, out: &mut Vec<Event>) -> Result<Polled, ConnectorError> {
+        Ok(self.generate(max, |event| out.push(event.to_event())))
+    }
+
+    fn next_packed(
+        &mut self,
+        max: usize,
+        out: &mut PackedEvents,
+    ) -> Result<Polled, ConnectorError> {
+        Ok(self.generate(max, |event| out.push(event)))
     }
 
     fn set_max_wait(&mut self, wait: Option<Duration>) {
@@ -428,6 +438,27 @@ mod tests {
         }
         let first: serde_json::Value = serde_json::from_slice(&a[0].value).unwrap();
         assert_eq!(first["event_time"], "2026-01-15T10:00:00.000Z");
+    }
+
+    #[test]
+    fn packed_batches_hold_the_events_of_event_batches() {
+        use crate::runtime::packing::tests::shape;
+        for encoding in [Encoding::Json, Encoding::Binary] {
+            let new = || GeneratorSource::new(9, 4, 5, 0, 10).with_encoding(encoding);
+            let (mut events, mut packed) = (new(), new());
+            let mut out = PackedEvents::default();
+            // Packed batches go on where an event batch left off, and the
+            // other way round: one stream, whichever way it is read.
+            let mut expected = Vec::new();
+            while events.next_batch(2, &mut expected).unwrap().more {}
+            assert_eq!(packed.next_packed(3, &mut out).unwrap(), Polled::single(true));
+            let mut rest = Vec::new();
+            packed.next_batch(2, &mut rest).unwrap();
+            while packed.next_packed(4, &mut out).unwrap().more {}
+            let mut got = out.to_events();
+            got.splice(3..3, rest);
+            assert_eq!(shape(&got), shape(&expected), "{encoding:?}");
+        }
     }
 
     fn drain(source: &mut GeneratorSource, max: usize) -> Vec<(Vec<u8>, i64)> {

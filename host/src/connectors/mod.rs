@@ -109,6 +109,21 @@ pub trait Source: Send {
     /// Append up to `max` events of one split to `out`.
     fn next_batch(&mut self, max: usize, out: &mut Vec<Event>) -> Result<Polled, ConnectorError>;
 
+    /// [`Self::next_batch`] into packed buffers, what the source task
+    /// reads into: a source that makes its records from bytes it holds
+    /// copies them in without an [`Event`] (an allocation) each. Default:
+    /// `next_batch`, then packed.
+    fn next_packed(
+        &mut self,
+        max: usize,
+        out: &mut PackedEvents,
+    ) -> Result<Polled, ConnectorError> {
+        let mut events = Vec::new();
+        let polled = self.next_batch(max, &mut events)?;
+        out.push_all(&events);
+        Ok(polled)
+    }
+
     /// Number of splits (each gets its own watermark).
     fn splits(&self) -> usize {
         1

@@ -16,7 +16,7 @@ use super::error::RunError;
 use crate::join::{JoinConfig, JoinOperator};
 use crate::runtime::bindings::weir::function::types::{KeyedEvents, KeyedTimers, TimeDomain};
 use crate::runtime::native::NativeRef;
-use crate::runtime::packed::Emitted;
+use crate::runtime::packed::{Emitted, EventRef};
 use crate::runtime::packing::{BareEvents, GroupOrder, Grouping, KeyList};
 use crate::runtime::{
     AggregateFunctionInstance, FunctionLimits, HostCtx, Language, LoadedFunction,
@@ -498,11 +498,35 @@ impl RoutedBatch {
     /// Add `event` with its `key`. A packed batch takes an event with a
     /// source key or headers by turning into [`RoutedEvents::Objects`].
     pub(crate) fn push(&mut self, key: &[u8], event: Event) {
-        self.keys.push(key);
+        if !self.push_bare(key, EventRef::from(&event)) {
+            self.push_owned(key, event);
+        }
+    }
+
+    /// [`Self::push`] of a borrowed event (copied in).
+    pub(crate) fn push_ref(&mut self, key: &[u8], event: EventRef<'_>) {
+        if !self.push_bare(key, event) {
+            self.push_owned(key, event.to_event());
+        }
+    }
+
+    /// Add `event` with its `key` to a packed batch, if this is one and
+    /// the event has no source key or headers; whether it did.
+    fn push_bare(&mut self, key: &[u8], event: EventRef<'_>) -> bool {
         match &mut self.events {
             RoutedEvents::Bare(bare) if event.key.is_none() && event.headers.is_empty() => {
-                bare.push(&event.value, event.timestamp)
+                self.keys.push(key);
+                bare.push(event.value, event.timestamp);
+                true
             }
+            _ => false,
+        }
+    }
+
+    /// Add `event` with its `key` as an [`Event`].
+    fn push_owned(&mut self, key: &[u8], event: Event) {
+        self.keys.push(key);
+        match &mut self.events {
             RoutedEvents::Bare(bare) => {
                 let mut events = bare.to_events();
                 events.push(event);

@@ -316,14 +316,15 @@ fn route_events(
     let mut events = Some(events);
     let mut letters = Vec::new();
     for (index, route) in routes.iter_mut().enumerate() {
-        // The events as a list of their own: the last route takes them.
-        let mut batch = || {
+        // The events as a batch of their own: the last route takes them.
+        let mut taken = || {
             if index == last {
-                events.take().map(Emitted::into_events).unwrap_or_default()
+                events.take().unwrap_or_default()
             } else {
-                events.as_ref().map(Emitted::to_events).unwrap_or_default()
+                events.clone().unwrap_or_default()
             }
         };
+        let mut batch = || taken().into_events();
         match route {
             // Packed as they came: no event taken apart on the way.
             Route::Sink(sink) => {
@@ -335,7 +336,7 @@ fn route_events(
                 letters.extend(key_for_sink(keyer, batch(), *sink, context)?);
             }
             Route::Keyed { keyer, routed, subtasks, .. } => {
-                letters.extend(key_and_route(keyer, batch(), routed, subtasks.len(), context)?);
+                letters.extend(key_and_route(keyer, taken(), routed, subtasks.len(), context)?);
             }
             Route::Broadcast { waiting, .. } => waiting.extend(batch()),
             Route::Transform { function, outputs } => {
@@ -372,34 +373,64 @@ fn keys_of(
     events: &mut Vec<Event>,
     context: &mut Emit<'_>,
 ) -> Result<(KeyList, SideEvents), RunError> {
-    context.metrics.key.add_in(events.len());
+    let dead_letter = context.dead_letter;
+    count_key_call(context.metrics, events.len(), || match dead_letter {
+        None => Ok((keyer.extract_keys(events)?, Vec::new())),
+        Some(output) => failures::dead_letter_keys(keyer, events, output),
+    })
+}
+
+/// Call the key function on `events` events by `call`, counted in the
+/// run's metrics (events in, time, keys out).
+fn count_key_call(
+    metrics: &LiveMetrics,
+    events: usize,
+    call: impl FnOnce() -> Result<(KeyList, SideEvents), RunError>,
+) -> Result<(KeyList, SideEvents), RunError> {
+    metrics.key.add_in(events);
     let calling = Stopwatch::start();
-    let (keys, letters) = match context.dead_letter {
-        None => (keyer.extract_keys(events)?, Vec::new()),
-        Some(output) => failures::dead_letter_keys(keyer, events, output)?,
-    };
-    context.metrics.key.add_call(calling.elapsed());
-    context.metrics.key.add_out(keys.len());
+    let (keys, letters) = call()?;
+    metrics.key.add_call(calling.elapsed());
+    metrics.key.add_out(keys.len());
     Ok((keys, letters))
 }
 
 /// Key `events` and add each to its subtask's batch; returns the dead
 /// letters of events the key function failed on (under `dead-letter`).
+/// Packed events (a source's) are keyed and routed as they are, unless
+/// dead letters may have to be taken out of them.
 fn key_and_route(
     keyer: &mut KeyFunctionInstance,
-    mut events: Vec<Event>,
+    events: Emitted,
     routed: &mut [RoutedBatch],
     subtasks: usize,
     context: &mut Emit<'_>,
 ) -> Result<SideEvents, RunError> {
-    let (keys, letters) = keys_of(keyer, &mut events, context)?;
     let parallelism = u16::try_from(subtasks).unwrap_or(u16::MAX);
-    for (event, key) in events.into_iter().zip(keys.iter()) {
-        let group = key_group(key, context.max_parallelism);
-        let target = subtask_for_key_group(group, context.max_parallelism, parallelism);
-        routed[usize::from(target)].push(key, event);
+    let max_parallelism = context.max_parallelism;
+    let target = |key: &[u8]| {
+        let group = key_group(key, max_parallelism);
+        usize::from(subtask_for_key_group(group, max_parallelism, parallelism))
+    };
+    match events {
+        Emitted::Packed(events) if context.dead_letter.is_none() => {
+            let (keys, _) = count_key_call(context.metrics, events.len(), || {
+                Ok((keyer.extract_packed_keys(&events)?, Vec::new()))
+            })?;
+            for (event, key) in events.iter().zip(keys.iter()) {
+                routed[target(key)].push_ref(key, event);
+            }
+            Ok(Vec::new())
+        }
+        events => {
+            let mut events = events.into_events();
+            let (keys, letters) = keys_of(keyer, &mut events, context)?;
+            for (event, key) in events.into_iter().zip(keys.iter()) {
+                routed[target(key)].push(key, event);
+            }
+            Ok(letters)
+        }
     }
-    Ok(letters)
 }
 
 /// Key `events` and add each, its key as its last header

@@ -23,9 +23,9 @@ use super::router::Router;
 use super::spec::PipelineSpec;
 use crate::checkpoint::{Ack, LocatedSnapshot, SnapshotKind, Trigger};
 use crate::connectors::Source;
+use crate::runtime::packed::{Emitted, PackedEvents};
 use crate::state::SnapshotForm;
 use crate::time::{SplitWatermarks, WatermarkSnapshot};
-use crate::Event;
 
 /// What the source records in a snapshot.
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -124,7 +124,7 @@ impl SourceTask {
     ) -> Result<bool, RunError> {
         let Self { batch_size, linger, mut source, mut watermarks, resumed_watermark } = self;
         let source = source.as_mut();
-        let mut events: Vec<Event> = Vec::with_capacity(batch_size);
+        let mut events = PackedEvents::default();
         // When the oldest event of `events` was read.
         let mut held_since: Option<Instant> = None;
         if let Some(watermark) = resumed_watermark {
@@ -141,7 +141,7 @@ impl SourceTask {
             match links.triggers.try_recv() {
                 Ok(trigger) => {
                     // The position recorded is past the held events.
-                    links.emit(&mut events, batch_size)?;
+                    links.emit(&mut events)?;
                     held_since = None;
                     if trigger.stop {
                         // Nothing may be emitted after the stop's barrier.
@@ -164,7 +164,7 @@ impl SourceTask {
             source.set_max_wait(held_since.map(|since| linger.saturating_sub(since.elapsed())));
             let reading = Stopwatch::start();
             let before = events.len();
-            let polled = source.next_batch(batch_size - before, &mut events)?;
+            let polled = source.next_packed(batch_size - before, &mut events)?;
             if events.len() == before {
                 // A poll that found nothing waited for input.
                 links.counts.add_idle(reading.elapsed());
@@ -176,8 +176,8 @@ impl SourceTask {
             }
             if events.len() > before {
                 if let Some(watermarks) = watermarks.as_mut().filter(|_| !reports) {
-                    for event in &events[before..] {
-                        watermarks.observe(polled.split, event.timestamp, now);
+                    for &timestamp in &events.timestamps()[before..] {
+                        watermarks.observe(polled.split, timestamp, now);
                     }
                 }
                 idle = false;
@@ -188,7 +188,7 @@ impl SourceTask {
                 || !polled.more
                 || held_since.is_some_and(|since| now.duration_since(since) >= linger);
             if due && !events.is_empty() {
-                links.emit(&mut events, batch_size)?;
+                links.emit(&mut events)?;
                 held_since = None;
             }
             source.take_watermarks(&mut reported);
@@ -259,13 +259,14 @@ fn split_metrics(
 
 impl SourceLinks<'_> {
     /// Hand the held `events` on as one batch (nothing if there are none).
-    fn emit(&mut self, events: &mut Vec<Event>, batch_size: usize) -> Result<(), RunError> {
+    fn emit(&mut self, events: &mut PackedEvents) -> Result<(), RunError> {
         if events.is_empty() {
             return Ok(());
         }
         self.counts.add_out(events.len());
-        let batch = std::mem::replace(events, Vec::with_capacity(batch_size));
-        self.router.emit(None, batch)?;
+        let next = events.with_capacity_of();
+        let batch = std::mem::replace(events, next);
+        self.router.emit(None, Emitted::Packed(batch))?;
         self.router.flush()
     }
 

@@ -13,6 +13,7 @@ use super::host::MAX_KEY_LEN;
 use super::native::{
     NativeAggregateFunction, NativeKeyFunction, NativeProcessFunction, NativeTransformFunction,
 };
+use super::packed::PackedEvents;
 use super::packing::{self, BareEvents, FiredWindows, Grouping, KeyList};
 use super::{HostCtx, LoadedFunction, Role};
 use crate::Event;
@@ -228,6 +229,15 @@ impl KeyFunctionInstance {
 
     /// The key of each event, in order.
     pub fn extract_keys(&mut self, events: &[Event]) -> Result<KeyList, CallError> {
+        self.extract(KeyInput::Events(events))
+    }
+
+    /// [`Self::extract_keys`] of packed events (a source's batch).
+    pub fn extract_packed_keys(&mut self, events: &PackedEvents) -> Result<KeyList, CallError> {
+        self.extract(KeyInput::Packed(events))
+    }
+
+    fn extract(&mut self, events: KeyInput<'_>) -> Result<KeyList, CallError> {
         let doing = Doing { what: "computing the keys of", count: events.len(), unit: "events" };
         let failed = |message| CallError::Failed {
             function: self.name.clone(),
@@ -236,7 +246,10 @@ impl KeyFunctionInstance {
         };
         let keys = match &mut self.code {
             Code::Wasm { store, guest, .. } => {
-                packing::pack(events, &mut self.packed);
+                match events {
+                    KeyInput::Events(events) => packing::pack(events, &mut self.packed),
+                    KeyInput::Packed(events) => events.pack_into(&mut self.packed),
+                }
                 let keys = call_wasm(store, &self.name, Some(doing), |store| {
                     guest.call_extract_keys(store, &self.packed)
                 })?
@@ -245,7 +258,11 @@ impl KeyFunctionInstance {
             }
             Code::Native { function, .. } => {
                 let mut keys = KeyList::default();
-                function.extract_keys(events, &mut keys).map_err(failed)?;
+                match events {
+                    KeyInput::Events(events) => function.extract_keys(events, &mut keys),
+                    KeyInput::Packed(events) => function.extract_packed_keys(events, &mut keys),
+                }
+                .map_err(failed)?;
                 keys
             }
         };
@@ -269,6 +286,22 @@ impl KeyFunctionInstance {
     /// After a trap: continue with a new instance.
     pub fn recover(&mut self) -> Result<(), CallError> {
         self.code.reinstantiate(&self.name, load_key)
+    }
+}
+
+/// What a key function is called on.
+#[derive(Clone, Copy)]
+enum KeyInput<'a> {
+    Events(&'a [Event]),
+    Packed(&'a PackedEvents),
+}
+
+impl KeyInput<'_> {
+    fn len(&self) -> usize {
+        match self {
+            KeyInput::Events(events) => events.len(),
+            KeyInput::Packed(events) => events.len(),
+        }
     }
 }
 

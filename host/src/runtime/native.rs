@@ -11,6 +11,7 @@
 use std::sync::Arc;
 
 use super::bindings::weir::function::types::{Accumulate, KeyedEvents, KeyedTimers};
+use super::packed::PackedEvents;
 use super::packing::{FiredWindows, KeyList};
 use super::HostCtx;
 use crate::Event;
@@ -19,6 +20,16 @@ use crate::Event;
 pub trait NativeKeyFunction: Send {
     /// Add the key of each event to `keys`, in order.
     fn extract_keys(&mut self, events: &[Event], keys: &mut KeyList) -> Result<(), String>;
+
+    /// [`Self::extract_keys`] of packed events (a source's batch).
+    /// Default: of them as [`Event`]s.
+    fn extract_packed_keys(
+        &mut self,
+        events: &PackedEvents,
+        keys: &mut KeyList,
+    ) -> Result<(), String> {
+        self.extract_keys(&events.to_events(), keys)
+    }
 }
 
 /// A native transform function (map, filter, flat-map).

@@ -41,7 +41,8 @@ pub fn empty_keyed_batch() -> KeyedBatch {
     }
 }
 
-fn clear(batch: &mut EventBatch) {
+/// Empty `batch`, keeping its buffers.
+pub(crate) fn clear(batch: &mut EventBatch) {
     batch.values.clear();
     batch.value_ends.clear();
     batch.timestamps.clear();
@@ -52,7 +53,7 @@ fn clear(batch: &mut EventBatch) {
 }
 
 /// An offset into a packed list (lists over 4 GiB cannot cross anyway).
-fn end(len: usize) -> u32 {
+pub(crate) fn end(len: usize) -> u32 {
     u32::try_from(len).unwrap_or(u32::MAX)
 }
 
