@@ -329,11 +329,8 @@ pub fn extract_packed_keys<F: KeyFunction>(
     events: EventBatch,
 ) -> Result<PackedKeys, FunctionError> {
     with_scratch(|input, _| {
-        let input = input.fill(&events)?;
-        let mut keys = packing::KeyPacker::with_capacity(input.len());
-        for event in input {
-            keys.push_with(|out| function.key_into(event, out))?;
-        }
+        let mut keys = packing::KeyPacker::with_capacity(events.timestamps.len());
+        input.for_each(&events, |event| keys.push_with(|out| function.key_into(event, out)))?;
         Ok(keys.finish())
     })
     .map_err(function_error)

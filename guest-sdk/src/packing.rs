@@ -143,37 +143,82 @@ pub(crate) struct EventBuffer {
     events: Vec<Event>,
 }
 
+/// Whether `batch` has values and timestamps only (no event has a key or
+/// headers): the common case, unpacked by a loop of its own.
+fn is_bare(batch: &EventBatch) -> bool {
+    batch.keyed.is_empty() && batch.headers.is_empty()
+}
+
+/// Check that `batch` has a value per timestamp, and, when it is bare
+/// ([`is_bare`]), that its value ends are in order and within its values
+/// (once up front, so the bare loops cut values unchecked).
+fn check_values(batch: &EventBatch) -> Result<(), Error> {
+    let count = batch.timestamps.len();
+    if batch.value_ends.len() != count {
+        return Err(Error::msg(format!(
+            "malformed batch: {} values for {count} timestamps",
+            batch.value_ends.len()
+        )));
+    }
+    if is_bare(batch) {
+        let mut start = 0;
+        for &end in &batch.value_ends {
+            if end < start || end as usize > batch.values.len() {
+                return Err(Error::msg(format!(
+                    "malformed batch: end {end} outside {start}..={}",
+                    batch.values.len()
+                )));
+            }
+            start = end;
+        }
+    }
+    Ok(())
+}
+
+/// An event with nothing in it (a buffer to fill).
+fn empty_event() -> Event {
+    Event { key: None, value: Vec::new(), timestamp: 0, headers: Vec::new() }
+}
+
 impl EventBuffer {
+    /// Call `f` on each event of `batch` (checked), in order. A bare batch
+    /// ([`is_bare`]) is unpacked into one event, reused for each: only its
+    /// buffer is written, not one per event of the batch (what a key
+    /// function needs, one event at a time).
+    pub(crate) fn for_each(
+        &mut self,
+        batch: &EventBatch,
+        mut f: impl FnMut(&Event) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        if !is_bare(batch) {
+            return self.fill(batch)?.iter().try_for_each(f);
+        }
+        check_values(batch)?;
+        if self.events.is_empty() {
+            self.events.push(empty_event());
+        }
+        let event = &mut self.events[0];
+        event.key = None;
+        event.headers.clear();
+        let mut start = 0;
+        for (&end, &timestamp) in batch.value_ends.iter().zip(&batch.timestamps) {
+            event.value.clear();
+            append(&mut event.value, &batch.values[start as usize..end as usize]);
+            start = end;
+            event.timestamp = timestamp;
+            f(event)?;
+        }
+        Ok(())
+    }
+
     /// Unpack `batch` (checked) and return its events.
     pub(crate) fn fill(&mut self, batch: &EventBatch) -> Result<&[Event], Error> {
+        check_values(batch)?;
         let count = batch.timestamps.len();
-        if batch.value_ends.len() != count {
-            return Err(Error::msg(format!(
-                "malformed batch: {} values for {count} timestamps",
-                batch.value_ends.len()
-            )));
-        }
         if self.events.len() < count {
-            self.events.resize_with(count, || Event {
-                key: None,
-                value: Vec::new(),
-                timestamp: 0,
-                headers: Vec::new(),
-            });
+            self.events.resize_with(count, empty_event);
         }
-        if batch.keyed.is_empty() && batch.headers.is_empty() {
-            // The common case: values and timestamps only, the ends checked
-            // once up front.
-            let mut start = 0;
-            for &end in &batch.value_ends {
-                if end < start || end as usize > batch.values.len() {
-                    return Err(Error::msg(format!(
-                        "malformed batch: end {end} outside {start}..={}",
-                        batch.values.len()
-                    )));
-                }
-                start = end;
-            }
+        if is_bare(batch) {
             let mut start = 0;
             for (event, (&end, &timestamp)) in
                 self.events.iter_mut().zip(batch.value_ends.iter().zip(&batch.timestamps))
@@ -393,6 +438,36 @@ mod tests {
             append(&mut out, &bytes[..len]);
             assert_eq!(out, [&[7][..], &bytes[..len]].concat(), "{len} bytes");
         }
+    }
+
+    #[test]
+    fn each_event_is_visited_as_unpacking_gives_it() {
+        let bare = [event("a", None, &[]), event("", None, &[]), event("ccc", None, &[])];
+        let mixed = [event("a", None, &[]), event("bb", Some("k"), &[("h", "1")])];
+        let mut buffer = EventBuffer::default();
+        for events in [&bare[..], &mixed, &bare] {
+            let batch = pack(events);
+            let mut seen = Vec::new();
+            let visit = |event: &Event| {
+                seen.push(event.clone());
+                Ok(())
+            };
+            buffer.for_each(&batch, visit).unwrap();
+            assert_eq!(shape(&seen), shape(events));
+        }
+        // The visit stops at the first error, which it returns.
+        let mut visits = 0;
+        let stopped = buffer.for_each(&pack(&bare), |_| {
+            visits += 1;
+            Err(Error::msg("stop"))
+        });
+        assert_eq!((stopped.map_err(|e| e.message().to_string()), visits), (Err("stop".into()), 1));
+        // A malformed batch is an error before any visit.
+        let mut batch = pack(&bare);
+        batch.value_ends[1] = 9;
+        assert!(buffer.for_each(&batch, |_| panic!("visited")).is_err());
+        batch.value_ends.pop();
+        assert!(buffer.for_each(&batch, |_| panic!("visited")).is_err());
     }
 
     #[test]
