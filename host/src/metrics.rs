@@ -111,10 +111,11 @@ pub struct Measurement {
     pub events: u64,
     /// Wall-clock seconds of the run.
     pub seconds: f64,
-    /// Seconds from the first event read to the last output written: the
-    /// run without its start-up and shut-down, as the Flink harness of
-    /// `scripts/dev bench-flink` times Flink. Absent when nothing was
-    /// written.
+    /// Seconds from the first event read to the last output written (or
+    /// to the end of the input's processing, if later: see
+    /// `LiveMetrics::processing`): the run without its start-up and
+    /// shut-down, as the Flink harness of `scripts/dev bench-flink` times
+    /// Flink. Absent when nothing was written or processed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub processing_seconds: Option<f64>,
     /// CPU seconds of the process (user + system, all threads).

@@ -216,6 +216,8 @@ pub struct LiveMetrics {
     first_read: OnceLock<Instant>,
     /// When the sink last wrote (set as the sink ends).
     last_written: Mutex<Option<Instant>>,
+    /// When the last keyed subtask to do so had processed all its input.
+    input_done: Mutex<Option<Instant>>,
 }
 
 impl Default for LiveMetrics {
@@ -239,6 +241,7 @@ impl Default for LiveMetrics {
             latency: Mutex::default(),
             first_read: OnceLock::new(),
             last_written: Mutex::default(),
+            input_done: Mutex::default(),
         }
     }
 }
@@ -364,12 +367,24 @@ impl LiveMetrics {
         *self.last_written.lock().unwrap_or_else(PoisonError::into_inner) = at;
     }
 
-    /// The time from the first event read to the last output written: the
-    /// run's processing without its start-up and shut-down (the span the
-    /// Flink harness of `scripts/dev bench-flink` measures). `None` until
-    /// the sink has written.
+    /// Note that a keyed subtask processed all its input at `at` (the
+    /// latest counts).
+    pub(crate) fn input_done_at(&self, at: Instant) {
+        let mut done = self.input_done.lock().unwrap_or_else(PoisonError::into_inner);
+        *done = (*done).max(Some(at));
+    }
+
+    /// The time from the first event read to the last output written, or
+    /// to when the keyed subtasks had processed all their input if that
+    /// came later (a workload whose outputs stop early, like a dedup's once
+    /// every key was seen): the run's processing without its start-up and
+    /// shut-down (the span the Flink harness of `scripts/dev bench-flink`
+    /// measures, where the last output comes last). `None` until the sink
+    /// has written or the subtasks are done.
     pub fn processing(&self) -> Option<Duration> {
-        let last = (*self.last_written.lock().unwrap_or_else(PoisonError::into_inner))?;
+        let written = *self.last_written.lock().unwrap_or_else(PoisonError::into_inner);
+        let done = *self.input_done.lock().unwrap_or_else(PoisonError::into_inner);
+        let last = written.max(done)?;
         Some(last.saturating_duration_since(*self.first_read.get()?))
     }
 
@@ -505,4 +520,29 @@ pub enum RequestError {
     /// The run answered that the snapshot failed, and why.
     #[error("{0}")]
     Failed(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn processing_ends_at_the_last_output_or_the_end_of_the_input_whichever_is_later() {
+        let metrics = LiveMetrics::default();
+        assert_eq!(metrics.processing(), None, "nothing read");
+        let start = Instant::now();
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        metrics.read_at(start);
+        metrics.read_at(at(5));
+        assert_eq!(metrics.processing(), None, "nothing written or processed yet");
+        metrics.set_last_written(Some(at(300)));
+        assert_eq!(metrics.processing(), Some(Duration::from_millis(300)));
+        // Subtasks done before the last output: the output ends it.
+        metrics.input_done_at(at(200));
+        assert_eq!(metrics.processing(), Some(Duration::from_millis(300)));
+        // The last subtask done after the last output (a dedup's): it ends it.
+        metrics.input_done_at(at(900));
+        metrics.input_done_at(at(700));
+        assert_eq!(metrics.processing(), Some(Duration::from_millis(900)));
+    }
 }

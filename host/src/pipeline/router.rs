@@ -194,6 +194,11 @@ impl<'m> Router<'m> {
         by_name(events).into_iter().try_for_each(|(name, events)| self.emit(Some(&name), events))
     }
 
+    /// The run's metrics.
+    pub(crate) fn metrics(&self) -> &'m LiveMetrics {
+        self.metrics
+    }
+
     /// Send what is buffered.
     pub(crate) fn flush(&mut self) -> Result<(), RunError> {
         flush_ports(&mut self.ports, &self.counts)?;

@@ -199,6 +199,7 @@ impl Subtask {
                     operator.end_processing_time()?;
                 }
                 self.forward_outputs(&mut operator, &mut router)?;
+                router.metrics().input_done_at(Instant::now());
                 let drained = self.inputs.iter().all(|i| i.ended == Some(true));
                 router.broadcast(|| SubtaskMessage::End { drained })?;
             }
