@@ -180,6 +180,30 @@ fn empty_event() -> Event {
     Event { key: None, value: Vec::new(), timestamp: 0, headers: Vec::new() }
 }
 
+/// Each value of a bare batch checked by [`check_values`], with its
+/// timestamp: cut unchecked.
+fn bare_events(batch: &EventBatch) -> impl Iterator<Item = (&[u8], i64)> {
+    let mut start = 0;
+    batch.value_ends.iter().zip(&batch.timestamps).map(move |(&end, &timestamp)| {
+        let value = &batch.values[start as usize..end as usize];
+        start = end;
+        (value, timestamp)
+    })
+}
+
+/// Make `event` (a reused buffer) the event of `value` at `timestamp`,
+/// without a source key or headers.
+#[inline(always)]
+fn set_bare(event: &mut Event, value: &[u8], timestamp: i64) {
+    event.value.clear();
+    append(&mut event.value, value);
+    event.timestamp = timestamp;
+    if event.key.is_some() {
+        event.key = None;
+    }
+    event.headers.clear();
+}
+
 impl EventBuffer {
     /// Call `f` on each event of `batch` (checked), in order. A bare batch
     /// ([`is_bare`]) is unpacked into one event, reused for each: only its
@@ -198,14 +222,8 @@ impl EventBuffer {
             self.events.push(empty_event());
         }
         let event = &mut self.events[0];
-        event.key = None;
-        event.headers.clear();
-        let mut start = 0;
-        for (&end, &timestamp) in batch.value_ends.iter().zip(&batch.timestamps) {
-            event.value.clear();
-            append(&mut event.value, &batch.values[start as usize..end as usize]);
-            start = end;
-            event.timestamp = timestamp;
+        for (value, timestamp) in bare_events(batch) {
+            set_bare(event, value, timestamp);
             f(event)?;
         }
         Ok(())
@@ -219,18 +237,8 @@ impl EventBuffer {
             self.events.resize_with(count, empty_event);
         }
         if is_bare(batch) {
-            let mut start = 0;
-            for (event, (&end, &timestamp)) in
-                self.events.iter_mut().zip(batch.value_ends.iter().zip(&batch.timestamps))
-            {
-                event.value.clear();
-                append(&mut event.value, &batch.values[start as usize..end as usize]);
-                start = end;
-                event.timestamp = timestamp;
-                if event.key.is_some() {
-                    event.key = None;
-                }
-                event.headers.clear();
+            for (event, (value, timestamp)) in self.events.iter_mut().zip(bare_events(batch)) {
+                set_bare(event, value, timestamp);
             }
             return Ok(&self.events[..count]);
         }

@@ -296,7 +296,7 @@ impl Emitted {
         match self {
             Emitted::Packed(packed) => packed.append(&batch),
             Emitted::Events(events) if events.is_empty() => *self = Emitted::Packed(batch),
-            Emitted::Events(events) => events.append(&mut batch.to_events()),
+            Emitted::Events(events) => events.extend(batch.iter().map(|event| event.to_event())),
         }
         Ok(())
     }
