@@ -18,6 +18,7 @@ use super::changelog::Changelog;
 use super::inline::InlineBytes;
 use super::key_filter::KeyFilter;
 use super::slots::{prefetch, Bucket, CachedKey, SlotTable};
+use super::write_back::{WriteBackCopies, SAMPLE_SHARE};
 
 use super::{KeyedStateBackend, Prefetched, ReadBatch, ScanEntry, SnapshotForm, StateError, Write};
 
@@ -40,61 +41,6 @@ const KEPT_SHARE_UNIT: u128 = 1 << 16;
 
 /// Keys read from the backend at a time by [`CachedBackend::track_backend_keys`].
 const KEY_SCAN_PAGE: usize = 16_384;
-
-/// The write-back walk's buffers ([`CachedBackend::write_back`]).
-#[derive(Default)]
-struct WalkBuffers {
-    /// The dirty slots, sorted by key before they are written.
-    order: Vec<DirtyEntry>,
-    /// Their keys and values ([`copy_out`]), in the order the walk found
-    /// them: written back in key order, each is read from here (a few
-    /// dozen bytes apart), not from its bucket somewhere in a table ten
-    /// times the size (a wait for memory and a page walk at each: 9 % of
-    /// the CPU of a running sum over 10 M keys, now about half that).
-    bytes: Vec<u8>,
-    /// The hashes of their keys, for the filter of the backend's keys.
-    hashes: Vec<u64>,
-}
-
-/// A dirty slot to write back.
-struct DirtyEntry {
-    /// [`order_prefix`] of its key.
-    prefix: u128,
-    /// Where its key and value are in [`WalkBuffers::bytes`].
-    start: usize,
-    /// Its bucket in the slot table.
-    index: usize,
-}
-
-/// The length [`copy_out`] records for a pending delete.
-const NO_VALUE: u32 = u32::MAX;
-
-/// Bytes [`copy_out`] writes before a key: its length and its value's.
-const COPY_HEADER: usize = 8;
-
-/// Append `key` and `value` to `bytes` (their lengths, then them, as
-/// [`copied_at`] reads them); where they begin.
-fn copy_out(bytes: &mut Vec<u8>, key: &[u8], value: Option<&[u8]>) -> usize {
-    // A key or value comes from a function's 32-bit memory: under 4 GiB.
-    let length = |bytes: &[u8]| u32::try_from(bytes.len()).expect("under 4 GiB");
-    let start = bytes.len();
-    bytes.extend_from_slice(&length(key).to_le_bytes());
-    bytes.extend_from_slice(&value.map_or(NO_VALUE, length).to_le_bytes());
-    bytes.extend_from_slice(key);
-    bytes.extend_from_slice(value.unwrap_or_default());
-    start
-}
-
-/// The key and value [`copy_out`] put at `start` of `bytes`.
-fn copied_at(bytes: &[u8], start: usize) -> Write<'_> {
-    let length = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
-    let (key_length, value_length) = (length(start) as usize, length(start + 4));
-    let key_start = start + COPY_HEADER;
-    let value_start = key_start + key_length;
-    let value = (value_length != NO_VALUE)
-        .then(|| &bytes[value_start..value_start + value_length as usize]);
-    (&bytes[key_start..value_start], value)
-}
 
 /// A cached value, in place up to 22 bytes (counters, sums, timers).
 type CachedValue = InlineBytes<22>;
@@ -139,9 +85,10 @@ pub struct CachedBackend {
     /// Whether a slot turned dirty without being listed in `dirty_keys`
     /// (once they are many, a write-back walks the table anyway).
     dirty_unlisted: bool,
-    /// Buffers of the write-back's walk, kept from one to the next: a
-    /// million writes would otherwise fault in tens of fresh megabytes.
-    walk: WalkBuffers,
+    /// The write-back's copies of the dirty entries.
+    copies: WriteBackCopies,
+    /// The hashes of their keys, for the filter of the backend's keys.
+    copied_hashes: Vec<u64>,
     /// Every key the backend may hold, when known
     /// ([`Self::track_backend_keys`]): a read of a key the cache does not
     /// hold and the filter rules out is answered without the backend.
@@ -166,7 +113,8 @@ impl CachedBackend {
             unlogged_slots: 0,
             dirty_keys: Vec::new(),
             dirty_unlisted: false,
-            walk: WalkBuffers::default(),
+            copies: WriteBackCopies::default(),
+            copied_hashes: Vec::new(),
             backend_keys: None,
             hits: Default::default(),
             misses: Default::default(),
@@ -292,76 +240,64 @@ impl CachedBackend {
     }
 
     /// Write every dirty entry to the backend (entries stay cached, clean).
-    fn write_back(&mut self) -> Result<(), StateError> {
-        if self.write_dirty()? {
-            self.slots.values_mut().for_each(mark_written);
-        }
-        Ok(())
-    }
-
-    /// [`Self::write_back`], but when it walked the table to find the dirty
-    /// slots (`true`), it leaves them marked dirty: the caller marks every
-    /// slot written ([`mark_written`]) on a walk of its own (an eviction's).
     ///
     /// The dirty slots are those listed in `dirty_keys` (a slot turns
     /// dirty only in [`Self::write`], which lists it), unless one was left
     /// unlisted or they are a quarter of the table or more: then a walk
     /// over the table finds them.
-    fn write_dirty(&mut self) -> Result<bool, StateError> {
+    fn write_back(&mut self) -> Result<(), StateError> {
         if self.dirty_keys.is_empty() && !self.dirty_unlisted {
-            return Ok(false);
+            return Ok(());
         }
         let walked = self.dirty_unlisted || self.dirty_keys.len() >= self.slots.len() / 4;
-        // Each key is hashed for the filter now, while it is at hand, not
-        // once sorted (a wait for memory each).
-        let WalkBuffers { order, bytes, hashes } = &mut self.walk;
-        let (slots, track) = (&self.slots, self.backend_keys.is_some());
-        order.clear();
-        bytes.clear();
-        hashes.clear();
-        // Room for a copy of every cached entry, the most a write-back
-        // can need: the buffers are kept from one write-back to the next,
-        // and grown step by step (smaller write-backs first, or doubling)
-        // they would leave each smaller, freed buffer resident too.
-        order.reserve(slots.len());
-        bytes.reserve(self.bytes.saturating_sub(slots.len() * (ENTRY_OVERHEAD - COPY_HEADER)));
-        let mut note = |index: usize, key: &[u8], slot: &Slot, hash: Option<u64>| {
-            if track {
-                hashes.push(hash.unwrap_or_else(|| slots.hash(key)));
-            }
-            let start = copy_out(bytes, key, slot.value.as_deref());
-            order.push(DirtyEntry { prefix: order_prefix(key), start, index });
-        };
+        self.copies.clear();
+        self.copied_hashes.clear();
+        let (copies, hashes) = (&mut self.copies, &mut self.copied_hashes);
+        let slots = &self.slots;
+        let track = self.backend_keys.is_some();
         if walked {
-            for (index, key, slot) in slots.iter_indexed().filter(|(_, _, s)| s.dirty) {
-                note(index, key, slot, None);
+            let sampled = slots.len() / SAMPLE_SHARE;
+            for (visited, (index, key, slot)) in slots.iter_indexed().enumerate() {
+                if slot.dirty {
+                    copy_dirty(copies, hashes, track.then(|| slots.hash(key)), index, key, slot);
+                }
+                if visited == sampled {
+                    copies.make_room();
+                }
             }
         } else {
-            for key in &self.dirty_keys {
+            let sampled = self.dirty_keys.len() / SAMPLE_SHARE;
+            for (visited, key) in self.dirty_keys.iter().enumerate() {
+                if visited == sampled {
+                    copies.make_room();
+                }
                 let hash = slots.hash(key);
                 let found = slots.find_index(hash, key).map(|index| (index, slots.at(index).1));
                 if let Some((index, slot)) = found.filter(|(_, slot)| slot.dirty) {
-                    note(index, key, slot, Some(hash));
+                    copy_dirty(copies, hashes, Some(hash), index, key, slot);
                 }
             }
         }
-        note_backend_keys(&mut self.backend_keys, hashes);
-        // In key order, as `write_sorted` takes them (a key listed twice
-        // is written once).
-        order.sort_unstable_by(|a, b| {
-            let key = |entry: &DirtyEntry| copied_at(bytes, entry.start).0;
-            a.prefix.cmp(&b.prefix).then_with(|| key(a).cmp(key(b)))
-        });
-        order.dedup_by_key(|entry| entry.index);
-        self.dirty_keys.clear();
-        self.dirty_unlisted = false;
-        self.inner.write_sorted(&mut fetched_ahead(bytes, order))?;
-        if !walked {
-            for entry in order.iter() {
-                mark_written(self.slots.value_at_mut(entry.index));
+        self.write_copies()?;
+        if walked {
+            self.slots.values_mut().for_each(mark_written);
+        } else {
+            for index in self.copies.indices() {
+                mark_written(self.slots.value_at_mut(index));
             }
         }
-        Ok(walked)
+        Ok(())
+    }
+
+    /// Write what [`copy_dirty`] copied to the backend, in key order (a
+    /// key listed twice written once), and add its keys to the filter of
+    /// the backend's keys.
+    fn write_copies(&mut self) -> Result<(), StateError> {
+        note_backend_keys(&mut self.backend_keys, &self.copied_hashes);
+        self.copies.sort();
+        self.dirty_keys.clear();
+        self.dirty_unlisted = false;
+        self.inner.write_sorted(&mut self.copies.writes())
     }
 
     /// Store `value` (`None`: a delete) under `key`, dirty, in one probe:
@@ -427,6 +363,23 @@ impl CachedBackend {
     }
 }
 
+/// Copy the dirty entry `key`, `slot` (in bucket `index`; any number no
+/// other copy of the write-back has, for a bucket drained) to be written
+/// back, with its key's `hash` for the filter of the backend's keys when
+/// one is kept: hashed now, while the key is at hand, not once sorted (a
+/// wait for memory each).
+fn copy_dirty(
+    copies: &mut WriteBackCopies,
+    hashes: &mut Vec<u64>,
+    hash: Option<u64>,
+    index: usize,
+    key: &[u8],
+    slot: &Slot,
+) {
+    hashes.extend(hash);
+    copies.add(index, key, slot.value.as_deref());
+}
+
 /// Mark `slot` as the backend holding its value (after a write-back).
 fn mark_written(slot: &mut Slot) {
     slot.dirty = false;
@@ -458,21 +411,6 @@ fn note_backend_keys(filter: &mut Option<KeyFilter>, hashes: &[u64]) {
     }
 }
 
-/// The writes of the entries `sorted` copied out to `bytes`, each asked of
-/// memory a few writes before it is read: sorted, they come in an order
-/// unrelated to where the walk put them.
-fn fetched_ahead<'a>(
-    bytes: &'a [u8],
-    sorted: &'a [DirtyEntry],
-) -> impl Iterator<Item = Write<'a>> + 'a {
-    sorted.iter().enumerate().map(move |(i, entry)| {
-        if let Some(ahead) = sorted.get(i + super::PREFETCH_DISTANCE) {
-            prefetch(bytes[ahead.start..].as_ptr().cast());
-        }
-        copied_at(bytes, entry.start)
-    })
-}
-
 /// Visit every cached slot, asking memory for each one a few slots before
 /// its visit: the map's buckets come in an order the hardware does not
 /// predict, so a walk over a table larger than the CPU's caches otherwise
@@ -495,17 +433,6 @@ fn walk_slots<'a>(
         },
     );
     let Ok(()) = walked;
-}
-
-/// The first 16 bytes of `key` as a big-endian number, zero-padded: keys
-/// ordered by it, then by their bytes, are in byte order, and most pairs
-/// are told apart by one comparison of numbers instead of a `memcmp`
-/// call (500,000 state keys of a running sum sort in 22 ms instead of 81).
-fn order_prefix(key: &[u8]) -> u128 {
-    let mut bytes = [0; 16];
-    let len = key.len().min(16);
-    bytes[..len].copy_from_slice(&key[..len]);
-    u128::from_be_bytes(bytes)
 }
 
 impl KeyedStateBackend for CachedBackend {
@@ -719,10 +646,12 @@ impl KeyedStateBackend for CachedBackend {
         if self.bytes <= self.capacity {
             return Ok(());
         }
-        // Every slot is marked written on the eviction's walk, not on one
-        // of its own (each walk over a table of a million slots reads a
-        // hundred megabytes).
-        self.write_dirty()?;
+        // One walk over the table (each reads a hundred megabytes at a
+        // million slots) copies the dirty entries out, marks every slot
+        // written and keeps what stays; the copies are written after it.
+        // Should the write fail, the entries it held are gone from the
+        // cache, but so is the run: the error stops it, and its state is
+        // restored from the last checkpoint.
         // The kept share of the budget kept evenly over the table (each
         // stretch of its buckets keeps the same share of its bytes), not
         // its first buckets whole: a stretch left full overflows as new
@@ -731,8 +660,21 @@ impl KeyedStateBackend for CachedBackend {
         let share = self.capacity as u128 * self.kept_share() / KEPT_SHARE_UNIT;
         let total = self.bytes.max(1) as u128;
         let (mut earned, mut kept_bytes) = (0u128, 0);
+        self.copies.clear();
+        self.copied_hashes.clear();
+        let (copies, hashes) = (&mut self.copies, &mut self.copied_hashes);
+        let hash = self.backend_keys.is_some().then(|| self.slots.key_hasher());
+        let (sampled, mut visited) = (self.slots.len() / SAMPLE_SHARE, 0);
         let changelog = &mut self.changelog;
         self.slots.retain_compacted(|key, slot| {
+            if slot.dirty {
+                let key_hash = hash.as_ref().map(|hash| hash(key));
+                copy_dirty(copies, hashes, key_hash, visited, key, slot);
+            }
+            if visited == sampled {
+                copies.make_room();
+            }
+            visited += 1;
             mark_written(slot);
             let cost = Self::cost(key, slot.value.as_deref());
             earned += cost as u128 * share;
@@ -748,6 +690,7 @@ impl KeyedStateBackend for CachedBackend {
             kept
         });
         self.bytes = kept_bytes;
+        self.write_copies()?;
         self.inner.relieve()
     }
 }
@@ -1144,46 +1087,6 @@ mod tests {
                 "{}",
                 checkpoint.display()
             );
-        }
-    }
-
-    #[test]
-    fn copied_out_writes_read_back_as_they_were() {
-        let writes: [Write<'_>; 4] = [
-            (b"key", Some(b"value")),
-            (b"", Some(b"")),
-            (b"gone", None),
-            (&[0; 300], Some(&[7; 70])),
-        ];
-        let mut bytes = Vec::new();
-        let starts: Vec<usize> =
-            writes.iter().map(|&(key, value)| copy_out(&mut bytes, key, value)).collect();
-        for (write, start) in writes.iter().zip(starts) {
-            assert_eq!(copied_at(&bytes, start), *write);
-        }
-    }
-
-    #[test]
-    fn prefix_then_bytes_is_byte_order() {
-        let keys: [&[u8]; 9] = [
-            b"",
-            b"\0",
-            b"\0\0\x01",
-            b"a",
-            b"ab",
-            b"ab\0",
-            b"ab\0\x01",
-            b"abcdefghijklmnopq",
-            b"abcdefghijklmnopr",
-        ];
-        for a in keys {
-            for b in keys {
-                assert_eq!(
-                    order_prefix(a).cmp(&order_prefix(b)).then_with(|| a.cmp(b)),
-                    a.cmp(b),
-                    "{a:?} vs {b:?}"
-                );
-            }
         }
     }
 

@@ -17,6 +17,7 @@ mod memory;
 mod rocks;
 mod slots;
 pub mod ttl;
+mod write_back;
 
 pub use cache::CachedBackend;
 pub use journal::JournaledBackend;

@@ -144,10 +144,17 @@ impl<V> SlotTable<V> {
         self.table.find_mut(hash, |Bucket(k, _)| k[..] == *key).map(|Bucket(_, v)| v)
     }
 
+    /// [`Self::hash`] of a key, apart from the table (for a walk that
+    /// changes it).
+    pub(super) fn key_hasher(&self) -> impl Fn(&[u8]) -> u64 + use<V> {
+        let hasher = self.hasher;
+        move |key| hasher.hash_one(key)
+    }
+
     /// How the table rehashes its entries when it grows.
     fn rehasher(&self) -> impl Fn(&Bucket<V>) -> u64 + use<V> {
-        let hasher = self.hasher;
-        move |Bucket(k, _)| hasher.hash_one(&k[..])
+        let hash = self.key_hasher();
+        move |Bucket(k, _)| hash(k)
     }
 
     /// The entry of `key`, whose hash is `hash` ([`Self::hash`]), to
