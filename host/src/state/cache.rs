@@ -18,7 +18,7 @@ use super::changelog::Changelog;
 use super::inline::InlineBytes;
 use super::key_filter::KeyFilter;
 use super::slots::{prefetch, Bucket, CachedKey, SlotTable};
-use super::write_back::{WriteBackCopies, SAMPLE_SHARE};
+use super::write_back::WriteBackCopies;
 
 use super::{KeyedStateBackend, Prefetched, ReadBatch, ScanEntry, SnapshotForm, StateError, Write};
 
@@ -87,8 +87,6 @@ pub struct CachedBackend {
     dirty_unlisted: bool,
     /// The write-back's copies of the dirty entries.
     copies: WriteBackCopies,
-    /// The hashes of their keys, for the filter of the backend's keys.
-    copied_hashes: Vec<u64>,
     /// Every key the backend may hold, when known
     /// ([`Self::track_backend_keys`]): a read of a key the cache does not
     /// hold and the filter rules out is answered without the backend.
@@ -114,7 +112,6 @@ impl CachedBackend {
             dirty_keys: Vec::new(),
             dirty_unlisted: false,
             copies: WriteBackCopies::default(),
-            copied_hashes: Vec::new(),
             backend_keys: None,
             hits: Default::default(),
             misses: Default::default(),
@@ -250,31 +247,25 @@ impl CachedBackend {
             return Ok(());
         }
         let walked = self.dirty_unlisted || self.dirty_keys.len() >= self.slots.len() / 4;
-        self.copies.clear();
-        self.copied_hashes.clear();
-        let (copies, hashes) = (&mut self.copies, &mut self.copied_hashes);
-        let slots = &self.slots;
+        let (copies, slots) = (&mut self.copies, &self.slots);
         let track = self.backend_keys.is_some();
         if walked {
-            let sampled = slots.len() / SAMPLE_SHARE;
-            for (visited, (index, key, slot)) in slots.iter_indexed().enumerate() {
+            copies.clear(slots.len());
+            for (index, key, slot) in slots.iter_indexed() {
+                copies.visit();
                 if slot.dirty {
-                    copy_dirty(copies, hashes, track.then(|| slots.hash(key)), index, key, slot);
-                }
-                if visited == sampled {
-                    copies.make_room();
+                    let hash = track.then(|| slots.hash(key));
+                    copies.add(index, key, slot.value.as_deref(), hash);
                 }
             }
         } else {
-            let sampled = self.dirty_keys.len() / SAMPLE_SHARE;
-            for (visited, key) in self.dirty_keys.iter().enumerate() {
-                if visited == sampled {
-                    copies.make_room();
-                }
+            copies.clear(self.dirty_keys.len());
+            for key in &self.dirty_keys {
+                copies.visit();
                 let hash = slots.hash(key);
                 let found = slots.find_index(hash, key).map(|index| (index, slots.at(index).1));
                 if let Some((index, slot)) = found.filter(|(_, slot)| slot.dirty) {
-                    copy_dirty(copies, hashes, Some(hash), index, key, slot);
+                    copies.add(index, key, slot.value.as_deref(), Some(hash));
                 }
             }
         }
@@ -289,11 +280,11 @@ impl CachedBackend {
         Ok(())
     }
 
-    /// Write what [`copy_dirty`] copied to the backend, in key order (a
+    /// Write what was copied to `copies` to the backend, in key order (a
     /// key listed twice written once), and add its keys to the filter of
     /// the backend's keys.
     fn write_copies(&mut self) -> Result<(), StateError> {
-        note_backend_keys(&mut self.backend_keys, &self.copied_hashes);
+        note_backend_keys(&mut self.backend_keys, self.copies.hashes());
         self.copies.sort();
         self.dirty_keys.clear();
         self.dirty_unlisted = false;
@@ -361,23 +352,6 @@ impl CachedBackend {
             self.dirty_keys.dedup();
         }
     }
-}
-
-/// Copy the dirty entry `key`, `slot` (in bucket `index`; any number no
-/// other copy of the write-back has, for a bucket drained) to be written
-/// back, with its key's `hash` for the filter of the backend's keys when
-/// one is kept: hashed now, while the key is at hand, not once sorted (a
-/// wait for memory each).
-fn copy_dirty(
-    copies: &mut WriteBackCopies,
-    hashes: &mut Vec<u64>,
-    hash: Option<u64>,
-    index: usize,
-    key: &[u8],
-    slot: &Slot,
-) {
-    hashes.extend(hash);
-    copies.add(index, key, slot.value.as_deref());
 }
 
 /// Mark `slot` as the backend holding its value (after a write-back).
@@ -660,21 +634,17 @@ impl KeyedStateBackend for CachedBackend {
         let share = self.capacity as u128 * self.kept_share() / KEPT_SHARE_UNIT;
         let total = self.bytes.max(1) as u128;
         let (mut earned, mut kept_bytes) = (0u128, 0);
-        self.copies.clear();
-        self.copied_hashes.clear();
-        let (copies, hashes) = (&mut self.copies, &mut self.copied_hashes);
+        let copies = &mut self.copies;
+        copies.clear(self.slots.len());
         let hash = self.backend_keys.is_some().then(|| self.slots.key_hasher());
-        let (sampled, mut visited) = (self.slots.len() / SAMPLE_SHARE, 0);
         let changelog = &mut self.changelog;
         self.slots.retain_compacted(|key, slot| {
+            // A drained entry has no bucket: its number in the walk is one.
+            let number = copies.visit();
             if slot.dirty {
                 let key_hash = hash.as_ref().map(|hash| hash(key));
-                copy_dirty(copies, hashes, key_hash, visited, key, slot);
+                copies.add(number, key, slot.value.as_deref(), key_hash);
             }
-            if visited == sampled {
-                copies.make_room();
-            }
-            visited += 1;
             mark_written(slot);
             let cost = Self::cost(key, slot.value.as_deref());
             earned += cost as u128 * share;

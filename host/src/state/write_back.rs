@@ -141,20 +141,30 @@ pub(super) struct WriteBackCopies {
     group_of: Vec<u32>,
     /// The copies in key order, group after group ([`Self::sort`]).
     sorted: Vec<Sorted>,
+    /// The hashes of the copied keys given to [`Self::add`], for the
+    /// filter of the backend's keys.
+    hashes: Vec<u64>,
+    /// Items the walk that finds the entries has visited
+    /// ([`Self::visit`]), and at which one to [`Self::make_room`].
+    visited: usize,
+    room_at: usize,
 }
 
 /// The share of a write-back's walk ([`SAMPLE_SHARE`]th) after which
 /// each group is given room for its share of the rest
 /// ([`WriteBackCopies::make_room`]).
-pub(super) const SAMPLE_SHARE: usize = 16;
+const SAMPLE_SHARE: usize = 16;
 
 /// Room given beyond a group's expected share, in sixteenths (a group's
 /// share of the first entries is a sample of its share of all).
 const ROOM_SIXTEENTHS: usize = 17;
 
 impl WriteBackCopies {
-    /// Forget the last write-back's copies (keeping their memory).
-    pub(super) fn clear(&mut self) {
+    /// Forget the last write-back's copies (keeping their memory), for a
+    /// write-back whose walk visits `walk` items ([`Self::visit`]).
+    pub(super) fn clear(&mut self, walk: usize) {
+        self.hashes.clear();
+        (self.visited, self.room_at) = (0, walk / SAMPLE_SHARE);
         for group in &mut self.groups[..self.used] {
             self.group_of[usize::from(group.key_group)] = NO_GROUP;
             group.copied = 0;
@@ -164,9 +174,29 @@ impl WriteBackCopies {
         self.sorted.clear();
     }
 
+    /// Count one item of the walk that finds the entries, before any
+    /// [`Self::add`] of it; its number in the walk (from 0).
+    pub(super) fn visit(&mut self) -> usize {
+        if self.visited == self.room_at {
+            self.make_room();
+        }
+        self.visited += 1;
+        self.visited - 1
+    }
+
     /// Copy `key` and `value` (`None`: a delete), found in bucket `index`
-    /// of the cache's table, to be written back.
-    pub(super) fn add(&mut self, index: usize, key: &[u8], value: Option<&[u8]>) {
+    /// of the cache's table (any number no other copy of the write-back
+    /// has, for a bucket drained), to be written back; with its key's
+    /// `hash` for the filter of the backend's keys when one is kept (hashed
+    /// while the key is at hand, not once sorted: a wait for memory each).
+    pub(super) fn add(
+        &mut self,
+        index: usize,
+        key: &[u8],
+        value: Option<&[u8]>,
+        hash: Option<u64>,
+    ) {
+        self.hashes.extend(hash);
         if self.group_of.is_empty() {
             self.group_of = vec![NO_GROUP; usize::from(u16::MAX) + 1];
         }
@@ -187,12 +217,12 @@ impl WriteBackCopies {
 
     /// Give each group room for what it is expected to get of the whole
     /// write-back, from what it got so far, once the walk that finds the
-    /// entries is [`SAMPLE_SHARE`]th done. The walk finds them in an order
+    /// entries is [`SAMPLE_SHARE`]th done ([`Self::visit`]). The walk finds them in an order
     /// unrelated to their key groups, so what a group got of the first
     /// ones is its share of all of them. Grown by doubling instead, the
     /// groups' buffers would end up to twice their size, and the smaller
     /// ones they outgrew would stay the process's memory.
-    pub(super) fn make_room(&mut self) {
+    fn make_room(&mut self) {
         for group in &mut self.groups[..self.used] {
             let len = group.bytes.len();
             group.bytes.reserve((len * SAMPLE_SHARE * ROOM_SIXTEENTHS / 16).saturating_sub(len));
@@ -241,6 +271,11 @@ impl WriteBackCopies {
     /// each asked of memory a few writes before it is read.
     pub(super) fn writes(&self) -> SortedWrites<'_> {
         SortedWrites { copies: self, group: 0, next: 0 }
+    }
+
+    /// The hashes given with the copies ([`Self::add`]).
+    pub(super) fn hashes(&self) -> &[u64] {
+        &self.hashes
     }
 
     /// The buckets of the copied entries, in key order.
@@ -363,7 +398,7 @@ mod tests {
     fn writes_come_in_key_order_once_each() {
         let mut copies = WriteBackCopies::default();
         for round in 0..2u8 {
-            copies.clear();
+            copies.clear(5_000);
             let mut expected = std::collections::BTreeMap::new();
             let mut rng = 0x9e37_79b9_7f4a_7c15_u64 + u64::from(round);
             for index in 0..5_000usize {
@@ -382,16 +417,14 @@ mod tests {
                 let value =
                     (!rng.is_multiple_of(7)).then(|| vec![round; (rng >> 20) as usize % 30]);
                 if let std::collections::btree_map::Entry::Vacant(new) = expected.entry(key) {
-                    copies.add(index, new.key(), value.as_deref());
+                    copies.add(index, new.key(), value.as_deref(), Some(index as u64));
                     new.insert((index, value));
                 }
-                if index == 5_000 / SAMPLE_SHARE {
-                    copies.make_room();
-                }
+                assert_eq!(copies.visit(), index);
                 if index.is_multiple_of(97) {
                     // Listed again, in the same bucket (a key listed twice).
                     let (again, (bucket, value)) = expected.iter().next().expect("one");
-                    copies.add(*bucket, again, value.as_deref());
+                    copies.add(*bucket, again, value.as_deref(), None);
                 }
             }
             assert_eq!(copies.sort(), expected.len());
@@ -404,8 +437,10 @@ mod tests {
             assert_eq!(got, want);
             let buckets: Vec<usize> = copies.indices().collect();
             assert_eq!(buckets, expected.values().map(|(bucket, _)| *bucket).collect::<Vec<_>>());
-            copies.clear();
+            assert_eq!(copies.hashes().len(), expected.len(), "one hash per first copy");
+            copies.clear(0);
             assert_eq!((copies.sort(), copies.writes().count()), (0, 0));
+            assert!(copies.hashes().is_empty());
         }
     }
 }
