@@ -553,7 +553,7 @@ impl Changelog {
         number: &mut u64,
     ) -> Result<(), StateError> {
         let name = format!("changelog-{number:020}{EXTENSION}");
-        let written = std::fs::write(dir.join(&name), records.seal());
+        let written = write_in_pieces(&dir.join(&name), records.seal());
         records.empty();
         written?;
         *number += 1;
@@ -586,6 +586,20 @@ impl Changelog {
     }
 }
 
+/// Write `bytes` to a new file at `path` a mebibyte at a time, not in one
+/// call: the kernel caches a long write's pages in folios of up to 2 MiB,
+/// and a fresh 2 MiB block of memory is slow to hand out on virtual
+/// machines whose host reclaims the guest's free memory (measured on the
+/// benchmark machines: ~10 ms per MiB written in pieces of 2 MiB or more,
+/// against ~0.3 ms in pieces of 1 MiB; a checkpoint's changelog over
+/// ten million keys is tens of MiB).
+fn write_in_pieces(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    const PIECE: usize = 1 << 20;
+    let mut file = std::fs::File::create(path)?;
+    bytes.chunks(PIECE).try_for_each(|piece| file.write_all(piece))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -606,6 +620,18 @@ mod tests {
         })?;
         assert_eq!(count, seen.len() as u64);
         Ok(seen)
+    }
+
+    #[test]
+    fn a_file_written_in_pieces_holds_every_byte_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes: Vec<u8> = (0..(5 << 19) + 7).map(|i: u32| (i % 251) as u8).collect();
+        let path = dir.path().join("pieces");
+        std::fs::write(&path, b"something longer than nothing").unwrap();
+        write_in_pieces(&path, &bytes).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+        write_in_pieces(&path, b"").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"");
     }
 
     #[test]
