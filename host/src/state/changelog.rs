@@ -586,18 +586,12 @@ impl Changelog {
     }
 }
 
-/// Write `bytes` to a new file at `path` a mebibyte at a time, not in one
-/// call: the kernel caches a long write's pages in folios of up to 2 MiB,
-/// and a fresh 2 MiB block of memory is slow to hand out on virtual
-/// machines whose host reclaims the guest's free memory (measured on the
-/// benchmark machines: ~10 ms per MiB written in pieces of 2 MiB or more,
-/// against ~0.3 ms in pieces of 1 MiB; a checkpoint's changelog over
-/// ten million keys is tens of MiB).
+/// Write `bytes` to a new file at `path` in pieces of
+/// [`WRITE_PIECE_BYTES`](super::WRITE_PIECE_BYTES), not in one call.
 fn write_in_pieces(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
-    const PIECE: usize = 1 << 20;
     let mut file = std::fs::File::create(path)?;
-    bytes.chunks(PIECE).try_for_each(|piece| file.write_all(piece))
+    bytes.chunks(super::WRITE_PIECE_BYTES).try_for_each(|piece| file.write_all(piece))
 }
 
 #[cfg(test)]
