@@ -41,8 +41,9 @@
 //! * [`time`] — watermarks and timers;
 //! * [`state`] — keyed state backends, the state key layout and encodings;
 //! * [`names`] — the one rule for user-given names; [`units`] — sizes;
-//!   [`config`] — where the host keeps its files; [`fault`] — fault
-//!   injection for crash tests; [`metrics`] — process-level measurements.
+//!   [`config`] — where the host keeps its files; [`files`] — writing
+//!   large ones; [`fault`] — fault injection for crash tests; [`metrics`]
+//!   — process-level measurements.
 
 pub mod api;
 #[cfg(feature = "bench")]
@@ -52,6 +53,7 @@ pub mod cluster;
 pub mod config;
 pub mod connectors;
 pub mod fault;
+pub mod files;
 pub mod join;
 pub mod metrics;
 pub mod names;

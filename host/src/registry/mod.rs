@@ -13,8 +13,6 @@ pub use pipelines::{PipelineRecord, PipelineState, PipelineStore, RestorePoint};
 #[cfg(test)]
 pub(crate) use pipelines::tests::record as test_record;
 
-use std::io::Write as _;
-
 use cap_std::fs::Dir;
 
 /// Write `bytes` to `name` in `dir` atomically: a synced temporary file
@@ -22,6 +20,6 @@ use cap_std::fs::Dir;
 fn write_atomically(dir: &Dir, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = format!(".{name}.tmp");
     let mut file = dir.create(&tmp)?;
-    file.write_all(bytes).and_then(|()| file.sync_all())?;
+    crate::files::write_in_pieces(&mut file, bytes).and_then(|()| file.sync_all())?;
     dir.rename(&tmp, dir, name)
 }

@@ -553,7 +553,8 @@ impl Changelog {
         number: &mut u64,
     ) -> Result<(), StateError> {
         let name = format!("changelog-{number:020}{EXTENSION}");
-        let written = write_in_pieces(&dir.join(&name), records.seal());
+        let written = std::fs::File::create(dir.join(&name))
+            .and_then(|mut file| crate::files::write_in_pieces(&mut file, records.seal()));
         records.empty();
         written?;
         *number += 1;
@@ -586,14 +587,6 @@ impl Changelog {
     }
 }
 
-/// Write `bytes` to a new file at `path` in pieces of
-/// [`WRITE_PIECE_BYTES`](super::WRITE_PIECE_BYTES), not in one call.
-fn write_in_pieces(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut file = std::fs::File::create(path)?;
-    bytes.chunks(super::WRITE_PIECE_BYTES).try_for_each(|piece| file.write_all(piece))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -614,18 +607,6 @@ mod tests {
         })?;
         assert_eq!(count, seen.len() as u64);
         Ok(seen)
-    }
-
-    #[test]
-    fn a_file_written_in_pieces_holds_every_byte_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let bytes: Vec<u8> = (0..(5 << 19) + 7).map(|i: u32| (i % 251) as u8).collect();
-        let path = dir.path().join("pieces");
-        std::fs::write(&path, b"something longer than nothing").unwrap();
-        write_in_pieces(&path, &bytes).unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), bytes);
-        write_in_pieces(&path, b"").unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"");
     }
 
     #[test]

@@ -73,15 +73,6 @@ pub struct StateStats {
     pub cache_misses: u64,
 }
 
-/// The most a state file (a changelog, a table file RocksDB writes) is
-/// given in one write call. The kernel caches a long write's pages in
-/// folios of up to 2 MiB, and a fresh block of memory that large is slow
-/// to hand out on virtual machines whose host reclaims the guest's free
-/// memory: on the benchmark machines a write in pieces of 2 MiB or more
-/// cost about 10 ms per MiB of CPU, one in pieces of 256 KiB 0.3 ms (a
-/// checkpoint's changelog over ten million keys is tens of MiB).
-const WRITE_PIECE_BYTES: usize = 256 << 10;
-
 /// How many items ahead of its visit [`visit_ahead`] announces an item:
 /// enough for a dozen waits for memory to overlap, few enough that what
 /// arrives is still in the nearest cache when its visit comes.

@@ -40,8 +40,8 @@ impl RocksDbBackend {
         // Bound memory per subtask: two 16 MiB memtables at most.
         options.set_write_buffer_size(16 << 20);
         options.set_max_write_buffer_number(2);
-        // Table files are written in pieces of the same size as changelogs.
-        options.set_writable_file_max_buffer_size(super::WRITE_PIECE_BYTES as u64);
+        // Table files written in pieces, as Weir's own (`crate::files`).
+        options.set_writable_file_max_buffer_size(crate::files::WRITE_PIECE_BYTES as u64);
         // Compact once eight files (the cache's write-backs) have come to
         // level 0, not four: each compaction rewrites the whole bottom
         // level, so state many times the cache was rewritten every four
