@@ -10,6 +10,7 @@
 //! once per upload. Depends on nothing else of the crate.
 
 use std::io::Write;
+use std::path::Path;
 
 /// The most one write call is given.
 pub const WRITE_PIECE_BYTES: usize = 256 << 10;
@@ -17,6 +18,12 @@ pub const WRITE_PIECE_BYTES: usize = 256 << 10;
 /// Write all of `bytes` to `out`, [`WRITE_PIECE_BYTES`] at a time.
 pub fn write_in_pieces(out: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
     bytes.chunks(WRITE_PIECE_BYTES).try_for_each(|piece| out.write_all(piece))
+}
+
+/// [`std::fs::write`], in pieces: `bytes` as the whole of the file at
+/// `path`, created or truncated.
+pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_in_pieces(&mut std::fs::File::create(path)?, bytes)
 }
 
 #[cfg(test)]
@@ -56,5 +63,18 @@ mod tests {
         let mut empty = Recording(&mut Vec::new(), Vec::new());
         write_in_pieces(&mut empty, b"").unwrap();
         assert!(empty.0.is_empty() && empty.1.is_empty());
+    }
+
+    #[test]
+    fn a_file_written_in_pieces_is_all_of_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pieces");
+        std::fs::write(&path, vec![b'x'; 3 * WRITE_PIECE_BYTES]).unwrap();
+        let bytes: Vec<u8> = (0..(2 * WRITE_PIECE_BYTES + 3) as u32).map(|i| i as u8).collect();
+        write(&path, &bytes).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+        write(&path, b"").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"");
+        assert!(write(&dir.path().join("absent/file"), b"x").is_err());
     }
 }

@@ -288,9 +288,7 @@ impl FunctionLoader {
         static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let write = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let tmp = path.with_extension(format!("tmp{}-{write}", std::process::id()));
-        std::fs::File::create(&tmp)
-            .and_then(|mut file| crate::files::write_in_pieces(&mut file, &compiled))
-            .map_err(io)?;
+        crate::files::write(&tmp, &compiled).map_err(io)?;
         std::fs::rename(&tmp, &path).map_err(io)?;
         // SAFETY: `compiled` was produced by this engine just now.
         #[allow(unsafe_code)]

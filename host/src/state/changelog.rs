@@ -553,8 +553,7 @@ impl Changelog {
         number: &mut u64,
     ) -> Result<(), StateError> {
         let name = format!("changelog-{number:020}{EXTENSION}");
-        let written = std::fs::File::create(dir.join(&name))
-            .and_then(|mut file| crate::files::write_in_pieces(&mut file, records.seal()));
+        let written = crate::files::write(&dir.join(&name), records.seal());
         records.empty();
         written?;
         *number += 1;
