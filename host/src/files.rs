@@ -4,10 +4,10 @@
 //! fresh block of memory that large is slow to hand out on virtual
 //! machines whose host reclaims the guest's free memory. On the benchmark
 //! machines a write in pieces of 2 MiB or more cost about 10 ms of CPU per
-//! MiB, one in pieces of 256 KiB about 0.3 ms: a checkpoint's changelog
-//! over ten million keys (tens of MiB) took a tenth of a running sum's
-//! time, and a Python function's compiled code (tens of MiB) is written
-//! once per upload. Depends on nothing else of the crate.
+//! MiB, one in pieces of 256 KiB about 0.3 ms: a checkpoint's changelogs
+//! over ten million keys (tens of MiB) took 6 % of a running sum's CPU,
+//! and a Python function's compiled code (tens of MiB) is written once
+//! per upload. Depends on nothing else of the crate.
 
 use std::io::Write;
 use std::path::Path;

@@ -80,6 +80,10 @@ pub(crate) fn run_with_kills(spec: &Path, data: &Path, out: &Path) -> Vec<usize>
     // A slow sink stretches the run to several seconds so the kills land
     // mid-run: between checkpoints, mid-snapshot, mid-commit.
     let slow = ["--sink-delay-ms", "4"];
+    // The longest a kill waits (see below), shortened to three quarters of
+    // a run that finished first: a faster build or machine still has its
+    // kills land mid-run.
+    let mut kill_within_ms = 1_200;
     loop {
         attempts += 1;
         assert!(attempts < 60, "the pipeline never finished (seed {seed})");
@@ -105,16 +109,23 @@ pub(crate) fn run_with_kills(spec: &Path, data: &Path, out: &Path) -> Vec<usize>
         {
             std::thread::sleep(Duration::from_millis(5));
         }
-        let deadline = Instant::now() + Duration::from_millis(dice.between(150, 1_200));
+        let counted_from = Instant::now();
+        let deadline = counted_from + Duration::from_millis(dice.between(150, kill_within_ms));
         while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
             std::thread::sleep(Duration::from_millis(5));
         }
         match child.try_wait().unwrap() {
             Some(status) => {
                 assert!(status.success(), "a run failed on its own (seed {seed})");
+                let lasted = u64::try_from(counted_from.elapsed().as_millis()).unwrap();
+                kill_within_ms = kill_within_ms.min((lasted * 3 / 4).max(200));
                 // It finished before the kill: start over from scratch so
                 // every kill lands in a run that has work left (compiled
-                // code stays cached, so the next run starts at once).
+                // code stays cached, so the next run starts at once), its
+                // output too, so the next kill counts from its first output.
+                if out.exists() {
+                    std::fs::remove_file(out).unwrap();
+                }
                 for entry in std::fs::read_dir(data).unwrap() {
                     let path = entry.unwrap().path();
                     if path.file_name().is_some_and(|name| name != "cache") {
@@ -123,7 +134,10 @@ pub(crate) fn run_with_kills(spec: &Path, data: &Path, out: &Path) -> Vec<usize>
                             .unwrap();
                     }
                 }
-                eprintln!("finished before the kill; starting over");
+                eprintln!(
+                    "finished {lasted} ms after the kill's wait began; starting over, kills \
+                     within {kill_within_ms} ms"
+                );
             }
             None => {
                 child.kill().unwrap(); // SIGKILL
