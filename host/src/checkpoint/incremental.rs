@@ -142,10 +142,12 @@ pub fn download(
             (Some(_), Some(local)) => std::fs::hard_link(&local, &destination)
                 .or_else(|_| std::fs::copy(&local, &destination).map(drop))?,
             (None, Some(local)) => std::fs::copy(&local, &destination).map(drop)?,
-            (Some(shared), None) => std::fs::write(&destination, storage.get_shared(shared)?)?,
-            (None, None) => std::fs::write(
+            (Some(shared), None) => {
+                crate::files::write(&destination, &storage.get_shared(shared)?)?
+            }
+            (None, None) => crate::files::write(
                 &destination,
-                storage.get_file(dir, &format!("subtask-{subtask}/{}", file.name))?,
+                &storage.get_file(dir, &format!("subtask-{subtask}/{}", file.name))?,
             )?,
         }
         if std::fs::metadata(&destination)?.len() != file.size {
