@@ -14,11 +14,14 @@ use cli::{Cli, Command};
 /// without asking for transparent huge pages (`no_thp`, workspace
 /// Cargo.toml): the kernel zeroing a fresh 2 MiB page ran at 0.4–2.3 GB/s
 /// on the VM measured against 3 GB/s for 4 KiB pages, and was 28 % of the
-/// CPU of a running sum over 10 M keys.
+/// CPU of a running sum over 10 M keys. The state cache's large tables ask
+/// for huge pages themselves ([`weir_host::state::allow_advised_huge_pages`]).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // mimalloc turned huge pages off for the whole process as it started.
+    weir_host::state::allow_advised_huge_pages();
     // Kept to the end: dropping it sends the spans still queued.
     let _telemetry = weir_host::telemetry::Telemetry::init();
     let result = match Cli::parse().command {

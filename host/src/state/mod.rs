@@ -8,6 +8,7 @@ mod cache;
 pub mod changelog;
 pub mod encoding;
 pub mod hash;
+mod huge;
 mod inline;
 mod journal;
 mod key;
@@ -20,6 +21,7 @@ pub mod ttl;
 mod write_back;
 
 pub use cache::CachedBackend;
+pub use huge::allow_advised_huge_pages;
 pub use journal::JournaledBackend;
 pub use key::{
     key_group, key_group_range, subtask_for_key_group, StateKey, StateKind, BROADCAST_KEY_GROUP,

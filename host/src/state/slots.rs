@@ -29,7 +29,7 @@ pub(super) struct Bucket<V>(pub(super) CachedKey, pub(super) V);
 
 /// Values of type `V` by state key.
 pub(super) struct SlotTable<V> {
-    table: HashTable<Bucket<V>>,
+    table: HashTable<Bucket<V>, super::huge::TableAllocator>,
     hasher: KeyHashBuilder,
     /// Where the table's memory is, as last learnt ([`Self::layout`]).
     layout: Cell<Option<BucketLayout>>,
@@ -48,7 +48,7 @@ impl<V> SlotTable<V> {
     /// An empty table with room for `capacity` entries.
     pub(super) fn with_capacity(capacity: usize) -> Self {
         Self {
-            table: HashTable::with_capacity(capacity),
+            table: HashTable::with_capacity_in(capacity, super::huge::TableAllocator),
             hasher: KeyHashBuilder::default(),
             layout: Cell::new(None),
         }
@@ -159,7 +159,11 @@ impl<V> SlotTable<V> {
 
     /// The entry of `key`, whose hash is `hash` ([`Self::hash`]), to
     /// change, insert or remove in one probe.
-    pub(super) fn entry(&mut self, hash: u64, key: &[u8]) -> Entry<'_, Bucket<V>> {
+    pub(super) fn entry(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+    ) -> Entry<'_, Bucket<V>, super::huge::TableAllocator> {
         let rehash = self.rehasher();
         self.table.entry(hash, |Bucket(k, _)| k[..] == *key, rehash)
     }
