@@ -16,6 +16,7 @@ use std::alloc::Layout;
 use std::ptr::NonNull;
 
 use allocator_api2::alloc::{AllocError, Allocator, Global};
+use rustix::mm::{madvise, mmap_anonymous, munmap, Advice, MapFlags, ProtFlags};
 
 /// A huge page's size on x86_64 and aarch64 (4 KiB base pages).
 const HUGE_PAGE: usize = 2 << 20;
@@ -51,8 +52,11 @@ pub fn allow_advised_huge_pages() {
             unused,
         )
     } == 0;
+    if only_advised {
+        return;
+    }
     let modes = std::fs::read_to_string(THP_MODE).unwrap_or_default();
-    if !only_advised && selected_mode(&modes) == Some("madvise") {
+    if selected_mode(&modes) == Some("madvise") {
         let _ = rustix::thread::disable_transparent_huge_pages(false);
     }
 }
@@ -69,6 +73,8 @@ fn selected_mode(modes: &str) -> Option<&str> {
 pub(super) struct TableAllocator;
 
 impl TableAllocator {
+    /// Whether `layout` gets a mapping of its own (else the global
+    /// allocator's memory).
     fn mapped(layout: Layout) -> bool {
         layout.size() >= SMALLEST_MAPPED && layout.align() <= HUGE_PAGE
     }
@@ -94,11 +100,11 @@ unsafe impl Allocator for TableAllocator {
         let padded = len + HUGE_PAGE;
         // SAFETY: a fresh anonymous mapping aliases nothing.
         let base = unsafe {
-            rustix::mm::mmap_anonymous(
+            mmap_anonymous(
                 std::ptr::null_mut(),
                 padded,
-                rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
-                rustix::mm::MapFlags::PRIVATE,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::PRIVATE,
             )
         }
         .map_err(|_| AllocError)?;
@@ -109,14 +115,14 @@ unsafe impl Allocator for TableAllocator {
         // outside what is handed out; advice changes no contents.
         unsafe {
             if head > 0 {
-                let _ = rustix::mm::munmap(base, head);
+                let _ = munmap(base, head);
             }
             if tail > 0 {
-                let _ = rustix::mm::munmap((start + len) as *mut _, tail);
+                let _ = munmap((start + len) as *mut _, tail);
             }
             // Without huge pages (none free, or disabled) the table works
             // as well in small ones: the advice's failure is no error.
-            let _ = rustix::mm::madvise(start as *mut _, len, rustix::mm::Advice::LinuxHugepage);
+            let _ = madvise(start as *mut _, len, Advice::LinuxHugepage);
         }
         let start = NonNull::new(start as *mut u8).ok_or(AllocError)?;
         Ok(NonNull::slice_from_raw_parts(start, layout.size()))
@@ -127,7 +133,7 @@ unsafe impl Allocator for TableAllocator {
             // SAFETY: `ptr` is the start of a mapping of this length made
             // by `allocate` for this layout.
             unsafe {
-                let _ = rustix::mm::munmap(ptr.as_ptr().cast(), Self::mapping_len(layout));
+                let _ = munmap(ptr.as_ptr().cast(), Self::mapping_len(layout));
             }
         } else {
             // SAFETY: allocated by the global allocator with this layout.

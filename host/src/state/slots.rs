@@ -13,6 +13,7 @@ use std::hash::BuildHasher;
 use hashbrown::hash_table::{Entry, HashTable};
 
 use super::hash::KeyHashBuilder;
+use super::huge::TableAllocator;
 use super::inline::InlineBytes;
 
 /// A cached key: stored in the table's own bucket up to 62 bytes (state
@@ -29,7 +30,7 @@ pub(super) struct Bucket<V>(pub(super) CachedKey, pub(super) V);
 
 /// Values of type `V` by state key.
 pub(super) struct SlotTable<V> {
-    table: HashTable<Bucket<V>, super::huge::TableAllocator>,
+    table: HashTable<Bucket<V>, TableAllocator>,
     hasher: KeyHashBuilder,
     /// Where the table's memory is, as last learnt ([`Self::layout`]).
     layout: Cell<Option<BucketLayout>>,
@@ -48,7 +49,7 @@ impl<V> SlotTable<V> {
     /// An empty table with room for `capacity` entries.
     pub(super) fn with_capacity(capacity: usize) -> Self {
         Self {
-            table: HashTable::with_capacity_in(capacity, super::huge::TableAllocator),
+            table: HashTable::with_capacity_in(capacity, TableAllocator),
             hasher: KeyHashBuilder::default(),
             layout: Cell::new(None),
         }
@@ -159,11 +160,7 @@ impl<V> SlotTable<V> {
 
     /// The entry of `key`, whose hash is `hash` ([`Self::hash`]), to
     /// change, insert or remove in one probe.
-    pub(super) fn entry(
-        &mut self,
-        hash: u64,
-        key: &[u8],
-    ) -> Entry<'_, Bucket<V>, super::huge::TableAllocator> {
+    pub(super) fn entry(&mut self, hash: u64, key: &[u8]) -> Entry<'_, Bucket<V>, TableAllocator> {
         let rehash = self.rehasher();
         self.table.entry(hash, |Bucket(k, _)| k[..] == *key, rehash)
     }
