@@ -66,8 +66,8 @@ impl RocksDbBackend {
         // Index blocks with a restart point every 16 keys, not every key:
         // a read's binary search over a file's index takes four fewer
         // steps, each a wait for memory, then walks at most 16 entries that
-        // lie together (and the index is a third of the size). A running
-        // sum over 10 M keys read through memory maps: 5 % faster.
+        // lie together. A running sum over 10 M keys read through memory
+        // maps: 5 % faster.
         table.set_index_block_restart_interval(16);
         // No block cache: state larger than the cache is read back at
         // random, one key per block, so a small block cache hardly ever
