@@ -21,7 +21,7 @@
 //! Relative paths in a spec deployed through the HTTP API (`resources`,
 //! file sources and sinks) are resolved inside the files root
 //! `<data dir>/files/`, which holds nothing of the server's own; what such
-//! a spec may reach is decided by [`crate::pipeline::grants`].
+//! a spec may reach is decided by [`crate::serve::grants`].
 
 use std::path::{Path, PathBuf};
 

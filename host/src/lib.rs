@@ -4,64 +4,76 @@
 //! function, hands each key's events in batches to a Wasm process function
 //! whose keyed state lives in RocksDB, and writes what it emits to sinks.
 //!
-//! One concern per module, in layers: a module uses only modules of the
-//! layers below it (and its own layer's leaves), never one above, so no two
-//! modules import each other.
+//! One job per module, in layers: a module uses only modules on the rows
+//! below its own in this drawing, never one on its row or above, so no two
+//! modules import each other. `tests/architecture.rs` reads this drawing
+//! and fails when an import climbs (or a folder's files import each other
+//! in a circle). Above all of it: the `weir` binary (crate `weir-cli`)
+//! and the benchmarks (crate `weir-bench`), outside this library.
 //!
 //! ```text
-//! binary      cli/ (main.rs: arguments → commands; not part of this library)
-//!   ─────────────────────────────────────────────────────────────────────
-//! serving     api          bench (runs `weir` processes)   project
+//! serving     api
+//! lifecycle   serve   cluster   project
 //! running     pipeline
-//! parts       connectors   window   join   registry
+//! language    spec
+//! parts       connectors   join   store
+//! windows     window
+//! observing   observe
 //! engine      runtime
 //! storage     checkpoint   time
-//!             state
-//! leaves      names   units   config   fault   metrics
+//! state       state
+//! leaves      clock   config   fault   files   names   telemetry   units
 //! ```
 //!
-//! * [`api`] — the HTTP API (axum routes, OpenAPI), the supervisor that
-//!   runs deployed pipelines, and the CLI's client of it;
-//! * `bench` — `weir bench` (cargo feature `bench`, on by default): the
-//!   standard workloads, their native twins (handed to runs as a
-//!   [`runtime::native::NativeCatalog`]) and the tables;
+//! * [`api`] — the HTTP API (axum routes, OpenAPI, the console) over
+//!   [`serve`], and the CLI's client of it;
+//! * [`serve`] — the lifecycle of deployed pipelines under `weir serve`
+//!   (deploy, start, restart, savepoint, upgrade, stop), with the server's
+//!   limits and grants; no HTTP types;
+//! * [`cluster`] — `weir worker`: a pipeline cut into units run by several
+//!   processes, coordinated by Kafka;
 //! * [`project`] — `weir init` and `weir build`: function projects in
 //!   Rust, Python and TypeScript, with the SDKs embedded in the binary;
-//! * [`pipeline`] — the spec and running a pipeline: the source task, keyed
-//!   subtasks and sink task, restore, function loading;
+//! * [`pipeline`] — running a pipeline: the source task, keyed subtasks
+//!   and sink task, routing, restore, function loading;
+//! * [`spec`] — the language users write: one spec model, lowered into a
+//!   graph and checked by one validator;
 //! * [`connectors`] — sources and sinks, each owning its configuration, and
 //!   the registry that ties a spec's `type:` to them;
-//! * [`window`] — window assignment, accumulators, firing and lateness;
 //! * [`join`] — the host-provided interval and window joins of two inputs;
-//! * [`registry`] — the stores of uploaded functions and deployed pipelines;
+//! * [`store`] — the stores of uploaded functions and deployed pipelines;
+//! * [`window`] — window assignment, accumulators, firing and lateness;
+//! * [`observe`] — live counters, sampling, latency, tail, state lookup,
+//!   run summaries and process measurements;
 //! * [`runtime`] — wasmtime engine, component loading and caching, the host
 //!   side of the WIT interfaces (one module per interface), calling functions;
 //! * [`checkpoint`] — checkpoint settings, the coordinator, storage
 //!   (object_store), savepoints and restore;
 //! * [`time`] — watermarks and timers;
 //! * [`state`] — keyed state backends, the state key layout and encodings;
-//! * [`names`] — the one rule for user-given names; [`units`] — sizes;
-//!   [`config`] — where the host keeps its files; [`files`] — writing
-//!   large ones; [`fault`] — fault injection for crash tests; [`metrics`]
-//!   — process-level measurements.
+//! * [`clock`] — the wall clock; [`names`] — the one rule for user-given
+//!   names; [`units`] — sizes; [`config`] — where the host keeps its
+//!   files; [`files`] — writing large ones; [`fault`] — fault injection for
+//!   crash tests; [`telemetry`] — logs and OpenTelemetry spans.
 
 pub mod api;
-#[cfg(feature = "bench")]
-pub mod bench;
 pub mod checkpoint;
+pub mod clock;
 pub mod cluster;
 pub mod config;
 pub mod connectors;
 pub mod fault;
 pub mod files;
 pub mod join;
-pub mod metrics;
 pub mod names;
+pub mod observe;
 pub mod pipeline;
 pub mod project;
-pub mod registry;
 pub mod runtime;
+pub mod serve;
+pub mod spec;
 pub mod state;
+pub mod store;
 pub mod telemetry;
 pub mod time;
 pub mod units;

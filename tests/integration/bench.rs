@@ -5,7 +5,7 @@
 
 use crate::support::*;
 
-use weir_host::bench::{Case, Implementation, Load, Workload};
+use weir_bench::{Case, Implementation, Load, Workload};
 
 #[test]
 fn native_twins_produce_the_same_output_as_the_wasm_functions() {
@@ -327,7 +327,7 @@ fn a_low_rate_run_hands_each_event_on_within_the_linger_instead_of_filling_a_bat
 
 #[test]
 fn the_kafka_bench_measures_the_pipeline_and_the_raw_client_on_a_real_broker() {
-    let kafka = crate::kafka_support::TestKafka::start();
+    let kafka = crate::support::kafka::TestKafka::start();
     let functions = function("revenue").parent().unwrap().to_path_buf();
     let scratch = tempfile::tempdir().unwrap();
     let bootstrap = kafka.bootstrap();

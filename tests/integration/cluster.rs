@@ -23,11 +23,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use weir_host::cluster::{plan, PlanError};
 use weir_host::connectors::kafka::KafkaSourceConfig;
-use weir_host::pipeline::PipelineSpec;
+use weir_host::spec::PipelineSpec;
 
-use crate::kafka::{assert_prefix, assert_same, committed_per_key, produce_orders, total, unique};
-use crate::kafka_support::{Record, TestKafka};
-use crate::s3_support::TestS3;
+use crate::support::kafka::{committed_per_key, produce_orders, unique, Record, TestKafka};
+use crate::support::s3::TestS3;
 use crate::support::*;
 
 /// Partitions of every input topic, and the parallelism of every stage.

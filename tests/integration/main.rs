@@ -3,45 +3,45 @@
 //! The functions in `functions/` must be built first (`scripts/dev
 //! build-functions`, which `scripts/dev test` does); they are looked up in
 //! `$WEIR_FUNCTIONS_DIR`, else `target/functions/` of the repository.
+//!
+//! One test binary, one module per area; a test's name starts with its
+//! area, so `cargo test -p weir-cli --test integration kafka::` runs one
+//! area (no module name inside an area ends with another area's name, so
+//! `area::` picks out exactly that area). The cut is by what a test
+//! asserts, not by what it needs to run:
+//! * [`api`]: the HTTP API of `weir serve` (functions, pipelines, graphs,
+//!   access, grants, limits, fuzzing) — even where a pipeline it deploys
+//!   reads Kafka;
+//! * [`cli`]: the command line a new user meets (`weir init`/`build`,
+//!   one-line errors on bad input);
+//! * [`dataflow`]: what one pipeline computes on files (state, time,
+//!   windows, parallelism), on the example functions;
+//! * [`graphs`]: what a graph computes, on the graph examples;
+//! * [`kafka`]: the Kafka source and sink on a real broker, their faults
+//!   and recovery;
+//! * [`recovery`]: exactly-once through kills, crashes, savepoints,
+//!   restarts and `s3://` storage — files and object storage (the Kafka
+//!   sink's own recovery stays with `kafka`, a cluster's with `cluster`);
+//! * [`observe`]: metrics, state reads, tails, backpressure, OTLP spans;
+//! * [`cluster`], [`polyglot`], [`isolation`], [`bench`]: areas of one
+//!   module each (several `weir worker`s; Python and TypeScript functions
+//!   against their Rust twins; hostile functions beside healthy ones;
+//!   `weir bench`).
+//!
+//! Everything two areas share is in [`support`], which is also the only
+//! place that locates (or starts) the Kafka broker and the S3 server.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod api;
-mod api_access;
-mod api_fuzz;
-mod api_grants;
-mod api_graphs;
-mod api_limits;
-mod api_pipelines;
-mod bad_input;
 mod bench;
-mod checkpoints;
+mod cli;
 mod cluster;
-mod customer_profile;
-mod file_faults;
-mod foreign_restore;
-mod fraud_detector;
-mod fraud_rules;
-mod graph_functions;
-mod graph_recovery;
+mod dataflow;
 mod graphs;
-mod guard;
 mod isolation;
 mod kafka;
-mod kafka_config;
-mod kafka_faults;
-mod kafka_graphs;
-mod kafka_recovery;
-mod kafka_support;
-mod minute_revenue;
 mod observe;
-mod parallel;
 mod polyglot;
-mod projects;
-mod restarts;
-mod revenue;
-mod s3;
-mod s3_support;
+mod recovery;
 mod support;
-mod telemetry;
-mod windows;

@@ -6,7 +6,6 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::checkpoints::{per_key, run_with_kills};
 use crate::support::*;
 
 /// The interpreted twins of the running revenue example.

@@ -9,8 +9,8 @@ use super::{
     ApiError, Decode, ErrorBody, FunctionList, PipelineList, PipelineStatus, SnapshotList,
     SnapshotTaken, StateView, StopRequest, Upgrade,
 };
-use crate::pipeline::tail::TailEvent;
-use crate::registry::FunctionVersion;
+use crate::observe::tail::TailEvent;
+use crate::store::FunctionVersion;
 
 /// Talks to a `weir serve`.
 pub struct ApiClient {

@@ -4,8 +4,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-use crate::pipeline::grants::NotGranted;
-use crate::registry::RegistryError;
+use crate::serve::grants::NotGranted;
+use crate::serve::{ServeError, ServeErrorKind};
+use crate::store::StoreError;
 use crate::runtime::LoadError;
 
 /// An error answer.
@@ -122,22 +123,22 @@ impl ApiError {
     }
 }
 
-impl From<RegistryError> for ApiError {
-    fn from(error: RegistryError) -> Self {
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
         let message = error.to_string();
         match error {
-            RegistryError::InvalidName(_) => {
+            StoreError::InvalidName(_) => {
                 Self::new(StatusCode::BAD_REQUEST, "invalid_name", message)
             }
-            RegistryError::Invalid(LoadError::NotWasm) => {
+            StoreError::Invalid(LoadError::NotWasm) => {
                 Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "not_wasm", message)
             }
-            RegistryError::Invalid(_) => {
+            StoreError::Invalid(_) => {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_function", message)
             }
-            RegistryError::NotFound(_) => Self::new(StatusCode::NOT_FOUND, "not_found", message),
-            RegistryError::InUse { .. } => Self::new(StatusCode::CONFLICT, "in_use", message),
-            RegistryError::Io { .. } | RegistryError::Corrupt(_) => Self::internal(message),
+            StoreError::NotFound(_) => Self::new(StatusCode::NOT_FOUND, "not_found", message),
+            StoreError::InUse { .. } => Self::new(StatusCode::CONFLICT, "in_use", message),
+            StoreError::Io { .. } | StoreError::Corrupt(_) => Self::internal(message),
         }
     }
 }
@@ -145,6 +146,31 @@ impl From<RegistryError> for ApiError {
 impl From<NotGranted> for ApiError {
     fn from(error: NotGranted) -> Self {
         Self::not_granted(error.to_string())
+    }
+}
+
+impl From<ServeError> for ApiError {
+    fn from(error: ServeError) -> Self {
+        match error {
+            ServeError::Refused { kind, code, message } => {
+                let status = match kind {
+                    ServeErrorKind::NotFound => StatusCode::NOT_FOUND,
+                    ServeErrorKind::InvalidSpec => StatusCode::BAD_REQUEST,
+                    ServeErrorKind::InvalidPipeline | ServeErrorKind::LimitExceeded => {
+                        StatusCode::UNPROCESSABLE_ENTITY
+                    }
+                    ServeErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+                    ServeErrorKind::Conflict => StatusCode::CONFLICT,
+                    ServeErrorKind::StorageUnavailable => StatusCode::BAD_GATEWAY,
+                    ServeErrorKind::SnapshotFailed | ServeErrorKind::Internal => {
+                        StatusCode::INTERNAL_SERVER_ERROR
+                    }
+                };
+                Self::new(status, code, message)
+            }
+            ServeError::Store(error) => error.into(),
+            ServeError::NotGranted(error) => error.into(),
+        }
     }
 }
 

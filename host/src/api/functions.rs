@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{blocking, ApiError, AppState, ErrorBody};
-use crate::registry::FunctionVersion;
+use crate::store::FunctionVersion;
 
 /// Every stored function.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

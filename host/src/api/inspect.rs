@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::{blocking, ApiError, AppState};
-use crate::pipeline::inspect::{QueryError, StateAnswer, StateValue};
-use crate::pipeline::tail::MAX_TAIL_RATE;
+use crate::observe::inspect::{QueryError, StateAnswer, StateValue};
+use crate::observe::tail::MAX_TAIL_RATE;
 use crate::runtime::Language;
 
 /// How long a state query waits for the owning subtask.

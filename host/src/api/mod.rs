@@ -40,11 +40,9 @@ mod error;
 mod functions;
 pub mod guard;
 mod inspect;
-mod limits;
-mod metrics;
+mod prometheus;
 mod openapi;
 mod pipelines;
-mod supervisor;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -63,14 +61,14 @@ pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use functions::{FunctionDetails, FunctionList, FunctionVersions};
 pub use guard::SurfaceConfig;
 pub use inspect::{Decode, StateView};
-pub use limits::ServerLimits;
+pub use crate::serve::ServerLimits;
 pub use pipelines::{
     Counts, OperatorCountsView, PinnedFunction, PipelineList, PipelineStatus, SnapshotInfo,
     SnapshotList, SnapshotRef, SnapshotTaken, StageCountsView, StopRequest,
 };
-pub use supervisor::{Supervisor, Upgrade, VersionChoice};
+pub use crate::serve::{Supervisor, Upgrade, VersionChoice};
 
-use crate::registry::FunctionStore;
+use crate::store::FunctionStore;
 use crate::runtime::{new_engine, FunctionLoader};
 
 /// How to serve.
@@ -93,7 +91,7 @@ pub struct ServeConfig {
     pub natives: crate::runtime::native::NativeCatalog,
     /// What a deployed spec may touch on the host beyond the files root
     /// (`--allow-read`, `--allow-write`, `--allow-storage`, `--allow-kafka`).
-    pub grants: crate::pipeline::grants::GrantsConfig,
+    pub grants: crate::serve::grants::GrantsConfig,
 }
 
 /// What every handler shares.
@@ -120,7 +118,7 @@ pub fn serve(config: ServeConfig, on_listening: impl FnOnce(SocketAddr)) -> Resu
         FunctionLoader::new(engine, Some(crate::config::component_cache_dir(&config.data_dir)))
             .map_err(|e| ApiError::internal(e.to_string()))?;
     let functions = FunctionStore::open(&config.data_dir)?;
-    let grants = crate::pipeline::grants::Grants::new(&config.data_dir, &config.grants)
+    let grants = crate::serve::grants::Grants::new(&config.data_dir, &config.grants)
         .map_err(|e| ApiError::internal(format!("cannot grant {e}")))?;
     let supervisor =
         Supervisor::open(&config.data_dir, config.limits.clone(), config.natives.clone(), grants)?;
@@ -164,7 +162,7 @@ fn api_routes() -> (Router<Arc<AppState>>, Router<Arc<AppState>>, utoipa::openap
         .routes(routes!(pipelines::checkpoints))
         .routes(routes!(inspect::state))
         .routes(routes!(inspect::tail))
-        .routes(routes!(metrics::metrics))
+        .routes(routes!(prometheus::metrics))
         .split_for_parts();
     openapi::describe_protected(&mut document);
     document.merge(open_doc);

@@ -13,12 +13,13 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::access::{Caller, Role};
-use super::supervisor::{PipelineView, Supervisor, Upgrade};
+use crate::serve::supervisor::{PipelineView, Supervisor, Upgrade};
 use super::{blocking, ApiError, AppState, ErrorBody};
 use crate::checkpoint::{CheckpointStorage, CompletedSnapshot, SnapshotMetadata};
-use crate::pipeline::sampling::MetricsView;
-use crate::pipeline::{OperatorCounts, RunSummary};
-use crate::registry::PipelineState;
+use crate::observe::sampling::MetricsView;
+pub use crate::serve::restart::RestartStatus;
+use crate::observe::{OperatorCounts, RunSummary};
+use crate::store::PipelineState;
 
 /// A pipeline's status.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -61,18 +62,6 @@ pub struct PipelineStatus {
     /// checkpoints; the graph. Absent when it is not running.
     #[serde(default)]
     pub metrics: Option<MetricsView>,
-}
-
-/// A pipeline's restarts after failed runs.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct RestartStatus {
-    /// Restarts since it was deployed, upgraded or resumed by this server.
-    pub restarts: u32,
-    /// The message of the last failed run (kept after a restart).
-    pub last_failure: Option<String>,
-    /// While it waits to restart: when the next attempt starts, ms since
-    /// the epoch (its `state` stays `running`).
-    pub next_attempt_at: Option<i64>,
 }
 
 /// A stored function a pipeline runs.
@@ -202,7 +191,7 @@ fn status(
     last_stored: impl FnOnce() -> Option<SnapshotInfo>,
 ) -> PipelineStatus {
     let record = view.record;
-    let spec = crate::pipeline::PipelineSpec::parse(&record.spec).ok();
+    let spec = crate::spec::PipelineSpec::parse(&record.spec).ok();
     let functions = spec
         .as_ref()
         .map(|spec| {
@@ -459,7 +448,7 @@ pub(crate) async fn delete(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    blocking(move || state.supervisor.delete(&name).map(|()| StatusCode::NO_CONTENT)).await
+    blocking(move || Ok(state.supervisor.delete(&name).map(|()| StatusCode::NO_CONTENT)?)).await
 }
 
 /// A pipeline's snapshots.

@@ -167,7 +167,7 @@ impl ControlDir {
         if self.owner().is_none() {
             return Err("the pipeline is not running here (no live `weir run` owns it)".into());
         }
-        let nonce = format!("{}-{}", crate::state::ttl::now_millis(), std::process::id());
+        let nonce = format!("{}-{}", crate::clock::now_millis(), std::process::id());
         let request = self.dir.join(format!("{nonce}.request"));
         let response = request.with_extension("response");
         let bytes = serde_json::to_vec(&RequestFile { kind, stop }).map_err(|e| e.to_string())?;

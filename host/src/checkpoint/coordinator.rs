@@ -537,7 +537,7 @@ impl Coordinator {
             id: trigger.id,
             kind: trigger.kind,
             pipeline: self.config.pipeline.clone(),
-            completed_at: crate::state::ttl::now_millis(),
+            completed_at: crate::clock::now_millis(),
             operator_uid: first.uid,
             max_parallelism: self.config.max_parallelism,
             parallelism: first.parallelism,

@@ -7,7 +7,8 @@
 //! * [`coordinator`](Coordinator): triggers, barrier acknowledgements, commit.
 //! * `incremental`: RocksDB checkpoints uploaded by content, only new SSTs.
 //! * `canonical`: the backend-independent savepoint format.
-//! * `restore`: state back from a snapshot, staged then switched in.
+//! * `reinstate`: keyed state back from a snapshot, staged then switched in
+//!   (`pipeline::restore` decides which snapshot a run starts from).
 //! * [`control`](ControlDir): savepoint / stop requests to a running pipeline.
 //! * [`settings`](CheckpointSettings): interval, min pause, timeout,
 //!   retention and storage of a pipeline's checkpoints.
@@ -17,7 +18,7 @@ mod control;
 mod coordinator;
 mod incremental;
 mod metadata;
-mod restore;
+mod reinstate;
 mod settings;
 mod storage;
 
@@ -29,6 +30,6 @@ pub use incremental::KnownFiles;
 pub use metadata::{
     CanonicalFile, OperatorSnapshot, SnapshotKind, SnapshotMetadata, StateFiles, StoredFile,
 };
-pub use restore::{restore, RestoreTarget};
+pub use reinstate::{restore, RestoreTarget};
 pub use settings::{CheckpointSettings, SettingsError};
 pub use storage::{CheckpointError, CheckpointStorage, LocatedSnapshot, RetainReport};

@@ -664,7 +664,7 @@ mod tests {
             eprintln!("skipped: WEIR_TEST_S3_ENDPOINT is not set (scripts/dev s3 start)");
             return;
         };
-        let bucket = format!("guard-{}-{}", std::process::id(), crate::state::ttl::now_millis());
+        let bucket = format!("guard-{}-{}", std::process::id(), crate::clock::now_millis());
         let created = reqwest::blocking::Client::new()
             .put(format!("{endpoint}/{bucket}"))
             .send()

@@ -1,7 +1,6 @@
 //! Cluster mode: one pipeline run by several `weir worker` processes,
 //! coordinated by Kafka alone (see `docs/cluster.md`).
 //!
-//! * [`settings`]: the spec's `cluster:` section;
 //! * [`plan`]: the pipeline cut into units (ingest units and tasks), each
 //!   an ordinary pipeline run;
 //! * `topics`: the exchange and units topics, created or checked;
@@ -13,11 +12,10 @@
 //! units, Kafka transactions fence zombies, object storage holds state.
 
 pub mod plan;
-pub mod settings;
 pub mod status;
 pub mod topics;
 pub mod worker;
 
 pub use plan::{plan, ClusterPlan, ExchangeTopic, PlanError, Unit, UnitRole};
-pub use settings::ClusterSettings;
+pub use crate::spec::ClusterSettings;
 pub use worker::{Worker, WorkerConfig, WorkerError, WorkerStatus};

@@ -1,7 +1,7 @@
 //! The discard sink: drops everything, for benchmarks and dry runs
 //! (`type: discard`).
 
-use super::registry::{SinkConfig, SinkMode};
+use super::config::{SinkConfig, SinkMode};
 use super::{ConnectorError, Sink};
 use crate::runtime::packed::PackedEvents;
 

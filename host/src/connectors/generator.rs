@@ -37,7 +37,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::Deserialize;
 use weir_sdk::binary::Order;
 
-use super::registry::{ConfigError, SourceConfig};
+use super::config::{ConfigError, SourceConfig};
 use super::{decode, encode, ConnectorError, Polled, Source};
 use crate::runtime::packed::{EventRef, PackedEvents};
 use crate::Event;
@@ -241,7 +241,7 @@ impl Pace {
         let now = Instant::now();
         let started = *self.started.get_or_insert_with(|| Started {
             at: now,
-            wall_micros: crate::state::ttl::now_micros(),
+            wall_micros: crate::clock::now_micros(),
             given: 0,
         });
         let due = self.due(now - started.at).saturating_sub(started.given);
@@ -595,7 +595,7 @@ mod tests {
         let (rate, count) = (2000, 300);
         let mut source = GeneratorSource::new(count, 4, 1, 0, 1).paced(Pace::new(rate, None));
         let started = Instant::now();
-        let first_millis = crate::state::ttl::now_millis();
+        let first_millis = crate::clock::now_millis();
         let mut out = Vec::new();
         let mut polls = 0;
         while source.next_batch(4096, &mut out).unwrap().more {
@@ -606,7 +606,7 @@ mod tests {
         }
         assert_eq!(out.len() as u64, count);
         assert!(polls > 1, "a live stream comes in more than one batch");
-        let last_millis = crate::state::ttl::now_millis();
+        let last_millis = crate::clock::now_millis();
         assert!(out.iter().all(|e| (first_millis..=last_millis).contains(&e.timestamp)));
         assert!(out.windows(2).all(|w| w[0].timestamp <= w[1].timestamp));
     }

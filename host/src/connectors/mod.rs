@@ -8,6 +8,7 @@
 //! implementing [`SourceConfig`] or [`SinkConfig`]; declared below) and
 //! one line in [`registry`].
 
+pub mod config;
 pub mod discard;
 pub mod file;
 pub mod generator;
@@ -20,10 +21,8 @@ mod timestamp;
 pub use discard::DiscardSink;
 pub use file::{BadTimestamps, FileSink, FileSource};
 pub use generator::{Encoding, GeneratorSource};
-pub use registry::{
-    open_sink, open_source, Access, ConfigError, SinkConfig, SinkMode, SinkRole, SinkSpec,
-    SourceConfig, SourceSpec,
-};
+pub use config::{Access, ConfigError, SinkConfig, SinkMode, SinkRole, SourceConfig};
+pub use registry::{open_sink, open_source, SinkSpec, SourceSpec};
 pub use splits::SplitSource;
 pub use stdout::StdoutSink;
 

@@ -3,7 +3,7 @@
 
 use std::io::{BufWriter, Stdout, Write};
 
-use super::registry::{SinkConfig, SinkMode};
+use super::config::{SinkConfig, SinkMode};
 use super::{write_lines, ConnectorError, Sink};
 use crate::runtime::packed::PackedEvents;
 

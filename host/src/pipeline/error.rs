@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use crate::checkpoint::CheckpointError;
 use crate::connectors::ConnectorError;
-use crate::registry::RegistryError;
+use crate::store::StoreError;
 use crate::runtime::{CallError, LoadError};
 use crate::state::layout::LayoutError;
 use crate::state::StateError;
@@ -29,7 +29,7 @@ pub enum RunError {
         /// The spec field naming it (`process`, …).
         field: &'static str,
         /// What the function store said.
-        source: RegistryError,
+        source: StoreError,
     },
     /// A function could not be loaded for its role.
     #[error("{function}: {source}")]

@@ -8,13 +8,14 @@ use super::error::RunError;
 use super::operator::{FunctionCode, FunctionEnv, OperatorPlan};
 use std::collections::HashMap;
 
-use super::graph::{Graph, JoinSpec, Outputs, Route, StageKind, StageNode};
-use super::spec::{FunctionSpec, PipelineSpec, SpecError};
+use crate::spec::graph::{Graph, Outputs, Route, StageKind, StageNode};
+use crate::spec::JoinSpec;
+use crate::spec::{FunctionSpec, PipelineSpec, SpecError};
 use crate::checkpoint::CheckpointSettings;
 use crate::config;
 use crate::connectors::kafka::{self, KafkaSinkConfig};
 use crate::join::{JoinConfig, JoinKind};
-use crate::registry::FunctionStore;
+use crate::store::FunctionStore;
 use crate::runtime::native::NativeCatalog;
 use crate::runtime::{new_engine, EngineLimits, FunctionLoader, LoadedFunction, Role};
 use crate::window::WindowConfig;

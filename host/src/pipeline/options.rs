@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::live::RunHandle;
+use crate::observe::live::RunHandle;
 use crate::runtime::native::NativeCatalog;
 
 /// Reports how far a bounded source has got: `(done, total)` in the
@@ -24,7 +24,7 @@ pub struct RunOptions {
     /// Testing aid: pause this long after each batch the sink writes.
     pub sink_delay: Option<Duration>,
     /// Record each written event's end-to-end latency (see
-    /// [`latency`](super::latency)), reported in the run's summary.
+    /// [`latency`](crate::observe::latency)), reported in the run's summary.
     pub record_latency: bool,
     /// With `record_latency`: leave out events stamped within this long of
     /// the run's start.

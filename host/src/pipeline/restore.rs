@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use super::error::RunError;
-use super::graph::Graph;
+use crate::spec::graph::Graph;
 use super::options::{RestoreFrom, RunOptions};
-use super::spec::PipelineSpec;
+use crate::spec::PipelineSpec;
 use crate::checkpoint::CheckpointSettings;
 use crate::checkpoint::{
     self, CheckpointError, CheckpointStorage, KnownFiles, LocatedSnapshot, RestoreTarget,

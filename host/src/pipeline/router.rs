@@ -16,7 +16,7 @@ use std::sync::mpsc::SyncSender as SinkSender;
 
 use super::error::RunError;
 use super::failures::{self, SideEvents};
-use super::live::{LiveCounts, LiveMetrics, Stopwatch};
+use crate::observe::live::{LiveCounts, LiveMetrics, Stopwatch};
 use super::messages::{SinkMessage, SubtaskMessage};
 use super::operator::{FunctionCode, FunctionEnv, RoutedBatch};
 use crate::connectors::kafka::exchange::KEY_HEADER;

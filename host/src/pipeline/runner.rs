@@ -37,9 +37,9 @@ use std::time::Instant;
 
 use crossbeam_channel::bounded;
 
-use super::graph::{Graph, Outputs, Route, StageInput};
-use super::latency::LatencyRecorder;
-use super::live::LiveCounts;
+use crate::spec::graph::{Graph, Outputs, Route, StageInput};
+use crate::observe::latency::LatencyRecorder;
+use crate::observe::live::LiveCounts;
 use super::load::{prepare, FunctionTable, Prepared};
 use super::lock::PipelineLock;
 use super::messages::{SinkMessage, SubtaskMessage, CHANNEL_BATCHES};
@@ -48,7 +48,7 @@ use super::restore::{cached_backends, prepare_state};
 use super::router::{PortsPlan, RoutePlan, Router, RouterLinks};
 use super::sink_task::{open_sinks, SinkTask};
 use super::source_task::{SourceLinks, SourceTask};
-use super::spec::PipelineSpec;
+use crate::spec::PipelineSpec;
 use super::subtask::{Input, Subtask};
 use super::thread::{join, spawn};
 use crate::checkpoint::{
@@ -61,7 +61,7 @@ pub use super::error::RunError;
 pub use super::load::check;
 pub use super::options::{ProgressFn, RestoreFrom, RunOptions};
 pub use super::restore::checkpoint_storage;
-pub use super::summary::{OperatorCounts, RunSummary};
+use crate::observe::summary::RunSummary;
 
 /// Run `spec` to completion (bounded sources) or until asked to stop, and
 /// report what happened.

@@ -31,9 +31,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::error::RunError;
-use super::graph::{output_name, Graph, LINE_SINK};
-use super::latency::LatencyRecorder;
-use super::live::{RunHandle, Stopwatch};
+use crate::spec::graph::{output_name, Graph, LINE_SINK};
+use crate::observe::latency::LatencyRecorder;
+use crate::observe::live::{RunHandle, Stopwatch};
 use super::messages::SinkMessage;
 use crate::checkpoint::Ack;
 use crate::connectors::Sink;

@@ -16,11 +16,11 @@ use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::time::{Duration, Instant};
 
 use super::error::RunError;
-use super::live::{LiveCounts, LiveMetrics, Stopwatch};
+use crate::observe::live::{LiveCounts, LiveMetrics, Stopwatch};
 use super::messages::SubtaskMessage;
 use super::options::ProgressFn;
 use super::router::Router;
-use super::spec::PipelineSpec;
+use crate::spec::PipelineSpec;
 use crate::checkpoint::{Ack, LocatedSnapshot, SnapshotKind, Trigger};
 use crate::connectors::Source;
 use crate::runtime::packed::{Emitted, PackedEvents};
@@ -242,14 +242,14 @@ const SPLITS_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 fn split_metrics(
     source: &dyn Source,
     watermarks: Option<&SplitWatermarks>,
-) -> Vec<super::sampling::SplitMetrics> {
+) -> Vec<crate::observe::sampling::SplitMetrics> {
     let marks = watermarks.map(SplitWatermarks::split_watermarks).unwrap_or_default();
     let lag = source.lag();
     source
         .split_names()
         .into_iter()
         .enumerate()
-        .map(|(i, split)| super::sampling::SplitMetrics {
+        .map(|(i, split)| crate::observe::sampling::SplitMetrics {
             split,
             watermark: marks.get(i).copied().flatten(),
             lag: lag.get(i).copied().flatten(),

@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Select};
 
 use super::error::RunError;
-use super::graph::StageInput;
-use super::inspect::{self, StateAnswer, StateQuery};
-use super::live::{task_timing, LiveCounts, Stopwatch};
+use crate::spec::graph::StageInput;
+use crate::observe::inspect::{self, StateAnswer, StateQuery};
+use crate::observe::live::{task_timing, LiveCounts, Stopwatch};
 use super::messages::SubtaskMessage;
 use super::operator::KeyedOperator;
 use super::router::Router;
@@ -324,7 +324,7 @@ mod tests {
 
     use super::*;
     use crate::join::{JoinConfig, JoinKind, JoinOperator};
-    use crate::pipeline::live::LiveMetrics;
+    use crate::observe::live::LiveMetrics;
     use crate::pipeline::operator::{FunctionEnv, RoutedBatch};
     use crate::pipeline::router::{PortsPlan, RoutePlan, RouterLinks};
     use crate::runtime::FunctionLimits;

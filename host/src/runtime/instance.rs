@@ -358,7 +358,7 @@ impl TransformInstance {
                     guest.call_transform(store, &self.packed)
                 })?
                 .map_err(|e| failed(e.message))?;
-                packing::unpack(batch).map_err(failed)?
+                super::packed::unpack(batch).map_err(failed)?
             }
             Code::Native { function, .. } => {
                 let mut outputs = Vec::new();
@@ -779,7 +779,7 @@ impl AggregateFunctionInstance {
                     guest.call_results(store, batch.packed())
                 })?
                 .map_err(|e| e.message)
-                .and_then(packing::unpack)
+                .and_then(super::packed::unpack)
             }
             Code::Native { function, .. } => function.results(batch),
         }

@@ -339,11 +339,16 @@ impl Emitted {
     }
 }
 
+/// The events of `batch`, checked (see [`PackedEvents::from_batch`]).
+pub fn unpack(batch: EventBatch) -> Result<Vec<Event>, String> {
+    Ok(PackedEvents::from_batch(batch)?.to_events())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::runtime::packing::tests::{event, shape};
-    use crate::runtime::packing::{pack, unpack};
+    use crate::runtime::packing::pack;
 
     fn mixed() -> Vec<Event> {
         vec![

@@ -10,7 +10,6 @@ use super::bindings::weir::function::types::{
     Accumulate, AccumulateBatch, EventBatch, KeyedBatch, KeyedEvents, PackedKeys, ValueCells,
     Window, WindowResults,
 };
-use super::packed::PackedEvents;
 use crate::Event;
 
 /// An empty batch.
@@ -468,14 +467,10 @@ fn pieces<'a>(bytes: &'a [u8], ends: &'a [u32]) -> impl Iterator<Item = &'a [u8]
     starts.zip(ends).map(|(start, &end)| &bytes[start..end as usize])
 }
 
-/// The events of `batch`, checked (see [`PackedEvents::from_batch`]).
-pub fn unpack(batch: EventBatch) -> Result<Vec<Event>, String> {
-    Ok(PackedEvents::from_batch(batch)?.to_events())
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::runtime::packed::unpack;
 
     /// An event of `value` (its length as timestamp), `key` and `headers`.
     pub(crate) fn event(value: &str, key: Option<&str>, headers: &[(&str, &str)]) -> Event {

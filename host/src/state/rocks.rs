@@ -87,7 +87,7 @@ impl RocksDbBackend {
         options.set_memtable_whole_key_filtering(true);
         options.set_memtable_prefix_bloom_ratio(0.1);
         options.set_compaction_filter("weir-ttl", |_level, _key, value| {
-            if super::ttl::is_expired(value, super::ttl::now_millis()) {
+            if super::ttl::is_expired(value, crate::clock::now_millis()) {
                 rocksdb::CompactionDecision::Remove
             } else {
                 rocksdb::CompactionDecision::Keep
@@ -329,8 +329,8 @@ mod tests {
         use crate::state::ttl;
         let dir = tempfile::tempdir().unwrap();
         let mut db = RocksDbBackend::open(dir.path()).unwrap();
-        db.put(b"old", &ttl::encode(b"x", Some(ttl::now_millis() - 1))).unwrap();
-        db.put(b"young", &ttl::encode(b"y", Some(ttl::now_millis() + 3_600_000))).unwrap();
+        db.put(b"old", &ttl::encode(b"x", Some(crate::clock::now_millis() - 1))).unwrap();
+        db.put(b"young", &ttl::encode(b"y", Some(crate::clock::now_millis() + 3_600_000))).unwrap();
         db.put(b"forever", &ttl::encode(b"z", None)).unwrap();
         db.flush().unwrap();
         db.compact();

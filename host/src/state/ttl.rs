@@ -76,17 +76,6 @@ pub fn is_expired(stored: &[u8], now: i64) -> bool {
     matches!(decode(stored, now), Ok(None))
 }
 
-/// Milliseconds since the Unix epoch, now.
-pub fn now_millis() -> i64 {
-    now_micros().div_euclid(1000)
-}
-
-/// Microseconds since the Unix epoch, now.
-pub fn now_micros() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as i64)
-}
 
 #[cfg(test)]
 mod tests {

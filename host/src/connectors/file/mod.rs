@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::registry::{resolve, Access, ConfigError, SinkConfig, SinkMode, SourceConfig};
+use super::config::{resolve, Access, ConfigError, SinkConfig, SinkMode, SourceConfig};
 use super::{ConnectorError, Sink, Source, SplitSource};
 
 /// `source: { type: file, … }`: a file of JSON lines; each line is one

@@ -37,7 +37,7 @@ use rdkafka::producer::{BaseProducer, Producer as _};
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::ClientConfig;
 
-use super::registry::Access;
+use super::config::Access;
 use super::ConnectorError;
 
 /// What a Kafka client with these settings touches on the host: its

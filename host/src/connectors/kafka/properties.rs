@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::connectors::registry::ConfigError;
+use crate::connectors::config::ConfigError;
 
 /// Properties Weir sets itself (or takes from its own field), and why.
 const OWNED: &[(&str, &str)] = &[

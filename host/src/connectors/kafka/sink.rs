@@ -91,7 +91,7 @@ use serde::Deserialize;
 
 use super::exchange::{time_header, ExchangeOutput, Target, TIME_HEADER};
 use super::{client_config, kafka_error, Retry, CALL_TIMEOUT};
-use crate::connectors::registry::{Access, ConfigError, SinkConfig, SinkMode, SinkRole};
+use crate::connectors::config::{Access, ConfigError, SinkConfig, SinkMode, SinkRole};
 use crate::connectors::{ConnectorError, Sink};
 use crate::names::{is_valid_name, NAME_RULE};
 use crate::runtime::packed::{EventRef, PackedEvents};

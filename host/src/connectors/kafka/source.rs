@@ -30,7 +30,7 @@ use super::fetch_queue::{FetchQueue, Fetched};
 use super::{
     client_config, is_transient_code, kafka_error, outlasted, topic_partitions, Retry, CALL_TIMEOUT,
 };
-use crate::connectors::registry::{Access, ConfigError, SourceConfig};
+use crate::connectors::config::{Access, ConfigError, SourceConfig};
 use crate::connectors::timestamp::{json_timestamp, parse_rfc3339_millis};
 use crate::connectors::{decode, encode, ConnectorError, Polled, Source};
 use crate::Event;

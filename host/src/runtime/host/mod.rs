@@ -39,7 +39,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use super::bindings::weir::function::types::{self, KeyedTimers, TimeDomain};
 use super::limits::FunctionLimits;
 use super::packed::Emitted;
-use crate::state::ttl::{self, Ttl};
+use crate::state::ttl::Ttl;
 use crate::state::KeyedStateBackend;
 use crate::Event;
 
@@ -91,7 +91,7 @@ impl HostCtx {
         Self {
             table: handle_table(),
             wasi: super::wasi::sandboxed(),
-            call: CallScope::new(function, max_parallelism, ttl::now_millis),
+            call: CallScope::new(function, max_parallelism, crate::clock::now_millis),
             backend,
             state: StateCtx::default(),
             timers: TimersCtx::new(max_parallelism),

@@ -1,0 +1,164 @@
+//! `weir worker`: run a share of a pipeline on this machine, with the
+//! other workers of the same spec (cluster mode, docs/cluster.md); and
+//! `weir worker status`: what a worker runs.
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use weir_host::cluster::{self, status, PlanError, Worker, WorkerConfig, WorkerStatus};
+use weir_host::spec::PipelineSpec;
+
+/// What `weir worker` takes.
+#[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct WorkerArgs {
+    #[command(subcommand)]
+    command: Option<WorkerCommand>,
+    /// The pipeline spec: the same file on every worker.
+    spec: Option<PathBuf>,
+    /// Local scratch (state working copies, compiled code); state that
+    /// must survive lives in `checkpoint.storage`.
+    #[arg(long, env = weir_host::config::DATA_DIR_ENV)]
+    data_dir: Option<PathBuf>,
+    /// Address of the status routes (/healthz, /metrics, /v1/worker);
+    /// port 0 picks a free one.
+    #[arg(long, default_value = "127.0.0.1:9100")]
+    listen: SocketAddr,
+    /// This worker's name in reports and logs (default: the host name).
+    #[arg(long, env = "WEIR_WORKER_ID")]
+    worker_id: Option<String>,
+}
+
+/// `weir worker` subcommands.
+#[derive(clap::Subcommand)]
+pub enum WorkerCommand {
+    /// Print the units a worker runs, their lag and state size.
+    Status {
+        /// The worker's status address.
+        #[arg(long, default_value = "http://127.0.0.1:9100")]
+        server: String,
+        /// Print its JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Run `weir worker`.
+pub fn execute(args: WorkerArgs) -> anyhow::Result<()> {
+    match (args.command, args.spec) {
+        (Some(WorkerCommand::Status { server, json }), _) => print_status(&server, json),
+        (None, Some(spec)) => run(spec, args.data_dir, args.listen, args.worker_id),
+        (None, None) => anyhow::bail!(
+            "give the pipeline spec: weir worker pipeline.yaml (or weir worker status)"
+        ),
+    }
+}
+
+fn run(
+    spec: PathBuf,
+    data_dir: Option<PathBuf>,
+    listen: SocketAddr,
+    worker_id: Option<String>,
+) -> anyhow::Result<()> {
+    let spec = PipelineSpec::load(&spec)?;
+    let inputs = |config: &weir_host::connectors::kafka::KafkaSourceConfig| {
+        config.partitions().map_err(|e| PlanError::Input(e.to_string()))
+    };
+    let plan = cluster::plan(&spec, &inputs)?;
+    let data_dir = data_dir.unwrap_or_else(weir_host::config::default_data_dir);
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
+    let worker_id = worker_id.unwrap_or_else(host_name);
+    let listener = std::net::TcpListener::bind(listen)
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    let worker = Worker::new(WorkerConfig {
+        plan,
+        worker_id: worker_id.clone(),
+        data_dir,
+        natives: super::natives(),
+    });
+    let address = status::serve(Arc::clone(&worker), listener)?;
+    println!("weir worker {worker_id} listening on http://{address}");
+    std::io::stdout().flush()?;
+    let shutdown = Arc::new(AtomicBool::new(false));
+    on_termination(Arc::clone(&shutdown))?;
+    worker.run(&shutdown)?;
+    Ok(())
+}
+
+/// Set `flag` on SIGTERM or SIGINT.
+fn on_termination(flag: Arc<AtomicBool>) -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let (mut term, mut int) = runtime.block_on(async {
+        Ok::<_, std::io::Error>((
+            signal(SignalKind::terminate())?,
+            signal(SignalKind::interrupt())?,
+        ))
+    })?;
+    std::thread::Builder::new().name("signals".into()).spawn(move || {
+        runtime.block_on(async {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        });
+        flag.store(true, Ordering::Relaxed);
+    })?;
+    Ok(())
+}
+
+/// The machine's name, for the default worker id.
+fn host_name() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|name| name.trim().to_string())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| format!("worker-{}", std::process::id()))
+}
+
+fn print_status(server: &str, json: bool) -> anyhow::Result<()> {
+    let url = format!("{}/v1/worker", server.trim_end_matches('/'));
+    let response = reqwest::blocking::get(&url).with_context(|| format!("asking {url}"))?;
+    let text = response.error_for_status()?.text()?;
+    if json {
+        println!("{text}");
+        return Ok(());
+    }
+    let status: WorkerStatus = serde_json::from_str(&text)?;
+    println!(
+        "worker {} of pipeline {} (group {}): {} of {} units",
+        status.worker_id,
+        status.pipeline,
+        status.group,
+        status.units.len(),
+        status.units_total
+    );
+    println!(
+        "{:<40} {:<7} {:<9} {:>10} {:>10} {:>8} {:>12} {:>9}",
+        "UNIT", "ROLE", "STATE", "IN", "OUT", "LAG", "STATE BYTES", "RESTORED"
+    );
+    let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    for unit in &status.units {
+        println!(
+            "{:<40} {:<7} {:<9} {:>10} {:>10} {:>8} {:>12} {:>9}",
+            unit.unit,
+            unit.role,
+            unit.state,
+            unit.records_in,
+            unit.records_out,
+            or_dash(unit.lag.map(|l| l.to_string())),
+            or_dash(unit.state_bytes.map(|b| b.to_string())),
+            or_dash(unit.restored_from.map(|c| c.to_string())),
+        );
+        if let Some(error) = &unit.error {
+            println!("    last error: {error}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,316 @@
+//! The function store: uploaded functions, content-addressed and versioned
+//! by name.
+//!
+//! ```text
+//! <data dir>/functions/blobs/<sha256>.wasm   each component once (componentized)
+//! <data dir>/functions/index.json            name → versions (digest, worlds, size, time)
+//! ```
+//!
+//! An upload is validated (componentized if it is a core module, compiled
+//! and linked, which also fills the compiled-code cache) before anything is
+//! stored. Uploading the bytes a name's newest version already has is a
+//! no-op that returns that version. Names are checked (`[a-z0-9-]{1,63}`)
+//! and never become paths: files are only reached through a `cap-std`
+//! directory handle on the store, under names the store makes itself.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+use serde::{Deserialize, Serialize};
+
+use crate::runtime::{componentize, digest, FunctionLoader, LoadError};
+
+/// Why the store refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A function name outside `[a-z0-9-]{1,63}`.
+    #[error("invalid function name {0:?}: use {rule}", rule = crate::names::NAME_RULE)]
+    InvalidName(String),
+    /// The upload is not a usable function.
+    #[error(transparent)]
+    Invalid(#[from] LoadError),
+    /// No such function (or version).
+    #[error("no function {0}")]
+    NotFound(String),
+    /// The function is still used by pipelines.
+    #[error("function {name} is used by pipeline(s) {}", pipelines.join(", "))]
+    InUse {
+        /// The function.
+        name: String,
+        /// The pipelines using it.
+        pipelines: Vec<String>,
+    },
+    /// Reading or writing the store failed.
+    #[error("function store {path}: {source}")]
+    Io {
+        /// The store's directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The index could not be read.
+    #[error("function store index is corrupt: {0}")]
+    Corrupt(String),
+}
+
+/// One stored version of a function.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct FunctionVersion {
+    /// The function's name.
+    pub name: String,
+    /// 1, 2, … in upload order.
+    pub version: u32,
+    /// Hex SHA-256 of the stored component.
+    pub digest: String,
+    /// The Weir worlds it implements (`weir:function/key-function`, …).
+    pub worlds: Vec<String>,
+    /// Bytes of the component.
+    pub size: u64,
+    /// Upload time, ms since the epoch.
+    pub uploaded_at: i64,
+}
+
+type Index = BTreeMap<String, Vec<FunctionVersion>>;
+
+const INDEX: &str = "index.json";
+const BLOBS: &str = "blobs";
+
+/// The store of one data directory.
+pub struct FunctionStore {
+    root: Dir,
+    path: PathBuf,
+    /// Serializes changes to the index (uploads, deletes).
+    lock: Mutex<()>,
+}
+
+impl FunctionStore {
+    /// Open (creating) the store under `data_dir`.
+    pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
+        let path = crate::config::function_store_dir(data_dir);
+        let io = |source| StoreError::Io { path: path.clone(), source };
+        std::fs::create_dir_all(path.join(BLOBS)).map_err(io)?;
+        let root = Dir::open_ambient_dir(&path, ambient_authority()).map_err(io)?;
+        Ok(Self { root, path, lock: Mutex::new(()) })
+    }
+
+    fn io(&self) -> impl Fn(std::io::Error) -> StoreError + '_ {
+        move |source| StoreError::Io { path: self.path.clone(), source }
+    }
+
+    fn read_index(&self) -> Result<Index, StoreError> {
+        match self.root.read(INDEX) {
+            Ok(bytes) => {
+                serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt(e.to_string()))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Index::new()),
+            Err(e) => Err(self.io()(e)),
+        }
+    }
+
+    fn write_atomically(&self, dir: &Dir, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        super::write_atomically(dir, name, bytes).map_err(self.io())
+    }
+
+    /// Validate and store `bytes` as the next version of `name`; the version,
+    /// and whether this call created it (false: the newest version already
+    /// had these bytes).
+    pub fn upload(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        loader: &FunctionLoader,
+    ) -> Result<(FunctionVersion, bool), StoreError> {
+        check_name(name)?;
+        let component = componentize(bytes)?;
+        let loaded = loader.load(&component)?;
+        let _guard = self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut index = self.read_index()?;
+        let versions = index.entry(name.to_string()).or_default();
+        if let Some(newest) = versions.last().filter(|v| v.digest == loaded.digest) {
+            return Ok((newest.clone(), false));
+        }
+        let blobs = self.root.open_dir(BLOBS).map_err(self.io())?;
+        let blob = format!("{}.wasm", loaded.digest);
+        if !blobs.exists(&blob) {
+            self.write_atomically(&blobs, &blob, &component)?;
+        }
+        let version = FunctionVersion {
+            name: name.to_string(),
+            version: versions.last().map_or(1, |v| v.version + 1),
+            digest: loaded.digest.clone(),
+            worlds: loaded.worlds().into_iter().map(String::from).collect(),
+            size: component.len() as u64,
+            uploaded_at: crate::clock::now_millis(),
+        };
+        versions.push(version.clone());
+        let text =
+            serde_json::to_vec_pretty(&index).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        self.write_atomically(&self.root, INDEX, &text)?;
+        Ok((version, true))
+    }
+
+    /// Every function with its versions, by name.
+    pub fn list(&self) -> Result<Index, StoreError> {
+        self.read_index()
+    }
+
+    /// Version `version` of `name` (the newest when `None`).
+    pub fn get(&self, name: &str, version: Option<u32>) -> Result<FunctionVersion, StoreError> {
+        check_name(name)?;
+        let index = self.read_index()?;
+        let versions = index.get(name).ok_or_else(|| StoreError::NotFound(name.to_string()))?;
+        let found = match version {
+            Some(v) => versions.iter().find(|f| f.version == v),
+            None => versions.last(),
+        };
+        found.cloned().ok_or_else(|| {
+            StoreError::NotFound(format!("{name} version {}", version.unwrap_or_default()))
+        })
+    }
+
+    /// The stored component of `function`.
+    pub fn bytes(&self, function: &FunctionVersion) -> Result<Vec<u8>, StoreError> {
+        let blob = format!("{}.wasm", hex_digest(&function.digest)?);
+        let bytes = self.root.open_dir(BLOBS).and_then(|d| d.read(&blob)).map_err(self.io())?;
+        if digest(&bytes) != function.digest {
+            return Err(StoreError::Corrupt(format!(
+                "{} does not match its digest",
+                function.name
+            )));
+        }
+        Ok(bytes)
+    }
+
+    /// Remove `name` and its versions, unless `used_by` names pipelines
+    /// using it. Components no other function references are deleted.
+    pub fn delete(&self, name: &str, used_by: &[String]) -> Result<(), StoreError> {
+        check_name(name)?;
+        if !used_by.is_empty() {
+            return Err(StoreError::InUse {
+                name: name.to_string(),
+                pipelines: used_by.to_vec(),
+            });
+        }
+        let _guard = self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut index = self.read_index()?;
+        let removed =
+            index.remove(name).ok_or_else(|| StoreError::NotFound(name.to_string()))?;
+        let text =
+            serde_json::to_vec_pretty(&index).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        self.write_atomically(&self.root, INDEX, &text)?;
+        let blobs = self.root.open_dir(BLOBS).map_err(self.io())?;
+        for version in removed {
+            let still_used = index.values().flatten().any(|v| v.digest == version.digest);
+            if !still_used {
+                let _ = blobs.remove_file(format!("{}.wasm", hex_digest(&version.digest)?));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A function name ([`crate::names::NAME_RULE`]).
+fn check_name(name: &str) -> Result<(), StoreError> {
+    crate::names::is_valid_name(name)
+        .then_some(())
+        .ok_or_else(|| StoreError::InvalidName(name.chars().take(80).collect()))
+}
+
+/// A digest from the index, checked to be hex before it names a file.
+fn hex_digest(digest: &str) -> Result<&str, StoreError> {
+    let valid = digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit());
+    valid.then_some(digest).ok_or_else(|| StoreError::Corrupt(format!("digest {digest:?}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::loader::tests::core_module_for;
+    use crate::runtime::{new_engine, EngineLimits};
+
+    fn loader() -> FunctionLoader {
+        FunctionLoader::new(
+            new_engine(EngineLimits { instances: 4, ..Default::default() }).unwrap(),
+            None,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn uploads_are_validated_versioned_and_idempotent() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FunctionStore::open(dir.path()).unwrap();
+        let loader = loader();
+        let key = core_module_for("key-function");
+        let (first, created) = store.upload("revenue", &key, &loader).unwrap();
+        assert!(created);
+        assert_eq!(
+            (first.version, first.worlds.clone()),
+            (1, vec!["weir:function/key-function".to_string()])
+        );
+        assert_eq!(
+            store.upload("revenue", &key, &loader).unwrap(),
+            (first.clone(), false),
+            "the same bytes again: the same version"
+        );
+        let process = core_module_for("process-function");
+        let (second, _) = store.upload("revenue", &process, &loader).unwrap();
+        assert_eq!(second.version, 2);
+        assert_eq!(store.get("revenue", None).unwrap(), second);
+        assert_eq!(store.get("revenue", Some(1)).unwrap(), first);
+        let component = store.bytes(&first).unwrap();
+        assert!(wasmparser::Parser::is_component(&component), "stored componentized");
+        assert_eq!(store.list().unwrap()["revenue"].len(), 2);
+
+        // Reopening sees the same store.
+        let reopened = FunctionStore::open(dir.path()).unwrap();
+        assert_eq!(reopened.get("revenue", None).unwrap(), second);
+    }
+
+    #[test]
+    fn bad_names_and_bad_bytes_change_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FunctionStore::open(dir.path()).unwrap();
+        let loader = loader();
+        let key = core_module_for("key-function");
+        for name in ["", "../../etc", "UPPER", "a/b", &"x".repeat(64), "name\0"] {
+            assert!(
+                matches!(store.upload(name, &key, &loader), Err(StoreError::InvalidName(_))),
+                "{name:?}"
+            );
+        }
+        assert!(matches!(
+            store.upload("junk", b"not wasm", &loader),
+            Err(StoreError::Invalid(_))
+        ));
+        assert!(matches!(
+            store.upload("cut", &key[..key.len() / 2], &loader),
+            Err(StoreError::Invalid(_))
+        ));
+        assert!(store.list().unwrap().is_empty());
+        assert!(matches!(store.get("../x", None), Err(StoreError::InvalidName(_))));
+        assert!(matches!(store.get("missing", None), Err(StoreError::NotFound(_))));
+    }
+
+    #[test]
+    fn delete_refuses_while_used_and_keeps_shared_components() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FunctionStore::open(dir.path()).unwrap();
+        let loader = loader();
+        let key = core_module_for("key-function");
+        let (a, _) = store.upload("a", &key, &loader).unwrap();
+        store.upload("b", &key, &loader).unwrap();
+        assert!(matches!(
+            store.delete("a", &["orders".to_string()]),
+            Err(StoreError::InUse { .. })
+        ));
+        store.delete("a", &[]).unwrap();
+        assert!(matches!(store.get("a", None), Err(StoreError::NotFound(_))));
+        assert!(store.bytes(&a).is_ok(), "b still uses the same component");
+        store.delete("b", &[]).unwrap();
+        assert!(store.bytes(&a).is_err(), "no one uses it any more");
+    }
+}

@@ -1,0 +1,19 @@
+//! What one pipeline (source, key, process or window, sink) computes, run
+//! with `weir run` on files: the example functions of `functions/` —
+//! revenue, minute-revenue, windowed-revenue, customer-profile,
+//! fraud-detector, fraud-rules — against their exact expected output.
+//! Keyed state and its TTL, event time, watermarks and timers, windows
+//! and lateness, list and map state and side outputs, broadcast state,
+//! and the same results at any parallelism. No external service; nothing
+//! here is killed (that is `recovery`).
+//!
+//! Run the area alone with `cargo test -p weir-cli --test integration
+//! dataflow::`.
+
+mod customer_profile;
+mod fraud_detector;
+mod fraud_rules;
+mod minute_revenue;
+mod parallel;
+mod revenue;
+mod windows;

@@ -1,0 +1,234 @@
+//! Looking into running pipelines on the real `weir serve`: the metrics
+//! in the status and on `/metrics`, a key's state read while the pipeline
+//! runs, a tail of its output, a checkpoint's reported size against its
+//! files, and a slow sink showing up as backpressure upstream.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::support::kafka::{unique, TestKafka};
+use crate::support::*;
+
+const TOKEN: Option<&str> = Some("l00k");
+
+/// The revenue example's orders, one per line.
+fn example_orders() -> Vec<String> {
+    let text = std::fs::read_to_string(revenue_orders()).unwrap();
+    text.lines().filter(|l| !l.trim().is_empty()).map(str::to_string).collect()
+}
+
+/// Bytes on disk of every file checkpoint `location` references (its own
+/// and the shared ones).
+fn referenced_bytes(location: &str) -> u64 {
+    let dir = PathBuf::from(location.strip_prefix("file://").unwrap_or(location));
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("_metadata")).unwrap()).unwrap();
+    let shared = dir.parent().unwrap().join("shared");
+    let mut states = vec![metadata["state"].clone()];
+    states
+        .extend(metadata["operators"].as_array().into_iter().flatten().map(|o| o["state"].clone()));
+    let mut total = 0;
+    for state in states {
+        for (index, files) in state["subtasks"].as_array().into_iter().flatten().enumerate() {
+            for file in files.as_array().unwrap() {
+                let path = match file["shared"].as_str() {
+                    Some(name) => shared.join(name),
+                    None => {
+                        dir.join(format!("subtask-{index}")).join(file["name"].as_str().unwrap())
+                    }
+                };
+                total += std::fs::metadata(&path).unwrap_or_else(|e| panic!("{path:?}: {e}")).len();
+            }
+        }
+    }
+    total
+}
+
+/// `GET path` as the raw body text (a tail's server-sent events).
+fn text(server: &Server, path: &str) -> (u16, String) {
+    let (status, body) = server.raw("GET", path.as_bytes(), TOKEN, b"");
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+#[test]
+fn a_running_pipelines_state_output_and_metrics_are_read_without_stopping_it() {
+    let kafka = TestKafka::start();
+    let orders = unique("observed-orders");
+    kafka.create_topic(&orders, 1);
+    for order in example_orders() {
+        kafka.produce(&orders, Some(0), None, order.as_bytes());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("data"), &["--token", "l00k"]);
+    let wasm = std::fs::read(function("revenue")).unwrap();
+    assert_eq!(server.call("PUT", "/v1/functions/revenue", TOKEN, &wasm).0, 201);
+    let source = format!(
+        "{{ type: kafka, bootstrap_servers: {:?}, topics: [{orders}], timestamp_field: event_time }}",
+        kafka.bootstrap()
+    );
+    let spec = stored_revenue_spec(
+        "observed",
+        &source,
+        "{ type: discard }",
+        "parallelism: 2\ncheckpoint: { interval: 200ms }\nwatermark: { max_out_of_orderness: 5s }\n",
+    );
+    let (status, body) = server.call("POST", "/v1/pipelines", TOKEN, spec.as_bytes());
+    assert_eq!(status, 201, "{body}");
+    let path = "/v1/pipelines/observed";
+    let status = server.wait_for(path, TOKEN, Duration::from_secs(60), |s| {
+        s["counts"]["sink_records"].as_u64() >= Some(7)
+            && s["metrics"]["checkpoints"]["completed"].as_u64() >= Some(2)
+    });
+
+    // State: exactly the example's totals (c1 50.00, c2 48.00, c3 17.00),
+    // read from the running pipeline.
+    for (customer, cents) in [("1", 5000), ("2", 4800), ("3", 1700)] {
+        let query = format!("{path}/state?state=total&key={customer}&decode=i64");
+        let (code, answer) = server.call("GET", &query, TOKEN, b"");
+        assert_eq!(code, 200, "{answer}");
+        assert_eq!(answer["found"], true, "{answer}");
+        assert_eq!(
+            (answer["kind"].as_str(), answer["value"].as_i64()),
+            (Some("value"), Some(cents))
+        );
+        assert_eq!(answer["operator"], "process", "the only keyed operator by default");
+    }
+    let url = server.url();
+    let cli =
+        ["pipeline", "state", "observed", "--state", "total", "--key", "2", "--decode", "i64"];
+    let printed = weir(&[&cli[..], &["--server", &url, "--token", "l00k"]].concat());
+    assert!(printed.status.success(), "{printed:?}");
+    assert_eq!(String::from_utf8_lossy(&printed.stdout).trim(), "4800");
+    let (code, raw) = server.call("GET", &format!("{path}/state?state=total&key=1"), TOKEN, b"");
+    assert_eq!((code, raw["encoding"].as_str()), (200, Some("bytes")), "a Rust function's default");
+    assert_eq!(raw["value"], "904e", "5000 as postcard's zigzag varint, in hex");
+    let (_, absent) = server.call("GET", &format!("{path}/state?state=total&key=9"), TOKEN, b"");
+    assert_eq!((absent["found"].as_bool(), absent["value"].is_null()), (Some(false), true));
+    let unknown =
+        server.call("GET", &format!("{path}/state?operator=nope&state=total&key=1"), TOKEN, b"");
+    assert_eq!(unknown.0, 404, "{}", unknown.1);
+    assert!(unknown.1["error"]["message"].as_str().unwrap().contains("process"), "{}", unknown.1);
+    assert_eq!(server.call("GET", &format!("{path}/state?key=1"), TOKEN, b"").0, 400);
+    assert_eq!(server.call("GET", &format!("{path}/state?state=total&key=1"), None, b"").0, 401);
+    assert_eq!(server.call("GET", &format!("{path}/tail"), None, b"").0, 401);
+
+    // Metrics in the status: the graph, every task, checkpoints.
+    let metrics = &status["metrics"];
+    let ids: Vec<&str> = metrics["operators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["source", "key", "process", "main"], "{metrics}");
+    assert_eq!(metrics["operators"][2]["subtasks"].as_array().map(Vec::len), Some(2));
+    let edges = metrics["edges"].as_array().unwrap();
+    assert!(edges.contains(&serde_json::json!(["source", "process"])), "{metrics}");
+    assert!(edges.contains(&serde_json::json!(["process", "main"])), "{metrics}");
+    let keyed: u64 = metrics["operators"][2]["subtasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["records_in"].as_u64().unwrap())
+        .sum();
+    assert_eq!(keyed, 7, "{metrics}");
+    assert!(metrics["watermark_lag_ms"].as_i64() > Some(0), "{metrics}");
+    // The source's partition: its watermark, and no lag once all is read.
+    let status = server.wait_for(path, TOKEN, Duration::from_secs(30), |s| {
+        s["metrics"]["operators"][0]["subtasks"][0]["splits"][0]["lag"] == 0
+    });
+    let split = &status["metrics"]["operators"][0]["subtasks"][0]["splits"][0];
+    assert_eq!(split["split"].as_str(), Some(format!("{orders}/0").as_str()), "{split}");
+    assert!(split["watermark"].as_i64() > Some(1_768_471_200_000), "{split}");
+
+    // The newest checkpoint's size is the files it references.
+    let (_, list) = server.call("GET", &format!("{path}/checkpoints"), TOKEN, b"");
+    let newest = &list["checkpoints"][0];
+    let location = newest["location"].as_str().unwrap();
+    assert_eq!(newest["size_bytes"].as_u64(), Some(referenced_bytes(location)), "{newest}");
+    assert!(newest["size_bytes"].as_u64() > Some(0));
+    // Its alignment is kept with it: part of its duration.
+    let alignment = newest["alignment_ms"].as_u64().expect("alignment_ms");
+    assert!(Some(alignment) <= newest["duration_ms"].as_u64(), "{newest}");
+
+    // Prometheus: per task, labelled.
+    let (_, text_metrics) = server.call("GET", "/metrics", TOKEN, b"");
+    let text_metrics = text_metrics.as_str().unwrap().to_string();
+    let lag_line = format!("weir_source_split_lag_records{{pipeline=\"observed\",operator=\"source\",subtask=\"0\",split=\"{orders}/0\"}} 0");
+    for family in [
+        "weir_task_busy_seconds_total{pipeline=\"observed\",operator=\"process\",kind=\"keyed\",subtask=\"1\"}",
+        "weir_task_backpressured_milliseconds_per_second{pipeline=\"observed\",operator=\"source\"",
+        "weir_task_state_bytes{pipeline=\"observed\",operator=\"process\"",
+        "weir_snapshots_failed_total{pipeline=\"observed\"} 0",
+        "weir_pipeline_restarts_total{pipeline=\"observed\"} 0",
+        lag_line.as_str(),
+    ] {
+        assert!(text_metrics.contains(family), "{family} missing from\n{text_metrics}");
+    }
+
+    // Tail: a reader sees new output as it is written, then its stream ends.
+    let tail = std::thread::scope(|scope| {
+        let reader =
+            scope.spawn(|| text(&server, &format!("{path}/tail?output=main&limit=3&rate=100")));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut order_id = 1000;
+        while !reader.is_finished() {
+            assert!(Instant::now() < deadline, "the tail never got 3 events");
+            order_id += 1;
+            let order = format!(
+                "{{\"order_id\":{order_id},\"customer_id\":1,\"amount\":1.00,\"event_time\":\"2026-01-15T10:05:00Z\"}}"
+            );
+            kafka.produce(&orders, Some(0), None, order.as_bytes());
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        reader.join().unwrap()
+    });
+    assert_eq!(tail.0, 200, "{}", tail.1);
+    let events: Vec<serde_json::Value> = tail
+        .1
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| serde_json::from_str(d.trim()).unwrap())
+        .collect();
+    assert_eq!(events.len(), 3, "{}", tail.1);
+    let value: serde_json::Value =
+        serde_json::from_str(events[0]["value"].as_str().unwrap()).unwrap();
+    assert_eq!(value["customer_id"], 1, "{value}");
+    assert!(value["order_id"].as_u64() > Some(1000), "only output written after it began: {value}");
+    let (code, body) = text(&server, &format!("{path}/tail?output=nope"));
+    assert!(code == 404 && body.contains("main"), "{code} {body}");
+    assert_eq!(server.call("DELETE", path, TOKEN, b"").0, 204);
+}
+
+#[test]
+fn a_slow_sink_shows_as_backpressure_upstream_and_a_busy_sink() {
+    let dir = tempfile::tempdir().unwrap();
+    let data: &Path = &dir.path().join("data");
+    let server = Server::start_with_env(data, &[], &[("WEIR_SINK_DELAY_MS", "20")]);
+    let wasm = std::fs::read(function("revenue")).unwrap();
+    assert_eq!(server.call("PUT", "/v1/functions/revenue", None, &wasm).0, 201);
+    let source = "{ type: generator, count: 100000000, keys: 100 }";
+    let spec = stored_revenue_spec("slow", source, "{ type: discard }", "parallelism: 2\n");
+    assert_eq!(server.call("POST", "/v1/pipelines", None, spec.as_bytes()).0, 201);
+    // The least of `field` over the tasks of operator `operator` (0 when
+    // it has none yet).
+    let task = |s: &serde_json::Value, operator: usize, field: &str| -> f64 {
+        let tasks = s["metrics"]["operators"][operator]["subtasks"].as_array().cloned();
+        let values = tasks
+            .unwrap_or_default()
+            .iter()
+            .map(|t| t[field].as_f64().unwrap_or(0.0))
+            .collect::<Vec<_>>();
+        values.iter().copied().reduce(f64::min).unwrap_or(0.0)
+    };
+    // Every keyed subtask spends most of each second waiting for the sink,
+    // which spends most of it writing.
+    let status = server.wait_for("/v1/pipelines/slow", None, Duration::from_secs(60), |s| {
+        task(s, 2, "backpressured_ms_per_second") > 600.0
+            && task(s, 3, "busy_ms_per_second") > 600.0
+    });
+    let sink = &status["metrics"]["operators"][3]["subtasks"][0];
+    assert!(sink["backpressured_ms_per_second"].as_f64() < Some(100.0), "{sink}");
+    assert!(sink["call_ms_per_second"].as_f64() > Some(500.0), "writing: {sink}");
+    assert_eq!(server.call("DELETE", "/v1/pipelines/slow", None, b"").0, 204);
+}
