@@ -36,13 +36,13 @@ use rdkafka::message::Message;
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 
-use weir_host::connectors::kafka::{send_waiting, serve_deliveries, CountsDeliveries};
 use serde::Serialize;
+use weir_host::connectors::kafka::{send_waiting, serve_deliveries, CountsDeliveries};
 
 use super::BenchError;
 use weir_host::cluster::WorkerStatus;
-use weir_host::observe::process::CpuTicks;
 use weir_host::observe::latency::{LatencyRecorder, LatencySummary, LATENCY_SO_FAR};
+use weir_host::observe::process::CpuTicks;
 use weir_host::state::{key_group, subtask_for_key_group};
 
 /// Partitions of every input and output topic, and the keyed stage's
@@ -1102,8 +1102,11 @@ impl Proc {
 
     /// User + system CPU seconds of the process so far.
     fn cpu_seconds(&self) -> f64 {
-        weir_host::observe::process::process_cpu(Path::new(&format!("/proc/{}/stat", self.child.id())))
-            .map_or(0.0, |(_, s)| s)
+        weir_host::observe::process::process_cpu(Path::new(&format!(
+            "/proc/{}/stat",
+            self.child.id()
+        )))
+        .map_or(0.0, |(_, s)| s)
     }
 
     /// Its CPU seconds by thread group; `other` includes ended threads.

@@ -16,6 +16,8 @@
 //! As ArchUnit does for Java: the rule lives beside the code and a change
 //! that breaks it fails `cargo test` with the import at fault named.
 
+#![allow(clippy::unwrap_used)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -72,7 +74,8 @@ fn code_only(text: &str) -> String {
             let hashes = rest[1..].chars().take_while(|&c| c == '#').count();
             let close = format!("\"{}", "#".repeat(hashes));
             let open = 2 + hashes;
-            i += open + rest[open..].find(&close).map_or(rest.len() - open, |end| end + close.len());
+            i +=
+                open + rest[open..].find(&close).map_or(rest.len() - open, |end| end + close.len());
             out.push_str("\"\"");
         } else if rest.starts_with('"') {
             let mut j = 1;
@@ -99,11 +102,7 @@ fn code_only(text: &str) -> String {
 /// Whether `rest` (starting with `'`) opens a char literal, not a lifetime.
 fn is_char_literal(rest: &str) -> bool {
     let mut chars = rest.chars().skip(1);
-    match (chars.next(), chars.next()) {
-        (Some('\\'), _) => true,
-        (Some(_), Some('\'')) => true,
-        _ => false,
-    }
+    matches!((chars.next(), chars.next()), (Some('\\'), _) | (Some(_), Some('\'')))
 }
 
 /// The length of the attribute and the item it marks: up to the end of its
@@ -206,10 +205,9 @@ fn find_word(text: &str, word: &str) -> Option<usize> {
     None
 }
 
-/// `path` as an absolute module path seen from `module` (a file's module;
-/// `is_front` when the file is a folder's `mod.rs`), or `None` when it
-/// names something outside the crate.
-fn resolve(path: &str, module: &[String], is_front: bool) -> Option<Vec<String>> {
+/// `path` as an absolute module path seen from `module` (a file's
+/// module), or `None` when it names something outside the crate.
+fn resolve(path: &str, module: &[String]) -> Option<Vec<String>> {
     let mut parts = path.split("::").filter(|p| !p.is_empty());
     let first = parts.next()?;
     let mut base: Vec<String> = match first {
@@ -220,7 +218,6 @@ fn resolve(path: &str, module: &[String], is_front: bool) -> Option<Vec<String>>
             if first == "super" {
                 base.pop();
             }
-            let _ = is_front;
             base
         }
         _ => return None,
@@ -243,16 +240,13 @@ fn sources() -> Vec<Source> {
     rust_files(&root, &mut files);
     files
         .iter()
-        .filter_map(|path| {
+        .map(|path| {
             let relative = path.strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/");
             let text = std::fs::read_to_string(path).unwrap();
             let module = module_of(&relative);
-            let is_front = relative.ends_with("mod.rs");
-            let imports = named_paths(&code_only(&text))
-                .iter()
-                .filter_map(|p| resolve(p, &module, is_front))
-                .collect();
-            Some(Source { file: relative, module, imports })
+            let imports =
+                named_paths(&code_only(&text)).iter().filter_map(|p| resolve(p, &module)).collect();
+            Source { file: relative, module, imports }
         })
         .collect()
 }
@@ -382,10 +376,8 @@ fn no_folder_has_an_import_circle() {
     for (folder, edges) in &folders {
         for start in edges.keys() {
             if let Some(path) = circle_through(edges, start) {
-                let shown: Vec<_> = path
-                    .windows(2)
-                    .map(|pair| edges[&pair[0]][&pair[1]].clone())
-                    .collect();
+                let shown: Vec<_> =
+                    path.windows(2).map(|pair| edges[&pair[0]][&pair[1]].clone()).collect();
                 let mut members = path[..path.len() - 1].to_vec();
                 members.sort();
                 circles.push((members, format!("in {}/: {}", folder.join("/"), shown.join("; "))));
@@ -437,6 +429,6 @@ fn the_reader_sees_use_trees_and_skips_comments_strings_and_tests() {
         ["crate::a", "crate::a::b", "crate::a::c::d", "crate::a::c::self", "crate::f::g"]
     );
     let module = vec!["x".to_string(), "y".to_string()];
-    assert_eq!(resolve("super::z::w", &module, false), Some(vec!["x".into(), "z".into(), "w".into()]));
-    assert_eq!(resolve("std::mem", &module, false), None);
+    assert_eq!(resolve("super::z::w", &module), Some(vec!["x".into(), "z".into(), "w".into()]));
+    assert_eq!(resolve("std::mem", &module), None);
 }

@@ -4,10 +4,10 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
+use crate::runtime::LoadError;
 use crate::serve::grants::NotGranted;
 use crate::serve::{ServeError, ServeErrorKind};
 use crate::store::StoreError;
-use crate::runtime::LoadError;
 
 /// An error answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

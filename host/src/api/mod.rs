@@ -40,9 +40,9 @@ mod error;
 mod functions;
 pub mod guard;
 mod inspect;
-mod prometheus;
 mod openapi;
 mod pipelines;
+mod prometheus;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -56,20 +56,20 @@ use utoipa::OpenApi as _;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+pub use crate::serve::ServerLimits;
+pub use crate::serve::{Supervisor, Upgrade, VersionChoice};
 pub use client::ApiClient;
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use functions::{FunctionDetails, FunctionList, FunctionVersions};
 pub use guard::SurfaceConfig;
 pub use inspect::{Decode, StateView};
-pub use crate::serve::ServerLimits;
 pub use pipelines::{
     Counts, OperatorCountsView, PinnedFunction, PipelineList, PipelineStatus, SnapshotInfo,
     SnapshotList, SnapshotRef, SnapshotTaken, StageCountsView, StopRequest,
 };
-pub use crate::serve::{Supervisor, Upgrade, VersionChoice};
 
-use crate::store::FunctionStore;
 use crate::runtime::{new_engine, FunctionLoader};
+use crate::store::FunctionStore;
 
 /// How to serve.
 #[derive(Debug, Clone)]

@@ -13,12 +13,12 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::access::{Caller, Role};
-use crate::serve::supervisor::{PipelineView, Supervisor, Upgrade};
 use super::{blocking, ApiError, AppState, ErrorBody};
 use crate::checkpoint::{CheckpointStorage, CompletedSnapshot, SnapshotMetadata};
 use crate::observe::sampling::MetricsView;
-pub use crate::serve::restart::RestartStatus;
 use crate::observe::{OperatorCounts, RunSummary};
+pub use crate::serve::restart::RestartStatus;
+use crate::serve::supervisor::{PipelineView, Supervisor, Upgrade};
 use crate::store::PipelineState;
 
 /// A pipeline's status.

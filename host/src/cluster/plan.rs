@@ -17,13 +17,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::spec::cluster::ClusterSettings;
 use crate::connectors::kafka::exchange::{ExchangeInput, ExchangeOutput};
 use crate::connectors::kafka::{Delivery, KafkaSinkConfig, KafkaSourceConfig};
 use crate::connectors::{SinkSpec, SourceSpec};
 use crate::names::is_valid_name;
-use crate::spec::{InputSpec, NodeSpec};
+use crate::spec::cluster::ClusterSettings;
 use crate::spec::FunctionSpec;
+use crate::spec::{InputSpec, NodeSpec};
 use crate::spec::{PipelineSpec, SpecError};
 
 /// Prefix of every node name a plan adds to a unit's graph.

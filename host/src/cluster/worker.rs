@@ -31,8 +31,8 @@ use super::{topics, ClusterPlan, Unit};
 use crate::checkpoint::SnapshotKind;
 use crate::connectors::kafka::{client_config, kafka_error};
 use crate::connectors::{ConnectorError, SourceSpec};
-use crate::pipeline::{self, RunError, RunOptions};
 use crate::observe::{RequestError, RunHandle, RunSummary};
+use crate::pipeline::{self, RunError, RunOptions};
 use crate::runtime::native::NativeCatalog;
 
 /// Group settings: a dead worker's units move after the session timeout; a

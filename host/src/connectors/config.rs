@@ -161,4 +161,3 @@ pub(crate) fn resolve(path: &mut PathBuf, base: &Path) {
 /// then the field's path within the section and `: `, so the spec can name
 /// the whole path (`sink.transaction_timeout`).
 pub(crate) const NESTED_FIELD: char = '.';
-

@@ -18,10 +18,10 @@ mod splits;
 pub mod stdout;
 mod timestamp;
 
+pub use config::{Access, ConfigError, SinkConfig, SinkMode, SinkRole, SourceConfig};
 pub use discard::DiscardSink;
 pub use file::{BadTimestamps, FileSink, FileSource};
 pub use generator::{Encoding, GeneratorSource};
-pub use config::{Access, ConfigError, SinkConfig, SinkMode, SinkRole, SourceConfig};
 pub use registry::{open_sink, open_source, SinkSpec, SourceSpec};
 pub use splits::SplitSource;
 pub use stdout::StdoutSink;

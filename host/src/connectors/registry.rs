@@ -5,12 +5,11 @@
 //! [`SourceSpec`] / [`SinkSpec`]. Adding a connector is its module plus one
 //! line below.
 
-
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 
-use super::config::{SinkConfig, SinkMode, SourceConfig};
 use super::config::NESTED_FIELD;
+use super::config::{SinkConfig, SinkMode, SourceConfig};
 use super::{ConnectorError, Sink, Source};
 
 /// The spec enum of one kind of connector: a variant per `type:` name,

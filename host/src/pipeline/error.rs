@@ -7,10 +7,10 @@ use std::path::PathBuf;
 
 use crate::checkpoint::CheckpointError;
 use crate::connectors::ConnectorError;
-use crate::store::StoreError;
 use crate::runtime::{CallError, LoadError};
 use crate::state::layout::LayoutError;
 use crate::state::StateError;
+use crate::store::StoreError;
 
 /// Why a run failed.
 #[derive(Debug, thiserror::Error)]

@@ -8,16 +8,16 @@ use super::error::RunError;
 use super::operator::{FunctionCode, FunctionEnv, OperatorPlan};
 use std::collections::HashMap;
 
-use crate::spec::graph::{Graph, Outputs, Route, StageKind, StageNode};
-use crate::spec::JoinSpec;
-use crate::spec::{FunctionSpec, PipelineSpec, SpecError};
 use crate::checkpoint::CheckpointSettings;
 use crate::config;
 use crate::connectors::kafka::{self, KafkaSinkConfig};
 use crate::join::{JoinConfig, JoinKind};
-use crate::store::FunctionStore;
 use crate::runtime::native::NativeCatalog;
 use crate::runtime::{new_engine, EngineLimits, FunctionLoader, LoadedFunction, Role};
+use crate::spec::graph::{Graph, Outputs, Route, StageKind, StageNode};
+use crate::spec::JoinSpec;
+use crate::spec::{FunctionSpec, PipelineSpec, SpecError};
+use crate::store::FunctionStore;
 use crate::window::WindowConfig;
 
 /// What a run needs before it starts.

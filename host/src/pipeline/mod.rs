@@ -35,6 +35,4 @@ mod subtask;
 mod thread;
 
 pub use lock::LockError;
-pub use runner::{
-    check, checkpoint_storage, run, ProgressFn, RestoreFrom, RunError, RunOptions,
-};
+pub use runner::{check, checkpoint_storage, run, ProgressFn, RestoreFrom, RunError, RunOptions};

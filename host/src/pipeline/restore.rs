@@ -6,9 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use super::error::RunError;
-use crate::spec::graph::Graph;
 use super::options::{RestoreFrom, RunOptions};
-use crate::spec::PipelineSpec;
 use crate::checkpoint::CheckpointSettings;
 use crate::checkpoint::{
     self, CheckpointError, CheckpointStorage, KnownFiles, LocatedSnapshot, RestoreTarget,
@@ -16,6 +14,8 @@ use crate::checkpoint::{
 };
 use crate::config;
 use crate::connectors::kafka::{self, CommitMarker, KafkaSinkConfig};
+use crate::spec::graph::Graph;
+use crate::spec::PipelineSpec;
 use crate::state::changelog::Changelog;
 use crate::state::layout::{self, Layout};
 use crate::state::{CachedBackend, KeyedStateBackend, RocksDbBackend};

@@ -16,10 +16,10 @@ use std::sync::mpsc::SyncSender as SinkSender;
 
 use super::error::RunError;
 use super::failures::{self, SideEvents};
-use crate::observe::live::{LiveCounts, LiveMetrics, Stopwatch};
 use super::messages::{SinkMessage, SubtaskMessage};
 use super::operator::{FunctionCode, FunctionEnv, RoutedBatch};
 use crate::connectors::kafka::exchange::KEY_HEADER;
+use crate::observe::live::{LiveCounts, LiveMetrics, Stopwatch};
 use crate::runtime::packed::{Emitted, PackedEvents};
 use crate::runtime::packing::KeyList;
 use crate::runtime::{KeyFunctionInstance, TransformInstance};

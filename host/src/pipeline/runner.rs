@@ -37,9 +37,6 @@ use std::time::Instant;
 
 use crossbeam_channel::bounded;
 
-use crate::spec::graph::{Graph, Outputs, Route, StageInput};
-use crate::observe::latency::LatencyRecorder;
-use crate::observe::live::LiveCounts;
 use super::load::{prepare, FunctionTable, Prepared};
 use super::lock::PipelineLock;
 use super::messages::{SinkMessage, SubtaskMessage, CHANNEL_BATCHES};
@@ -48,7 +45,6 @@ use super::restore::{cached_backends, prepare_state};
 use super::router::{PortsPlan, RoutePlan, Router, RouterLinks};
 use super::sink_task::{open_sinks, SinkTask};
 use super::source_task::{SourceLinks, SourceTask};
-use crate::spec::PipelineSpec;
 use super::subtask::{Input, Subtask};
 use super::thread::{join, spawn};
 use crate::checkpoint::{
@@ -56,6 +52,10 @@ use crate::checkpoint::{
 };
 use crate::config;
 use crate::connectors::open_source;
+use crate::observe::latency::LatencyRecorder;
+use crate::observe::live::LiveCounts;
+use crate::spec::graph::{Graph, Outputs, Route, StageInput};
+use crate::spec::PipelineSpec;
 
 pub use super::error::RunError;
 pub use super::load::check;

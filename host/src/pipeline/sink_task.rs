@@ -31,13 +31,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::error::RunError;
-use crate::spec::graph::{output_name, Graph, LINE_SINK};
-use crate::observe::latency::LatencyRecorder;
-use crate::observe::live::{RunHandle, Stopwatch};
 use super::messages::SinkMessage;
 use crate::checkpoint::Ack;
 use crate::connectors::Sink;
 use crate::connectors::{open_sink, SinkMode};
+use crate::observe::latency::LatencyRecorder;
+use crate::observe::live::{RunHandle, Stopwatch};
+use crate::spec::graph::{output_name, Graph, LINE_SINK};
 
 /// What the sinks record in a snapshot: each sink's pre-commit state (a
 /// line spec's main sink as `main`, every other sink by name).

@@ -16,14 +16,14 @@ use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::time::{Duration, Instant};
 
 use super::error::RunError;
-use crate::observe::live::{LiveCounts, LiveMetrics, Stopwatch};
 use super::messages::SubtaskMessage;
 use super::options::ProgressFn;
 use super::router::Router;
-use crate::spec::PipelineSpec;
 use crate::checkpoint::{Ack, LocatedSnapshot, SnapshotKind, Trigger};
 use crate::connectors::Source;
+use crate::observe::live::{LiveCounts, LiveMetrics, Stopwatch};
 use crate::runtime::packed::{Emitted, PackedEvents};
+use crate::spec::PipelineSpec;
 use crate::state::SnapshotForm;
 use crate::time::{SplitWatermarks, WatermarkSnapshot};
 

@@ -21,14 +21,14 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Select};
 
 use super::error::RunError;
-use crate::spec::graph::StageInput;
-use crate::observe::inspect::{self, StateAnswer, StateQuery};
-use crate::observe::live::{task_timing, LiveCounts, Stopwatch};
 use super::messages::SubtaskMessage;
 use super::operator::KeyedOperator;
 use super::router::Router;
 use crate::checkpoint::{Ack, CheckpointError};
+use crate::observe::inspect::{self, StateAnswer, StateQuery};
+use crate::observe::live::{task_timing, LiveCounts, Stopwatch};
 use crate::runtime::Language;
+use crate::spec::graph::StageInput;
 use crate::state::SnapshotForm;
 
 /// How often an idle subtask checks for due processing-time timers.

@@ -347,8 +347,8 @@ pub fn unpack(batch: EventBatch) -> Result<Vec<Event>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::packing::tests::{event, shape};
     use crate::runtime::packing::pack;
+    use crate::runtime::packing::tests::{event, shape};
 
     fn mixed() -> Vec<Event> {
         vec![

@@ -36,10 +36,10 @@ use std::path::{Component, Path, PathBuf};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
-use crate::spec::PipelineSpec;
 use crate::config;
 use crate::connectors::kafka::{served_property, ServedProperty};
 use crate::connectors::Access;
+use crate::spec::PipelineSpec;
 
 /// What the operator grants with `weir serve` flags.
 #[derive(Debug, Clone, Default)]

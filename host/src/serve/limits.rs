@@ -4,10 +4,10 @@
 //! functions. Each refusal is a 4xx naming the limit and the `weir serve`
 //! flag that raises it. It never changes a spec; it only says no.
 
-use crate::spec::graph::Graph;
-use crate::spec::Size;
-use crate::spec::PipelineSpec;
 use crate::runtime::{FunctionLimits, Language};
+use crate::spec::graph::Graph;
+use crate::spec::PipelineSpec;
+use crate::spec::Size;
 use crate::units::format_bytes;
 
 use super::ServeError;
@@ -207,7 +207,8 @@ mod tests {
         let error = ApiError::from(limits.check_new_pipeline(32).unwrap_err());
         assert!(error.message.contains("--max-pipelines"), "{error}");
         limits.check_new_pipeline(31).unwrap();
-        let error = ApiError::from(limits.check_spec_size(&"#".repeat((256 << 10) + 1)).unwrap_err());
+        let error =
+            ApiError::from(limits.check_spec_size(&"#".repeat((256 << 10) + 1)).unwrap_err());
         assert_eq!(error.status.as_u16(), 413);
         assert!(error.message.contains("--max-spec-bytes"), "{error}");
     }

@@ -31,12 +31,12 @@ use super::restart::RestartStatus;
 use super::ServeError;
 use crate::checkpoint::{CheckpointStorage, SnapshotKind, SnapshotMetadata};
 use crate::config;
-use crate::serve::grants::Grants;
-use crate::pipeline::lock::{PipelineLock, ServerLock};
-use crate::serve::restart::RestartTracker;
-use crate::pipeline::{self, RestoreFrom, RunError, RunOptions};
-use crate::spec::{DeployedSpec, PipelineSpec};
 use crate::observe::{RequestError, RunHandle, RunSummary};
+use crate::pipeline::lock::{PipelineLock, ServerLock};
+use crate::pipeline::{self, RestoreFrom, RunError, RunOptions};
+use crate::serve::grants::Grants;
+use crate::serve::restart::RestartTracker;
+use crate::spec::{DeployedSpec, PipelineSpec};
 use crate::store::{FunctionStore, PipelineRecord, PipelineState, PipelineStore, RestorePoint};
 
 /// How long a savepoint (and the stop after it) may take.
@@ -505,8 +505,9 @@ impl Supervisor {
         } else {
             next.restore = newest_savepoint(&self.data_dir, &spec)?.or(next.restore);
             if let Some(point) = &next.restore {
-                let spec =
-                    next.spec(&self.data_dir).map_err(|e| ServeError::invalid_spec(e.to_string()))?;
+                let spec = next
+                    .spec(&self.data_dir)
+                    .map_err(|e| ServeError::invalid_spec(e.to_string()))?;
                 self.grants.check_restore("restore", &spec, &point.location)?;
             }
         }
@@ -953,7 +954,10 @@ fn pin_functions(
 }
 
 /// The pipeline's checkpoint storage, as its runs open it.
-fn checkpoint_storage(spec: &PipelineSpec, data_dir: &Path) -> Result<CheckpointStorage, ServeError> {
+fn checkpoint_storage(
+    spec: &PipelineSpec,
+    data_dir: &Path,
+) -> Result<CheckpointStorage, ServeError> {
     pipeline::checkpoint_storage(spec, data_dir).map_err(unavailable)
 }
 

@@ -20,7 +20,6 @@
 //! key-less keyed inputs, parallelism) and names the node and field at
 //! fault.
 
-
 use std::collections::BTreeMap;
 
 use super::node::{JoinSpec, NodeSpec};

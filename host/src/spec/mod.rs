@@ -29,7 +29,8 @@ pub mod restart;
 pub use cluster::ClusterSettings;
 pub use node::{InputSpec, JoinSpec, NodeSpec};
 pub use parts::{
-    FunctionSpec, LimitsSpec, OnError, Size, SpecError, TtlSpec, WatermarkSpec, WindowKind, WindowSpec,
+    FunctionSpec, LimitsSpec, OnError, Size, SpecError, TtlSpec, WatermarkSpec, WindowKind,
+    WindowSpec,
 };
 pub use pipeline::{PipelineSpec, SinkSpec, SourceSpec};
 pub use record::DeployedSpec;

@@ -8,7 +8,6 @@
 //! ([`crate::connectors::registry`]), checkpoint settings theirs. Relative
 //! paths are resolved against the spec file's directory.
 
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -16,7 +15,9 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::node::NodeSpec;
-use super::parts::{FunctionSpec, LimitsSpec, OnError, SpecError, TtlSpec, WatermarkSpec, WindowSpec};
+use super::parts::{
+    FunctionSpec, LimitsSpec, OnError, SpecError, TtlSpec, WatermarkSpec, WindowSpec,
+};
 use crate::checkpoint::CheckpointSettings;
 use crate::connectors::config::{resolve, NESTED_FIELD};
 pub use crate::connectors::{SinkSpec, SourceSpec};

@@ -76,7 +76,6 @@ pub fn is_expired(stored: &[u8], now: i64) -> bool {
     matches!(decode(stored, now), Ok(None))
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -189,15 +189,11 @@ impl FunctionStore {
     pub fn delete(&self, name: &str, used_by: &[String]) -> Result<(), StoreError> {
         check_name(name)?;
         if !used_by.is_empty() {
-            return Err(StoreError::InUse {
-                name: name.to_string(),
-                pipelines: used_by.to_vec(),
-            });
+            return Err(StoreError::InUse { name: name.to_string(), pipelines: used_by.to_vec() });
         }
         let _guard = self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut index = self.read_index()?;
-        let removed =
-            index.remove(name).ok_or_else(|| StoreError::NotFound(name.to_string()))?;
+        let removed = index.remove(name).ok_or_else(|| StoreError::NotFound(name.to_string()))?;
         let text =
             serde_json::to_vec_pretty(&index).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         self.write_atomically(&self.root, INDEX, &text)?;
@@ -282,10 +278,7 @@ mod tests {
                 "{name:?}"
             );
         }
-        assert!(matches!(
-            store.upload("junk", b"not wasm", &loader),
-            Err(StoreError::Invalid(_))
-        ));
+        assert!(matches!(store.upload("junk", b"not wasm", &loader), Err(StoreError::Invalid(_))));
         assert!(matches!(
             store.upload("cut", &key[..key.len() / 2], &loader),
             Err(StoreError::Invalid(_))
