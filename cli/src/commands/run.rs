@@ -82,7 +82,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         RunOptions::new(args.data_dir.unwrap_or_else(weir_host::config::default_data_dir))
             .with_natives(super::natives());
     options.fresh = args.fresh;
-    options.override_kafka_marker = args.override_kafka_marker;
+    options.override_commit_marker = args.override_kafka_marker;
     options.restore =
         args.restore
             .map(|r| if r == "latest" { RestoreFrom::Latest } else { RestoreFrom::Path(r) });

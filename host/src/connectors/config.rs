@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::transactional::TransactionalSink;
 use super::{ConnectorError, Sink, Source};
 
 /// A source's settings, as the spec gives them.
@@ -78,6 +79,12 @@ pub trait SinkConfig {
 
     /// Open the sink, making output visible as `mode` says.
     fn open(&self, mode: SinkMode) -> Result<Box<dyn Sink>, ConnectorError>;
+
+    /// The exactly-once contract of this sink, when it is configured to
+    /// commit its output in transactions tied to checkpoints.
+    fn transactional(&self) -> Option<&dyn TransactionalSink> {
+        None
+    }
 }
 
 /// Something a connector touches on the host. `field` names the setting

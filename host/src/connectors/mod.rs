@@ -17,6 +17,7 @@ pub mod registry;
 mod splits;
 pub mod stdout;
 mod timestamp;
+pub mod transactional;
 
 pub use config::{Access, ConfigError, SinkConfig, SinkMode, SinkRole, SourceConfig};
 pub use discard::DiscardSink;
@@ -25,6 +26,7 @@ pub use generator::{Encoding, GeneratorSource};
 pub use registry::{open_sink, open_source, SinkSpec, SourceSpec};
 pub use splits::SplitSource;
 pub use stdout::StdoutSink;
+pub use transactional::{CommitMarker, NotExactlyOnce, TransactionalSink};
 
 use crate::runtime::packed::PackedEvents;
 use crate::Event;

@@ -74,7 +74,7 @@ pub enum RunError {
         /// What does not fit.
         message: String,
     },
-    /// An exactly-once Kafka sink's commit marker disagrees with the
+    /// An exactly-once sink's commit marker disagrees with the
     /// stored snapshots: absent or older than a recorded commit, or not
     /// the snapshot asked to restore.
     #[error("cannot start pipeline {pipeline}: {message}")]
@@ -96,9 +96,10 @@ pub enum RunError {
     /// The pipeline's configuration cannot work (found before it starts).
     #[error("cannot deploy: {0}")]
     Deploy(String),
-    /// An exactly-once Kafka sink that cannot work (found before it starts).
+    /// An exactly-once sink that cannot work with the pipeline's settings
+    /// (found before it starts).
     #[error("cannot deploy: {0}")]
-    ExactlyOnce(#[from] crate::connectors::kafka::ExactlyOnceError),
+    ExactlyOnce(#[from] crate::connectors::NotExactlyOnce),
     /// The wasmtime engine could not be set up.
     #[error("wasm engine: {0}")]
     Engine(String),

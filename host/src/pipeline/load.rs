@@ -10,7 +10,6 @@ use std::collections::HashMap;
 
 use crate::checkpoint::CheckpointSettings;
 use crate::config;
-use crate::connectors::kafka::{self, KafkaSinkConfig};
 use crate::join::{JoinConfig, JoinKind};
 use crate::runtime::native::NativeCatalog;
 use crate::runtime::{new_engine, EngineLimits, FunctionLoader, LoadedFunction, Role};
@@ -24,8 +23,9 @@ use crate::window::WindowConfig;
 pub(crate) struct Prepared {
     /// The checkpoint settings, if checkpointing.
     pub(crate) settings: Option<CheckpointSettings>,
-    /// The exactly-once Kafka sink, if there is one.
-    pub(crate) kafka_exactly_once: Option<KafkaSinkConfig>,
+    /// Which of the graph's sinks commits in transactions (the
+    /// exactly-once contract), if one does.
+    pub(crate) transactional_sink: Option<usize>,
     /// The graph.
     pub(crate) graph: Graph,
     /// What each keyed stage runs, in the order of the graph's stages.
@@ -69,10 +69,12 @@ pub(crate) fn prepare(
 ) -> Result<Prepared, RunError> {
     let settings = spec.checkpoint.clone();
     let graph = spec.graph().map_err(|e| RunError::Deploy(e.to_string()))?;
-    let kafka_exactly_once =
-        graph.sinks.iter().find_map(|s| kafka::exactly_once_sink(&s.spec)).cloned();
-    if let Some(sink) = &kafka_exactly_once {
-        kafka::check_exactly_once(sink, settings.as_ref(), &spec.name, data_dir)?;
+    let transactional_sink =
+        graph.sinks.iter().position(|s| s.spec.config().transactional().is_some());
+    if let Some(sink) =
+        transactional_sink.and_then(|i| graph.sinks[i].spec.config().transactional())
+    {
+        sink.check_settings(settings.as_ref(), &spec.name, data_dir)?;
     }
     let env = FunctionEnv::of(spec)?;
     // Every instance of the run, each replaced (the old one freed first)
@@ -96,7 +98,7 @@ pub(crate) fn prepare(
     for stage in &graph.stages {
         functions.load_routes(&stage.outputs, &mut code)?;
     }
-    Ok(Prepared { settings, kafka_exactly_once, graph, plans, code, env })
+    Ok(Prepared { settings, transactional_sink, graph, plans, code, env })
 }
 
 /// Function instances a run of `graph` makes: each producer's key and

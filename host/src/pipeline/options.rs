@@ -35,14 +35,15 @@ pub struct RunOptions {
     /// Start from this snapshot. Without it a checkpointed pipeline resumes
     /// from its newest completed checkpoint, if any.
     pub restore: Option<RestoreFrom>,
-    /// Start even though an exactly-once Kafka sink's commit marker
+    /// Start even though an exactly-once sink's commit marker
     /// disagrees with the stored snapshots (absent, older than a commit
     /// they record, or not the snapshot given in `restore`): restore the
     /// snapshot given in `restore`, else the newest one the snapshots
-    /// record as committed (else start empty), and set the marker to it.
+    /// record as committed (else start empty), and set the marker to it
+    /// (what [`OVERRIDE`](crate::connectors::transactional::OVERRIDE) asks).
     /// Results after that snapshot may be written again (or, restoring a
     /// snapshot newer than the marker, lost).
-    pub override_kafka_marker: bool,
+    pub override_commit_marker: bool,
     /// The run's live counters and in-process control (savepoint, stop).
     pub handle: Arc<RunHandle>,
     /// The native functions a spec may name with `native:` (none unless
@@ -74,7 +75,7 @@ impl RunOptions {
             latency_warm_up: Duration::ZERO,
             latency_log_every: None,
             restore: None,
-            override_kafka_marker: false,
+            override_commit_marker: false,
             handle: RunHandle::new(),
             natives: NativeCatalog::default(),
             served: false,

@@ -1,7 +1,8 @@
 //! Where a run starts: which snapshot it restores (the one asked for, the
-//! newest completed checkpoint, or the one an exactly-once Kafka sink says
-//! it committed), the state that gives each subtask, and the checkpoint
-//! storage the run goes on with.
+//! newest completed checkpoint, or the one an exactly-once sink says it
+//! committed, checked as [`crate::connectors::transactional`] says), the
+//! state that gives each subtask, and the checkpoint storage the run goes
+//! on with.
 
 use std::path::{Path, PathBuf};
 
@@ -13,7 +14,7 @@ use crate::checkpoint::{
     SnapshotKind, SnapshotMetadata,
 };
 use crate::config;
-use crate::connectors::kafka::{self, CommitMarker, KafkaSinkConfig};
+use crate::connectors::transactional::{CommitMarker, TransactionalSink, OVERRIDE};
 use crate::spec::graph::Graph;
 use crate::spec::PipelineSpec;
 use crate::state::changelog::Changelog;
@@ -35,8 +36,8 @@ pub(crate) struct StartingPoint {
     pub(crate) known: Vec<KnownFiles>,
     /// Where the subtasks write local checkpoints.
     pub(crate) local_checkpoints: PathBuf,
-    /// The newest snapshot whose output an exactly-once Kafka sink holds
-    /// (its commit marker), if any.
+    /// The newest snapshot whose output an exactly-once sink holds (its
+    /// commit marker), if any.
     pub(crate) committed: Option<u64>,
 }
 
@@ -49,7 +50,7 @@ pub(crate) fn prepare_state(
     graph: &Graph,
     options: &RunOptions,
     settings: Option<&CheckpointSettings>,
-    kafka_sink: Option<&KafkaSinkConfig>,
+    transactional_sink: Option<usize>,
 ) -> Result<StartingPoint, RunError> {
     let _span = tracing::info_span!("restore", pipeline = %spec.name).entered();
     let url = checkpoint_url(spec, &options.data_dir)?;
@@ -69,9 +70,10 @@ pub(crate) fn prepare_state(
         }
         Ok(Some(CheckpointStorage::open(&url, &spec.name)?.into_located(newest)))
     };
-    // An exactly-once Kafka sink says which snapshot's output it holds.
-    let (snapshot, committed) = match kafka_sink {
-        Some(sink) => kafka_start(&url, spec, options, sink, fresh)?,
+    // An exactly-once sink says which snapshot's output it holds.
+    let sink = transactional_sink.and_then(|i| graph.sinks[i].spec.config().transactional());
+    let (snapshot, committed) = match sink {
+        Some(sink) => transactional_start(&url, spec, options, sink, fresh)?,
         None => {
             let snapshot = match &options.restore {
                 Some(RestoreFrom::Path(path)) => Some(CheckpointStorage::locate(path)?),
@@ -154,30 +156,28 @@ pub(crate) fn prepare_state(
     Ok(StartingPoint { backends, snapshot, storage, first_id, known, local_checkpoints, committed })
 }
 
-/// How a run with an exactly-once Kafka sink starts: the snapshot it
+/// How a run with an exactly-once sink starts: the snapshot it
 /// restores and the newest snapshot whose output the topic holds, decided
 /// from the sink's commit marker checked against what the stored snapshots
 /// record as committed (see [`MarkerCheck`]). A first run (no snapshots,
 /// no marker) sets the marker to `0`, so that a marker found absent later
 /// means it was lost.
-fn kafka_start(
+fn transactional_start(
     url: &str,
     spec: &PipelineSpec,
     options: &RunOptions,
-    sink: &KafkaSinkConfig,
+    sink: &dyn TransactionalSink,
     fresh: bool,
 ) -> Result<(Option<LocatedSnapshot>, Option<u64>), RunError> {
-    let marker = kafka::committed_checkpoint(sink)?;
+    let marker = sink.committed()?;
     let storage = CheckpointStorage::open(url, &spec.name)?;
     // The evidence is the checkpoints (the host's own, deleted with the
     // pipeline); savepoints belong to the user and may outlive it.
     let stored = storage.completed()?;
     let savepoints = storage.completed_of(SnapshotKind::Savepoint)?;
-    let (group, topic) = kafka::commit_marker_location(sink)?;
     let check = MarkerCheck {
         pipeline: &spec.name,
-        group,
-        topic,
+        marker_name: sink.marker_name()?,
         marker,
         stored: &stored,
         savepoints: &savepoints,
@@ -186,7 +186,7 @@ fn kafka_start(
         CommitMarker::At(c) if c > 0 => Some(c),
         _ => None,
     };
-    let accept = options.override_kafka_marker;
+    let accept = options.override_commit_marker;
     match &options.restore {
         Some(RestoreFrom::Path(path)) => {
             let located = CheckpointStorage::locate(path)?;
@@ -199,14 +199,14 @@ fn kafka_start(
                 Some(message) if !accept => Err(check.error(message)),
                 Some(message) => {
                     tracing::warn!(restoring = id, "{message}; --override-kafka-marker: restoring snapshot {id} as asked and setting the commit marker to it");
-                    kafka::set_commit_marker(sink, id)?;
+                    sink.set_committed(id)?;
                     Ok((Some(located), Some(id)))
                 }
             }
         }
         None if fresh => {
             if marker == CommitMarker::Absent {
-                kafka::set_commit_marker(sink, 0)?;
+                sink.set_committed(0)?;
             }
             Ok((None, marked))
         }
@@ -215,7 +215,7 @@ fn kafka_start(
             let snapshot = match check.against_checkpoints() {
                 None => {
                     if marker == CommitMarker::Absent {
-                        kafka::set_commit_marker(sink, 0)?;
+                        sink.set_committed(0)?;
                     }
                     let snapshot = committed_snapshot(url, spec, marked)?;
                     return match snapshot {
@@ -234,7 +234,7 @@ fn kafka_start(
                         None => None,
                     };
                     tracing::warn!("{message}; --override-kafka-marker: restoring snapshot {recorded:?}, the newest the checkpoints record as committed (results after it may be written again)");
-                    kafka::set_commit_marker(sink, recorded.unwrap_or(0))?;
+                    sink.set_committed(recorded.unwrap_or(0))?;
                     snapshot
                 }
             };
@@ -244,22 +244,19 @@ fn kafka_start(
     }
 }
 
-/// The commit marker of an exactly-once Kafka sink held against the
+/// The commit marker of an exactly-once sink held against the
 /// pipeline's stored checkpoints, each of which records the newest
 /// snapshot known to be committed when it was taken.
 struct MarkerCheck<'a> {
     pipeline: &'a str,
-    group: String,
-    topic: String,
+    /// The marker as people find it ([`TransactionalSink::marker_name`]).
+    marker_name: String,
     marker: CommitMarker,
     /// The completed checkpoints.
     stored: &'a [SnapshotMetadata],
     /// The savepoints (only to say where the marker's snapshot is).
     savepoints: &'a [SnapshotMetadata],
 }
-
-/// What the documented way out does, in the errors.
-const OVERRIDE: &str = "--override-kafka-marker (API: override_kafka_marker=true)";
 
 impl MarkerCheck<'_> {
     /// `(snapshot recording it, id)`: the newest commit any stored snapshot
@@ -270,15 +267,13 @@ impl MarkerCheck<'_> {
 
     /// What the marker says, for messages.
     fn says(&self) -> String {
-        let at = format!("consumer group {} on topic {} partition 0", self.group, self.topic);
+        let marker = &self.marker_name;
         match self.marker {
-            CommitMarker::Absent => format!("the Kafka commit marker ({at}) is absent"),
-            CommitMarker::At(0) => {
-                format!("the Kafka commit marker ({at}) says nothing was committed yet")
+            CommitMarker::Absent => format!("{marker} is absent"),
+            CommitMarker::At(0) => format!("{marker} says nothing was committed yet"),
+            CommitMarker::At(c) => {
+                format!("{marker} says the output of snapshot {c} is the last in the topic")
             }
-            CommitMarker::At(c) => format!(
-                "the Kafka commit marker ({at}) says the output of snapshot {c} is the last in the topic"
-            ),
         }
     }
 
@@ -488,8 +483,7 @@ mod tests {
     fn check(marker: CommitMarker, stored: &[SnapshotMetadata]) -> Option<String> {
         MarkerCheck {
             pipeline: "orders",
-            group: "weir-txn-orders".into(),
-            topic: "revenue".into(),
+            marker_name: "the Kafka commit marker (consumer group weir-txn-orders on topic revenue partition 0)".into(),
             marker,
             stored,
             savepoints: &[],

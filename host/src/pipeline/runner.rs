@@ -70,7 +70,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let _span = tracing::info_span!("pipeline", name = %spec.name).entered();
     // Before anything of the pipeline's is touched; held until the run ends.
     let _lock = PipelineLock::acquire(&options.data_dir, &spec.name, options.served)?;
-    let Prepared { settings, kafka_exactly_once, graph, plans, code, env } =
+    let Prepared { settings, transactional_sink, graph, plans, code, env } =
         prepare(spec, &options.data_dir, &options.natives)?;
     // Transient failures (a broker outage) are retried for as long as a
     // checkpoint may take.
@@ -86,8 +86,7 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
         }
     }
     tracing::debug!(elapsed = ?started.elapsed(), "functions loaded, sources open");
-    let start =
-        prepare_state(spec, &graph, options, settings.as_ref(), kafka_exactly_once.as_ref())?;
+    let start = prepare_state(spec, &graph, options, settings.as_ref(), transactional_sink)?;
     tracing::debug!(elapsed = ?started.elapsed(), "state ready");
     if let Some(snapshot) = &start.snapshot {
         let recorded = &snapshot.metadata.source;

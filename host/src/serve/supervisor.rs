@@ -301,14 +301,14 @@ impl Supervisor {
     }
 
     /// Deploy `spec_text` (YAML or JSON) and start it, optionally from the
-    /// snapshot at `restore`, overriding a disagreeing Kafka commit marker
-    /// if `override_kafka_marker`. The route reads at most
+    /// snapshot at `restore`, overriding a disagreeing commit marker of an
+    /// exactly-once sink if `override_commit_marker`. The route reads at most
     /// `--max-spec-bytes` of it.
     pub fn deploy(
         self: &Arc<Self>,
         spec_text: &str,
         restore: Option<&str>,
-        override_kafka_marker: bool,
+        override_commit_marker: bool,
         functions: &FunctionStore,
     ) -> Result<PipelineView, ServeError> {
         let spec =
@@ -358,7 +358,7 @@ impl Supervisor {
         self.store.put(&record)?;
         let name = record.name.clone();
         let entry = pipelines.entry(name).or_insert(Entry::new(record));
-        self.start(entry, override_kafka_marker);
+        self.start(entry, override_commit_marker);
         Ok(view(entry))
     }
 
@@ -696,7 +696,7 @@ impl Supervisor {
 
     /// Start a run of `entry` on its own thread (overriding a disagreeing
     /// Kafka commit marker if `override_kafka_marker`: this run only).
-    fn start(self: &Arc<Self>, entry: &mut Entry, override_kafka_marker: bool) {
+    fn start(self: &Arc<Self>, entry: &mut Entry, override_commit_marker: bool) {
         let name = entry.record.name.clone();
         let mut spec = match entry.record.spec(&self.data_dir) {
             Ok(spec) => spec,
@@ -713,7 +713,7 @@ impl Supervisor {
         let mut options = RunOptions::new(self.data_dir.clone()).with_natives(self.natives.clone());
         options.served = true;
         options.sink_delay = crate::fault::sink_delay();
-        options.override_kafka_marker = override_kafka_marker;
+        options.override_commit_marker = override_commit_marker;
         options.restore = match restore_choice(&spec, &self.data_dir, entry.record.restore.as_ref())
         {
             Ok(restore) => restore,

@@ -63,11 +63,8 @@ impl PipelineSpec {
                     ),
                 ));
             }
-            let exactly_once = graph
-                .sinks
-                .iter()
-                .filter(|s| crate::connectors::kafka::exactly_once_sink(&s.spec).is_some())
-                .count();
+            let exactly_once =
+                graph.sinks.iter().filter(|s| s.spec.config().transactional().is_some()).count();
             if exactly_once > 1 {
                 return Err(SpecError::field(
                     "operators",

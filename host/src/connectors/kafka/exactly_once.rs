@@ -17,9 +17,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::{broker_transaction_max_timeout, Delivery, KafkaSinkConfig};
+use super::{broker_transaction_max_timeout, KafkaSinkConfig};
 use crate::checkpoint::CheckpointSettings;
-use crate::connectors::SinkSpec;
 
 /// Time allowed for a checkpoint's Kafka commit once it completed (the
 /// commit waits behind the output queued for the sink), and for the tail
@@ -83,18 +82,10 @@ pub enum ExactlyOnceError {
     },
 }
 
-/// The exactly-once Kafka sink `sink` is, if it is one.
-pub fn exactly_once_sink(sink: &SinkSpec) -> Option<&KafkaSinkConfig> {
-    match sink {
-        SinkSpec::Kafka(config) if config.delivery == Delivery::ExactlyOnce => Some(config),
-        _ => None,
-    }
-}
-
 /// Refuse a configuration that cannot be exactly-once, naming the values;
 /// then claim the sink's transactional-id prefix for `pipeline` on the host
 /// whose data directory is `data_dir`.
-pub fn check_exactly_once(
+pub(super) fn check_exactly_once(
     sink: &KafkaSinkConfig,
     settings: Option<&CheckpointSettings>,
     pipeline: &str,

@@ -20,12 +20,10 @@ mod properties;
 mod sink;
 mod source;
 
-pub use exactly_once::{check_exactly_once, exactly_once_sink, ExactlyOnceError, COMMIT_MARGIN};
+use exactly_once::check_exactly_once;
+pub use exactly_once::{ExactlyOnceError, COMMIT_MARGIN};
 pub use properties::{check_properties, served_property, ServedProperty};
-pub use sink::{
-    commit_marker_location, committed_checkpoint, set_commit_marker, CommitMarker, Delivery,
-    KafkaSink, KafkaSinkConfig, PRODUCER_SETTINGS,
-};
+pub use sink::{Delivery, KafkaSink, KafkaSinkConfig, PRODUCER_SETTINGS};
 pub use source::{KafkaSource, KafkaSourceConfig, KafkaStart, OnDataLoss, FETCH_QUEUE_BACKOFF_MS};
 
 use std::collections::BTreeMap;

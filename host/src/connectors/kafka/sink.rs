@@ -92,6 +92,7 @@ use serde::Deserialize;
 use super::exchange::{time_header, ExchangeOutput, Target, TIME_HEADER};
 use super::{client_config, kafka_error, Retry, CALL_TIMEOUT};
 use crate::connectors::config::{Access, ConfigError, SinkConfig, SinkMode, SinkRole};
+use crate::connectors::transactional::{CommitMarker, NotExactlyOnce, TransactionalSink};
 use crate::connectors::{ConnectorError, Sink};
 use crate::names::{is_valid_name, NAME_RULE};
 use crate::runtime::packed::{EventRef, PackedEvents};
@@ -180,6 +181,39 @@ impl SinkConfig for KafkaSinkConfig {
 
     fn open(&self, _mode: SinkMode) -> Result<Box<dyn Sink>, ConnectorError> {
         Ok(Box::new(KafkaSink::open(self)?))
+    }
+
+    fn transactional(&self) -> Option<&dyn TransactionalSink> {
+        (self.delivery == Delivery::ExactlyOnce).then_some(self as &dyn TransactionalSink)
+    }
+}
+
+/// Kafka's side of the exactly-once contract: the rules of
+/// [`exactly_once`](super::exactly_once), the transactional ids fenced at
+/// start-up, and the commit marker (the marker group's offset on partition
+/// 0 of the output topic, committed in each checkpoint's transaction).
+impl TransactionalSink for KafkaSinkConfig {
+    fn check_settings(
+        &self,
+        settings: Option<&crate::checkpoint::CheckpointSettings>,
+        pipeline: &str,
+        data_dir: &std::path::Path,
+    ) -> Result<(), NotExactlyOnce> {
+        super::check_exactly_once(self, settings, pipeline, data_dir)
+            .map_err(|error| NotExactlyOnce(Box::new(error)))
+    }
+
+    fn committed(&self) -> Result<CommitMarker, ConnectorError> {
+        committed_checkpoint(self)
+    }
+
+    fn set_committed(&self, id: u64) -> Result<(), ConnectorError> {
+        set_commit_marker(self, id)
+    }
+
+    fn marker_name(&self) -> Result<String, ConnectorError> {
+        let (group, topic) = commit_marker_location(self)?;
+        Ok(format!("the Kafka commit marker (consumer group {group} on topic {topic} partition 0)"))
     }
 }
 
@@ -282,30 +316,16 @@ impl super::CountsDeliveries for Deliveries {
     }
 }
 
-/// What the commit marker of an exactly-once sink says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CommitMarker {
-    /// The marker group has no committed offset on the output topic: the
-    /// pipeline never ran, or the marker is gone (offsets expired, the group
-    /// deleted, the prefix renamed, the topic recreated).
-    Absent,
-    /// The output of this snapshot is the last one in Kafka; `0` means the
-    /// marker was set up before any commit (nothing committed yet).
-    At(u64),
-}
-
 /// Where an exactly-once sink's commit marker lives: `(group, topic)`; the
 /// marker is the group's offset on partition 0 of the topic.
-pub fn commit_marker_location(
-    config: &KafkaSinkConfig,
-) -> Result<(String, String), ConnectorError> {
+fn commit_marker_location(config: &KafkaSinkConfig) -> Result<(String, String), ConnectorError> {
     Ok((config.transactional()?.1, config.topic.clone()))
 }
 
 /// Fence the exactly-once sink's transactional ids (aborting what a dead
 /// run left open), then read which snapshot's output Kafka holds: the
 /// marker written atomically with it.
-pub fn committed_checkpoint(config: &KafkaSinkConfig) -> Result<CommitMarker, ConnectorError> {
+fn committed_checkpoint(config: &KafkaSinkConfig) -> Result<CommitMarker, ConnectorError> {
     let (ids, group) = config.transactional()?;
     let producers = [config.producer(Some(&ids[0]))?, config.producer(Some(&ids[1]))?];
     init_transactions(&producers, &ids, "fencing")?;
@@ -397,7 +417,7 @@ fn marker_offsets(topic: &str, id: u64) -> Result<TopicPartitionList, ConnectorE
 /// transaction of its own, committed at once. Used when a pipeline first
 /// starts, so that a marker found absent later means it was lost, and
 /// when a start accepts a marker that disagrees with the checkpoints.
-pub fn set_commit_marker(config: &KafkaSinkConfig, id: u64) -> Result<(), ConnectorError> {
+fn set_commit_marker(config: &KafkaSinkConfig, id: u64) -> Result<(), ConnectorError> {
     let (ids, group) = config.transactional()?;
     let producer = match Fenced::take(config, &ids[0]) {
         Some(producer) => producer,
