@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use weir_host::pipeline::{self, RunOptions};
-use weir_host::spec::PipelineSpec;
 use weir_host::runtime::bindings::weir::function::context::Host as _;
 use weir_host::runtime::bindings::weir::function::state::Host as _;
 use weir_host::runtime::bindings::weir::function::timers::Host as _;
@@ -19,6 +18,7 @@ use weir_host::runtime::native::{
 };
 use weir_host::runtime::packing::KeyList;
 use weir_host::runtime::HostCtx;
+use weir_host::spec::PipelineSpec;
 use weir_host::Event;
 
 use crate::support::kafka::{committed_per_key, produce_orders, unique, TestKafka};

@@ -623,9 +623,8 @@ fn an_at_least_once_sink_loses_nothing_when_killed_as_a_checkpoint_completes() {
 
 #[test]
 fn the_kafka_example_spec_is_valid() {
-    let spec =
-        weir_host::spec::PipelineSpec::load(&example_file("revenue", "kafka-pipeline.yaml"))
-            .unwrap();
+    let spec = weir_host::spec::PipelineSpec::load(&example_file("revenue", "kafka-pipeline.yaml"))
+        .unwrap();
     assert!(matches!(
         &spec.sink,
         Some(weir_host::spec::SinkSpec::Kafka(sink))
