@@ -19,8 +19,13 @@ use crate::spec::{FunctionSpec, PipelineSpec, SpecError};
 use crate::store::FunctionStore;
 use crate::window::WindowConfig;
 
-/// What a run needs before it starts.
-pub(crate) struct Prepared {
+/// A pipeline checked and ready to run: its spec, parsed and lowered into
+/// a graph once, its settings and the exactly-once requirements of its sink
+/// checked, every function loaded for its role. A deploy builds one and the
+/// run it starts reuses it ([`run_checked`](super::run_checked)).
+pub struct CheckedPipeline {
+    /// The spec it runs.
+    pub(crate) spec: PipelineSpec,
     /// The checkpoint settings, if checkpointing.
     pub(crate) settings: Option<CheckpointSettings>,
     /// Which of the graph's sinks commits in transactions (the
@@ -34,6 +39,13 @@ pub(crate) struct Prepared {
     pub(crate) code: FunctionTable,
     /// What every function instance gets.
     pub(crate) env: FunctionEnv,
+}
+
+impl CheckedPipeline {
+    /// The spec it runs.
+    pub fn spec(&self) -> &PipelineSpec {
+        &self.spec
+    }
 }
 
 /// Loaded functions by what names them (so a function named in several
@@ -60,13 +72,16 @@ impl FunctionTable {
     }
 }
 
-/// Check the settings and the exactly-once requirements, and load every
-/// function for its role (`native:` ones from `natives`).
-pub(crate) fn prepare(
-    spec: &PipelineSpec,
+/// Check, without running it, that `spec` can run on this host — its
+/// settings, the exactly-once requirements of its sink, and that every
+/// function exists and implements its role (`native:` ones are looked up in
+/// `natives`) — and keep what that loaded for the run. What a deploy
+/// refuses.
+pub fn prepare(
+    spec: PipelineSpec,
     data_dir: &Path,
     natives: &NativeCatalog,
-) -> Result<Prepared, RunError> {
+) -> Result<CheckedPipeline, RunError> {
     let settings = spec.checkpoint.clone();
     let graph = spec.graph().map_err(|e| RunError::Deploy(e.to_string()))?;
     let transactional_sink =
@@ -76,7 +91,7 @@ pub(crate) fn prepare(
     {
         sink.check_settings(settings.as_ref(), &spec.name, data_dir)?;
     }
-    let env = FunctionEnv::of(spec)?;
+    let env = FunctionEnv::of(&spec)?;
     // Every instance of the run, each replaced (the old one freed first)
     // after a trap.
     let instances = u32::try_from(instances(&graph)).unwrap_or(u32::MAX);
@@ -90,7 +105,7 @@ pub(crate) fn prepare(
     let mut code = FunctionTable::default();
     let mut plans = Vec::new();
     for stage in &graph.stages {
-        plans.push(functions.plan(spec, stage)?);
+        plans.push(functions.plan(&spec, stage)?);
     }
     for source in &graph.sources {
         functions.load_routes(&source.outputs, &mut code)?;
@@ -98,7 +113,7 @@ pub(crate) fn prepare(
     for stage in &graph.stages {
         functions.load_routes(&stage.outputs, &mut code)?;
     }
-    Ok(Prepared { settings, transactional_sink, graph, plans, code, env })
+    Ok(CheckedPipeline { spec, settings, transactional_sink, graph, plans, code, env })
 }
 
 /// Function instances a run of `graph` makes: each producer's key and
@@ -122,18 +137,6 @@ fn instances(graph: &Graph) -> usize {
     let stages: usize =
         graph.stages.iter().map(|s| usize::from(s.parallelism) * (1 + of(&s.outputs))).sum();
     sources + stages
-}
-
-/// Check, without running it, that `spec` can run on this host: its
-/// settings, the exactly-once requirements of its sink, and that every
-/// function exists and implements its role (`native:` functions are looked
-/// up in `natives`). What a deploy refuses.
-pub fn check(
-    spec: &PipelineSpec,
-    data_dir: &Path,
-    natives: &NativeCatalog,
-) -> Result<(), RunError> {
-    prepare(spec, data_dir, natives).map(drop)
 }
 
 /// Where a spec's functions come from.

@@ -34,5 +34,8 @@ mod source_task;
 mod subtask;
 mod thread;
 
+pub use load::{prepare, CheckedPipeline};
 pub use lock::LockError;
-pub use runner::{check, checkpoint_storage, run, ProgressFn, RestoreFrom, RunError, RunOptions};
+pub use runner::{
+    checkpoint_storage, run, run_checked, ProgressFn, RestoreFrom, RunError, RunOptions,
+};

@@ -37,7 +37,7 @@ use std::time::Instant;
 
 use crossbeam_channel::bounded;
 
-use super::load::{prepare, FunctionTable, Prepared};
+use super::load::{prepare, CheckedPipeline, FunctionTable};
 use super::lock::PipelineLock;
 use super::messages::{SinkMessage, SubtaskMessage, CHANNEL_BATCHES};
 use super::operator::{KeyedOperator, OperatorPlan};
@@ -58,7 +58,6 @@ use crate::spec::graph::{Graph, Outputs, Route, StageInput};
 use crate::spec::PipelineSpec;
 
 pub use super::error::RunError;
-pub use super::load::check;
 pub use super::options::{ProgressFn, RestoreFrom, RunOptions};
 pub use super::restore::checkpoint_storage;
 use crate::observe::summary::RunSummary;
@@ -70,8 +69,28 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let _span = tracing::info_span!("pipeline", name = %spec.name).entered();
     // Before anything of the pipeline's is touched; held until the run ends.
     let _lock = PipelineLock::acquire(&options.data_dir, &spec.name, options.served)?;
-    let Prepared { settings, transactional_sink, graph, plans, code, env } =
-        prepare(spec, &options.data_dir, &options.natives)?;
+    let checked = prepare(spec.clone(), &options.data_dir, &options.natives)?;
+    run_locked(checked, options, started)
+}
+
+/// Run a pipeline checked (and its functions loaded) beforehand, as
+/// [`run`] does: what a deploy starts after checking it.
+pub fn run_checked(checked: CheckedPipeline, options: &RunOptions) -> Result<RunSummary, RunError> {
+    let started = Instant::now();
+    let name = checked.spec.name.clone();
+    let _span = tracing::info_span!("pipeline", name = %name).entered();
+    let _lock = PipelineLock::acquire(&options.data_dir, &name, options.served)?;
+    run_locked(checked, options, started)
+}
+
+/// The run itself, the pipeline's lock held.
+fn run_locked(
+    checked: CheckedPipeline,
+    options: &RunOptions,
+    started: Instant,
+) -> Result<RunSummary, RunError> {
+    let CheckedPipeline { spec, settings, transactional_sink, graph, plans, code, env } = checked;
+    let spec = &spec;
     // Transient failures (a broker outage) are retried for as long as a
     // checkpoint may take.
     let retry_budget = CheckpointSettings::retry_budget(settings.as_ref());

@@ -33,7 +33,7 @@ use crate::checkpoint::{CheckpointStorage, SnapshotKind, SnapshotMetadata};
 use crate::config;
 use crate::observe::{RequestError, RunHandle, RunSummary};
 use crate::pipeline::lock::{PipelineLock, ServerLock};
-use crate::pipeline::{self, RestoreFrom, RunError, RunOptions};
+use crate::pipeline::{self, CheckedPipeline, RestoreFrom, RunError, RunOptions};
 use crate::serve::grants::Grants;
 use crate::serve::restart::RestartTracker;
 use crate::spec::{DeployedSpec, PipelineSpec};
@@ -248,7 +248,7 @@ impl Supervisor {
             if running {
                 tracing::info!(pipeline = %name, "resuming a pipeline that was running");
                 let entry = pipelines.get_mut(&name).expect("just inserted");
-                supervisor.start(entry, false);
+                supervisor.start(entry, false, None);
             }
         }
         drop(pipelines);
@@ -339,9 +339,9 @@ impl Supervisor {
             self.limits.check_new_pipeline(pipelines.len())?;
         }
         record.pins = pin_functions(&spec, &BTreeMap::new(), &BTreeMap::new(), functions)?;
-        let spec = self.check(&record)?;
+        let checked = self.check(&record, Some(spec))?;
         if let Some(location) = restore {
-            self.grants.check_restore("restore", &spec, location)?;
+            self.grants.check_restore("restore", checked.spec(), location)?;
             let snapshot = CheckpointStorage::locate(location)
                 .map_err(|e| ServeError::invalid_spec(format!("restore: {e}")))?;
             record.restore =
@@ -358,29 +358,38 @@ impl Supervisor {
         self.store.put(&record)?;
         let name = record.name.clone();
         let entry = pipelines.entry(name).or_insert(Entry::new(record));
-        self.start(entry, override_commit_marker);
+        self.start(entry, override_commit_marker, Some(checked));
         Ok(view(entry))
     }
 
-    /// Check that `record` can run: its spec with pins applied, its
-    /// functions for their roles, its settings.
-    fn check(&self, record: &PipelineRecord) -> Result<PipelineSpec, ServeError> {
-        let spec =
-            record.spec(&self.data_dir).map_err(|e| ServeError::invalid_spec(e.to_string()))?;
+    /// Check that `record` can run — its spec (`parsed`, its text already
+    /// parsed, or parsed here) with pins applied and the server's limits
+    /// capping its defaults, its grants, its settings, its functions for
+    /// their roles — and keep the checked pipeline for the run.
+    fn check(
+        &self,
+        record: &PipelineRecord,
+        parsed: Option<PipelineSpec>,
+    ) -> Result<CheckedPipeline, ServeError> {
+        let spec = match parsed {
+            Some(parsed) => record.apply(parsed, &self.data_dir),
+            None => record.spec(&self.data_dir),
+        };
+        let mut spec = spec.map_err(|e| ServeError::invalid_spec(e.to_string()))?;
         if let Some((field, _)) = spec.functions().into_iter().find(|(_, f)| f.wasm.is_some()) {
             return Err(ServeError::invalid_spec(format!("{field}.wasm: a deployed pipeline names stored functions (`function: <name>`), not files on the server; upload it with PUT /v1/functions/<name>")));
         }
         self.limits.check_spec(&spec)?;
+        self.limits.cap_defaults(&mut spec);
         // Before anything opens a file or connects.
         self.grants.check_spec(&spec)?;
-        pipeline::check(&spec, &self.data_dir, &self.natives).map_err(|e| match e {
+        pipeline::prepare(spec, &self.data_dir, &self.natives).map_err(|e| match e {
             RunError::StoredFunction { .. }
             | RunError::Load { .. }
             | RunError::Deploy(_)
             | RunError::ExactlyOnce(_) => ServeError::invalid_pipeline(e.to_string()),
             other => ServeError::internal(other.to_string()),
-        })?;
-        Ok(spec)
+        })
     }
 
     /// Take a savepoint of a running pipeline; its location.
@@ -441,22 +450,23 @@ impl Supervisor {
         let mut pipelines = self.lock();
         let entry = pipelines.get_mut(name).ok_or_else(|| no_pipeline(name))?;
         entry.busy = false;
-        result?;
+        let checked = result?;
         entry.record = record;
         entry.restarts = Restarts::default();
         self.store.put(&entry.record)?;
-        self.start(entry, upgrade.override_kafka_marker);
+        self.start(entry, upgrade.override_kafka_marker, Some(checked));
         Ok(view(entry))
     }
 
     /// Apply `upgrade` to `record` (checked before the running pipeline is
-    /// touched), then savepoint and stop the running pipeline.
+    /// touched), then savepoint and stop the running pipeline; the checked
+    /// pipeline the upgrade runs.
     fn upgraded(
         &self,
         record: &mut PipelineRecord,
         upgrade: &Upgrade,
         functions: &FunctionStore,
-    ) -> Result<(), ServeError> {
+    ) -> Result<CheckedPipeline, ServeError> {
         let old_spec = PipelineSpec::parse(&record.spec)
             .map_err(|e| ServeError::internal(format!("the stored spec no longer parses: {e}")))?;
         let mut next = record.clone();
@@ -496,7 +506,7 @@ impl Supervisor {
         }
         next.generation += 1;
         next.failure = None;
-        self.check(&next)?;
+        let checked = self.check(&next, None)?;
         if self.lock().get(&record.name).is_some_and(Entry::running) {
             let location = self.stop_run(&record.name, true)?;
             let id = CheckpointStorage::locate(&location).map_err(internal)?.metadata.id;
@@ -505,15 +515,12 @@ impl Supervisor {
         } else {
             next.restore = newest_savepoint(&self.data_dir, &spec)?.or(next.restore);
             if let Some(point) = &next.restore {
-                let spec = next
-                    .spec(&self.data_dir)
-                    .map_err(|e| ServeError::invalid_spec(e.to_string()))?;
-                self.grants.check_restore("restore", &spec, &point.location)?;
+                self.grants.check_restore("restore", checked.spec(), &point.location)?;
             }
         }
         next.state = PipelineState::Running;
         *record = next;
-        Ok(())
+        Ok(checked)
     }
 
     /// Stop the pipeline if it runs, then forget it: its record, local
@@ -695,33 +702,53 @@ impl Supervisor {
     }
 
     /// Start a run of `entry` on its own thread (overriding a disagreeing
-    /// Kafka commit marker if `override_kafka_marker`: this run only).
-    fn start(self: &Arc<Self>, entry: &mut Entry, override_commit_marker: bool) {
+    /// commit marker if `override_commit_marker`: this run only): of
+    /// `checked` when the caller just checked it (a deploy, an upgrade),
+    /// else of its record parsed, capped and granted again (a restart, a
+    /// server's start: a server restarted with fewer grants does not run it).
+    fn start(
+        self: &Arc<Self>,
+        entry: &mut Entry,
+        override_commit_marker: bool,
+        checked: Option<CheckedPipeline>,
+    ) {
         let name = entry.record.name.clone();
-        let mut spec = match entry.record.spec(&self.data_dir) {
-            Ok(spec) => spec,
-            Err(error) => {
-                return self
-                    .record_end(entry, Err(format!("the stored spec no longer parses: {error}")))
+        let just_checked = checked.is_some();
+        let run = match checked {
+            Some(checked) => Startable::Checked(Box::new(checked)),
+            None => {
+                let mut spec = match entry.record.spec(&self.data_dir) {
+                    Ok(spec) => spec,
+                    Err(error) => {
+                        return self.record_end(
+                            entry,
+                            Err(format!("the stored spec no longer parses: {error}")),
+                        )
+                    }
+                };
+                self.limits.cap_defaults(&mut spec);
+                if let Err(error) = self.grants.check_spec(&spec) {
+                    return self.not_granted(entry, error);
+                }
+                Startable::Spec(Box::new(spec))
             }
         };
-        self.limits.cap_defaults(&mut spec);
-        // Every start: a server restarted with fewer grants does not run it.
-        if let Err(error) = self.grants.check_spec(&spec) {
-            return self.not_granted(entry, error);
-        }
+        let spec = run.spec();
         let mut options = RunOptions::new(self.data_dir.clone()).with_natives(self.natives.clone());
         options.served = true;
         options.sink_delay = crate::fault::sink_delay();
         options.override_commit_marker = override_commit_marker;
-        options.restore = match restore_choice(&spec, &self.data_dir, entry.record.restore.as_ref())
+        options.restore = match restore_choice(spec, &self.data_dir, entry.record.restore.as_ref())
         {
             Ok(restore) => restore,
             Err(error) => return self.failed(entry, error.to_string(), Duration::ZERO),
         };
         if let Some(RestoreFrom::Path(location)) = &options.restore {
-            if let Err(error) = self.grants.check_restore("restore", &spec, location) {
-                return self.not_granted(entry, error);
+            // A deploy or an upgrade granted its restore point already.
+            if !just_checked {
+                if let Err(error) = self.grants.check_restore("restore", spec, location) {
+                    return self.not_granted(entry, error);
+                }
             }
         }
         let handle = options.handle.clone();
@@ -729,7 +756,10 @@ impl Supervisor {
         let supervisor = Arc::clone(self);
         let thread =
             std::thread::Builder::new().name(format!("pipeline-{name}")).spawn(move || {
-                let result = pipeline::run(&spec, &options);
+                let result = match run {
+                    Startable::Checked(checked) => pipeline::run_checked(*checked, &options),
+                    Startable::Spec(spec) => pipeline::run(&spec, &options),
+                };
                 supervisor.run_ended(&name, id, result);
             });
         match thread {
@@ -853,7 +883,7 @@ impl Supervisor {
             restart = entry.restarts.tracker.total,
             "restarting the failed pipeline"
         );
-        self.start(entry, false);
+        self.start(entry, false, None);
     }
 
     /// If `name` waits to restart, cancel that and mark it stopped (true);
@@ -977,6 +1007,24 @@ fn view(entry: &Entry) -> PipelineView {
 /// it waited for a snapshot.
 const ENDED: &str = "not_running";
 
+/// What a run starts from: a pipeline checked just before, or a spec the
+/// run checks and loads itself.
+enum Startable {
+    /// Checked by a deploy or an upgrade, its functions loaded.
+    Checked(Box<CheckedPipeline>),
+    /// A record's spec, parsed, capped and granted again.
+    Spec(Box<PipelineSpec>),
+}
+
+impl Startable {
+    fn spec(&self) -> &PipelineSpec {
+        match self {
+            Startable::Checked(checked) => checked.spec(),
+            Startable::Spec(spec) => spec,
+        }
+    }
+}
+
 fn no_pipeline(name: &str) -> ServeError {
     ServeError::not_found(format!("no pipeline {:?}", name.chars().take(80).collect::<String>()))
 }
@@ -1004,4 +1052,92 @@ fn unavailable(error: impl std::fmt::Display) -> ServeError {
 
 fn internal(error: impl std::fmt::Display) -> ServeError {
     ServeError::internal(error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::serve::grants::GrantsConfig;
+    use crate::serve::ServeErrorKind;
+
+    /// A supervisor on a fresh data directory, with the default limits and
+    /// grants and no native functions.
+    fn supervisor() -> (tempfile::TempDir, Arc<Supervisor>, FunctionStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let grants = Grants::new(dir.path(), &GrantsConfig::default()).unwrap();
+        let supervisor =
+            Supervisor::open(dir.path(), ServerLimits::default(), NativeCatalog::default(), grants)
+                .unwrap();
+        let functions = FunctionStore::open(dir.path()).unwrap();
+        (dir, supervisor, functions)
+    }
+
+    /// A pipeline of `count` generated events straight into a discarding
+    /// sink: no functions, so it needs nothing uploaded.
+    fn bounded(name: &str, count: u64) -> String {
+        format!(
+            "name: {name}\noperators:\n  src: {{ source: {{ type: generator, count: {count} }} }}\n  out: {{ inputs: [src], sink: {{ type: discard }} }}\n"
+        )
+    }
+
+    /// The error of `result`, which must be one.
+    fn refused<T>(result: Result<T, ServeError>) -> ServeError {
+        match result {
+            Ok(_) => panic!("not refused"),
+            Err(error) => error,
+        }
+    }
+
+    fn kind(error: ServeError) -> (ServeErrorKind, &'static str) {
+        match error {
+            ServeError::Refused { kind, code, .. } => (kind, code),
+            other => panic!("not a refusal: {other}"),
+        }
+    }
+
+    /// Wait (polling) until `name`'s run has ended; its final state.
+    fn ended(supervisor: &Supervisor, name: &str) -> PipelineState {
+        for _ in 0..600 {
+            let view = supervisor.get(name).unwrap();
+            if view.record.state != PipelineState::Running {
+                return view.record.state;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("pipeline {name} still running after 30 s");
+    }
+
+    #[test]
+    fn a_deploy_refuses_what_cannot_run_and_keeps_nothing() {
+        let (_dir, supervisor, functions) = supervisor();
+        let malformed = refused(supervisor.deploy("name: [", None, false, &functions));
+        assert_eq!(kind(malformed), (ServeErrorKind::InvalidSpec, "invalid_spec"));
+        let missing = "name: m\nsource: { type: generator, count: 1 }\nkey: { function: nowhere }\nprocess: { function: nowhere }\nsink: { type: discard }\n";
+        let error = refused(supervisor.deploy(missing, None, false, &functions));
+        assert!(error.to_string().contains("key.function: no function nowhere"), "{error}");
+        let file = "name: f\nsource: { type: generator, count: 1 }\nkey: { wasm: k.wasm }\nprocess: { wasm: k.wasm }\nsink: { type: discard }\n";
+        let error = refused(supervisor.deploy(file, None, false, &functions));
+        assert_eq!(kind(error).0, ServeErrorKind::InvalidSpec);
+        let wide = format!("{}batch_size: 65537\n", bounded("w", 1));
+        let error = refused(supervisor.deploy(&wide, None, false, &functions));
+        assert_eq!(kind(error), (ServeErrorKind::LimitExceeded, "limit_exceeded"));
+        for name in ["m", "f", "w"] {
+            assert_eq!(kind(refused(supervisor.get(name))).0, ServeErrorKind::NotFound);
+        }
+    }
+
+    #[test]
+    fn a_deployed_pipeline_runs_to_its_end_and_is_deleted() {
+        let (_dir, supervisor, functions) = supervisor();
+        let view = supervisor.deploy(&bounded("b", 1000), None, false, &functions).unwrap();
+        assert_eq!(view.record.generation, 1);
+        let again = refused(supervisor.deploy(&bounded("b", 1000), None, false, &functions));
+        assert_eq!(kind(again), (ServeErrorKind::Conflict, "exists"));
+        assert_eq!(ended(&supervisor, "b"), PipelineState::Finished);
+        let summary = supervisor.get("b").unwrap().run.map(|(handle, _)| handle);
+        assert!(summary.is_some(), "the finished run is kept for its status");
+        supervisor.delete("b").unwrap();
+        assert_eq!(kind(refused(supervisor.get("b"))).0, ServeErrorKind::NotFound);
+        assert_eq!(kind(refused(supervisor.delete("b"))).0, ServeErrorKind::NotFound);
+    }
 }

@@ -16,13 +16,20 @@ pub trait DeployedSpec {
     /// validated again.
     fn spec(&self, data_dir: &Path) -> Result<PipelineSpec, SpecError>;
 
+    /// [`spec`](Self::spec) from the deployed text already parsed into
+    /// `parsed` (so a deploy parses it once).
+    fn apply(&self, parsed: PipelineSpec, data_dir: &Path) -> Result<PipelineSpec, SpecError>;
+
     /// Whether the pipeline uses the stored function `name`.
     fn uses_function(&self, name: &str) -> bool;
 }
 
 impl DeployedSpec for PipelineRecord {
     fn spec(&self, data_dir: &Path) -> Result<PipelineSpec, SpecError> {
-        let mut spec = PipelineSpec::parse(&self.spec)?;
+        self.apply(PipelineSpec::parse(&self.spec)?, data_dir)
+    }
+
+    fn apply(&self, mut spec: PipelineSpec, data_dir: &Path) -> Result<PipelineSpec, SpecError> {
         for (field, function) in spec.functions_mut() {
             if let Some(version) = self.pins.get(&field) {
                 function.version = Some(*version);
