@@ -1881,7 +1881,7 @@ pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use weir_host::spec::PipelineSpec;
+    use weir_host::specification::PipelineSpec;
 
     #[test]
     fn a_run_s_own_latency_is_its_last_logged_line() {

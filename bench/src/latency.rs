@@ -214,7 +214,7 @@ impl Row<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use weir_host::spec::PipelineSpec;
+    use weir_host::specification::PipelineSpec;
 
     #[test]
     fn the_loads_are_shares_of_the_maximum_and_one_burst() {

@@ -635,7 +635,7 @@ fn median(mut runs: Vec<Measurement>) -> Measurement {
 #[cfg(test)]
 mod tests {
     use crate::*;
-    use weir_host::spec::PipelineSpec;
+    use weir_host::specification::PipelineSpec;
 
     fn case(workload: Workload, implementation: Implementation, checkpoints: bool) -> Case {
         Case {
@@ -700,11 +700,9 @@ mod tests {
         assert_eq!(graph.stages[0].parallelism, 2);
         assert!(matches!(
             graph.stages[0].kind,
-            weir_host::spec::graph::StageKind::Join(weir_host::spec::JoinSpec::Interval {
-                lower: 0,
-                upper: 9_999,
-                ..
-            })
+            weir_host::specification::graph::StageKind::Join(
+                weir_host::specification::JoinSpec::Interval { lower: 0, upper: 9_999, .. }
+            )
         ));
         assert!(text.contains("count: 500, keys: 10000, seed: 7"), "{text}");
         assert!(text.contains("count: 501, keys: 10000, seed: 8"), "{text}");

@@ -15,7 +15,7 @@
 //! serving     api
 //! lifecycle   serve   cluster   project
 //! running     pipeline
-//! language    spec
+//! language    specification
 //! parts       connectors   join   store
 //! windows     window
 //! observing   observe
@@ -36,7 +36,7 @@
 //!   Rust, Python and TypeScript, with the SDKs embedded in the binary;
 //! * [`pipeline`] — running a pipeline: the source task, keyed subtasks
 //!   and sink task, routing, restore, function loading;
-//! * [`spec`] — the language users write: one spec model, lowered into a
+//! * [`specification`] — the spec language users write: one model, lowered into a
 //!   graph and checked by one validator;
 //! * [`connectors`] — sources and sinks, each owning its configuration, and
 //!   the registry that ties a spec's `type:` to them;
@@ -71,7 +71,7 @@ pub mod pipeline;
 pub mod project;
 pub mod runtime;
 pub mod serve;
-pub mod spec;
+pub mod specification;
 pub mod state;
 pub mod store;
 pub mod telemetry;

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use weir_host::cluster::{plan, PlanError};
 use weir_host::connectors::kafka::KafkaSourceConfig;
-use weir_host::spec::PipelineSpec;
+use weir_host::specification::PipelineSpec;
 
 use crate::support::kafka::{committed_per_key, produce_orders, unique, Record, TestKafka};
 use crate::support::s3::TestS3;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use weir_host::checkpoint::SnapshotKind;
 use weir_host::pipeline;
-use weir_host::spec::PipelineSpec;
+use weir_host::specification::PipelineSpec;
 
 use super::print::print_snapshot;
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use weir_host::checkpoint::CheckpointSettings;
 use weir_host::pipeline::{self, ProgressFn, RestoreFrom, RunOptions};
-use weir_host::spec::PipelineSpec;
+use weir_host::specification::PipelineSpec;
 
 use super::print::print_summary;
 

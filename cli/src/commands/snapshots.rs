@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use weir_host::checkpoint::{ControlDir, SnapshotKind};
-use weir_host::spec::PipelineSpec;
+use weir_host::specification::PipelineSpec;
 
 /// What `weir savepoint` takes.
 #[derive(clap::Args)]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use weir_host::cluster::{self, status, PlanError, Worker, WorkerConfig, WorkerStatus};
-use weir_host::spec::PipelineSpec;
+use weir_host::specification::PipelineSpec;
 
 /// What `weir worker` takes.
 #[derive(clap::Args)]

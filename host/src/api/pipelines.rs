@@ -191,7 +191,7 @@ fn status(
     last_stored: impl FnOnce() -> Option<SnapshotInfo>,
 ) -> PipelineStatus {
     let record = view.record;
-    let spec = crate::spec::PipelineSpec::parse(&record.spec).ok();
+    let spec = crate::specification::PipelineSpec::parse(&record.spec).ok();
     let functions = spec
         .as_ref()
         .map(|spec| {

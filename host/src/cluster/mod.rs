@@ -16,6 +16,6 @@ pub mod status;
 pub mod topics;
 pub mod worker;
 
-pub use crate::spec::ClusterSettings;
+pub use crate::specification::ClusterSettings;
 pub use plan::{plan, ClusterPlan, ExchangeTopic, PlanError, Unit, UnitRole};
 pub use worker::{Worker, WorkerConfig, WorkerError, WorkerStatus};

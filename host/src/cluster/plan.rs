@@ -21,10 +21,10 @@ use crate::connectors::kafka::exchange::{ExchangeInput, ExchangeOutput};
 use crate::connectors::kafka::{Delivery, KafkaSinkConfig, KafkaSourceConfig};
 use crate::connectors::{SinkSpec, SourceSpec};
 use crate::names::is_valid_name;
-use crate::spec::cluster::ClusterSettings;
-use crate::spec::FunctionSpec;
-use crate::spec::{InputSpec, NodeSpec};
-use crate::spec::{PipelineSpec, SpecError};
+use crate::specification::cluster::ClusterSettings;
+use crate::specification::FunctionSpec;
+use crate::specification::{InputSpec, NodeSpec};
+use crate::specification::{PipelineSpec, SpecError};
 
 /// Prefix of every node name a plan adds to a unit's graph.
 const OURS: &str = "weir-";

@@ -13,9 +13,9 @@ use crate::config;
 use crate::join::{JoinConfig, JoinKind};
 use crate::runtime::native::NativeCatalog;
 use crate::runtime::{new_engine, EngineLimits, FunctionLoader, LoadedFunction, Role};
-use crate::spec::graph::{Graph, Outputs, Route, StageKind, StageNode};
-use crate::spec::JoinSpec;
-use crate::spec::{FunctionSpec, PipelineSpec, SpecError};
+use crate::specification::graph::{Graph, Outputs, Route, StageKind, StageNode};
+use crate::specification::JoinSpec;
+use crate::specification::{FunctionSpec, PipelineSpec, SpecError};
 use crate::store::FunctionStore;
 use crate::window::WindowConfig;
 

@@ -1,6 +1,6 @@
 //! Running a pipeline: the threads, channels and operators that carry
 //! events from sources through keyed stages to sinks. The spec it runs
-//! comes from [`crate::spec`]; what it measures goes to [`crate::observe`];
+//! comes from [`crate::specification`]; what it measures goes to [`crate::observe`];
 //! deciding when to run, restart or stop belongs to [`crate::serve`].
 //!
 //! Modules, from the bottom up (a module uses those above it in this list,

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::hash::BuildHasher as _;
 
 use super::failures;
-use crate::spec::{OnError, PipelineSpec};
+use crate::specification::{OnError, PipelineSpec};
 use crate::state::hash::KeyHashBuilder;
 use crate::state::ttl::Ttl;
 

@@ -15,8 +15,8 @@ use crate::checkpoint::{
 };
 use crate::config;
 use crate::connectors::transactional::{CommitMarker, TransactionalSink, OVERRIDE};
-use crate::spec::graph::Graph;
-use crate::spec::PipelineSpec;
+use crate::specification::graph::Graph;
+use crate::specification::PipelineSpec;
 use crate::state::changelog::Changelog;
 use crate::state::layout::{self, Layout};
 use crate::state::{CachedBackend, KeyedStateBackend, RocksDbBackend};

@@ -54,8 +54,8 @@ use crate::config;
 use crate::connectors::open_source;
 use crate::observe::latency::LatencyRecorder;
 use crate::observe::live::LiveCounts;
-use crate::spec::graph::{Graph, Outputs, Route, StageInput};
-use crate::spec::PipelineSpec;
+use crate::specification::graph::{Graph, Outputs, Route, StageInput};
+use crate::specification::PipelineSpec;
 
 pub use super::error::RunError;
 pub use super::options::{ProgressFn, RestoreFrom, RunOptions};

@@ -37,7 +37,7 @@ use crate::connectors::Sink;
 use crate::connectors::{open_sink, SinkMode};
 use crate::observe::latency::LatencyRecorder;
 use crate::observe::live::{RunHandle, Stopwatch};
-use crate::spec::graph::{output_name, Graph, LINE_SINK};
+use crate::specification::graph::{output_name, Graph, LINE_SINK};
 
 /// What the sinks record in a snapshot: each sink's pre-commit state (a
 /// line spec's main sink as `main`, every other sink by name).

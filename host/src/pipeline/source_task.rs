@@ -23,7 +23,7 @@ use crate::checkpoint::{Ack, LocatedSnapshot, SnapshotKind, Trigger};
 use crate::connectors::Source;
 use crate::observe::live::{LiveCounts, LiveMetrics, Stopwatch};
 use crate::runtime::packed::{Emitted, PackedEvents};
-use crate::spec::PipelineSpec;
+use crate::specification::PipelineSpec;
 use crate::state::SnapshotForm;
 use crate::time::{SplitWatermarks, WatermarkSnapshot};
 

@@ -28,7 +28,7 @@ use crate::checkpoint::{Ack, CheckpointError};
 use crate::observe::inspect::{self, StateAnswer, StateQuery};
 use crate::observe::live::{task_timing, LiveCounts, Stopwatch};
 use crate::runtime::Language;
-use crate::spec::graph::StageInput;
+use crate::specification::graph::StageInput;
 use crate::state::SnapshotForm;
 
 /// How often an idle subtask checks for due processing-time timers.

@@ -39,7 +39,7 @@ use cap_std::fs::Dir;
 use crate::config;
 use crate::connectors::kafka::{served_property, ServedProperty};
 use crate::connectors::Access;
-use crate::spec::PipelineSpec;
+use crate::specification::PipelineSpec;
 
 /// What the operator grants with `weir serve` flags.
 #[derive(Debug, Clone, Default)]

@@ -5,9 +5,9 @@
 //! flag that raises it. It never changes a spec; it only says no.
 
 use crate::runtime::{FunctionLimits, Language};
-use crate::spec::graph::Graph;
-use crate::spec::PipelineSpec;
-use crate::spec::Size;
+use crate::specification::graph::Graph;
+use crate::specification::PipelineSpec;
+use crate::specification::Size;
 use crate::units::format_bytes;
 
 use super::ServeError;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::spec::restart::RestartStrategy;
+use crate::specification::restart::RestartStrategy;
 
 /// A pipeline's restarts after failed runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -65,7 +65,7 @@ impl RestartTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::restart::RestartSpec;
+    use crate::specification::restart::RestartSpec;
 
     fn strategy(text: &str) -> Result<RestartStrategy, String> {
         let spec: RestartSpec = serde_yaml::from_str(text).map_err(|e| e.to_string())?;

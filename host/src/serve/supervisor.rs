@@ -14,7 +14,7 @@
 //! upgrade is under way gets `409 busy`.
 //!
 //! A run that fails is restarted as the spec's `restart:` strategy says
-//! ([`crate::spec::restart`]): after the delay, a timer starts it again
+//! ([`crate::specification::restart`]): after the delay, a timer starts it again
 //! like any start (from its newest checkpoint). While it waits, the record
 //! stays `running` (a server restart resumes it at once); a stop or delete
 //! cancels the restart; when the attempts are used up it is `failed`.
@@ -36,7 +36,7 @@ use crate::pipeline::lock::{PipelineLock, ServerLock};
 use crate::pipeline::{self, CheckedPipeline, RestoreFrom, RunError, RunOptions};
 use crate::serve::grants::Grants;
 use crate::serve::restart::RestartTracker;
-use crate::spec::{DeployedSpec, PipelineSpec};
+use crate::specification::{DeployedSpec, PipelineSpec};
 use crate::store::{FunctionStore, PipelineRecord, PipelineState, PipelineStore, RestorePoint};
 
 /// How long a savepoint (and the stop after it) may take.

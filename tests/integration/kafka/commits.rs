@@ -18,7 +18,7 @@ use weir_host::runtime::native::{
 };
 use weir_host::runtime::packing::KeyList;
 use weir_host::runtime::HostCtx;
-use weir_host::spec::PipelineSpec;
+use weir_host::specification::PipelineSpec;
 use weir_host::Event;
 
 use crate::support::kafka::{committed_per_key, produce_orders, unique, TestKafka};

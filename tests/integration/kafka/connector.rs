@@ -623,11 +623,14 @@ fn an_at_least_once_sink_loses_nothing_when_killed_as_a_checkpoint_completes() {
 
 #[test]
 fn the_kafka_example_spec_is_valid() {
-    let spec = weir_host::spec::PipelineSpec::load(&example_file("revenue", "kafka-pipeline.yaml"))
-        .unwrap();
+    let spec = weir_host::specification::PipelineSpec::load(&example_file(
+        "revenue",
+        "kafka-pipeline.yaml",
+    ))
+    .unwrap();
     assert!(matches!(
         &spec.sink,
-        Some(weir_host::spec::SinkSpec::Kafka(sink))
+        Some(weir_host::specification::SinkSpec::Kafka(sink))
             if sink.delivery == weir_host::connectors::kafka::Delivery::ExactlyOnce
     ));
 }

@@ -21,7 +21,7 @@ use super::parts::{
 use crate::checkpoint::CheckpointSettings;
 use crate::connectors::config::{resolve, NESTED_FIELD};
 pub use crate::connectors::{SinkSpec, SourceSpec};
-use crate::spec::restart::{RestartSpec, RestartStrategy};
+use crate::specification::restart::{RestartSpec, RestartStrategy};
 use crate::state::DEFAULT_MAX_PARALLELISM;
 
 /// A whole pipeline: source → key function → process function → sink.
@@ -119,7 +119,7 @@ pub struct PipelineSpec {
     pub resources: Option<PathBuf>,
     /// Settings for running it on several machines (`weir worker`).
     #[serde(default)]
-    pub cluster: Option<crate::spec::cluster::ClusterSettings>,
+    pub cluster: Option<crate::specification::cluster::ClusterSettings>,
 }
 
 fn default_max_parallelism() -> u16 {
@@ -342,7 +342,7 @@ sink: { type: stdout }
 
     #[test]
     fn restart_strategies_default_and_are_named() {
-        use crate::spec::restart::RestartStrategy;
+        use crate::specification::restart::RestartStrategy;
         let strategy = |extra: &str| {
             PipelineSpec::parse(&format!("{GOOD}{extra}")).map(|s| s.restart_strategy().unwrap())
         };
