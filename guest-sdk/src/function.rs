@@ -595,3 +595,141 @@ pub fn window_process<F: WindowProcessFunction>(
     }
     Ok(out)
 }
+
+/// The WIT export of a function trait's implementation, by the trait's
+/// name: what `#[weir_sdk::function]` expands inside the module it
+/// generates for a `wasm32` build, where that world's bindings
+/// (`exports`), the `Export` type and `with_instance` are. One arm per
+/// function kind of `wit/roles.toml` the Rust SDK implements (the macro
+/// itself takes its list of kinds from that table).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __weir_export_role {
+    (KeyFunction) => {
+        impl exports::weir::function::key_fn::Guest for Export {
+            fn extract_keys(
+                events: $crate::__private::wit::types::EventBatch,
+            ) -> ::std::result::Result<
+                $crate::__private::wit::types::PackedKeys,
+                $crate::__private::wit::types::FunctionError,
+            > {
+                with_instance(|f| $crate::__private::extract_packed_keys(f, events))
+            }
+        }
+    };
+    (TransformFunction) => {
+        impl exports::weir::function::transform_fn::Guest for Export {
+            fn transform(
+                events: $crate::__private::wit::types::EventBatch,
+            ) -> ::std::result::Result<
+                $crate::__private::wit::types::EventBatch,
+                $crate::__private::wit::types::FunctionError,
+            > {
+                with_instance(|f| $crate::__private::transform_packed(f, events))
+            }
+        }
+    };
+    (ProcessFunction) => {
+        impl exports::weir::function::process_fn::Guest for Export {
+            fn process(
+                batch: $crate::__private::wit::types::KeyedBatch,
+            ) -> ::std::result::Result<(), $crate::__private::wit::types::FunctionError> {
+                with_instance(|f| $crate::__private::process_packed(f, batch))
+            }
+
+            fn on_timers(
+                batch: ::std::vec::Vec<$crate::__private::wit::types::KeyedTimers>,
+            ) -> ::std::result::Result<(), $crate::__private::wit::types::FunctionError> {
+                with_instance(|f| $crate::__private::fire_timers(f, batch))
+            }
+        }
+    };
+    (BroadcastProcessFunction) => {
+        // The keyed side, as for `ProcessFunction`.
+        impl exports::weir::function::process_fn::Guest for Export {
+            fn process(
+                batch: $crate::__private::wit::types::KeyedBatch,
+            ) -> ::std::result::Result<(), $crate::__private::wit::types::FunctionError> {
+                with_instance(|f| $crate::__private::process_packed(f, batch))
+            }
+
+            fn on_timers(
+                batch: ::std::vec::Vec<$crate::__private::wit::types::KeyedTimers>,
+            ) -> ::std::result::Result<(), $crate::__private::wit::types::FunctionError> {
+                with_instance(|f| $crate::__private::fire_timers(f, batch))
+            }
+        }
+
+        impl exports::weir::function::broadcast_fn::Guest for Export {
+            fn process_broadcast(
+                events: $crate::__private::wit::types::EventBatch,
+            ) -> ::std::result::Result<(), $crate::__private::wit::types::FunctionError> {
+                with_instance(|f| $crate::__private::broadcast_packed(f, events))
+            }
+        }
+    };
+    (CoProcessFunction) => {
+        impl exports::weir::function::co_process_fn::Guest for Export {
+            fn process1(
+                batch: $crate::__private::wit::types::KeyedBatch,
+            ) -> ::std::result::Result<(), $crate::__private::wit::types::FunctionError> {
+                with_instance(|f| $crate::__private::co_process_packed(f, 0, batch))
+            }
+
+            fn process2(
+                batch: $crate::__private::wit::types::KeyedBatch,
+            ) -> ::std::result::Result<(), $crate::__private::wit::types::FunctionError> {
+                with_instance(|f| $crate::__private::co_process_packed(f, 1, batch))
+            }
+
+            fn on_timers(
+                batch: ::std::vec::Vec<$crate::__private::wit::types::KeyedTimers>,
+            ) -> ::std::result::Result<(), $crate::__private::wit::types::FunctionError> {
+                with_instance(|f| $crate::__private::co_fire_timers(f, batch))
+            }
+        }
+    };
+    (AggregateFunction) => {
+        impl exports::weir::function::aggregate_fn::Guest for Export {
+            fn add(
+                batch: $crate::__private::wit::types::AccumulateBatch,
+            ) -> ::std::result::Result<
+                $crate::__private::wit::types::ValueCells,
+                $crate::__private::wit::types::FunctionError,
+            > {
+                with_instance(|f| $crate::__private::aggregate_add_packed(f, batch))
+            }
+
+            fn merge(
+                a: ::std::vec::Vec<u8>,
+                b: ::std::vec::Vec<u8>,
+            ) -> ::std::result::Result<
+                ::std::vec::Vec<u8>,
+                $crate::__private::wit::types::FunctionError,
+            > {
+                with_instance(|f| $crate::__private::aggregate_merge(f, a, b))
+            }
+
+            fn results(
+                batch: $crate::__private::wit::types::WindowResults,
+            ) -> ::std::result::Result<
+                $crate::__private::wit::types::EventBatch,
+                $crate::__private::wit::types::FunctionError,
+            > {
+                with_instance(|f| $crate::__private::aggregate_results(f, batch))
+            }
+        }
+    };
+    (WindowProcessFunction) => {
+        impl exports::weir::function::window_process_fn::Guest for Export {
+            fn process_windows(
+                batch: ::std::vec::Vec<$crate::__private::wit::types::WindowEvents>,
+            ) -> ::std::result::Result<
+                ::std::vec::Vec<$crate::Event>,
+                $crate::__private::wit::types::FunctionError,
+            > {
+                with_instance(|f| $crate::__private::window_process(f, batch))
+            }
+        }
+    };
+}

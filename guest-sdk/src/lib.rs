@@ -93,6 +93,7 @@ pub use weir_sdk_macros::function;
 /// Glue used by the code that `#[function]` generates. Not a public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::__weir_export_role as export_role;
     pub use crate::bindings::weir::function as wit;
     pub use crate::context::report_panics;
     pub use crate::function::{
@@ -101,4 +102,34 @@ pub mod __private {
         fire_timers, process_batch, process_packed, transform_packed, window_process,
     };
     pub use wit_bindgen;
+}
+
+/// The reader of `wit/roles.toml` the macro's build script uses, for the
+/// test that every kind of the table has its export.
+#[cfg(test)]
+#[path = "../macros/roles.rs"]
+mod roles_table;
+
+#[cfg(test)]
+mod tests {
+    /// `#[function]` takes its kinds from `wit/roles.toml` and expands
+    /// `__private::export_role!(Trait)` for them, but only when building
+    /// for `wasm32`: so check here that the arms of `export_role!` are
+    /// exactly the Rust SDK's rows of the table.
+    #[test]
+    fn every_kind_of_the_table_has_its_export() {
+        let rows = crate::roles_table::parse(include_str!("../../wit/roles.toml"))
+            .unwrap_or_else(|e| panic!("wit/roles.toml: {e}"));
+        let mut kinds: Vec<&str> =
+            rows.iter().filter(|r| r.in_sdk("rust")).map(|r| r.rust_trait.as_str()).collect();
+        let source = include_str!("function.rs");
+        let body = source.split("macro_rules! __weir_export_role {").nth(1).unwrap_or_default();
+        let mut arms: Vec<&str> = body
+            .lines()
+            .filter_map(|line| line.strip_prefix("    (")?.strip_suffix(") => {"))
+            .collect();
+        kinds.sort_unstable();
+        arms.sort_unstable();
+        assert_eq!(arms, kinds, "export_role!'s arms (src/function.rs) and the table's Rust kinds");
+    }
 }

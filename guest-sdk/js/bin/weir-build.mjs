@@ -4,8 +4,8 @@
 // Bundles the function module named by PROJECT_DIR/package.json
 // ("weir": { "function": "src/<name>.ts" }) with @weir/sdk into one ES
 // module, exports the WIT interfaces of the roles its default export
-// implements (key-fn, process-fn, aggregate-fn, transform-fn) and makes a
-// Wasm component of it with componentize-js (no WASI features).
+// implements (key-fn, process-fn, …: the SDK's rows of wit/roles.toml) and
+// makes a Wasm component of it with componentize-js (no WASI features).
 
 import { buildFunction, BuildError } from '../src/build.js';
 

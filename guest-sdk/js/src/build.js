@@ -5,6 +5,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync, rmSync, mkdirSync
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { ROLES } from './roles.js';
 
 /** The SDK's directory (guest-sdk/js, or node_modules/@weir/sdk): the nearest one up with its package.json. */
 export const SDK_DIR = (() => {
@@ -41,8 +42,11 @@ export function functionModule(projectDir) {
   return { pkg, path, rel };
 }
 
-const ROLE_EXPORTS = { key: 'key-fn', process: 'process-fn', aggregate: 'aggregate-fn', transform: 'transform-fn' };
-const ROLE_OBJECTS = { key: 'keyFn', process: 'processFn', aggregate: 'aggregateFn', transform: 'transformFn' };
+/** The roles of this SDK (wit/roles.toml's rows), by name. */
+const ROLE = Object.fromEntries(ROLES.map((row) => [row.name, row]));
+
+/** What the SDK's Wasm host (`wasm-host.js`) imports, whatever the roles. */
+const HOST_IMPORTS = ['state', 'timers', 'context'];
 
 let probes = 0;
 
@@ -69,20 +73,18 @@ export async function rolesOfModule(path, work) {
       throw new BuildError(`${path}: constructing the default export failed: ${e.message}`);
     }
   }
-  const { rolesOf } = await import(pathToFileURL(join(SDK_DIR, 'src', 'runtime.js')).href);
+  const { rolesOf, rolesWanted } = await import(pathToFileURL(join(SDK_DIR, 'src', 'runtime.js')).href);
   const roles = rolesOf(fn);
   if (roles.length === 0) {
-    throw new BuildError(
-      `${path}: the default export implements no role: give it key(event), process(key, events, ctx), ` +
-        `add(acc, event) + result(key, window, acc) (an aggregate) or transform(event, out)`,
-    );
+    throw new BuildError(`${path}: the default export implements no role: give it ${rolesWanted()}`);
   }
   return roles;
 }
 
 function worldText(roles) {
-  const lines = ['world weir-js-app {', '    import state;', '    import timers;', '    import context;'];
-  for (const r of roles) lines.push(`    export ${ROLE_EXPORTS[r]};`);
+  const imports = [...new Set([...HOST_IMPORTS, ...roles.flatMap((r) => ROLE[r].imports)])];
+  const lines = ['world weir-js-app {', ...imports.map((i) => `    import ${i};`)];
+  for (const r of roles) lines.push(`    export ${ROLE[r].export};`);
   lines.push('}');
   return '\n' + lines.join('\n') + '\n';
 }
@@ -99,6 +101,8 @@ export async function buildFunction(projectDir, out, options = {}) {
   const work = mkdtempSync(join(tmpdir(), 'weir-build-'));
   try {
     const roles = await rolesOfModule(path, work);
+    const { exportObject } = await import(pathToFileURL(join(SDK_DIR, 'src', 'runtime.js')).href);
+    const object = (r) => exportObject(ROLE[r].export);
     const entry = join(work, 'entry.js');
     const src = (p) => JSON.stringify(join(SDK_DIR, 'src', p));
     writeFileSync(
@@ -110,7 +114,7 @@ export async function buildFunction(projectDir, out, options = {}) {
         `import { exportsFor } from ${src('runtime.js')};`,
         `installHost(wasmHost);`,
         `const all = exportsFor(typeof Function === 'function' ? new Function() : Function);`,
-        ...roles.map((r) => `export const ${ROLE_OBJECTS[r]} = all.${ROLE_OBJECTS[r]};`),
+        ...roles.map((r) => `export const ${object(r)} = all.${object(r)};`),
         '',
       ].join('\n'),
     );
@@ -145,7 +149,7 @@ export async function buildFunction(projectDir, out, options = {}) {
     const secs = ((Date.now() - started) / 1000).toFixed(1);
     log(
       `weir-build: ${relative(process.cwd(), outPath) || outPath} (${mb} MB) from ${rel}: ` +
-        `exports ${roles.map((r) => ROLE_EXPORTS[r]).join(', ')} (${secs} s)`,
+        `exports ${roles.map((r) => ROLE[r].export).join(', ')} (${secs} s)`,
     );
     return { out: outPath, roles, bytes: component.length };
   } finally {

@@ -5,20 +5,69 @@ import { host, batch, beginBatch, endBatch, selected } from './scope.js';
 import { PackedEvents, EventPacker, Event, KeyWriter, bytes, unpackKeys } from './event.js';
 import { Context } from './context.js';
 import { Codec } from './state.js';
+import { ROLES } from './roles.js';
+
+/**
+ * What this SDK does for each role, in the order {@link rolesOf} lists
+ * them: the methods that make an object play it, how the build asks for
+ * them, and the functions of its WIT export. Which roles exist and what
+ * they export are the rows of wit/roles.toml (`roles.js`).
+ */
+const KINDS = [
+  {
+    role: 'key',
+    methods: ['key'],
+    wanted: 'key(event)',
+    exports: (fn) => ({ extractKeys: (events) => extractKeys(fn, events) }),
+  },
+  {
+    role: 'process',
+    methods: ['process'],
+    wanted: 'process(key, events, ctx)',
+    exports: (fn) => ({ process: (b) => process(fn, b), onTimers: (list) => onTimers(fn, list) }),
+  },
+  {
+    role: 'aggregate',
+    methods: ['add', 'result'],
+    wanted: 'add(acc, event) + result(key, window, acc) (an aggregate)',
+    exports: (fn) => ({
+      add: (b) => aggregateAdd(fn, b),
+      merge: (a, b) => aggregateMerge(fn, a, b),
+      results: (b) => aggregateResults(fn, b),
+    }),
+  },
+  {
+    role: 'transform',
+    methods: ['transform'],
+    wanted: 'transform(event, out)',
+    exports: (fn) => ({ transform: (events) => transform(fn, events) }),
+  },
+];
 
 /** The roles a function object implements, from its methods. */
 export function rolesOf(fn) {
-  const roles = [];
-  const has = (m) => typeof fn[m] === 'function';
-  if (has('key')) roles.push('key');
-  if (has('process')) roles.push('process');
-  if (has('add') && has('result')) roles.push('aggregate');
-  if (has('transform')) roles.push('transform');
-  return roles;
+  return KINDS.filter((k) => k.methods.every((m) => typeof fn[m] === 'function')).map((k) => k.role);
 }
 
-/** The WIT export names of roles. */
-export const EXPORTS = { key: 'key-fn', process: 'process-fn', aggregate: 'aggregate-fn', transform: 'transform-fn' };
+/** The WIT export names of roles (from wit/roles.toml). */
+export const EXPORTS = Object.fromEntries(
+  KINDS.map((k) => {
+    const row = ROLES.find((r) => r.name === k.role);
+    if (!row) throw new Error(`role ${k.role} is not in src/roles.js (generated from wit/roles.toml)`);
+    return [k.role, row.export];
+  }),
+);
+
+/** The name componentize-js gives an export's object: `key-fn` → `keyFn`. */
+export function exportObject(name) {
+  return name.replace(/-([a-z0-9])/g, (_, c) => c.toUpperCase());
+}
+
+/** What makes an object a function, for messages: `key(event), … or transform(event, out)`. */
+export function rolesWanted() {
+  const wanted = KINDS.map((k) => k.wanted);
+  return wanted.length > 1 ? `${wanted.slice(0, -1).join(', ')} or ${wanted[wanted.length - 1]}` : wanted.join('');
+}
 
 /** An error for the host: its message (`function-error`). */
 export class FunctionError extends Error {
@@ -263,19 +312,9 @@ export function transform(fn, events) {
  * `processFn`, `aggregateFn`, `transformFn` for the roles it implements.
  */
 export function exportsFor(fn) {
-  const roles = rolesOf(fn);
   const out = {};
-  if (roles.includes('key')) out.keyFn = { extractKeys: (events) => extractKeys(fn, events) };
-  if (roles.includes('process')) {
-    out.processFn = { process: (b) => process(fn, b), onTimers: (list) => onTimers(fn, list) };
+  for (const kind of KINDS) {
+    if (kind.methods.every((m) => typeof fn[m] === 'function')) out[exportObject(EXPORTS[kind.role])] = kind.exports(fn);
   }
-  if (roles.includes('aggregate')) {
-    out.aggregateFn = {
-      add: (b) => aggregateAdd(fn, b),
-      merge: (a, b) => aggregateMerge(fn, a, b),
-      results: (b) => aggregateResults(fn, b),
-    };
-  }
-  if (roles.includes('transform')) out.transformFn = { transform: (events) => transform(fn, events) };
   return out;
 }

@@ -82,7 +82,7 @@ def resolve(project: Path, spec: Optional[str]) -> Tuple[Path, str, str, List[st
         raise BuildError(f"importing {module!r} from {root} failed: {type(error).__name__}: {error}") from error
     finally:
         sys.path.remove(str(root))
-    from .function import find_function, roles
+    from .function import _role_list, find_function, roles
 
     if cls_name:
         cls = getattr(mod, cls_name, None)
@@ -95,10 +95,7 @@ def resolve(project: Path, spec: Optional[str]) -> Tuple[Path, str, str, List[st
         cls_name = cls.__name__
     exports = roles(cls)
     if not exports:
-        raise BuildError(
-            f"{module}:{cls_name} implements no role: subclass weir.KeyFunction, weir.ProcessFunction, "
-            "weir.AggregateFunction or weir.TransformFunction"
-        )
+        raise BuildError(f"{module}:{cls_name} implements no role: subclass {_role_list('weir.')}")
     from .function import _check
 
     try:
@@ -109,23 +106,16 @@ def resolve(project: Path, spec: Optional[str]) -> Tuple[Path, str, str, List[st
 
 
 def world(exports: List[str]) -> str:
-    """The WIT world of a component exporting ``exports``."""
-    imports = ["context"]
-    if "process-fn" in exports:
-        imports = ["state", "timers", "context"]
+    """The WIT world of a component exporting ``exports``: it imports what
+    the worlds of their roles (``wit/roles.toml``) import, the largest
+    world's imports first, in that world's order."""
+    from ._roles import ROLES
+
+    by_export = {row.export: row for row in ROLES}
+    rows = sorted((by_export[e] for e in exports), key=lambda row: -len(row.imports))
+    imports = dict.fromkeys(i for row in rows for i in row.imports)
     lines = [f"    import {i};" for i in imports] + [f"    export {e};" for e in exports]
     return "package weir:function@0.2.0;\n\nworld app {\n" + "\n".join(lines) + "\n}\n"
-
-
-_CLASSES = {
-    "key-fn": ("KeyFn", [("extract_keys", "events", "extract_keys")]),
-    "process-fn": ("ProcessFn", [("process", "batch", "process"), ("on_timers", "batch", "on_timers")]),
-    "aggregate-fn": (
-        "AggregateFn",
-        [("add", "batch", "add"), ("merge", "a, b", "merge"), ("results", "batch", "results")],
-    ),
-    "transform-fn": ("TransformFn", [("transform", "events", "transform")]),
-}
 
 
 def app(module: str, cls_name: str, exports: List[str]) -> str:
@@ -141,11 +131,13 @@ def app(module: str, cls_name: str, exports: List[str]) -> str:
         "_guest = Guest(_Function)",
         "_call = _wasm.call",
     ]
+    from ._runtime import EXPORT_METHODS
+
     for export in exports:
-        name, methods = _CLASSES[export]
+        name = "".join(part.capitalize() for part in export.split("-"))  # key-fn: KeyFn
         out += ["", "", f"class {name}(exports.{name}):"]
-        for method, params, glue in methods:
-            out += [f"    def {method}(self, {params}):", f"        return _call(_guest.{glue}, {params})"]
+        for method, params in EXPORT_METHODS[export]:
+            out += [f"    def {method}(self, {params}):", f"        return _call(_guest.{method}, {params})"]
     return "\n".join(out) + "\n"
 
 

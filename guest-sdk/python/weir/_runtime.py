@@ -5,7 +5,7 @@ packed batches from an in-memory host)."""
 from __future__ import annotations
 
 from itertools import accumulate
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _host
 from .context import Context, Emitter
@@ -35,6 +35,18 @@ def _message(error: BaseException) -> str:
     if isinstance(error, KeyError):
         return f"KeyError: missing {text}"
     return f"{name}: {text}" if text else name
+
+
+#: The functions of each interface a role exports (``wit/roles.toml``), as
+#: ``(method, parameters)`` of the export class ``python -m weir build``
+#: writes for componentize-py; each calls the :class:`Guest` method of the
+#: same name.
+EXPORT_METHODS: Dict[str, List[Tuple[str, str]]] = {
+    "key-fn": [("extract_keys", "events")],
+    "process-fn": [("process", "batch"), ("on_timers", "batch")],
+    "aggregate-fn": [("add", "batch"), ("merge", "a, b"), ("results", "batch")],
+    "transform-fn": [("transform", "events")],
+}
 
 
 class Guest:

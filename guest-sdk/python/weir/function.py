@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Generic, Iterable, List, Optional, Type, TypeVar, Union
 
+from ._roles import ROLES as _TABLE
 from .codec import JSON, Codec
 from .context import Context, Emitter
 from .event import Event, Events, FiredTimer, Window
@@ -97,20 +98,26 @@ class AggregateFunction(Generic[A]):
         raise NotImplementedError
 
 
-#: Each role and the WIT interface a component exports for it.
-ROLES: Dict[type, str] = {
-    KeyFunction: "key-fn",
-    ProcessFunction: "process-fn",
-    AggregateFunction: "aggregate-fn",
-    TransformFunction: "transform-fn",
-}
-
+#: Each role's class and the methods it must define (``a|b``: one of
+#: them), in the order roles are listed. The kinds themselves (which exist,
+#: what they export) are the rows of ``wit/roles.toml`` (``_roles.py``).
 _REQUIRED: Dict[type, List[str]] = {
     KeyFunction: ["key|keys"],
     ProcessFunction: ["process"],
     AggregateFunction: ["create_accumulator", "add|add_all", "merge", "result"],
     TransformFunction: ["transform"],
 }
+
+_EXPORTS = {row.cls: row.export for row in _TABLE}
+
+#: Each role and the WIT interface a component exports for it.
+ROLES: Dict[type, str] = {role: _EXPORTS[role.__name__] for role in _REQUIRED}
+
+
+def _role_list(prefix: str = "") -> str:
+    """The role classes, for messages: ``KeyFunction, … or TransformFunction``."""
+    names = [prefix + role.__name__ for role in ROLES]
+    return " or ".join([", ".join(names[:-1]), names[-1]]) if len(names) > 1 else "".join(names)
 
 
 def roles(cls: type) -> List[str]:
@@ -121,10 +128,7 @@ def roles(cls: type) -> List[str]:
 def _check(cls: type) -> None:
     found = [role for role in ROLES if issubclass(cls, role)]
     if not found:
-        raise TypeError(
-            f"{cls.__name__} implements no role: subclass KeyFunction, ProcessFunction, "
-            "AggregateFunction or TransformFunction"
-        )
+        raise TypeError(f"{cls.__name__} implements no role: subclass {_role_list()}")
     for role in found:
         for alternatives in _REQUIRED[role]:
             names = alternatives.split("|")

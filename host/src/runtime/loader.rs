@@ -10,78 +10,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, InstancePre, Linker};
 use wasmtime::Engine;
 
-use super::{host, HostCtx, Language, WIT_VERSION};
-
-/// What a function is used for in a pipeline; each role needs one export
-/// (a broadcast process function two).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    /// Computes keys: exports `weir:function/key-fn`.
-    Key,
-    /// Processes keyed events: exports `weir:function/process-fn`.
-    Process,
-    /// Aggregates windows: exports `weir:function/aggregate-fn`.
-    Aggregate,
-    /// Processes whole windows: exports `weir:function/window-process-fn`.
-    WindowProcess,
-    /// Transforms events without state (map, filter, flat-map): exports
-    /// `weir:function/transform-fn`.
-    Transform,
-    /// Processes two keyed inputs: exports `weir:function/co-process-fn`.
-    CoProcess,
-    /// Processes keyed events and broadcast events: exports
-    /// `weir:function/process-fn` and `weir:function/broadcast-fn`.
-    BroadcastProcess,
-}
-
-impl Role {
-    /// Every role, in the order [`LoadedFunction::worlds`] reports them.
-    pub const ALL: [Role; 7] = [
-        Role::Key,
-        Role::Transform,
-        Role::Process,
-        Role::BroadcastProcess,
-        Role::CoProcess,
-        Role::Aggregate,
-        Role::WindowProcess,
-    ];
-
-    /// The interface a component must export for this role (for a
-    /// broadcast process function, the one besides `process-fn`).
-    pub fn interface(self) -> String {
-        let name = match self {
-            Role::Key => "key-fn",
-            Role::Process => "process-fn",
-            Role::Aggregate => "aggregate-fn",
-            Role::WindowProcess => "window-process-fn",
-            Role::Transform => "transform-fn",
-            Role::CoProcess => "co-process-fn",
-            Role::BroadcastProcess => "broadcast-fn",
-        };
-        format!("weir:function/{name}@{WIT_VERSION}")
-    }
-
-    /// Every interface a component must export for this role.
-    pub fn interfaces(self) -> Vec<String> {
-        match self {
-            Role::BroadcastProcess => vec![Role::Process.interface(), self.interface()],
-            _ => vec![self.interface()],
-        }
-    }
-
-    /// The WIT world that corresponds to this role.
-    pub fn world(self) -> &'static str {
-        match self {
-            Role::Key => "weir:function/key-function",
-            Role::Process => "weir:function/process-function",
-            Role::Aggregate => "weir:function/aggregate-function",
-            Role::WindowProcess => "weir:function/window-process-function",
-            Role::Transform => "weir:function/transform-function",
-            Role::CoProcess => "weir:function/co-process-function",
-            Role::BroadcastProcess => "weir:function/broadcast-process-function",
-        }
-    }
-}
+use super::{host, HostCtx, Language, Role, WIT_VERSION};
 
 /// Why a function could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -185,14 +114,16 @@ impl LoadedFunction {
         Err(LoadError::MissingExport { world: role.world(), needed, found })
     }
 
-    /// The worlds this component implements (a broadcast process function
-    /// is reported as that, not also as a process function).
+    /// The worlds this component implements, in [`Role::ALL`]'s order. A
+    /// role another implemented role [extends](Role::extends) is reported
+    /// as that one only: a broadcast process function is not also listed
+    /// as a process function.
     pub fn worlds(&self) -> Vec<&'static str> {
-        let broadcast = self.require(Role::BroadcastProcess).is_ok();
-        Role::ALL
-            .into_iter()
-            .filter(|r| self.require(*r).is_ok() && !(broadcast && *r == Role::Process))
-            .map(Role::world)
+        let roles: Vec<Role> = Role::ALL.into_iter().filter(|r| self.implements(*r)).collect();
+        roles
+            .iter()
+            .filter(|r| !roles.iter().any(|other| other.extends() == Some(**r)))
+            .map(|r| r.world())
             .collect()
     }
 

@@ -18,6 +18,7 @@ pub(crate) mod loader;
 pub mod native;
 pub mod packed;
 pub mod packing;
+mod role;
 pub mod wasi;
 
 pub use engine::{new_engine, EngineLimits};
@@ -28,7 +29,8 @@ pub use instance::{
 };
 pub use language::Language;
 pub use limits::FunctionLimits;
-pub use loader::{componentize, digest, FunctionLoader, LoadError, LoadedFunction, Role};
+pub use loader::{componentize, digest, FunctionLoader, LoadError, LoadedFunction};
+pub use role::{Inputs, Role};
 
 /// The WIT package version this host implements.
 pub const WIT_VERSION: &str = "0.2.0";
