@@ -1140,4 +1140,41 @@ mod tests {
         assert_eq!(kind(refused(supervisor.get("b"))).0, ServeErrorKind::NotFound);
         assert_eq!(kind(refused(supervisor.delete("b"))).0, ServeErrorKind::NotFound);
     }
+    #[test]
+    fn a_running_pipeline_takes_a_savepoint_stops_and_upgrades_from_it() {
+        let (_dir, supervisor, functions) = supervisor();
+        let spec = "name: s\ncheckpoint: { interval: 1s }\noperators:\n  src: { source: { type: generator, count: 100000000, rate: 2000 } }\n  out: { inputs: [src], sink: { type: discard } }\n";
+        supervisor.deploy(spec, None, false, &functions).unwrap();
+        // The run answers once it has started.
+        let savepoint = (0..600)
+            .find_map(|_| match supervisor.savepoint("s") {
+                Ok(location) => Some(location),
+                Err(error) => {
+                    assert_eq!(kind(error).0, ServeErrorKind::Conflict, "only while starting");
+                    std::thread::sleep(Duration::from_millis(50));
+                    None
+                }
+            })
+            .expect("a savepoint within 30 s");
+        assert_eq!(supervisor.get("s").unwrap().record.last_savepoint, Some(savepoint));
+        let stopped_at = supervisor.stop("s", true).unwrap();
+        let view = supervisor.get("s").unwrap();
+        assert_eq!(view.record.state, PipelineState::Stopped);
+        assert_eq!(
+            kind(refused(supervisor.savepoint("s"))),
+            (ServeErrorKind::Conflict, "not_running")
+        );
+        let upgrade = Upgrade { parallelism: Some(2), ..Upgrade::default() };
+        let upgraded = supervisor.upgrade("s", &upgrade, &functions).unwrap();
+        assert_eq!(upgraded.record.generation, 2);
+        assert_eq!(upgraded.record.state, PipelineState::Running);
+        assert_eq!(upgraded.record.parallelism, Some(2));
+        assert_eq!(
+            upgraded.record.restore.map(|point| point.location),
+            Some(stopped_at),
+            "the upgrade starts from the stop's savepoint"
+        );
+        supervisor.delete("s").unwrap();
+        assert_eq!(kind(refused(supervisor.get("s"))).0, ServeErrorKind::NotFound);
+    }
 }
