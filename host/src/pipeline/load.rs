@@ -28,9 +28,6 @@ pub struct CheckedPipeline {
     pub(crate) spec: PipelineSpec,
     /// The checkpoint settings, if checkpointing.
     pub(crate) settings: Option<CheckpointSettings>,
-    /// Which of the graph's sinks commits in transactions (the
-    /// exactly-once contract), if one does.
-    pub(crate) transactional_sink: Option<usize>,
     /// The graph.
     pub(crate) graph: Graph,
     /// What each keyed stage runs, in the order of the graph's stages.
@@ -84,11 +81,7 @@ pub fn prepare(
 ) -> Result<CheckedPipeline, RunError> {
     let settings = spec.checkpoint.clone();
     let graph = spec.graph().map_err(|e| RunError::Deploy(e.to_string()))?;
-    let transactional_sink =
-        graph.sinks.iter().position(|s| s.spec.config().transactional().is_some());
-    if let Some(sink) =
-        transactional_sink.and_then(|i| graph.sinks[i].spec.config().transactional())
-    {
+    if let Some(sink) = graph.transactional_sinks().next() {
         sink.check_settings(settings.as_ref(), &spec.name, data_dir)?;
     }
     let env = FunctionEnv::of(&spec)?;
@@ -113,7 +106,7 @@ pub fn prepare(
     for stage in &graph.stages {
         functions.load_routes(&stage.outputs, &mut code)?;
     }
-    Ok(CheckedPipeline { spec, settings, transactional_sink, graph, plans, code, env })
+    Ok(CheckedPipeline { spec, settings, graph, plans, code, env })
 }
 
 /// Function instances a run of `graph` makes: each producer's key and

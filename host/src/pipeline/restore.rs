@@ -50,7 +50,6 @@ pub(crate) fn prepare_state(
     graph: &Graph,
     options: &RunOptions,
     settings: Option<&CheckpointSettings>,
-    transactional_sink: Option<usize>,
 ) -> Result<StartingPoint, RunError> {
     let _span = tracing::info_span!("restore", pipeline = %spec.name).entered();
     let url = checkpoint_url(spec, &options.data_dir)?;
@@ -71,8 +70,7 @@ pub(crate) fn prepare_state(
         Ok(Some(CheckpointStorage::open(&url, &spec.name)?.into_located(newest)))
     };
     // An exactly-once sink says which snapshot's output it holds.
-    let sink = transactional_sink.and_then(|i| graph.sinks[i].spec.config().transactional());
-    let (snapshot, committed) = match sink {
+    let (snapshot, committed) = match graph.transactional_sinks().next() {
         Some(sink) => transactional_start(&url, spec, options, sink, fresh)?,
         None => {
             let snapshot = match &options.restore {

@@ -89,7 +89,7 @@ fn run_locked(
     options: &RunOptions,
     started: Instant,
 ) -> Result<RunSummary, RunError> {
-    let CheckedPipeline { spec, settings, transactional_sink, graph, plans, code, env } = checked;
+    let CheckedPipeline { spec, settings, graph, plans, code, env } = checked;
     let spec = &spec;
     // Transient failures (a broker outage) are retried for as long as a
     // checkpoint may take.
@@ -105,7 +105,7 @@ fn run_locked(
         }
     }
     tracing::debug!(elapsed = ?started.elapsed(), "functions loaded, sources open");
-    let start = prepare_state(spec, &graph, options, settings.as_ref(), transactional_sink)?;
+    let start = prepare_state(spec, &graph, options, settings.as_ref())?;
     tracing::debug!(elapsed = ?started.elapsed(), "state ready");
     if let Some(snapshot) = &start.snapshot {
         let recorded = &snapshot.metadata.source;

@@ -713,7 +713,6 @@ impl Supervisor {
         checked: Option<CheckedPipeline>,
     ) {
         let name = entry.record.name.clone();
-        let just_checked = checked.is_some();
         let run = match checked {
             Some(checked) => Startable::Checked(Box::new(checked)),
             None => {
@@ -745,7 +744,7 @@ impl Supervisor {
         };
         if let Some(RestoreFrom::Path(location)) = &options.restore {
             // A deploy or an upgrade granted its restore point already.
-            if !just_checked {
+            if matches!(run, Startable::Spec(_)) {
                 if let Err(error) = self.grants.check_restore("restore", spec, location) {
                     return self.not_granted(entry, error);
                 }

@@ -63,8 +63,7 @@ impl PipelineSpec {
                     ),
                 ));
             }
-            let exactly_once =
-                graph.sinks.iter().filter(|s| s.spec.config().transactional().is_some()).count();
+            let exactly_once = graph.transactional_sinks().count();
             if exactly_once > 1 {
                 return Err(SpecError::field(
                     "operators",

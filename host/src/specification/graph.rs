@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use super::node::{JoinSpec, NodeSpec};
 use super::parts::{FunctionSpec, SpecError, WindowSpec};
 use super::pipeline::PipelineSpec;
-use crate::connectors::{SinkSpec, SourceSpec};
+use crate::connectors::{SinkSpec, SourceSpec, TransactionalSink};
 use crate::names::{is_valid_name, NAME_RULE};
 
 /// Which input of a keyed stage a route feeds.
@@ -184,6 +184,12 @@ impl PipelineSpec {
 }
 
 impl Graph {
+    /// The sinks that commit their output in transactions tied to
+    /// checkpoints (the exactly-once contract); a valid graph has at most one.
+    pub fn transactional_sinks(&self) -> impl Iterator<Item = &dyn TransactionalSink> {
+        self.sinks.iter().filter_map(|s| s.spec.config().transactional())
+    }
+
     /// The graph `spec` describes (its `operators:`, or its line fields).
     pub fn of(spec: &PipelineSpec) -> Result<Self, SpecError> {
         if spec.operators.is_empty() {
