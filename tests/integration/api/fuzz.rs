@@ -1,5 +1,5 @@
 //! API fuzzing from the API's own OpenAPI document: schemathesis (from
-//! PyPI, pinned in `scripts/dev`) generates requests for every operation
+//! PyPI, pinned in `devkit/src/python_tool.rs`) generates requests for every operation
 //! of `weir serve` — valid and invalid names, queries, bodies and methods —
 //! with a fixed seed and a fixed budget, and checks each answer against
 //! the document (status codes, content types, body schemas).
@@ -14,8 +14,8 @@
 //! must still find no 5xx.
 //!
 //! schemathesis comes from `$WEIR_TEST_SCHEMATHESIS` (`scripts/dev test`
-//! sets it), else `scripts/dev schemathesis` installs it (refused under
-//! `CI=true`, where it must be given).
+//! sets it), else this test installs it once (refused under `CI=true`,
+//! where it must be given).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -414,7 +414,8 @@ fn records(data: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 }
 
 /// schemathesis's `st` command: `$WEIR_TEST_SCHEMATHESIS`, else installed
-/// with `scripts/dev schemathesis` (not under CI, where it must be given).
+/// once by [`weir_devkit::python_tool::SCHEMATHESIS`] (not under CI, where
+/// it must be given).
 fn schemathesis() -> PathBuf {
     static SHARED: OnceLock<PathBuf> = OnceLock::new();
     SHARED
@@ -427,15 +428,9 @@ fn schemathesis() -> PathBuf {
                      installs schemathesis and sets it (or run `scripts/dev schemathesis` and set \
                      {SCHEMATHESIS_ENV} to the path it prints)"
                 );
-                let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/dev");
-                let output =
-                    Command::new(script).arg("schemathesis").output().expect("scripts/dev runs");
-                assert!(
-                    output.status.success(),
-                    "scripts/dev schemathesis: {}",
-                    String::from_utf8_lossy(&output.stderr)
-                );
-                PathBuf::from(String::from_utf8(output.stdout).expect("UTF-8").trim())
+                weir_devkit::python_tool::SCHEMATHESIS
+                    .install()
+                    .unwrap_or_else(|e| panic!("installing schemathesis: {e:#}"))
             }
         })
         .clone()

@@ -4,19 +4,19 @@
 //!
 //! [`TestKafka::start`] uses the broker [`shared_bootstrap`] finds: the one
 //! named by `WEIR_TEST_KAFKA_BOOTSTRAP` (`scripts/dev test` starts one and
-//! sets it), else it starts the shared broker itself with `scripts/dev
-//! kafka start` (its log directory under `~/.cache/weir/kafka/broker`;
-//! kept running for later runs).
+//! sets it), else it starts the shared broker itself with
+//! [`weir_devkit::kafka`] (its log directory under
+//! `~/.cache/weir/kafka/broker`; kept running for later runs).
 //! [`TestKafka::dedicated`] starts a broker of the test's own, on its own
 //! log directory and ports with the broker configs the test gives, which
-//! the test may kill (`kill -9`) and start again ([`TestKafka::restart`]).
+//! the test may kill (`kill -9`) and start again ([`TestKafka::restart`]);
+//! it dies with the test, however the test ends.
 //!
 //! Every method blocks; the helpers use `rdkafka` (librdkafka) as clients,
 //! so what they see is what Weir's sink and source see.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -28,6 +28,8 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
+use weir_devkit::kafka;
+use weir_devkit::process::Lifetime;
 
 /// A record to produce: (partition, key, value).
 pub type Record = (Option<i32>, Option<Vec<u8>>, Vec<u8>);
@@ -52,14 +54,16 @@ pub struct TestKafka {
 }
 
 /// The shared broker's bootstrap servers: `$WEIR_TEST_KAFKA_BOOTSTRAP`,
-/// else the one `scripts/dev kafka start` runs (started at most once per
-/// test binary). The only place the tests learn where the broker is.
+/// else the one in [`kafka::default_dir`] (started at most once per test
+/// binary, and kept running). The only place the tests learn where the
+/// broker is.
 pub fn shared_bootstrap() -> String {
     static SHARED: OnceLock<String> = OnceLock::new();
     SHARED
         .get_or_init(|| match std::env::var(BOOTSTRAP_ENV) {
             Ok(bootstrap) if !bootstrap.trim().is_empty() => bootstrap.trim().to_owned(),
-            _ => dev_kafka(&["start"]),
+            _ => kafka::start(&kafka::default_dir(), &[], Lifetime::Detached)
+                .unwrap_or_else(|e| panic!("starting the shared Kafka broker: {e:#}")),
         })
         .clone()
 }
@@ -74,9 +78,7 @@ impl TestKafka {
     /// settings, e.g. `transaction.max.timeout.ms=10000`).
     pub fn dedicated(configs: &[&str]) -> TestKafka {
         let dir = tempfile::Builder::new().prefix("weir-kafka-").tempdir().expect("broker dir");
-        let mut args = vec!["start", dir.path().to_str().expect("UTF-8 path")];
-        args.extend_from_slice(configs);
-        let bootstrap = dev_kafka(&args);
+        let bootstrap = start_dedicated(dir.path(), configs);
         TestKafka::new(bootstrap, Some(dir))
     }
 
@@ -99,24 +101,14 @@ impl TestKafka {
 
     /// Kill the dedicated broker with SIGKILL and wait until it is gone.
     pub fn kill(&self) {
-        let pid = std::fs::read_to_string(self.dedicated_dir().join("pid")).expect("broker pid");
-        let status = Command::new("kill").args(["-9", pid.trim()]).status().expect("kill");
-        assert!(status.success(), "kill -9 {pid}");
-        let proc = PathBuf::from(format!("/proc/{}", pid.trim()));
-        let deadline = Instant::now() + TIMEOUT;
-        while proc.exists() && !is_zombie(&proc) {
-            assert!(Instant::now() < deadline, "broker {pid} did not die");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        kafka::kill(self.dedicated_dir()).unwrap_or_else(|e| panic!("killing the broker: {e:#}"));
     }
 
     /// Start the dedicated broker again on the same log directory and
     /// ports (after [`TestKafka::kill`]), waiting until it accepts
     /// connections.
     pub fn restart(&self, configs: &[&str]) {
-        let mut args = vec!["start", self.dedicated_dir().to_str().expect("UTF-8 path")];
-        args.extend_from_slice(configs);
-        let bootstrap = dev_kafka(&args);
+        let bootstrap = start_dedicated(self.dedicated_dir(), configs);
         assert_eq!(bootstrap, self.bootstrap, "a restarted broker keeps its address");
     }
 
@@ -332,8 +324,8 @@ impl TestKafka {
 impl Drop for TestKafka {
     fn drop(&mut self) {
         if let Some(dir) = &self.dedicated {
-            if let Ok(pid) = std::fs::read_to_string(dir.path().join("pid")) {
-                let _ = Command::new("kill").args(["-9", pid.trim()]).status();
+            if kafka::running(dir.path()) {
+                let _ = kafka::kill(dir.path());
             }
         }
     }
@@ -387,24 +379,10 @@ pub fn committed_per_key(kafka: &TestKafka, topic: &str) -> BTreeMap<u64, Vec<St
     keys
 }
 
-/// A process that has exited but not been reaped (the broker's parent is
-/// `scripts/dev`, which has exited; init reaps it soon).
-fn is_zombie(proc: &Path) -> bool {
-    std::fs::read_to_string(proc.join("stat"))
-        .map(|stat| stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')))
-        .unwrap_or(true)
-}
-
-/// Run `scripts/dev kafka ARGS` and return what it prints (the bootstrap
-/// address for `start`).
-fn dev_kafka(args: &[&str]) -> String {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/dev");
-    let output = Command::new(script).arg("kafka").args(args).output().expect("scripts/dev runs");
-    assert!(
-        output.status.success(),
-        "scripts/dev kafka {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("UTF-8").trim().to_owned()
+/// Start (or start again) the dedicated broker of `dir` with `configs`,
+/// owned by the calling test's thread: it dies when the test ends.
+fn start_dedicated(dir: &Path, configs: &[&str]) -> String {
+    let configs: Vec<String> = configs.iter().map(|c| c.to_string()).collect();
+    kafka::start(dir, &configs, Lifetime::Owned)
+        .unwrap_or_else(|e| panic!("starting a dedicated Kafka broker: {e:#}"))
 }

@@ -10,10 +10,10 @@
 //! The external services, each located in exactly one function (no test
 //! reads their environment variables itself):
 //! * [`kafka`]: the broker, [`kafka::shared_bootstrap`]
-//!   (`$WEIR_TEST_KAFKA_BOOTSTRAP`, else `scripts/dev kafka start`), behind
+//!   (`$WEIR_TEST_KAFKA_BOOTSTRAP`, else started with `weir_devkit::kafka`), behind
 //!   [`kafka::TestKafka`], with the Kafka helpers several areas use;
 //! * [`s3`]: the S3-compatible server, [`s3::shared_endpoint`]
-//!   (`$WEIR_TEST_S3_ENDPOINT`, else `scripts/dev s3 start`), behind
+//!   (`$WEIR_TEST_S3_ENDPOINT`, else started with `weir_devkit::s3`), behind
 //!   [`s3::TestS3`].
 //!
 //! It holds no tests, and nothing here belongs to one area only.

@@ -2,18 +2,17 @@
 //!
 //! [`TestS3::start`] uses the server [`shared_endpoint`] finds: the one
 //! named by `WEIR_TEST_S3_ENDPOINT` (`scripts/dev test` starts one and sets
-//! it), else it starts the shared one itself with `scripts/dev s3 start` (moto on a free loopback port; kept
-//! running for later runs). Buckets are created with a plain HTTP `PUT`;
+//! it), else it starts the shared one itself with [`weir_devkit::s3`]
+//! (moto on a free loopback port; kept running for later runs). Buckets are created with a plain HTTP `PUT`;
 //! objects are listed and read with `object_store`'s S3 client, signed
 //! with the same test credentials the `weir` processes get.
 
-use std::path::Path;
-use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use futures::TryStreamExt;
 use object_store::{ObjectStore, ObjectStoreExt};
+use weir_devkit::process::Lifetime;
 
 /// Environment variable naming the shared server's endpoint.
 pub const ENDPOINT_ENV: &str = "WEIR_TEST_S3_ENDPOINT";
@@ -24,14 +23,15 @@ const SECRET_ACCESS_KEY: &str = "weir-test-secret";
 const REGION: &str = "us-east-1";
 
 /// The shared server's endpoint: `$WEIR_TEST_S3_ENDPOINT`, else the one
-/// `scripts/dev s3 start` runs (started at most once per test binary). The
+/// [`weir_devkit::s3`] runs (started at most once per test binary). The
 /// only place the tests learn where the S3 server is.
 pub fn shared_endpoint() -> String {
     static SHARED: OnceLock<String> = OnceLock::new();
     SHARED
         .get_or_init(|| match std::env::var(ENDPOINT_ENV) {
             Ok(endpoint) if !endpoint.trim().is_empty() => endpoint.trim().to_owned(),
-            _ => dev_s3_start(),
+            _ => weir_devkit::s3::start(Lifetime::Detached)
+                .unwrap_or_else(|e| panic!("starting the shared S3 server: {e:#}")),
         })
         .clone()
 }
@@ -117,16 +117,4 @@ impl TestS3 {
             ("AWS_REGION", REGION.to_owned()),
         ]
     }
-}
-
-/// Run `scripts/dev s3 start` and return the endpoint it prints.
-fn dev_s3_start() -> String {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/dev");
-    let output = Command::new(script).args(["s3", "start"]).output().expect("scripts/dev runs");
-    assert!(
-        output.status.success(),
-        "scripts/dev s3 start: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("UTF-8").trim().to_owned()
 }

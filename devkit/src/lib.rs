@@ -1,0 +1,26 @@
+//! Developer tooling for Weir's repository, in tested code rather than in
+//! shell: the services the tests run against and the runs `scripts/dev`
+//! starts.
+//!
+//! * [`kafka`]: a real Apache Kafka broker (single-node KRaft) — jars from
+//!   Maven once, started, stopped and killed; [`s3`]: an S3-compatible
+//!   server (moto); [`python_tool`]: pinned PyPI tools in their own
+//!   virtual environments (moto, schemathesis).
+//! * [`process`]: how a service is started — detached for later runs, or
+//!   owned, so the kernel kills it when its owner dies however it dies —
+//!   waited for and stopped.
+//! * [`test_run`]: `scripts/dev test`'s suites with the services they
+//!   need, and [`summary`]: counting passed and failed tests across the
+//!   runners' outputs.
+//! * [`bench_flink`]: `scripts/dev bench-flink`'s side-by-side table.
+//!
+//! The integration tests use [`kafka`], [`s3`] and [`python_tool`]
+//! directly; `scripts/dev` runs the `weir-dev` binary for the rest.
+
+pub mod bench_flink;
+pub mod kafka;
+pub mod process;
+pub mod python_tool;
+pub mod s3;
+pub mod summary;
+pub mod test_run;

@@ -1,0 +1,58 @@
+//! An S3-compatible server (moto) on a free loopback port, for the
+//! `s3://` checkpoint tests. Its state lives in `~/.cache/weir/s3`
+//! (`port`, `pid`, `server.log`).
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::process::{self, Lifetime};
+use crate::python_tool::MOTO;
+
+/// How long the server may take to accept connections.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn dir() -> PathBuf {
+    process::cache_dir().join("s3")
+}
+
+/// Whether the server runs.
+pub fn running() -> bool {
+    process::running(&dir().join("pid"))
+}
+
+/// Start the server (installing moto once) unless it runs, and return its
+/// endpoint, `http://127.0.0.1:<port>`.
+pub fn start(lifetime: Lifetime) -> Result<String> {
+    let server = MOTO.install()?;
+    let dir = dir();
+    std::fs::create_dir_all(&dir)?;
+    let _lock = process::lock(&dir.join(".lock"))?;
+    let (pid_file, port_file) = (dir.join("pid"), dir.join("port"));
+    if let Some(port) = std::fs::read_to_string(&port_file).ok().and_then(|p| p.trim().parse().ok())
+    {
+        if process::running(&pid_file) && process::port_open(port) {
+            return Ok(format!("http://127.0.0.1:{port}"));
+        }
+    }
+    let port = process::free_port()?;
+    std::fs::write(&port_file, port.to_string())?;
+    let mut command = Command::new(server);
+    command.args(["-H", "127.0.0.1", "-p", &port.to_string()]);
+    let log = dir.join("server.log");
+    let pid = process::spawn(command, lifetime, &log, &pid_file)?;
+    process::wait_until_accepting("the S3 server", pid, port, START_TIMEOUT, &log)?;
+    Ok(format!("http://127.0.0.1:{port}"))
+}
+
+/// Stop the server if it runs.
+pub fn stop() -> Result<()> {
+    let pid_file = dir().join("pid");
+    if let Some(pid) = process::read_pid(&pid_file).filter(|pid| process::alive(*pid)) {
+        process::stop(pid, Duration::from_secs(10))?;
+    }
+    let _ = std::fs::remove_file(pid_file);
+    Ok(())
+}
