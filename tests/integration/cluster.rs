@@ -63,6 +63,9 @@ enum Job {
     /// `functions/windowed-revenue`: revenue per customer per event-time
     /// minute (tumbling windows, 5 s out of orderness).
     WindowedRevenue,
+    /// [`Job::WindowedRevenue`] with `on_bad_timestamp: drop` on the
+    /// source, for inputs with poison records.
+    WindowedRevenueDropping,
     /// `functions/region-top3`'s graph: running revenue per customer
     /// (`customer-revenue`), re-keyed by region, the top 3 per minute.
     RegionTop3,
@@ -73,7 +76,9 @@ impl Job {
     /// the tasks of each keyed stage (a line spec's stage is `keyed`).
     fn units(self, name: &str) -> BTreeSet<String> {
         let roots: &[&str] = match self {
-            Job::Revenue | Job::WindowedRevenue => &["source", "keyed"],
+            Job::Revenue | Job::WindowedRevenue | Job::WindowedRevenueDropping => {
+                &["source", "keyed"]
+            }
             Job::RevenueByPartition => &["keyed"],
             Job::RegionTop3 => &["orders", "revenue", "top3"],
         };
@@ -100,7 +105,11 @@ impl Job {
             Some(url) => ("", format!("{{ interval: 1s, timeout: 1m, storage: {url:?} }}")),
             None => (", bounded: true", "{ interval: 150ms, timeout: 1m }".to_string()),
         };
-        let source = format!("{{ type: kafka, bootstrap_servers: {bootstrap:?}, topics: [{input}], timestamp_field: event_time{bounded} }}");
+        let dropping = match self {
+            Job::WindowedRevenueDropping => ", on_bad_timestamp: drop",
+            _ => "",
+        };
+        let source = format!("{{ type: kafka, bootstrap_servers: {bootstrap:?}, topics: [{input}], timestamp_field: event_time{bounded}{dropping} }}");
         let sink = format!("{{ type: kafka, bootstrap_servers: {bootstrap:?}, topic: {output}, delivery: exactly-once, transactional_id_prefix: {name}, transaction_timeout: 5m }}");
         let head = format!("name: {name}\nparallelism: {PARTITIONS}\ncheckpoint: {checkpoint}\n");
         let body = match self {
@@ -108,7 +117,7 @@ impl Job {
                 let wasm = function("revenue");
                 format!("source: {source}\nkey: {{ wasm: {wasm:?} }}\nprocess: {{ wasm: {wasm:?} }}\nsink: {sink}\n")
             }
-            Job::WindowedRevenue => {
+            Job::WindowedRevenue | Job::WindowedRevenueDropping => {
                 let wasm = function("windowed-revenue");
                 format!(
                     "watermark: {{ max_out_of_orderness: 5s }}\nsource: {source}\n\
@@ -591,6 +600,48 @@ fn three_workers_share_a_revenue_pipeline_and_match_one_process() {
     // A graceful stop of all three at once adds nothing.
     cluster.terminate_all();
     assert_same(&committed_per_key(&kafka, &out), &expected, "after SIGTERM to all three");
+}
+
+#[test]
+fn forged_weir_headers_non_json_records_and_tombstones_leave_the_cluster_exact() {
+    let _serial = one_at_a_time();
+    let (kafka, s3) = (TestKafka::start(), TestS3::start());
+    let bucket = s3.create_bucket("weir-cluster-poison");
+    let dir = tempfile::tempdir().unwrap();
+    let (orders, out) = (unique("cl-poisoned"), unique("cl-poison-out"));
+    kafka.create_topic(&orders, PARTITIONS);
+    kafka.create_topic(&out, 1);
+    produce_orders(&kafka, &orders, PARTITIONS, 600, CUSTOMERS, 1);
+    // Partition 0 also gets a record that is not JSON, a tombstone, an
+    // order without event time, and orders whose headers claim to be a
+    // watermark of producer 99, a far-future one, an event time and a key.
+    let poisoned = crate::kafka::poison::input(true);
+    kafka.produce_raw(&orders, &poisoned);
+    let expected = reference(&kafka, dir.path(), Job::WindowedRevenueDropping, &orders);
+    let windows = total(&expected);
+    produce_far_future(&kafka, &orders, false);
+    let name = unique("cl-poison");
+    let storage = format!("s3://{bucket}/{name}");
+    let spec = Job::WindowedRevenueDropping.spec(
+        dir.path(),
+        &kafka.bootstrap(),
+        &name,
+        &orders,
+        &out,
+        Some(&storage),
+    );
+    let mut cluster = Cluster::new(dir.path(), &spec, &s3);
+    for id in ["w1", "w2"] {
+        cluster.add(id);
+    }
+    cluster.wait_for_output(&kafka, &out, windows, Duration::from_secs(180));
+    assert_same(&committed_per_key(&kafka, &out), &expected, "poisoned input on two workers");
+    println!(
+        "poisoned input: {} records ({} forged-header orders, 3 poison records), {windows} windows exact",
+        600 + poisoned.len(),
+        poisoned.iter().filter(|r| !r.headers.is_empty()).count()
+    );
+    cluster.terminate_all();
 }
 
 #[test]

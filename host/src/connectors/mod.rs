@@ -21,11 +21,12 @@ pub mod transactional;
 
 pub use config::{Access, ConfigError, SinkConfig, SinkMode, SinkRole, SourceConfig};
 pub use discard::DiscardSink;
-pub use file::{BadTimestamps, FileSink, FileSource};
+pub use file::{FileSink, FileSource};
 pub use generator::{Encoding, GeneratorSource};
 pub use registry::{open_sink, open_source, SinkSpec, SourceSpec};
 pub use splits::SplitSource;
 pub use stdout::StdoutSink;
+pub use timestamp::BadTimestamps;
 pub use transactional::{CommitMarker, NotExactlyOnce, TransactionalSink};
 
 use crate::runtime::packed::PackedEvents;

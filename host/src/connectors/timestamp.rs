@@ -1,4 +1,20 @@
-//! Event time taken from a field of a JSON record.
+//! Event time taken from a field of a JSON record, and what a source does
+//! with a record that has none ([`BadTimestamps`]).
+
+/// What to do with a record whose timestamp is missing or unusable (and,
+/// for the Kafka source, a tombstone). Never "now": event time must come
+/// from the event.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum BadTimestamps {
+    /// Fail the run, naming where the record is.
+    #[default]
+    Fail,
+    /// Drop the record and count it (the summary reports how many).
+    Drop,
+    /// Send the record to this side output (with timestamp `i64::MIN`).
+    SideOutput(String),
+}
 
 /// The event time in `record`'s field `field`: RFC 3339 text or integer
 /// milliseconds since the epoch. The error says what is wrong.

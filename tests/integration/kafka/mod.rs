@@ -13,3 +13,4 @@ mod config;
 mod connector;
 mod faults;
 mod joins;
+pub(crate) mod poison;

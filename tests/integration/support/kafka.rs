@@ -34,6 +34,20 @@ use weir_devkit::process::Lifetime;
 /// A record to produce: (partition, key, value).
 pub type Record = (Option<i32>, Option<Vec<u8>>, Vec<u8>);
 
+/// A record to produce as it is, for poisoned inputs: a tombstone has no
+/// value, and headers are written as given.
+#[derive(Debug, Clone, Default)]
+pub struct RawRecord {
+    /// The partition, else where the key hashes.
+    pub partition: Option<i32>,
+    /// The record key.
+    pub key: Option<Vec<u8>>,
+    /// The value; `None` writes a tombstone.
+    pub value: Option<Vec<u8>>,
+    /// Headers, in order.
+    pub headers: Vec<(String, Vec<u8>)>,
+}
+
 /// A record read back: (partition, offset, key, value).
 pub type Consumed = (i32, i64, Option<Vec<u8>>, Vec<u8>);
 
@@ -208,6 +222,43 @@ impl TestKafka {
                 }
                 if let Some(key) = key {
                     record = record.key(&key[..]);
+                }
+                self.runtime
+                    .block_on(async { producer.send_result(record).map_err(|(e, _)| e) })
+                    .unwrap_or_else(|e| panic!("producing to {topic}: {e}"))
+            })
+            .collect();
+        for send in sends {
+            self.block_on(send)
+                .expect("delivery future")
+                .unwrap_or_else(|(e, _)| panic!("producing to {topic}: {e}"));
+        }
+    }
+
+    /// Produce `records` as they are (tombstones, headers), not
+    /// transactionally, waiting until the broker has acknowledged all.
+    pub fn produce_raw(&self, topic: &str, records: &[RawRecord]) {
+        let producer = self.producer();
+        let sends: Vec<_> = records
+            .iter()
+            .map(|raw| {
+                let mut record = FutureRecord::<[u8], [u8]>::to(topic);
+                if let Some(value) = &raw.value {
+                    record = record.payload(&value[..]);
+                }
+                if let Some(partition) = raw.partition {
+                    record = record.partition(partition);
+                }
+                if let Some(key) = &raw.key {
+                    record = record.key(&key[..]);
+                }
+                if !raw.headers.is_empty() {
+                    let mut headers = rdkafka::message::OwnedHeaders::new();
+                    for (name, value) in &raw.headers {
+                        headers = headers
+                            .insert(rdkafka::message::Header { key: name, value: Some(value) });
+                    }
+                    record = record.headers(headers);
                 }
                 self.runtime
                     .block_on(async { producer.send_result(record).map_err(|(e, _)| e) })

@@ -7,13 +7,14 @@ mod sink;
 mod source;
 
 pub use sink::FileSink;
-pub use source::{BadTimestamps, FileSource};
+pub use source::FileSource;
 
 use std::path::PathBuf;
 
 use serde::Deserialize;
 
 use super::config::{resolve, Access, ConfigError, SinkConfig, SinkMode, SourceConfig};
+use super::timestamp::BadTimestamps;
 use super::{ConnectorError, Sink, Source, SplitSource};
 
 /// `source: { type: file, … }`: a file of JSON lines; each line is one

@@ -7,23 +7,9 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use crate::connectors::timestamp::json_timestamp;
+use crate::connectors::timestamp::{json_timestamp, BadTimestamps};
 use crate::connectors::{decode, encode, ConnectorError, Polled, Source};
 use crate::Event;
-
-/// What to do with a line whose timestamp is missing or unusable. Never
-/// "now": event time must come from the event.
-#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub enum BadTimestamps {
-    /// Fail the run, naming the file and line.
-    #[default]
-    Fail,
-    /// Drop the line and count it (the summary reports how many).
-    Drop,
-    /// Send the line to this side output (with timestamp `i64::MIN`).
-    SideOutput(String),
-}
 
 /// Reads a file of JSON lines; each non-blank line becomes one event whose
 /// value is the line's bytes.

@@ -38,14 +38,43 @@ pub fn time_header(timestamp: i64) -> [u8; 8] {
     timestamp.to_be_bytes()
 }
 
-/// Give an exchange record back its event time, from its last header
-/// ([`TIME_HEADER`], removed).
-pub fn take_event_time(event: &mut Event) {
+/// What a record read from an exchange topic is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExchangeRecord {
+    /// A data record (its event time given back, [`TIME_HEADER`] removed).
+    Data,
+    /// A control record carrying a producer's watermark.
+    Control(ExchangeMark),
+}
+
+/// Tell a record read from an exchange topic for what it is, by what only
+/// an exchange sink writes, never by a header an input record could carry:
+/// a data record's *last* header is the [`TIME_HEADER`] the sink appended
+/// (removed here, giving the event back its event time), and a control
+/// record carries exactly one header, [`WATERMARK_HEADER`]. Headers the
+/// input came with — `weir-watermark`, `weir-time`, `weir-key` included —
+/// stay the event's own and never change what a task does. A record that
+/// is neither was not written by an exchange sink: an error naming where.
+pub fn classify(
+    event: &mut Event,
+    producers: usize,
+    location: impl Fn() -> String,
+) -> Result<ExchangeRecord, ConnectorError> {
     if let Some((name, value)) = event.headers.last() {
         if let (true, Ok(bytes)) = (name == TIME_HEADER, <[u8; 8]>::try_from(value.as_slice())) {
             event.timestamp = i64::from_be_bytes(bytes);
             event.headers.pop();
+            return Ok(ExchangeRecord::Data);
         }
+    }
+    match event.headers.as_slice() {
+        [(name, value)] if name == WATERMARK_HEADER => {
+            ExchangeMark::parse(value, producers, location).map(ExchangeRecord::Control)
+        }
+        _ => Err(ConnectorError::BadRecord {
+            location: location(),
+            message: "a record an exchange sink did not write (neither Weir's event-time header last nor a watermark control record): is something other than the pipeline's workers producing to its weir-<pipeline>-* topics?".into(),
+        }),
     }
 }
 
@@ -129,17 +158,14 @@ pub struct ExchangeMark {
 }
 
 impl ExchangeMark {
-    /// The mark a record carries, if it is a control record; a control
-    /// record that cannot be read (or names a producer beyond `producers`)
-    /// is an error naming where it was.
-    pub fn of(
-        headers: &Headers,
+    /// The mark a control record's [`WATERMARK_HEADER`] value says; one
+    /// that cannot be read (or names a producer beyond `producers`) is an
+    /// error naming where it was.
+    fn parse(
+        value: &[u8],
         producers: usize,
         location: impl Fn() -> String,
-    ) -> Result<Option<Self>, ConnectorError> {
-        let Some((_, value)) = headers.iter().find(|(name, _)| name == WATERMARK_HEADER) else {
-            return Ok(None);
-        };
+    ) -> Result<Self, ConnectorError> {
         let bad = |message: String| ConnectorError::BadRecord { location: location(), message };
         let mark: Self = serde_json::from_slice(value)
             .map_err(|e| bad(format!("unreadable watermark control record: {e}")))?;
@@ -149,7 +175,7 @@ impl ExchangeMark {
                 mark.producer
             )));
         }
-        Ok(Some(mark))
+        Ok(mark)
     }
 }
 
@@ -188,7 +214,7 @@ mod tests {
         event.headers.pop();
         event.headers.push((TIME_HEADER.into(), time_header(-5).to_vec()));
         event.timestamp = 1_700_000_000_000; // the broker's append time
-        take_event_time(&mut event);
+        assert_eq!(classify(&mut event, 1, String::new).unwrap(), ExchangeRecord::Data);
         assert_eq!(event.timestamp, -5, "even one a Kafka timestamp cannot hold");
         assert_eq!(event.headers, [("h".to_string(), b"1".to_vec())]);
     }
@@ -197,14 +223,51 @@ mod tests {
     fn control_records_round_trip_and_name_a_bad_producer() {
         let output =
             ExchangeOutput { tasks: 2, max_parallelism: 128, producer: 3, broadcast: false };
-        let at = output.control_record(Some(1_000));
-        let mark = ExchangeMark::of(&at.headers, 4, String::new).unwrap().unwrap();
-        assert_eq!(mark, ExchangeMark { producer: 3, watermark: Some(1_000), idle: false });
-        let idle = output.control_record(None);
-        let mark = ExchangeMark::of(&idle.headers, 4, String::new).unwrap().unwrap();
-        assert!(mark.idle && mark.watermark.is_none());
-        assert!(ExchangeMark::of(&[], 4, String::new).unwrap().is_none(), "a data record");
-        let error = ExchangeMark::of(&at.headers, 2, || "t/0@5".into()).unwrap_err().to_string();
+        let control = |mark: Option<i64>, producers: usize| {
+            let mut record = output.control_record(mark);
+            classify(&mut record, producers, || "t/0@5".into())
+        };
+        let expected = ExchangeMark { producer: 3, watermark: Some(1_000), idle: false };
+        assert_eq!(control(Some(1_000), 4).unwrap(), ExchangeRecord::Control(expected));
+        let idle = ExchangeMark { producer: 3, watermark: None, idle: true };
+        assert_eq!(control(None, 4).unwrap(), ExchangeRecord::Control(idle));
+        let error = control(Some(1_000), 2).unwrap_err().to_string();
         assert!(error.contains("t/0@5") && error.contains("producer 3"), "{error}");
+    }
+
+    /// Headers an input record came with, as the exchange sink writes them:
+    /// the input's own, then Weir's event time.
+    fn written(input_headers: &[(&str, &[u8])]) -> Event {
+        let mut headers: Vec<(String, Vec<u8>)> =
+            input_headers.iter().map(|(n, v)| (n.to_string(), v.to_vec())).collect();
+        headers.push((TIME_HEADER.into(), time_header(42).to_vec()));
+        Event { key: None, value: b"{}".to_vec(), timestamp: 0, headers }
+    }
+
+    #[test]
+    fn forged_weir_headers_on_an_input_record_stay_data() {
+        let forged: [&[(&str, &[u8])]; 5] = [
+            &[(WATERMARK_HEADER, br#"{"producer":99}"#)],
+            &[(WATERMARK_HEADER, b"not json")],
+            &[(WATERMARK_HEADER, br#"{"producer":0,"watermark":9000000000000000}"#)],
+            &[(TIME_HEADER, &time_header(i64::MAX)), (KEY_HEADER, b"other")],
+            &[(WATERMARK_HEADER, br#"{"producer":0,"idle":true}"#), (TIME_HEADER, b"short")],
+        ];
+        for headers in forged {
+            let mut event = written(headers);
+            let record = classify(&mut event, 1, String::new).unwrap();
+            assert_eq!(record, ExchangeRecord::Data, "{headers:?}");
+            assert_eq!(event.timestamp, 42, "the event time Weir wrote, not a forged one");
+            assert_eq!(event.headers.len(), headers.len(), "the input's headers kept as they were");
+        }
+    }
+
+    #[test]
+    fn a_record_no_exchange_sink_wrote_is_refused_naming_where() {
+        for headers in [vec![], vec![("h".to_string(), b"1".to_vec())]] {
+            let mut event = Event { key: None, value: vec![], timestamp: 0, headers };
+            let error = classify(&mut event, 1, || "t/2@7".into()).unwrap_err().to_string();
+            assert!(error.contains("t/2@7") && error.contains("did not write"), "{error}");
+        }
     }
 }

@@ -32,7 +32,8 @@ pub(super) struct Fetched<'a> {
     pub partition: i32,
     pub offset: i64,
     pub key: Option<&'a [u8]>,
-    pub payload: &'a [u8],
+    /// Its value; `None` for a tombstone (a null value).
+    pub payload: Option<&'a [u8]>,
     /// Milliseconds since the epoch, if the record has a timestamp.
     pub timestamp: Option<i64>,
     /// Its headers (empty when it has none, without allocating).
@@ -47,7 +48,7 @@ impl<'a> Fetched<'a> {
             partition: message.partition(),
             offset: message.offset(),
             key: message.key(),
-            payload: message.payload().unwrap_or_default(),
+            payload: message.payload(),
             timestamp: message.timestamp().to_millis(),
             headers: message.headers().map_or_else(Vec::new, |h| {
                 h.iter()
@@ -79,7 +80,7 @@ impl<'a> Fetched<'a> {
             partition: raw.partition,
             offset: raw.offset,
             key: bytes(raw.key, raw.key_len),
-            payload: bytes(raw.payload, raw.len).unwrap_or_default(),
+            payload: bytes(raw.payload, raw.len),
             timestamp,
             headers: headers(message),
         })

@@ -25,13 +25,13 @@ use rdkafka::ClientContext;
 use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
-use super::exchange::{self, ExchangeInput, ExchangeMark};
+use super::exchange::{self, ExchangeInput, ExchangeMark, ExchangeRecord};
 use super::fetch_queue::{FetchQueue, Fetched};
 use super::{
     client_config, is_transient_code, kafka_error, outlasted, topic_partitions, Retry, CALL_TIMEOUT,
 };
 use crate::connectors::config::{Access, ConfigError, SourceConfig};
-use crate::connectors::timestamp::{json_timestamp, parse_rfc3339_millis};
+use crate::connectors::timestamp::{json_timestamp, parse_rfc3339_millis, BadTimestamps};
 use crate::connectors::{decode, encode, ConnectorError, Polled, Source};
 use crate::Event;
 
@@ -86,6 +86,15 @@ pub struct KafkaSourceConfig {
     /// record's Kafka timestamp.
     #[serde(default)]
     pub timestamp_field: Option<String>,
+    /// A record without a usable event time (not JSON, or without
+    /// `timestamp_field`) or a tombstone (a null value, which every
+    /// compacted topic has): `fail` (default; the error names topic,
+    /// partition and offset), `drop` (counted) or `{ side-output: name }`
+    /// (the record as it was, its topic, partition and offset in the
+    /// headers [`SOURCE_TOPIC_HEADER`], [`SOURCE_PARTITION_HEADER`] and
+    /// [`SOURCE_OFFSET_HEADER`]).
+    #[serde(default)]
+    pub on_bad_timestamp: BadTimestamps,
     /// What a restore does when a partition's checkpointed position is
     /// below the partition's log start (records deleted by retention before
     /// they were read): `fail` (default) or `skip` to the log start.
@@ -110,6 +119,14 @@ pub struct KafkaSourceConfig {
     #[serde(skip)]
     pub exchange: Option<ExchangeInput>,
 }
+
+/// Header of a record sent to the `on_bad_timestamp` side output: the
+/// topic it was read from.
+pub const SOURCE_TOPIC_HEADER: &str = "weir-source-topic";
+/// The partition it was read from (decimal text).
+pub const SOURCE_PARTITION_HEADER: &str = "weir-source-partition";
+/// Its offset (decimal text).
+pub const SOURCE_OFFSET_HEADER: &str = "weir-source-offset";
 
 /// What a restore does when records it should read were deleted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -144,6 +161,13 @@ impl SourceConfig for KafkaSourceConfig {
         super::check_properties(&self.properties)
     }
 
+    fn side_outputs(&self) -> Vec<(&'static str, &str)> {
+        match &self.on_bad_timestamp {
+            BadTimestamps::SideOutput(name) => vec![("on_bad_timestamp", name.as_str())],
+            _ => Vec::new(),
+        }
+    }
+
     fn host_access(&self) -> Vec<Access> {
         super::host_access(&self.bootstrap_servers, &self.properties)
     }
@@ -175,6 +199,9 @@ struct Partition {
     next: i64,
     /// Records polled but not yet delivered.
     buffered: VecDeque<(i64, Event)>,
+    /// Of those, the records that are not events (by offset, in order),
+    /// told apart when they were read and handled when their turn comes.
+    unusual: VecDeque<(i64, Unusual)>,
     /// Bounded: deliver up to (not including) this offset.
     end: Option<i64>,
 }
@@ -210,6 +237,12 @@ pub struct KafkaSource {
     consumer: BaseConsumer<PartitionEnds>,
     partitions: Vec<Partition>,
     timestamp_field: Option<String>,
+    on_bad_timestamp: BadTimestamps,
+    /// Bad records bound for the `on_bad_timestamp` side output, until the
+    /// task takes them.
+    rejected: Vec<(String, Event)>,
+    /// Bad records dropped so far (kept in the position).
+    dropped: u64,
     on_data_loss: OnDataLoss,
     cursor: usize,
     /// The partitions are not assigned yet: the first read assigns them at
@@ -227,6 +260,15 @@ pub struct KafkaSource {
     max_wait: Duration,
 }
 
+/// A buffered record that is not an event to deliver.
+enum Unusual {
+    /// An exchange topic's control record: a producer's watermark.
+    Control(ExchangeMark),
+    /// A record without a usable event time, or a tombstone: handled as
+    /// `on_bad_timestamp` says; why it is bad.
+    Bad(String),
+}
+
 /// What the control records of an exchange topic reported.
 struct ExchangeReports {
     /// Producers of the topic.
@@ -235,10 +277,17 @@ struct ExchangeReports {
     marks: Vec<(usize, Option<i64>)>,
 }
 
-/// The position: next offset per `topic/partition`.
+/// The position: next offset per `topic/partition`, and how many bad
+/// records were dropped before it.
 #[derive(Serialize, Deserialize)]
 struct Position {
     offsets: BTreeMap<String, i64>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    dropped: u64,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 impl KafkaSource {
@@ -342,6 +391,7 @@ impl KafkaSource {
                     partition,
                     next: 0,
                     buffered: VecDeque::new(),
+                    unusual: VecDeque::new(),
                     end,
                 });
             }
@@ -361,6 +411,9 @@ impl KafkaSource {
             consumer,
             partitions,
             timestamp_field: config.timestamp_field.clone(),
+            on_bad_timestamp: config.on_bad_timestamp.clone(),
+            rejected: Vec::new(),
+            dropped: 0,
             on_data_loss: config.on_data_loss,
             cursor: 0,
             unassigned: true,
@@ -432,6 +485,7 @@ impl KafkaSource {
         for (p, &offset) in self.partitions.iter_mut().zip(offsets) {
             p.next = offset;
             p.buffered.clear();
+            p.unusual.clear();
             list.add_partition_offset(&p.topic, p.partition, Offset::Offset(offset))
                 .map_err(kafka_error("building the assignment"))?;
         }
@@ -456,7 +510,7 @@ impl KafkaSource {
                     Fetched::of(&message),
                     &mut self.partitions,
                     self.timestamp_field.as_deref(),
-                    self.exchange.is_some(),
+                    self.exchange.as_ref().map(|e| e.producers),
                 )?,
                 Err(error) => return self.ride_out(error).map(|()| read),
             }
@@ -464,7 +518,7 @@ impl KafkaSource {
         }
         let mut failed = None;
         let (partitions, field) = (&mut self.partitions, self.timestamp_field.as_deref());
-        let exchange = self.exchange.is_some();
+        let exchange = self.exchange.as_ref().map(|e| e.producers);
         // A fetch error is ridden out after the records read with it.
         let taken = read
             + self.fetched.read(self.max_wait, max, |record| match record {
@@ -537,37 +591,55 @@ impl KafkaSource {
 }
 
 /// Buffer `record` as an event of its partition, unless it is before
-/// what is already buffered (a stale fetch) or of no partition read.
+/// what is already buffered (a stale fetch) or of no partition read; tell
+/// now whether it is an event: an exchange topic's (of `producers`)
+/// records by [`exchange::classify`], other topics' by their event time
+/// (`timestamp_field`, else the Kafka timestamp) and value (a tombstone is
+/// not an event).
 fn accept(
     record: Fetched<'_>,
     partitions: &mut [Partition],
     timestamp_field: Option<&str>,
-    exchange: bool,
+    producers: Option<usize>,
 ) -> Result<(), ConnectorError> {
     let Some(partition) =
         partitions.iter_mut().find(|p| p.partition == record.partition && p.topic == record.topic)
     else {
         return Ok(());
     };
-    let value = record.payload.to_vec();
-    let timestamp = match timestamp_field {
-        Some(field) => {
-            json_timestamp(&value, field).map_err(|reason| ConnectorError::BadRecord {
-                location: format!("{}/{}@{}", record.topic, record.partition, record.offset),
-                message: reason,
-            })?
-        }
-        None => record.timestamp.unwrap_or(0),
+    let (topic, id, offset, payload) =
+        (record.topic, record.partition, record.offset, record.payload);
+    let mut event = Event {
+        key: record.key.map(<[u8]>::to_vec),
+        value: payload.unwrap_or_default().to_vec(),
+        timestamp: record.timestamp.unwrap_or(0),
+        headers: record.headers,
     };
-    let mut event =
-        Event { key: record.key.map(<[u8]>::to_vec), value, timestamp, headers: record.headers };
-    if exchange {
-        exchange::take_event_time(&mut event);
-    }
+    let unusual = match (producers, payload, timestamp_field) {
+        (Some(producers), _, _) => {
+            let location = || format!("{topic}/{id}@{offset}");
+            match exchange::classify(&mut event, producers, location)? {
+                ExchangeRecord::Data => None,
+                ExchangeRecord::Control(mark) => Some(Unusual::Control(mark)),
+            }
+        }
+        (None, None, _) => Some(Unusual::Bad("a tombstone (null value)".into())),
+        (None, Some(value), Some(field)) => match json_timestamp(value, field) {
+            Ok(timestamp) => {
+                event.timestamp = timestamp;
+                None
+            }
+            Err(reason) => Some(Unusual::Bad(reason)),
+        },
+        (None, Some(_), None) => None,
+    };
     // Records before the position (a stale fetch) are not ours to deliver.
     let expected = partition.buffered.back().map_or(partition.next, |(offset, _)| offset + 1);
-    if record.offset >= expected {
-        partition.buffered.push_back((record.offset, event));
+    if offset >= expected {
+        if let Some(unusual) = unusual {
+            partition.unusual.push_back((offset, unusual));
+        }
+        partition.buffered.push_back((offset, event));
     }
     Ok(())
 }
@@ -640,24 +712,53 @@ impl Source for KafkaSource {
             // `out` may hold events already: `max` counts what is added.
             let full = out.len() + max;
             while out.len() < full {
-                let Some((offset, event)) = partition.buffered.pop_front() else { break };
+                let Some((offset, mut event)) = partition.buffered.pop_front() else { break };
                 if partition.end.is_some_and(|end| offset >= end) {
                     partition.buffered.clear();
+                    partition.unusual.clear();
                     break;
                 }
-                partition.next = offset + 1;
-                if let Some(reports) = &mut self.exchange {
-                    let location =
-                        || format!("{}/{}@{offset}", partition.topic, partition.partition);
-                    let producers = reports.producers;
-                    if let Some(mark) = ExchangeMark::of(&event.headers, producers, location)? {
-                        // Events before the mark are delivered before it applies.
-                        let watermark = mark.watermark.filter(|_| !mark.idle);
-                        reports.marks.push((mark.producer, watermark));
+                let unusual = match partition.unusual.front() {
+                    Some((at, _)) if *at == offset => partition.unusual.pop_front().map(|(_, u)| u),
+                    _ => None,
+                };
+                match unusual {
+                    None => {
+                        partition.next = offset + 1;
+                        out.push(event);
+                    }
+                    Some(Unusual::Control(mark)) => {
+                        partition.next = offset + 1;
+                        if let Some(reports) = &mut self.exchange {
+                            // Events before the mark are delivered before it applies.
+                            let watermark = mark.watermark.filter(|_| !mark.idle);
+                            reports.marks.push((mark.producer, watermark));
+                        }
                         break;
                     }
+                    Some(Unusual::Bad(reason)) => {
+                        let (topic, id) = (&partition.topic, partition.partition);
+                        match &self.on_bad_timestamp {
+                            BadTimestamps::Fail => {
+                                return Err(ConnectorError::BadRecord {
+                                    location: format!("{topic}/{id}@{offset}"),
+                                    message: format!("{reason} (on_bad_timestamp: fail; `drop` or `{{ side-output: NAME }}` on the source lets the pipeline go past such records)"),
+                                })
+                            }
+                            BadTimestamps::Drop => self.dropped += 1,
+                            BadTimestamps::SideOutput(name) => {
+                                event.timestamp = i64::MIN;
+                                event.headers.extend([
+                                    (SOURCE_TOPIC_HEADER.to_owned(), topic.as_bytes().to_vec()),
+                                    (SOURCE_PARTITION_HEADER.to_owned(), id.to_string().into_bytes()),
+                                    (SOURCE_OFFSET_HEADER.to_owned(), offset.to_string().into_bytes()),
+                                ]);
+                                self.rejected.push((name.clone(), event));
+                            }
+                        }
+                        partition.next = offset + 1;
+                    }
                 }
-                out.push(event);
             }
             tracing::trace!(
                 split = index,
@@ -724,7 +825,16 @@ impl Source for KafkaSource {
                 .iter()
                 .map(|p| (format!("{}/{}", p.topic, p.partition), p.next))
                 .collect(),
+            dropped: self.dropped,
         })
+    }
+
+    fn take_rejected(&mut self) -> Vec<(String, Event)> {
+        std::mem::take(&mut self.rejected)
+    }
+
+    fn dropped(&self) -> u64 {
+        self.dropped
     }
 
     fn seek(&mut self, position: &serde_json::Value) -> Result<(), ConnectorError> {
@@ -734,10 +844,13 @@ impl Source for KafkaSource {
     fn seek_merged(&mut self, positions: &[serde_json::Value]) -> Result<(), ConnectorError> {
         // Each reader recorded its own partitions: together, every one.
         let mut recorded = BTreeMap::new();
+        let mut dropped = 0;
         for position in positions {
             let position: Position = decode(|| "kafka source".to_string(), position)?;
             recorded.extend(position.offsets);
+            dropped += position.dropped;
         }
+        self.dropped = dropped;
         let mut offsets = Vec::with_capacity(self.partitions.len());
         for p in &self.partitions {
             let (low, high) =
@@ -820,6 +933,9 @@ mod tests {
             consumer,
             partitions: Vec::new(),
             timestamp_field: None,
+            on_bad_timestamp: BadTimestamps::Fail,
+            rejected: Vec::new(),
+            dropped: 0,
             cursor: 0,
             unassigned: true,
             retry: Retry::for_up_to(budget),
@@ -828,6 +944,147 @@ mod tests {
             exchange: None,
             max_wait: POLL_WAIT,
         }
+    }
+
+    /// `unreachable`'s source reading partition 0 of topic `t` from what
+    /// [`accept`] buffers (no broker call: the partition counts as
+    /// assigned).
+    fn buffering(policy: BadTimestamps, exchange: Option<usize>) -> KafkaSource {
+        let mut source = unreachable(Duration::from_secs(60));
+        source.unassigned = false;
+        source.on_bad_timestamp = policy;
+        source.exchange =
+            exchange.map(|producers| ExchangeReports { producers, marks: Vec::new() });
+        source.partitions.push(Partition {
+            topic: "t".into(),
+            partition: 0,
+            next: 0,
+            buffered: VecDeque::new(),
+            unusual: VecDeque::new(),
+            end: None,
+        });
+        source
+    }
+
+    /// A record to feed: its value (`None`: a tombstone) and headers.
+    type Fed<'a> = (Option<&'a [u8]>, Vec<(String, Vec<u8>)>);
+
+    /// Buffer `records` at offsets 0, 1, …
+    fn feed(source: &mut KafkaSource, records: &[Fed<'_>]) {
+        let producers = source.exchange.as_ref().map(|e| e.producers);
+        let field = source.timestamp_field.clone();
+        for (offset, (payload, headers)) in records.iter().enumerate() {
+            let record = Fetched {
+                topic: "t",
+                partition: 0,
+                offset: offset as i64,
+                key: Some(b"k"),
+                payload: *payload,
+                timestamp: Some(1),
+                headers: headers.clone(),
+            };
+            accept(record, &mut source.partitions, field.as_deref(), producers).unwrap();
+        }
+    }
+
+    /// Good, not JSON, good, without the field, tombstone, good.
+    fn poisoned(policy: BadTimestamps) -> KafkaSource {
+        let mut source = buffering(policy, None);
+        source.timestamp_field = Some("t".into());
+        let records: [Option<&[u8]>; 6] = [
+            Some(br#"{"t":10}"#),
+            Some(b"not json"),
+            Some(br#"{"t":20}"#),
+            Some(br#"{"x":1}"#),
+            None,
+            Some(br#"{"t":30}"#),
+        ];
+        feed(&mut source, &records.map(|payload| (payload, Vec::new())));
+        source
+    }
+
+    fn times(events: &[Event]) -> Vec<i64> {
+        events.iter().map(|e| e.timestamp).collect()
+    }
+
+    #[test]
+    fn a_bad_record_fails_the_run_by_default_naming_topic_partition_and_offset() {
+        let mut source = poisoned(BadTimestamps::Fail);
+        let mut out = Vec::new();
+        let error = source.next_batch(100, &mut out).unwrap_err().to_string();
+        assert!(error.contains("t/0@1") && error.contains("not a JSON object"), "{error}");
+        assert_eq!(times(&out), [10], "what came before it is delivered");
+        assert_eq!(source.partitions[0].next, 1, "the position stays before the bad record");
+    }
+
+    #[test]
+    fn bad_records_and_tombstones_are_dropped_and_counted_in_the_position() {
+        let mut source = poisoned(BadTimestamps::Drop);
+        let mut out = Vec::new();
+        source.next_batch(100, &mut out).unwrap();
+        assert_eq!(times(&out), [10, 20, 30]);
+        assert_eq!(source.dropped(), 3);
+        let position = source.position();
+        assert_eq!(position["offsets"]["t/0"], 6);
+        let recorded: Position = serde_json::from_value(position).unwrap();
+        assert_eq!(recorded.dropped, 3, "a restore counts on from the checkpoint's count");
+    }
+
+    #[test]
+    fn bad_records_go_to_the_side_output_as_they_were_with_where_they_came_from() {
+        let mut source = poisoned(BadTimestamps::SideOutput("bad".into()));
+        let mut out = Vec::new();
+        source.next_batch(100, &mut out).unwrap();
+        assert_eq!(times(&out), [10, 20, 30]);
+        let rejected = source.take_rejected();
+        let offsets: Vec<&[u8]> = rejected
+            .iter()
+            .map(|(name, event)| {
+                assert_eq!(name, "bad");
+                assert_eq!(event.timestamp, i64::MIN);
+                assert_eq!(event.headers[0], (SOURCE_TOPIC_HEADER.to_owned(), b"t".to_vec()));
+                assert_eq!(event.headers[1], (SOURCE_PARTITION_HEADER.to_owned(), b"0".to_vec()));
+                event.headers[2].1.as_slice()
+            })
+            .collect();
+        assert_eq!(offsets, [&b"1"[..], b"3", b"4"]);
+        assert_eq!(rejected[0].1.value, b"not json");
+        assert!(rejected[2].1.value.is_empty(), "the tombstone");
+        assert_eq!(source.dropped(), 0);
+    }
+
+    #[test]
+    fn forged_watermark_headers_on_exchange_data_are_data_and_real_marks_apply_in_order() {
+        use super::super::exchange::{time_header, ExchangeOutput, TIME_HEADER, WATERMARK_HEADER};
+        let data = |forged: &[u8], time: i64| {
+            vec![
+                (WATERMARK_HEADER.to_owned(), forged.to_vec()),
+                (TIME_HEADER.to_owned(), time_header(time).to_vec()),
+            ]
+        };
+        let output =
+            ExchangeOutput { tasks: 1, max_parallelism: 128, producer: 1, broadcast: false };
+        let control = output.control_record(Some(15)).headers;
+        let mut source = buffering(BadTimestamps::Fail, Some(2));
+        feed(
+            &mut source,
+            &[
+                (Some(b"a"), data(br#"{"producer":99}"#, 10)),
+                (Some(b"b"), data(br#"{"producer":0,"watermark":9000000000000000}"#, 11)),
+                (Some(b""), control),
+                (Some(b"c"), data(b"not json", 20)),
+            ],
+        );
+        let mut out = Vec::new();
+        source.next_batch(100, &mut out).unwrap();
+        assert_eq!(times(&out), [10, 11], "up to the control record");
+        let mut marks = Vec::new();
+        source.take_watermarks(&mut marks);
+        assert_eq!(marks, [(1, Some(15))], "only the mark the exchange sink wrote");
+        out.clear();
+        source.next_batch(100, &mut out).unwrap();
+        assert_eq!(times(&out), [20]);
+        assert_eq!(out[0].headers, [(WATERMARK_HEADER.to_owned(), b"not json".to_vec())]);
     }
 
     fn down() -> KafkaError {
