@@ -645,6 +645,65 @@ fn forged_weir_headers_non_json_records_and_tombstones_leave_the_cluster_exact()
 }
 
 #[test]
+fn a_partition_added_while_running_stops_the_workers_loudly_and_a_restart_reads_it() {
+    let _serial = one_at_a_time();
+    let (kafka, s3) = (TestKafka::start(), TestS3::start());
+    let bucket = s3.create_bucket("weir-cluster-grow");
+    let dir = tempfile::tempdir().unwrap();
+    let (orders, out) = (unique("cl-growing"), unique("cl-grow-out"));
+    kafka.create_topic(&orders, PARTITIONS);
+    kafka.create_topic(&out, 1);
+    produce_orders(&kafka, &orders, PARTITIONS, 600, CUSTOMERS, 1);
+    let name = unique("cl-grow");
+    let storage = format!("s3://{bucket}/{name}");
+    let spec =
+        Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
+    let mut cluster = Cluster::new(dir.path(), &spec, &s3);
+    cluster.add("w1");
+    cluster.wait_for_output(&kafka, &out, 600, Duration::from_secs(120));
+
+    // A seventh partition, with orders on it: the worker stops, naming it.
+    kafka.add_partitions(&orders, PARTITIONS as usize + 1);
+    let added: Vec<Record> = (0..60)
+        .map(|i| {
+            let id = 10_000 + i;
+            // Customers of its own: each customer's orders stay in one
+            // partition, so their order is the same in every run.
+            let customer = 2001 + i % 5;
+            let value = format!(
+                r#"{{"order_id":{id},"customer_id":{customer},"amount":1.00,"event_time":{}}}"#,
+                1_768_471_200_000 + id as i64 * 1000
+            );
+            (Some(PARTITIONS), Some(customer.to_string().into_bytes()), value.into_bytes())
+        })
+        .collect();
+    // A fresh producer: the shared one's metadata predates the partition.
+    TestKafka::start().produce_many(&orders, &added);
+    let worker = &mut cluster.workers[0];
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = worker.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the worker kept running with an unread partition");
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    worker.gone = true;
+    let log = tail(&worker.log, 40);
+    assert!(!status.success(), "a non-zero exit: {status}");
+    assert!(log.contains(&format!("{orders}/{PARTITIONS}")), "names the new partition: {log}");
+
+    // Started again, the workers plan a unit for it and read it from its
+    // log start: the output is a one-process run's over the whole input.
+    let expected = reference(&kafka, dir.path(), Job::Revenue, &orders);
+    assert_eq!(total(&expected), 660);
+    cluster.add("w2");
+    cluster.wait_for_output(&kafka, &out, 660, Duration::from_secs(180));
+    assert_same(&committed_per_key(&kafka, &out), &expected, "after the partition was added");
+    cluster.terminate_all();
+}
+
+#[test]
 fn windowed_revenue_and_two_stage_graph_match_one_process() {
     let _serial = one_at_a_time();
     let (kafka, s3) = (TestKafka::start(), TestS3::start());

@@ -17,6 +17,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use sha2::{Digest, Sha256};
+
 use crate::connectors::kafka::exchange::{ExchangeInput, ExchangeOutput};
 use crate::connectors::kafka::{Delivery, KafkaSinkConfig, KafkaSourceConfig};
 use crate::connectors::{SinkSpec, SourceSpec};
@@ -50,6 +52,21 @@ pub struct ClusterPlan {
     pub properties: BTreeMap<String, String>,
     /// The spec's `cluster:` settings.
     pub settings: ClusterSettings,
+    /// Each Kafka source read by ingest units: its node, its config as the
+    /// spec gives it, and the partitions the plan has units for (sorted) —
+    /// what a worker compares the input topics with while it runs.
+    pub inputs: Vec<PlannedInput>,
+}
+
+/// A Kafka source as the plan cut it into ingest units.
+#[derive(Debug, Clone)]
+pub struct PlannedInput {
+    /// The source node.
+    pub source: String,
+    /// Its config, as the spec gives it.
+    pub config: KafkaSourceConfig,
+    /// The `(topic, partition)`s it has ingest units for, sorted.
+    pub partitions: Vec<(String, i32)>,
 }
 
 /// One unit: a pipeline run some worker owns.
@@ -162,9 +179,10 @@ pub fn plan(
     };
     let settings = spec.cluster.clone().unwrap_or_default();
     // Producers of each exchange, in unit order, before any unit is built.
-    let mut roots: Vec<(String, Vec<UnitRole>)> = Vec::new();
+    let mut roots: Vec<(String, Vec<(String, UnitRole)>)> = Vec::new();
+    let mut inputs = Vec::new();
     for (name, config) in graph.sources() {
-        let found = partitions(config)?;
+        let mut found = partitions(config)?;
         if found.is_empty() {
             return Err(refused(&graph.at(name, "source"), "reads no partition"));
         }
@@ -173,19 +191,42 @@ pub fn plan(
             planner.direct.insert(name.clone(), (config.clone(), topic));
             continue;
         }
+        // In (topic, partition) order, whatever the order of `topics`.
+        found.sort();
+        found.dedup();
+        let one_topic = config.topic_pattern.is_none() && config.topics.len() == 1;
         let roles = found
-            .into_iter()
-            .map(|(topic, partition)| UnitRole::Ingest { source: name.clone(), topic, partition })
-            .collect();
+            .iter()
+            .map(|(topic, partition)| {
+                let unit = ingest_unit_name(&spec.name, name, one_topic, topic, *partition)?;
+                let role = UnitRole::Ingest {
+                    source: name.clone(),
+                    topic: topic.clone(),
+                    partition: *partition,
+                };
+                Ok((unit, role))
+            })
+            .collect::<Result<_, PlanError>>()?;
         roots.push((name.clone(), roles));
+        inputs.push(PlannedInput {
+            source: name.clone(),
+            config: config.clone(),
+            partitions: found,
+        });
     }
     for (name, parallelism) in graph.stages() {
-        let roles = (0..parallelism).map(|task| UnitRole::Task { stage: name.clone(), task });
-        roots.push((name.clone(), roles.collect()));
+        let roles = (0..parallelism)
+            .map(|task| {
+                Ok((
+                    unit_name(&spec.name, &name, &task.to_string())?,
+                    UnitRole::Task { stage: name.clone(), task },
+                ))
+            })
+            .collect::<Result<_, PlanError>>()?;
+        roots.push((name.clone(), roles));
     }
     for (root, roles) in &roots {
-        for (index, _) in roles.iter().enumerate() {
-            let unit = unit_name(&spec.name, root, index)?;
+        for (unit, _) in roles {
             for edge in graph.exchanges_from(root) {
                 planner.producers.entry(edge).or_default().push(unit.clone());
             }
@@ -193,8 +234,7 @@ pub fn plan(
     }
     let mut numbered = Vec::new();
     for (root, roles) in roots {
-        for (index, role) in roles.into_iter().enumerate() {
-            let name = unit_name(&spec.name, &root, index)?;
+        for (index, (name, role)) in roles.into_iter().enumerate() {
             let unit_spec = planner.unit(&name, &root, &role)?;
             unit_spec.validate().map_err(|e| refused(&format!("unit {name}"), e.to_string()))?;
             numbered.push((index, Unit { name, role, spec: unit_spec }));
@@ -223,12 +263,35 @@ pub fn plan(
         bootstrap_servers: planner.bootstrap,
         properties: planner.properties,
         settings,
+        inputs,
     })
 }
 
-/// The name of unit `index` of root node `root`.
-fn unit_name(pipeline: &str, root: &str, index: usize) -> Result<String, PlanError> {
-    let name = format!("{pipeline}-{root}-{index}");
+/// The name of the ingest unit reading `partition` of `topic` for source
+/// `source`: named by what it reads, never by a position in a list, so
+/// that reordering the source's topics or adding partitions leaves every
+/// unit its own checkpoints. A source of one topic names the partition
+/// (`<pipeline>-<source>-<partition>`); a source of several topics, or of
+/// a pattern, also a digest of the topic's name (topic names may hold
+/// characters unit names may not): `<pipeline>-<source>-t<8 hex>-<partition>`.
+fn ingest_unit_name(
+    pipeline: &str,
+    source: &str,
+    one_topic: bool,
+    topic: &str,
+    partition: i32,
+) -> Result<String, PlanError> {
+    if one_topic {
+        return unit_name(pipeline, source, &partition.to_string());
+    }
+    let digest = Sha256::digest(topic.as_bytes());
+    let token = hex::encode(&digest[..4]);
+    unit_name(pipeline, source, &format!("t{token}-{partition}"))
+}
+
+/// The name of unit `which` of root node `root`.
+fn unit_name(pipeline: &str, root: &str, which: &str) -> Result<String, PlanError> {
+    let name = format!("{pipeline}-{root}-{which}");
     // Room for the `weir-` of its transactional ids.
     if !is_valid_name(&name) || name.len() + OURS.len() > 63 {
         return Err(refused(
@@ -722,6 +785,64 @@ mod tests {
             Some(SourceSpec::Kafka(config)) => config,
             other => panic!("not a kafka source: {other:?}"),
         }
+    }
+
+    /// Each ingest unit's name and the partition it reads.
+    fn ingest_units(plan: &ClusterPlan) -> BTreeMap<String, (String, i32)> {
+        plan.units
+            .iter()
+            .filter_map(|u| match &u.role {
+                UnitRole::Ingest { topic, partition, .. } => {
+                    Some((u.name.clone(), (topic.clone(), *partition)))
+                }
+                UnitRole::Task { .. } => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_ingest_unit_is_named_by_what_it_reads_whatever_the_order_of_the_topics() {
+        let of = |topics: &str| {
+            let text = line_with_topics(topics);
+            // The broker lists each topic's partitions; topic `a` has two.
+            let found = |config: &KafkaSourceConfig| -> Result<Vec<(String, i32)>, PlanError> {
+                Ok(config
+                    .topics
+                    .iter()
+                    .flat_map(|t| (0..if t == "a" { 2 } else { 1 }).map(move |p| (t.clone(), p)))
+                    .collect())
+            };
+            ingest_units(&plan(&text, &found).unwrap())
+        };
+        let ab = of("[a, b]");
+        assert_eq!(ab, of("[b, a]"), "reordering the topics renames nothing");
+        assert_eq!(ab.len(), 3);
+        for (name, (topic, partition)) in &ab {
+            assert!(name.ends_with(&format!("-{partition}")), "{name} reads {topic}/{partition}");
+        }
+        // The same topic's partitions share the digest; two topics differ.
+        let names: Vec<&String> = ab.keys().collect();
+        let digest = |name: &str| name.rsplit_once('-').unwrap().0.to_owned();
+        let digests: BTreeSet<String> = names.iter().map(|n| digest(n)).collect();
+        assert_eq!(digests.len(), 2, "{names:?}");
+
+        // One topic: the partition's number, as before; a partition added
+        // to the topic adds a unit and leaves the others their names.
+        let three = ingest_units(&plan(&line(), &three).unwrap());
+        let four = |config: &KafkaSourceConfig| -> Result<Vec<(String, i32)>, PlanError> {
+            // Listed out of order, as a broker may.
+            Ok([3, 0, 2, 1].iter().map(|p| (config.topics[0].clone(), *p)).collect())
+        };
+        let four = ingest_units(&plan(&line(), &four).unwrap());
+        assert_eq!(four.len(), 4);
+        assert!(three.iter().all(|(name, read)| four.get(name) == Some(read)), "{four:?}");
+        assert_eq!(four["rev-source-3"], ("orders".to_string(), 3));
+    }
+
+    fn line_with_topics(topics: &str) -> PipelineSpec {
+        spec(&format!(
+            "name: rev\nparallelism: 2\ncheckpoint: {{ interval: 1s, storage: 's3://b/c' }}\nsource: {{ type: kafka, bootstrap_servers: 'b:9092', topics: {topics} }}\nkey: {{ wasm: k.wasm }}\nprocess: {{ wasm: p.wasm }}\nsink: {OUT}\n"
+        ))
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! changed under workers or topics that kept the old one: refused, naming
 //! the way out.
 
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::BaseConsumer;
 use rdkafka::types::RDKafkaErrorCode;
@@ -105,6 +105,26 @@ pub fn ensure(plan: &ClusterPlan) -> Result<(), TopicError> {
         .map_err(kafka_error("creating a metadata reader"))?;
     for w in &wanted {
         let count = topic_partitions(&reader, &w.name)?.len();
+        if count < w.partitions && w.name == plan.units_topic {
+            // Units were added (an input topic grew): the units topic
+            // grows with them; each partition stands for one unit.
+            let total = w.partitions;
+            let grow = [NewPartitions::new(&w.name, total)];
+            let results = runtime
+                .block_on(admin.create_partitions(&grow, &options))
+                .map_err(kafka_error(format!("adding partitions to {}", w.name)))?;
+            for result in results {
+                if let Err((topic, code)) = result {
+                    return Err(ConnectorError::Kafka {
+                        what: format!("adding partitions to {topic}"),
+                        message: code.to_string(),
+                    }
+                    .into());
+                }
+            }
+            tracing::info!(topic = %w.name, from = count, to = total, "units topic grown: the plan has new units");
+            continue;
+        }
         if count != w.partitions {
             return Err(TopicError::Shape {
                 topic: w.name.clone(),

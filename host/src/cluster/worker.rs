@@ -53,6 +53,9 @@ const STEADY: Duration = Duration::from_secs(60);
 /// How often lag and state sizes are measured.
 const MEASURE_EVERY: Duration = Duration::from_secs(2);
 
+/// How often a worker compares the input topics' partitions with the plan.
+const INPUTS_CHECKED_EVERY: Duration = Duration::from_secs(10);
+
 /// Why a worker could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
@@ -65,6 +68,15 @@ pub enum WorkerError {
     /// The group could not be joined.
     #[error(transparent)]
     Kafka(#[from] ConnectorError),
+    /// An input topic gained partitions while the worker ran: the plan has
+    /// no unit to read them, so the worker stops rather than skip them.
+    #[error("source {node}: partitions {added} appeared while the workers ran, and the plan has no unit reading them; the worker stopped (its units checkpointed) rather than leave them unread: start the workers again (every one) and the new partitions are read from their log start")]
+    InputGrew {
+        /// The source node.
+        node: String,
+        /// The new partitions, `topic/partition`, comma-separated.
+        added: String,
+    },
 }
 
 /// What a worker needs to run.
@@ -204,6 +216,8 @@ impl Worker {
         tracing::info!(worker = %self.id, group, "worker joining the group");
         let lag_reader = LagReader::new(&self.plan)?;
         let mut measured = Instant::now() - MEASURE_EVERY;
+        let mut inputs_checked = Instant::now();
+        let mut outcome = Ok(());
         while !shutdown.load(Ordering::Relaxed) {
             if let Some(Err(error)) = consumer.poll(Duration::from_millis(200)) {
                 tracing::warn!(%error, "group member");
@@ -213,12 +227,40 @@ impl Worker {
                 measured = Instant::now();
                 self.measure(&lag_reader);
             }
+            if inputs_checked.elapsed() >= INPUTS_CHECKED_EVERY {
+                inputs_checked = Instant::now();
+                if let Err(error) = self.check_inputs() {
+                    tracing::error!(%error, "worker stopping");
+                    outcome = Err(error);
+                    break;
+                }
+            }
         }
         tracing::info!(worker = %self.id, "worker stopping: handing its units over");
         let all: Vec<usize> = self.slots().keys().copied().collect();
         self.stop_units(&all);
         consumer.unsubscribe();
         drop(consumer);
+        outcome
+    }
+
+    /// Compare each source's partitions now with those the plan has units
+    /// for: one the plan lacks is an error (a broker that cannot be asked
+    /// is not: the units' own sources report that).
+    fn check_inputs(&self) -> Result<(), WorkerError> {
+        for input in &self.plan.inputs {
+            let now = match input.config.partitions() {
+                Ok(now) => now,
+                Err(error) => {
+                    tracing::debug!(source = %input.source, %error, "input partitions not checked");
+                    continue;
+                }
+            };
+            let added = new_partitions(&input.partitions, &now);
+            if !added.is_empty() {
+                return Err(WorkerError::InputGrew { node: input.source.clone(), added });
+            }
+        }
         Ok(())
     }
 
@@ -398,6 +440,17 @@ impl Worker {
     }
 }
 
+/// The partitions of `now` not in `planned`, as `topic/partition`,
+/// comma-separated (empty when there are none).
+fn new_partitions(planned: &[(String, i32)], now: &[(String, i32)]) -> String {
+    let added: Vec<String> = now
+        .iter()
+        .filter(|p| !planned.contains(p))
+        .map(|(topic, partition)| format!("{topic}/{partition}"))
+        .collect();
+    added.join(", ")
+}
+
 /// Stop `run` of unit `name` with a final checkpoint, and wait for it to
 /// end. A run still restoring is asked again until it listens.
 fn stop(name: &str, run: UnitRun) {
@@ -520,5 +573,23 @@ impl ConsumerContext for Membership {
             Rebalance::Revoke(_) => {}
             Rebalance::Error(error) => tracing::warn!(%error, "rebalance failed"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_the_plan_lacks_are_named() {
+        let planned = vec![("a".to_string(), 0), ("a".to_string(), 1)];
+        assert_eq!(new_partitions(&planned, &planned), "");
+        let now = vec![
+            ("a".to_string(), 1),
+            ("a".to_string(), 0),
+            ("a".to_string(), 2),
+            ("b".to_string(), 0),
+        ];
+        assert_eq!(new_partitions(&planned, &now), "a/2, b/0");
     }
 }

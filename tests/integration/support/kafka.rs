@@ -164,6 +164,27 @@ impl TestKafka {
         }
     }
 
+    /// Grow `topic` to `total` partitions, and wait until they are in the
+    /// metadata.
+    pub fn add_partitions(&self, topic: &str, total: usize) {
+        let grow = [rdkafka::admin::NewPartitions::new(topic, total)];
+        let options = AdminOptions::new().operation_timeout(Some(TIMEOUT));
+        let results = self
+            .block_on(self.admin().create_partitions(&grow, &options))
+            .expect("CreatePartitions");
+        for result in results {
+            if let Err((topic, code)) = result {
+                panic!("adding partitions to {topic}: {code}");
+            }
+        }
+        let consumer: BaseConsumer = self.client_config().create().expect("consumer");
+        let deadline = Instant::now() + TIMEOUT;
+        while self.partitions_of(&consumer, topic).len() < total {
+            assert!(Instant::now() < deadline, "topic {topic} never grew");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// Delete consumer group `group` (e.g. the one holding a sink's commit
     /// marker).
     pub fn delete_group(&self, group: &str) {

@@ -244,6 +244,9 @@ pub struct KafkaSource {
     /// Bad records dropped so far (kept in the position).
     dropped: u64,
     on_data_loss: OnDataLoss,
+    /// A cluster unit's source, reading the one partition its unit is
+    /// named by: a checkpoint must record that partition.
+    pinned: bool,
     cursor: usize,
     /// The partitions are not assigned yet: the first read assigns them at
     /// their `next` offsets (so a restore's `seek` never makes the consumer
@@ -415,6 +418,7 @@ impl KafkaSource {
             rejected: Vec::new(),
             dropped: 0,
             on_data_loss: config.on_data_loss,
+            pinned: config.partition.is_some() || config.exchange.is_some(),
             cursor: 0,
             unassigned: true,
             retry: Retry::default(),
@@ -851,6 +855,19 @@ impl Source for KafkaSource {
             dropped += position.dropped;
         }
         self.dropped = dropped;
+        if self.pinned && !recorded.is_empty() {
+            let own: Vec<String> =
+                self.partitions.iter().map(|p| format!("{}/{}", p.topic, p.partition)).collect();
+            if !own.iter().any(|key| recorded.contains_key(key)) {
+                let theirs: Vec<&String> = recorded.keys().collect();
+                return Err(ConnectorError::Restore {
+                    what: format!("kafka source {}", own.join(", ")),
+                    message: format!(
+                        "the unit's checkpoint records the position of {theirs:?}, not of the partition the unit reads: the checkpoint belongs to another unit (units of an older Weir were named by their place in the source's topic list, and the list changed). Restoring it would re-read or skip records: run the workers with the old topic list, or delete this unit's checkpoints (its directory under the checkpoint storage) to read the partition from the source's `start`"
+                    ),
+                });
+            }
+        }
         let mut offsets = Vec::with_capacity(self.partitions.len());
         for p in &self.partitions {
             let (low, high) =
@@ -941,6 +958,7 @@ mod tests {
             retry: Retry::for_up_to(budget),
             failing_since: None,
             on_data_loss: OnDataLoss::Fail,
+            pinned: false,
             exchange: None,
             max_wait: POLL_WAIT,
         }
@@ -1085,6 +1103,15 @@ mod tests {
         source.next_batch(100, &mut out).unwrap();
         assert_eq!(times(&out), [20]);
         assert_eq!(out[0].headers, [(WATERMARK_HEADER.to_owned(), b"not json".to_vec())]);
+    }
+
+    #[test]
+    fn a_unit_refuses_a_checkpoint_of_another_partition() {
+        let mut source = buffering(BadTimestamps::Fail, None);
+        source.pinned = true;
+        let theirs = serde_json::json!({ "offsets": { "other/3": 5 } });
+        let error = source.seek(&theirs).unwrap_err().to_string();
+        assert!(error.contains("other/3") && error.contains("t/0"), "{error}");
     }
 
     fn down() -> KafkaError {
