@@ -2,9 +2,10 @@
 //!
 //! Input: `{"user":"u1","page":"/home","time":"2026-01-15T10:00:00Z"}`.
 //! Key: the user. The host opens a session window of `gap` per view and
-//! merges overlapping ones (so a late view can bridge two sessions); this
-//! aggregate keeps the view count and the first and last view time, and
-//! emits `{"user":"u1","session_start":…,"session_end":…,"views":2,"duration_ms":20000}`.
+//! merges ones that overlap or touch, as Flink does (so a late view can
+//! bridge two sessions); this aggregate keeps the view count and the first
+//! and last view time, and emits
+//! `{"user":"u1","session_start":…,"session_end":…,"views":2,"duration_ms":20000}`.
 
 use serde::{Deserialize, Serialize};
 use weir_sdk::{function, AggregateFunction, Error, Event, KeyFunction, Window};

@@ -14,7 +14,7 @@ pub enum WindowAssigner {
         offset: i64,
     },
     /// Per-key sessions: an event opens `[timestamp, timestamp + gap)`,
-    /// and windows that overlap merge into one.
+    /// and windows that overlap or touch merge into one (as Flink's).
     Session {
         /// Inactivity that closes a session.
         gap: i64,

@@ -14,3 +14,6 @@ mod operator;
 pub use assigner::WindowAssigner;
 pub use function::WindowFunction;
 pub use operator::{WindowConfig, WindowError, WindowOperator};
+
+#[cfg(test)]
+mod tests;

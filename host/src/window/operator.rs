@@ -8,6 +8,13 @@
 //! that time updates it and fires the window again at once. An event all
 //! of whose windows are past that point is late: it goes to the late side
 //! output if the spec names one, else it is dropped and counted.
+//!
+//! Sessions merge as Flink's (`TimeWindow.intersects`): an event's window
+//! joins every session of its key that it overlaps or touches, and only
+//! then is lateness decided, so an event whose own window is past that
+//! point but touches a session still kept merges into it and fires it
+//! again. A merged session is a new window: its accumulator (the merged
+//! ones combined) and its firing and cleanup timers are its own.
 
 use std::collections::HashMap;
 
@@ -77,6 +84,12 @@ pub struct WindowOperator {
     order: GroupOrder,
     /// Reused for the accumulators of a packed batch's windows.
     cells: ValueCells,
+}
+
+/// Whether two session windows merge: they overlap or touch (one ends
+/// where the other starts), as Flink's `TimeWindow.intersects`.
+fn meets(a: Window, b: Window) -> bool {
+    a.start <= b.end && b.start <= a.end
 }
 
 fn window_key_into(out: &mut Vec<u8>, group: u16, key: &[u8], window: Window) {
@@ -388,8 +401,9 @@ impl WindowOperator {
         self.fire_windows(refire)
     }
 
-    /// Sessions: merge each event's window with the key's overlapping
-    /// sessions (merging their accumulators), then fold in the events.
+    /// Sessions: merge each event's window with the key's sessions that
+    /// it overlaps or touches (merging their accumulators), then fold in
+    /// the events.
     fn process_sessions(&mut self, keys: &KeyList, events: Vec<Event>) -> Result<(), WindowError> {
         /// A session being built: its window, the stored sessions it
         /// absorbed, and its new events.
@@ -398,7 +412,6 @@ impl WindowOperator {
             sources: Vec<Window>,
             events: Vec<Event>,
         }
-        let overlaps = |a: Window, b: Window| a.start < b.end && b.start < a.end;
         let mut by_key: Vec<(Vec<u8>, Vec<Event>)> = Vec::new();
         let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
         for (key, event) in keys.iter().zip(events) {
@@ -420,10 +433,12 @@ impl WindowOperator {
                 self.windows.clear();
                 self.config.assigner.assign(event.timestamp, &mut self.windows);
                 let mut merged = self.windows[0];
-                // Grow the window until it overlaps no other session.
-                while let Some(other) = working.iter().map(|w| w.window).find(|w| {
-                    overlaps(*w, merged) && (w.start < merged.start || w.end > merged.end)
-                }) {
+                // Grow the window until it meets no other session.
+                while let Some(other) = working
+                    .iter()
+                    .map(|w| w.window)
+                    .find(|w| meets(*w, merged) && (w.start < merged.start || w.end > merged.end))
+                {
                     merged = Window {
                         start: merged.start.min(other.start),
                         end: merged.end.max(other.end),
@@ -435,7 +450,7 @@ impl WindowOperator {
                 }
                 let mut session =
                     Working { window: merged, sources: Vec::new(), events: Vec::new() };
-                for absorbed in working.extract_if(.., |w| overlaps(w.window, merged)) {
+                for absorbed in working.extract_if(.., |w| meets(w.window, merged)) {
                     session.sources.extend(absorbed.sources);
                     session.events.extend(absorbed.events);
                 }
