@@ -17,7 +17,7 @@ pub struct ServeArgs {
     token: Option<String>,
     /// A tokens file: `<role> sha256:<hex> [label]` lines (roles read,
     /// deploy, admin; `weir token new` prints one), read again when it
-    /// changes and on SIGHUP.
+    /// changes and on SIGHUP; deleting or emptying it revokes its tokens.
     #[arg(long, value_name = "FILE")]
     tokens: Option<PathBuf>,
     /// Listen beyond loopback with no token: anyone who reaches the

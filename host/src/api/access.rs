@@ -10,13 +10,28 @@
 //! deploy sha256:60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752 ci
 //! ```
 //!
-//! The file is read again when it changes and on SIGHUP ([`watch`]); a
-//! reload that fails keeps the tokens in force. Tokens are compared by
-//! hash, in constant time, and never stored or logged in clear.
+//! The server must start with the file there and well formed. Then it
+//! reads the file every second and takes its tokens again when its
+//! contents changed (it compares their SHA-256, so a rewrite of the same
+//! length within one tick of the file system's clock is noticed), and at
+//! once on SIGHUP ([`watch`]). What a reload finds:
+//!
+//! * well-formed lines: exactly those tokens are in force;
+//! * an empty file (or only comments), or no file (deleted): no tokens from
+//!   the file; its tokens are revoked, and only `--token`, if given, is
+//!   accepted (a server with a tokens file never opens up without one);
+//! * a malformed or unreadable file: an error, logged, and the tokens read
+//!   before stay in force until it is fixed, so a typo never locks everyone
+//!   out nor lets a revoked token back in.
+//!
+//! Write the file whole (a new file renamed over it): a reader catching a
+//! half-written file sees fewer tokens, or a malformed line, until the
+//! next second. Tokens are compared by hash, in constant time, and never
+//! stored or logged in clear.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use axum::http::Method;
 use sha2::{Digest, Sha256};
@@ -195,11 +210,36 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// What tells a changed file: its modification time and length.
-type Fingerprint = Option<(SystemTime, u64)>;
+/// What the tokens file held when last looked at. Its contents' hash, not
+/// its modification time and length: a rewrite of the same length within
+/// one tick of the file system's clock changes neither.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    /// There was no file.
+    Missing,
+    /// It could not be read (its error was logged).
+    Unreadable,
+    /// The SHA-256 of its bytes.
+    Contents([u8; 32]),
+}
 
-fn fingerprint(path: &Path) -> Fingerprint {
-    std::fs::metadata(path).ok().map(|m| (m.modified().unwrap_or(SystemTime::UNIX_EPOCH), m.len()))
+/// Read the tokens file: what was seen, and its tokens — none when there
+/// is no file; an error when it cannot be read or is malformed.
+fn look(path: &Path) -> (Seen, Result<TokenSet, AccessError>) {
+    let failed = |source| AccessError::Read { path: path.to_path_buf(), source };
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let seen = Seen::Contents(Sha256::digest(&bytes).into());
+            let tokens = String::from_utf8(bytes)
+                .map_err(|e| failed(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
+                .and_then(|text| TokenSet::parse(path, &text));
+            (seen, tokens)
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            (Seen::Missing, Ok(TokenSet::default()))
+        }
+        Err(error) => (Seen::Unreadable, Err(failed(error))),
+    }
 }
 
 /// A tokens file and the tokens last read from it.
@@ -208,7 +248,7 @@ struct TokenFile {
     path: PathBuf,
     /// The file as last looked at (read well or not), and the tokens in
     /// force.
-    current: RwLock<(Fingerprint, Arc<TokenSet>)>,
+    current: RwLock<(Seen, Arc<TokenSet>)>,
 }
 
 /// The tokens a server accepts.
@@ -221,12 +261,17 @@ pub struct Access {
 
 impl Access {
     /// The `--token` (if any, an admin token) and the tokens file (if any),
-    /// read now: a malformed file is an error.
+    /// read now: a missing, unreadable or malformed file is an error (an
+    /// empty one is not: it holds no tokens).
     pub fn open(token: Option<&str>, tokens_file: Option<&Path>) -> Result<Self, AccessError> {
         let file = match tokens_file {
             Some(path) => {
-                let seen = fingerprint(path);
-                let tokens = read_tokens(path)?;
+                let (seen, tokens) = look(path);
+                if seen == Seen::Missing {
+                    let source = std::io::Error::from(std::io::ErrorKind::NotFound);
+                    return Err(AccessError::Read { path: path.to_path_buf(), source });
+                }
+                let tokens = tokens?;
                 Some(TokenFile {
                     path: path.to_path_buf(),
                     current: RwLock::new((seen, Arc::new(tokens))),
@@ -276,20 +321,21 @@ impl Access {
         Ok(role)
     }
 
-    /// Read the tokens file again if it changed since it was last looked
-    /// at (or in any case with `force`); whether it was read. A file that
-    /// cannot be read or is malformed leaves the tokens in force as they
-    /// were (and is not read again until it changes or `force`).
+    /// Take the tokens file's tokens again if its contents changed since it
+    /// was last looked at (or in any case with `force`): how many it holds
+    /// now, or `None` when nothing changed. A deleted file holds none: its
+    /// tokens are revoked, as an empty file's are. A file that cannot be
+    /// read or is malformed is an error and leaves the tokens in force as
+    /// they were (it is not reported again until it changes or `force`).
     pub fn reload(&self, force: bool) -> Result<Option<usize>, AccessError> {
         let Some(file) = &self.file else { return Ok(None) };
-        let seen = fingerprint(&file.path);
+        let (seen, read) = look(&file.path);
         {
             let current = file.current.read().unwrap_or_else(|e| e.into_inner());
             if !force && current.0 == seen {
                 return Ok(None);
             }
         }
-        let read = read_tokens(&file.path);
         let mut current = file.current.write().unwrap_or_else(|e| e.into_inner());
         current.0 = seen;
         let tokens = read?;
@@ -297,12 +343,6 @@ impl Access {
         current.1 = Arc::new(tokens);
         Ok(Some(count))
     }
-}
-
-fn read_tokens(path: &Path) -> Result<TokenSet, AccessError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|source| AccessError::Read { path: path.to_path_buf(), source })?;
-    TokenSet::parse(path, &text)
 }
 
 /// Keep the tokens file's tokens current: look at the file every second
@@ -336,6 +376,9 @@ pub(crate) async fn watch(access: Arc<Access>) {
             false
         };
         match access.reload(force) {
+            Ok(Some(0)) => {
+                tracing::warn!(path = %path.display(), "the tokens file is gone or holds no tokens: its tokens are revoked, only --token (if given) is accepted");
+            }
             Ok(Some(count)) => {
                 tracing::info!(path = %path.display(), tokens = count, "tokens file read again");
             }
@@ -478,9 +521,66 @@ mod tests {
         let error = access.reload(true).unwrap_err().to_string();
         assert!(error.contains("line 1"), "{error}");
         assert_eq!(access.role_of("new"), Some(Role::Admin), "the old tokens stay");
+        assert!(Access::open(None, Some(&path)).is_err(), "a malformed file refuses to start");
         std::fs::remove_file(&path).unwrap();
-        assert!(access.reload(false).is_err());
-        assert_eq!(access.role_of("new"), Some(Role::Admin));
         assert!(Access::open(None, Some(&path)).is_err(), "a missing file refuses to start");
+    }
+
+    #[test]
+    fn a_deleted_or_emptied_tokens_file_revokes_its_tokens() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens");
+        std::fs::write(&path, format!("{}\n", line("deploy", "ci"))).unwrap();
+        let access = Access::open(Some("root"), Some(&path)).unwrap();
+        assert_eq!(access.role_of("ci"), Some(Role::Deploy));
+
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(access.reload(false).unwrap(), Some(0), "the deletion is noticed");
+        assert_eq!(access.role_of("ci"), None, "a deleted file's tokens are revoked");
+        assert_eq!(access.role_of("root"), Some(Role::Admin), "--token stays");
+        assert!(access.required(), "the API does not open up");
+        assert_eq!(access.reload(false).unwrap(), None, "still gone: nothing new");
+
+        std::fs::write(&path, format!("{}\n", line("deploy", "ci"))).unwrap();
+        assert_eq!(access.reload(false).unwrap(), Some(1), "a file put back is read");
+        assert_eq!(access.role_of("ci"), Some(Role::Deploy));
+
+        for empty in ["", "\n", "# every token revoked\n"] {
+            std::fs::write(&path, format!("{}\n", line("deploy", "ci"))).unwrap();
+            access.reload(true).unwrap();
+            assert_eq!(access.role_of("ci"), Some(Role::Deploy));
+            std::fs::write(&path, empty).unwrap();
+            assert_eq!(access.reload(false).unwrap(), Some(0), "{empty:?}");
+            assert_eq!(access.role_of("ci"), None, "an empty file ({empty:?}) revokes");
+        }
+
+        // Without --token, nobody is let in any more.
+        let alone = Access::open(None, Some(&path)).unwrap();
+        assert!(alone.required());
+        assert_eq!(alone.authorize(None, Role::Read).unwrap_err().code, "unauthorized");
+    }
+
+    #[test]
+    fn a_same_size_rewrite_within_one_clock_tick_is_noticed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens");
+        std::fs::write(&path, format!("{}\n", line("read", "old"))).unwrap();
+        let before = std::fs::metadata(&path).unwrap();
+        let access = Access::open(None, Some(&path)).unwrap();
+        // Rewritten in place, as long as before, within the same tick of
+        // the file system's clock (set back to the old time here).
+        std::fs::write(&path, format!("{}\n", line("read", "new"))).unwrap();
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_modified(before.modified().unwrap()).unwrap();
+        let after = std::fs::metadata(&path).unwrap();
+        assert_eq!(
+            (after.modified().unwrap(), after.len()),
+            (before.modified().unwrap(), before.len())
+        );
+
+        assert_eq!(access.reload(false).unwrap(), Some(1), "the change is noticed");
+        assert_eq!(access.role_of("new"), Some(Role::Read));
+        assert_eq!(access.role_of("old"), None);
+        assert_eq!(access.reload(false).unwrap(), None, "unchanged since");
     }
 }

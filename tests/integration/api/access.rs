@@ -263,9 +263,8 @@ fn a_rotated_tokens_file_takes_effect_without_a_restart() {
     wait_until(|| server.call("GET", "/v1/pipelines", old, b"").0 == 401);
     assert_eq!(server.call("GET", "/v1/pipelines", new, b"").0, 200);
 
-    // SIGHUP reads it, even when its time and size did not change (the
-    // new file is renamed over it with the old file's time), so only the
-    // signal tells the server.
+    // SIGHUP reads it at once; a new file renamed over it with the old
+    // file's time and size is taken too (its contents changed).
     let (third, third_line) = new_token("deploy", "ci-2027");
     let before = std::fs::metadata(&tokens).unwrap().modified().unwrap();
     let staged = dir.path().join("tokens.new");
@@ -284,6 +283,12 @@ fn a_rotated_tokens_file_takes_effect_without_a_restart() {
     let hup = Command::new("kill").args(["-HUP", &server.pid().to_string()]).status().unwrap();
     assert!(hup.success());
     assert_eq!(server.call("GET", "/v1/pipelines", Some(&third), b"").0, 200, "the tokens stay");
+    assert!(server.is_alive());
+
+    // A deleted file revokes its tokens (and the API stays closed).
+    std::fs::remove_file(&tokens).unwrap();
+    wait_until(|| server.call("GET", "/v1/pipelines", Some(&third), b"").0 == 401);
+    assert_eq!(server.call("GET", "/v1/pipelines", None, b"").0, 401);
     assert!(server.is_alive());
 }
 
