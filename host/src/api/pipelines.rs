@@ -55,7 +55,9 @@ pub struct PipelineStatus {
     pub last_savepoint: Option<String>,
     /// Restarts after failed runs (see the spec's `restart:`).
     pub restart: RestartStatus,
-    /// The spec as deployed.
+    /// The spec as deployed, with the value of every secret connector
+    /// property (`sasl.password`, `ssl.key.pem`, …) shown as `<redacted>`:
+    /// send it back as it is in an upgrade and the stored value is kept.
     pub spec: String,
     /// What the current run is doing: per operator and subtask, records
     /// and rates, busy / idle / backpressured time, watermarks, state;
@@ -269,7 +271,7 @@ fn status(
         last_checkpoint,
         last_savepoint: record.last_savepoint,
         restart: view.restart,
-        spec: record.spec,
+        spec: crate::specification::secrets::redact(&record.spec).into_owned(),
         metrics: live,
     }
 }

@@ -6,7 +6,9 @@
 //!
 //! Adding a connector: a module here (config type deriving `Deserialize`,
 //! implementing [`SourceConfig`] or [`SinkConfig`]; declared below) and
-//! one line in [`registry`].
+//! one line in [`registry`]. A connector passing client settings through
+//! takes them as a `properties:` map, whose credentials [`secrets`] names
+//! (never shown by the API).
 
 pub mod config;
 pub mod discard;
@@ -14,6 +16,7 @@ pub mod file;
 pub mod generator;
 pub mod kafka;
 pub mod registry;
+pub mod secrets;
 mod splits;
 pub mod stdout;
 mod timestamp;
@@ -24,6 +27,7 @@ pub use discard::DiscardSink;
 pub use file::{FileSink, FileSource};
 pub use generator::{Encoding, GeneratorSource};
 pub use registry::{open_sink, open_source, SinkSpec, SourceSpec};
+pub use secrets::{is_secret_property, REDACTED};
 pub use splits::SplitSource;
 pub use stdout::StdoutSink;
 pub use timestamp::BadTimestamps;

@@ -36,7 +36,7 @@ use crate::pipeline::lock::{PipelineLock, ServerLock};
 use crate::pipeline::{self, CheckedPipeline, RestoreFrom, RunError, RunOptions};
 use crate::serve::grants::Grants;
 use crate::serve::restart::RestartTracker;
-use crate::specification::{DeployedSpec, PipelineSpec};
+use crate::specification::{secrets, DeployedSpec, PipelineSpec};
 use crate::store::{FunctionStore, PipelineRecord, PipelineState, PipelineStore, RestorePoint};
 
 /// How long a savepoint (and the stop after it) may take.
@@ -91,7 +91,9 @@ struct Run {
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Upgrade {
-    /// A whole new spec (same `name`); default: keep the deployed one.
+    /// A whole new spec (same `name`); default: keep the deployed one. A
+    /// secret property given as `<redacted>` (as a status shows it) keeps
+    /// the value the deployed spec holds at the same place.
     #[serde(default)]
     pub spec: Option<String>,
     /// New versions of stored functions, by function name: a number or
@@ -311,8 +313,11 @@ impl Supervisor {
         override_commit_marker: bool,
         functions: &FunctionStore,
     ) -> Result<PipelineView, ServeError> {
+        // Nothing is stored yet that a `<redacted>` could stand for.
+        let spec_text = secrets::restore(spec_text, None)
+            .map_err(|e| ServeError::invalid_spec(e.to_string()))?;
         let spec =
-            PipelineSpec::parse(spec_text).map_err(|e| ServeError::invalid_spec(e.to_string()))?;
+            PipelineSpec::parse(&spec_text).map_err(|e| ServeError::invalid_spec(e.to_string()))?;
         let mut record = PipelineRecord {
             name: spec.name.clone(),
             spec: spec_text.to_string(),
@@ -472,15 +477,17 @@ impl Supervisor {
         let mut next = record.clone();
         if let Some(text) = &upgrade.spec {
             self.limits.check_spec_size(text)?;
+            let text = secrets::restore(text, Some(&record.spec))
+                .map_err(|e| ServeError::invalid_spec(e.to_string()))?;
             let spec =
-                PipelineSpec::parse(text).map_err(|e| ServeError::invalid_spec(e.to_string()))?;
+                PipelineSpec::parse(&text).map_err(|e| ServeError::invalid_spec(e.to_string()))?;
             if spec.name != record.name {
                 return Err(ServeError::invalid_spec(format!(
                     "name: the upgraded spec names {:?}, not {:?}",
                     spec.name, record.name
                 )));
             }
-            next.spec = text.clone();
+            next.spec = text.into_owned();
             next.parallelism = None;
         }
         let spec =

@@ -15,7 +15,9 @@
 //!   sinks (a line spec is the graph of one stage);
 //! * `check`: the one validator, [`PipelineSpec::validate`], over that
 //!   graph;
-//! * [`record`]: the spec a deployed pipeline's stored record runs.
+//! * [`record`]: the spec a deployed pipeline's stored record runs;
+//! * [`secrets`]: the spec's text as shown, credentials hidden, and a
+//!   spec sent back with them hidden made whole again.
 
 mod check;
 pub mod cluster;
@@ -25,6 +27,7 @@ pub mod parts;
 pub mod pipeline;
 pub mod record;
 pub mod restart;
+pub mod secrets;
 
 pub use cluster::ClusterSettings;
 pub use node::{InputSpec, JoinSpec, NodeSpec};

@@ -2,9 +2,10 @@
 //! functions and pipelines deployed, upgraded and deleted over HTTP,
 //! graphs deployed from stored functions, who may call what (tokens,
 //! roles, hosts, origins), what a deployed spec may touch on the host
-//! (grants), the operator's limits, and the API fuzzed from its own
-//! OpenAPI document. Every test here starts `weir serve` and talks to it
-//! over HTTP only (`pipelines` also needs the Kafka broker).
+//! (grants), credentials in a spec never shown (secrets), the operator's
+//! limits, and the API fuzzed from its own OpenAPI document. Every test
+//! here starts `weir serve` and talks to it over HTTP only (`pipelines`
+//! also needs the Kafka broker).
 //!
 //! Run the area alone with `cargo test -p weir-cli --test integration
 //! api::`.
@@ -16,3 +17,4 @@ mod grants;
 mod graph_pipelines;
 mod limits;
 mod pipelines;
+mod secrets;

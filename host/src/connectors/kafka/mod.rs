@@ -36,6 +36,7 @@ use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::ClientConfig;
 
 use super::config::Access;
+use super::secrets::{is_secret_property, REDACTED};
 use super::ConnectorError;
 
 /// What a Kafka client with these settings touches on the host: its
@@ -297,7 +298,23 @@ pub(crate) fn kafka_error(
     what: impl Into<String>,
 ) -> impl FnOnce(rdkafka::error::KafkaError) -> ConnectorError {
     let what = what.into();
-    move |error| ConnectorError::Kafka { what, message: error.to_string() }
+    move |error| ConnectorError::Kafka { what, message: describe(&error) }
+}
+
+/// What `error` says, without the value of a secret property: a refused
+/// client setting is quoted with its value, and this error reaches a
+/// pipeline's status and the logs.
+fn describe(error: &KafkaError) -> String {
+    match error {
+        KafkaError::ClientConfig(_, description, key, value) if is_secret_property(key) => {
+            let description = match value.is_empty() {
+                true => description.clone(),
+                false => description.replace(value.as_str(), REDACTED),
+            };
+            format!("Client config error: {description} {key} {REDACTED}")
+        }
+        other => other.to_string(),
+    }
 }
 
 /// The broker's `transaction.max.timeout.ms`, if it answers a
@@ -320,4 +337,38 @@ pub fn broker_transaction_max_timeout(
     let resource = results.into_iter().next()?.ok()?;
     let millis: u64 = resource.get("transaction.max.timeout.ms")?.value.as_deref()?.parse().ok()?;
     Some(Duration::from_millis(millis))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_secret_setting_is_not_quoted() {
+        // librdkafka refuses a Java client's property; the error used to
+        // quote its value, which then reached the pipeline's status.
+        let properties = BTreeMap::from([
+            ("ssl.truststore.password".to_string(), "hunter2-secret".to_string()),
+            ("client.id".to_string(), "weir-test".to_string()),
+        ]);
+        let refused = client_config("127.0.0.1:1", &[], &properties)
+            .create::<BaseConsumer>()
+            .map(|_| ())
+            .map_err(kafka_error("creating the consumer"))
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("ssl.truststore.password"), "{refused}");
+        assert!(!refused.contains("hunter2"), "{refused}");
+        assert!(refused.contains(REDACTED), "{refused}");
+
+        // Other settings are quoted as they were.
+        let properties = BTreeMap::from([("no.such.tuning".to_string(), "42".to_string())]);
+        let refused = client_config("127.0.0.1:1", &[], &properties)
+            .create::<BaseConsumer>()
+            .map(|_| ())
+            .map_err(kafka_error("creating the consumer"))
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("no.such.tuning 42"), "{refused}");
+    }
 }
