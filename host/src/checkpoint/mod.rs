@@ -32,4 +32,6 @@ pub use metadata::{
 };
 pub use reinstate::{restore, RestoreTarget};
 pub use settings::{CheckpointSettings, SettingsError};
-pub use storage::{CheckpointError, CheckpointStorage, LocatedSnapshot, RetainReport};
+pub use storage::{
+    CheckpointError, CheckpointStorage, LocatedSnapshot, RetainReport, MAX_SNAPSHOT_ID,
+};

@@ -39,6 +39,11 @@ const READ_ATTEMPTS: u32 = 4;
 /// The pause before the first retry of a failed read; doubled each time.
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 
+/// The highest snapshot id a pipeline may find in its storage: far beyond
+/// what checkpoints every millisecond for millions of years reach, and far
+/// enough below `u64::MAX` that counting on never wraps.
+pub const MAX_SNAPSHOT_ID: u64 = 1 << 62;
+
 /// Why checkpoint storage failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CheckpointError {
@@ -388,7 +393,15 @@ impl CheckpointStorage {
     pub fn highest_id(&self) -> Result<u64, CheckpointError> {
         let checkpoints = self.ids(&self.base, "chk-")?;
         let savepoints = self.ids(&self.base.clone().join("savepoints"), "sp-")?;
-        Ok(checkpoints.last().copied().unwrap_or(0).max(savepoints.last().copied().unwrap_or(0)))
+        let highest =
+            checkpoints.last().copied().unwrap_or(0).max(savepoints.last().copied().unwrap_or(0));
+        if highest > MAX_SNAPSHOT_ID {
+            return Err(CheckpointError::Corrupt(format!(
+                "snapshot id {highest} in {}: beyond any id Weir writes ({MAX_SNAPSHOT_ID}), so not a snapshot of this pipeline (a directory put there by hand, or another pipeline's?); new ids would wrap around and retention would delete each new checkpoint. Move it out of the pipeline's checkpoint storage",
+                self.describe(&self.base)
+            )));
+        }
+        Ok(highest)
     }
 
     /// Every completed snapshot of `kind`, newest first. A directory
@@ -578,6 +591,20 @@ mod tests {
 
     fn file_storage(dir: &std::path::Path) -> CheckpointStorage {
         CheckpointStorage::open(&format!("file://{}", dir.display()), "orders").unwrap()
+    }
+
+    #[test]
+    fn an_id_beyond_what_weir_writes_is_refused_instead_of_wrapping() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = file_storage(dir.path());
+        storage.put(&storage.checkpoint_dir(7), "subtask-0/MANIFEST", b"7".to_vec()).unwrap();
+        assert_eq!(storage.highest_id().unwrap(), 7);
+        // Another pipeline's directory named like a checkpoint, or one
+        // made by hand: the next id would wrap to 0.
+        std::fs::create_dir_all(dir.path().join("orders/chk-18446744073709551615/x")).unwrap();
+        std::fs::write(dir.path().join("orders/chk-18446744073709551615/x/f"), b"").unwrap();
+        let error = storage.highest_id().unwrap_err().to_string();
+        assert!(error.contains("18446744073709551615") && error.contains("Move it out"), "{error}");
     }
 
     #[test]

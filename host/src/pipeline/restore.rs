@@ -150,7 +150,17 @@ pub(crate) fn prepare_state(
     if local_checkpoints.exists() {
         std::fs::remove_dir_all(&local_checkpoints).map_err(CheckpointError::from)?;
     }
-    let first_id = storage.highest_id()?.max(snapshot.as_ref().map_or(0, |s| s.metadata.id)) + 1;
+    let first_id = storage
+        .highest_id()?
+        .max(snapshot.as_ref().map_or(0, |s| s.metadata.id))
+        .checked_add(1)
+        .filter(|id| *id <= crate::checkpoint::MAX_SNAPSHOT_ID)
+        .ok_or_else(|| {
+            CheckpointError::Corrupt(format!(
+                "the snapshot to restore has id {} — beyond any id Weir writes: not a snapshot Weir took",
+                snapshot.as_ref().map_or(0, |s| s.metadata.id)
+            ))
+        })?;
     Ok(StartingPoint { backends, snapshot, storage, first_id, known, local_checkpoints, committed })
 }
 

@@ -16,7 +16,9 @@
 //!   (`<data dir>/checkpoints`) or under an `--allow-storage URL` root;
 //!   storage is never writable by a spec (a `file://` root may not overlap
 //!   the files root or an `--allow-write` directory), since a restore
-//!   loads the state files it holds. A snapshot to restore is this
+//!   loads the state files it holds; and two pipelines' snapshot homes
+//!   (`<storage>/<name>`, [`Grants::storage_home`]) never overlap (the
+//!   supervisor compares a new spec's with every other pipeline's). A snapshot to restore is this
 //!   pipeline's own in the default storage (`<pipeline name>/chk-N`,
 //!   `<pipeline name>/savepoints/sp-N`) or lies under an `--allow-storage`
 //!   root. Locations are compared normalized: URLs without dot segments,
@@ -179,6 +181,44 @@ fn location(text: &str) -> Result<Location, String> {
         ),
         segments,
     }))
+}
+
+/// A local directory as comparable components: resolved through symbolic
+/// links as far as it exists, the rest with dot segments applied.
+fn file_components(path: &Path) -> Vec<String> {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                existing = parent.to_path_buf();
+            }
+            _ => break,
+        }
+    }
+    let mut resolved = std::fs::canonicalize(&existing).unwrap_or(existing);
+    for name in rest.into_iter().rev() {
+        resolved.push(name);
+    }
+    let mut components = vec!["file".to_string()];
+    for component in resolved.components() {
+        match component {
+            Component::Normal(name) => components.push(name.to_string_lossy().into_owned()),
+            Component::ParentDir => {
+                if components.len() > 1 {
+                    components.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+    components
+}
+
+/// Whether one pipeline's snapshot home lies in (or is) another's.
+pub fn homes_overlap(a: &[String], b: &[String]) -> bool {
+    a.starts_with(b) || b.starts_with(a)
 }
 
 /// What to create inside a root before resolving a path there.
@@ -446,6 +486,26 @@ impl Grants {
             Location::Url(location) if self.under_storage_url(&location) => Ok(()),
             Location::Url(_) => Err(refuse("is not under an --allow-storage root".into())),
         }
+    }
+
+    /// Where `spec`'s pipeline keeps its snapshots — its checkpoint storage
+    /// (the server's own unless set) and, below it, its name, as
+    /// checkpoint storage lays them out — normalized for comparison (a
+    /// local directory resolved through symbolic links; a URL by scheme,
+    /// host and path segments). `None` when the storage is not usable
+    /// (then [`Grants::check_spec`] refuses it).
+    pub fn storage_home(&self, spec: &PipelineSpec) -> Option<Vec<String>> {
+        let mut home = match spec.checkpoint.as_ref().and_then(|c| c.storage.as_deref()) {
+            None => file_components(&self.checkpoints.canonical),
+            Some(url) => match location(url).ok()? {
+                Location::File(path) => file_components(&path),
+                Location::Url(url) => {
+                    [url.scheme, url.host].into_iter().chain(url.segments).collect()
+                }
+            },
+        };
+        home.push(spec.name.clone());
+        Some(home)
     }
 
     /// The `--allow-storage` roots that are local directories.

@@ -34,7 +34,7 @@ use crate::config;
 use crate::observe::{RequestError, RunHandle, RunSummary};
 use crate::pipeline::lock::{PipelineLock, ServerLock};
 use crate::pipeline::{self, CheckedPipeline, RestoreFrom, RunError, RunOptions};
-use crate::serve::grants::Grants;
+use crate::serve::grants::{self, Grants};
 use crate::serve::restart::RestartTracker;
 use crate::specification::{secrets, DeployedSpec, PipelineSpec};
 use crate::store::{FunctionStore, PipelineRecord, PipelineState, PipelineStore, RestorePoint};
@@ -388,6 +388,7 @@ impl Supervisor {
         self.limits.cap_defaults(&mut spec);
         // Before anything opens a file or connects.
         self.grants.check_spec(&spec)?;
+        self.check_storage_apart(&spec)?;
         pipeline::prepare(spec, &self.data_dir, &self.natives).map_err(|e| match e {
             RunError::StoredFunction { .. }
             | RunError::Load { .. }
@@ -395,6 +396,32 @@ impl Supervisor {
             | RunError::ExactlyOnce(_) => ServeError::invalid_pipeline(e.to_string()),
             other => ServeError::internal(other.to_string()),
         })
+    }
+
+    /// Refuse checkpoint storage that overlaps another pipeline's: one
+    /// pipeline's snapshots inside another's directory would be listed,
+    /// restored or deleted by the other's retention.
+    fn check_storage_apart(&self, spec: &PipelineSpec) -> Result<(), ServeError> {
+        let Some(home) = self.grants.storage_home(spec) else { return Ok(()) };
+        let others: Vec<PipelineRecord> = self
+            .lock()
+            .values()
+            .filter(|entry| entry.record.name != spec.name)
+            .map(|entry| entry.record.clone())
+            .collect();
+        for other in others {
+            let Ok(theirs) = other.spec(&self.data_dir) else { continue };
+            let Some(theirs) = self.grants.storage_home(&theirs) else { continue };
+            if grants::homes_overlap(&home, &theirs) {
+                return Err(ServeError::invalid_spec(format!(
+                    "checkpoint.storage: this pipeline's snapshots would be kept at {}, which overlaps pipeline {}'s at {}: two pipelines' checkpoint storage never overlaps (one's retention would delete the other's files); leave checkpoint.storage unset, or give a location apart from every other pipeline's",
+                    home.join("/"),
+                    other.name,
+                    theirs.join("/")
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Take a savepoint of a running pipeline; its location.
@@ -1130,6 +1157,38 @@ mod tests {
         for name in ["m", "f", "w"] {
             assert_eq!(kind(refused(supervisor.get(name))).0, ServeErrorKind::NotFound);
         }
+    }
+
+    #[test]
+    fn checkpoint_storage_inside_another_pipelines_is_refused() {
+        let (dir, supervisor, functions) = supervisor();
+        let checkpointed = |name: &str, storage: Option<String>| {
+            let storage = storage.map(|url| format!(", storage: {url:?}")).unwrap_or_default();
+            format!("{}checkpoint: {{ interval: 1s{storage} }}\n", bounded(name, 10))
+        };
+        supervisor.deploy(&checkpointed("victim", None), None, false, &functions).unwrap();
+        let root = std::fs::canonicalize(dir.path().join("checkpoints")).unwrap();
+        // Inside the victim's directory, named like one of its checkpoints.
+        let inside = Some(format!("file://{}/victim", root.display()));
+        let error = refused(supervisor.deploy(
+            &checkpointed("chk-4611686018427387903", inside),
+            None,
+            false,
+            &functions,
+        ));
+        let text = error.to_string();
+        assert!(text.contains("overlaps pipeline victim"), "{text}");
+        assert_eq!(kind(error).0, ServeErrorKind::InvalidSpec);
+        // Around another's: a pipeline named like the directory another
+        // pipeline's storage was put in.
+        let nested = Some(format!("file://{}/outer", root.display()));
+        supervisor.deploy(&checkpointed("inner", nested), None, false, &functions).unwrap();
+        let error =
+            refused(supervisor.deploy(&checkpointed("outer", None), None, false, &functions));
+        assert!(error.to_string().contains("overlaps pipeline inner"), "{error}");
+        // Beside it: the server's storage under another name is fine.
+        let beside = Some(format!("file://{}", root.display()));
+        supervisor.deploy(&checkpointed("neighbour", beside), None, false, &functions).unwrap();
     }
 
     #[test]
