@@ -205,10 +205,8 @@ fn file_components(path: &Path) -> Vec<String> {
     for component in resolved.components() {
         match component {
             Component::Normal(name) => components.push(name.to_string_lossy().into_owned()),
-            Component::ParentDir => {
-                if components.len() > 1 {
-                    components.pop();
-                }
+            Component::ParentDir if components.len() > 1 => {
+                components.pop();
             }
             _ => {}
         }
