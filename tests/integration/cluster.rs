@@ -704,6 +704,48 @@ fn a_partition_added_while_running_stops_the_workers_loudly_and_a_restart_reads_
 }
 
 #[test]
+fn a_worker_told_to_stop_while_its_broker_is_gone_exits_within_its_grace_naming_why() {
+    let _serial = one_at_a_time();
+    let (kafka, s3) = (TestKafka::dedicated(&[]), TestS3::start());
+    let bucket = s3.create_bucket("weir-cluster-gone");
+    let dir = tempfile::tempdir().unwrap();
+    let (orders, out) = (unique("cl-gone"), unique("cl-gone-out"));
+    kafka.create_topic(&orders, PARTITIONS);
+    kafka.create_topic(&out, 1);
+    produce_orders(&kafka, &orders, PARTITIONS, 600, CUSTOMERS, 1);
+    let name = unique("cl-gone");
+    let storage = format!("s3://{bucket}/{name}");
+    let spec =
+        Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
+    let mut cluster = Cluster::new(dir.path(), &spec, &s3);
+    cluster.env.push(("WEIR_STOP_GRACE", "3s".to_string()));
+    cluster.add("w1");
+    cluster.wait_for_output(&kafka, &out, 600, Duration::from_secs(120));
+
+    // The broker goes; then the worker is told to stop.
+    kafka.kill();
+    let worker = &mut cluster.workers[0];
+    worker.gone = true;
+    let pid = worker.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = worker.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the worker still runs a minute after SIGTERM with a 3 s stop grace; its log:\n{}",
+            tail(&worker.log, 40)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let log = tail(&worker.log, 40);
+    assert!(!status.success(), "a stop without final checkpoints is not a clean exit: {log}");
+    assert!(log.contains("without a final checkpoint"), "says why: {log}");
+}
+
+#[test]
 fn windowed_revenue_and_two_stage_graph_match_one_process() {
     let _serial = one_at_a_time();
     let (kafka, s3) = (TestKafka::start(), TestS3::start());

@@ -31,6 +31,11 @@ pub struct WorkerArgs {
     /// This worker's name in reports and logs (default: the host name).
     #[arg(long, env = "WEIR_WORKER_ID")]
     worker_id: Option<String>,
+    /// How long stopping a unit (SIGTERM, or a revoke) waits for its final
+    /// checkpoint before it is cancelled; the worker exits within about
+    /// this plus 5 s, non-zero when a unit could not checkpoint.
+    #[arg(long, env = "WEIR_STOP_GRACE", default_value = "20s", value_parser = humantime::parse_duration)]
+    stop_grace: std::time::Duration,
 }
 
 /// `weir worker` subcommands.
@@ -51,7 +56,9 @@ pub enum WorkerCommand {
 pub fn execute(args: WorkerArgs) -> anyhow::Result<()> {
     match (args.command, args.spec) {
         (Some(WorkerCommand::Status { server, json }), _) => print_status(&server, json),
-        (None, Some(spec)) => run(spec, args.data_dir, args.listen, args.worker_id),
+        (None, Some(spec)) => {
+            run(spec, args.data_dir, args.listen, args.worker_id, args.stop_grace)
+        }
         (None, None) => anyhow::bail!(
             "give the pipeline spec: weir worker pipeline.yaml (or weir worker status)"
         ),
@@ -63,6 +70,7 @@ fn run(
     data_dir: Option<PathBuf>,
     listen: SocketAddr,
     worker_id: Option<String>,
+    stop_grace: std::time::Duration,
 ) -> anyhow::Result<()> {
     let spec = PipelineSpec::load(&spec)?;
     let inputs = |config: &weir_host::connectors::kafka::KafkaSourceConfig| {
@@ -80,6 +88,7 @@ fn run(
         worker_id: worker_id.clone(),
         data_dir,
         natives: super::natives(),
+        stop_grace,
     });
     let address = status::serve(Arc::clone(&worker), listener)?;
     println!("weir worker {worker_id} listening on http://{address}");

@@ -91,6 +91,10 @@ pub struct Trigger {
 pub struct CoordinatorConfig {
     /// The pipeline's name.
     pub pipeline: String,
+    /// Whether the run was cancelled: asked every control poll; the
+    /// coordinator then fails the run at once with
+    /// [`CheckpointError::Cancelled`], completing no further snapshot.
+    pub cancelled: Box<dyn Fn() -> bool + Send>,
     /// Every keyed stage's uid and subtasks, in slot order (stage `s`'s
     /// subtask `i` acks as the slot after every earlier stage's).
     pub operators: Vec<(String, u16)>,
@@ -283,6 +287,12 @@ impl Coordinator {
             }
             if last_poll.elapsed() >= CONTROL_POLL {
                 last_poll = Instant::now();
+                if (self.config.cancelled)() {
+                    if let Some(pending) = pending.take() {
+                        self.abandon(pending.trigger.id, pending.request, "the run was cancelled");
+                    }
+                    return Err(CheckpointError::Cancelled);
+                }
                 requests.extend(self.take_requests());
             }
             if pending.is_some() {
@@ -654,6 +664,7 @@ mod tests {
 
     use std::path::Path;
     use std::sync::mpsc::{self, Receiver, Sender};
+    use std::sync::Arc;
     use std::thread::JoinHandle;
 
     use serde_json::json;
@@ -698,6 +709,8 @@ mod tests {
         schedule: Option<CheckpointSettings>,
         first_id: u64,
         restored_checkpoint: Option<u64>,
+        /// Set to cancel the run.
+        cancel: Arc<std::sync::atomic::AtomicBool>,
     }
 
     impl Setup {
@@ -707,6 +720,7 @@ mod tests {
                 schedule: Some(schedule(interval, Duration::ZERO, NEVER)),
                 first_id: 1,
                 restored_checkpoint: None,
+                cancel: Arc::default(),
             }
         }
     }
@@ -737,6 +751,10 @@ mod tests {
             let (commit_tx, commits) = mpsc::channel();
             let (snapshot_tx, snapshots) = mpsc::channel();
             let config = CoordinatorConfig {
+                cancelled: {
+                    let cancel = Arc::clone(&setup.cancel);
+                    Box::new(move || cancel.load(std::sync::atomic::Ordering::Relaxed))
+                },
                 pipeline: PIPELINE.into(),
                 operators: vec![("process".into(), setup.parallelism)],
                 sources: vec!["source".into()],
@@ -994,6 +1012,7 @@ mod tests {
         let (_acks, ack_rx) = mpsc::channel();
         let committed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let config = CoordinatorConfig {
+            cancelled: Box::new(|| false),
             pipeline: PIPELINE.into(),
             operators: vec![("process".into(), 1)],
             sources: vec!["source".into()],
@@ -1147,5 +1166,24 @@ mod tests {
         let h = Harness::start(dir.path(), Setup { schedule: None, ..Setup::every(NEVER) });
         h.ack(Ack::SourceFinished);
         assert_eq!(h.finished(), CoordinatorReport::default());
+    }
+
+    #[test]
+    fn a_cancelled_run_fails_at_once_completing_nothing_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let setup = Setup::every(ms(10));
+        let cancel = Arc::clone(&setup.cancel);
+        let h = Harness::start(dir.path(), setup);
+        let id = h.trigger().id;
+        // Checkpoint `id` is acknowledged by all but the sink when the run
+        // is cancelled: it never completes, and nothing is committed.
+        h.ack_source(id);
+        h.ack_subtask(id, 0);
+        cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+        let result = h.thread.join().unwrap();
+        assert!(matches!(result, Err(CheckpointError::Cancelled)), "{result:?}");
+        assert!(h.commits.try_recv().is_err(), "nothing committed after the cancel");
+        let stored = CheckpointStorage::open(&h.url, PIPELINE).unwrap().completed().unwrap();
+        assert!(stored.is_empty(), "{stored:?}");
     }
 }

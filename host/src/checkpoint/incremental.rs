@@ -115,8 +115,8 @@ pub fn upload(
 /// Write subtask `subtask`'s database of the snapshot in `dir` into the new
 /// directory `target`. Files found with the right size in `local_copy` (the
 /// local checkpoint the snapshot was uploaded from, if there may be one)
-/// are hard-linked (SSTs) or copied instead of downloaded. Returns the SSTs
-/// the snapshot stores.
+/// are hard-linked (SSTs) or copied instead of downloaded; `cancelled` is
+/// asked before each file. Returns the SSTs the snapshot stores.
 pub fn download(
     storage: &CheckpointStorage,
     dir: &StorePath,
@@ -124,10 +124,14 @@ pub fn download(
     files: &[StoredFile],
     local_copy: Option<&Path>,
     target: &Path,
+    cancelled: &(dyn Fn() -> bool + Sync),
 ) -> Result<KnownFiles, CheckpointError> {
     std::fs::create_dir_all(target)?;
     let mut known = KnownFiles::new();
     for file in files {
+        if cancelled() {
+            return Err(CheckpointError::Cancelled);
+        }
         if file.name.contains('/') || file.name.starts_with('.') {
             return Err(CheckpointError::Corrupt(format!(
                 "file name {:?} in checkpoint metadata",
@@ -225,7 +229,9 @@ mod tests {
         );
 
         let restored = dir.path().join("restored");
-        download(storage, &storage.checkpoint_dir(2), 0, &second.files, None, &restored).unwrap();
+        let go_on = || false;
+        download(storage, &storage.checkpoint_dir(2), 0, &second.files, None, &restored, &go_on)
+            .unwrap();
         let copy = RocksDbBackend::open(&restored).unwrap();
         assert_eq!(copy.get(b"key-00000007").unwrap().as_deref(), Some(&b"changed"[..]));
         assert_eq!(
@@ -240,8 +246,20 @@ mod tests {
             &second.files,
             Some(&dir.path().join("chk-2")),
             &linked,
+            &go_on,
         )
         .unwrap();
+        // Cancelled, a restore stops before the next file.
+        let cancelled = download(
+            storage,
+            &storage.checkpoint_dir(2),
+            0,
+            &second.files,
+            None,
+            &dir.path().join("cancelled"),
+            &|| true,
+        );
+        assert!(matches!(cancelled, Err(CheckpointError::Cancelled)));
         assert_eq!(
             RocksDbBackend::open(&linked).unwrap().get(b"key-00000001").unwrap().as_deref(),
             Some(&[1u8; 100][..])

@@ -36,6 +36,9 @@ pub struct RestoreTarget<'a> {
     pub first_slot: usize,
     /// Where the pipeline's own checkpoints go.
     pub storage: &'a CheckpointStorage,
+    /// Whether the run was cancelled: checked between files, so a long
+    /// restore ends soon after ([`CheckpointError::Cancelled`]).
+    pub cancelled: &'a (dyn Fn() -> bool + Sync),
 }
 
 /// Replace the state in `target.state_dir` by the snapshot's. Returns, per
@@ -83,6 +86,7 @@ pub fn restore(
                     files,
                     local.as_deref(),
                     &database,
+                    target.cancelled,
                 )?);
                 // A checkpoint between full ones carries changelogs.
                 crate::state::changelog::replay(&database)?;
@@ -98,6 +102,9 @@ pub fn restore(
         StateFiles::Canonical { files } => {
             let mut distributor = Distributor::create(&staging, target.layout)?;
             for file in files {
+                if (target.cancelled)() {
+                    return Err(CheckpointError::Cancelled);
+                }
                 let bytes = snapshot.storage.get_file(&snapshot.dir, &file.name)?;
                 let entries = canonical::decode(&bytes, |key, value| distributor.add(key, value))?;
                 if entries != file.entries {
@@ -201,6 +208,7 @@ mod tests {
                 operator_uid: "process",
                 first_slot: 0,
                 storage: &storage,
+                cancelled: &|| false,
             };
             restore(&CheckpointStorage::locate(&location).unwrap(), &target).unwrap()
         };

@@ -86,6 +86,10 @@ pub enum CheckpointError {
         /// The timeout.
         timeout: String,
     },
+    /// The run was told to stop at once (its unit revoked or lost, or the
+    /// process stopping) while restoring or checkpointing.
+    #[error("cancelled: the run was told to stop at once (its unit was revoked or lost, or the process is stopping); nothing after its last completed checkpoint was committed")]
+    Cancelled,
     /// A snapshot cannot be restored into this pipeline.
     #[error("cannot restore {what}: {message}")]
     Incompatible {

@@ -41,8 +41,14 @@ const SESSION_TIMEOUT_MS: &str = "6000";
 const HEARTBEAT_MS: &str = "1000";
 const MAX_POLL_INTERVAL_MS: &str = "300000";
 
-/// How long a unit's stop may take (its final checkpoint and commit).
-const STOP_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a unit's stop waits for its final checkpoint and commit unless
+/// the worker is given another grace (`weir worker --stop-grace`): well
+/// under Kubernetes' 30 s between SIGTERM and SIGKILL.
+pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(20);
+
+/// How long a cancelled unit may take to end before the worker stops
+/// waiting for it.
+const CANCEL_WAIT: Duration = Duration::from_secs(5);
 
 /// Pause before starting a failed unit again: doubled per failure up to
 /// [`MAX_RETRY_PAUSE`]; a run that lasted [`STEADY`] resets it.
@@ -68,6 +74,11 @@ pub enum WorkerError {
     /// The group could not be joined.
     #[error(transparent)]
     Kafka(#[from] ConnectorError),
+    /// Asked to stop, some units could not checkpoint in time (Kafka or
+    /// storage unreachable?): their next owner restores their last
+    /// committed checkpoints.
+    #[error("stopped without a final checkpoint of every unit, within the stop grace: {0}; their next owners restore their last committed checkpoints (nothing is lost or duplicated, but they re-read since then)")]
+    UncleanStop(String),
     /// An input topic gained partitions while the worker ran: the plan has
     /// no unit to read them, so the worker stops rather than skip them.
     #[error("source {node}: partitions {added} appeared while the workers ran, and the plan has no unit reading them; the worker stopped (its units checkpointed) rather than leave them unread: start the workers again (every one) and the new partitions are read from their log start")]
@@ -89,6 +100,9 @@ pub struct WorkerConfig {
     pub data_dir: PathBuf,
     /// Native functions units may name.
     pub natives: NativeCatalog,
+    /// How long a unit's stop waits for its final checkpoint
+    /// ([`DEFAULT_STOP_GRACE`] unless set).
+    pub stop_grace: Duration,
 }
 
 /// A worker's units and what it knows of them; shared by the group
@@ -98,6 +112,7 @@ pub struct Worker {
     id: String,
     data_dir: PathBuf,
     natives: NativeCatalog,
+    stop_grace: Duration,
     /// Assigned units, by number (their units-topic partition).
     slots: Mutex<BTreeMap<usize, Slot>>,
     /// The worker has had its first assignment.
@@ -176,6 +191,7 @@ impl Worker {
             id: config.worker_id,
             data_dir: config.data_dir,
             natives: config.natives,
+            stop_grace: config.stop_grace,
             slots: Mutex::new(BTreeMap::new()),
             joined: AtomicBool::new(false),
         })
@@ -238,10 +254,13 @@ impl Worker {
         }
         tracing::info!(worker = %self.id, "worker stopping: handing its units over");
         let all: Vec<usize> = self.slots().keys().copied().collect();
-        self.stop_units(&all);
+        let unclean = self.stop_units(&all, false);
         consumer.unsubscribe();
         drop(consumer);
-        outcome
+        match (outcome, unclean.is_empty()) {
+            (Ok(()), false) => Err(WorkerError::UncleanStop(unclean.join("; "))),
+            (outcome, _) => outcome,
+        }
     }
 
     /// Compare each source's partitions now with those the plan has units
@@ -307,9 +326,11 @@ impl Worker {
     }
 
     /// Stop the units numbered `units` (revoked, lost, or the worker
-    /// stopping): each with a final checkpoint that commits its output,
-    /// all at once; returns when every one has ended.
-    fn stop_units(&self, units: &[usize]) {
+    /// stopping), all at once: each with a final checkpoint that commits
+    /// its output unless `lost` (then at once, without one: another worker
+    /// may own it already), within the stop grace (see [`stop`]). Why
+    /// stops were not clean.
+    fn stop_units(&self, units: &[usize], lost: bool) -> Vec<String> {
         let runs: Vec<(String, UnitRun)> = {
             let mut slots = self.slots();
             units
@@ -322,15 +343,19 @@ impl Worker {
                 })
                 .collect()
         };
-        std::thread::scope(|scope| {
-            for (name, run) in runs {
-                scope.spawn(move || stop(&name, run));
-            }
+        let grace = (!lost).then_some(self.stop_grace);
+        let unclean: Vec<String> = std::thread::scope(|scope| {
+            let stops: Vec<_> = runs
+                .into_iter()
+                .map(|(name, run)| scope.spawn(move || stop(&name, run, grace)))
+                .collect();
+            stops.into_iter().filter_map(|stop| stop.join().ok().flatten()).collect()
         });
         let mut slots = self.slots();
         for number in units {
             slots.remove(number);
         }
+        unclean
     }
 
     /// Start again the units whose run ended while still assigned.
@@ -451,33 +476,54 @@ fn new_partitions(planned: &[(String, i32)], now: &[(String, i32)]) -> String {
     added.join(", ")
 }
 
-/// Stop `run` of unit `name` with a final checkpoint, and wait for it to
-/// end. A run still restoring is asked again until it listens.
-fn stop(name: &str, run: UnitRun) {
-    let deadline = Instant::now() + STOP_TIMEOUT;
-    loop {
-        if run.thread.is_finished() {
-            break;
-        }
-        match run.handle.request(SnapshotKind::Checkpoint, true, STOP_TIMEOUT) {
+/// Stop `run` of unit `name`: with a final checkpoint that commits its
+/// output if it is running and one completes within `grace` (`None`: a
+/// lost unit, whose output another worker may own by now: none); otherwise
+/// (still restoring, or no checkpoint in time) cancelled at once, as a
+/// crash would end it (its next owner restores the last committed
+/// checkpoint). Returns within `grace` plus [`CANCEL_WAIT`], whatever the
+/// run does: a run that has not ended by then is left to end on its own
+/// thread. Why the stop was not clean, if it was not.
+fn stop(name: &str, run: UnitRun, grace: Option<Duration>) -> Option<String> {
+    let mut unclean = None;
+    if let (false, Some(grace)) = (run.thread.is_finished(), grace) {
+        match run.handle.request(SnapshotKind::Checkpoint, true, grace) {
             Ok(location) => {
-                tracing::info!(unit = name, %location, "unit stopped with a final checkpoint");
-                break;
+                tracing::info!(unit = name, %location, "unit stopped with a final checkpoint")
             }
-            Err(RequestError::NotListening) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(50));
+            Err(RequestError::NotListening) => {
+                // Restoring (or just ending): nothing to checkpoint yet.
+                tracing::info!(
+                    unit = name,
+                    "unit stopped while starting: its restore is cancelled"
+                );
             }
             Err(error) => {
                 tracing::warn!(unit = name, %error, "unit stopped without a final checkpoint: its next owner restores the last committed one");
-                break;
+                unclean = Some(format!("unit {name}: no final checkpoint ({error})"));
             }
         }
     }
+    run.handle.cancel();
+    let deadline = Instant::now() + CANCEL_WAIT;
+    while !run.thread.is_finished() {
+        if Instant::now() >= deadline {
+            tracing::error!(unit = name, wait = ?CANCEL_WAIT, "unit did not end after it was cancelled (a call to Kafka or storage still waiting?); leaving its thread to end on its own");
+            return Some(format!(
+                "unit {name}: still running {CANCEL_WAIT:?} after it was cancelled"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     match run.thread.join() {
         Ok(Ok(_)) | Ok(Err(RunError::Stopped)) => {}
+        Ok(Err(error)) if run.handle.is_cancelled() => {
+            tracing::debug!(unit = name, %error, "unit ended after it was cancelled")
+        }
         Ok(Err(error)) => tracing::warn!(unit = name, %error, "unit ended with an error"),
         Err(_) => tracing::warn!(unit = name, "unit panicked"),
     }
+    unclean
 }
 
 /// Total size of the files under `dir`, if it exists.
@@ -555,8 +601,14 @@ impl ConsumerContext for Membership {
             let units = self.worker.numbers(list);
             let lost = consumer.assignment_lost();
             let _span = tracing::info_span!("rebalance", revoked = ?units, lost).entered();
-            tracing::info!(?units, lost, "units revoked: stopping them");
-            self.worker.stop_units(&units);
+            if lost {
+                // The session expired (paused, cut off): another worker may
+                // run them already; a checkpoint now could clash with its.
+                tracing::warn!(?units, "units lost: stopping them at once, without a checkpoint");
+            } else {
+                tracing::info!(?units, "units revoked: stopping them");
+            }
+            self.worker.stop_units(&units, lost);
         }
     }
 

@@ -446,9 +446,24 @@ pub struct RunHandle {
     /// Readers of what it writes.
     pub tail: super::tail::TailHub,
     requests: Mutex<Option<Sender<Request>>>,
+    cancelled: std::sync::atomic::AtomicBool,
 }
 
 impl RunHandle {
+    /// Tell the run to stop at once, without a final snapshot: a restore
+    /// in progress ends between two files, a running pipeline at its
+    /// coordinator's next poll, and nothing after its last completed
+    /// checkpoint is committed (as after a crash). For a unit whose
+    /// ownership is gone, or a stop that cannot wait.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`RunHandle::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+
     /// A handle for a run that has not started.
     pub fn new() -> Arc<Self> {
         Arc::default()

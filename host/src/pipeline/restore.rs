@@ -126,6 +126,7 @@ pub(crate) fn prepare_state(
                 operator_uid: &stage.uid,
                 first_slot,
                 storage: &storage,
+                cancelled: &|| options.handle.is_cancelled(),
             };
             let restored = checkpoint::restore(snapshot, &target)?;
             for (index, files) in restored.into_iter().enumerate() {

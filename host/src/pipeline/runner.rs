@@ -169,6 +169,10 @@ fn run_locked(
     let coordinator = Coordinator::new(
         CoordinatorConfig {
             pipeline: spec.name.clone(),
+            cancelled: {
+                let handle = options.handle.clone();
+                Box::new(move || handle.is_cancelled())
+            },
             operators: graph.stage_layouts(),
             sources: sources.iter().map(|r| r.name.clone()).collect(),
             max_parallelism: spec.max_parallelism,
