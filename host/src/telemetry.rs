@@ -240,3 +240,49 @@ mod tests {
         assert_eq!(level_for(&filter("weir_host=info"), "rdkafka"), LevelFilter::OFF);
     }
 }
+
+/// A warning that may repeat many times a second (a fetch failing while a
+/// broker is down), logged at most once per [`Throttle::EVERY`] with how
+/// many were held back since.
+#[derive(Debug, Default)]
+pub struct Throttle {
+    last: Option<std::time::Instant>,
+    held: u64,
+}
+
+impl Throttle {
+    /// The least time between two lines.
+    pub const EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+    /// Whether to log at `now`; if so, how many were held back before it.
+    pub fn pass(&mut self, now: std::time::Instant) -> Option<u64> {
+        match self.last {
+            Some(last) if now.duration_since(last) < Self::EVERY => {
+                self.held += 1;
+                None
+            }
+            _ => {
+                self.last = Some(now);
+                Some(std::mem::take(&mut self.held))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod throttle_tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn repeats_within_the_interval_are_held_back_and_counted() {
+        let mut throttle = Throttle::default();
+        let start = Instant::now();
+        assert_eq!(throttle.pass(start), Some(0));
+        for i in 1..=25 {
+            assert_eq!(throttle.pass(start + Duration::from_millis(40 * i)), None);
+        }
+        assert_eq!(throttle.pass(start + Throttle::EVERY), Some(25), "one line with the count");
+        assert_eq!(throttle.pass(start + Throttle::EVERY + Duration::from_millis(1)), None);
+    }
+}

@@ -33,6 +33,7 @@ use super::{
 use crate::connectors::config::{Access, ConfigError, SourceConfig};
 use crate::connectors::timestamp::{json_timestamp, parse_rfc3339_millis, BadTimestamps};
 use crate::connectors::{decode, encode, ConnectorError, Polled, Source};
+use crate::telemetry::Throttle;
 use crate::Event;
 
 /// How long one poll waits when nothing is buffered.
@@ -256,6 +257,8 @@ pub struct KafkaSource {
     retry: Retry,
     /// Since when fetching has failed transiently, if it does.
     failing_since: Option<Instant>,
+    /// Its warnings, at most one line every few seconds.
+    fetch_warnings: Throttle,
     /// An exchange topic: its producers and what they reported.
     exchange: Option<ExchangeReports>,
     /// How long a fetch may wait for the first record (`POLL_WAIT` unless
@@ -423,6 +426,7 @@ impl KafkaSource {
             unassigned: true,
             retry: Retry::default(),
             failing_since: None,
+            fetch_warnings: Throttle::default(),
             exchange: config
                 .exchange
                 .as_ref()
@@ -554,7 +558,9 @@ impl KafkaSource {
         let now = Instant::now();
         let since = *self.failing_since.get_or_insert(now);
         if now.duration_since(since) < self.retry.budget() {
-            tracing::warn!(%error, failing_for = ?now.duration_since(since), "kafka source cannot fetch; retrying");
+            if let Some(repeats) = self.fetch_warnings.pass(now) {
+                tracing::warn!(%error, failing_for = ?now.duration_since(since), repeats, "kafka source cannot fetch; retrying (repeats: held back since the last line)");
+            }
             return Ok(());
         }
         // Errors since `since`, but fetching may have recovered in between
@@ -957,6 +963,7 @@ mod tests {
             unassigned: true,
             retry: Retry::for_up_to(budget),
             failing_since: None,
+            fetch_warnings: Throttle::default(),
             on_data_loss: OnDataLoss::Fail,
             pinned: false,
             exchange: None,
