@@ -90,6 +90,15 @@ pub enum WorkerError {
     },
 }
 
+/// The worker monitor's state, shared with the worker's loop.
+#[derive(Default)]
+struct Monitor {
+    /// Set when the worker stops.
+    stop: AtomicBool,
+    /// Why the worker must stop, when the monitor found a reason.
+    failed: Mutex<Option<WorkerError>>,
+}
+
 /// What a worker needs to run.
 pub struct WorkerConfig {
     /// The plan of the pipeline it shares.
@@ -231,35 +240,71 @@ impl Worker {
             .map_err(kafka_error(format!("joining group {group}")))?;
         tracing::info!(worker = %self.id, group, "worker joining the group");
         let lag_reader = LagReader::new(&self.plan)?;
-        let mut measured = Instant::now() - MEASURE_EVERY;
-        let mut inputs_checked = Instant::now();
+        // Lag, state sizes and the input partitions are asked of Kafka on
+        // a thread of their own: with the broker gone those calls wait for
+        // their timeouts, and the loop below must see a stop at once.
+        let monitor = Arc::new(Monitor::default());
+        {
+            let (worker, monitor) = (Arc::clone(self), Arc::clone(&monitor));
+            std::thread::Builder::new()
+                .name("worker monitor".into())
+                .spawn(move || worker.monitor(&lag_reader, &monitor))
+                .map_err(|e| ConnectorError::Kafka {
+                    what: "starting the worker's monitor".into(),
+                    message: e.to_string(),
+                })?;
+        }
         let mut outcome = Ok(());
         while !shutdown.load(Ordering::Relaxed) {
             if let Some(Err(error)) = consumer.poll(Duration::from_millis(200)) {
                 tracing::warn!(%error, "group member");
             }
             self.supervise();
-            if measured.elapsed() >= MEASURE_EVERY {
-                measured = Instant::now();
-                self.measure(&lag_reader);
-            }
-            if inputs_checked.elapsed() >= INPUTS_CHECKED_EVERY {
-                inputs_checked = Instant::now();
-                if let Err(error) = self.check_inputs() {
-                    tracing::error!(%error, "worker stopping");
-                    outcome = Err(error);
-                    break;
-                }
+            if let Some(error) =
+                monitor.failed.lock().unwrap_or_else(PoisonError::into_inner).take()
+            {
+                tracing::error!(%error, "worker stopping");
+                outcome = Err(error);
+                break;
             }
         }
+        monitor.stop.store(true, Ordering::Relaxed);
         tracing::info!(worker = %self.id, "worker stopping: handing its units over");
         let all: Vec<usize> = self.slots().keys().copied().collect();
         let unclean = self.stop_units(&all, false);
-        consumer.unsubscribe();
-        drop(consumer);
+        // Leaving the group waits for the coordinator: bounded too.
+        let leaving = std::thread::spawn(move || {
+            consumer.unsubscribe();
+            drop(consumer);
+        });
+        let deadline = Instant::now() + CANCEL_WAIT;
+        while !leaving.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if !leaving.is_finished() {
+            tracing::warn!("could not leave the group in time (broker unreachable?): the group notices after session.timeout.ms");
+        }
         match (outcome, unclean.is_empty()) {
             (Ok(()), false) => Err(WorkerError::UncleanStop(unclean.join("; "))),
             (outcome, _) => outcome,
+        }
+    }
+
+    /// Measure the units every [`MEASURE_EVERY`] and compare the input
+    /// topics with the plan every [`INPUTS_CHECKED_EVERY`], until told to
+    /// stop or the inputs changed (said in `monitor.failed`).
+    fn monitor(&self, lag_reader: &LagReader, monitor: &Monitor) {
+        let mut inputs_checked = Instant::now();
+        while !monitor.stop.load(Ordering::Relaxed) {
+            self.measure(lag_reader);
+            if inputs_checked.elapsed() >= INPUTS_CHECKED_EVERY {
+                inputs_checked = Instant::now();
+                if let Err(error) = self.check_inputs() {
+                    *monitor.failed.lock().unwrap_or_else(PoisonError::into_inner) = Some(error);
+                    return;
+                }
+            }
+            std::thread::sleep(MEASURE_EVERY);
         }
     }
 
