@@ -603,7 +603,8 @@ impl Planner<'_> {
                     .chain(broadcast.into_iter().enumerate().map(|(j, i)| (Port::Broadcast(j), i)));
                 for (port, input) in ports {
                     let source = format!("{OURS}in-{}", port.suffix());
-                    let producers = self.producers.get(&(stage.clone(), port)).map_or(0, Vec::len);
+                    let producers =
+                        self.producers.get(&(stage.clone(), port)).cloned().unwrap_or_default();
                     let topic = exchange_topic(&self.spec.name, stage, port);
                     let rewired = InputSpec { from: source.clone(), output: None, key: input.key };
                     match port {
@@ -698,7 +699,7 @@ impl Planner<'_> {
         &self,
         topic: &str,
         task: u16,
-        producers: usize,
+        producers: Vec<String>,
     ) -> Result<KafkaSourceConfig, PlanError> {
         let mut config: KafkaSourceConfig = serde_json::from_value(serde_json::json!({
             "bootstrap_servers": self.bootstrap,
@@ -735,6 +736,7 @@ impl Planner<'_> {
             tasks,
             max_parallelism: self.spec.max_parallelism,
             producer,
+            unit: unit.to_string(),
             broadcast: matches!(port, Port::Broadcast(_)),
         });
         Ok(config)
@@ -785,6 +787,11 @@ mod tests {
             Some(SourceSpec::Kafka(config)) => config,
             other => panic!("not a kafka source: {other:?}"),
         }
+    }
+
+    /// Units `<prefix>-0` … `<prefix>-<n - 1>`.
+    fn units(prefix: &str, n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("{prefix}-{i}")).collect()
     }
 
     /// Each ingest unit's name and the partition it reads.
@@ -888,7 +895,7 @@ mod tests {
         let task = &unit(&plan, "rev-keyed-1").spec;
         let input = kafka_source(&task.operators["weir-in-0"]);
         assert_eq!(input.partition, Some(1));
-        assert_eq!(input.exchange, Some(ExchangeInput { producers: 3 }));
+        assert_eq!(input.exchange, Some(ExchangeInput { producers: units("rev-source", 3) }));
         let stage = &task.operators["keyed"];
         assert_eq!((stage.parallelism, stage.uid.as_deref()), (Some(1), Some("process")));
         assert_eq!(stage.inputs[0].from, "weir-in-0");
@@ -945,7 +952,7 @@ mod tests {
         let top3 = &unit(&plan, "top-top3-2").spec;
         assert_eq!(
             kafka_source(&top3.operators["weir-in-0"]).exchange,
-            Some(ExchangeInput { producers: 2 })
+            Some(ExchangeInput { producers: units("top-revenue", 2) })
         );
         assert_eq!(
             kafka_sink(&top3.operators["out"]).transactional_id_prefix.as_deref(),
@@ -980,7 +987,7 @@ mod tests {
         let input = kafka_source(&task.spec.operators["weir-in-b0"]);
         assert_eq!(
             (input.partition, input.exchange.clone()),
-            (Some(1), Some(ExchangeInput { producers: 3 }))
+            (Some(1), Some(ExchangeInput { producers: units("f-rules", 3) }))
         );
     }
 

@@ -102,7 +102,9 @@ impl SourceTask {
         self.source.seek_merged(&positions).map_err(|e| resume(e.to_string()))?;
         let Some(watermarks) = &mut self.watermarks else { return Ok(()) };
         match own.and_then(|i| states[i].watermarks.as_ref()) {
-            Some(saved) => self.resumed_watermark = watermarks.restore(saved),
+            Some(saved) => {
+                self.resumed_watermark = watermarks.restore(saved, &self.source.split_names())
+            }
             None => {
                 let emitted: Option<Vec<i64>> =
                     states.iter().map(|s| s.watermarks.as_ref().map(|w| w.emitted)).collect();
@@ -292,7 +294,10 @@ impl SourceLinks<'_> {
         }
         let position = source.position();
         source.on_barrier(&position);
-        let state = SourceState { position, watermarks: watermarks.map(SplitWatermarks::snapshot) };
+        let state = SourceState {
+            position,
+            watermarks: watermarks.map(|w| w.snapshot(source.split_names())),
+        };
         let state = serde_json::to_value(state).map_err(|source| RunError::SnapshotState {
             what: "cannot encode the source state",
             source,

@@ -150,27 +150,53 @@ pub struct WatermarkSnapshot {
     pub finished: Vec<bool>,
     /// The last watermark emitted.
     pub emitted: i64,
+    /// Each split's name (a partition, a producer unit): a restore matches
+    /// splits by name, so a reordering or renumbering of the splits keeps
+    /// each one's state (snapshots of older versions have none: by place).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub names: Vec<String>,
 }
 
 impl SplitWatermarks {
-    /// The state to keep in a checkpoint.
-    pub fn snapshot(&self) -> WatermarkSnapshot {
+    /// The state to keep in a checkpoint, the splits named `names` (in
+    /// split order; empty: unnamed).
+    pub fn snapshot(&self, names: Vec<String>) -> WatermarkSnapshot {
+        let names = if names.len() == self.splits.len() { names } else { Vec::new() };
         WatermarkSnapshot {
             max_timestamps: self.splits.iter().map(|s| s.generator.max_timestamp).collect(),
             finished: self.splits.iter().map(|s| s.finished).collect(),
             emitted: self.emitted,
+            names,
         }
     }
 
-    /// Continue from `snapshot` (splits it does not cover start afresh);
-    /// returns the watermark emitted before it was taken, to re-announce.
-    pub fn restore(&mut self, snapshot: &WatermarkSnapshot) -> Option<i64> {
-        for (state, (max, finished)) in
-            self.splits.iter_mut().zip(snapshot.max_timestamps.iter().zip(&snapshot.finished))
-        {
-            state.generator.max_timestamp = *max;
-            state.generator.emitted = snapshot.emitted;
-            state.finished = *finished;
+    /// Continue from `snapshot`, the splits now named `names`: each split
+    /// takes the state the snapshot holds under its name (when both name
+    /// their splits, all apart), else the state at its place; splits it
+    /// does not cover start afresh. Returns the watermark emitted before
+    /// it was taken, to re-announce.
+    pub fn restore(&mut self, snapshot: &WatermarkSnapshot, names: &[String]) -> Option<i64> {
+        let distinct = |list: &[String]| {
+            list.iter().collect::<std::collections::BTreeSet<_>>().len() == list.len()
+        };
+        let by_name = !snapshot.names.is_empty()
+            && names.len() == self.splits.len()
+            && distinct(&snapshot.names)
+            && distinct(names);
+        for (index, state) in self.splits.iter_mut().enumerate() {
+            let saved = if by_name {
+                snapshot.names.iter().position(|n| *n == names[index])
+            } else {
+                Some(index)
+            };
+            let Some(saved) = saved else { continue };
+            if let (Some(max), Some(finished)) =
+                (snapshot.max_timestamps.get(saved), snapshot.finished.get(saved))
+            {
+                state.generator.max_timestamp = *max;
+                state.generator.emitted = snapshot.emitted;
+                state.finished = *finished;
+            }
         }
         self.emitted = snapshot.emitted;
         (snapshot.emitted > i64::MIN).then_some(snapshot.emitted)
@@ -196,13 +222,29 @@ mod tests {
         before.observe(0, 100, start);
         before.observe(1, 60, start);
         assert_eq!(before.advance(start), Some(54));
-        let snapshot = before.snapshot();
+        let snapshot = before.snapshot(Vec::new());
         let mut after = SplitWatermarks::new(2, 5, None, start);
-        assert_eq!(after.restore(&snapshot), Some(54));
+        assert_eq!(after.restore(&snapshot, &[]), Some(54));
         assert_eq!(after.advance(start), None, "nothing new");
         after.observe(1, 90, start);
         before.observe(1, 90, start);
         assert_eq!(after.advance(start), before.advance(start));
+    }
+
+    #[test]
+    fn a_restore_matches_splits_by_name_whatever_their_order() {
+        let start = Instant::now();
+        let names = |list: &[&str]| list.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let mut before = SplitWatermarks::new(2, 0, None, start);
+        before.announce(0, Some(1_000), start);
+        before.announce(1, Some(9_000), start);
+        let snapshot = before.snapshot(names(&["p-source-0", "p-source-1"]));
+        // A producer added before them: p-source-1 is now split 2.
+        let mut after = SplitWatermarks::new(3, 0, None, start);
+        after.restore(&snapshot, &names(&["p-source-0", "p-new", "p-source-1"]));
+        assert_eq!(after.split_watermarks()[2], before.split_watermarks()[1]);
+        assert_eq!(after.split_watermarks()[0], before.split_watermarks()[0]);
+        assert_eq!(after.split_watermarks()[1], None, "the new producer starts afresh");
     }
 
     #[test]

@@ -39,7 +39,7 @@ pub fn time_header(timestamp: i64) -> [u8; 8] {
 }
 
 /// What a record read from an exchange topic is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExchangeRecord {
     /// A data record (its event time given back, [`TIME_HEADER`] removed).
     Data,
@@ -57,7 +57,7 @@ pub enum ExchangeRecord {
 /// is neither was not written by an exchange sink: an error naming where.
 pub fn classify(
     event: &mut Event,
-    producers: usize,
+    producers: &[String],
     location: impl Fn() -> String,
 ) -> Result<ExchangeRecord, ConnectorError> {
     if let Some((name, value)) = event.headers.last() {
@@ -87,6 +87,9 @@ pub struct ExchangeOutput {
     pub max_parallelism: u16,
     /// This producer's number among the topic's producers.
     pub producer: usize,
+    /// This producer's unit name, carried by its control records so that a
+    /// task knows the producer whatever the numbering.
+    pub unit: String,
     /// Every record to every partition (a broadcast input), not by key.
     pub broadcast: bool,
 }
@@ -94,8 +97,9 @@ pub struct ExchangeOutput {
 /// The source side: how a task reads its partition of an exchange topic.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExchangeInput {
-    /// How many producers write the topic (each has its own watermark).
-    pub producers: usize,
+    /// The units that write the topic, in producer order (each has its
+    /// own watermark).
+    pub producers: Vec<String>,
 }
 
 /// A record's headers.
@@ -131,7 +135,12 @@ impl ExchangeOutput {
 
     /// The control record carrying this producer's event time `mark`.
     pub fn control_record(&self, mark: Option<i64>) -> Event {
-        let mark = ExchangeMark { producer: self.producer, watermark: mark, idle: mark.is_none() };
+        let mark = ExchangeMark {
+            producer: self.producer,
+            unit: Some(self.unit.clone()),
+            watermark: mark,
+            idle: mark.is_none(),
+        };
         let value = serde_json::to_vec(&mark).unwrap_or_default();
         Event {
             key: None,
@@ -145,10 +154,15 @@ impl ExchangeOutput {
 /// What a control record says: producer `producer` has reached event time
 /// `watermark`, or is idle (holds nothing back until it reports a
 /// watermark again).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExchangeMark {
-    /// The producer.
+    /// The producer's number, as the reading task numbers its producers
+    /// (from `unit` when the record names one).
     pub producer: usize,
+    /// The producer's unit (records of older versions carry only the
+    /// number).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
     /// Its watermark, unless idle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watermark: Option<i64>,
@@ -158,17 +172,29 @@ pub struct ExchangeMark {
 }
 
 impl ExchangeMark {
-    /// The mark a control record's [`WATERMARK_HEADER`] value says; one
-    /// that cannot be read (or names a producer beyond `producers`) is an
-    /// error naming where it was.
+    /// The mark a control record's [`WATERMARK_HEADER`] value says, its
+    /// producer numbered as in `producers` (the topic's producer units): by
+    /// the unit it names, else by its number. One that cannot be read, or
+    /// names a producer the topic does not have, is an error naming where
+    /// it was.
     fn parse(
         value: &[u8],
-        producers: usize,
+        producers: &[String],
         location: impl Fn() -> String,
     ) -> Result<Self, ConnectorError> {
         let bad = |message: String| ConnectorError::BadRecord { location: location(), message };
-        let mark: Self = serde_json::from_slice(value)
+        let mut mark: Self = serde_json::from_slice(value)
             .map_err(|e| bad(format!("unreadable watermark control record: {e}")))?;
+        if let Some(unit) = &mark.unit {
+            mark.producer = producers.iter().position(|p| p == unit).ok_or_else(|| {
+                bad(format!(
+                    "watermark of producer unit {unit}, which does not write this topic in the pipeline's plan (its producers: {}): the plan changed while the exchange topics were kept; run the workers with the plan that wrote it, or delete the weir-<pipeline>-* topics and restart from a savepoint",
+                    producers.join(", ")
+                ))
+            })?;
+            return Ok(mark);
+        }
+        let producers = producers.len();
         if mark.producer >= producers {
             return Err(bad(format!(
                 "watermark of producer {} but the topic has {producers} producers: the pipeline's shape changed (its input partitions or a stage's parallelism) while its exchange topics were kept; delete the weir-<pipeline>-* topics and restart from a savepoint",
@@ -194,8 +220,13 @@ mod tests {
 
     #[test]
     fn a_record_goes_to_the_task_owning_its_key_group_without_the_key_header() {
-        let output =
-            ExchangeOutput { tasks: 6, max_parallelism: 128, producer: 0, broadcast: false };
+        let output = ExchangeOutput {
+            tasks: 6,
+            max_parallelism: 128,
+            producer: 0,
+            unit: "p-source-0".into(),
+            broadcast: false,
+        };
         for key in [&b"c1"[..], b"c2", b"c3", b"some longer key"] {
             let event = keyed(key);
             let (target, headers) = output.target((&event).into()).unwrap();
@@ -214,25 +245,44 @@ mod tests {
         event.headers.pop();
         event.headers.push((TIME_HEADER.into(), time_header(-5).to_vec()));
         event.timestamp = 1_700_000_000_000; // the broker's append time
-        assert_eq!(classify(&mut event, 1, String::new).unwrap(), ExchangeRecord::Data);
+        assert_eq!(classify(&mut event, &[], String::new).unwrap(), ExchangeRecord::Data);
         assert_eq!(event.timestamp, -5, "even one a Kafka timestamp cannot hold");
         assert_eq!(event.headers, [("h".to_string(), b"1".to_vec())]);
     }
 
     #[test]
     fn control_records_round_trip_and_name_a_bad_producer() {
-        let output =
-            ExchangeOutput { tasks: 2, max_parallelism: 128, producer: 3, broadcast: false };
-        let control = |mark: Option<i64>, producers: usize| {
+        let output = ExchangeOutput {
+            tasks: 2,
+            max_parallelism: 128,
+            producer: 3,
+            unit: "p-source-3".into(),
+            broadcast: false,
+        };
+        let units = |n: usize| (0..n).map(|i| format!("p-source-{i}")).collect::<Vec<_>>();
+        let control = |mark: Option<i64>, producers: &[String]| {
             let mut record = output.control_record(mark);
             classify(&mut record, producers, || "t/0@5".into())
         };
-        let expected = ExchangeMark { producer: 3, watermark: Some(1_000), idle: false };
-        assert_eq!(control(Some(1_000), 4).unwrap(), ExchangeRecord::Control(expected));
-        let idle = ExchangeMark { producer: 3, watermark: None, idle: true };
-        assert_eq!(control(None, 4).unwrap(), ExchangeRecord::Control(idle));
-        let error = control(Some(1_000), 2).unwrap_err().to_string();
-        assert!(error.contains("t/0@5") && error.contains("producer 3"), "{error}");
+        let unit = Some("p-source-3".to_string());
+        let expected =
+            ExchangeMark { producer: 3, unit: unit.clone(), watermark: Some(1_000), idle: false };
+        assert_eq!(control(Some(1_000), &units(4)).unwrap(), ExchangeRecord::Control(expected));
+        let idle = ExchangeMark { producer: 3, unit: unit.clone(), watermark: None, idle: true };
+        assert_eq!(control(None, &units(4)).unwrap(), ExchangeRecord::Control(idle));
+        let error = control(Some(1_000), &units(2)).unwrap_err().to_string();
+        assert!(error.contains("t/0@5") && error.contains("p-source-3"), "{error}");
+        // Numbered differently (a partition added before it): found by name.
+        let renumbered = ["p-source-0".to_string(), "p-source-9".into(), "p-source-3".into()];
+        match control(Some(7), &renumbered).unwrap() {
+            ExchangeRecord::Control(mark) => assert_eq!(mark.producer, 2),
+            other => panic!("{other:?}"),
+        }
+        // A record of an older version: by number.
+        let mut old = output.control_record(Some(1));
+        old.headers[0].1 = br#"{"producer":1,"watermark":1}"#.to_vec();
+        let mark = classify(&mut old, &units(2), String::new).unwrap();
+        assert!(matches!(mark, ExchangeRecord::Control(ExchangeMark { producer: 1, .. })));
     }
 
     /// Headers an input record came with, as the exchange sink writes them:
@@ -255,7 +305,7 @@ mod tests {
         ];
         for headers in forged {
             let mut event = written(headers);
-            let record = classify(&mut event, 1, String::new).unwrap();
+            let record = classify(&mut event, &["p-0".to_string()], String::new).unwrap();
             assert_eq!(record, ExchangeRecord::Data, "{headers:?}");
             assert_eq!(event.timestamp, 42, "the event time Weir wrote, not a forged one");
             assert_eq!(event.headers.len(), headers.len(), "the input's headers kept as they were");
@@ -266,7 +316,7 @@ mod tests {
     fn a_record_no_exchange_sink_wrote_is_refused_naming_where() {
         for headers in [vec![], vec![("h".to_string(), b"1".to_vec())]] {
             let mut event = Event { key: None, value: vec![], timestamp: 0, headers };
-            let error = classify(&mut event, 1, || "t/2@7".into()).unwrap_err().to_string();
+            let error = classify(&mut event, &[], || "t/2@7".into()).unwrap_err().to_string();
             assert!(error.contains("t/2@7") && error.contains("did not write"), "{error}");
         }
     }

@@ -277,8 +277,8 @@ enum Unusual {
 
 /// What the control records of an exchange topic reported.
 struct ExchangeReports {
-    /// Producers of the topic.
-    producers: usize,
+    /// The units producing to the topic, in producer order.
+    producers: Vec<String>,
     /// Watermarks reported since the last `take_watermarks`, by producer.
     marks: Vec<(usize, Option<i64>)>,
 }
@@ -430,7 +430,7 @@ impl KafkaSource {
             exchange: config
                 .exchange
                 .as_ref()
-                .map(|e| ExchangeReports { producers: e.producers, marks: Vec::new() }),
+                .map(|e| ExchangeReports { producers: e.producers.clone(), marks: Vec::new() }),
             max_wait: POLL_WAIT,
         };
         let offsets = source.fresh_offsets(&config.start)?;
@@ -518,7 +518,7 @@ impl KafkaSource {
                     Fetched::of(&message),
                     &mut self.partitions,
                     self.timestamp_field.as_deref(),
-                    self.exchange.as_ref().map(|e| e.producers),
+                    self.exchange.as_ref().map(|e| e.producers.as_slice()),
                 )?,
                 Err(error) => return self.ride_out(error).map(|()| read),
             }
@@ -526,7 +526,7 @@ impl KafkaSource {
         }
         let mut failed = None;
         let (partitions, field) = (&mut self.partitions, self.timestamp_field.as_deref());
-        let exchange = self.exchange.as_ref().map(|e| e.producers);
+        let exchange = self.exchange.as_ref().map(|e| e.producers.as_slice());
         // A fetch error is ridden out after the records read with it.
         let taken = read
             + self.fetched.read(self.max_wait, max, |record| match record {
@@ -610,7 +610,7 @@ fn accept(
     record: Fetched<'_>,
     partitions: &mut [Partition],
     timestamp_field: Option<&str>,
-    producers: Option<usize>,
+    producers: Option<&[String]>,
 ) -> Result<(), ConnectorError> {
     let Some(partition) =
         partitions.iter_mut().find(|p| p.partition == record.partition && p.topic == record.topic)
@@ -789,14 +789,14 @@ impl Source for KafkaSource {
 
     fn splits(&self) -> usize {
         match &self.exchange {
-            Some(reports) => reports.producers,
+            Some(reports) => reports.producers.len(),
             None => self.partitions.len(),
         }
     }
 
     fn split_names(&self) -> Vec<String> {
         match &self.exchange {
-            Some(reports) => (0..reports.producers).map(|i| format!("producer-{i}")).collect(),
+            Some(reports) => reports.producers.clone(),
             None => {
                 self.partitions.iter().map(|p| format!("{}/{}", p.topic, p.partition)).collect()
             }
@@ -978,8 +978,10 @@ mod tests {
         let mut source = unreachable(Duration::from_secs(60));
         source.unassigned = false;
         source.on_bad_timestamp = policy;
-        source.exchange =
-            exchange.map(|producers| ExchangeReports { producers, marks: Vec::new() });
+        source.exchange = exchange.map(|producers| ExchangeReports {
+            producers: (0..producers).map(|i| format!("p-{i}")).collect(),
+            marks: Vec::new(),
+        });
         source.partitions.push(Partition {
             topic: "t".into(),
             partition: 0,
@@ -996,7 +998,7 @@ mod tests {
 
     /// Buffer `records` at offsets 0, 1, …
     fn feed(source: &mut KafkaSource, records: &[Fed<'_>]) {
-        let producers = source.exchange.as_ref().map(|e| e.producers);
+        let producers = source.exchange.as_ref().map(|e| e.producers.clone());
         let field = source.timestamp_field.clone();
         for (offset, (payload, headers)) in records.iter().enumerate() {
             let record = Fetched {
@@ -1008,7 +1010,7 @@ mod tests {
                 timestamp: Some(1),
                 headers: headers.clone(),
             };
-            accept(record, &mut source.partitions, field.as_deref(), producers).unwrap();
+            accept(record, &mut source.partitions, field.as_deref(), producers.as_deref()).unwrap();
         }
     }
 
@@ -1087,8 +1089,13 @@ mod tests {
                 (TIME_HEADER.to_owned(), time_header(time).to_vec()),
             ]
         };
-        let output =
-            ExchangeOutput { tasks: 1, max_parallelism: 128, producer: 1, broadcast: false };
+        let output = ExchangeOutput {
+            tasks: 1,
+            max_parallelism: 128,
+            producer: 1,
+            unit: "p-1".into(),
+            broadcast: false,
+        };
         let control = output.control_record(Some(15)).headers;
         let mut source = buffering(BadTimestamps::Fail, Some(2));
         feed(
