@@ -125,8 +125,7 @@ pub fn server_properties(dir: &Path, port: u16, controller: u16, overrides: &[St
 
 /// The port recorded in `file`, or a free one recorded there now.
 fn kept_port(file: &Path) -> Result<u16> {
-    if let Some(port) = std::fs::read_to_string(file).ok().and_then(|text| text.trim().parse().ok())
-    {
+    if let Some(port) = process::read_number(file) {
         return Ok(port);
     }
     let port = process::free_port()?;
@@ -144,8 +143,7 @@ pub fn start(dir: &Path, overrides: &[String], lifetime: Lifetime) -> Result<Str
     let libs = jars()?;
     let _lock = process::lock(&dir.join(".lock"))?;
     let pid_file = dir.join("pid");
-    if let Ok(port) = std::fs::read_to_string(dir.join("port")) {
-        let port: u16 = port.trim().parse().context("the broker's port file")?;
+    if let Some(port) = process::read_number::<u16>(&dir.join("port")) {
         if process::running(&pid_file) && process::port_open(port) {
             return Ok(format!("127.0.0.1:{port}"));
         }

@@ -48,9 +48,14 @@ pub fn alive(pid: u32) -> bool {
     }
 }
 
+/// The number recorded in `file` (a pid, a port), if there is one.
+pub fn read_number<T: std::str::FromStr>(file: &Path) -> Option<T> {
+    std::fs::read_to_string(file).ok()?.trim().parse().ok()
+}
+
 /// The pid recorded in `file`, if there is one.
 pub fn read_pid(file: &Path) -> Option<u32> {
-    std::fs::read_to_string(file).ok()?.trim().parse().ok()
+    read_number(file)
 }
 
 /// Whether the process whose pid `file` records is alive.
@@ -198,17 +203,24 @@ pub fn cache_dir() -> PathBuf {
 mod tests {
     use super::*;
 
-    #[test]
-    fn an_owned_service_dies_with_the_thread_that_started_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let (log, pid_file) = (dir.path().join("log"), dir.path().join("pid"));
-        let (log2, pid_file2) = (log.clone(), pid_file.clone());
+    /// `sleep 600` started with `lifetime` from a thread that then ends;
+    /// its pid and pid file.
+    fn sleep_from_a_thread(dir: &Path, lifetime: Lifetime) -> (u32, PathBuf) {
+        let (log, pid_file) = (dir.join("log"), dir.join("pid"));
+        let written = pid_file.clone();
         let mut sleep = Command::new("sleep");
         sleep.arg("600");
-        let pid = std::thread::spawn(move || spawn(sleep, Lifetime::Owned, &log2, &pid_file2))
+        let pid = std::thread::spawn(move || spawn(sleep, lifetime, &log, &written))
             .join()
             .unwrap()
             .unwrap();
+        (pid, pid_file)
+    }
+
+    #[test]
+    fn an_owned_service_dies_with_the_thread_that_started_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pid, pid_file) = sleep_from_a_thread(dir.path(), Lifetime::Owned);
         assert_eq!(read_pid(&pid_file), Some(pid));
         assert!(wait_gone(pid, Duration::from_secs(30)), "the owned sleep outlived its thread");
     }
@@ -216,14 +228,7 @@ mod tests {
     #[test]
     fn a_detached_service_outlives_its_thread_until_stopped() {
         let dir = tempfile::tempdir().unwrap();
-        let (log, pid_file) = (dir.path().join("log"), dir.path().join("pid"));
-        let (log2, pid_file2) = (log.clone(), pid_file.clone());
-        let mut sleep = Command::new("sleep");
-        sleep.arg("600");
-        let pid = std::thread::spawn(move || spawn(sleep, Lifetime::Detached, &log2, &pid_file2))
-            .join()
-            .unwrap()
-            .unwrap();
+        let (pid, pid_file) = sleep_from_a_thread(dir.path(), Lifetime::Detached);
         std::thread::sleep(Duration::from_millis(300));
         assert!(running(&pid_file), "the detached sleep died with its thread");
         stop(pid, Duration::from_secs(5)).unwrap();

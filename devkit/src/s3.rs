@@ -31,8 +31,7 @@ pub fn start(lifetime: Lifetime) -> Result<String> {
     std::fs::create_dir_all(&dir)?;
     let _lock = process::lock(&dir.join(".lock"))?;
     let (pid_file, port_file) = (dir.join("pid"), dir.join("port"));
-    if let Some(port) = std::fs::read_to_string(&port_file).ok().and_then(|p| p.trim().parse().ok())
-    {
+    if let Some(port) = process::read_number::<u16>(&port_file) {
         if process::running(&pid_file) && process::port_open(port) {
             return Ok(format!("http://127.0.0.1:{port}"));
         }

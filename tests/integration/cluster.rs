@@ -602,16 +602,37 @@ fn three_workers_share_a_revenue_pipeline_and_match_one_process() {
     assert_same(&committed_per_key(&kafka, &out), &expected, "after SIGTERM to all three");
 }
 
+/// What [`orders_and_spec`] made: a scratch directory, the input topic
+/// (600 orders on [`PARTITIONS`] partitions), the output topic, and the
+/// workers' spec of a job between them.
+struct Prepared {
+    dir: tempfile::TempDir,
+    orders: String,
+    out: String,
+    spec: PathBuf,
+}
+
+/// Topics `cl-<what>` (600 orders) and `cl-<what>-out`, and the spec the
+/// workers run of `job` between them, checkpointing into a new bucket.
+fn orders_and_spec(kafka: &TestKafka, s3: &TestS3, what: &str, job: Job) -> Prepared {
+    let bucket = s3.create_bucket(&format!("weir-cluster-{what}"));
+    let dir = tempfile::tempdir().unwrap();
+    let (orders, out) = (unique(&format!("cl-{what}")), unique(&format!("cl-{what}-out")));
+    kafka.create_topic(&orders, PARTITIONS);
+    kafka.create_topic(&out, 1);
+    produce_orders(kafka, &orders, PARTITIONS, 600, CUSTOMERS, 1);
+    let name = unique(&format!("cl-{what}"));
+    let storage = format!("s3://{bucket}/{name}");
+    let spec = job.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
+    Prepared { dir, orders, out, spec }
+}
+
 #[test]
 fn forged_weir_headers_non_json_records_and_tombstones_leave_the_cluster_exact() {
     let _serial = one_at_a_time();
     let (kafka, s3) = (TestKafka::start(), TestS3::start());
-    let bucket = s3.create_bucket("weir-cluster-poison");
-    let dir = tempfile::tempdir().unwrap();
-    let (orders, out) = (unique("cl-poisoned"), unique("cl-poison-out"));
-    kafka.create_topic(&orders, PARTITIONS);
-    kafka.create_topic(&out, 1);
-    produce_orders(&kafka, &orders, PARTITIONS, 600, CUSTOMERS, 1);
+    let Prepared { dir, orders, out, spec } =
+        orders_and_spec(&kafka, &s3, "poison", Job::WindowedRevenueDropping);
     // Partition 0 also gets a record that is not JSON, a tombstone, an
     // order without event time, and orders whose headers claim to be a
     // watermark of producer 99, a far-future one, an event time and a key.
@@ -620,16 +641,6 @@ fn forged_weir_headers_non_json_records_and_tombstones_leave_the_cluster_exact()
     let expected = reference(&kafka, dir.path(), Job::WindowedRevenueDropping, &orders);
     let windows = total(&expected);
     produce_far_future(&kafka, &orders, false);
-    let name = unique("cl-poison");
-    let storage = format!("s3://{bucket}/{name}");
-    let spec = Job::WindowedRevenueDropping.spec(
-        dir.path(),
-        &kafka.bootstrap(),
-        &name,
-        &orders,
-        &out,
-        Some(&storage),
-    );
     let mut cluster = Cluster::new(dir.path(), &spec, &s3);
     for id in ["w1", "w2"] {
         cluster.add(id);
@@ -648,16 +659,7 @@ fn forged_weir_headers_non_json_records_and_tombstones_leave_the_cluster_exact()
 fn a_partition_added_while_running_stops_the_workers_loudly_and_a_restart_reads_it() {
     let _serial = one_at_a_time();
     let (kafka, s3) = (TestKafka::start(), TestS3::start());
-    let bucket = s3.create_bucket("weir-cluster-grow");
-    let dir = tempfile::tempdir().unwrap();
-    let (orders, out) = (unique("cl-growing"), unique("cl-grow-out"));
-    kafka.create_topic(&orders, PARTITIONS);
-    kafka.create_topic(&out, 1);
-    produce_orders(&kafka, &orders, PARTITIONS, 600, CUSTOMERS, 1);
-    let name = unique("cl-grow");
-    let storage = format!("s3://{bucket}/{name}");
-    let spec =
-        Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
+    let Prepared { dir, orders, out, spec } = orders_and_spec(&kafka, &s3, "grow", Job::Revenue);
     let mut cluster = Cluster::new(dir.path(), &spec, &s3);
     cluster.add("w1");
     cluster.wait_for_output(&kafka, &out, 600, Duration::from_secs(120));
@@ -707,16 +709,7 @@ fn a_partition_added_while_running_stops_the_workers_loudly_and_a_restart_reads_
 fn a_worker_told_to_stop_while_its_broker_is_gone_exits_within_its_grace_naming_why() {
     let _serial = one_at_a_time();
     let (kafka, s3) = (TestKafka::dedicated(&[]), TestS3::start());
-    let bucket = s3.create_bucket("weir-cluster-gone");
-    let dir = tempfile::tempdir().unwrap();
-    let (orders, out) = (unique("cl-gone"), unique("cl-gone-out"));
-    kafka.create_topic(&orders, PARTITIONS);
-    kafka.create_topic(&out, 1);
-    produce_orders(&kafka, &orders, PARTITIONS, 600, CUSTOMERS, 1);
-    let name = unique("cl-gone");
-    let storage = format!("s3://{bucket}/{name}");
-    let spec =
-        Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
+    let Prepared { dir, out, spec, .. } = orders_and_spec(&kafka, &s3, "gone", Job::Revenue);
     let mut cluster = Cluster::new(dir.path(), &spec, &s3);
     cluster.env.push(("WEIR_STOP_GRACE", "3s".to_string()));
     cluster.add("w1");

@@ -32,10 +32,11 @@ pub struct WorkerArgs {
     #[arg(long, env = "WEIR_WORKER_ID")]
     worker_id: Option<String>,
     /// How long stopping a unit (SIGTERM, or a revoke) waits for its final
-    /// checkpoint before it is cancelled; the worker exits within about
-    /// this plus 5 s, non-zero when a unit could not checkpoint.
-    #[arg(long, env = "WEIR_STOP_GRACE", default_value = "20s", value_parser = humantime::parse_duration)]
-    stop_grace: std::time::Duration,
+    /// checkpoint before it is cancelled (default 20 s); the worker exits
+    /// within about this plus 5 s, non-zero when a unit could not
+    /// checkpoint.
+    #[arg(long, env = "WEIR_STOP_GRACE", value_parser = humantime::parse_duration)]
+    stop_grace: Option<std::time::Duration>,
 }
 
 /// `weir worker` subcommands.
@@ -70,7 +71,7 @@ fn run(
     data_dir: Option<PathBuf>,
     listen: SocketAddr,
     worker_id: Option<String>,
-    stop_grace: std::time::Duration,
+    stop_grace: Option<std::time::Duration>,
 ) -> anyhow::Result<()> {
     let spec = PipelineSpec::load(&spec)?;
     let inputs = |config: &weir_host::connectors::kafka::KafkaSourceConfig| {
@@ -88,7 +89,7 @@ fn run(
         worker_id: worker_id.clone(),
         data_dir,
         natives: super::natives(),
-        stop_grace,
+        stop_grace: stop_grace.unwrap_or(cluster::DEFAULT_STOP_GRACE),
     });
     let address = status::serve(Arc::clone(&worker), listener)?;
     println!("weir worker {worker_id} listening on http://{address}");

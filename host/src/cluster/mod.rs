@@ -18,4 +18,4 @@ pub mod worker;
 
 pub use crate::specification::ClusterSettings;
 pub use plan::{plan, ClusterPlan, ExchangeTopic, PlanError, Unit, UnitRole};
-pub use worker::{Worker, WorkerConfig, WorkerError, WorkerStatus};
+pub use worker::{Worker, WorkerConfig, WorkerError, WorkerStatus, DEFAULT_STOP_GRACE};

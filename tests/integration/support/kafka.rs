@@ -233,27 +233,16 @@ impl TestKafka {
     /// Produce `records` (partition, key, value), not transactionally, and
     /// wait until the broker has acknowledged all of them.
     pub fn produce_many(&self, topic: &str, records: &[Record]) {
-        let producer = self.producer();
-        let sends: Vec<_> = records
+        let raw: Vec<RawRecord> = records
             .iter()
-            .map(|(partition, key, value)| {
-                let mut record = FutureRecord::<[u8], [u8]>::to(topic).payload(&value[..]);
-                if let Some(partition) = partition {
-                    record = record.partition(*partition);
-                }
-                if let Some(key) = key {
-                    record = record.key(&key[..]);
-                }
-                self.runtime
-                    .block_on(async { producer.send_result(record).map_err(|(e, _)| e) })
-                    .unwrap_or_else(|e| panic!("producing to {topic}: {e}"))
+            .map(|(partition, key, value)| RawRecord {
+                partition: *partition,
+                key: key.clone(),
+                value: Some(value.clone()),
+                headers: Vec::new(),
             })
             .collect();
-        for send in sends {
-            self.block_on(send)
-                .expect("delivery future")
-                .unwrap_or_else(|(e, _)| panic!("producing to {topic}: {e}"));
-        }
+        self.produce_raw(topic, &raw);
     }
 
     /// Produce `records` as they are (tombstones, headers), not
