@@ -461,7 +461,7 @@ impl Coordinator {
             if let Some(schedule) = &self.config.schedule {
                 // Housekeeping: a failure deletes less (it never deletes
                 // more), and the next checkpoint's round tries again.
-                if let Err(error) = self.storage.retain(schedule.retained, pinned) {
+                if let Err(error) = self.storage.retain(schedule.retained, pinned, committed) {
                     tracing::warn!(id = trigger.id, %error, "checkpoint retention failed; retrying after the next checkpoint");
                 }
             }
@@ -482,6 +482,7 @@ impl Coordinator {
     ) -> Result<Stored, CheckpointError> {
         let late = || deadline.is_some_and(|deadline| Instant::now() > deadline);
         let dir = self.storage.snapshot_dir(trigger.kind, trigger.id);
+        let files_dir = self.storage.files_dir(&dir, self.storage.generation());
         let (mut size_bytes, mut incremental_bytes) = (0, 0);
         self.config.known.resize_with(dirs.len(), KnownFiles::new);
         let mut operators = Vec::new();
@@ -496,8 +497,13 @@ impl Coordinator {
                             return Ok(Stored::TooLate);
                         }
                         let known = &mut self.config.known[slot];
-                        let uploaded =
-                            incremental::upload(&self.storage, &dir, slot, &dirs[slot], known)?;
+                        let uploaded = incremental::upload(
+                            &self.storage,
+                            &files_dir,
+                            slot,
+                            &dirs[slot],
+                            known,
+                        )?;
                         size_bytes += uploaded.size;
                         incremental_bytes += uploaded.sent;
                         subtasks.push(uploaded.files);
@@ -516,7 +522,7 @@ impl Coordinator {
                         let size = encoded.bytes.len() as u64;
                         let (first_key_group, last_key_group) =
                             encoded.key_groups.unwrap_or((0, 0));
-                        self.storage.put(&dir, &name, encoded.bytes)?;
+                        self.storage.put(&files_dir, &name, encoded.bytes)?;
                         files.push(CanonicalFile {
                             name,
                             first_key_group,
@@ -560,12 +566,15 @@ impl Coordinator {
             incremental_bytes,
             duration_ms: crate::units::millis(started.elapsed()),
             alignment_ms: crate::units::millis(acknowledged.alignment),
+            generation: self.storage.generation(),
         };
         // The last moment to give up: once the metadata is written, the
         // snapshot is complete.
         if late() {
             return Ok(Stored::TooLate);
         }
+        // A newer run owns the storage: this one must not complete it.
+        self.storage.check_current()?;
         self.storage.commit(&metadata)?;
         Ok(Stored::Done(Box::new(metadata)))
     }

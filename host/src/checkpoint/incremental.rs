@@ -90,7 +90,7 @@ pub fn upload(
             match known.get(&name).filter(|f| f.size == size) {
                 Some(file) => file.clone(),
                 None => {
-                    let shared = format!("{:032x}.{extension}", hash_file(&path)?);
+                    let shared = storage.shared_name(hash_file(&path)?, extension);
                     if storage.put_shared_file(&shared, &path)? {
                         uploaded.sent += size;
                     }

@@ -131,6 +131,11 @@ pub struct SnapshotMetadata {
     /// in ms (0 in metadata written before Weir recorded it).
     #[serde(default)]
     pub alignment_ms: u64,
+    /// The generation of the run that wrote it (see
+    /// [`generations`](super::storage)); its own files are under `g<G>/`
+    /// in its directory. `0`: written before generations existed.
+    #[serde(default)]
+    pub generation: u64,
 }
 
 impl SnapshotMetadata {

@@ -65,6 +65,8 @@ pub fn restore(
     // Local copies are of this pipeline's own checkpoints: another
     // storage's checkpoint of the same id is another snapshot.
     let own = is_own(snapshot, target.storage);
+    // The snapshot's own files (not shared) are where its writer put them.
+    let files_dir = snapshot.storage.files_dir(&snapshot.dir, metadata.generation);
     match &operator.state {
         StateFiles::Rocksdb { subtasks } => {
             let mut known = Vec::new();
@@ -81,7 +83,7 @@ pub fn restore(
                 let database = layout::subtask_dir(&staging, index16);
                 known.push(incremental::download(
                     &snapshot.storage,
-                    &snapshot.dir,
+                    &files_dir,
                     slot,
                     files,
                     local.as_deref(),
@@ -105,7 +107,7 @@ pub fn restore(
                 if (target.cancelled)() {
                     return Err(CheckpointError::Cancelled);
                 }
-                let bytes = snapshot.storage.get_file(&snapshot.dir, &file.name)?;
+                let bytes = snapshot.storage.get_file(&files_dir, &file.name)?;
                 let entries = canonical::decode(&bytes, |key, value| distributor.add(key, value))?;
                 if entries != file.entries {
                     return Err(CheckpointError::Corrupt(format!(
@@ -188,6 +190,7 @@ mod tests {
                 incremental_bytes: uploaded.sent,
                 duration_ms: 0,
                 alignment_ms: 0,
+                generation: 0,
                 last_committed: None,
             })
             .unwrap();

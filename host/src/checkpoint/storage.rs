@@ -30,6 +30,10 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 
 use super::metadata::{SnapshotKind, SnapshotMetadata};
 
+mod generations;
+
+pub use generations::{of_shared as generation_of_shared, of_snapshot_file as generation_of_file};
+
 /// The name of the file that marks a checkpoint complete.
 const METADATA: &str = "_metadata";
 
@@ -115,6 +119,17 @@ pub enum CheckpointError {
         /// What is wrong with it.
         message: String,
     },
+    /// A newer run claimed the storage (see [`generations`]): this
+    /// writer was paused or cut off and another owns the pipeline now.
+    #[error("checkpoint storage {location} was claimed by a newer run (generation {newer}; this run is generation {generation}): another process or worker owns this pipeline or unit now — this one was paused, cut off or left running; it stops without completing a checkpoint, and its output is not committed")]
+    Superseded {
+        /// The pipeline's storage.
+        location: String,
+        /// This writer's generation.
+        generation: u64,
+        /// The newest generation claimed.
+        newer: u64,
+    },
     /// Another writer completed a snapshot of the same id first.
     #[error("snapshot {location} was already completed by another writer: two processes are checkpointing pipeline {pipeline} into the same storage; stop the other one (each pipeline runs in one process, with its own checkpoint storage)")]
     AlreadyCompleted {
@@ -142,6 +157,8 @@ pub struct CheckpointStorage {
     root: String,
     base: Path,
     runtime: tokio::runtime::Runtime,
+    /// This writer's generation (see [`generations`]); `0` until claimed.
+    generation: u64,
 }
 
 /// A snapshot found by [`CheckpointStorage::locate`]: its metadata, and the
@@ -169,7 +186,7 @@ impl CheckpointStorage {
         base: Path,
     ) -> Result<Self, CheckpointError> {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-        Ok(Self { store, root, base, runtime })
+        Ok(Self { store, root, base, runtime, generation: 0 })
     }
 
     /// Find the snapshot a user named for `--restore`: a checkpoint or
@@ -458,48 +475,72 @@ impl CheckpointStorage {
         self.completed_of(SnapshotKind::Checkpoint)
     }
 
-    /// Keep the newest `keep` completed checkpoints, and checkpoint
-    /// `pinned` (one a restart may need): delete older checkpoint
-    /// directories (complete or not), then every shared file that no kept
-    /// checkpoint references. Savepoints are self-contained and never
-    /// touched. A checkpoint whose metadata cannot be read is never
-    /// deleted, and while there is one no shared file is (it may reference
-    /// any of them): this round deletes only older checkpoints, and says why.
+    /// Keep the newest `keep` completed checkpoints, checkpoint `pinned`
+    /// (one a restart may need) and every checkpoint from `committed` (the
+    /// newest one whose output this run knows committed: a new owner
+    /// restores from it) onwards: delete older checkpoint directories
+    /// (complete or not), then every shared file no remaining checkpoint
+    /// references. What a newer generation wrote is never deleted, and
+    /// nothing is once a newer generation claimed the storage (see
+    /// [`generations`]). Savepoints are self-contained and never touched.
+    /// A checkpoint whose metadata cannot be read is never deleted, and
+    /// while there is one no shared file is (it may reference any of
+    /// them): this round deletes only older checkpoints, and says why.
     pub fn retain(
         &self,
         keep: usize,
         pinned: Option<u64>,
+        committed: Option<u64>,
+    ) -> Result<RetainReport, CheckpointError> {
+        self.check_current()?;
+        self.sweep(keep, pinned, committed)
+    }
+
+    /// [`Self::retain`] after its check that this writer is current: what
+    /// a writer paused right after that check does on waking.
+    fn sweep(
+        &self,
+        keep: usize,
+        pinned: Option<u64>,
+        committed: Option<u64>,
     ) -> Result<RetainReport, CheckpointError> {
         let Scan { completed, unreadable } = self.scan(SnapshotKind::Checkpoint)?;
-        let kept = &completed[..keep.min(completed.len())];
-        let oldest_kept = match kept.last() {
+        let oldest_kept = match completed[..keep.min(completed.len())].last() {
             Some(oldest) => oldest.id,
             None if keep == 0 => u64::MAX,
             None => 0,
         };
-        let pinned_metadata = completed.iter().find(|m| Some(m.id) == pinned);
-        let referenced: BTreeSet<&str> =
-            kept.iter().chain(pinned_metadata).flat_map(SnapshotMetadata::shared_files).collect();
+        let below = oldest_kept.min(committed.unwrap_or(u64::MAX));
+        let deletable = |id: u64| id < below && Some(id) != pinned;
+        let (doomed, remaining): (Vec<&SnapshotMetadata>, Vec<&SnapshotMetadata>) =
+            completed.iter().partition(|m| deletable(m.id) && m.generation <= self.generation);
+        let referenced: BTreeSet<&str> = remaining.iter().flat_map(|m| m.shared_files()).collect();
         for (id, error) in &unreadable {
             tracing::warn!(id, %error, "retention keeps this checkpoint and every shared file while its metadata cannot be read");
         }
         let unreadable: BTreeSet<u64> = unreadable.into_iter().map(|(id, _)| id).collect();
-        let mut report = RetainReport::default();
-        let doomed: Vec<u64> = self
+        let completed_ids: BTreeSet<u64> = completed.iter().map(|m| m.id).collect();
+        // Never completed (abandoned, or in flight: deleted only when no
+        // newer generation wrote into it).
+        let incomplete: Vec<u64> = self
             .ids(&self.base, "chk-")?
             .into_iter()
-            .filter(|id| *id < oldest_kept && Some(*id) != pinned && !unreadable.contains(id))
+            .filter(|id| !completed_ids.contains(id) && !unreadable.contains(id) && deletable(*id))
             .collect();
+        let mut report = RetainReport::default();
         self.runtime.block_on(async {
-            for id in doomed {
+            for id in doomed.iter().map(|m| m.id).chain(incomplete) {
                 let dir = self.checkpoint_dir(id);
+                let files: Vec<_> = self.store.list(Some(&dir)).try_collect().await?;
+                if files.iter().any(|f| generation_of_file(&dir, &f.location) > self.generation) {
+                    continue;
+                }
                 // Metadata first: from then on the checkpoint is incomplete.
                 match self.store.delete(&dir.clone().join(METADATA)).await {
                     Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
                     Err(e) => return Err(e.into()),
                 }
-                let files: Vec<_> = self.store.list(Some(&dir)).try_collect().await?;
-                for file in files {
+                for file in files.iter().filter(|f| f.location.filename() != Some(METADATA)) {
                     self.store.delete(&file.location).await?;
                 }
                 report.checkpoints.push(id);
@@ -511,14 +552,20 @@ impl CheckpointStorage {
             let files: Vec<_> = self.store.list(Some(&shared)).try_collect().await?;
             for file in files {
                 let name = file.location.filename().unwrap_or_default().to_string();
-                if !referenced.contains(name.as_str()) {
+                if !referenced.contains(name.as_str())
+                    && generation_of_shared(&name) <= self.generation
+                {
                     self.store.delete(&file.location).await?;
                     report.shared_files.push(name);
                 }
             }
             Ok::<_, CheckpointError>(())
         })?;
+        report.checkpoints.sort();
         report.shared_files.sort();
+        if self.generation > 0 {
+            self.prune_claims()?;
+        }
         Ok(report)
     }
 }
@@ -590,6 +637,7 @@ mod tests {
             incremental_bytes: 0,
             duration_ms: 0,
             alignment_ms: 0,
+            generation: 0,
         }
     }
 
@@ -850,12 +898,12 @@ mod tests {
         assert!(message.contains("--restore"), "and the way out: {message}");
 
         // Every metadata unreadable: retention deletes nothing at all.
-        let report = storage.retain(1, None).unwrap();
+        let report = storage.retain(1, None, None).unwrap();
         assert_eq!(report, RetainReport::default());
 
         // Only the newest unreadable: older checkpoints go, no shared file.
         store.failures.store(READ_ATTEMPTS, std::sync::atomic::Ordering::SeqCst);
-        let report = storage.retain(1, None).unwrap();
+        let report = storage.retain(1, None, None).unwrap();
         assert_eq!(report, RetainReport { checkpoints: vec![1], shared_files: vec![] });
         for name in ["a", "b", "c", "d"] {
             assert!(storage.get_shared(name).is_ok(), "{name} is kept");
@@ -864,7 +912,7 @@ mod tests {
         assert_eq!(ids, vec![3, 2], "the unreadable checkpoint 3 is kept, and 2 with it");
 
         // Readable again: a normal round.
-        let report = storage.retain(1, None).unwrap();
+        let report = storage.retain(1, None, None).unwrap();
         assert_eq!(
             report,
             RetainReport { checkpoints: vec![2], shared_files: vec!["a".into(), "b".into()] }
@@ -877,7 +925,7 @@ mod tests {
         storage.put_shared("a", b"a".to_vec()).unwrap();
         storage.commit(&metadata(1, &["a"])).unwrap();
         storage.commit(&metadata(2, &["a"])).unwrap();
-        let report = storage.retain(0, None).unwrap();
+        let report = storage.retain(0, None, None).unwrap();
         assert_eq!(
             report,
             RetainReport { checkpoints: vec![1, 2], shared_files: vec!["a".into()] }
@@ -897,7 +945,7 @@ mod tests {
         let mut savepoint = metadata(4, &[]);
         savepoint.kind = SnapshotKind::Savepoint;
         storage.commit(&savepoint).unwrap();
-        let report = storage.retain(2, None).unwrap();
+        let report = storage.retain(2, None, None).unwrap();
         assert_eq!(
             report,
             RetainReport { checkpoints: vec![1], shared_files: vec!["a".to_string()] }
@@ -923,7 +971,7 @@ mod tests {
         for (id, files) in [(1, ["a", "b"]), (2, ["b", "c"]), (3, ["c", "d"]), (4, ["d", "d"])] {
             storage.commit(&metadata(id, &files)).unwrap();
         }
-        let report = storage.retain(2, Some(1)).unwrap();
+        let report = storage.retain(2, Some(1), None).unwrap();
         assert_eq!(
             report,
             RetainReport { checkpoints: vec![2], shared_files: vec![] },
@@ -932,7 +980,7 @@ mod tests {
         let ids: Vec<u64> = storage.completed().unwrap().iter().map(|m| m.id).collect();
         assert_eq!(ids, vec![4, 3, 1]);
         assert!(storage.get_shared("a").is_ok());
-        let report = storage.retain(2, None).unwrap();
+        let report = storage.retain(2, None, None).unwrap();
         assert_eq!(report.checkpoints, vec![1], "unpinned, it goes");
     }
 }

@@ -53,7 +53,14 @@ pub(crate) fn prepare_state(
 ) -> Result<StartingPoint, RunError> {
     let _span = tracing::info_span!("restore", pipeline = %spec.name).entered();
     let url = checkpoint_url(spec, &options.data_dir)?;
-    let storage = CheckpointStorage::open(&url, &spec.name)?;
+    let mut storage = CheckpointStorage::open(&url, &spec.name)?;
+    if settings.is_some() {
+        // Before anything is restored: from now on an older run still
+        // writing here (a paused or cut-off worker) completes nothing and
+        // deletes nothing this run writes.
+        let generation = storage.claim_generation()?;
+        tracing::info!(generation, "claimed the checkpoint storage");
+    }
     let fresh = spec.fresh || options.fresh;
     let latest = |required: bool| -> Result<Option<LocatedSnapshot>, RunError> {
         let Some(newest) = storage.completed()?.into_iter().next() else {
@@ -486,6 +493,7 @@ mod tests {
             incremental_bytes: 0,
             duration_ms: 0,
             alignment_ms: 0,
+            generation: 0,
         }
     }
 

@@ -599,7 +599,7 @@ impl Supervisor {
             if let Some(storage) =
                 granted.then(|| checkpoint_storage(&spec, &self.data_dir).ok()).flatten()
             {
-                if let Err(error) = storage.retain(0, None) {
+                if let Err(error) = storage.delete_all() {
                     tracing::warn!(pipeline = name, %error, "cannot delete the checkpoints of a deleted pipeline");
                 }
             }
