@@ -13,11 +13,14 @@
 //!   need, and [`summary`]: counting passed and failed tests across the
 //!   runners' outputs.
 //! * [`bench_flink`]: `scripts/dev bench-flink`'s side-by-side table.
+//! * [`fault_proxy`]: a TCP proxy that stalls or cuts connections on
+//!   command (storage and network faults against the real servers).
 //!
 //! The integration tests use [`kafka`], [`s3`] and [`python_tool`]
 //! directly; `scripts/dev` runs the `weir-dev` binary for the rest.
 
 pub mod bench_flink;
+pub mod fault_proxy;
 pub mod kafka;
 pub mod process;
 pub mod python_tool;

@@ -327,6 +327,26 @@ impl Cluster {
         });
     }
 
+    /// Start worker `id` as [`Self::add`] does, with `env` on top of the
+    /// cluster's environment (another S3 endpoint, say).
+    fn add_with(&mut self, id: &str, env: &[(&'static str, String)]) {
+        let shared = std::mem::take(&mut self.env);
+        self.env = shared.iter().filter(|(k, _)| env.iter().all(|(e, _)| e != k)).cloned().collect();
+        self.env.extend(env.iter().cloned());
+        self.add(id);
+        self.env = shared;
+    }
+
+    /// Send `signal` (`STOP`, `CONT`) to worker `id`; a stopped worker is
+    /// left out of [`Self::alive`] (it answers nothing) until continued.
+    fn signal(&mut self, id: &str, signal: &str) {
+        let worker = self.workers.iter_mut().find(|w| w.id == id).unwrap();
+        let pid = worker.child.id().to_string();
+        let status = Command::new("kill").args([&format!("-{signal}"), &pid]).status().unwrap();
+        assert!(status.success(), "kill -{signal} {pid}");
+        worker.gone = signal == "STOP";
+    }
+
     /// The workers not killed or stopped.
     fn alive(&self) -> Vec<&Worker> {
         self.workers.iter().filter(|w| !w.gone).collect()
@@ -985,6 +1005,98 @@ fn workers_killed_and_added_lose_and_duplicate_nothing() {
     cluster.terminate_all();
     assert_same(&committed_per_key(&kafka, &out), &expected, "after the last SIGTERM");
     eprintln!("cluster kills (seed {seed}): {restored} units moved, each restored from S3");
+}
+
+/// A zombie: worker w2 reaches S3 through a fault proxy. The proxy stalls
+/// until w2 has a checkpoint write in flight, then w2 is paused (SIGSTOP)
+/// long past its session, so w1 takes its units over, restores them and
+/// goes on checkpointing. w2 is continued and its stalled writes land —
+/// in storage the new owners now write to — then w1 is killed mid-wave and
+/// w2 restores every unit again. Storage fencing (generations) keeps the
+/// zombie from completing a checkpoint or deleting what the new owners
+/// reference: every restore succeeds and the output is exact.
+#[test]
+fn a_worker_paused_mid_upload_is_fenced_and_its_units_survive_the_new_owner_being_killed() {
+    let _serial = one_at_a_time();
+    const WAVE: u64 = 600;
+    let (kafka, s3) = (TestKafka::start(), TestS3::start());
+    let bucket = s3.create_bucket("weir-cluster-zombie");
+    let dir = tempfile::tempdir().unwrap();
+    let (all_orders, orders, out) =
+        (unique("cl-zombie-all"), unique("cl-zombie"), unique("cl-zombie-out"));
+    for topic in [&all_orders, &orders] {
+        kafka.create_topic(topic, PARTITIONS);
+    }
+    kafka.create_topic(&out, 1);
+    produce_orders(&kafka, &all_orders, PARTITIONS, 3 * WAVE, CUSTOMERS, 1);
+    let expected = reference(&kafka, dir.path(), Job::Revenue, &all_orders);
+    let name = unique("cl-zombie");
+    let storage = format!("s3://{bucket}/{name}");
+    let spec =
+        Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
+    let units = Job::Revenue.units(&name);
+    let endpoint = s3.endpoint.trim_start_matches("http://").to_string();
+    let proxy = weir_devkit::fault_proxy::FaultProxy::start(endpoint).unwrap();
+    let mut cluster = Cluster::new(dir.path(), &spec, &s3);
+    cluster.add("w1");
+    cluster.add_with("w2", &[("AWS_ENDPOINT", proxy.url())]);
+    trickle(&orders, 1, WAVE).join().unwrap();
+    cluster.wait_for_output(&kafka, &out, WAVE as usize, Duration::from_secs(180));
+    cluster.wait_for_units(&units, true, &BTreeSet::new(), Duration::from_secs(60));
+
+    // Wave 2 flows while w2 is stalled, then paused mid-write.
+    let wave = trickle(&orders, WAVE + 1, WAVE);
+    let paused: BTreeSet<String> = cluster.workers[1]
+        .units()
+        .iter()
+        .filter_map(|u| u["unit"].as_str())
+        .map(String::from)
+        .collect();
+    assert!(!paused.is_empty(), "w2 runs no unit");
+    proxy.stall();
+    cluster.wait("w2 to have an S3 write in flight", Duration::from_secs(60), |_| {
+        (proxy.held() > 0).then_some(())
+    });
+    cluster.signal("w2", "STOP");
+    let held = proxy.held();
+    wave.join().unwrap();
+    let assignment = cluster.wait_for_units(&units, false, &paused, Duration::from_secs(120));
+    assert_eq!(assignment["w1"].len(), units.len(), "w1 took every unit: {assignment:?}");
+    cluster.wait_for_output(&kafka, &out, 2 * WAVE as usize, Duration::from_secs(180));
+    assert_prefix(&committed_per_key(&kafka, &out), &expected, "w1 alone, w2 paused");
+
+    // w2 wakes: its stalled writes land, then it learns it lost its units.
+    cluster.signal("w2", "CONT");
+    proxy.resume();
+    let wave = trickle(&orders, 2 * WAVE + 1, WAVE);
+    std::thread::sleep(Duration::from_millis(1_500));
+    let left: BTreeSet<String> = cluster.workers[0]
+        .units()
+        .iter()
+        .filter_map(|u| u["unit"].as_str())
+        .map(String::from)
+        .collect();
+    cluster.kill("w1");
+    let committed = total(&committed_per_key(&kafka, &out));
+    assert!(
+        committed < 3 * WAVE as usize,
+        "the kill landed mid-wave: all {committed} results were committed before it"
+    );
+    wave.join().unwrap();
+    let assignment = cluster.wait_for_units(&units, false, &left, Duration::from_secs(180));
+    assert_eq!(assignment["w2"].len(), units.len(), "w2 took every unit back: {assignment:?}");
+    cluster.wait_for_output(&kafka, &out, 3 * WAVE as usize, Duration::from_secs(180));
+    assert_same(&committed_per_key(&kafka, &out), &expected, "after the zombie woke and w1 died");
+    let log = std::fs::read_to_string(&cluster.workers[1].log).unwrap_or_default();
+    let fenced = log.matches("claimed by a newer run").count();
+    println!(
+        "zombie: {} units paused with {held} S3 reads held mid-write, {} moved back after the kill of w1 ({committed} of {} results committed at the kill); w2's runs stopped by the storage fence: {fenced}; {} results exact",
+        paused.len(),
+        left.len(),
+        3 * WAVE,
+        total(&expected)
+    );
+    cluster.terminate_all();
 }
 
 #[test]

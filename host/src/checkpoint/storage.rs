@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! <root>/<pipeline>/shared/<name>         files shared by checkpoints (SSTs…)
-//! <root>/<pipeline>/chk-<N>/<name>        files of checkpoint N alone
+//! <root>/<pipeline>/chk-<N>/g<G>/<name>   files of checkpoint N alone
+//! <root>/<pipeline>/generations/<G>       the newest writer's claim
 //! <root>/<pipeline>/chk-<N>/_metadata     written last: N is complete
 //! <root>/<pipeline>/savepoints/sp-<N>/…   savepoints (self-contained)
 //! ```
@@ -18,7 +19,9 @@
 //! error — start-up fails naming it, and retention deletes no shared file
 //! while it lasts (the checkpoint may be complete and need them).
 //! `_metadata` is written create-only, so two writers sharing a store
-//! never overwrite each other's checkpoint.
+//! never overwrite each other's checkpoint, and each run writes under a
+//! generation of its own ([`generations`]) so that one paused and woken
+//! after another took over harms nothing.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -28,7 +28,7 @@ use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
 use super::{topics, ClusterPlan, Unit};
-use crate::checkpoint::SnapshotKind;
+use crate::checkpoint::{CheckpointError, SnapshotKind};
 use crate::connectors::kafka::{client_config, kafka_error};
 use crate::connectors::{ConnectorError, SourceSpec};
 use crate::observe::{RequestError, RunHandle, RunSummary};
@@ -55,6 +55,11 @@ const CANCEL_WAIT: Duration = Duration::from_secs(5);
 const RETRY_PAUSE: Duration = Duration::from_millis(500);
 const MAX_RETRY_PAUSE: Duration = Duration::from_secs(30);
 const STEADY: Duration = Duration::from_secs(60);
+
+/// How long a unit whose storage a newer run claimed waits before it is
+/// started again: two session timeouts, in which the group tells a worker
+/// that was paused or cut off that it lost the unit.
+const SUPERSEDED_PAUSE: Duration = Duration::from_secs(12);
 
 /// How often lag and state sizes are measured.
 const MEASURE_EVERY: Duration = Duration::from_secs(2);
@@ -416,16 +421,28 @@ impl Worker {
                 if run.handle.metrics.restored_from().is_some() {
                     slot.restores += 1;
                 }
-                let error = match run.thread.join() {
-                    Ok(Ok(_)) => "the run ended (its source said it was done)".to_string(),
-                    Ok(Err(error)) => error.to_string(),
-                    Err(_) => "the run panicked".to_string(),
+                let (error, superseded) = match run.thread.join() {
+                    Ok(Ok(_)) => ("the run ended (its source said it was done)".to_string(), false),
+                    Ok(Err(error)) => {
+                        let superseded = matches!(
+                            error,
+                            RunError::Checkpoint(CheckpointError::Superseded { .. })
+                        );
+                        (error.to_string(), superseded)
+                    }
+                    Err(_) => ("the run panicked".to_string(), false),
                 };
                 if lasted >= STEADY {
                     slot.failures = 0;
                 }
-                let pause =
-                    RETRY_PAUSE.saturating_mul(1 << slot.failures.min(6)).min(MAX_RETRY_PAUSE);
+                // A newer run owns the unit's storage: most likely this
+                // worker was paused and lost the unit; give the group time
+                // to say so before claiming it back.
+                let pause = if superseded {
+                    SUPERSEDED_PAUSE
+                } else {
+                    RETRY_PAUSE.saturating_mul(1 << slot.failures.min(6)).min(MAX_RETRY_PAUSE)
+                };
                 slot.failures += 1;
                 tracing::warn!(unit = %unit.name, %error, ?pause, "unit failed; starting it again");
                 slot.failed = Some((error, Instant::now() + pause));
