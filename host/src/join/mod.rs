@@ -39,7 +39,8 @@
 //! # Window join (tumbling, sliding, session windows)
 //!
 //! Each event is assigned to windows as by a window stage; sessions merge
-//! per key over the events of both sides. When the watermark reaches a
+//! per key over the events of both sides when they overlap or touch, as a
+//! window stage's (and Flink's) do (`crate::window::session`). When the watermark reaches a
 //! window's last millisecond (`end − 1`), the window emits the cross
 //! product of its left and right events of that key — left-major: for
 //! each left event in arrival order, each right event in arrival order —

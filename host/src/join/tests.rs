@@ -320,6 +320,37 @@ fn session_window_join_merges_sessions_over_both_sides() {
     assert!(entries(join.backend_mut()).is_empty());
 }
 
+#[test]
+fn session_window_join_merges_sessions_one_gap_apart_as_flink_does() {
+    let session = JoinKind::Window { assigner: WindowAssigner::Session { gap: 8 } };
+    let mut join = memory(session, Some("late"));
+    let out = run(
+        &mut join,
+        &[
+            // [0, 8) and [8, 16) touch: one session [0, 16) (as the window
+            // operator's and Flink's); [17, 25) is a millisecond apart.
+            left(&[("k", "a", 0)]),
+            right(&[("k", "b", 8), ("k", "c", 17)]),
+            left(&[("k", "d", 25)]),
+            Step::Watermark(15),
+        ],
+    );
+    let (a, b, c, d) = (r#""a""#, r#""b""#, r#""c""#, r#""d""#);
+    assert_eq!(out, vec![pair(a, b, 15)]);
+    let out = run(
+        &mut join,
+        &[
+            // Its window [-8, 0) touches [0, 16), which has fired: late.
+            left(&[("k", "late", -8)]),
+            Step::Watermark(i64::MAX),
+        ],
+    );
+    // c's [17, 25) and d's [25, 33) touch too.
+    assert_eq!(out, vec![pair(d, c, 32)]);
+    assert_eq!(join.side_outputs.len(), 1);
+    assert!(entries(join.backend_mut()).is_empty());
+}
+
 /// Every entry of `backend`, copied into a new in-memory backend (what a
 /// restore from a snapshot gives).
 fn copy(backend: &mut dyn KeyedStateBackend) -> Box<dyn KeyedStateBackend> {

@@ -9,6 +9,7 @@ use crate::runtime::packing::KeyList;
 use crate::state::hash::KeyHashBuilder;
 use crate::state::{key_group, ttl, StateError, StateKey, StateKind};
 use crate::time::{DueTimers, TimeDomain};
+use crate::window::session::Sessions;
 use crate::window::WindowAssigner;
 use crate::Event;
 
@@ -21,10 +22,6 @@ fn window_key_into(out: &mut Vec<u8>, group: u16, name: &str, key: &[u8], window
     namespace[..8].copy_from_slice(&window.start.to_be_bytes());
     namespace[8..].copy_from_slice(&window.end.to_be_bytes());
     StateKey::new(group, name, StateKind::Value, key, &namespace).encode_into(out);
-}
-
-fn overlaps(a: Window, b: Window) -> bool {
-    a.start < b.end && b.start < a.end
 }
 
 impl JoinOperator {
@@ -82,7 +79,8 @@ impl JoinOperator {
     }
 
     /// Add events of one side to their keys' sessions, merging sessions
-    /// (with those of both sides) that come to overlap.
+    /// (with those of both sides) that come to overlap or touch, as the
+    /// window operator does ([`Sessions`]).
     pub(super) fn process_sessions(
         &mut self,
         left: bool,
@@ -90,16 +88,9 @@ impl JoinOperator {
         keys: &KeyList,
         events: Vec<Event>,
     ) -> Result<(), JoinError> {
-        /// A session being built: its window, the stored sessions it
-        /// absorbed (each its own at first), the records the batch adds.
-        struct Working {
-            window: Window,
-            sources: Vec<Window>,
-            records: Vec<u8>,
-        }
-        let WindowAssigner::Session { gap } = assigner else {
+        if !assigner.is_merging() {
             return Err(JoinError::Config("sessions need a session window".into()));
-        };
+        }
         let mut by_key: Vec<(&[u8], Vec<Event>)> = Vec::new();
         let mut index: HashMap<&[u8], usize, KeyHashBuilder> = HashMap::default();
         for (key, event) in keys.iter().zip(events) {
@@ -109,48 +100,31 @@ impl JoinOperator {
             });
             by_key[slot].1.push(event);
         }
+        let mut own = std::mem::take(&mut self.windows);
         for (key, events) in by_key {
             let group = key_group(key, self.max_parallelism);
-            let mut working: Vec<Working> = self
-                .read_sessions(group, key)?
-                .into_iter()
-                .map(|w| Working { window: w, sources: vec![w], records: Vec::new() })
-                .collect();
+            // Each session's `added`: the records of this side the batch adds.
+            let mut working = Sessions::<Vec<u8>>::from_stored(self.read_sessions(group, key)?);
             for event in events {
-                let t = event.timestamp;
-                let mut merged = Window { start: t, end: t.saturating_add(gap) };
-                // Grow the window until it overlaps no other session.
-                while let Some(other) = working.iter().map(|w| w.window).find(|w| {
-                    overlaps(*w, merged) && (w.start < merged.start || w.end > merged.end)
-                }) {
-                    merged = Window {
-                        start: merged.start.min(other.start),
-                        end: merged.end.max(other.end),
-                    };
-                }
+                own.clear();
+                assigner.assign(event.timestamp, &mut own);
+                let merged = working.merged(own[0]);
                 if merged.end - 1 <= self.watermark {
                     self.set_aside_late(event);
                     continue;
                 }
-                let mut session =
-                    Working { window: merged, sources: Vec::new(), records: Vec::new() };
-                for absorbed in working.extract_if(.., |w| overlaps(w.window, merged)) {
-                    session.sources.extend(absorbed.sources);
-                    session.records.extend(absorbed.records);
-                }
-                push_record(&mut session.records, &event.value);
-                working.push(session);
+                push_record(working.absorb(merged), &event.value);
             }
             let mut storage = std::mem::take(&mut self.key_buf);
-            for session in &mut working {
+            for session in &mut working.list {
                 let window = session.window;
                 let unmoved = |w: &Window| (w.start, w.end) == (window.start, window.end);
                 if session.sources.len() == 1 && session.sources.iter().all(unmoved) {
                     // Grown by events only: append them.
-                    if !session.records.is_empty() {
+                    if !session.added.is_empty() {
                         storage.clear();
                         window_key_into(&mut storage, group, side_name(left), key, window);
-                        self.append(&storage, &session.records)?;
+                        self.append(&storage, &session.added)?;
                     }
                     continue;
                 }
@@ -177,7 +151,7 @@ impl JoinOperator {
                         source.end - 1,
                     )?;
                 }
-                sides[usize::from(!left)].extend_from_slice(&session.records);
+                sides[usize::from(!left)].extend_from_slice(&session.added);
                 for (side, name) in sides.iter().zip([LEFT, RIGHT]) {
                     if !side.is_empty() {
                         storage.clear();
@@ -195,9 +169,9 @@ impl JoinOperator {
                 )?;
             }
             self.key_buf = storage;
-            let sessions: Vec<Window> = working.iter().map(|w| w.window).collect();
-            self.write_sessions(group, key, &sessions)?;
+            self.write_sessions(group, key, &working.windows())?;
         }
+        self.windows = own;
         Ok(())
     }
 

@@ -10,6 +10,7 @@ mod assigner;
 mod elements;
 mod function;
 mod operator;
+pub mod session;
 
 pub use assigner::WindowAssigner;
 pub use function::WindowFunction;

@@ -26,6 +26,7 @@ use crate::state::{key_group, ttl, KeyedStateBackend, StateError, StateKey, Stat
 use crate::time::{DueTimers, TimeDomain, TimerService};
 use crate::Event;
 
+use super::session::Sessions;
 use super::{WindowAssigner, WindowFunction};
 
 const ACCUMULATORS: &str = "window-acc";
@@ -84,12 +85,6 @@ pub struct WindowOperator {
     order: GroupOrder,
     /// Reused for the accumulators of a packed batch's windows.
     cells: ValueCells,
-}
-
-/// Whether two session windows merge: they overlap or touch (one ends
-/// where the other starts), as Flink's `TimeWindow.intersects`.
-fn meets(a: Window, b: Window) -> bool {
-    a.start <= b.end && b.start <= a.end
 }
 
 fn window_key_into(out: &mut Vec<u8>, group: u16, key: &[u8], window: Window) {
@@ -405,13 +400,6 @@ impl WindowOperator {
     /// it overlaps or touches (merging their accumulators), then fold in
     /// the events.
     fn process_sessions(&mut self, keys: &KeyList, events: Vec<Event>) -> Result<(), WindowError> {
-        /// A session being built: its window, the stored sessions it
-        /// absorbed, and its new events.
-        struct Working {
-            window: Window,
-            sources: Vec<Window>,
-            events: Vec<Event>,
-        }
         let mut by_key: Vec<(Vec<u8>, Vec<Event>)> = Vec::new();
         let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
         for (key, event) in keys.iter().zip(events) {
@@ -424,41 +412,19 @@ impl WindowOperator {
         let mut windows = Vec::new();
         let mut adds = Vec::new();
         for (key, events) in by_key {
-            let stored = self.read_sessions(&key)?;
-            let mut working: Vec<Working> = stored
-                .iter()
-                .map(|w| Working { window: *w, sources: vec![*w], events: Vec::new() })
-                .collect();
+            let mut working = Sessions::<Vec<Event>>::from_stored(self.read_sessions(&key)?);
             for event in events {
                 self.windows.clear();
                 self.config.assigner.assign(event.timestamp, &mut self.windows);
-                let mut merged = self.windows[0];
-                // Grow the window until it meets no other session.
-                while let Some(other) = working
-                    .iter()
-                    .map(|w| w.window)
-                    .find(|w| meets(*w, merged) && (w.start < merged.start || w.end > merged.end))
-                {
-                    merged = Window {
-                        start: merged.start.min(other.start),
-                        end: merged.end.max(other.end),
-                    };
-                }
+                let merged = working.merged(self.windows[0]);
                 if self.is_late(merged) {
                     self.set_aside_late(event);
                     continue;
                 }
-                let mut session =
-                    Working { window: merged, sources: Vec::new(), events: Vec::new() };
-                for absorbed in working.extract_if(.., |w| meets(w.window, merged)) {
-                    session.sources.extend(absorbed.sources);
-                    session.events.extend(absorbed.events);
-                }
-                session.events.push(event);
-                working.push(session);
+                working.absorb(merged).push(event);
             }
-            for session in &mut working {
-                if session.events.is_empty() && session.sources.len() <= 1 {
+            for session in &mut working.list {
+                if session.added.is_empty() && session.sources.len() <= 1 {
                     continue; // unchanged
                 }
                 let mut accumulator: Option<Vec<u8>> = None;
@@ -485,10 +451,9 @@ impl WindowOperator {
                     });
                 }
                 windows.push((key.clone(), session.window));
-                adds.push(Accumulate { accumulator, events: std::mem::take(&mut session.events) });
+                adds.push(Accumulate { accumulator, events: std::mem::take(&mut session.added) });
             }
-            let sessions: Vec<Window> = working.iter().map(|w| w.window).collect();
-            self.write_sessions(&key, &sessions)?;
+            self.write_sessions(&key, &working.windows())?;
         }
         if adds.is_empty() {
             return Ok(());
