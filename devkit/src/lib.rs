@@ -12,7 +12,9 @@
 //! * [`test_run`]: `scripts/dev test`'s suites with the services they
 //!   need, and [`summary`]: counting passed and failed tests across the
 //!   runners' outputs.
-//! * [`bench_flink`]: `scripts/dev bench-flink`'s side-by-side table.
+//! * [`bench_flink`]: `scripts/dev bench-flink`'s side-by-side table;
+//!   [`window_diff`]: `scripts/dev window-diff`, Weir's windows against
+//!   Flink's, firing by firing (also an integration test).
 //! * [`fault_proxy`]: a TCP proxy that stalls or cuts connections on
 //!   command (storage and network faults against the real servers).
 //!
@@ -27,3 +29,4 @@ pub mod python_tool;
 pub mod s3;
 pub mod summary;
 pub mod test_run;
+pub mod window_diff;

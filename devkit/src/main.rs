@@ -8,6 +8,7 @@
 //! weir-dev schemathesis                         print the path of `st`
 //! weir-dev test --functions DIR --weir PATH [--again-with DIR]
 //! weir-dev bench-flink --functions DIR --weir PATH [KEYS...]
+//! weir-dev window-diff --functions DIR --weir PATH [ORDERS [SEED]]
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -17,6 +18,7 @@ use anyhow::{bail, Context, Result};
 use weir_devkit::bench_flink::BenchFlink;
 use weir_devkit::process::Lifetime;
 use weir_devkit::test_run::TestRun;
+use weir_devkit::window_diff::WindowDiff;
 use weir_devkit::{kafka, python_tool, s3};
 
 fn main() -> ExitCode {
@@ -88,10 +90,33 @@ fn run(args: &[String]) -> Result<ExitCode> {
             flags.no_more()?;
             bench.run()?;
         }
+        ["window-diff", rest @ ..] => {
+            let mut flags = Flags::parse(rest, &["--functions", "--weir"])?;
+            let mut numbers = flags.positional.drain(..).map(|n| {
+                n.parse::<u64>().with_context(|| format!("a number, not {n}"))
+            });
+            let orders = numbers.next().transpose()?.unwrap_or(20_000);
+            let seed = numbers.next().transpose()?.unwrap_or(1);
+            if let Some(extra) = numbers.next() {
+                bail!("unexpected argument {}", extra?);
+            }
+            drop(numbers);
+            let diff = WindowDiff {
+                root: root(),
+                weir: flags.required("--weir")?,
+                function: flags.required("--functions")?.join("windowed-revenue.wasm"),
+                orders: usize::try_from(orders)?,
+                seed,
+                parallelisms: vec![1, 3],
+            };
+            flags.no_more()?;
+            diff.run()?;
+        }
         _ => bail!(
             "usage: weir-dev kafka start [DIR] [NAME=VALUE...] | kafka stop [DIR] | s3 start|stop | \
              schemathesis | test --functions DIR --weir PATH [--again-with DIR] | \
-             bench-flink --functions DIR --weir PATH [KEYS...]"
+             bench-flink --functions DIR --weir PATH [KEYS...] | \
+             window-diff --functions DIR --weir PATH [ORDERS [SEED]]"
         ),
     }
     Ok(ExitCode::SUCCESS)

@@ -1,7 +1,9 @@
 //! What one pipeline (source, key, process or window, sink) computes, run
 //! with `weir run` on files: the example functions of `functions/` —
 //! revenue, minute-revenue, windowed-revenue, customer-profile,
-//! fraud-detector, fraud-rules — against their exact expected output.
+//! fraud-detector, fraud-rules — against their exact expected output, and
+//! the window operator against Apache Flink's, firing by firing
+//! (`flink_windows`, skipped without Maven).
 //! Keyed state and its TTL, event time, watermarks and timers, windows
 //! and lateness, list and map state and side outputs, broadcast state,
 //! and the same results at any parallelism. No external service; nothing
@@ -11,6 +13,7 @@
 //! dataflow::`.
 
 mod customer_profile;
+mod flink_windows;
 mod fraud_detector;
 mod fraud_rules;
 mod minute_revenue;
