@@ -6,8 +6,8 @@
 //! (`flink_windows`, skipped without Maven).
 //! Keyed state and its TTL, event time, watermarks and timers, windows
 //! and lateness, list and map state and side outputs, broadcast state,
-//! and the same results at any parallelism. No external service; nothing
-//! here is killed (that is `recovery`).
+//! and the same results at any parallelism. No external service (but
+//! Maven and Java for `flink_windows`); nothing here is killed (that is `recovery`).
 //!
 //! Run the area alone with `cargo test -p weir-cli --test integration
 //! dataflow::`.
