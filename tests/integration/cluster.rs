@@ -331,7 +331,8 @@ impl Cluster {
     /// cluster's environment (another S3 endpoint, say).
     fn add_with(&mut self, id: &str, env: &[(&'static str, String)]) {
         let shared = std::mem::take(&mut self.env);
-        self.env = shared.iter().filter(|(k, _)| env.iter().all(|(e, _)| e != k)).cloned().collect();
+        self.env =
+            shared.iter().filter(|(k, _)| env.iter().all(|(e, _)| e != k)).cloned().collect();
         self.env.extend(env.iter().cloned());
         self.add(id);
         self.env = shared;

@@ -105,3 +105,30 @@ pub fn natives() -> weir_host::runtime::native::NativeCatalog {
 pub fn natives() -> weir_host::runtime::native::NativeCatalog {
     weir_host::runtime::native::NativeCatalog::default()
 }
+
+/// Set `flag` on SIGTERM or SIGINT (the command then stops within its
+/// grace); a second one ends the process at once (status 130).
+pub fn on_termination(flag: std::sync::Arc<std::sync::atomic::AtomicBool>) -> anyhow::Result<()> {
+    use std::sync::atomic::Ordering;
+    use tokio::signal::unix::{signal, SignalKind};
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let (mut term, mut int) = runtime.block_on(async {
+        Ok::<_, std::io::Error>((
+            signal(SignalKind::terminate())?,
+            signal(SignalKind::interrupt())?,
+        ))
+    })?;
+    std::thread::Builder::new().name("signals".into()).spawn(move || loop {
+        runtime.block_on(async {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        });
+        if flag.swap(true, Ordering::Relaxed) {
+            eprintln!("weir: asked to stop again; ending at once");
+            std::process::exit(130);
+        }
+    })?;
+    Ok(())
+}

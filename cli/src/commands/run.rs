@@ -3,12 +3,14 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use weir_host::checkpoint::CheckpointSettings;
-use weir_host::pipeline::{self, ProgressFn, RestoreFrom, RunOptions};
+use weir_host::observe::RunSummary;
+use weir_host::pipeline::{self, ProgressFn, RestoreFrom, RunOptions, RunThread};
 use weir_host::specification::PipelineSpec;
 
 use super::print::print_summary;
@@ -64,6 +66,12 @@ pub struct RunArgs {
     /// info) this often, for a run that may not end (a Kafka source).
     #[arg(long, requires = "latency", default_value = "10s", value_parser = humantime::parse_duration)]
     latency_log_every: Duration,
+    /// How long a stop (SIGTERM, Ctrl-C) waits for the run's final
+    /// checkpoint before it is cancelled (default 20 s); `weir run` then
+    /// exits within about this plus 5 s, non-zero and saying why when the
+    /// final checkpoint failed. A second signal ends it at once.
+    #[arg(long, env = "WEIR_STOP_GRACE", value_parser = humantime::parse_duration)]
+    stop_grace: Option<Duration>,
 }
 
 /// Run the spec until its sources are exhausted or it is stopped.
@@ -94,9 +102,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         options.progress = Some(progress_bar());
     }
     let ticks = weir_host::observe::process::machine_cpu_ticks();
-    let summary = pipeline::run(&spec, &options)?;
+    let progress = options.progress.is_some();
+    let grace = args.stop_grace.unwrap_or(pipeline::DEFAULT_STOP_GRACE);
+    let Some(summary) = run_until_stopped(spec.clone(), options, grace)? else {
+        return Ok(());
+    };
     let stolen = ticks.zip(weir_host::observe::process::machine_cpu_ticks());
-    if options.progress.is_some() {
+    if progress {
         eprint!("\r{:79}\r", "");
     }
     if !args.quiet {
@@ -116,6 +128,38 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string(&measurement)?);
     }
     Ok(())
+}
+
+/// Run `spec` until it ends, or until SIGTERM or SIGINT asks it to stop:
+/// then with a final checkpoint within `grace` (no summary when the run
+/// ended without one), or an error naming why there was none.
+fn run_until_stopped(
+    spec: PipelineSpec,
+    options: RunOptions,
+    grace: Duration,
+) -> anyhow::Result<Option<RunSummary>> {
+    let shutdown = Arc::new(AtomicBool::new(false));
+    super::on_termination(Arc::clone(&shutdown))?;
+    let name = spec.name.clone();
+    let run = RunThread::spawn(format!("run {name}"), spec, options)?;
+    while !run.thread.is_finished() {
+        if shutdown.load(Ordering::Relaxed) {
+            eprintln!(
+                "weir: stopping {name} with a final checkpoint (waiting at most {}; a second signal ends it at once)",
+                humantime::format_duration(grace)
+            );
+            let stopped = run.stop(&name, Some(grace));
+            if let Some(why) = stopped.unclean {
+                anyhow::bail!("stopped without a clean end — {why}; the next run restores the last completed checkpoint");
+            }
+            return Ok(stopped.summary);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    match run.thread.join() {
+        Ok(outcome) => Ok(Some(outcome?)),
+        Err(_) => anyhow::bail!("the run of {name} panicked"),
+    }
 }
 
 /// A one-line progress bar on stderr, redrawn at most five times a second.

@@ -5,7 +5,7 @@
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::Context as _;
@@ -95,30 +95,8 @@ fn run(
     println!("weir worker {worker_id} listening on http://{address}");
     std::io::stdout().flush()?;
     let shutdown = Arc::new(AtomicBool::new(false));
-    on_termination(Arc::clone(&shutdown))?;
+    super::on_termination(Arc::clone(&shutdown))?;
     worker.run(&shutdown)?;
-    Ok(())
-}
-
-/// Set `flag` on SIGTERM or SIGINT.
-fn on_termination(flag: Arc<AtomicBool>) -> anyhow::Result<()> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let (mut term, mut int) = runtime.block_on(async {
-        Ok::<_, std::io::Error>((
-            signal(SignalKind::terminate())?,
-            signal(SignalKind::interrupt())?,
-        ))
-    })?;
-    std::thread::Builder::new().name("signals".into()).spawn(move || {
-        runtime.block_on(async {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-        });
-        flag.store(true, Ordering::Relaxed);
-    })?;
     Ok(())
 }
 

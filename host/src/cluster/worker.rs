@@ -20,7 +20,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
@@ -28,11 +27,11 @@ use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
 use super::{topics, ClusterPlan, Unit};
-use crate::checkpoint::{CheckpointError, SnapshotKind};
+use crate::checkpoint::CheckpointError;
 use crate::connectors::kafka::{client_config, kafka_error};
 use crate::connectors::{ConnectorError, SourceSpec};
-use crate::observe::{RequestError, RunHandle, RunSummary};
-use crate::pipeline::{self, RunError, RunOptions};
+pub use crate::pipeline::DEFAULT_STOP_GRACE;
+use crate::pipeline::{RunError, RunOptions, RunThread, CANCEL_WAIT};
 use crate::runtime::native::NativeCatalog;
 
 /// Group settings: a dead worker's units move after the session timeout; a
@@ -40,15 +39,6 @@ use crate::runtime::native::NativeCatalog;
 const SESSION_TIMEOUT_MS: &str = "6000";
 const HEARTBEAT_MS: &str = "1000";
 const MAX_POLL_INTERVAL_MS: &str = "300000";
-
-/// How long a unit's stop waits for its final checkpoint and commit unless
-/// the worker is given another grace (`weir worker --stop-grace`): well
-/// under Kubernetes' 30 s between SIGTERM and SIGKILL.
-pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(20);
-
-/// How long a cancelled unit may take to end before the worker stops
-/// waiting for it.
-const CANCEL_WAIT: Duration = Duration::from_secs(5);
 
 /// Pause before starting a failed unit again: doubled per failure up to
 /// [`MAX_RETRY_PAUSE`]; a run that lasted [`STEADY`] resets it.
@@ -135,7 +125,7 @@ pub struct Worker {
 
 /// One assigned unit.
 struct Slot {
-    run: Option<UnitRun>,
+    run: Option<RunThread>,
     /// Runs of this unit on this worker that restored a snapshot.
     restores: u64,
     /// Why its last run failed, and when to start it again.
@@ -144,13 +134,6 @@ struct Slot {
     stopping: bool,
     lag: Option<i64>,
     state_bytes: Option<u64>,
-}
-
-/// A running (or just ended) unit.
-struct UnitRun {
-    handle: Arc<RunHandle>,
-    thread: JoinHandle<Result<RunSummary, RunError>>,
-    started: Instant,
 }
 
 /// What a worker reports of one unit (`GET /v1/worker`).
@@ -363,16 +346,10 @@ impl Worker {
     }
 
     /// Run `unit` on a thread of its own.
-    fn spawn(&self, unit: &Unit) -> UnitRun {
-        let handle = RunHandle::new();
-        let mut options = RunOptions::new(self.data_dir.clone()).with_natives(self.natives.clone());
-        options.handle = Arc::clone(&handle);
-        let spec = unit.spec.clone();
-        let thread = std::thread::Builder::new()
-            .name(format!("unit {}", unit.name))
-            .spawn(move || pipeline::run(&spec, &options))
-            .expect("a thread for the unit");
-        UnitRun { handle, thread, started: Instant::now() }
+    fn spawn(&self, unit: &Unit) -> RunThread {
+        let options = RunOptions::new(self.data_dir.clone()).with_natives(self.natives.clone());
+        RunThread::spawn(format!("unit {}", unit.name), unit.spec.clone(), options)
+            .expect("a thread for the unit")
     }
 
     /// Stop the units numbered `units` (revoked, lost, or the worker
@@ -381,7 +358,7 @@ impl Worker {
     /// may own it already), within the stop grace (see [`stop`]). Why
     /// stops were not clean.
     fn stop_units(&self, units: &[usize], lost: bool) -> Vec<String> {
-        let runs: Vec<(String, UnitRun)> = {
+        let runs: Vec<(String, RunThread)> = {
             let mut slots = self.slots();
             units
                 .iter()
@@ -397,7 +374,7 @@ impl Worker {
         let unclean: Vec<String> = std::thread::scope(|scope| {
             let stops: Vec<_> = runs
                 .into_iter()
-                .map(|(name, run)| scope.spawn(move || stop(&name, run, grace)))
+                .map(|(name, run)| scope.spawn(move || run.stop(&name, grace).unclean))
                 .collect();
             stops.into_iter().filter_map(|stop| stop.join().ok().flatten()).collect()
         });
@@ -536,56 +513,6 @@ fn new_partitions(planned: &[(String, i32)], now: &[(String, i32)]) -> String {
         .map(|(topic, partition)| format!("{topic}/{partition}"))
         .collect();
     added.join(", ")
-}
-
-/// Stop `run` of unit `name`: with a final checkpoint that commits its
-/// output if it is running and one completes within `grace` (`None`: a
-/// lost unit, whose output another worker may own by now: none); otherwise
-/// (still restoring, or no checkpoint in time) cancelled at once, as a
-/// crash would end it (its next owner restores the last committed
-/// checkpoint). Returns within `grace` plus [`CANCEL_WAIT`], whatever the
-/// run does: a run that has not ended by then is left to end on its own
-/// thread. Why the stop was not clean, if it was not.
-fn stop(name: &str, run: UnitRun, grace: Option<Duration>) -> Option<String> {
-    let mut unclean = None;
-    if let (false, Some(grace)) = (run.thread.is_finished(), grace) {
-        match run.handle.request(SnapshotKind::Checkpoint, true, grace) {
-            Ok(location) => {
-                tracing::info!(unit = name, %location, "unit stopped with a final checkpoint")
-            }
-            Err(RequestError::NotListening) => {
-                // Restoring (or just ending): nothing to checkpoint yet.
-                tracing::info!(
-                    unit = name,
-                    "unit stopped while starting: its restore is cancelled"
-                );
-            }
-            Err(error) => {
-                tracing::warn!(unit = name, %error, "unit stopped without a final checkpoint: its next owner restores the last committed one");
-                unclean = Some(format!("unit {name}: no final checkpoint ({error})"));
-            }
-        }
-    }
-    run.handle.cancel();
-    let deadline = Instant::now() + CANCEL_WAIT;
-    while !run.thread.is_finished() {
-        if Instant::now() >= deadline {
-            tracing::error!(unit = name, wait = ?CANCEL_WAIT, "unit did not end after it was cancelled (a call to Kafka or storage still waiting?); leaving its thread to end on its own");
-            return Some(format!(
-                "unit {name}: still running {CANCEL_WAIT:?} after it was cancelled"
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    match run.thread.join() {
-        Ok(Ok(_)) | Ok(Err(RunError::Stopped)) => {}
-        Ok(Err(error)) if run.handle.is_cancelled() => {
-            tracing::debug!(unit = name, %error, "unit ended after it was cancelled")
-        }
-        Ok(Err(error)) => tracing::warn!(unit = name, %error, "unit ended with an error"),
-        Err(_) => tracing::warn!(unit = name, "unit panicked"),
-    }
-    unclean
 }
 
 /// Total size of the files under `dir`, if it exists.

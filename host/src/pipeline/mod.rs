@@ -31,6 +31,7 @@ mod router;
 mod runner;
 mod sink_task;
 mod source_task;
+mod stop;
 mod subtask;
 mod thread;
 
@@ -39,3 +40,4 @@ pub use lock::LockError;
 pub use runner::{
     checkpoint_storage, run, run_checked, ProgressFn, RestoreFrom, RunError, RunOptions,
 };
+pub use stop::{RunThread, Stopped, CANCEL_WAIT, DEFAULT_STOP_GRACE};

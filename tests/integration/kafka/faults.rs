@@ -3,7 +3,8 @@
 //! timeout), the next start aborts what a killed run left open, a broker
 //! killed with `kill -9` and restarted mid-run (twice) is ridden out by the
 //! running pipeline, and a transaction the broker aborts by its timeout
-//! fails the run, whose rerun is exact.
+//! fails the run, whose rerun is exact; a run told to stop (SIGTERM)
+//! ends with a final checkpoint, or within its stop grace saying why.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -253,4 +254,62 @@ fn a_transaction_the_broker_aborts_by_timeout_fails_the_run_and_the_rerun_is_exa
 
     run_ok(&spec, &data, &[]);
     assert_same(&results(&kafka, &revenue), &expected, "after the faults");
+}
+
+/// Send SIGTERM to `child`; wait at most `within` for it to exit.
+fn terminate(child: &mut Child, within: Duration) {
+    let pid = child.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let deadline = Instant::now() + within;
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "weir run still runs {within:?} after SIGTERM");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_run_told_to_stop_ends_with_a_final_checkpoint_or_within_its_grace_saying_why() {
+    let kafka = TestKafka::dedicated(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let (orders, revenue) = (unique("orders"), unique("revenue"));
+    kafka.create_topic(&orders, 3);
+    kafka.create_topic(&revenue, 1);
+    let orders_count = 60_000;
+    produce_orders(&kafka, &orders, 3, orders_count as u64, 40, 1);
+    let pipeline = KafkaPipeline::revenue("stopped", &orders, &revenue);
+    let expected = reference(&kafka, dir.path(), &pipeline);
+    let spec = pipeline.write(dir.path(), &kafka);
+    let data = dir.path().join("data");
+    let slow = ["--sink-delay-ms", "20"];
+
+    // Broker up: the stop takes a final checkpoint and exits cleanly.
+    let mut run = start_weir(&spec, &data, &slow, &[]);
+    wait_for_progress(&kafka, &revenue, 0, &mut run);
+    terminate(&mut run, Duration::from_secs(60));
+    let (ok, stderr) = stderr_of(run);
+    assert!(ok, "a stop with the broker up is clean: {stderr}");
+    let first = total(&results(&kafka, &revenue));
+    assert!(first < orders_count, "the stop landed mid-run: {first} of {orders_count} results");
+    assert_prefix(&results(&kafka, &revenue), &expected, "after a clean stop");
+
+    // Broker gone: the stop gives up on the final checkpoint after the
+    // grace, and says so.
+    let mut run = start_weir(&spec, &data, &slow, &[("WEIR_STOP_GRACE", "3s")]);
+    let second = wait_for_progress(&kafka, &revenue, first, &mut run);
+    kafka.kill();
+    let stopping = Instant::now();
+    terminate(&mut run, Duration::from_secs(60));
+    let took = stopping.elapsed();
+    let (ok, stderr) = stderr_of(run);
+    assert!(!ok, "a stop without a final checkpoint is not a clean exit: {stderr}");
+    assert!(stderr.contains("stopped without a clean end"), "says why: {stderr}");
+
+    // The next run, broker back, finishes exactly.
+    kafka.restart(&[]);
+    let (ok, stderr) = stderr_of(start_weir(&spec, &data, &[], &[]));
+    assert!(ok, "the rerun: {stderr}");
+    assert_same(&results(&kafka, &revenue), &expected, "after a clean and an unclean stop");
+    println!(
+        "weir run stops: clean at {first} of {orders_count} results; with the broker gone at {second}, exited {took:?} after SIGTERM (grace 3 s); rerun exact"
+    );
 }

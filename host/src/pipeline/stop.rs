@@ -1,0 +1,99 @@
+//! Stopping a run on a thread of its own within a bound, whatever Kafka or
+//! storage do: a final checkpoint within a grace, then a cancel, then at
+//! most [`CANCEL_WAIT`] more. `weir run`, `weir worker` and `weir serve`
+//! stop runs this way.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::{run, RunError, RunOptions};
+use crate::checkpoint::SnapshotKind;
+use crate::observe::{RequestError, RunHandle, RunSummary};
+use crate::specification::PipelineSpec;
+
+/// How long a cancelled run may take to end before its stopper stops
+/// waiting for it.
+pub const CANCEL_WAIT: Duration = Duration::from_secs(5);
+
+/// How long a stop waits for a run's final checkpoint and commit unless
+/// told otherwise (`--stop-grace`): well under Kubernetes' 30 s between
+/// SIGTERM and SIGKILL.
+pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(20);
+
+/// A pipeline running on a thread of its own.
+pub struct RunThread {
+    /// Its handle (metrics, requests, cancel).
+    pub handle: Arc<RunHandle>,
+    /// The thread, ending with the run's outcome.
+    pub thread: JoinHandle<Result<RunSummary, RunError>>,
+    /// When it started.
+    pub started: Instant,
+}
+
+/// How a [`RunThread::stop`] went.
+#[derive(Debug, Default)]
+pub struct Stopped {
+    /// Why the stop was not clean (no final checkpoint, or the run did
+    /// not end in time), if it was not.
+    pub unclean: Option<String>,
+    /// The run's summary, when it ended with one.
+    pub summary: Option<RunSummary>,
+}
+
+impl RunThread {
+    /// Run `spec` on a thread named `name`, with `options.handle` as its
+    /// handle.
+    pub fn spawn(name: String, spec: PipelineSpec, options: RunOptions) -> std::io::Result<Self> {
+        let handle = Arc::clone(&options.handle);
+        let thread = std::thread::Builder::new().name(name).spawn(move || run(&spec, &options))?;
+        Ok(RunThread { handle, thread, started: Instant::now() })
+    }
+
+    /// Stop the run `name`: with a final checkpoint that commits its
+    /// output when `grace` is given (waiting at most that long for it),
+    /// then cancelled; at once without one when `grace` is `None` (as a
+    /// crash would end it: the next run restores the last committed
+    /// checkpoint). Returns within `grace` plus [`CANCEL_WAIT`], whatever
+    /// the run does: a run that has not ended by then is left to end on
+    /// its own thread.
+    pub fn stop(self, name: &str, grace: Option<Duration>) -> Stopped {
+        let mut stopped = Stopped::default();
+        if let (false, Some(grace)) = (self.thread.is_finished(), grace) {
+            match self.handle.request(SnapshotKind::Checkpoint, true, grace) {
+                Ok(location) => {
+                    tracing::info!(run = name, %location, "stopped with a final checkpoint")
+                }
+                Err(RequestError::NotListening) => {
+                    // Restoring (or just ending): nothing to checkpoint yet.
+                    tracing::info!(run = name, "stopped while starting: its restore is cancelled");
+                }
+                Err(error) => {
+                    tracing::warn!(run = name, %error, "stopped without a final checkpoint: the next run restores the last committed one");
+                    stopped.unclean = Some(format!("{name}: no final checkpoint ({error})"));
+                }
+            }
+        }
+        self.handle.cancel();
+        let deadline = Instant::now() + CANCEL_WAIT;
+        while !self.thread.is_finished() {
+            if Instant::now() >= deadline {
+                tracing::error!(run = name, wait = ?CANCEL_WAIT, "the run did not end after it was cancelled (a call to Kafka or storage still waiting?); leaving its thread to end on its own");
+                stopped.unclean =
+                    Some(format!("{name}: still running {CANCEL_WAIT:?} after it was cancelled"));
+                return stopped;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        match self.thread.join() {
+            Ok(Ok(summary)) => stopped.summary = Some(summary),
+            Ok(Err(RunError::Stopped)) => {}
+            Ok(Err(error)) if self.handle.is_cancelled() => {
+                tracing::debug!(run = name, %error, "the run ended after it was cancelled")
+            }
+            Ok(Err(error)) => tracing::warn!(run = name, %error, "the run ended with an error"),
+            Err(_) => tracing::warn!(run = name, "the run panicked"),
+        }
+        stopped
+    }
+}
