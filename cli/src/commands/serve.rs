@@ -58,6 +58,19 @@ pub struct ServeArgs {
     /// Largest accepted spec (a deploy's body, an upgrade's spec).
     #[arg(long, default_value = "256KiB", value_parser = parse_size)]
     max_spec_bytes: usize,
+    /// The most tail readers (`GET …/tail`) one pipeline may have open.
+    #[arg(long, default_value_t = 64)]
+    max_tails_per_pipeline: usize,
+    /// The most tail readers one token may have open, over all pipelines.
+    #[arg(long, default_value_t = 16)]
+    max_tails_per_token: usize,
+    /// The most state lookups (`GET …/state`) of one pipeline waiting for
+    /// their answer at once.
+    #[arg(long, default_value_t = 64)]
+    max_lookups_per_pipeline: usize,
+    /// The most state lookups of one token waiting for their answer at once.
+    #[arg(long, default_value_t = 16)]
+    max_lookups_per_token: usize,
     /// A directory pipelines deployed here may read (file sources,
     /// `resources:`, Kafka certificate and key files); repeatable.
     /// Relative paths in a spec resolve inside `<data dir>/files/`.
@@ -92,6 +105,10 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
             memory_bytes: args.max_function_memory,
             fuel: None,
         },
+        max_tails_per_pipeline: args.max_tails_per_pipeline,
+        max_tails_per_token: args.max_tails_per_token,
+        max_lookups_per_pipeline: args.max_lookups_per_pipeline,
+        max_lookups_per_token: args.max_lookups_per_token,
     };
     let config = weir_host::api::ServeConfig {
         listen: args.listen,

@@ -84,6 +84,12 @@ impl std::fmt::Display for Role {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Caller(pub(crate) Role);
 
+/// Which token the caller holds, for limits counted per token: the first
+/// 8 bytes of its SHA-256 in hex (never the token), or `None` when the
+/// server has no tokens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Bearer(pub(crate) Option<String>);
+
 /// Why the tokens could not be read or made.
 #[derive(Debug, thiserror::Error)]
 pub enum AccessError {
@@ -319,6 +325,13 @@ impl Access {
             )));
         }
         Ok(role)
+    }
+
+    /// Who the bearer of `authorization` (an authorized request's header)
+    /// is, for limits counted per token: `None` without tokens configured.
+    pub(crate) fn bearer(&self, authorization: Option<&str>) -> Bearer {
+        let token = authorization.and_then(|v| v.strip_prefix("Bearer "));
+        Bearer(token.filter(|_| self.required()).map(|t| hex::encode(&hash_token(t)[..8])))
     }
 
     /// Take the tokens file's tokens again if its contents changed since it

@@ -160,6 +160,7 @@ impl From<ServeError> for ApiError {
                         StatusCode::UNPROCESSABLE_ENTITY
                     }
                     ServeErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+                    ServeErrorKind::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
                     ServeErrorKind::Conflict => StatusCode::CONFLICT,
                     ServeErrorKind::StorageUnavailable => StatusCode::BAD_GATEWAY,
                     ServeErrorKind::SnapshotFailed | ServeErrorKind::Internal => {

@@ -2,23 +2,31 @@
 //! `GET /v1/pipelines/{name}/state` reads one key's state (queryable
 //! state, answered by the subtask owning the key between two batches),
 //! and `GET /v1/pipelines/{name}/tail` streams a rate-limited sample of
-//! what an output is written (server-sent events; a reader that stops
-//! reading is dropped, never waited for).
+//! what an output is written (server-sent events; the sink never waits
+//! for a reader).
+//!
+//! Neither holds a thread or a lock while it waits, and what they hold
+//! open is bounded: tail readers and lookups waiting for their answer are
+//! counted per pipeline and per token ([`ReadGate`]) and refused beyond
+//! the server's limits with 429; a slot is given back as soon as its
+//! request ends, its client gone included.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::{blocking, ApiError, AppState};
+use super::access::Bearer;
+use super::{ApiError, AppState};
 use crate::observe::inspect::{QueryError, StateAnswer, StateValue};
-use crate::observe::tail::MAX_TAIL_RATE;
+use crate::observe::tail::{TailEvent, TailReader, MAX_TAIL_RATE};
 use crate::runtime::Language;
+use crate::serve::limits::{ReadGate, ReadSlot};
 
 /// How long a state query waits for the owning subtask.
 const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -26,6 +34,10 @@ const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Events a tail sends by default, and a second.
 const DEFAULT_TAIL_LIMIT: u64 = 1000;
 const DEFAULT_TAIL_RATE: u32 = 20;
+
+/// How often a tail with nothing to send sends a comment: a client that
+/// went away without closing is noticed by then.
+const TAIL_KEEP_ALIVE: Duration = Duration::from_secs(5);
 
 /// Which state of which key.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -104,9 +116,11 @@ pub struct StateView {
 #[utoipa::path(get, path = "/v1/pipelines/{name}/state", tag = "pipelines",
     params(("name" = String, Path, description = "The pipeline"), StateParams),
     responses((status = 200, body = StateView), (status = 400, body = super::ErrorBody), (status = 404, body = super::ErrorBody),
-        (status = 409, body = super::ErrorBody, description = "Not running"), (status = 503, body = super::ErrorBody, description = "No answer in time")))]
+        (status = 409, body = super::ErrorBody, description = "Not running"), (status = 429, body = super::ErrorBody, description = "Too many lookups waiting (per pipeline or per token)"),
+        (status = 503, body = super::ErrorBody, description = "No answer in time")))]
 pub(crate) async fn state(
     State(app): State<Arc<AppState>>,
+    Extension(bearer): Extension<Bearer>,
     Path(name): Path<String>,
     Query(params): Query<StateParams>,
 ) -> Result<Json<StateView>, ApiError> {
@@ -114,34 +128,39 @@ pub(crate) async fn state(
     if params.state.is_empty() || params.state.len() > longest {
         return Err(ApiError::invalid_request(format!("a state name has 1 to {longest} bytes")));
     }
-    blocking(move || {
-        let view = app.supervisor.get(&name)?;
-        let handle = view.run.map(|(handle, _)| handle).filter(|h| h.listening());
-        let handle = handle.ok_or_else(|| not_running(&name))?;
-        let operator = match params.operator {
-            Some(operator) => operator,
-            None => handle.state.only_stage().ok_or_else(|| {
-                ApiError::invalid_request(
-                    "this pipeline has several keyed operators: say which with ?operator=",
-                )
-            })?,
-        };
-        let answer = handle
-            .state
-            .query(&operator, &params.state, params.key.as_bytes(), QUERY_TIMEOUT)
-            .map_err(|e| match e {
-                QueryError::NoOperator(..) => ApiError::not_found(e.to_string()),
-                QueryError::NotRunning => not_running(&name),
-                QueryError::Timeout(..) => ApiError::timeout(e.to_string()),
-                QueryError::Failed(message) => ApiError::internal(message),
-            })?;
-        let decode = params.decode.unwrap_or(match answer.language {
-            Some(Language::Python | Language::JavaScript) => Decode::Json,
-            _ => Decode::Bytes,
-        });
-        Ok(Json(state_view(operator, params.state, params.key, answer, decode)))
-    })
-    .await
+    let view = app.supervisor.get(&name)?;
+    let handle = view.run.map(|(handle, _)| handle).filter(|h| h.listening());
+    let handle = handle.ok_or_else(|| not_running(&name))?;
+    let operator = match params.operator {
+        Some(operator) => operator,
+        None => handle.state.only_stage().ok_or_else(|| {
+            ApiError::invalid_request(
+                "this pipeline has several keyed operators: say which with ?operator=",
+            )
+        })?,
+    };
+    // Held while it waits; given back however the request ends.
+    let _slot = acquire(&app.lookups, &name, &bearer)?;
+    let answer = handle
+        .state
+        .query(&operator, &params.state, params.key.as_bytes(), QUERY_TIMEOUT)
+        .await
+        .map_err(|e| match e {
+            QueryError::NoOperator(..) => ApiError::not_found(e.to_string()),
+            QueryError::NotRunning => not_running(&name),
+            QueryError::Timeout(..) => ApiError::timeout(e.to_string()),
+            QueryError::Failed(message) => ApiError::internal(message),
+        })?;
+    let decode = params.decode.unwrap_or(match answer.language {
+        Some(Language::Python | Language::JavaScript) => Decode::Json,
+        _ => Decode::Bytes,
+    });
+    Ok(Json(state_view(operator, params.state, params.key, answer, decode)))
+}
+
+/// A slot of `gate` for a read of `pipeline` by `bearer`, or 429.
+fn acquire(gate: &ReadGate, pipeline: &str, bearer: &Bearer) -> Result<ReadSlot, ApiError> {
+    Ok(gate.try_acquire(pipeline, bearer.0.as_deref())?)
 }
 
 fn not_running(name: &str) -> ApiError {
@@ -226,15 +245,18 @@ pub struct TailParams {
 /// A rate-limited sample of what an output of a running pipeline is
 /// written now, as server-sent events: each `data:` line is a JSON object
 /// `{"timestamp", "key", "value"}`. With exactly-once sinks these are
-/// written but perhaps not yet committed. The stream ends at `limit`, when
-/// the run ends, or when the reader falls behind (it is dropped: tailing
-/// never slows the pipeline).
+/// written but perhaps not yet committed. The stream ends at `limit` or
+/// when the run ends; a reader that falls behind misses events (tailing
+/// never slows the pipeline). Readers open at once are limited per
+/// pipeline and per token (429 beyond).
 #[utoipa::path(get, path = "/v1/pipelines/{name}/tail", tag = "pipelines",
     params(("name" = String, Path, description = "The pipeline"), TailParams),
     responses((status = 200, content_type = "text/event-stream", body = String, description = "Server-sent events"),
-        (status = 400, body = super::ErrorBody), (status = 404, body = super::ErrorBody), (status = 409, body = super::ErrorBody, description = "Not running")))]
+        (status = 400, body = super::ErrorBody), (status = 404, body = super::ErrorBody), (status = 409, body = super::ErrorBody, description = "Not running"),
+        (status = 429, body = super::ErrorBody, description = "Too many tail readers open (per pipeline or per token)")))]
 pub(crate) async fn tail(
     State(app): State<Arc<AppState>>,
+    Extension(bearer): Extension<Bearer>,
     Path(name): Path<String>,
     Query(params): Query<TailParams>,
 ) -> Result<Sse<impl futures::Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
@@ -250,13 +272,40 @@ pub(crate) async fn tail(
     }
     let rate = params.rate.unwrap_or(DEFAULT_TAIL_RATE).min(MAX_TAIL_RATE);
     let limit = params.limit.unwrap_or(DEFAULT_TAIL_LIMIT).max(1);
-    let events = handle.tail.subscribe(&output, rate, limit);
-    let stream = futures::stream::unfold(events, |mut events| async move {
-        let event = events.recv().await?;
-        let data = serde_json::to_string(&event).unwrap_or_default();
-        Some((Ok(SseEvent::default().data(data)), events))
-    });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+    let slot = acquire(&app.tails, &name, &bearer)?;
+    let reader = handle.tail.subscribe(&output, rate, limit);
+    // The reader and its slot live in the stream: when the client goes,
+    // the server drops the stream and both are given back at once.
+    let stream =
+        futures::stream::unfold(Following::new(reader, slot), |mut following| async move {
+            let event = following.next().await?;
+            let data = serde_json::to_string(&event).unwrap_or_default();
+            Some((Ok(SseEvent::default().data(data)), following))
+        });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(TAIL_KEEP_ALIVE)))
+}
+
+/// A tail reader with its slot and the events it took but has not sent.
+struct Following {
+    reader: TailReader,
+    due: std::collections::VecDeque<TailEvent>,
+    _slot: ReadSlot,
+}
+
+impl Following {
+    fn new(reader: TailReader, slot: ReadSlot) -> Self {
+        Self { reader, due: Default::default(), _slot: slot }
+    }
+
+    /// The next event to send; `None` when the reader has ended.
+    async fn next(&mut self) -> Option<TailEvent> {
+        loop {
+            if let Some(event) = self.due.pop_front() {
+                return Some(event);
+            }
+            self.due.extend(self.reader.next_events().await?);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -101,6 +101,10 @@ pub(crate) struct AppState {
     pub(crate) supervisor: Arc<Supervisor>,
     access: Arc<access::Access>,
     surface: SurfaceConfig,
+    /// Tail readers open, per pipeline and per token.
+    pub(crate) tails: crate::serve::limits::ReadGate,
+    /// State lookups waiting for their answer, per pipeline and per token.
+    pub(crate) lookups: crate::serve::limits::ReadGate,
 }
 
 /// Serve until the process ends. `on_listening` gets the bound address
@@ -128,6 +132,8 @@ pub fn serve(config: ServeConfig, on_listening: impl FnOnce(SocketAddr)) -> Resu
         supervisor,
         access: access.clone(),
         surface: config.surface.clone(),
+        tails: config.limits.tail_gate(),
+        lookups: config.limits.lookup_gate(),
     });
     let app = router(state, config.max_upload_bytes);
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -260,6 +266,8 @@ async fn authorize(
         .get(axum::http::header::AUTHORIZATION)
         .map(|v| v.to_str().unwrap_or_default());
     let role = state.access.authorize(authorization, needed)?;
+    let bearer = state.access.bearer(authorization);
     request.extensions_mut().insert(access::Caller(role));
+    request.extensions_mut().insert(bearer);
     Ok(next.run(request).await)
 }

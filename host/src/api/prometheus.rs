@@ -105,6 +105,14 @@ fn render(state: &AppState) -> String {
         "gauge",
         "How far the pipeline's event time is behind the clock.",
     );
+    let mut tails =
+        Family::new("weir_tail_readers", "gauge", "Tail readers open (GET …/tail), per pipeline.");
+    let mut lookups = Family::new(
+        "weir_state_lookups_waiting",
+        "gauge",
+        "State lookups (GET …/state) waiting for their answer, per pipeline.",
+    );
+    let (mut tails_held, mut lookups_held) = (state.tails.held(), state.lookups.held());
     let mut tasks = TaskFamilies::new();
     let mut functions = Family::new("weir_functions", "gauge", "Functions in the function store.");
     functions.add(String::new(), state.functions.list().map_or(0, |l| l.len()) as f64);
@@ -117,6 +125,10 @@ fn render(state: &AppState) -> String {
             );
         }
         restarts.add(format!("pipeline=\"{pipeline}\""), view.restart.restarts);
+        let open = tails_held.remove(&view.record.name).unwrap_or(0);
+        tails.add(format!("pipeline=\"{pipeline}\""), open as f64);
+        let waiting = lookups_held.remove(&view.record.name).unwrap_or(0);
+        lookups.add(format!("pipeline=\"{pipeline}\""), waiting as f64);
         let Some((handle, _)) = view.run else { continue };
         if handle.listening() {
             let live = handle.metrics.view();
@@ -161,6 +173,13 @@ fn render(state: &AppState) -> String {
             last_size.add(format!("pipeline=\"{pipeline}\""), last.size_bytes as f64);
         }
     }
+    // Reads of pipelines deleted meanwhile.
+    for (name, open) in tails_held {
+        tails.add(format!("pipeline=\"{}\"", escape(&name)), open as f64);
+    }
+    for (name, waiting) in lookups_held {
+        lookups.add(format!("pipeline=\"{}\"", escape(&name)), waiting as f64);
+    }
     let mut text = String::new();
     let families = [
         up,
@@ -177,6 +196,8 @@ fn render(state: &AppState) -> String {
         incremental,
         alignment,
         restarts,
+        tails,
+        lookups,
         functions,
     ];
     for family in families.into_iter().chain(tasks.into_families()) {

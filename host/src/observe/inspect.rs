@@ -3,15 +3,24 @@
 //! two batches from its own state backend (its cache included), so the
 //! answer is the state as of the last batch that subtask finished — never
 //! a half-applied batch, and the pipeline does not stop.
+//!
+//! A query never holds a lock while it waits: the stage's channel is
+//! looked up under a short lock, and the wait for room in it and for the
+//! answer is asynchronous (no thread is held either). How many queries may
+//! wait at once is bounded by the API (`--max-lookups-per-pipeline`,
+//! `--max-lookups-per-token`).
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, Sender, TrySendError};
 
 use crate::runtime::Language;
 use crate::state::{key_group, subtask_for_key_group, KeyedStateBackend, StateKey, StateKind};
+
+/// How often a query looks again for room in a busy subtask's queue.
+const QUEUE_RETRY: Duration = Duration::from_millis(10);
 
 /// Entries of a map state returned at most.
 pub const MAX_MAP_ENTRIES: usize = 1000;
@@ -24,8 +33,8 @@ pub(crate) struct StateQuery {
     pub(crate) key: Vec<u8>,
     /// Its key group.
     pub(crate) key_group: u16,
-    /// Where the answer goes.
-    pub(crate) reply: std::sync::mpsc::Sender<Result<StateAnswer, String>>,
+    /// Where the answer goes (nobody may be waiting for it any more).
+    pub(crate) reply: tokio::sync::oneshot::Sender<Result<StateAnswer, String>>,
 }
 
 /// A key's state as a subtask holds it.
@@ -118,16 +127,18 @@ impl StateQueries {
     }
 
     /// State `name` of `key` in keyed operator `operator` (its node name
-    /// or uid), waiting up to `timeout` for the owning subtask.
-    pub fn query(
+    /// or uid), waiting up to `timeout` for the owning subtask. No lock is
+    /// held and no thread is blocked while it waits.
+    pub async fn query(
         &self,
         operator: &str,
         name: &str,
         key: &[u8],
         timeout: Duration,
     ) -> Result<StateAnswer, QueryError> {
-        let (reply, answer) = std::sync::mpsc::channel();
-        let subtask = {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let (subtask, channel, group) = {
             let stages = self.stages.lock().unwrap_or_else(PoisonError::into_inner);
             if stages.is_empty() {
                 return Err(QueryError::NotRunning);
@@ -141,20 +152,32 @@ impl StateQueries {
                 })?;
             let group = key_group(key, stage.max_parallelism);
             let parallelism = u16::try_from(stage.subtasks.len()).unwrap_or(u16::MAX);
-            let subtask = subtask_for_key_group(group, stage.max_parallelism, parallelism);
-            let query =
-                StateQuery { name: name.to_string(), key: key.to_vec(), key_group: group, reply };
-            stage.subtasks[usize::from(subtask)]
-                .send_timeout(query, timeout)
-                .map_err(|_| QueryError::Timeout(usize::from(subtask), timeout))?;
-            usize::from(subtask)
+            let subtask =
+                usize::from(subtask_for_key_group(group, stage.max_parallelism, parallelism));
+            (subtask, stage.subtasks[subtask].clone(), group)
         };
-        match answer.recv_timeout(timeout) {
-            Ok(answer) => answer.map_err(QueryError::Failed),
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                Err(QueryError::Timeout(subtask, timeout))
+        let mut query =
+            StateQuery { name: name.to_string(), key: key.to_vec(), key_group: group, reply };
+        // The subtask's queue is full while it is busy: wait for room
+        // without holding anything but this query.
+        loop {
+            match channel.try_send(query) {
+                Ok(()) => break,
+                Err(TrySendError::Disconnected(_)) => return Err(QueryError::NotRunning),
+                Err(TrySendError::Full(back)) => {
+                    if tokio::time::Instant::now() >= deadline {
+                        return Err(QueryError::Timeout(subtask, timeout));
+                    }
+                    query = back;
+                    tokio::time::sleep(QUEUE_RETRY).await;
+                }
             }
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(QueryError::NotRunning),
+        }
+        drop(channel);
+        match tokio::time::timeout_at(deadline, answer).await {
+            Ok(Ok(answer)) => answer.map_err(QueryError::Failed),
+            Ok(Err(_)) => Err(QueryError::NotRunning),
+            Err(_) => Err(QueryError::Timeout(subtask, timeout)),
         }
     }
 }
@@ -214,7 +237,7 @@ mod tests {
         let mut entry = at(StateKind::Map, "seen");
         entry.extend_from_slice(b"a");
         backend.put(&entry, &stored(b"1")).unwrap();
-        let (reply, _) = std::sync::mpsc::channel();
+        let (reply, _) = tokio::sync::oneshot::channel();
         let mut query =
             StateQuery { name: "total".into(), key: b"c1".to_vec(), key_group: group, reply };
         assert_eq!(read_state(&mut backend, &query), Ok(StateValue::Value(b"5000".to_vec())));
@@ -230,11 +253,16 @@ mod tests {
         assert_eq!(read_state(&mut backend, &query), Ok(StateValue::Absent), "another key");
     }
 
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap()
+    }
+
     #[test]
     fn a_query_goes_to_the_subtask_owning_the_key_group_and_unknown_operators_are_named() {
+        let runtime = runtime();
         let queries = StateQueries::default();
         assert_eq!(
-            queries.query("process", "total", b"c1", Duration::from_millis(10)),
+            runtime.block_on(queries.query("process", "total", b"c1", Duration::from_millis(10))),
             Err(QueryError::NotRunning)
         );
         let receivers = queries.open_stage("process", "revenue", 2, 128);
@@ -246,10 +274,43 @@ mod tests {
             let answer = StateAnswer { value: StateValue::Absent, language: None, subtask: owner };
             query.reply.send(Ok(answer)).unwrap();
         });
-        let answer = queries.query("revenue", "total", b"c1", Duration::from_secs(5)).unwrap();
+        let answer = runtime
+            .block_on(queries.query("revenue", "total", b"c1", Duration::from_secs(5)))
+            .unwrap();
         assert_eq!(answer.subtask, owner, "found by uid too");
         thread.join().unwrap();
-        let error = queries.query("nope", "total", b"c1", Duration::from_millis(10)).unwrap_err();
+        let error = runtime
+            .block_on(queries.query("nope", "total", b"c1", Duration::from_millis(10)))
+            .unwrap_err();
         assert!(error.to_string().contains("its keyed operators: process"), "{error}");
+    }
+
+    #[test]
+    fn waiting_queries_hold_no_lock_and_no_thread_and_end_with_the_subtask() {
+        let queries = std::sync::Arc::new(StateQueries::default());
+        // A busy subtask: it reads no query.
+        let receivers = queries.open_stage("process", "revenue", 1, 128);
+        let runtime = runtime();
+        runtime.block_on(async {
+            // 100 queries on one thread: 16 queued, the rest waiting for room.
+            let waiting: Vec<_> = (0..100)
+                .map(|_| {
+                    let queries = queries.clone();
+                    tokio::spawn(async move {
+                        queries.query("process", "total", b"c1", Duration::from_secs(60)).await
+                    })
+                })
+                .collect();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            assert_eq!(receivers[0].len(), 16);
+            assert!(waiting.iter().all(|w| !w.is_finished()));
+            // Nothing is locked meanwhile: the run can end.
+            assert_eq!(queries.only_stage().as_deref(), Some("process"));
+            queries.close();
+            drop(receivers);
+            for query in waiting {
+                assert_eq!(query.await.unwrap(), Err(QueryError::NotRunning));
+            }
+        });
     }
 }

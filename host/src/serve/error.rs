@@ -17,6 +17,9 @@ pub enum ServeErrorKind {
     LimitExceeded,
     /// A request body larger than the server takes (413).
     TooLarge,
+    /// Too many reads held open at once: tail readers or state lookups
+    /// waiting for their answer (429).
+    TooManyRequests,
     /// It conflicts with the pipeline's current state (409).
     Conflict,
     /// The checkpoint storage cannot be opened or listed (502).
@@ -76,6 +79,11 @@ impl ServeError {
     /// The request body is larger than the server accepts.
     pub fn too_large(message: impl Into<String>) -> Self {
         Self::refused(ServeErrorKind::TooLarge, "too_large", message)
+    }
+
+    /// Too many reads held open at once (the message names the limit).
+    pub fn too_many_requests(message: impl Into<String>) -> Self {
+        Self::refused(ServeErrorKind::TooManyRequests, "too_many_requests", message)
     }
 
     /// The request conflicts with the current state; `code` says how.

@@ -3,6 +3,13 @@
 //! spec, and how much CPU time and memory a pipeline may grant its
 //! functions. Each refusal is a 4xx naming the limit and the `weir serve`
 //! flag that raises it. It never changes a spec; it only says no.
+//!
+//! It also bounds what readers hold open at once ([`ReadGate`]): tail
+//! readers and state lookups waiting for their answer, per pipeline and
+//! per token, refused beyond that with 429 naming the limit.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::runtime::{FunctionLimits, Language};
 use crate::specification::graph::Graph;
@@ -29,6 +36,14 @@ pub struct ServerLimits {
     pub max_spec_bytes: usize,
     /// The most a pipeline's `limits:` may grant its functions.
     pub functions: FunctionLimits,
+    /// Tail readers one pipeline may have open at once.
+    pub max_tails_per_pipeline: usize,
+    /// Tail readers one token may have open at once (over all pipelines).
+    pub max_tails_per_token: usize,
+    /// State lookups of one pipeline that may wait for their answer at once.
+    pub max_lookups_per_pipeline: usize,
+    /// State lookups of one token that may wait for their answer at once.
+    pub max_lookups_per_token: usize,
 }
 
 impl Default for ServerLimits {
@@ -44,6 +59,10 @@ impl Default for ServerLimits {
                 memory_bytes: 1 << 30,
                 fuel: None,
             },
+            max_tails_per_pipeline: 64,
+            max_tails_per_token: 16,
+            max_lookups_per_pipeline: 64,
+            max_lookups_per_token: 16,
         }
     }
 }
@@ -141,6 +160,142 @@ impl ServerLimits {
     }
 }
 
+impl ServerLimits {
+    /// The gate of tail readers (`--max-tails-per-pipeline`,
+    /// `--max-tails-per-token`).
+    pub fn tail_gate(&self) -> ReadGate {
+        ReadGate::new(
+            "tail readers open",
+            (self.max_tails_per_pipeline, "--max-tails-per-pipeline"),
+            (self.max_tails_per_token, "--max-tails-per-token"),
+        )
+    }
+
+    /// The gate of state lookups waiting for their answer
+    /// (`--max-lookups-per-pipeline`, `--max-lookups-per-token`).
+    pub fn lookup_gate(&self) -> ReadGate {
+        ReadGate::new(
+            "state lookups waiting",
+            (self.max_lookups_per_pipeline, "--max-lookups-per-pipeline"),
+            (self.max_lookups_per_token, "--max-lookups-per-token"),
+        )
+    }
+}
+
+/// How many reads of one kind (tail readers, pending state lookups) are
+/// held open, per pipeline and per token, and the most allowed of each.
+/// A slot is taken without waiting (or refused with 429 naming the limit)
+/// and given back when its [`ReadSlot`] is dropped — when the read ends,
+/// however it ends (its client gone included). The lock is held only to
+/// count, never across a wait.
+#[derive(Clone)]
+pub struct ReadGate {
+    inner: Arc<GateInner>,
+}
+
+struct GateInner {
+    /// What is counted, for messages: `tail readers open`.
+    what: &'static str,
+    per_pipeline: (usize, &'static str),
+    per_token: (usize, &'static str),
+    held: Mutex<Held>,
+}
+
+#[derive(Default)]
+struct Held {
+    pipelines: HashMap<String, usize>,
+    tokens: HashMap<String, usize>,
+}
+
+impl std::fmt::Debug for ReadGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadGate").field("what", &self.inner.what).finish_non_exhaustive()
+    }
+}
+
+/// One read's place in a [`ReadGate`], given back when dropped.
+#[derive(Debug)]
+pub struct ReadSlot {
+    gate: ReadGate,
+    pipeline: String,
+    token: Option<String>,
+}
+
+impl ReadGate {
+    /// At most `per_pipeline.0` reads per pipeline and `per_token.0` per
+    /// token, each named by its flag in refusals.
+    pub fn new(
+        what: &'static str,
+        per_pipeline: (usize, &'static str),
+        per_token: (usize, &'static str),
+    ) -> Self {
+        let held = Mutex::new(Held::default());
+        Self { inner: Arc::new(GateInner { what, per_pipeline, per_token, held }) }
+    }
+
+    /// A slot for a read of `pipeline` by the bearer of `token` (an
+    /// identity of the token, never the token; `None` without tokens
+    /// configured, when only the per-pipeline limit applies), or 429
+    /// naming the limit it would pass.
+    pub fn try_acquire(&self, pipeline: &str, token: Option<&str>) -> Result<ReadSlot, ServeError> {
+        let inner = &self.inner;
+        let mut held = inner.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let (most, flag) = inner.per_pipeline;
+        let of_pipeline = held.pipelines.get(pipeline).copied().unwrap_or(0);
+        if of_pipeline >= most {
+            return Err(ServeError::too_many_requests(format!(
+                "pipeline {pipeline:?} has {of_pipeline} {}; this server allows at most {most} per pipeline (weir serve {flag}): try again later",
+                inner.what
+            )));
+        }
+        if let Some(token) = token {
+            let (most, flag) = inner.per_token;
+            let of_token = held.tokens.get(token).copied().unwrap_or(0);
+            if of_token >= most {
+                return Err(ServeError::too_many_requests(format!(
+                    "this token has {of_token} {}; this server allows at most {most} per token (weir serve {flag}): close one or try again later",
+                    inner.what
+                )));
+            }
+            *held.tokens.entry(token.to_string()).or_default() += 1;
+        }
+        *held.pipelines.entry(pipeline.to_string()).or_default() += 1;
+        Ok(ReadSlot {
+            gate: self.clone(),
+            pipeline: pipeline.to_string(),
+            token: token.map(str::to_string),
+        })
+    }
+
+    /// How many reads each pipeline holds now (pipelines holding none are
+    /// left out).
+    pub fn held(&self) -> BTreeMap<String, usize> {
+        let held = self.inner.held.lock().unwrap_or_else(PoisonError::into_inner);
+        held.pipelines.iter().map(|(name, n)| (name.clone(), *n)).collect()
+    }
+}
+
+impl Drop for ReadSlot {
+    fn drop(&mut self) {
+        let mut held = self.gate.inner.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let Held { pipelines, tokens } = &mut *held;
+        give_back(pipelines, &self.pipeline);
+        if let Some(token) = &self.token {
+            give_back(tokens, token);
+        }
+    }
+}
+
+/// One fewer held under `name`; none is forgotten.
+fn give_back(counts: &mut HashMap<String, usize>, name: &str) {
+    if let Some(count) = counts.get_mut(name) {
+        *count = count.saturating_sub(1);
+        if *count == 0 {
+            counts.remove(name);
+        }
+    }
+}
+
 /// 422 `limit_exceeded`.
 fn exceeded(message: String) -> ServeError {
     ServeError::limit_exceeded(message)
@@ -211,6 +366,47 @@ mod tests {
             ApiError::from(limits.check_spec_size(&"#".repeat((256 << 10) + 1)).unwrap_err());
         assert_eq!(error.status.as_u16(), 413);
         assert!(error.message.contains("--max-spec-bytes"), "{error}");
+    }
+
+    #[test]
+    fn reads_past_a_limit_get_429_naming_it_and_slots_come_back_when_dropped() {
+        let limits = ServerLimits {
+            max_tails_per_pipeline: 3,
+            max_tails_per_token: 2,
+            ..ServerLimits::default()
+        };
+        let gate = limits.tail_gate();
+        let refused = |result: Result<ReadSlot, ServeError>| {
+            let error = ApiError::from(result.unwrap_err());
+            assert_eq!((error.status.as_u16(), error.code), (429, "too_many_requests"), "{error}");
+            error.message
+        };
+        let a1 = gate.try_acquire("p", Some("a")).unwrap();
+        let _a2 = gate.try_acquire("p", Some("a")).unwrap();
+        let message = refused(gate.try_acquire("q", Some("a")));
+        assert!(
+            message.contains("at most 2 per token (weir serve --max-tails-per-token)"),
+            "{message}"
+        );
+        let _b1 = gate.try_acquire("p", Some("b")).unwrap();
+        let message = refused(gate.try_acquire("p", Some("b")));
+        assert!(message.contains("\"p\" has 3 tail readers open"), "{message}");
+        assert!(message.contains("--max-tails-per-pipeline"), "{message}");
+        let _anonymous = gate.try_acquire("q", None).unwrap();
+        assert_eq!(gate.held(), BTreeMap::from([("p".to_string(), 3), ("q".to_string(), 1)]));
+        drop(a1);
+        let _b2 = gate.try_acquire("p", Some("b")).unwrap();
+        let lookups = limits.lookup_gate();
+        let held: Vec<ReadSlot> =
+            (0..16).map(|_| lookups.try_acquire("p", Some("a")).unwrap()).collect();
+        let message = refused(lookups.try_acquire("p", Some("a")));
+        assert!(
+            message.contains("16 state lookups waiting")
+                && message.contains("--max-lookups-per-token"),
+            "{message}"
+        );
+        drop(held);
+        assert!(lookups.held().is_empty(), "every slot given back");
     }
 
     #[test]
