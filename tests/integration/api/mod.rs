@@ -3,7 +3,8 @@
 //! graphs deployed from stored functions, who may call what (tokens,
 //! roles, hosts, origins), what a deployed spec may touch on the host
 //! (grants), credentials in a spec never shown (secrets), the operator's
-//! limits, and the API fuzzed from its own OpenAPI document. Every test
+//! limits on what a deploy may start and what readers may hold open
+//! (reads), and the API fuzzed from its own OpenAPI document. Every test
 //! here starts `weir serve` and talks to it over HTTP only (`pipelines`
 //! also needs the Kafka broker).
 //!
@@ -17,4 +18,5 @@ mod grants;
 mod graph_pipelines;
 mod limits;
 mod pipelines;
+mod reads;
 mod secrets;
