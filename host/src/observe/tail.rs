@@ -6,8 +6,9 @@
 //! sink thread never visits a reader. With no reader it pays one relaxed
 //! atomic load per batch; with readers it copies at most
 //! [`MAX_TAIL_RATE`] events a second of each tailed output into that
-//! output's ring of the last [`RING_CAPACITY`] events, once for all of
-//! them. Each reader pulls its own share from the ring every
+//! output's ring of the last [`RING_CAPACITY`] events (at most
+//! [`RING_BYTES`]), once for all of them, emptied when its last reader
+//! goes. Each reader pulls its own share from the ring every
 //! [`POLL_INTERVAL`] (at most its rate; what it skips or misses is not
 //! kept for it). A reader is only its cursor: dropping it (its client went
 //! away) removes it at once, with no output needed to notice.
@@ -22,6 +23,10 @@ use crate::runtime::packed::{EventRef, PackedEvents};
 /// Events of an output kept for its readers: a second at the most any
 /// reader may ask for.
 pub const RING_CAPACITY: usize = 1024;
+
+/// Bytes of keys and values an output's ring keeps at most (large events
+/// leave fewer than [`RING_CAPACITY`] in it).
+pub const RING_BYTES: usize = 16 << 20;
 
 /// Most events a second a reader may ask for, and an output copies for
 /// all its readers together.
@@ -41,6 +46,13 @@ pub struct TailEvent {
     pub value: String,
 }
 
+impl TailEvent {
+    /// Bytes of its key and value.
+    fn size(&self) -> usize {
+        self.value.len() + self.key.as_ref().map_or(0, String::len)
+    }
+}
+
 impl From<EventRef<'_>> for TailEvent {
     fn from(event: EventRef<'_>) -> Self {
         Self {
@@ -54,6 +66,8 @@ impl From<EventRef<'_>> for TailEvent {
 /// The newest events written to one output, numbered.
 struct Ring {
     events: VecDeque<Arc<TailEvent>>,
+    /// Bytes of the events' keys and values.
+    bytes: usize,
     /// The number the next event gets.
     next: u64,
     /// Events the output may still copy this second, and when it began.
@@ -111,6 +125,7 @@ impl TailHub {
             }
             let ring = Ring {
                 events: VecDeque::new(),
+                bytes: 0,
                 next: 0,
                 budget: MAX_TAIL_RATE,
                 second: Instant::now(),
@@ -163,10 +178,13 @@ impl TailHub {
         }
         let copied = (ring.budget as usize).min(events.len());
         for event in events.iter().take(copied) {
-            if ring.events.len() == RING_CAPACITY {
-                ring.events.pop_front();
+            let event = TailEvent::from(event);
+            ring.bytes += event.size();
+            ring.events.push_back(Arc::new(event));
+            while ring.events.len() > RING_CAPACITY || ring.bytes > RING_BYTES {
+                let Some(oldest) = ring.events.pop_front() else { break };
+                ring.bytes -= oldest.size();
             }
-            ring.events.push_back(Arc::new(TailEvent::from(event)));
         }
         ring.budget -= copied as u32;
         ring.next += copied as u64;
@@ -255,7 +273,12 @@ impl TailReader {
 
 impl Drop for TailReader {
     fn drop(&mut self) {
-        self.output.readers.fetch_sub(1, Ordering::Relaxed);
+        if self.output.readers.fetch_sub(1, Ordering::Relaxed) == 1 {
+            // The last reader: what the ring holds is for nobody now.
+            let mut ring = self.output.ring.lock().unwrap_or_else(PoisonError::into_inner);
+            ring.events.clear();
+            ring.bytes = 0;
+        }
         self.shared.readers.fetch_sub(1, Ordering::Relaxed);
     }
 }
@@ -319,6 +342,14 @@ mod tests {
         assert_eq!(hub.readers(), 1, "gone without any output written to it");
         drop(stalled);
         assert_eq!(hub.readers(), 0);
+        assert!(output.ring.lock().unwrap().events.is_empty(), "nothing kept for nobody");
+        // Large events: the ring is bounded in bytes too.
+        let _reader = hub.subscribe("main", 1, 1);
+        let big =
+            crate::Event { key: None, value: vec![b'x'; 1 << 20], timestamp: 0, headers: vec![] };
+        hub.offer("main", &PackedEvents::of(&vec![big; 100]));
+        let ring = output.ring.lock().unwrap();
+        assert_eq!((ring.events.len(), ring.bytes), (16, 16 << 20));
     }
 
     #[test]
