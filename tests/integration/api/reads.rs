@@ -183,7 +183,7 @@ fn abandoned_tails_and_floods_of_lookups_are_bounded_and_never_wedge_deploys_or_
     // 1,000 parallel state lookups of the busy pipeline, half per token,
     // and meanwhile a deploy and a stop.
     let started = Instant::now();
-    let lookups: Vec<mpsc::Receiver<(u16, String)>> = (0..1000)
+    let lookups: Vec<mpsc::Receiver<(u16, String, Duration)>> = (0..1000)
         .map(|i| {
             let (sent, answer) = mpsc::channel();
             let address = server.address.clone();
@@ -192,8 +192,9 @@ fn abandoned_tails_and_floods_of_lookups_are_bounded_and_never_wedge_deploys_or_
                 .stack_size(256 << 10)
                 .spawn(move || {
                     let path = "/v1/pipelines/busy/state?state=total&key=1&decode=i64";
+                    let started = Instant::now();
                     let (status, body, _) = open(&address, path, token);
-                    let _ = sent.send((status, body));
+                    let _ = sent.send((status, body, started.elapsed()));
                 })
                 .unwrap();
             answer
@@ -217,8 +218,11 @@ fn abandoned_tails_and_floods_of_lookups_are_bounded_and_never_wedge_deploys_or_
     );
 
     let mut statuses = std::collections::BTreeMap::<u16, usize>::new();
+    let mut slowest = std::collections::BTreeMap::<u16, Duration>::new();
     for answer in lookups {
-        let (status, body) = answer.recv_timeout(WEDGED).expect("every lookup is answered");
+        let (status, body, took) = answer.recv_timeout(WEDGED).expect("every lookup is answered");
+        let longest = slowest.entry(status).or_default();
+        *longest = took.max(*longest);
         match status {
             200 => assert!(body.contains("\"found\""), "{body}"),
             429 => assert!(
@@ -232,7 +236,10 @@ fn abandoned_tails_and_floods_of_lookups_are_bounded_and_never_wedge_deploys_or_
         }
         *statuses.entry(status).or_default() += 1;
     }
-    eprintln!("1,000 parallel lookups answered in {:?}: {statuses:?}", started.elapsed());
+    eprintln!(
+        "1,000 parallel lookups answered in {:?}: {statuses:?}, the slowest of each status {slowest:?}",
+        started.elapsed()
+    );
     assert!(statuses.get(&429) > Some(&0), "the limits refused some: {statuses:?}");
     assert!(statuses.get(&200) > Some(&0), "lookups within the limits are answered: {statuses:?}");
     assert_eq!(gauge(&server, "weir_state_lookups_waiting", "busy"), 0);
