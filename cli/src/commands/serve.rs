@@ -89,6 +89,13 @@ pub struct ServeArgs {
     /// any.
     #[arg(long, value_name = "HOST:PORT,…", value_delimiter = ',')]
     allow_kafka: Option<Vec<String>>,
+    /// How long a shutdown (SIGTERM, Ctrl-C) waits for each running
+    /// pipeline's final checkpoint before it is cancelled (default 20 s);
+    /// the server then exits within about this plus 5 s, non-zero and
+    /// naming the pipelines that could not checkpoint. They run again,
+    /// from their last checkpoints, when the server starts again.
+    #[arg(long, env = "WEIR_STOP_GRACE", value_parser = humantime::parse_duration)]
+    stop_grace: Option<std::time::Duration>,
 }
 
 /// Serve until the process ends; say on stdout where.
@@ -129,6 +136,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
             allow_storage: args.allow_storage,
             allow_kafka: args.allow_kafka,
         },
+        stop_grace: args.stop_grace.unwrap_or(weir_host::pipeline::DEFAULT_STOP_GRACE),
     };
     weir_host::api::serve(config, |address| {
         use std::io::Write as _;

@@ -92,6 +92,9 @@ pub struct ServeConfig {
     /// What a deployed spec may touch on the host beyond the files root
     /// (`--allow-read`, `--allow-write`, `--allow-storage`, `--allow-kafka`).
     pub grants: crate::serve::grants::GrantsConfig,
+    /// How long a shutdown waits for each pipeline's final checkpoint
+    /// before it is cancelled (`--stop-grace`).
+    pub stop_grace: std::time::Duration,
 }
 
 /// What every handler shares.
@@ -107,8 +110,11 @@ pub(crate) struct AppState {
     pub(crate) lookups: crate::serve::limits::ReadGate,
 }
 
-/// Serve until the process ends. `on_listening` gets the bound address
-/// (useful with port 0).
+/// Serve until SIGTERM or SIGINT; then stop every running pipeline with a
+/// final checkpoint within `config.stop_grace` ([`Supervisor::shutdown`];
+/// a second signal ends the process at once) and return, with an error
+/// naming the pipelines whose stop was not clean. `on_listening` gets the
+/// bound address (useful with port 0).
 pub fn serve(config: ServeConfig, on_listening: impl FnOnce(SocketAddr)) -> Result<(), ApiError> {
     let has_token = config.token.is_some() || config.surface.tokens_file.is_some();
     guard::check_listen(config.listen, has_token, &config.surface).map_err(ApiError::internal)?;
@@ -126,6 +132,7 @@ pub fn serve(config: ServeConfig, on_listening: impl FnOnce(SocketAddr)) -> Resu
         .map_err(|e| ApiError::internal(format!("cannot grant {e}")))?;
     let supervisor =
         Supervisor::open(&config.data_dir, config.limits.clone(), config.natives.clone(), grants)?;
+    let stopper = Arc::clone(&supervisor);
     let state = Arc::new(AppState {
         functions,
         loader,
@@ -148,8 +155,53 @@ pub fn serve(config: ServeConfig, on_listening: impl FnOnce(SocketAddr)) -> Resu
         let address = listener.local_addr().map_err(|e| ApiError::internal(e.to_string()))?;
         on_listening(address);
         tokio::spawn(access::watch(access));
-        axum::serve(listener, app).await.map_err(|e| ApiError::internal(format!("server: {e}")))
+        let mut signals = Signals::new()?;
+        tokio::select! {
+            served = axum::serve(listener, app) => {
+                served.map_err(|e| ApiError::internal(format!("server: {e}")))?
+            }
+            () = signals.next() => {}
+        }
+        tracing::info!("weir serve stopping: no new requests; stopping the pipelines");
+        tokio::spawn(async move {
+            signals.next().await;
+            eprintln!("weir: asked to stop again; ending at once");
+            std::process::exit(130);
+        });
+        let grace = config.stop_grace;
+        let unclean = tokio::task::spawn_blocking(move || stopper.shutdown(grace))
+            .await
+            .map_err(|e| ApiError::internal(format!("shutdown: {e}")))?;
+        match unclean.is_empty() {
+            true => Ok(()),
+            false => Err(ApiError::internal(format!(
+                "stopped without a clean end — {}; their next runs restore their last completed checkpoints",
+                unclean.join("; ")
+            ))),
+        }
     })
+}
+
+/// SIGTERM and SIGINT, as one stream.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> Result<Self, ApiError> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let listen = |kind| signal(kind).map_err(|e| ApiError::internal(format!("signals: {e}")));
+        Ok(Signals { term: listen(SignalKind::terminate())?, int: listen(SignalKind::interrupt())? })
+    }
+
+    /// The next of either.
+    async fn next(&mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
+        }
+    }
 }
 
 /// The routes with their OpenAPI document: those open to anyone, and

@@ -40,4 +40,4 @@ pub use lock::LockError;
 pub use runner::{
     checkpoint_storage, run, run_checked, ProgressFn, RestoreFrom, RunError, RunOptions,
 };
-pub use stop::{RunThread, Stopped, CANCEL_WAIT, DEFAULT_STOP_GRACE};
+pub use stop::{stop_run, RunThread, Stopped, CANCEL_WAIT, DEFAULT_STOP_GRACE};

@@ -50,50 +50,62 @@ impl RunThread {
         Ok(RunThread { handle, thread, started: Instant::now() })
     }
 
-    /// Stop the run `name`: with a final checkpoint that commits its
-    /// output when `grace` is given (waiting at most that long for it),
-    /// then cancelled; at once without one when `grace` is `None` (as a
-    /// crash would end it: the next run restores the last committed
-    /// checkpoint). Returns within `grace` plus [`CANCEL_WAIT`], whatever
-    /// the run does: a run that has not ended by then is left to end on
-    /// its own thread.
+    /// Stop the run `name` as [`stop_run`] does; its summary when it
+    /// ended with one.
     pub fn stop(self, name: &str, grace: Option<Duration>) -> Stopped {
-        let mut stopped = Stopped::default();
-        if let (false, Some(grace)) = (self.thread.is_finished(), grace) {
-            match self.handle.request(SnapshotKind::Checkpoint, true, grace) {
-                Ok(location) => {
-                    tracing::info!(run = name, %location, "stopped with a final checkpoint")
-                }
-                Err(RequestError::NotListening) => {
-                    // Restoring (or just ending): nothing to checkpoint yet.
-                    tracing::info!(run = name, "stopped while starting: its restore is cancelled");
-                }
-                Err(error) => {
-                    tracing::warn!(run = name, %error, "stopped without a final checkpoint: the next run restores the last committed one");
-                    stopped.unclean = Some(format!("{name}: no final checkpoint ({error})"));
-                }
-            }
-        }
-        self.handle.cancel();
-        let deadline = Instant::now() + CANCEL_WAIT;
-        while !self.thread.is_finished() {
-            if Instant::now() >= deadline {
-                tracing::error!(run = name, wait = ?CANCEL_WAIT, "the run did not end after it was cancelled (a call to Kafka or storage still waiting?); leaving its thread to end on its own");
-                stopped.unclean =
-                    Some(format!("{name}: still running {CANCEL_WAIT:?} after it was cancelled"));
-                return stopped;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        match self.thread.join() {
-            Ok(Ok(summary)) => stopped.summary = Some(summary),
-            Ok(Err(RunError::Stopped)) => {}
-            Ok(Err(error)) if self.handle.is_cancelled() => {
+        let (unclean, ended) = stop_run(name, &self.handle, self.thread, grace);
+        let mut stopped = Stopped { unclean, summary: None };
+        match ended {
+            None => {}
+            Some(Ok(Ok(summary))) => stopped.summary = Some(summary),
+            Some(Ok(Err(RunError::Stopped))) => {}
+            Some(Ok(Err(error))) if self.handle.is_cancelled() => {
                 tracing::debug!(run = name, %error, "the run ended after it was cancelled")
             }
-            Ok(Err(error)) => tracing::warn!(run = name, %error, "the run ended with an error"),
-            Err(_) => tracing::warn!(run = name, "the run panicked"),
+            Some(Ok(Err(error))) => tracing::warn!(run = name, %error, "the run ended with an error"),
+            Some(Err(_)) => tracing::warn!(run = name, "the run panicked"),
         }
         stopped
     }
+}
+
+/// Stop the run `name` (its `handle`, its `thread`): with a final
+/// checkpoint that commits its output when `grace` is given (waiting at
+/// most that long for it), then cancelled; at once without one when
+/// `grace` is `None` (as a crash would end it: the next run restores the
+/// last committed checkpoint). Returns within `grace` plus
+/// [`CANCEL_WAIT`], whatever the run does — a run that has not ended by
+/// then is left to end on its own thread — with why the stop was not
+/// clean, if it was not, and how the thread ended, if it did.
+pub fn stop_run<T>(
+    name: &str,
+    handle: &RunHandle,
+    thread: JoinHandle<T>,
+    grace: Option<Duration>,
+) -> (Option<String>, Option<std::thread::Result<T>>) {
+    let mut unclean = None;
+    if let (false, Some(grace)) = (thread.is_finished(), grace) {
+        match handle.request(SnapshotKind::Checkpoint, true, grace) {
+            Ok(location) => tracing::info!(run = name, %location, "stopped with a final checkpoint"),
+            Err(RequestError::NotListening) => {
+                // Restoring (or just ending): nothing to checkpoint yet.
+                tracing::info!(run = name, "stopped while starting: its restore is cancelled");
+            }
+            Err(error) => {
+                tracing::warn!(run = name, %error, "stopped without a final checkpoint: the next run restores the last committed one");
+                unclean = Some(format!("{name}: no final checkpoint ({error})"));
+            }
+        }
+    }
+    handle.cancel();
+    let deadline = Instant::now() + CANCEL_WAIT;
+    while !thread.is_finished() {
+        if Instant::now() >= deadline {
+            tracing::error!(run = name, wait = ?CANCEL_WAIT, "the run did not end after it was cancelled (a call to Kafka or storage still waiting?); leaving its thread to end on its own");
+            let still = format!("{name}: still running {CANCEL_WAIT:?} after it was cancelled");
+            return (Some(still), None);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (unclean, Some(thread.join()))
 }

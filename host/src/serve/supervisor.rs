@@ -213,6 +213,9 @@ pub struct Supervisor {
     store: PipelineStore,
     pipelines: Mutex<BTreeMap<String, Entry>>,
     next_run: std::sync::atomic::AtomicU64,
+    /// The server is shutting down: runs that end keep their records as
+    /// they are (a restarted server runs them again) and none restarts.
+    shutting_down: std::sync::atomic::AtomicBool,
     /// This server's hold on the data directory.
     _server: ServerLock,
 }
@@ -241,6 +244,7 @@ impl Supervisor {
             store,
             pipelines: Mutex::default(),
             next_run: 1.into(),
+            shutting_down: false.into(),
             _server: server,
         });
         let mut pipelines = supervisor.lock();
@@ -818,8 +822,40 @@ impl Supervisor {
         );
     }
 
+    /// Stop every running pipeline for the server's shutdown, all at
+    /// once: each with a final checkpoint within `grace`, then cancelled
+    /// ([`pipeline::stop_run`]), so this returns within about `grace` plus
+    /// [`pipeline::CANCEL_WAIT`]. Records keep their state (a restarted
+    /// server runs again what was running) and nothing restarts meanwhile.
+    /// Why stops were not clean.
+    pub fn shutdown(&self, grace: Duration) -> Vec<String> {
+        self.shutting_down.store(true, std::sync::atomic::Ordering::SeqCst);
+        let runs: Vec<_> = self
+            .lock()
+            .iter_mut()
+            .filter_map(|(name, entry)| {
+                let run = entry.run.as_mut()?;
+                Some((name.clone(), run.handle.clone(), run.thread.take()?))
+            })
+            .collect();
+        tracing::info!(pipelines = runs.len(), ?grace, "shutting down: stopping every pipeline with a final checkpoint");
+        std::thread::scope(|scope| {
+            let stops: Vec<_> = runs
+                .into_iter()
+                .map(|(name, handle, thread)| {
+                    scope.spawn(move || pipeline::stop_run(&name, &handle, thread, Some(grace)).0)
+                })
+                .collect();
+            stops.into_iter().filter_map(|stop| stop.join().ok().flatten()).collect()
+        })
+    }
+
     /// A run's thread ended with `result`.
     fn run_ended(self: &Arc<Self>, name: &str, id: u64, result: Result<RunSummary, RunError>) {
+        if self.shutting_down.load(std::sync::atomic::Ordering::SeqCst) {
+            tracing::debug!(pipeline = name, "a run ended during the shutdown; its record stays");
+            return;
+        }
         let mut pipelines = self.lock();
         let Some(entry) =
             pipelines.get_mut(name).filter(|e| e.run.as_ref().is_some_and(|r| r.id == id))
@@ -897,6 +933,9 @@ impl Supervisor {
     /// Restart `token`'s delay is over: start the pipeline again, unless the
     /// restart was cancelled (stop, delete, upgrade) since.
     fn restart_due(self: &Arc<Self>, name: &str, token: u64) {
+        if self.shutting_down.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
         let mut pipelines = self.lock();
         let Some(entry) = pipelines.get_mut(name) else { return };
         if entry.restarts.pending.map(|(t, _)| t) != Some(token) {

@@ -5,7 +5,7 @@
 //! nothing; the OpenAPI document matching the routes.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::support::kafka::{committed_per_key, produce_orders, unique, TestKafka};
 use crate::support::*;
@@ -402,4 +402,38 @@ fn the_openapi_document_lists_exactly_the_routes() {
         assert!(api_doc.contains(operation.as_str()), "docs/api.md does not document {operation}");
     }
     assert_eq!(operations.len(), 17, "{operations:#?}");
+}
+
+/// SIGTERM to `weir serve` stops each running pipeline with a final
+/// checkpoint (none is taken otherwise: the interval is an hour) and exits
+/// cleanly; started again, the server resumes the pipeline from it.
+#[test]
+fn a_server_told_to_stop_checkpoints_its_pipelines_and_resumes_them_when_started_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let flags = ["--token", "t0ken", "--stop-grace", "15s"];
+    let mut server = Server::start(&data, &flags);
+    let wasm = std::fs::read(function("revenue")).unwrap();
+    assert_eq!(server.call("PUT", "/v1/functions/revenue", TOKEN, &wasm).0, 201);
+    let source = "{ type: generator, count: 100000000, keys: 10, rate: 2000 }";
+    let spec = stored_revenue_spec("paced", source, "{ type: discard }", "checkpoint: { interval: 1h }");
+    let (status, body) = server.call("POST", "/v1/pipelines", TOKEN, spec.as_bytes());
+    assert_eq!(status, 201, "{body}");
+    server.wait_for("/v1/pipelines/paced", TOKEN, Duration::from_secs(60), |s| {
+        s["counts"]["sink_records"].as_u64() > Some(0)
+    });
+    let stopping = Instant::now();
+    let exit = server.terminate(Duration::from_secs(60));
+    assert!(exit.success(), "a shutdown with every final checkpoint taken is clean: {exit}");
+    let took = stopping.elapsed();
+
+    let server = Server::start(&data, &flags);
+    let resumed = server.wait_for("/v1/pipelines/paced", TOKEN, Duration::from_secs(60), |s| {
+        s["state"] == "running" && !s["restored_from"].is_null()
+    });
+    assert_eq!(resumed["restored_from"]["kind"], "checkpoint", "{resumed}");
+    println!(
+        "weir serve shutdown: exited {took:?} after SIGTERM; resumed from checkpoint {}",
+        resumed["restored_from"]["id"]
+    );
 }

@@ -367,6 +367,21 @@ impl Server {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// Send SIGTERM and wait at most `within` for the server to exit; its
+    /// exit status.
+    pub fn terminate(&mut self, within: Duration) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "weir serve still runs {within:?} after SIGTERM");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// The server's process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
