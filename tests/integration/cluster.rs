@@ -29,6 +29,9 @@ use crate::support::kafka::{committed_per_key, produce_orders, unique, Record, T
 use crate::support::s3::TestS3;
 use crate::support::*;
 
+#[path = "cluster_plans.rs"]
+mod plans;
+
 /// Partitions of every input topic, and the parallelism of every stage.
 const PARTITIONS: i32 = 6;
 

@@ -3,6 +3,10 @@
 //!
 //! * [`plan`]: the pipeline cut into units (ingest units and tasks), each
 //!   an ordinary pipeline run;
+//! * [`fingerprint`]: a plan's identity (units, function contents,
+//!   `max_parallelism`);
+//! * [`admission`]: the plan the worker group runs, recorded in Kafka; a
+//!   worker of another plan refused;
 //! * `topics`: the exchange and units topics, created or checked;
 //! * `worker`: membership in the pipeline's consumer group, and the units
 //!   the group gives this worker, started and stopped;
@@ -11,6 +15,8 @@
 //! Nothing here coordinates workers itself: Kafka's group protocol assigns
 //! units, Kafka transactions fence zombies, object storage holds state.
 
+pub mod admission;
+pub mod fingerprint;
 pub mod plan;
 pub mod status;
 pub mod topics;

@@ -56,6 +56,9 @@ pub struct ClusterPlan {
     /// spec gives it, and the partitions the plan has units for (sorted) —
     /// what a worker compares the input topics with while it runs.
     pub inputs: Vec<PlannedInput>,
+    /// The spec it was planned from (its identity, with the units':
+    /// [`super::fingerprint`]).
+    pub spec: PipelineSpec,
 }
 
 /// A Kafka source as the plan cut it into ingest units.
@@ -139,7 +142,7 @@ pub enum PlanError {
     Input(String),
 }
 
-fn refused(field: &str, message: impl Into<String>) -> PlanError {
+pub(super) fn refused(field: &str, message: impl Into<String>) -> PlanError {
     PlanError::Refused { field: field.to_string(), message: message.into() }
 }
 
@@ -264,7 +267,14 @@ pub fn plan(
         properties: planner.properties,
         settings,
         inputs,
+        spec: spec.clone(),
     })
+}
+
+/// The nodes of `spec` as a graph (a line spec as the graph of its
+/// `source`, `keyed` and `sink` nodes), by name.
+pub(super) fn graph_nodes(spec: &PipelineSpec) -> Result<BTreeMap<String, NodeSpec>, PlanError> {
+    Ok(Operators::of(spec)?.nodes)
 }
 
 /// The name of the ingest unit reading `partition` of `topic` for source

@@ -36,6 +36,14 @@ pub enum TopicError {
     },
 }
 
+/// Create the plan's units topic if it is missing, and nothing else: the
+/// plan the group runs is recorded on it ([`super::admission`]) before a
+/// worker creates or changes anything else.
+pub fn create_units_topic(plan: &ClusterPlan) -> Result<(), TopicError> {
+    let (admin, runtime) = admin(plan)?;
+    create(plan, &admin, &runtime, &[units_topic(plan)])
+}
+
 /// Create the plan's exchange and units topics where missing; check the
 /// partition count of those that exist.
 pub fn ensure(plan: &ClusterPlan) -> Result<(), TopicError> {
@@ -56,50 +64,10 @@ pub fn ensure(plan: &ClusterPlan) -> Result<(), TopicError> {
             why: "the tasks of the stage it feeds",
         })
         .collect();
-    wanted.push(Wanted {
-        name: plan.units_topic.clone(),
-        partitions: plan.units.len(),
-        configs: Vec::new(),
-        why: "the pipeline's units",
-    });
-    let replication = plan.settings.replication_factor.map_or(-1, i32::from);
-    let admin: AdminClient<DefaultClientContext> =
-        client_config(&plan.bootstrap_servers, &[], &plan.properties)
-            .create()
-            .map_err(kafka_error("creating the admin client"))?;
-    let topics: Vec<NewTopic<'_>> = wanted
-        .iter()
-        .map(|w| {
-            let partitions = i32::try_from(w.partitions).unwrap_or(i32::MAX);
-            let mut topic =
-                NewTopic::new(&w.name, partitions, TopicReplication::Fixed(replication));
-            for (key, value) in &w.configs {
-                topic = topic.set(key, value);
-            }
-            topic
-        })
-        .collect();
-    let runtime =
-        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
-            ConnectorError::Kafka { what: "the admin client".into(), message: e.to_string() }
-        })?;
+    wanted.push(units_topic(plan));
+    let (admin, runtime) = admin(plan)?;
+    create(plan, &admin, &runtime, &wanted)?;
     let options = AdminOptions::new().request_timeout(Some(CALL_TIMEOUT));
-    let results = runtime
-        .block_on(admin.create_topics(&topics, &options))
-        .map_err(kafka_error("creating the exchange and units topics"))?;
-    for result in results {
-        match result {
-            Ok(topic) => tracing::info!(topic, "topic created"),
-            Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-            Err((topic, code)) => {
-                return Err(ConnectorError::Kafka {
-                    what: format!("creating topic {topic}"),
-                    message: code.to_string(),
-                }
-                .into())
-            }
-        }
-    }
     let reader: BaseConsumer = client_config(&plan.bootstrap_servers, &[], &plan.properties)
         .create()
         .map_err(kafka_error("creating a metadata reader"))?;
@@ -132,6 +100,71 @@ pub fn ensure(plan: &ClusterPlan) -> Result<(), TopicError> {
                 wanted: w.partitions,
                 why: w.why,
             });
+        }
+    }
+    Ok(())
+}
+
+/// The units topic as the plan needs it.
+fn units_topic(plan: &ClusterPlan) -> Wanted<'static> {
+    Wanted {
+        name: plan.units_topic.clone(),
+        partitions: plan.units.len(),
+        configs: Vec::new(),
+        why: "the pipeline's units",
+    }
+}
+
+/// An admin client of the plan's brokers, and a runtime to wait on it.
+fn admin(
+    plan: &ClusterPlan,
+) -> Result<(AdminClient<DefaultClientContext>, tokio::runtime::Runtime), TopicError> {
+    let admin: AdminClient<DefaultClientContext> =
+        client_config(&plan.bootstrap_servers, &[], &plan.properties)
+            .create()
+            .map_err(kafka_error("creating the admin client"))?;
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
+            ConnectorError::Kafka { what: "the admin client".into(), message: e.to_string() }
+        })?;
+    Ok((admin, runtime))
+}
+
+/// Create the topics of `wanted` that do not exist.
+fn create(
+    plan: &ClusterPlan,
+    admin: &AdminClient<DefaultClientContext>,
+    runtime: &tokio::runtime::Runtime,
+    wanted: &[Wanted<'_>],
+) -> Result<(), TopicError> {
+    let replication = plan.settings.replication_factor.map_or(-1, i32::from);
+    let topics: Vec<NewTopic<'_>> = wanted
+        .iter()
+        .map(|w| {
+            let partitions = i32::try_from(w.partitions).unwrap_or(i32::MAX);
+            let mut topic =
+                NewTopic::new(&w.name, partitions, TopicReplication::Fixed(replication));
+            for (key, value) in &w.configs {
+                topic = topic.set(key, value);
+            }
+            topic
+        })
+        .collect();
+    let options = AdminOptions::new().request_timeout(Some(CALL_TIMEOUT));
+    let results = runtime
+        .block_on(admin.create_topics(&topics, &options))
+        .map_err(kafka_error("creating the exchange and units topics"))?;
+    for result in results {
+        match result {
+            Ok(topic) => tracing::info!(topic, "topic created"),
+            Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((topic, code)) => {
+                return Err(ConnectorError::Kafka {
+                    what: format!("creating topic {topic}"),
+                    message: code.to_string(),
+                }
+                .into())
+            }
         }
     }
     Ok(())

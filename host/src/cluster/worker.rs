@@ -26,6 +26,8 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
+use super::admission::{self, AdmissionError};
+use super::fingerprint::{self, Fingerprint};
 use super::{topics, ClusterPlan, Unit};
 use crate::checkpoint::CheckpointError;
 use crate::connectors::kafka::{client_config, kafka_error};
@@ -66,6 +68,9 @@ pub enum WorkerError {
     /// The shared topics are not usable.
     #[error(transparent)]
     Topics(#[from] topics::TopicError),
+    /// The group runs another plan (another spec or other functions).
+    #[error(transparent)]
+    Admission(#[from] AdmissionError),
     /// The group could not be joined.
     #[error(transparent)]
     Kafka(#[from] ConnectorError),
@@ -206,8 +211,13 @@ impl Worker {
     /// Join the group and run what it assigns until `shutdown` is set;
     /// then stop every unit (final checkpoints) and leave.
     pub fn run(self: &Arc<Self>, shutdown: &AtomicBool) -> Result<(), WorkerError> {
+        // One plan per group: refused before anything is created or joined.
+        let ours = fingerprint::fingerprint(&self.plan, &fingerprint::file_digest)?;
+        topics::create_units_topic(&self.plan)?;
+        admission::admit(&self.plan, &ours, &self.id)?;
         topics::ensure(&self.plan)?;
-        let context = Membership { worker: Arc::clone(self) };
+        let context =
+            Membership { worker: Arc::clone(self), plan: ours, refused: Mutex::new(None) };
         let group = self.plan.group.as_str();
         let ours = [
             ("group.id", group),
@@ -248,6 +258,13 @@ impl Worker {
                 tracing::warn!(%error, "group member");
             }
             self.supervise();
+            let refused =
+                consumer.context().refused.lock().unwrap_or_else(PoisonError::into_inner).take();
+            if let Some(error) = refused {
+                tracing::error!(%error, "worker stopping");
+                outcome = Err(error.into());
+                break;
+            }
             if let Some(error) =
                 monitor.failed.lock().unwrap_or_else(PoisonError::into_inner).take()
             {
@@ -578,6 +595,10 @@ impl LagReader {
 /// The group callbacks of a worker.
 struct Membership {
     worker: Arc<Worker>,
+    /// The worker's plan, checked against the recorded one on assignment.
+    plan: Fingerprint,
+    /// Set when the group runs another plan: the worker stops.
+    refused: Mutex<Option<AdmissionError>>,
 }
 
 impl ClientContext for Membership {}
@@ -608,6 +629,17 @@ impl ConsumerContext for Membership {
                 let units = self.worker.numbers(list);
                 let _span = tracing::info_span!("rebalance", assigned = ?units).entered();
                 tracing::info!(?units, "units assigned");
+                let refused = self.refused.lock().unwrap_or_else(PoisonError::into_inner).is_some();
+                if refused {
+                    return;
+                }
+                if let Err(error) = admission::check(&self.worker.plan, &self.plan) {
+                    // Another plan was recorded while the group was empty:
+                    // none of these units may run this plan.
+                    tracing::error!(%error, "units not started");
+                    *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = Some(error);
+                    return;
+                }
                 self.worker.start_units(&units);
                 self.worker.joined.store(true, Ordering::Relaxed);
             }
