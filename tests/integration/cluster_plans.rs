@@ -142,8 +142,8 @@ fn a_worker_with_another_spec_is_refused_and_a_full_restart_switches_exactly() {
     println!("plans: 2 workers of other specs refused beside a running one; 1 full restart with a new key function; 720 orders exact");
 }
 
-/// The plan of the revenue job `name` (no broker asked: 6 partitions), and
-/// its fingerprint.
+/// The plan of the workers' spec at `spec` (no broker asked: its input
+/// has 6 partitions), and its fingerprint.
 fn plan_of(spec: &Path) -> (ClusterPlan, Fingerprint) {
     let six = |config: &KafkaSourceConfig| -> Result<Vec<(String, i32)>, PlanError> {
         Ok((0..PARTITIONS).map(|p| (config.topics[0].clone(), p)).collect())
