@@ -192,7 +192,10 @@ impl Signals {
     fn new() -> Result<Self, ApiError> {
         use tokio::signal::unix::{signal, SignalKind};
         let listen = |kind| signal(kind).map_err(|e| ApiError::internal(format!("signals: {e}")));
-        Ok(Signals { term: listen(SignalKind::terminate())?, int: listen(SignalKind::interrupt())? })
+        Ok(Signals {
+            term: listen(SignalKind::terminate())?,
+            int: listen(SignalKind::interrupt())?,
+        })
     }
 
     /// The next of either.

@@ -62,7 +62,9 @@ impl RunThread {
             Some(Ok(Err(error))) if self.handle.is_cancelled() => {
                 tracing::debug!(run = name, %error, "the run ended after it was cancelled")
             }
-            Some(Ok(Err(error))) => tracing::warn!(run = name, %error, "the run ended with an error"),
+            Some(Ok(Err(error))) => {
+                tracing::warn!(run = name, %error, "the run ended with an error")
+            }
             Some(Err(_)) => tracing::warn!(run = name, "the run panicked"),
         }
         stopped
@@ -86,7 +88,9 @@ pub fn stop_run<T>(
     let mut unclean = None;
     if let (false, Some(grace)) = (thread.is_finished(), grace) {
         match handle.request(SnapshotKind::Checkpoint, true, grace) {
-            Ok(location) => tracing::info!(run = name, %location, "stopped with a final checkpoint"),
+            Ok(location) => {
+                tracing::info!(run = name, %location, "stopped with a final checkpoint")
+            }
             Err(RequestError::NotListening) => {
                 // Restoring (or just ending): nothing to checkpoint yet.
                 tracing::info!(run = name, "stopped while starting: its restore is cancelled");

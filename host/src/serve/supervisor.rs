@@ -838,7 +838,11 @@ impl Supervisor {
                 Some((name.clone(), run.handle.clone(), run.thread.take()?))
             })
             .collect();
-        tracing::info!(pipelines = runs.len(), ?grace, "shutting down: stopping every pipeline with a final checkpoint");
+        tracing::info!(
+            pipelines = runs.len(),
+            ?grace,
+            "shutting down: stopping every pipeline with a final checkpoint"
+        );
         std::thread::scope(|scope| {
             let stops: Vec<_> = runs
                 .into_iter()

@@ -416,7 +416,8 @@ fn a_server_told_to_stop_checkpoints_its_pipelines_and_resumes_them_when_started
     let wasm = std::fs::read(function("revenue")).unwrap();
     assert_eq!(server.call("PUT", "/v1/functions/revenue", TOKEN, &wasm).0, 201);
     let source = "{ type: generator, count: 100000000, keys: 10, rate: 2000 }";
-    let spec = stored_revenue_spec("paced", source, "{ type: discard }", "checkpoint: { interval: 1h }");
+    let spec =
+        stored_revenue_spec("paced", source, "{ type: discard }", "checkpoint: { interval: 1h }");
     let (status, body) = server.call("POST", "/v1/pipelines", TOKEN, spec.as_bytes());
     assert_eq!(status, 201, "{body}");
     server.wait_for("/v1/pipelines/paced", TOKEN, Duration::from_secs(60), |s| {
