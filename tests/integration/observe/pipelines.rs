@@ -24,6 +24,11 @@ fn referenced_bytes(location: &str) -> u64 {
     let metadata: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("_metadata")).unwrap()).unwrap();
     let shared = dir.parent().unwrap().join("shared");
+    // A checkpoint's own files are under its writer's generation.
+    let own = match metadata["generation"].as_u64().unwrap_or(0) {
+        0 => dir.to_path_buf(),
+        generation => dir.join(format!("g{generation}")),
+    };
     let mut states = vec![metadata["state"].clone()];
     states
         .extend(metadata["operators"].as_array().into_iter().flatten().map(|o| o["state"].clone()));
@@ -34,7 +39,7 @@ fn referenced_bytes(location: &str) -> u64 {
                 let path = match file["shared"].as_str() {
                     Some(name) => shared.join(name),
                     None => {
-                        dir.join(format!("subtask-{index}")).join(file["name"].as_str().unwrap())
+                        own.join(format!("subtask-{index}")).join(file["name"].as_str().unwrap())
                     }
                 };
                 total += std::fs::metadata(&path).unwrap_or_else(|e| panic!("{path:?}: {e}")).len();
