@@ -13,7 +13,7 @@
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 /// A running proxy; stops accepting and closes its connections when
 /// dropped.
@@ -75,18 +75,18 @@ impl FaultProxy {
 
     /// Hold every byte read from now on, in both directions.
     pub fn stall(&self) {
-        *self.shared.stalled.lock().unwrap() = true;
+        *self.shared.stalled.lock().unwrap_or_else(PoisonError::into_inner) = true;
     }
 
     /// Pass bytes on again, the held ones first.
     pub fn resume(&self) {
-        *self.shared.stalled.lock().unwrap() = false;
+        *self.shared.stalled.lock().unwrap_or_else(PoisonError::into_inner) = false;
         self.shared.resumed.notify_all();
     }
 
     /// Close every open connection.
     pub fn cut(&self) {
-        for stream in self.shared.open.lock().unwrap().drain(..) {
+        for stream in self.shared.open.lock().unwrap_or_else(PoisonError::into_inner).drain(..) {
             let _ = stream.shutdown(Shutdown::Both);
         }
     }
@@ -127,7 +127,11 @@ fn accept(listener: &TcpListener, shared: &Arc<Shared>) {
         let (Ok(client_in), Ok(server_out), Ok(client_kept), Ok(server_kept)) = ends else {
             continue;
         };
-        shared.open.lock().unwrap().extend([client_kept, server_kept]);
+        shared
+            .open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend([client_kept, server_kept]);
         for (from, to) in [(client_in, server_out), (server, client)] {
             let shared = Arc::clone(shared);
             std::thread::spawn(move || pump(from, to, &shared));
@@ -143,12 +147,12 @@ fn pump(mut from: TcpStream, mut to: TcpStream, shared: &Shared) {
             Ok(0) | Err(_) => break,
             Ok(read) => read,
         };
-        let mut stalled = shared.stalled.lock().unwrap();
+        let mut stalled = shared.stalled.lock().unwrap_or_else(PoisonError::into_inner);
         if *stalled {
             shared.held.fetch_add(1, Ordering::SeqCst);
         }
         while *stalled {
-            stalled = shared.resumed.wait(stalled).unwrap();
+            stalled = shared.resumed.wait(stalled).unwrap_or_else(PoisonError::into_inner);
         }
         drop(stalled);
         if to.write_all(&buffer[..read]).is_err() {
