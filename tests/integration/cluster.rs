@@ -29,6 +29,8 @@ use crate::support::kafka::{committed_per_key, produce_orders, unique, Record, T
 use crate::support::s3::TestS3;
 use crate::support::*;
 
+#[path = "cluster_control.rs"]
+mod control;
 #[path = "cluster_plans.rs"]
 mod plans;
 
@@ -222,10 +224,17 @@ impl Worker {
     /// Start `weir worker` on `spec` as `id`, with its own data directory
     /// and log under `dir`, and wait for its listening line.
     fn start(spec: &Path, dir: &Path, id: &str, env: &[(&'static str, String)]) -> Worker {
+        Worker::launch(&[spec.to_str().unwrap()], dir, id, env)
+    }
+
+    /// [`Worker::start`] with `what` instead of a spec (`--cluster NAME …`).
+    fn launch(what: &[&str], dir: &Path, id: &str, env: &[(&'static str, String)]) -> Worker {
         let log = dir.join(format!("{id}.log"));
         let stderr = std::fs::File::create(&log).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
-            .args(["worker", spec.to_str().unwrap(), "--data-dir"])
+            .arg("worker")
+            .args(what)
+            .arg("--data-dir")
             .arg(dir.join(format!("data-{id}")))
             .args(["--listen", "127.0.0.1:0", "--worker-id", id])
             .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
@@ -286,9 +295,17 @@ impl Worker {
         }
     }
 
-    /// Its units as `/v1/worker` lists them (none if it does not answer).
+    /// Its units as `/v1/worker` lists them (none if it does not answer);
+    /// a worker of a whole cluster: those of every pipeline it runs.
     fn units(&self) -> Vec<Value> {
-        self.status().and_then(|status| status["units"].as_array().cloned()).unwrap_or_default()
+        let Some(status) = self.status() else { return Vec::new() };
+        match status["pipelines"].as_array() {
+            Some(pipelines) => pipelines
+                .iter()
+                .flat_map(|p| p["units"].as_array().cloned().unwrap_or_default())
+                .collect(),
+            None => status["units"].as_array().cloned().unwrap_or_default(),
+        }
     }
 }
 
@@ -309,6 +326,8 @@ fn tail(path: &Path, lines: usize) -> String {
 /// The workers of one pipeline; on a failing test, prints their logs.
 struct Cluster {
     spec: PathBuf,
+    /// Instead of the spec: what workers of a whole cluster are given.
+    fleet: Option<Vec<String>>,
     dir: PathBuf,
     env: Vec<(&'static str, String)>,
     workers: Vec<Worker>,
@@ -317,12 +336,24 @@ struct Cluster {
 impl Cluster {
     /// Workers of `spec` (none started yet), with `s3`'s credentials.
     fn new(dir: &Path, spec: &Path, s3: &TestS3) -> Cluster {
-        Cluster { spec: spec.to_path_buf(), dir: dir.to_path_buf(), env: s3.env(), workers: vec![] }
+        Cluster {
+            spec: spec.to_path_buf(),
+            fleet: None,
+            dir: dir.to_path_buf(),
+            env: s3.env(),
+            workers: vec![],
+        }
     }
 
     /// Start worker `id` and wait until `/healthz` says it joined the group.
     fn add(&mut self, id: &str) {
-        let worker = Worker::start(&self.spec, &self.dir, id, &self.env);
+        let worker = match &self.fleet {
+            Some(args) => {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                Worker::launch(&args, &self.dir, id, &self.env)
+            }
+            None => Worker::start(&self.spec, &self.dir, id, &self.env),
+        };
         self.workers.push(worker);
         self.wait(&format!("worker {id}'s /healthz to answer 200"), Duration::from_secs(90), |c| {
             let worker = c.workers.last().unwrap();

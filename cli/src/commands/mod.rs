@@ -7,7 +7,8 @@
 //! * `serve` starts the HTTP API; `function` and `pipeline` are its
 //!   clients (`server` says which server);
 //! * `token` makes API tokens for `serve`'s tokens file;
-//! * `worker` runs a share of a pipeline in cluster mode;
+//! * `worker` runs a share of a pipeline in cluster mode, `cluster`
+//!   deploys to a cluster's control topic;
 //! * `wasm` (`inspect`, `componentize`) works on `.wasm` files;
 //! * `project` (`init`, `build`) makes and builds function projects;
 //! * `print` holds the tables and summaries.
@@ -15,6 +16,7 @@
 #[cfg(feature = "bench")]
 pub mod bench;
 pub mod checkpoints;
+pub mod cluster;
 pub mod function;
 pub mod pipeline;
 pub mod print;
@@ -75,6 +77,9 @@ pub enum Command {
     /// (cluster mode: Kafka in and out, state in shared storage; see
     /// docs/cluster.md), or ask a worker what it runs (`status`).
     Worker(worker::WorkerArgs),
+    /// What a cluster of `weir worker --cluster NAME` runs: deploy, stop,
+    /// start, delete, list (docs/cluster.md, "Control plane").
+    Cluster(cluster::ClusterCommandArgs),
     /// Inspect a pipeline's checkpoints and savepoints.
     Checkpoints {
         #[command(subcommand)]

@@ -1,6 +1,8 @@
 //! `weir worker`: run a share of a pipeline on this machine, with the
-//! other workers of the same spec (cluster mode, docs/cluster.md); and
-//! `weir worker status`: what a worker runs.
+//! other workers of the same spec (cluster mode, docs/cluster.md), or —
+//! with `--cluster NAME` and no spec — a share of every pipeline the
+//! cluster's control topic deploys; and `weir worker status`: what a
+//! worker runs.
 
 use std::io::Write as _;
 use std::net::SocketAddr;
@@ -9,7 +11,9 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use weir_host::cluster::{self, status, PlanError, Worker, WorkerConfig, WorkerStatus};
+use weir_host::cluster::{
+    self, status, Fleet, FleetConfig, PlanError, Worker, WorkerConfig, WorkerStatus,
+};
 use weir_host::specification::PipelineSpec;
 
 /// What `weir worker` takes.
@@ -37,6 +41,10 @@ pub struct WorkerArgs {
     /// checkpoint.
     #[arg(long, env = "WEIR_STOP_GRACE", value_parser = humantime::parse_duration)]
     stop_grace: Option<std::time::Duration>,
+    /// With `--cluster NAME` (and no spec): run every pipeline the
+    /// cluster's control topic deploys (`weir cluster deploy`).
+    #[command(flatten)]
+    cluster: super::cluster::ClusterArgs,
 }
 
 /// `weir worker` subcommands.
@@ -55,15 +63,52 @@ pub enum WorkerCommand {
 
 /// Run `weir worker`.
 pub fn execute(args: WorkerArgs) -> anyhow::Result<()> {
-    match (args.command, args.spec) {
-        (Some(WorkerCommand::Status { server, json }), _) => print_status(&server, json),
-        (None, Some(spec)) => {
+    let control = args.cluster.control()?;
+    match (args.command, args.spec, control) {
+        (Some(WorkerCommand::Status { server, json }), _, _) => print_status(&server, json),
+        (None, Some(_), Some(_)) => anyhow::bail!(
+            "give either a spec (one pipeline) or --cluster NAME (every pipeline the cluster deploys), not both"
+        ),
+        (None, Some(spec), None) => {
             run(spec, args.data_dir, args.listen, args.worker_id, args.stop_grace)
         }
-        (None, None) => anyhow::bail!(
-            "give the pipeline spec: weir worker pipeline.yaml (or weir worker status)"
+        (None, None, Some(control)) => {
+            let config = FleetConfig {
+                control,
+                functions: args.cluster.storage()?.to_string(),
+                worker_id: args.worker_id.unwrap_or_else(host_name),
+                data_dir: args.data_dir.unwrap_or_else(weir_host::config::default_data_dir),
+                natives: super::natives(),
+                stop_grace: args.stop_grace.unwrap_or(cluster::DEFAULT_STOP_GRACE),
+            };
+            run_fleet(config, args.listen)
+        }
+        (None, None, None) => anyhow::bail!(
+            "give the pipeline spec (weir worker pipeline.yaml), or the cluster (weir worker --cluster NAME), or ask a worker (weir worker status)"
         ),
     }
+}
+
+/// Run every pipeline `config`'s cluster deploys until SIGTERM or SIGINT.
+fn run_fleet(config: FleetConfig, listen: SocketAddr) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
+    let listener = std::net::TcpListener::bind(listen)
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    let worker_id = config.worker_id.clone();
+    let topic = config.control.topic().to_string();
+    let fleet = Fleet::new(config)?;
+    let address = status::serve(Arc::clone(&fleet) as Arc<dyn status::Reports>, listener)?;
+    eprintln!("weir worker {worker_id}: following the control topic {topic}");
+    println!("weir worker {worker_id} listening on http://{address}");
+    std::io::stdout().flush()?;
+    let shutdown = Arc::new(AtomicBool::new(false));
+    super::on_termination(Arc::clone(&shutdown))?;
+    let unclean = fleet.run(&shutdown)?;
+    if !unclean.is_empty() {
+        anyhow::bail!("stopped without a clean end — {}", unclean.join("; "));
+    }
+    Ok(())
 }
 
 fn run(
@@ -91,7 +136,7 @@ fn run(
         natives: super::natives(),
         stop_grace: stop_grace.unwrap_or(cluster::DEFAULT_STOP_GRACE),
     });
-    let address = status::serve(Arc::clone(&worker), listener)?;
+    let address = status::serve(Arc::clone(&worker) as Arc<dyn status::Reports>, listener)?;
     println!("weir worker {worker_id} listening on http://{address}");
     std::io::stdout().flush()?;
     let shutdown = Arc::new(AtomicBool::new(false));

@@ -32,6 +32,7 @@ pub use metadata::{
 };
 pub use reinstate::{restore, RestoreTarget};
 pub use settings::{CheckpointSettings, SettingsError};
+pub(crate) use storage::parse_store;
 pub use storage::{
     CheckpointError, CheckpointStorage, LocatedSnapshot, RetainReport, MAX_SNAPSHOT_ID,
 };

@@ -588,7 +588,9 @@ fn join(dir: &Path, name: &str) -> Path {
 }
 
 /// The store at `url`, how to name its root, and the path `url` names in it.
-fn parse_store(url: &str) -> Result<(Arc<dyn ObjectStore>, String, Path), CheckpointError> {
+pub(crate) fn parse_store(
+    url: &str,
+) -> Result<(Arc<dyn ObjectStore>, String, Path), CheckpointError> {
     let bad = |message: String| CheckpointError::Url { url: url.to_string(), message };
     let parsed = url::Url::parse(url).map_err(|e| bad(e.to_string()))?;
     if parsed.scheme() == "file" {

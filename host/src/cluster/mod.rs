@@ -10,18 +10,26 @@
 //! * `topics`: the exchange and units topics, created or checked;
 //! * `worker`: membership in the pipeline's consumer group, and the units
 //!   the group gives this worker, started and stopped;
-//! * `status`: what a worker reports (`/healthz`, `/metrics`, `/v1/worker`).
+//! * `status`: what a worker reports (`/healthz`, `/metrics`, `/v1/worker`);
+//! * [`control`]: a cluster's control topic (what is deployed), [`blobs`]:
+//!   its functions in object storage by SHA-256, and [`fleet`]: a worker
+//!   of every pipeline the control topic deploys (`weir worker --cluster`).
 //!
 //! Nothing here coordinates workers itself: Kafka's group protocol assigns
 //! units, Kafka transactions fence zombies, object storage holds state.
 
 pub mod admission;
+pub mod blobs;
+pub mod control;
 pub mod fingerprint;
+pub mod fleet;
 pub mod plan;
 pub mod status;
 pub mod topics;
 pub mod worker;
 
 pub use crate::specification::ClusterSettings;
+pub use control::{ControlTopic, Deployment, Desired};
+pub use fleet::{Fleet, FleetConfig, FleetError, FleetStatus};
 pub use plan::{plan, ClusterPlan, ExchangeTopic, PlanError, Unit, UnitRole};
 pub use worker::{Worker, WorkerConfig, WorkerError, WorkerStatus, DEFAULT_STOP_GRACE};

@@ -1,7 +1,8 @@
 //! What a worker serves: `GET /healthz` (200 once it has joined its
 //! group), `GET /metrics` (Prometheus text: its units and what each has
-//! done) and `GET /v1/worker` (the same as JSON, [`WorkerStatus`]). Read
-//! only: nothing here changes what the worker runs.
+//! done) and `GET /v1/worker` (the same as JSON: [`WorkerStatus`], or
+//! [`FleetStatus`] for a worker of a whole cluster). Read only: nothing
+//! here changes what the worker runs.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -13,11 +14,50 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
 
+use super::fleet::{Fleet, FleetStatus};
 use super::worker::{Worker, WorkerStatus};
+
+/// What a worker process reports: one pipeline's [`Worker`], or a
+/// cluster's [`Fleet`].
+pub trait Reports: Send + Sync + 'static {
+    /// Whether it has joined its group(s).
+    fn joined(&self) -> bool;
+    /// `/v1/worker`'s body.
+    fn report(&self) -> serde_json::Value;
+    /// The status of each pipeline it runs.
+    fn pipelines(&self) -> Vec<WorkerStatus>;
+}
+
+impl Reports for Worker {
+    fn joined(&self) -> bool {
+        Worker::joined(self)
+    }
+    fn report(&self) -> serde_json::Value {
+        serde_json::to_value(self.status()).unwrap_or_default()
+    }
+    fn pipelines(&self) -> Vec<WorkerStatus> {
+        vec![self.status()]
+    }
+}
+
+impl Reports for Fleet {
+    fn joined(&self) -> bool {
+        Fleet::joined(self)
+    }
+    fn report(&self) -> serde_json::Value {
+        serde_json::to_value::<FleetStatus>(self.status()).unwrap_or_default()
+    }
+    fn pipelines(&self) -> Vec<WorkerStatus> {
+        self.status().pipelines.into_iter().map(|p| p.worker).collect()
+    }
+}
 
 /// Serve `worker`'s status on `listener` (on a thread of its own, until
 /// the process ends).
-pub fn serve(worker: Arc<Worker>, listener: std::net::TcpListener) -> std::io::Result<SocketAddr> {
+pub fn serve(
+    worker: Arc<dyn Reports>,
+    listener: std::net::TcpListener,
+) -> std::io::Result<SocketAddr> {
     let address = listener.local_addr()?;
     listener.set_nonblocking(true)?;
     let app = Router::new()
@@ -41,7 +81,7 @@ pub fn serve(worker: Arc<Worker>, listener: std::net::TcpListener) -> std::io::R
     Ok(address)
 }
 
-async fn healthz(State(worker): State<Arc<Worker>>) -> impl IntoResponse {
+async fn healthz(State(worker): State<Arc<dyn Reports>>) -> impl IntoResponse {
     if worker.joined() {
         (StatusCode::OK, "ok")
     } else {
@@ -49,21 +89,28 @@ async fn healthz(State(worker): State<Arc<Worker>>) -> impl IntoResponse {
     }
 }
 
-async fn status(State(worker): State<Arc<Worker>>) -> Json<WorkerStatus> {
-    Json(worker.status())
+async fn status(State(worker): State<Arc<dyn Reports>>) -> Json<serde_json::Value> {
+    Json(worker.report())
 }
 
-async fn metrics(State(worker): State<Arc<Worker>>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], prometheus(&worker.status()))
+async fn metrics(State(worker): State<Arc<dyn Reports>>) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], prometheus(&worker.pipelines()))
 }
 
-/// `status` in Prometheus' text format.
-pub fn prometheus(status: &WorkerStatus) -> String {
+/// The status of each pipeline a worker runs in Prometheus' text format.
+pub fn prometheus(statuses: &[WorkerStatus]) -> String {
     let mut out = String::new();
-    let worker = &status.worker_id;
     let _ = writeln!(out, "# HELP weir_worker_units Units this worker runs.");
     let _ = writeln!(out, "# TYPE weir_worker_units gauge");
-    let _ = writeln!(out, "weir_worker_units{{worker=\"{worker}\"}} {}", status.units.len());
+    for status in statuses {
+        let _ = writeln!(
+            out,
+            "weir_worker_units{{worker=\"{}\",pipeline=\"{}\"}} {}",
+            status.worker_id,
+            status.pipeline,
+            status.units.len()
+        );
+    }
     type Value = fn(&super::worker::UnitStatus) -> Option<f64>;
     let series: [(&str, &str, &str, Value); 8] = [
         (
@@ -109,13 +156,15 @@ pub fn prometheus(status: &WorkerStatus) -> String {
     for (name, kind, help, value) in series {
         let _ = writeln!(out, "# HELP {name} {help}");
         let _ = writeln!(out, "# TYPE {name} {kind}");
-        for unit in &status.units {
-            if let Some(value) = value(unit) {
-                let _ = writeln!(
-                    out,
-                    "{name}{{worker=\"{worker}\",unit=\"{}\",role=\"{}\"}} {value}",
-                    unit.unit, unit.role
-                );
+        for status in statuses {
+            for unit in &status.units {
+                if let Some(value) = value(unit) {
+                    let _ = writeln!(
+                        out,
+                        "{name}{{worker=\"{}\",pipeline=\"{}\",unit=\"{}\",role=\"{}\"}} {value}",
+                        status.worker_id, status.pipeline, unit.unit, unit.role
+                    );
+                }
             }
         }
     }

@@ -7,6 +7,8 @@
 //! changed under workers or topics that kept the old one: refused, naming
 //! the way out.
 
+use std::collections::BTreeMap;
+
 use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::BaseConsumer;
@@ -40,8 +42,25 @@ pub enum TopicError {
 /// plan the group runs is recorded on it ([`super::admission`]) before a
 /// worker creates or changes anything else.
 pub fn create_units_topic(plan: &ClusterPlan) -> Result<(), TopicError> {
-    let (admin, runtime) = admin(plan)?;
-    create(plan, &admin, &runtime, &[units_topic(plan)])
+    let (admin, runtime) = admin(&plan.bootstrap_servers, &plan.properties)?;
+    create(replication(plan), &admin, &runtime, &[units_topic(plan)])
+}
+
+/// Create the compacted, one-partition topic `name` on `bootstrap_servers`
+/// if it is missing (a cluster's control topic, [`super::control`]).
+pub fn create_compacted(
+    bootstrap_servers: &str,
+    properties: &BTreeMap<String, String>,
+    name: &str,
+) -> Result<(), TopicError> {
+    let (admin, runtime) = admin(bootstrap_servers, properties)?;
+    let wanted = Wanted {
+        name: name.to_string(),
+        partitions: 1,
+        configs: vec![("cleanup.policy", "compact")],
+        why: "the cluster's control records",
+    };
+    create(-1, &admin, &runtime, &[wanted])
 }
 
 /// Create the plan's exchange and units topics where missing; check the
@@ -65,8 +84,8 @@ pub fn ensure(plan: &ClusterPlan) -> Result<(), TopicError> {
         })
         .collect();
     wanted.push(units_topic(plan));
-    let (admin, runtime) = admin(plan)?;
-    create(plan, &admin, &runtime, &wanted)?;
+    let (admin, runtime) = admin(&plan.bootstrap_servers, &plan.properties)?;
+    create(replication(plan), &admin, &runtime, &wanted)?;
     let options = AdminOptions::new().request_timeout(Some(CALL_TIMEOUT));
     let reader: BaseConsumer = client_config(&plan.bootstrap_servers, &[], &plan.properties)
         .create()
@@ -115,12 +134,18 @@ fn units_topic(plan: &ClusterPlan) -> Wanted<'static> {
     }
 }
 
-/// An admin client of the plan's brokers, and a runtime to wait on it.
+/// The replication factor of the plan's topics (`-1`: the broker's default).
+fn replication(plan: &ClusterPlan) -> i32 {
+    plan.settings.replication_factor.map_or(-1, i32::from)
+}
+
+/// An admin client of `bootstrap_servers`, and a runtime to wait on it.
 fn admin(
-    plan: &ClusterPlan,
+    bootstrap_servers: &str,
+    properties: &BTreeMap<String, String>,
 ) -> Result<(AdminClient<DefaultClientContext>, tokio::runtime::Runtime), TopicError> {
     let admin: AdminClient<DefaultClientContext> =
-        client_config(&plan.bootstrap_servers, &[], &plan.properties)
+        client_config(bootstrap_servers, &[], properties)
             .create()
             .map_err(kafka_error("creating the admin client"))?;
     let runtime =
@@ -130,14 +155,14 @@ fn admin(
     Ok((admin, runtime))
 }
 
-/// Create the topics of `wanted` that do not exist.
+/// Create the topics of `wanted` that do not exist, replicated
+/// `replication` times (`-1`: the broker's default).
 fn create(
-    plan: &ClusterPlan,
+    replication: i32,
     admin: &AdminClient<DefaultClientContext>,
     runtime: &tokio::runtime::Runtime,
     wanted: &[Wanted<'_>],
 ) -> Result<(), TopicError> {
-    let replication = plan.settings.replication_factor.map_or(-1, i32::from);
     let topics: Vec<NewTopic<'_>> = wanted
         .iter()
         .map(|w| {
@@ -153,7 +178,7 @@ fn create(
     let options = AdminOptions::new().request_timeout(Some(CALL_TIMEOUT));
     let results = runtime
         .block_on(admin.create_topics(&topics, &options))
-        .map_err(kafka_error("creating the exchange and units topics"))?;
+        .map_err(kafka_error("creating topics"))?;
     for result in results {
         match result {
             Ok(topic) => tracing::info!(topic, "topic created"),

@@ -1,0 +1,165 @@
+//! `weir cluster`: what a cluster of `weir worker --cluster NAME` runs —
+//! deploy a pipeline (its functions stored in the cluster's storage by
+//! SHA-256, its spec and version written to the cluster's control topic),
+//! stop, start, delete, list (docs/cluster.md, "Control plane").
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use weir_host::cluster::blobs::FunctionBlobs;
+use weir_host::cluster::fleet::deployment_of;
+use weir_host::cluster::{ControlTopic, Deployment, Desired};
+
+/// Which cluster: its name, its Kafka and its storage.
+#[derive(clap::Args, Clone)]
+pub struct ClusterArgs {
+    /// The cluster's name: its control topic is `weir-<name>-control`.
+    #[arg(long, env = "WEIR_CLUSTER", global = true)]
+    pub cluster: Option<String>,
+    /// The Kafka brokers of the control topic (`host:port,…`).
+    #[arg(
+        long,
+        env = "WEIR_CLUSTER_BOOTSTRAP_SERVERS",
+        default_value = "127.0.0.1:9092",
+        global = true
+    )]
+    pub bootstrap_servers: String,
+    /// Where the cluster keeps its functions (`s3://bucket/prefix`,
+    /// `file:///dir`; credentials as for checkpoint storage).
+    #[arg(long, env = "WEIR_CLUSTER_STORAGE", global = true)]
+    pub storage: Option<String>,
+}
+
+impl ClusterArgs {
+    /// The control topic, when `--cluster` is given.
+    pub fn control(&self) -> anyhow::Result<Option<ControlTopic>> {
+        let Some(name) = &self.cluster else { return Ok(None) };
+        Ok(Some(ControlTopic::new(name, &self.bootstrap_servers, BTreeMap::new())?))
+    }
+
+    /// The storage URL, which a cluster needs.
+    pub fn storage(&self) -> anyhow::Result<&str> {
+        self.storage.as_deref().context(
+            "give the cluster's storage: --storage s3://bucket/prefix (or WEIR_CLUSTER_STORAGE)",
+        )
+    }
+
+    fn require(&self) -> anyhow::Result<ControlTopic> {
+        self.control()?.context("give the cluster: --cluster NAME (or WEIR_CLUSTER)")
+    }
+}
+
+/// What `weir cluster` takes.
+#[derive(clap::Args)]
+pub struct ClusterCommandArgs {
+    #[command(subcommand)]
+    command: ClusterCommand,
+    #[command(flatten)]
+    cluster: ClusterArgs,
+}
+
+/// `weir cluster` subcommands.
+#[derive(clap::Subcommand)]
+enum ClusterCommand {
+    /// Deploy a pipeline spec (or a new version of it): its `wasm:`
+    /// functions are stored in the cluster, the workers run it.
+    Deploy {
+        /// The spec; relative function paths are read from its directory.
+        spec: PathBuf,
+    },
+    /// Stop a pipeline on every worker (each unit with a final checkpoint).
+    Stop {
+        /// The pipeline.
+        name: String,
+    },
+    /// Start a stopped pipeline again (from its checkpoints).
+    Start {
+        /// The pipeline.
+        name: String,
+    },
+    /// Delete a pipeline from the cluster (its workers stop it; its
+    /// checkpoints stay in storage).
+    Delete {
+        /// The pipeline.
+        name: String,
+    },
+    /// List the deployed pipelines.
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Run `weir cluster`.
+pub fn execute(args: ClusterCommandArgs) -> anyhow::Result<()> {
+    let control = args.cluster.require()?;
+    control.ensure()?;
+    let deployed = control.read_all()?;
+    let existing = |name: &str| -> anyhow::Result<&Deployment> {
+        deployed.get(name).with_context(|| format!("no pipeline {name} in {}", control.topic()))
+    };
+    match args.command {
+        ClusterCommand::Deploy { spec } => {
+            let text = std::fs::read_to_string(&spec)
+                .with_context(|| format!("reading {}", spec.display()))?;
+            let base = spec.parent().map(PathBuf::from).unwrap_or_default();
+            let blobs = FunctionBlobs::open(args.cluster.storage()?)?;
+            let mut deployment = deployment_of(&text, &base, &blobs, 1, Desired::Running)?;
+            deployment.version =
+                deployed.get(&deployment.pipeline).map_or(1, |earlier| earlier.version + 1);
+            control.publish(&deployment)?;
+            println!(
+                "deployed {} version {} to {}",
+                deployment.pipeline,
+                deployment.version,
+                control.topic()
+            );
+        }
+        ClusterCommand::Stop { name } => change(&control, existing(&name)?, Desired::Stopped)?,
+        ClusterCommand::Start { name } => change(&control, existing(&name)?, Desired::Running)?,
+        ClusterCommand::Delete { name } => {
+            existing(&name)?;
+            control.remove(&name)?;
+            println!("deleted {name} from {}", control.topic());
+        }
+        ClusterCommand::List { json } => {
+            if json {
+                println!("{}", serde_json::to_string_pretty(&deployed)?);
+            } else {
+                println!("{:<32} {:>8} {:<8} functions", "pipeline", "version", "desired");
+                for d in deployed.values() {
+                    let desired = match d.desired {
+                        Desired::Running => "running",
+                        Desired::Stopped => "stopped",
+                    };
+                    let functions: Vec<String> =
+                        d.functions.iter().map(|(f, sha)| format!("{f}={}", &sha[..12])).collect();
+                    println!(
+                        "{:<32} {:>8} {:<8} {}",
+                        d.pipeline,
+                        d.version,
+                        desired,
+                        functions.join(" ")
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Write `deployment` again as the next version, `desired`.
+fn change(control: &ControlTopic, deployment: &Deployment, desired: Desired) -> anyhow::Result<()> {
+    let next = Deployment { version: deployment.version + 1, desired, ..deployment.clone() };
+    control.publish(&next)?;
+    println!(
+        "{} version {} is now {:?} in {}",
+        next.pipeline,
+        next.version,
+        desired,
+        control.topic()
+    );
+    Ok(())
+}

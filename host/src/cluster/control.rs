@@ -1,0 +1,303 @@
+//! A cluster's control topic: which pipelines are deployed, at which
+//! version, in which desired state (docs/cluster.md, "Control plane").
+//!
+//! `weir-<cluster>-control` is a compacted topic of one partition. Each
+//! record's key is `pipeline/<name>` and its value a [`Deployment`] as JSON;
+//! a tombstone (no value) deletes the pipeline. Writers use an idempotent
+//! producer and wait for each write; readers read from the start, so a
+//! worker started at any time learns everything deployed, then follow.
+//! The function a deployment names is stored once in object storage under
+//! its SHA-256 ([`super::blobs`]), so every worker runs exactly the bytes
+//! that were deployed.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::{Message, Offset, TopicPartitionList};
+use serde::{Deserialize, Serialize};
+
+use super::topics::{self, TopicError};
+use crate::connectors::kafka::{client_config, kafka_error, CALL_TIMEOUT};
+use crate::connectors::ConnectorError;
+
+/// The key prefix of a pipeline's record.
+const PIPELINE_KEY: &str = "pipeline/";
+
+/// What a pipeline should be doing, as the control topic says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Desired {
+    /// Its units run on the workers.
+    Running,
+    /// Its units are stopped (each with a final checkpoint); its state is
+    /// kept for a later start.
+    Stopped,
+}
+
+/// One deployed pipeline in the control topic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Deployment {
+    /// The pipeline's name (the spec's `name`).
+    pub pipeline: String,
+    /// 1 at deploy, higher with every change: a worker runs the newest.
+    pub version: u64,
+    /// What it should be doing.
+    pub desired: Desired,
+    /// The spec (YAML or JSON text). Its functions are given by
+    /// `functions`, not by the paths the text may name.
+    pub spec: String,
+    /// The SHA-256 (hex) of each function, by spec field (`key`,
+    /// `process`, `nodes.<name>`, …), stored in the cluster's blobs.
+    pub functions: BTreeMap<String, String>,
+}
+
+/// Why the control topic could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    /// Kafka failed or refused.
+    #[error(transparent)]
+    Kafka(#[from] ConnectorError),
+    /// The topic could not be created.
+    #[error(transparent)]
+    Topic(#[from] TopicError),
+    /// A cluster name that cannot make a topic name.
+    #[error("cluster name {0:?}: use {rule}", rule = crate::names::NAME_RULE)]
+    InvalidName(String),
+    /// A record that is not a deployment.
+    #[error("control topic {topic} offset {offset}: {message}; a record Weir did not write? Delete it (a tombstone for its key) to go on")]
+    Corrupt {
+        /// The topic.
+        topic: String,
+        /// Where.
+        offset: i64,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The control topic of one cluster on one Kafka cluster.
+#[derive(Debug, Clone)]
+pub struct ControlTopic {
+    bootstrap_servers: String,
+    properties: BTreeMap<String, String>,
+    topic: String,
+}
+
+impl ControlTopic {
+    /// The control topic of cluster `cluster` on `bootstrap_servers`.
+    pub fn new(
+        cluster: &str,
+        bootstrap_servers: &str,
+        properties: BTreeMap<String, String>,
+    ) -> Result<Self, ControlError> {
+        if !crate::names::is_valid_name(cluster) {
+            return Err(ControlError::InvalidName(cluster.chars().take(80).collect()));
+        }
+        Ok(ControlTopic {
+            bootstrap_servers: bootstrap_servers.to_string(),
+            properties,
+            topic: format!("weir-{cluster}-control"),
+        })
+    }
+
+    /// The topic's name.
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    /// The brokers it lives on.
+    pub fn bootstrap_servers(&self) -> &str {
+        &self.bootstrap_servers
+    }
+
+    /// Create the topic if it is missing.
+    pub fn ensure(&self) -> Result<(), ControlError> {
+        Ok(topics::create_compacted(&self.bootstrap_servers, &self.properties, &self.topic)?)
+    }
+
+    /// Write `deployment` (replacing the pipeline's earlier record).
+    pub fn publish(&self, deployment: &Deployment) -> Result<(), ControlError> {
+        let value = serde_json::to_vec(deployment).map_err(|e| ControlError::Corrupt {
+            topic: self.topic.clone(),
+            offset: -1,
+            message: e.to_string(),
+        })?;
+        self.write(&deployment.pipeline, Some(&value))
+    }
+
+    /// Delete pipeline `name`'s record (a tombstone).
+    pub fn remove(&self, name: &str) -> Result<(), ControlError> {
+        self.write(name, None)
+    }
+
+    fn write(&self, pipeline: &str, value: Option<&[u8]>) -> Result<(), ControlError> {
+        let producer: BaseProducer = client_config(
+            &self.bootstrap_servers,
+            &[("enable.idempotence", "true")],
+            &self.properties,
+        )
+        .create()
+        .map_err(kafka_error("creating the control topic's producer"))?;
+        let key = format!("{PIPELINE_KEY}{pipeline}");
+        let mut record = BaseRecord::<str, [u8]>::to(&self.topic).key(key.as_str());
+        if let Some(value) = value {
+            record = record.payload(value);
+        }
+        producer
+            .send(record)
+            .map_err(|(error, _)| error)
+            .map_err(kafka_error(format!("writing {key} to {}", self.topic)))?;
+        producer
+            .flush(CALL_TIMEOUT)
+            .map_err(kafka_error(format!("writing {key} to {}", self.topic)))?;
+        Ok(())
+    }
+
+    /// A reader of the topic from its start.
+    pub fn reader(&self) -> Result<ControlReader, ControlError> {
+        // Partitions are assigned, not subscribed: the group id is only a
+        // name the client needs; nothing is joined or committed under it.
+        let group = format!("{}-reader", self.topic);
+        let ours = [
+            ("group.id", group.as_str()),
+            ("enable.auto.commit", "false"),
+            ("enable.partition.eof", "false"),
+        ];
+        let consumer: BaseConsumer =
+            client_config(&self.bootstrap_servers, &ours, &self.properties)
+                .create()
+                .map_err(kafka_error("creating the control topic's reader"))?;
+        let mut assignment = TopicPartitionList::new();
+        assignment
+            .add_partition_offset(&self.topic, 0, Offset::Beginning)
+            .map_err(kafka_error(format!("reading {}", self.topic)))?;
+        consumer.assign(&assignment).map_err(kafka_error(format!("reading {}", self.topic)))?;
+        Ok(ControlReader { consumer, topic: self.topic.clone(), deployments: BTreeMap::new() })
+    }
+
+    /// Everything deployed now: the topic read to its end.
+    pub fn read_all(&self) -> Result<BTreeMap<String, Deployment>, ControlError> {
+        let mut reader = self.reader()?;
+        reader.catch_up()?;
+        Ok(reader.deployments)
+    }
+}
+
+/// Follows a control topic: the deployments as of what it has read.
+pub struct ControlReader {
+    consumer: BaseConsumer,
+    topic: String,
+    deployments: BTreeMap<String, Deployment>,
+}
+
+impl ControlReader {
+    /// The deployments read so far, by pipeline.
+    pub fn deployments(&self) -> &BTreeMap<String, Deployment> {
+        &self.deployments
+    }
+
+    /// Read what arrived within `wait`; whether anything changed.
+    pub fn poll(&mut self, wait: Duration) -> Result<bool, ControlError> {
+        let mut changed = false;
+        let mut wait = wait;
+        while let Some(message) = self.consumer.poll(wait) {
+            let message = message.map_err(kafka_error(format!("reading {}", self.topic)))?;
+            let (key, value, offset) = (message.key(), message.payload(), message.offset());
+            changed |= apply(&mut self.deployments, &self.topic, key, value, offset)?;
+            wait = Duration::ZERO;
+        }
+        Ok(changed)
+    }
+
+    /// Read up to the topic's end as of now.
+    pub fn catch_up(&mut self) -> Result<(), ControlError> {
+        let (start, end) = self
+            .consumer
+            .fetch_watermarks(&self.topic, 0, CALL_TIMEOUT)
+            .map_err(kafka_error(format!("reading the end of {}", self.topic)))?;
+        if end <= start {
+            return Ok(());
+        }
+        let deadline = std::time::Instant::now() + CALL_TIMEOUT;
+        loop {
+            let position = self
+                .consumer
+                .position()
+                .ok()
+                .and_then(|list| list.find_partition(&self.topic, 0)?.offset().to_raw())
+                .unwrap_or(0);
+            if position >= end {
+                return Ok(());
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(ConnectorError::Kafka {
+                    what: format!("reading {} to its end (offset {end})", self.topic),
+                    message: format!("still at offset {position} after {CALL_TIMEOUT:?}"),
+                }
+                .into());
+            }
+            self.poll(Duration::from_millis(200))?;
+        }
+    }
+}
+
+/// Apply the record at `offset` of `topic` to `deployments`; whether it
+/// changed one.
+fn apply(
+    deployments: &mut BTreeMap<String, Deployment>,
+    topic: &str,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    offset: i64,
+) -> Result<bool, ControlError> {
+    let corrupt =
+        |message: String| ControlError::Corrupt { topic: topic.to_string(), offset, message };
+    let key = key.and_then(|k| std::str::from_utf8(k).ok()).unwrap_or_default();
+    let Some(name) = key.strip_prefix(PIPELINE_KEY) else {
+        return Err(corrupt(format!("key {key:?} is not pipeline/<name>")));
+    };
+    let Some(value) = value else {
+        return Ok(deployments.remove(name).is_some());
+    };
+    let deployment: Deployment =
+        serde_json::from_slice(value).map_err(|e| corrupt(e.to_string()))?;
+    if deployment.pipeline != name {
+        return Err(corrupt(format!("the record of {name:?} deploys {:?}", deployment.pipeline)));
+    }
+    let changed = deployments.get(name) != Some(&deployment);
+    deployments.insert(name.to_string(), deployment);
+    Ok(changed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_deploy_change_and_delete_and_strangers_are_refused() {
+        let mut deployed = BTreeMap::new();
+        let orders = Deployment {
+            pipeline: "orders".into(),
+            version: 1,
+            desired: Desired::Running,
+            spec: "name: orders".into(),
+            functions: BTreeMap::from([("key".into(), "ab".repeat(32))]),
+        };
+        let json = serde_json::to_vec(&orders).unwrap();
+        let key = Some(&b"pipeline/orders"[..]);
+        assert!(apply(&mut deployed, "t", key, Some(&json), 0).unwrap());
+        assert!(!apply(&mut deployed, "t", key, Some(&json), 1).unwrap(), "the same again");
+        assert_eq!(deployed["orders"], orders);
+        let error = apply(&mut deployed, "t", Some(&b"pipeline/other"[..]), Some(&json), 2);
+        assert!(matches!(error, Err(ControlError::Corrupt { offset: 2, .. })), "{error:?}");
+        let error = apply(&mut deployed, "t", Some(&b"junk"[..]), Some(b"{}"), 3);
+        assert!(error.unwrap_err().to_string().contains("offset 3"));
+        assert!(apply(&mut deployed, "t", key, None, 4).unwrap(), "a tombstone deletes");
+        assert!(deployed.is_empty());
+        assert!(ControlTopic::new("Bad Name", "b:1", BTreeMap::new()).is_err());
+        let topic = ControlTopic::new("prod", "b:1", BTreeMap::new()).unwrap();
+        assert_eq!(topic.topic(), "weir-prod-control");
+    }
+}

@@ -1,0 +1,380 @@
+//! A worker of a whole cluster (`weir worker --cluster NAME`): it runs
+//! every pipeline the cluster's control topic says is running, each as a
+//! [`Worker`] in that pipeline's own group, and follows the topic — a new
+//! deployment is started, a new version switched to, a stopped or deleted
+//! pipeline stopped (its units with final checkpoints).
+//!
+//! A switch happens at a consistent point without a protocol of Weir's
+//! own: every worker stops the old version's units (each commits a final
+//! checkpoint) and leaves its group; a worker of the new version is
+//! admitted only once the group is empty ([`super::admission`]) and then
+//! restores every unit from those checkpoints, by stage `uid`. Until the
+//! last worker of the old version has left, the new one waits and tries
+//! again; a worker killed meanwhile leaves the group at its session
+//! timeout.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::blobs::{BlobError, FunctionBlobs};
+use super::control::{ControlError, ControlTopic, Deployment, Desired};
+use super::worker::{Worker, WorkerConfig, WorkerError, WorkerStatus};
+use super::{plan, PlanError};
+use crate::connectors::kafka::KafkaSourceConfig;
+use crate::runtime::native::NativeCatalog;
+use crate::specification::{PipelineSpec, SpecError};
+
+/// How often the control topic is read.
+const POLL: Duration = Duration::from_millis(500);
+
+/// How long a pipeline whose worker could not start (another version's
+/// members still in the group, a broker away) waits before it is tried
+/// again.
+const RETRY: Duration = Duration::from_secs(3);
+
+/// What a cluster worker needs.
+pub struct FleetConfig {
+    /// The cluster's control topic.
+    pub control: ControlTopic,
+    /// Where the cluster's functions are (`s3://bucket/prefix`, …).
+    pub functions: String,
+    /// This worker's id.
+    pub worker_id: String,
+    /// Its local scratch (functions fetched, RocksDB working copies).
+    pub data_dir: PathBuf,
+    /// Native functions specs may name.
+    pub natives: NativeCatalog,
+    /// How long stopping a unit waits for its final checkpoint.
+    pub stop_grace: Duration,
+}
+
+/// Why a deployment cannot run here.
+#[derive(Debug, thiserror::Error)]
+pub enum FleetError {
+    /// The control topic failed.
+    #[error(transparent)]
+    Control(#[from] ControlError),
+    /// A function could not be fetched.
+    #[error(transparent)]
+    Blob(#[from] BlobError),
+    /// The deployed spec is not valid.
+    #[error("pipeline {pipeline}: {source}")]
+    Spec {
+        /// The pipeline.
+        pipeline: String,
+        /// Why.
+        source: SpecError,
+    },
+    /// The deployed spec cannot be cut into units.
+    #[error("pipeline {pipeline}: {source}")]
+    Plan {
+        /// The pipeline.
+        pipeline: String,
+        /// Why.
+        source: PlanError,
+    },
+    /// A function field the deployment gives no stored function for.
+    #[error("pipeline {pipeline}: {field} names no function stored in the cluster (deploy it with its function uploaded)")]
+    Unstored {
+        /// The pipeline.
+        pipeline: String,
+        /// The spec field.
+        field: String,
+    },
+    /// A local file could not be written.
+    #[error("writing {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// What a cluster worker reports (`GET /v1/worker`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FleetStatus {
+    /// The worker's id.
+    pub worker_id: String,
+    /// The control topic it follows.
+    pub control_topic: String,
+    /// Each pipeline it runs, at the version it runs.
+    pub pipelines: Vec<FleetPipeline>,
+    /// Pipelines that cannot run here now, and why.
+    pub waiting: BTreeMap<String, String>,
+}
+
+/// One pipeline a cluster worker runs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FleetPipeline {
+    /// The version of the deployment.
+    pub version: u64,
+    /// Its worker's status.
+    #[serde(flatten)]
+    pub worker: WorkerStatus,
+}
+
+/// A pipeline's worker running here.
+struct Member {
+    version: u64,
+    worker: Arc<Worker>,
+    shutdown: Arc<AtomicBool>,
+    thread: JoinHandle<Result<(), WorkerError>>,
+}
+
+/// A worker of every pipeline a cluster runs.
+pub struct Fleet {
+    config: FleetConfig,
+    blobs: FunctionBlobs,
+    members: Mutex<BTreeMap<String, Member>>,
+    /// Pipelines not running here, why, and when to try again.
+    waiting: Mutex<BTreeMap<String, (String, Instant)>>,
+    /// The control topic has been read to its end once.
+    caught_up: AtomicBool,
+}
+
+impl Fleet {
+    /// A worker of `config`'s cluster, running nothing yet.
+    pub fn new(config: FleetConfig) -> Result<Arc<Self>, FleetError> {
+        let blobs = FunctionBlobs::open(&config.functions)?;
+        Ok(Arc::new(Fleet {
+            config,
+            blobs,
+            members: Mutex::default(),
+            waiting: Mutex::default(),
+            caught_up: AtomicBool::new(false),
+        }))
+    }
+
+    fn members(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Member>> {
+        self.members.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn waiting(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, (String, Instant)>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether it has read the control topic and every pipeline it runs
+    /// has joined its group.
+    pub fn joined(&self) -> bool {
+        self.caught_up.load(Ordering::Relaxed) && self.members().values().all(|m| m.worker.joined())
+    }
+
+    /// What it runs.
+    pub fn status(&self) -> FleetStatus {
+        let pipelines = self
+            .members()
+            .values()
+            .map(|m| FleetPipeline { version: m.version, worker: m.worker.status() })
+            .collect();
+        let waiting =
+            self.waiting().iter().map(|(name, (why, _))| (name.clone(), why.clone())).collect();
+        FleetStatus {
+            worker_id: self.config.worker_id.clone(),
+            control_topic: self.config.control.topic().to_string(),
+            pipelines,
+            waiting,
+        }
+    }
+
+    /// Follow the control topic and run what it deploys until `shutdown`
+    /// is set; then stop every pipeline (final checkpoints). The pipelines
+    /// whose stop was not clean, if any.
+    pub fn run(&self, shutdown: &AtomicBool) -> Result<Vec<String>, FleetError> {
+        self.config.control.ensure()?;
+        let mut reader = self.config.control.reader()?;
+        reader.catch_up()?;
+        self.caught_up.store(true, Ordering::Relaxed);
+        tracing::info!(
+            topic = self.config.control.topic(),
+            deployed = reader.deployments().len(),
+            "cluster worker following the control topic"
+        );
+        while !shutdown.load(Ordering::Relaxed) {
+            self.reconcile(reader.deployments());
+            if let Err(error) = reader.poll(POLL) {
+                tracing::warn!(%error, "reading the control topic; trying again");
+                std::thread::sleep(POLL);
+            }
+        }
+        let names: Vec<String> = self.members().keys().cloned().collect();
+        Ok(self.stop(&names))
+    }
+
+    /// Make what runs here match `deployments`.
+    fn reconcile(&self, deployments: &BTreeMap<String, Deployment>) {
+        // Pipelines whose worker ended on its own (an error): retried later.
+        let ended: Vec<String> = self
+            .members()
+            .iter()
+            .filter(|(_, m)| m.thread.is_finished())
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in ended {
+            if let Some(member) = self.members().remove(&name) {
+                let why = match member.thread.join() {
+                    Ok(Ok(())) => "its worker ended".to_string(),
+                    Ok(Err(error)) => error.to_string(),
+                    Err(_) => "its worker panicked".to_string(),
+                };
+                tracing::warn!(pipeline = %name, %why, ?RETRY, "pipeline worker ended; starting it again");
+                self.waiting().insert(name, (why, Instant::now() + RETRY));
+            }
+        }
+        // Changed, stopped or deleted: stopped here (all at once).
+        let outdated: Vec<String> = self
+            .members()
+            .iter()
+            .filter(|(name, member)| {
+                deployments
+                    .get(*name)
+                    .is_none_or(|d| d.desired != Desired::Running || d.version != member.version)
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        if !outdated.is_empty() {
+            for unclean in self.stop(&outdated) {
+                tracing::warn!(%unclean, "a pipeline's units stopped without final checkpoints");
+            }
+        }
+        self.waiting().retain(|name, _| deployments.contains_key(name));
+        for (name, deployment) in deployments {
+            let due = self.waiting().get(name).is_none_or(|(_, at)| Instant::now() >= *at);
+            if deployment.desired != Desired::Running || self.members().contains_key(name) || !due {
+                continue;
+            }
+            match self.start(deployment) {
+                Ok(member) => {
+                    tracing::info!(pipeline = %name, version = deployment.version, "pipeline started here");
+                    self.waiting().remove(name);
+                    self.members().insert(name.clone(), member);
+                }
+                Err(error) => {
+                    tracing::warn!(pipeline = %name, %error, ?RETRY, "pipeline cannot start here yet");
+                    self.waiting()
+                        .insert(name.clone(), (error.to_string(), Instant::now() + RETRY));
+                }
+            }
+        }
+    }
+
+    /// Stop the pipelines `names` runs here, all at once; those whose
+    /// stop was not clean, with why.
+    fn stop(&self, names: &[String]) -> Vec<String> {
+        let members: Vec<(String, Member)> = {
+            let mut members = self.members();
+            names.iter().filter_map(|n| Some((n.clone(), members.remove(n)?))).collect()
+        };
+        for (_, member) in &members {
+            member.shutdown.store(true, Ordering::Relaxed);
+        }
+        members
+            .into_iter()
+            .filter_map(|(name, member)| match member.thread.join() {
+                Ok(Ok(())) => {
+                    tracing::info!(pipeline = %name, version = member.version, "pipeline stopped here");
+                    None
+                }
+                Ok(Err(error)) => Some(format!("{name}: {error}")),
+                Err(_) => Some(format!("{name}: its worker panicked")),
+            })
+            .collect()
+    }
+
+    /// Start `deployment`'s worker on a thread of its own.
+    fn start(&self, deployment: &Deployment) -> Result<Member, FleetError> {
+        let spec = self.materialize(deployment)?;
+        let inputs = |config: &KafkaSourceConfig| {
+            config.partitions().map_err(|e| PlanError::Input(e.to_string()))
+        };
+        let plan = plan(&spec, &inputs)
+            .map_err(|source| FleetError::Plan { pipeline: deployment.pipeline.clone(), source })?;
+        let worker = Worker::new(WorkerConfig {
+            plan,
+            worker_id: self.config.worker_id.clone(),
+            data_dir: self.config.data_dir.clone(),
+            natives: self.config.natives.clone(),
+            stop_grace: self.config.stop_grace,
+        });
+        let shutdown = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (worker, shutdown) = (Arc::clone(&worker), Arc::clone(&shutdown));
+            std::thread::Builder::new()
+                .name(format!("pipeline {}", deployment.pipeline))
+                .spawn(move || worker.run(&shutdown))
+                .map_err(|source| FleetError::Io { path: self.config.data_dir.clone(), source })?
+        };
+        Ok(Member { version: deployment.version, worker, shutdown, thread })
+    }
+
+    /// `deployment`'s spec with each function fetched from the cluster's
+    /// storage into this worker's data directory (checked by digest).
+    fn materialize(&self, deployment: &Deployment) -> Result<PipelineSpec, FleetError> {
+        let pipeline = deployment.pipeline.clone();
+        let invalid = |source| FleetError::Spec { pipeline: pipeline.clone(), source };
+        let mut spec = PipelineSpec::parse(&deployment.spec).map_err(invalid)?;
+        let dir = self.config.data_dir.join("cluster-functions");
+        for (field, function) in spec.functions_mut() {
+            if function.native.is_some() {
+                continue;
+            }
+            let Some(sha256) = deployment.functions.get(&field) else {
+                return Err(FleetError::Unstored { pipeline, field });
+            };
+            let path = fetch(&self.blobs, &dir, sha256)?;
+            function.wasm = Some(path);
+            function.function = None;
+            function.version = None;
+        }
+        spec.validate().map_err(invalid)?;
+        Ok(spec)
+    }
+}
+
+/// The function `sha256` as a local file under `dir` (fetched once).
+fn fetch(blobs: &FunctionBlobs, dir: &Path, sha256: &str) -> Result<PathBuf, FleetError> {
+    let path = dir.join(format!("{}.wasm", sha256.to_ascii_lowercase()));
+    if path.exists() {
+        return Ok(path);
+    }
+    let bytes = blobs.get(sha256)?;
+    let io = |source| FleetError::Io { path: path.clone(), source };
+    std::fs::create_dir_all(dir).map_err(io)?;
+    crate::files::write(&path, &bytes).map_err(io)?;
+    Ok(path)
+}
+
+/// Store each function `spec` names by path in `blobs` and make the
+/// deployment of it at `version`: what `weir` publishes to the control
+/// topic. Functions are read from their paths (relative ones from
+/// `base`); stored functions by name are not known here.
+pub fn deployment_of(
+    spec_text: &str,
+    base: &Path,
+    blobs: &FunctionBlobs,
+    version: u64,
+    desired: Desired,
+) -> Result<Deployment, FleetError> {
+    let mut spec = PipelineSpec::parse(spec_text)
+        .map_err(|source| FleetError::Spec { pipeline: "(spec)".into(), source })?;
+    spec.resolve_paths(base);
+    let pipeline = spec.name.clone();
+    let mut functions = BTreeMap::new();
+    for (field, function) in spec.functions_mut() {
+        if function.native.is_some() {
+            continue;
+        }
+        let Some(path) = function.wasm.clone() else {
+            return Err(FleetError::Unstored { pipeline, field });
+        };
+        let bytes = std::fs::read(&path).map_err(|source| FleetError::Io { path, source })?;
+        functions.insert(field, blobs.put(&bytes)?);
+    }
+    Ok(Deployment { pipeline, version, desired, spec: spec_text.to_string(), functions })
+}

@@ -1,0 +1,121 @@
+//! A cluster run from its control topic, on a real broker and S3 server:
+//! `weir cluster deploy` stores the functions in S3 by SHA-256 and writes
+//! the spec to the control topic; workers started with only `--cluster`
+//! run it exactly; a new version is switched to at the units' final
+//! checkpoints with state kept; stop, start and delete are followed.
+//!
+//! A child of [`super`] (the cluster tests), whose workers and specs it
+//! uses.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use super::{one_at_a_time, reference, Cluster, Job, CUSTOMERS, PARTITIONS};
+use crate::support::kafka::{committed_per_key, produce_orders, unique, TestKafka};
+use crate::support::s3::TestS3;
+use crate::support::*;
+
+/// `weir cluster <args…>` for cluster `flags`; its stdout (panics, with
+/// stderr, if it fails).
+fn weir_cluster(flags: &[String], env: &[(&'static str, String)], args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .arg("cluster")
+        .args(args)
+        .args(flags)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    );
+    assert!(output.status.success(), "weir cluster {args:?}: {stdout}{stderr}");
+    stdout
+}
+
+/// `spec` with `batch_size` set: a new version of the same pipeline
+/// (another plan).
+fn next_version(spec: &Path, batch_size: u32) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(spec).unwrap();
+    let path = spec.with_file_name(format!("v{batch_size}.yaml"));
+    std::fs::write(&path, format!("batch_size: {batch_size}\n{text}")).unwrap();
+    path
+}
+
+#[test]
+fn workers_run_what_the_control_topic_deploys_and_follow_its_versions() {
+    let _serial = one_at_a_time();
+    let (kafka, s3) = (TestKafka::start(), TestS3::start());
+    let bucket = s3.create_bucket("weir-cluster-control");
+    let dir = tempfile::tempdir().unwrap();
+    let (all, orders, out) = (unique("ctl-all"), unique("ctl-orders"), unique("ctl-out"));
+    for topic in [&all, &orders] {
+        kafka.create_topic(topic, PARTITIONS);
+    }
+    kafka.create_topic(&out, 1);
+    produce_orders(&kafka, &all, PARTITIONS, 720, CUSTOMERS, 1);
+    let expected = reference(&kafka, dir.path(), Job::Revenue, &all);
+    let name = unique("ctl");
+    let storage = format!("s3://{bucket}/{name}");
+    let spec =
+        Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
+    let cluster_name = unique("c").replace('_', "-");
+    let flags: Vec<String> = vec![
+        "--cluster".into(),
+        cluster_name.clone(),
+        "--bootstrap-servers".into(),
+        kafka.bootstrap(),
+        "--storage".into(),
+        format!("s3://{bucket}/cluster"),
+    ];
+    let env = s3.env();
+
+    // Deploy, then workers that are given nothing but the cluster.
+    let said = weir_cluster(&flags, &env, &["deploy", spec.to_str().unwrap()]);
+    assert!(said.contains("version 1"), "{said}");
+    let keys = s3.keys(&bucket, "cluster/functions/");
+    assert_eq!(keys.len(), 1, "the revenue function stored once by content: {keys:?}");
+    produce_orders(&kafka, &orders, PARTITIONS, 600, CUSTOMERS, 1);
+    let mut cluster = Cluster::new(dir.path(), Path::new(""), &s3);
+    cluster.fleet = Some(flags.clone());
+    cluster.add("w1");
+    cluster.add("w2");
+    let units = Job::Revenue.units(&name);
+    cluster.wait_for_units(&units, true, &BTreeSet::new(), Duration::from_secs(120));
+    cluster.wait_for_output(&kafka, &out, 600, Duration::from_secs(180));
+    assert_prefix(&committed_per_key(&kafka, &out), &expected, "version 1 on two workers");
+
+    // Version 2 (another plan): every unit stops with a final checkpoint,
+    // then the new plan restores them; the totals go on from there.
+    let v2 = next_version(&spec, 50);
+    let said = weir_cluster(&flags, &env, &["deploy", v2.to_str().unwrap()]);
+    assert!(said.contains("version 2"), "{said}");
+    cluster.wait_for_units(&units, false, &units, Duration::from_secs(180));
+    produce_orders(&kafka, &orders, PARTITIONS, 60, CUSTOMERS, 601);
+    cluster.wait_for_output(&kafka, &out, 660, Duration::from_secs(180));
+    assert_prefix(&committed_per_key(&kafka, &out), &expected, "after the switch to version 2");
+
+    // Stop: no unit runs; start: they run again, from their checkpoints.
+    weir_cluster(&flags, &env, &["stop", &name]);
+    cluster.wait("every unit to stop", Duration::from_secs(120), |c| {
+        c.alive().iter().all(|w| w.units().is_empty()).then_some(())
+    });
+    produce_orders(&kafka, &orders, PARTITIONS, 60, CUSTOMERS, 661);
+    weir_cluster(&flags, &env, &["start", &name]);
+    cluster.wait_for_units(&units, false, &units, Duration::from_secs(180));
+    cluster.wait_for_output(&kafka, &out, 720, Duration::from_secs(180));
+    assert_same(&committed_per_key(&kafka, &out), &expected, "after stop and start");
+
+    let listed = weir_cluster(&flags, &env, &["list"]);
+    assert!(listed.contains(&name) && listed.contains("running"), "{listed}");
+    weir_cluster(&flags, &env, &["delete", &name]);
+    cluster.wait("every unit to stop after the delete", Duration::from_secs(120), |c| {
+        c.alive().iter().all(|w| w.units().is_empty()).then_some(())
+    });
+    println!(
+        "control topic: 2 workers ran version 1 (600 orders), switched to version 2 (660), stopped, started (720 exact), deleted"
+    );
+    cluster.terminate_all();
+}
