@@ -119,3 +119,63 @@ fn workers_run_what_the_control_topic_deploys_and_follow_its_versions() {
     );
     cluster.terminate_all();
 }
+
+#[test]
+fn a_worker_killed_during_a_switch_leaves_one_version_running_and_the_output_exact() {
+    let _serial = one_at_a_time();
+    let (kafka, s3) = (TestKafka::start(), TestS3::start());
+    let bucket = s3.create_bucket("weir-cluster-switch");
+    let dir = tempfile::tempdir().unwrap();
+    let (all, orders, out) = (unique("sw-all"), unique("sw-orders"), unique("sw-out"));
+    for topic in [&all, &orders] {
+        kafka.create_topic(topic, PARTITIONS);
+    }
+    kafka.create_topic(&out, 1);
+    produce_orders(&kafka, &all, PARTITIONS, 660, CUSTOMERS, 1);
+    let expected = reference(&kafka, dir.path(), Job::Revenue, &all);
+    let name = unique("sw");
+    let storage = format!("s3://{bucket}/{name}");
+    let spec =
+        Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
+    let flags: Vec<String> = vec![
+        "--cluster".into(),
+        unique("s").replace('_', "-"),
+        "--bootstrap-servers".into(),
+        kafka.bootstrap(),
+        "--storage".into(),
+        format!("s3://{bucket}/cluster"),
+    ];
+    let env = s3.env();
+    weir_cluster(&flags, &env, &["deploy", spec.to_str().unwrap()]);
+    produce_orders(&kafka, &orders, PARTITIONS, 600, CUSTOMERS, 1);
+    let mut cluster = Cluster::new(dir.path(), Path::new(""), &s3);
+    cluster.fleet = Some(flags.clone());
+    cluster.add("w1");
+    cluster.add("w2");
+    let units = Job::Revenue.units(&name);
+    cluster.wait_for_units(&units, true, &BTreeSet::new(), Duration::from_secs(120));
+    cluster.wait_for_output(&kafka, &out, 600, Duration::from_secs(180));
+
+    // Version 2, and w2 killed while the workers switch to it.
+    let v2 = next_version(&spec, 50);
+    weir_cluster(&flags, &env, &["deploy", v2.to_str().unwrap()]);
+    std::thread::sleep(Duration::from_millis(500));
+    cluster.kill("w2");
+    cluster.add("w3");
+    let assignment = cluster.wait_for_units(&units, false, &units, Duration::from_secs(240));
+    // Every worker runs version 2 only.
+    for worker in cluster.alive() {
+        let status = worker.status().unwrap_or_default();
+        for pipeline in status["pipelines"].as_array().into_iter().flatten() {
+            assert_eq!(pipeline["version"], 2, "{}: {status}", worker.id);
+        }
+    }
+    produce_orders(&kafka, &orders, PARTITIONS, 60, CUSTOMERS, 601);
+    cluster.wait_for_output(&kafka, &out, 660, Duration::from_secs(180));
+    assert_same(&committed_per_key(&kafka, &out), &expected, "after a kill during the switch");
+    println!(
+        "switch with a kill: w2 killed 0.5 s after version 2 was deployed; units then on {:?}; 660 results exact",
+        assignment.iter().map(|(w, u)| (w.clone(), u.len())).collect::<Vec<_>>()
+    );
+    cluster.terminate_all();
+}
