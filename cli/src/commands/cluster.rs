@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use weir_host::cluster::blobs::FunctionBlobs;
 use weir_host::cluster::fleet::deployment_of;
-use weir_host::cluster::{ControlTopic, Deployment, Desired};
+use weir_host::cluster::{ControlTopic, Deployment, Desired, PlanError};
+use weir_host::connectors::kafka::KafkaSourceConfig;
 
 /// Which cluster: its name, its Kafka and its storage.
 #[derive(clap::Args, Clone)]
@@ -106,7 +107,10 @@ pub fn execute(args: ClusterCommandArgs) -> anyhow::Result<()> {
                 .with_context(|| format!("reading {}", spec.display()))?;
             let base = spec.parent().map(PathBuf::from).unwrap_or_default();
             let blobs = FunctionBlobs::open(args.cluster.storage()?)?;
-            let mut deployment = deployment_of(&text, &base, &blobs, 1, Desired::Running)?;
+            let inputs = |config: &KafkaSourceConfig| {
+                config.partitions().map_err(|e| PlanError::Input(e.to_string()))
+            };
+            let mut deployment = deployment_of(&text, &base, &blobs, &inputs, 1, Desired::Running)?;
             deployment.version =
                 deployed.get(&deployment.pipeline).map_or(1, |earlier| earlier.version + 1);
             control.publish(&deployment)?;

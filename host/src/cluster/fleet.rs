@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use super::blobs::{BlobError, FunctionBlobs};
 use super::control::{ControlError, ControlTopic, Deployment, Desired};
+use super::plan::InputPartitions;
 use super::worker::{Worker, WorkerConfig, WorkerError, WorkerStatus};
 use super::{plan, PlanError};
 use crate::connectors::kafka::KafkaSourceConfig;
@@ -350,14 +351,18 @@ fn fetch(blobs: &FunctionBlobs, dir: &Path, sha256: &str) -> Result<PathBuf, Fle
     Ok(path)
 }
 
-/// Store each function `spec` names by path in `blobs` and make the
-/// deployment of it at `version`: what `weir` publishes to the control
-/// topic. Functions are read from their paths (relative ones from
-/// `base`); stored functions by name are not known here.
+/// Check `spec_text` as the workers will run it (valid, and cut into
+/// units with the input partitions `inputs` gives), store each function it
+/// names by path in `blobs`, and make the deployment of it at `version`:
+/// what `weir cluster deploy` publishes to the control topic. Functions
+/// are read from their paths (relative ones from `base`); stored functions
+/// by name are not known here. A spec the workers could not run is refused
+/// here, before anything is stored or published.
 pub fn deployment_of(
     spec_text: &str,
     base: &Path,
     blobs: &FunctionBlobs,
+    inputs: InputPartitions<'_>,
     version: u64,
     desired: Desired,
 ) -> Result<Deployment, FleetError> {
@@ -365,16 +370,74 @@ pub fn deployment_of(
         .map_err(|source| FleetError::Spec { pipeline: "(spec)".into(), source })?;
     spec.resolve_paths(base);
     let pipeline = spec.name.clone();
-    let mut functions = BTreeMap::new();
+    plan(&spec, inputs)
+        .map_err(|source| FleetError::Plan { pipeline: pipeline.clone(), source })?;
+    let mut paths = Vec::new();
     for (field, function) in spec.functions_mut() {
         if function.native.is_some() {
             continue;
         }
-        let Some(path) = function.wasm.clone() else {
-            return Err(FleetError::Unstored { pipeline, field });
-        };
+        match function.wasm.clone() {
+            Some(path) => paths.push((field, path)),
+            None => return Err(FleetError::Unstored { pipeline, field }),
+        }
+    }
+    let mut functions = BTreeMap::new();
+    for (field, path) in paths {
         let bytes = std::fs::read(&path).map_err(|source| FleetError::Io { path, source })?;
         functions.insert(field, blobs.put(&bytes)?);
     }
     Ok(Deployment { pipeline, version, desired, spec: spec_text.to_string(), functions })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blobs(dir: &Path) -> FunctionBlobs {
+        FunctionBlobs::open(&format!("file://{}", dir.display())).unwrap()
+    }
+
+    const SOURCE: &str =
+        "{ type: kafka, bootstrap_servers: \"b:9092\", topics: [orders], timestamp_field: t }";
+    const SINK: &str = "{ type: kafka, bootstrap_servers: \"b:9092\", topic: out, delivery: exactly-once, transactional_id_prefix: p, transaction_timeout: 5m }";
+
+    fn spec(functions: &str) -> String {
+        format!(
+            "name: orders\nparallelism: 2\ncheckpoint: {{ interval: 1s, storage: \"s3://b/p\" }}\nsource: {SOURCE}\n{functions}sink: {SINK}\n"
+        )
+    }
+
+    fn two_partitions(_: &KafkaSourceConfig) -> Result<Vec<(String, i32)>, PlanError> {
+        Ok(vec![("orders".into(), 0), ("orders".into(), 1)])
+    }
+
+    #[test]
+    fn a_deployment_stores_its_functions_by_content_and_refuses_what_workers_could_not_run() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f.wasm"), b"the function").unwrap();
+        let store = blobs(&dir.path().join("store"));
+        let text = spec("key: { wasm: f.wasm }\nprocess: { wasm: f.wasm }\n");
+        let deployment =
+            deployment_of(&text, dir.path(), &store, &two_partitions, 1, Desired::Running).unwrap();
+        let sha = crate::runtime::digest(b"the function");
+        assert_eq!(deployment.functions["key"], sha);
+        assert_eq!(deployment.functions["process"], sha);
+        assert_eq!(store.get(&sha).unwrap(), b"the function");
+        assert_eq!(deployment.spec, text, "the text as given");
+
+        // A stored function by name: not something a cluster has.
+        let named = spec("key: { function: revenue }\nprocess: { wasm: f.wasm }\n");
+        let refused =
+            deployment_of(&named, dir.path(), &store, &two_partitions, 1, Desired::Running);
+        assert!(matches!(refused, Err(FleetError::Unstored { ref field, .. }) if field == "key"));
+        // No checkpoint storage: the plan refuses it, nothing is stored.
+        let empty = blobs(&dir.path().join("empty"));
+        let unplanned = spec("key: { wasm: f.wasm }\nprocess: { wasm: f.wasm }\n")
+            .replace("checkpoint: { interval: 1s, storage: \"s3://b/p\" }\n", "");
+        let refused =
+            deployment_of(&unplanned, dir.path(), &empty, &two_partitions, 1, Desired::Running);
+        assert!(matches!(refused, Err(FleetError::Plan { .. })), "{refused:?}");
+        assert!(!dir.path().join("empty").join("functions").exists(), "nothing stored");
+    }
 }
