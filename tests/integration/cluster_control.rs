@@ -87,6 +87,24 @@ fn workers_run_what_the_control_topic_deploys_and_follow_its_versions() {
     cluster.wait_for_output(&kafka, &out, 600, Duration::from_secs(180));
     assert_prefix(&committed_per_key(&kafka, &out), &expected, "version 1 on two workers");
 
+    // The cluster's status, from any machine: each unit on one worker.
+    let owners = cluster.wait("every unit in the status topic", Duration::from_secs(60), |_| {
+        let text = weir_cluster(&flags, &env, &["status", "--json"]);
+        let reports: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let mut owners = std::collections::BTreeMap::new();
+        for (worker, report) in reports.as_object().into_iter().flatten() {
+            for pipeline in report["status"]["pipelines"].as_array().into_iter().flatten() {
+                for unit in pipeline["units"].as_array().into_iter().flatten() {
+                    let name = unit["unit"].as_str().unwrap_or_default().to_string();
+                    assert!(owners.insert(name, worker.clone()).is_none(), "{text}");
+                }
+            }
+        }
+        (owners.len() == units.len()).then_some(owners)
+    });
+    let table = weir_cluster(&flags, &env, &["status"]);
+    assert!(table.contains("2 worker(s), 12 unit(s) running"), "{table}");
+
     // Version 2 (another plan): every unit stops with a final checkpoint,
     // then the new plan restores them; the totals go on from there.
     let v2 = next_version(&spec, 50);
@@ -115,7 +133,8 @@ fn workers_run_what_the_control_topic_deploys_and_follow_its_versions() {
         c.alive().iter().all(|w| w.units().is_empty()).then_some(())
     });
     println!(
-        "control topic: 2 workers ran version 1 (600 orders), switched to version 2 (660), stopped, started (720 exact), deleted"
+        "control topic: 2 workers ran version 1 (600 orders; status topic: {} units, each on one worker), switched to version 2 (660), stopped, started (720 exact), deleted",
+        owners.len()
     );
     cluster.terminate_all();
 }

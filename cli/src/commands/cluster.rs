@@ -8,8 +8,9 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use weir_host::cluster::blobs::FunctionBlobs;
+use weir_host::cluster::control::WorkerReport;
 use weir_host::cluster::fleet::deployment_of;
-use weir_host::cluster::{ControlTopic, Deployment, Desired, PlanError};
+use weir_host::cluster::{ControlTopic, Deployment, Desired, FleetStatus, PlanError};
 use weir_host::connectors::kafka::KafkaSourceConfig;
 
 /// Which cluster: its name, its Kafka and its storage.
@@ -85,6 +86,14 @@ enum ClusterCommand {
         /// The pipeline.
         name: String,
     },
+    /// What each worker runs: its pipelines, their versions and units (the
+    /// owner, state, records, lag, event time and last checkpoint of each),
+    /// and what it waits to run and why.
+    Status {
+        /// Print the workers' reports as JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// List the deployed pipelines.
     List {
         /// Print JSON instead of a table.
@@ -128,6 +137,14 @@ pub fn execute(args: ClusterCommandArgs) -> anyhow::Result<()> {
             control.remove(&name)?;
             println!("deleted {name} from {}", control.topic());
         }
+        ClusterCommand::Status { json } => {
+            let reports = control.read_reports()?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&reports)?);
+            } else {
+                print_status(&reports, &deployed);
+            }
+        }
         ClusterCommand::List { json } => {
             if json {
                 println!("{}", serde_json::to_string_pretty(&deployed)?);
@@ -166,4 +183,54 @@ fn change(control: &ControlTopic, deployment: &Deployment, desired: Desired) -> 
         control.topic()
     );
     Ok(())
+}
+
+/// A report older than this is from a worker that may be gone.
+const STALE_MS: i64 = 15_000;
+
+/// The workers' reports as a table, unit by unit.
+fn print_status(reports: &BTreeMap<String, WorkerReport>, deployed: &BTreeMap<String, Deployment>) {
+    let now = weir_host::clock::now_millis();
+    println!(
+        "{:<24} {:<12} {:<34} {:>4} {:<9} {:>9} {:>9} {:>7} {:>10}",
+        "pipeline", "worker", "unit", "ver", "state", "in", "out", "lag", "checkpoint"
+    );
+    let mut units = 0;
+    for (worker, report) in reports {
+        let age = now - report.reported_at;
+        let Ok(status) = serde_json::from_value::<FleetStatus>(report.status.clone()) else {
+            println!("{worker}: a report this weir cannot read");
+            continue;
+        };
+        for pipeline in &status.pipelines {
+            for unit in &pipeline.worker.units {
+                units += 1;
+                let or_dash = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+                println!(
+                    "{:<24} {:<12} {:<34} {:>4} {:<9} {:>9} {:>9} {:>7} {:>10}",
+                    pipeline.worker.pipeline,
+                    worker,
+                    unit.unit,
+                    pipeline.version,
+                    unit.state,
+                    unit.records_in,
+                    unit.records_out,
+                    or_dash(unit.lag),
+                    or_dash(unit.last_checkpoint.map(|c| c as i64)),
+                );
+            }
+        }
+        for (pipeline, why) in &status.waiting {
+            println!("{pipeline:<24} {worker:<12} waiting: {why}");
+        }
+        if age > STALE_MS {
+            println!("{worker}: last report {} s ago — stopped or cut off?", age / 1000);
+        }
+    }
+    let running = deployed.values().filter(|d| d.desired == Desired::Running).count();
+    println!(
+        "{} worker(s), {units} unit(s) running, {running} of {} pipeline(s) deployed as running",
+        reports.len(),
+        deployed.len()
+    );
 }

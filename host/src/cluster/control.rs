@@ -9,6 +9,11 @@
 //! The function a deployment names is stored once in object storage under
 //! its SHA-256 ([`super::blobs`]), so every worker runs exactly the bytes
 //! that were deployed.
+//!
+//! `weir-<cluster>-status`, compacted the same way, holds what each worker
+//! of the cluster last reported (key `worker/<id>`, a [`WorkerReport`];
+//! a tombstone when it stops): the cluster's status, read by anyone,
+//! written by each worker for itself.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -24,6 +29,20 @@ use crate::connectors::ConnectorError;
 
 /// The key prefix of a pipeline's record.
 const PIPELINE_KEY: &str = "pipeline/";
+
+/// The key prefix of a worker's report.
+const WORKER_KEY: &str = "worker/";
+
+/// What a worker last said about itself, in the status topic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerReport {
+    /// The worker.
+    pub worker_id: String,
+    /// When it said it (ms since the epoch, its clock).
+    pub reported_at: i64,
+    /// Its status (`GET /v1/worker` of a cluster worker).
+    pub status: serde_json::Value,
+}
 
 /// What a pipeline should be doing, as the control topic says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,6 +99,7 @@ pub enum ControlError {
 /// The control topic of one cluster on one Kafka cluster.
 #[derive(Debug, Clone)]
 pub struct ControlTopic {
+    cluster: String,
     bootstrap_servers: String,
     properties: BTreeMap<String, String>,
     topic: String,
@@ -96,10 +116,16 @@ impl ControlTopic {
             return Err(ControlError::InvalidName(cluster.chars().take(80).collect()));
         }
         Ok(ControlTopic {
+            cluster: cluster.to_string(),
             bootstrap_servers: bootstrap_servers.to_string(),
             properties,
             topic: format!("weir-{cluster}-control"),
         })
+    }
+
+    /// The cluster's status topic (read and written the same way).
+    pub fn status_topic(&self) -> ControlTopic {
+        ControlTopic { topic: format!("weir-{}-status", self.cluster), ..self.clone() }
     }
 
     /// The topic's name.
@@ -119,40 +145,33 @@ impl ControlTopic {
 
     /// Write `deployment` (replacing the pipeline's earlier record).
     pub fn publish(&self, deployment: &Deployment) -> Result<(), ControlError> {
-        let value = serde_json::to_vec(deployment).map_err(|e| ControlError::Corrupt {
-            topic: self.topic.clone(),
-            offset: -1,
-            message: e.to_string(),
-        })?;
-        self.write(&deployment.pipeline, Some(&value))
+        let value = self.encode(deployment)?;
+        self.writer()?.put(&format!("{PIPELINE_KEY}{}", deployment.pipeline), Some(&value))
     }
 
     /// Delete pipeline `name`'s record (a tombstone).
     pub fn remove(&self, name: &str) -> Result<(), ControlError> {
-        self.write(name, None)
+        self.writer()?.put(&format!("{PIPELINE_KEY}{name}"), None)
     }
 
-    fn write(&self, pipeline: &str, value: Option<&[u8]>) -> Result<(), ControlError> {
+    fn encode(&self, value: &impl Serialize) -> Result<Vec<u8>, ControlError> {
+        serde_json::to_vec(value).map_err(|e| ControlError::Corrupt {
+            topic: self.topic.clone(),
+            offset: -1,
+            message: e.to_string(),
+        })
+    }
+
+    /// A writer of records to the topic (kept for repeated writes).
+    pub fn writer(&self) -> Result<ControlWriter, ControlError> {
         let producer: BaseProducer = client_config(
             &self.bootstrap_servers,
             &[("enable.idempotence", "true")],
             &self.properties,
         )
         .create()
-        .map_err(kafka_error("creating the control topic's producer"))?;
-        let key = format!("{PIPELINE_KEY}{pipeline}");
-        let mut record = BaseRecord::<str, [u8]>::to(&self.topic).key(key.as_str());
-        if let Some(value) = value {
-            record = record.payload(value);
-        }
-        producer
-            .send(record)
-            .map_err(|(error, _)| error)
-            .map_err(kafka_error(format!("writing {key} to {}", self.topic)))?;
-        producer
-            .flush(CALL_TIMEOUT)
-            .map_err(kafka_error(format!("writing {key} to {}", self.topic)))?;
-        Ok(())
+        .map_err(kafka_error(format!("creating a producer of {}", self.topic)))?;
+        Ok(ControlWriter { producer, topic: self.clone() })
     }
 
     /// A reader of the topic from its start.
@@ -174,7 +193,12 @@ impl ControlTopic {
             .add_partition_offset(&self.topic, 0, Offset::Beginning)
             .map_err(kafka_error(format!("reading {}", self.topic)))?;
         consumer.assign(&assignment).map_err(kafka_error(format!("reading {}", self.topic)))?;
-        Ok(ControlReader { consumer, topic: self.topic.clone(), deployments: BTreeMap::new() })
+        Ok(ControlReader {
+            consumer,
+            topic: self.topic.clone(),
+            deployments: BTreeMap::new(),
+            reports: BTreeMap::new(),
+        })
     }
 
     /// Everything deployed now: the topic read to its end.
@@ -183,6 +207,49 @@ impl ControlTopic {
         reader.catch_up()?;
         Ok(reader.deployments)
     }
+
+    /// What each worker last reported: the status topic read to its end.
+    pub fn read_reports(&self) -> Result<BTreeMap<String, WorkerReport>, ControlError> {
+        let mut reader = self.status_topic().reader()?;
+        reader.catch_up()?;
+        Ok(reader.reports)
+    }
+}
+
+/// Writes records to a control or status topic, each waited for.
+pub struct ControlWriter {
+    producer: BaseProducer,
+    topic: ControlTopic,
+}
+
+impl ControlWriter {
+    /// Write `value` under `key` (`None`: a tombstone).
+    fn put(&self, key: &str, value: Option<&[u8]>) -> Result<(), ControlError> {
+        let topic = &self.topic.topic;
+        let mut record = BaseRecord::<str, [u8]>::to(topic).key(key);
+        if let Some(value) = value {
+            record = record.payload(value);
+        }
+        self.producer
+            .send(record)
+            .map_err(|(error, _)| error)
+            .map_err(kafka_error(format!("writing {key} to {topic}")))?;
+        self.producer
+            .flush(CALL_TIMEOUT)
+            .map_err(kafka_error(format!("writing {key} to {topic}")))?;
+        Ok(())
+    }
+
+    /// Write `report` as its worker's (to the status topic this writes).
+    pub fn report(&self, report: &WorkerReport) -> Result<(), ControlError> {
+        let value = self.topic.encode(report)?;
+        self.put(&format!("{WORKER_KEY}{}", report.worker_id), Some(&value))
+    }
+
+    /// Take worker `id`'s report back (it stops).
+    pub fn retract(&self, id: &str) -> Result<(), ControlError> {
+        self.put(&format!("{WORKER_KEY}{id}"), None)
+    }
 }
 
 /// Follows a control topic: the deployments as of what it has read.
@@ -190,6 +257,7 @@ pub struct ControlReader {
     consumer: BaseConsumer,
     topic: String,
     deployments: BTreeMap<String, Deployment>,
+    reports: BTreeMap<String, WorkerReport>,
 }
 
 impl ControlReader {
@@ -205,6 +273,11 @@ impl ControlReader {
         while let Some(message) = self.consumer.poll(wait) {
             let message = message.map_err(kafka_error(format!("reading {}", self.topic)))?;
             let (key, value, offset) = (message.key(), message.payload(), message.offset());
+            let key = key.and_then(|k| std::str::from_utf8(k).ok()).unwrap_or_default();
+            if let Some(worker) = key.strip_prefix(WORKER_KEY) {
+                apply_report(&mut self.reports, &self.topic, worker, value, offset)?;
+                continue;
+            }
             changed |= apply(&mut self.deployments, &self.topic, key, value, offset)?;
             wait = Duration::ZERO;
         }
@@ -243,18 +316,37 @@ impl ControlReader {
     }
 }
 
+/// Apply worker `worker`'s report (or its tombstone) at `offset` of
+/// `topic` to `reports`.
+fn apply_report(
+    reports: &mut BTreeMap<String, WorkerReport>,
+    topic: &str,
+    worker: &str,
+    value: Option<&[u8]>,
+    offset: i64,
+) -> Result<(), ControlError> {
+    let Some(value) = value else {
+        reports.remove(worker);
+        return Ok(());
+    };
+    let report: WorkerReport = serde_json::from_slice(value).map_err(|e| {
+        ControlError::Corrupt { topic: topic.to_string(), offset, message: e.to_string() }
+    })?;
+    reports.insert(worker.to_string(), report);
+    Ok(())
+}
+
 /// Apply the record at `offset` of `topic` to `deployments`; whether it
 /// changed one.
 fn apply(
     deployments: &mut BTreeMap<String, Deployment>,
     topic: &str,
-    key: Option<&[u8]>,
+    key: &str,
     value: Option<&[u8]>,
     offset: i64,
 ) -> Result<bool, ControlError> {
     let corrupt =
         |message: String| ControlError::Corrupt { topic: topic.to_string(), offset, message };
-    let key = key.and_then(|k| std::str::from_utf8(k).ok()).unwrap_or_default();
     let Some(name) = key.strip_prefix(PIPELINE_KEY) else {
         return Err(corrupt(format!("key {key:?} is not pipeline/<name>")));
     };
@@ -286,13 +378,13 @@ mod tests {
             functions: BTreeMap::from([("key".into(), "ab".repeat(32))]),
         };
         let json = serde_json::to_vec(&orders).unwrap();
-        let key = Some(&b"pipeline/orders"[..]);
+        let key = "pipeline/orders";
         assert!(apply(&mut deployed, "t", key, Some(&json), 0).unwrap());
         assert!(!apply(&mut deployed, "t", key, Some(&json), 1).unwrap(), "the same again");
         assert_eq!(deployed["orders"], orders);
-        let error = apply(&mut deployed, "t", Some(&b"pipeline/other"[..]), Some(&json), 2);
+        let error = apply(&mut deployed, "t", "pipeline/other", Some(&json), 2);
         assert!(matches!(error, Err(ControlError::Corrupt { offset: 2, .. })), "{error:?}");
-        let error = apply(&mut deployed, "t", Some(&b"junk"[..]), Some(b"{}"), 3);
+        let error = apply(&mut deployed, "t", "junk", Some(b"{}"), 3);
         assert!(error.unwrap_err().to_string().contains("offset 3"));
         assert!(apply(&mut deployed, "t", key, None, 4).unwrap(), "a tombstone deletes");
         assert!(deployed.is_empty());

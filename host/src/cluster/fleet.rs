@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::blobs::{BlobError, FunctionBlobs};
-use super::control::{ControlError, ControlTopic, Deployment, Desired};
+use super::control::{ControlError, ControlTopic, Deployment, Desired, WorkerReport};
 use super::plan::InputPartitions;
 use super::worker::{Worker, WorkerConfig, WorkerError, WorkerStatus};
 use super::{plan, PlanError};
@@ -33,6 +33,9 @@ use crate::specification::{PipelineSpec, SpecError};
 
 /// How often the control topic is read.
 const POLL: Duration = Duration::from_millis(500);
+
+/// How often a worker writes its status to the cluster's status topic.
+pub const REPORT_EVERY: Duration = Duration::from_secs(2);
 
 /// How long a pipeline whose worker could not start (another version's
 /// members still in the group, a broker away) waits before it is tried
@@ -189,6 +192,9 @@ impl Fleet {
     /// whose stop was not clean, if any.
     pub fn run(&self, shutdown: &AtomicBool) -> Result<Vec<String>, FleetError> {
         self.config.control.ensure()?;
+        let status_topic = self.config.control.status_topic();
+        status_topic.ensure()?;
+        let reports = status_topic.writer()?;
         let mut reader = self.config.control.reader()?;
         reader.catch_up()?;
         self.caught_up.store(true, Ordering::Relaxed);
@@ -197,15 +203,35 @@ impl Fleet {
             deployed = reader.deployments().len(),
             "cluster worker following the control topic"
         );
+        let mut reported = Instant::now() - REPORT_EVERY;
         while !shutdown.load(Ordering::Relaxed) {
             self.reconcile(reader.deployments());
+            if reported.elapsed() >= REPORT_EVERY {
+                reported = Instant::now();
+                if let Err(error) = reports.report(&self.report()) {
+                    tracing::warn!(%error, "cannot report this worker's status; trying again");
+                }
+            }
             if let Err(error) = reader.poll(POLL) {
                 tracing::warn!(%error, "reading the control topic; trying again");
                 std::thread::sleep(POLL);
             }
         }
         let names: Vec<String> = self.members().keys().cloned().collect();
-        Ok(self.stop(&names))
+        let unclean = self.stop(&names);
+        if let Err(error) = reports.retract(&self.config.worker_id) {
+            tracing::warn!(%error, "cannot take this worker's status report back");
+        }
+        Ok(unclean)
+    }
+
+    /// Its status as the status topic keeps it.
+    fn report(&self) -> WorkerReport {
+        WorkerReport {
+            worker_id: self.config.worker_id.clone(),
+            reported_at: crate::clock::now_millis(),
+            status: serde_json::to_value(self.status()).unwrap_or_default(),
+        }
     }
 
     /// Make what runs here match `deployments`.

@@ -47,7 +47,8 @@ pub fn create_units_topic(plan: &ClusterPlan) -> Result<(), TopicError> {
 }
 
 /// Create the compacted, one-partition topic `name` on `bootstrap_servers`
-/// if it is missing (a cluster's control topic, [`super::control`]).
+/// if it is missing (a cluster's control or status topic,
+/// [`super::control`]).
 pub fn create_compacted(
     bootstrap_servers: &str,
     properties: &BTreeMap<String, String>,
@@ -57,7 +58,9 @@ pub fn create_compacted(
     let wanted = Wanted {
         name: name.to_string(),
         partitions: 1,
-        configs: vec![("cleanup.policy", "compact")],
+        // Small segments: compaction (which skips the active segment)
+        // keeps a reader's catch-up short.
+        configs: vec![("cleanup.policy", "compact"), ("segment.ms", "600000")],
         why: "the cluster's control records",
     };
     create(-1, &admin, &runtime, &[wanted])
