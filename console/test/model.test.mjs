@@ -81,6 +81,13 @@ test('load colours follow Flink: over half a second blocked is red, busy is oran
   assert.equal(pressure({ busy_ms_per_second: null, backpressured_ms_per_second: null }), 'unknown');
 });
 
+test('a source keeping to its pace is idle most of the second, so it is green', () => {
+  // What the server reports of a generator paced far below what it can
+  // read (its sleeps until events are due count as idle).
+  const paced = { busy_ms_per_second: 31, backpressured_ms_per_second: 0, idle_ms_per_second: 969 };
+  assert.equal(pressure(paced), 'ok');
+});
+
 test('the graph of metrics keeps their operators and drops edges to unknown ones', () => {
   const graph = graphOf(withMetrics, undefined, 0);
   assert.equal(graph.fromMetrics, true);

@@ -29,6 +29,9 @@
 //! is due: the batch the source task would cut anyway, made in one
 //! wake-up rather than in naps of a few µs (at millions a second, tens of
 //! thousands of wake-ups a second, each a chance to queue for a core).
+//! Those sleeps are waits for input: the generator reports them
+//! ([`Source::take_waited`]) and its task counts them as idle, so a paced
+//! generator reads as idle as its pace leaves it, not as busy.
 
 use std::fmt::Write as _;
 use std::ops::Range;
@@ -161,6 +164,8 @@ pub struct GeneratorSource {
     /// A live generator's longest sleep for more events while the source
     /// task holds some ([`Source::set_max_wait`]).
     hold: Option<Duration>,
+    /// How long it slept for its pace since [`Source::take_waited`].
+    waited: Duration,
     /// Events whose customer draw's top 24 bits are below this go to
     /// customer 1 (0: none; `HOT_SCALE`: all).
     hot: u64,
@@ -223,15 +228,19 @@ impl Pace {
     }
 
     /// Sleep until `wanted` more events are due, or for `limit`,
-    /// whichever is sooner (not at all before the pace started).
-    fn wait_for(&self, wanted: u64, limit: Duration) {
-        let Some(started) = self.started else { return };
-        let Some(last) = (started.given + wanted).checked_sub(1) else { return };
-        let full = (started.at + self.due_after(last)).saturating_duration_since(Instant::now());
+    /// whichever is sooner (not at all before the pace started); how long
+    /// it slept.
+    fn wait_for(&self, wanted: u64, limit: Duration) -> Duration {
+        let Some(started) = self.started else { return Duration::ZERO };
+        let Some(last) = (started.given + wanted).checked_sub(1) else { return Duration::ZERO };
+        let now = Instant::now();
+        let full = (started.at + self.due_after(last)).saturating_duration_since(now);
         let wait = full.min(limit);
-        if !wait.is_zero() {
-            std::thread::sleep(wait);
+        if wait.is_zero() {
+            return Duration::ZERO;
         }
+        std::thread::sleep(wait);
+        now.elapsed()
     }
 
     /// The indexes of the events of `wanted` that may be given out now (at
@@ -271,6 +280,7 @@ impl GeneratorSource {
             interval_ms,
             pace: None,
             hold: None,
+            waited: Duration::ZERO,
             hot: 0,
         }
     }
@@ -311,7 +321,7 @@ impl GeneratorSource {
         let mut scheduled = None;
         if let Some(pace) = self.pace.as_mut().filter(|_| n > 0) {
             if let Some(hold) = self.hold {
-                pace.wait_for(n, hold);
+                self.waited += pace.wait_for(n, hold);
             }
             match pace.allow(n) {
                 Ok(allowed) => {
@@ -319,7 +329,9 @@ impl GeneratorSource {
                     scheduled = Some(allowed.start);
                 }
                 Err(wait) => {
+                    let asleep = Instant::now();
                     std::thread::sleep(wait);
+                    self.waited += asleep.elapsed();
                     return Polled::single(true);
                 }
             }
@@ -375,6 +387,12 @@ impl Source for GeneratorSource {
 
     fn set_max_wait(&mut self, wait: Option<Duration>) {
         self.hold = wait;
+    }
+
+    /// Its sleeps until its next events were due: a paced generator is
+    /// idle while it keeps to its pace.
+    fn take_waited(&mut self) -> Duration {
+        std::mem::take(&mut self.waited)
     }
 
     fn progress(&self) -> Option<(u64, u64)> {
@@ -568,12 +586,17 @@ mod tests {
         // one call sleeps the hold out and gives what came due meanwhile,
         // rather than the one event due at once.
         source.set_max_wait(Some(Duration::from_millis(20)));
+        source.take_waited();
         let asked = Instant::now();
         out.clear();
         source.next_batch(4096, &mut out).unwrap();
         let waited = asked.elapsed();
         assert!(waited >= Duration::from_millis(20), "returned after {waited:?}");
         assert!(out.len() >= 15, "{} events after {waited:?}", out.len());
+        // That sleep was a wait for input, reported once.
+        let slept = source.take_waited();
+        assert!(slept >= Duration::from_millis(20) && slept <= waited, "{slept:?} of {waited:?}");
+        assert_eq!(source.take_waited(), Duration::ZERO);
         // Once the batch would be full it does not wait the hold out.
         source.set_max_wait(Some(Duration::from_secs(30)));
         out.clear();
@@ -588,6 +611,27 @@ mod tests {
             source.next_batch(4096, &mut out).unwrap();
         }
         assert!(out.len() < 15, "{} events", out.len());
+    }
+
+    #[test]
+    fn a_paced_generator_reports_its_sleeps_as_waits_and_an_unpaced_one_none() {
+        // 200 events a second: most of each call's time is the wait.
+        let mut source = GeneratorSource::new(20, 4, 1, 0, 1).paced(Pace::new(200, None));
+        let started = Instant::now();
+        let mut out = Vec::new();
+        let mut waited = Duration::ZERO;
+        while source.next_batch(4096, &mut out).unwrap().more {
+            waited += source.take_waited();
+        }
+        waited += source.take_waited();
+        let elapsed = started.elapsed();
+        assert_eq!(out.len(), 20);
+        // 20 events at 200/s take ~100 ms, nearly all of it asleep.
+        assert!(waited * 2 > elapsed, "waited {waited:?} of {elapsed:?}");
+        assert!(waited <= elapsed, "waited {waited:?} of {elapsed:?}");
+        let mut unpaced = GeneratorSource::new(1000, 4, 1, 0, 1);
+        while unpaced.next_batch(100, &mut out).unwrap().more {}
+        assert_eq!(unpaced.take_waited(), Duration::ZERO);
     }
 
     #[test]

@@ -211,6 +211,15 @@ pub trait Source: Send {
         let _ = wait;
     }
 
+    /// How long the reads since the last call waited for input (a paced
+    /// source's sleep until its next events are due, a fetch waiting for
+    /// a record), for the source task's idle time: the reads that returned
+    /// events count as busy except for this. Measured only around the
+    /// waits, never per event. Default: a source that never waits.
+    fn take_waited(&mut self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+
     /// Whether the source reports event time itself ([`Source::take_watermarks`])
     /// instead of the host deriving it from event timestamps (a cluster
     /// task reading an exchange topic). Default: no.

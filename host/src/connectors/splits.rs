@@ -46,6 +46,10 @@ impl Source for SplitSource {
         self.splits.iter_mut().for_each(|s| s.set_max_wait(wait));
     }
 
+    fn take_waited(&mut self) -> std::time::Duration {
+        self.splits.iter_mut().map(|s| s.take_waited()).sum()
+    }
+
     fn progress(&self) -> Option<(u64, u64)> {
         self.splits
             .iter()

@@ -10,6 +10,12 @@
 //! rate keeps full batches (cheap Wasm calls) and a low rate waits at most
 //! the linger. Held events go on before any barrier (the source's position
 //! is past them) and before any watermark (it may not overtake them).
+//!
+//! Its time is idle while the source waits for input — a read that found
+//! nothing, and the waits a source reports of reads that found something
+//! ([`Source::take_waited`]: a paced generator's sleep, a Kafka fetch's
+//! wait for a first record) — backpressured while the router waits for
+//! room downstream, and busy otherwise.
 
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
@@ -167,9 +173,16 @@ impl SourceTask {
             let reading = Stopwatch::start();
             let before = events.len();
             let polled = source.next_packed(batch_size - before, &mut events)?;
+            let waited = source.take_waited();
             if events.len() == before {
                 // A poll that found nothing waited for input.
                 links.counts.add_idle(reading.elapsed());
+            } else if !waited.is_zero() {
+                // One that found some after waiting (a paced source's sleep
+                // until they were due, a fetch waiting for a first record)
+                // waited for that long: idle, not busy. Capped by the
+                // stopwatch, which measures nothing when timing is off.
+                links.counts.add_idle(waited.min(reading.elapsed()));
             }
             let now = Instant::now();
             let rejected = source.take_rejected();

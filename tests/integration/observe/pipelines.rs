@@ -1,7 +1,8 @@
 //! Looking into running pipelines on the real `weir serve`: the metrics
 //! in the status and on `/metrics`, a key's state read while the pipeline
 //! runs, a tail of its output, a checkpoint's reported size against its
-//! files, and a slow sink showing up as backpressure upstream.
+//! files, a slow sink showing up as backpressure upstream, and a source
+//! keeping to its pace reading as idle.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -236,4 +237,76 @@ fn a_slow_sink_shows_as_backpressure_upstream_and_a_busy_sink() {
     assert!(sink["backpressured_ms_per_second"].as_f64() < Some(100.0), "{sink}");
     assert!(sink["call_ms_per_second"].as_f64() > Some(500.0), "writing: {sink}");
     assert_eq!(server.call("DELETE", "/v1/pipelines/slow", None, b"").0, 204);
+}
+
+/// The console's colour for a task's figures (`pressure` in
+/// console/src/model.js, run with Node), or `None` without Node.
+fn console_pressure(task: &serde_json::Value) -> Option<String> {
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("../console/src/model.js");
+    let script = format!(
+        "import({:?}).then((m) => console.log(m.pressure(JSON.parse(process.argv[1]))))",
+        format!("file://{}", model.canonicalize().unwrap().display())
+    );
+    let output = std::process::Command::new("node")
+        .args(["-e", &script, &task.to_string()])
+        .output()
+        .ok()?;
+    assert!(output.status.success(), "{output:?}");
+    Some(String::from_utf8_lossy(&output.stdout).trim().to_string())
+}
+
+#[test]
+fn a_source_keeping_to_its_pace_reads_as_idle_not_busy() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("data"), &[]);
+    let wasm = std::fs::read(function("revenue")).unwrap();
+    assert_eq!(server.call("PUT", "/v1/functions/revenue", None, &wasm).0, 201);
+    // Far below what even a debug build reads: the source sleeps most of
+    // each second until its next events are due.
+    let source = "{ type: generator, count: 100000000, keys: 100, rate: 2000 }";
+    let spec = stored_revenue_spec("paced", source, "{ type: discard }", "parallelism: 1\n");
+    assert_eq!(server.call("POST", "/v1/pipelines", None, spec.as_bytes()).0, 201);
+    let path = "/v1/pipelines/paced";
+    let source_task = |s: &serde_json::Value| s["metrics"]["operators"][0]["subtasks"][0].clone();
+    // Rates over a second the source spent wholly at its pace.
+    let status = server.wait_for(path, None, Duration::from_secs(60), |s| {
+        source_task(s)["records_out_per_second"].as_f64() > Some(1000.0)
+            && source_task(s)["records_out"].as_u64() > Some(4000)
+    });
+    let task = source_task(&status);
+    let share = |field: &str| task[field].as_f64().unwrap();
+    let (busy, idle, backpressured) = (
+        share("busy_ms_per_second"),
+        share("idle_ms_per_second"),
+        share("backpressured_ms_per_second"),
+    );
+    println!(
+        "source paced at 2000/s: {:.0} events/s, busy {busy:.1} ms/s, idle {idle:.1} ms/s, \
+         backpressured {backpressured:.1} ms/s",
+        share("records_out_per_second")
+    );
+    assert_eq!(task["records_out_per_second"].as_f64().map(|r| r > 1000.0), Some(true));
+    // Wide margins, not timing: idle is most of its time and busy a small
+    // part, well under the half the console draws orange.
+    assert!(busy < 350.0 && idle > 1.5 * busy, "busy {busy}, idle {idle}: {task}");
+    assert!(backpressured < 100.0, "{task}");
+    // The console draws it green (`pressure` in console/src/model.js).
+    match console_pressure(&task) {
+        Some(colour) => assert_eq!(colour, "ok", "{task}"),
+        None => println!("node not found: the console's colour was not checked"),
+    }
+    // And `weir pipeline status` shows it mostly idle.
+    let printed = weir(&["pipeline", "status", "paced", "--server", &server.url()]);
+    assert!(printed.status.success(), "{printed:?}");
+    let text = String::from_utf8_lossy(&printed.stdout).into_owned();
+    println!("{text}");
+    let line = text.lines().find(|l| l.trim_start().starts_with("source[0]")).expect("source row");
+    let percents: Vec<f64> = line
+        .split_whitespace()
+        .filter_map(|w| w.strip_suffix('%'))
+        .map(|p| p.parse().unwrap())
+        .collect();
+    assert_eq!(percents.len(), 3, "busy, backpressured, idle: {line}");
+    assert!(percents[0] < 35.0 && percents[2] > 50.0, "{line}");
+    assert_eq!(server.call("DELETE", path, None, b"").0, 204);
 }

@@ -16,7 +16,7 @@
 #![allow(unsafe_code)]
 
 use std::ffi::{CStr, CString};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::bindings as rd;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
@@ -120,6 +120,8 @@ pub(super) struct FetchQueue {
     queue: *mut rd::rd_kafka_queue_t,
     /// The records of the read in progress.
     taken: Vec<*mut rd::rd_kafka_message_t>,
+    /// How long reads waited for a first record, since [`Self::take_waited`].
+    waited: Duration,
 }
 
 // SAFETY: librdkafka's queues may be used from any thread; the handle and
@@ -131,7 +133,7 @@ impl FetchQueue {
     pub(super) fn new<C: ConsumerContext>(consumer: &BaseConsumer<C>) -> Self {
         // SAFETY: the client is live; the queue is destroyed on drop.
         let queue = unsafe { rd::rd_kafka_queue_new(consumer.client().native_ptr()) };
-        Self { queue, taken: Vec::new() }
+        Self { queue, taken: Vec::new(), waited: Duration::ZERO }
     }
 
     /// Send what is fetched of `topic/partition` here from now on.
@@ -176,7 +178,11 @@ impl FetchQueue {
         // up: wait for one, then take what else is there.
         self.take(Duration::ZERO, max);
         if self.taken.is_empty() && !wait.is_zero() {
+            // Nothing at hand: the wait for a record is time without input
+            // (two clock reads a read that found the queue empty).
+            let waiting = Instant::now();
             self.take(wait, 1);
+            self.waited += waiting.elapsed();
             if !self.taken.is_empty() {
                 self.take(Duration::ZERO, max.saturating_sub(1));
             }
@@ -187,6 +193,11 @@ impl FetchQueue {
             self.taken.iter().try_for_each(|&message| each(unsafe { Fetched::from_raw(message) }));
         self.release();
         result.map(|()| count)
+    }
+
+    /// How long reads waited for a first record since the last call.
+    pub(super) fn take_waited(&mut self) -> Duration {
+        std::mem::take(&mut self.waited)
     }
 
     /// Append up to `max` queued records to `taken`, waiting up to `wait`

@@ -818,6 +818,12 @@ impl Source for KafkaSource {
         self.max_wait = wait.map_or(POLL_WAIT, |wait| wait.min(POLL_WAIT));
     }
 
+    /// Its fetches' waits for a first record: a source on empty
+    /// partitions is idle, however few records trickle in.
+    fn take_waited(&mut self) -> Duration {
+        self.fetched.take_waited()
+    }
+
     fn reports_watermarks(&self) -> bool {
         self.exchange.is_some()
     }
