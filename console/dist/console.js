@@ -91,7 +91,7 @@
       <span class="swatch pressure-unknown"></span> unknown
       ${!e.fromMetrics&&T` · rates from the record counts (this server reports no per-subtask metrics)`}
     </p>
-  </div>`}var Ef=[["","as stored (server default)"],["i64","i64 (Rust integer)"],["u64","u64 (Rust unsigned)"],["json","JSON"],["string","text"],["bytes","hex bytes"]];function Ma({api:e,name:t,operators:n}){let[l,o]=Y(n[0]??"process"),[s,i]=Y(""),[u,c]=Y(""),[d,m]=Y(""),[h,g]=Y(null),[_,v]=Y(null),[M,$]=Y(!1),D=async S=>{S.preventDefault(),$(!0),v(null);try{let w={operator:l||null,state:s,key:u,decode:d||null};g(await e.get(_t(t,"/state")+Hl(w)))}catch(w){g(null),v(w)}finally{$(!1)}},k=`operators-${t}`;return T`<form class="lookup" onSubmit=${D} aria-label="State lookup">
+  </div>`}var Ef=[["","as stored (server default)"],["declared","declared type (Rust)"],["i64","i64 (Rust integer)"],["u64","u64 (Rust unsigned)"],["json","JSON"],["string","text"],["bytes","hex bytes"]];function Ma({api:e,name:t,operators:n}){let[l,o]=Y(n[0]??"process"),[s,i]=Y(""),[u,c]=Y(""),[d,m]=Y(""),[h,g]=Y(null),[_,v]=Y(null),[M,$]=Y(!1),D=async S=>{S.preventDefault(),$(!0),v(null);try{let w={operator:l||null,state:s,key:u,decode:d||null};g(await e.get(_t(t,"/state")+Hl(w)))}catch(w){g(null),v(w)}finally{$(!1)}},k=`operators-${t}`;return T`<form class="lookup" onSubmit=${D} aria-label="State lookup">
     <label>Operator
       <input name="operator" list=${k} value=${l} onInput=${S=>o(S.currentTarget.value)} />
       <datalist id=${k}>${n.map(S=>T`<option value=${S} />`)}</datalist>

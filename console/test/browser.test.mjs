@@ -313,7 +313,8 @@ test('the console drives a real weir serve', { skip: skip ?? false, timeout: 600
     await answer.or(refusal).waitFor({ timeout: 15_000 });
     assert.ok(await answer.isVisible(), `the lookup was refused: ${await refusal.allInnerTexts()}`);
     const read = (await api('GET', '/v1/pipelines/console-demo')).body.counts.source_records;
-    const total = Number(await answer.locator('[data-field="signed"]').innerText());
+    // revenue declares its total an i64: the server shows the number.
+    const total = Number(await answer.locator('[data-field="value"]').innerText());
     assert.ok(total > 0, `a total: ${await answer.innerText()}`);
     const at = orderReaching(total, 3, { keys: KEYS, maxId: read });
     assert.ok(at !== null, `${total} cents is no running total of customer 3 within the first ${read} orders`);

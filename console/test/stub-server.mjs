@@ -150,7 +150,7 @@ export async function startStub({ token }) {
           found,
           kind: found ? 'value' : null,
           encoding: decode,
-          value: found ? (decode === 'i64' ? 4800 : decode === 'bytes' ? '804b' : { undecodable: '804b' }) : null,
+          value: found ? (decode === 'i64' || decode === 'declared' ? 4800 : decode === 'bytes' ? '804b' : { undecodable: '804b' }) : null,
           entries: null,
           subtask: 1,
           as_of: 'the last batch the owning subtask finished (not necessarily checkpointed)',

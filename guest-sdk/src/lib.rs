@@ -13,7 +13,9 @@
 //! State is kept by the host, scoped to the key being processed, and typed
 //! on the guest side: [`ValueState`], [`MapState`] and [`ListState`] store
 //! any `serde` type in a compact binary encoding ([`codec`]).
-//! [`BroadcastState`] is the same for every key.
+//! [`BroadcastState`] is the same for every key. [`declare_states!`]
+//! tells the host their types, so a state lookup shows them as JSON
+//! ([`state_type`]).
 //!
 //! ```
 //! use weir_sdk::{function, Context, Error, Event, KeyFunction, ProcessFunction, ValueState};
@@ -56,6 +58,9 @@
 //! the rustup `wasm32-wasip2` route and the Debian `-Zbuild-std` route).
 #![deny(missing_docs)]
 
+// `#[derive(StateType)]` names `::weir_sdk`, in this crate's tests too.
+extern crate self as weir_sdk;
+
 pub mod binary;
 mod bindings;
 pub mod codec;
@@ -67,6 +72,7 @@ mod host;
 mod money;
 mod packing;
 mod state;
+pub mod state_type;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
 
@@ -79,6 +85,7 @@ pub use function::{
 };
 pub use money::Cents;
 pub use state::{BroadcastState, ListState, MapState, Ttl, TtlUpdate, ValueState};
+pub use state_type::StateType;
 /// Marks an `impl KeyFunction for T` or `impl ProcessFunction for T` block
 /// (or any other function trait's) as the component's implementation of
 /// that interface. For a broadcast process function, mark the `impl
@@ -89,6 +96,13 @@ pub use state::{BroadcastState, ListState, MapState, Ttl, TtlUpdate, ValueState}
 /// non-Wasm targets the attribute leaves the block unchanged, so the same
 /// crate builds and tests natively.
 pub use weir_sdk_macros::function;
+/// Implements [`StateType`] for a struct or an enum whose fields' types
+/// implement it: the description of its [`codec`] layout that
+/// [`declare_states!`] writes into the component (see [`state_type`]).
+/// Serde attributes that change the layout (`skip`, `flatten`, `tag`,
+/// `untagged`, `with`, …) are refused: their layout is not the one
+/// described.
+pub use weir_sdk_macros::StateType;
 
 /// Glue used by the code that `#[function]` generates. Not a public API.
 #[doc(hidden)]

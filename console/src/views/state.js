@@ -1,8 +1,9 @@
 // The state lookup: one key's value in one state of a keyed operator, as
 // the subtask that owns the key last saw it (GET …/state). The server
-// decodes the stored bytes as asked (`decode`), by default JSON for Python
-// and TypeScript functions and hex for Rust ones, whose types it cannot
-// know; hex is shown with its readings (text, a postcard varint).
+// decodes the stored bytes as asked (`decode`), by default as the type
+// the function declares for the state (Rust's `declare_states!`), else
+// JSON for Python and TypeScript functions and hex for Rust ones; hex is
+// shown with its readings (text, a postcard varint).
 
 import { describeBytes, fromBase64, fromHex } from '../format.js';
 import { html, useState } from '../html.js';
@@ -11,6 +12,7 @@ import { ErrorLine } from './common.js';
 
 const DECODINGS = [
   ['', 'as stored (server default)'],
+  ['declared', 'declared type (Rust)'],
   ['i64', 'i64 (Rust integer)'],
   ['u64', 'u64 (Rust unsigned)'],
   ['json', 'JSON'],

@@ -1,7 +1,8 @@
 //! Per-customer running revenue.
 //!
 //! Input: JSON orders `{"order_id", "customer_id", "amount", "event_time"}`.
-//! Key: the customer id. State: the customer's total in integer cents.
+//! Key: the customer id. State: the customer's total in integer cents
+//! (`total`, declared as an `i64`, so a state lookup shows the number).
 //! Output: one record per order with the customer's new total:
 //! `{"order_id":114,"customer_id":1,"amount":30.00,"total":50.00}`.
 //!
@@ -10,7 +11,10 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use weir_sdk::{function, Cents, Context, Error, Event, KeyFunction, ProcessFunction, ValueState};
+use weir_sdk::{
+    declare_states, function, Cents, Context, Error, Event, KeyFunction, ProcessFunction,
+    ValueState,
+};
 
 /// One order as read from the source.
 #[derive(Deserialize)]
@@ -28,6 +32,12 @@ struct RunningTotal {
     customer_id: u64,
     amount: Box<RawValue>,
     total: Box<RawValue>,
+}
+
+// The total's type, for the host: a state lookup shows it as a number
+// (cents), not as its bytes.
+declare_states! {
+    value "total": i64,
 }
 
 /// The function: keyed by customer, keeping each customer's total.

@@ -1,4 +1,4 @@
-//! The `#[weir_sdk::function]` attribute.
+//! The `#[weir_sdk::function]` attribute, and `#[derive(StateType)]`.
 //!
 //! It leaves the marked `impl` block as it is and, when compiling for
 //! `wasm32`, adds a hidden module that generates the component bindings
@@ -8,11 +8,15 @@
 //! It knows no kind of function by itself: which traits it takes, their
 //! worlds and imports come from `wit/roles.toml` (through `build.rs`), and
 //! each kind's export glue is an arm of the SDK's `export_role!`.
+//!
+//! `#[derive(StateType)]` describes a struct's or enum's postcard layout
+//! for the host (see `weir_sdk::state_type`) from its fields' types'
+//! descriptions; it never changes the type.
 
 use proc_macro::TokenStream;
 use proc_macro2::Span;
 use quote::quote;
-use syn::{parse_macro_input, spanned::Spanned, ItemImpl, Type};
+use syn::{parse_macro_input, spanned::Spanned, DeriveInput, ItemImpl, Type};
 
 /// The WIT package, embedded so generated bindings never depend on paths.
 const WIT: &str = include_str!(concat!(env!("OUT_DIR"), "/weir.wit"));
@@ -152,6 +156,136 @@ fn outer_type(ty: &Type) -> syn::Result<proc_macro2::TokenStream> {
             "#[weir_sdk::function] needs a named type, like `impl KeyFunction for MyFunction`",
         )),
     }
+}
+
+/// Implements `weir_sdk::StateType` for a struct or enum: the description
+/// of its postcard layout, from its fields' types' descriptions. See
+/// `weir_sdk::StateType`.
+#[proc_macro_derive(StateType)]
+pub fn state_type(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    match state_type_impl(&input) {
+        Ok(tokens) => tokens.into(),
+        Err(error) => error.to_compile_error().into(),
+    }
+}
+
+/// Serde attributes after which the postcard layout is not the one the
+/// fields describe.
+const LAYOUT_CHANGING: &[&str] = &[
+    "skip",
+    "flatten",
+    "tag",
+    "content",
+    "untagged",
+    "transparent",
+    "with",
+    "serialize_with",
+    "deserialize_with",
+    "into",
+    "from",
+    "try_from",
+    "remote",
+    "other",
+];
+
+/// A compile error at the first `#[serde(...)]` of `attrs` that changes
+/// the layout.
+fn refuse_layout_changes(attrs: &[syn::Attribute]) -> syn::Result<()> {
+    for attr in attrs.iter().filter(|a| a.path().is_ident("serde")) {
+        let mut refused = None;
+        let _ = attr.parse_nested_meta(|meta| {
+            let name = meta.path.get_ident().map(ToString::to_string).unwrap_or_default();
+            if refused.is_none() && LAYOUT_CHANGING.iter().any(|l| name.starts_with(l)) {
+                refused = Some(name);
+            }
+            // Skip the value of `name = "…"` or `name(…)`.
+            if meta.input.peek(syn::Token![=]) {
+                let _: syn::Expr = meta.value()?.parse()?;
+            } else if meta.input.peek(syn::token::Paren) {
+                let _ = meta.parse_nested_meta(|_| Ok(()));
+            }
+            Ok(())
+        });
+        if let Some(name) = refused {
+            return Err(syn::Error::new(
+                attr.span(),
+                format!(
+                    "#[derive(StateType)] cannot describe a layout changed by #[serde({name})]"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The expression of a description of `fields` (as a struct's, a
+/// variant's): a struct with named fields, a tuple, or the one field of a
+/// newtype (postcard writes it as its content), or `unit`.
+fn fields_shape(fields: &syn::Fields) -> syn::Result<proc_macro2::TokenStream> {
+    for field in fields {
+        refuse_layout_changes(&field.attrs)?;
+    }
+    let shape = |ty: &Type| quote!(&<#ty as ::weir_sdk::StateType>::SHAPE);
+    Ok(match fields {
+        syn::Fields::Unit => quote!(::weir_sdk::state_type::Shape::new("\"unit\"")),
+        syn::Fields::Unnamed(unnamed) if unnamed.unnamed.len() == 1 => {
+            let one = shape(&unnamed.unnamed[0].ty);
+            quote!(::weir_sdk::state_type::Shape::new("").push_shape(#one))
+        }
+        syn::Fields::Unnamed(unnamed) => {
+            let parts = unnamed.unnamed.iter().enumerate().map(|(i, field)| {
+                let comma = if i > 0 { "," } else { "" };
+                let one = shape(&field.ty);
+                quote!(.push(#comma).push_shape(#one))
+            });
+            quote!(::weir_sdk::state_type::Shape::new("{\"tuple\":[") #(#parts)* .push("]}"))
+        }
+        syn::Fields::Named(named) => {
+            let parts = named.named.iter().enumerate().map(|(i, field)| {
+                let name = field.ident.as_ref().map(ToString::to_string).unwrap_or_default();
+                let open = if i > 0 { ",[" } else { "[" };
+                let one = shape(&field.ty);
+                quote!(.push(#open).push_string(#name).push(",").push_shape(#one).push("]"))
+            });
+            quote!(::weir_sdk::state_type::Shape::new("{\"struct\":[") #(#parts)* .push("]}"))
+        }
+    })
+}
+
+fn state_type_impl(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
+    refuse_layout_changes(&input.attrs)?;
+    let shape = match &input.data {
+        syn::Data::Struct(data) => fields_shape(&data.fields)?,
+        syn::Data::Enum(data) => {
+            let mut parts = Vec::new();
+            for (i, variant) in data.variants.iter().enumerate() {
+                refuse_layout_changes(&variant.attrs)?;
+                let name = variant.ident.to_string();
+                let open = if i > 0 { ",[" } else { "[" };
+                let content = fields_shape(&variant.fields)?;
+                parts.push(quote!(.push(#open).push_string(#name).push(",").push_shape(&#content).push("]")));
+            }
+            quote!(::weir_sdk::state_type::Shape::new("{\"enum\":[") #(#parts)* .push("]}"))
+        }
+        syn::Data::Union(data) => {
+            return Err(syn::Error::new(
+                data.union_token.span(),
+                "#[derive(StateType)] takes a struct or an enum, not a union",
+            ))
+        }
+    };
+    let name = &input.ident;
+    let mut generics = input.generics.clone();
+    for param in generics.type_params_mut() {
+        param.bounds.push(syn::parse_quote!(::weir_sdk::StateType));
+    }
+    let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
+    Ok(quote! {
+        impl #impl_generics ::weir_sdk::StateType for #name #ty_generics #where_clause {
+            const SHAPE: ::weir_sdk::state_type::Shape = #shape;
+        }
+    })
 }
 
 #[cfg(test)]

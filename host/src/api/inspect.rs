@@ -5,6 +5,10 @@
 //! what an output is written (server-sent events; the sink never waits
 //! for a reader).
 //!
+//! A state a Rust function declares a type for (`declare_states!`) is
+//! shown as that type, as JSON ([`postcard`]); others as their language's
+//! encoding suggests, or as asked (`decode`).
+//!
 //! Neither holds a thread or a lock while it waits, and what they hold
 //! open is bounded: tail readers and lookups waiting for their answer are
 //! counted per pipeline and per token ([`ReadGate`]) and refused beyond
@@ -24,8 +28,9 @@ use utoipa::{IntoParams, ToSchema};
 use super::access::Bearer;
 use super::{ApiError, AppState};
 use crate::observe::inspect::{QueryError, StateAnswer, StateValue};
+use crate::observe::postcard;
 use crate::observe::tail::{TailEvent, TailReader, MAX_TAIL_RATE};
-use crate::runtime::Language;
+use crate::runtime::{DeclaredState, Language, Shape};
 use crate::serve::limits::{ReadGate, ReadSlot};
 
 /// How long a state query waits for the owning subtask.
@@ -49,10 +54,11 @@ pub struct StateParams {
     pub state: String,
     /// The key, as the key function returns it (UTF-8).
     pub key: String,
-    /// How to show the stored bytes: `json` (Python and TypeScript
-    /// functions' encoding, their default), `i64` or `u64` (a Rust
-    /// function's integer state, postcard), `string`, or `bytes` (hex, the
-    /// default for Rust functions, whose typed state the host cannot know).
+    /// How to show the stored bytes: `declared` (as the type the function
+    /// declares for the state; the default when it declares one), `json`
+    /// (Python and TypeScript functions' encoding, their default), `i64`
+    /// or `u64` (a Rust function's integer state, postcard), `string`, or
+    /// `bytes` (hex, the default for a Rust function's undeclared state).
     pub decode: Option<Decode>,
 }
 
@@ -60,6 +66,9 @@ pub struct StateParams {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, ToSchema, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Decode {
+    /// As the type the function declares for the state (postcard, shown
+    /// as JSON).
+    Declared,
     /// UTF-8 JSON.
     Json,
     /// A postcard (zigzag varint) signed integer.
@@ -76,6 +85,7 @@ impl Decode {
     /// Its name in the query.
     pub fn name(self) -> &'static str {
         match self {
+            Decode::Declared => "declared",
             Decode::Json => "json",
             Decode::I64 => "i64",
             Decode::U64 => "u64",
@@ -100,6 +110,12 @@ pub struct StateView {
     pub kind: Option<String>,
     /// How `value` was decoded (see the `decode` parameter).
     pub encoding: Decode,
+    /// The state's type as its function declares it, if it does:
+    /// `{"kind": "value" | "map" | "list", "key": <a map's key type>,
+    /// "type": <its values' type>}` (types as in docs/functions.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub declared: Option<serde_json::Value>,
     /// The value (a value state's, or a list's stored form), decoded.
     pub value: Option<serde_json::Value>,
     /// A map state's entries (at most 1000), keys and values decoded.
@@ -151,11 +167,20 @@ pub(crate) async fn state(
             QueryError::Timeout(..) => ApiError::timeout(e.to_string()),
             QueryError::Failed(message) => ApiError::internal(message),
         })?;
-    let decode = params.decode.unwrap_or(match answer.language {
-        Some(Language::Python | Language::JavaScript) => Decode::Json,
-        _ => Decode::Bytes,
+    let declared = handle.state.declared(&operator, &params.state);
+    let decode = params.decode.unwrap_or(match (&declared, answer.language) {
+        (Some(_), _) => Decode::Declared,
+        (None, Some(Language::Python | Language::JavaScript)) => Decode::Json,
+        (None, _) => Decode::Bytes,
     });
-    Ok(Json(state_view(operator, params.state, params.key, answer, decode)))
+    if decode == Decode::Declared && declared.is_none() {
+        return Err(ApiError::invalid_request(format!(
+            "operator {operator:?} declares no type for state {:?}: choose another decode",
+            params.state
+        )));
+    }
+    let view = state_view(operator, params.state, params.key, answer, decode, declared.as_ref());
+    Ok(Json(view))
 }
 
 /// A slot of `gate` for a read of `pipeline` by `bearer`, or 429.
@@ -167,21 +192,46 @@ fn not_running(name: &str) -> ApiError {
     ApiError::conflict("not_running", format!("pipeline {name:?} is not running"))
 }
 
-/// The view of `answer`, its bytes shown as `decode` says.
+/// The view of `answer`, its bytes shown as `decode` says (`declared`:
+/// by the `declared` type).
 fn state_view(
     operator: String,
     state: String,
     key: String,
     answer: StateAnswer,
     decode: Decode,
+    declared: Option<&DeclaredState>,
 ) -> StateView {
-    let show = |bytes: &[u8]| decoded(bytes, decode);
+    let typed = declared.filter(|_| decode == Decode::Declared);
+    let undecodable = |bytes: &[u8]| serde_json::json!({ "undecodable": hex::encode(bytes) });
+    // Declared: by the type (a map's keys without one as hex).
+    let show = |bytes: &[u8], shape: Option<&Shape>| match (typed, shape) {
+        (Some(_), Some(shape)) => {
+            postcard::to_json(bytes, shape).unwrap_or_else(|_| undecodable(bytes))
+        }
+        (Some(_), None) => decoded(bytes, Decode::Bytes),
+        (None, _) => decoded(bytes, decode),
+    };
+    let value_shape = typed.map(|d| &d.value);
     let (kind, value, entries) = match &answer.value {
         StateValue::Absent => (None, None, None),
-        StateValue::Value(bytes) => (Some("value"), Some(show(bytes)), None),
-        StateValue::List(bytes) => (Some("list"), Some(show(bytes)), None),
+        StateValue::Value(bytes) => (Some("value"), Some(show(bytes, value_shape)), None),
+        StateValue::List(bytes) => {
+            // Declared: the elements, each by the type; else the stored form.
+            let elements = typed.and_then(|_| crate::state::encoding::decode_list(bytes).ok());
+            let value = match (elements, typed) {
+                (Some(elements), _) => {
+                    elements.iter().map(|e| show(e, value_shape)).collect::<Vec<_>>().into()
+                }
+                (None, Some(_)) => undecodable(bytes),
+                (None, None) => show(bytes, None),
+            };
+            (Some("list"), Some(value), None)
+        }
         StateValue::Map(entries) => {
-            let entries = entries.iter().map(|(k, v)| (show(k), show(v))).collect();
+            let key_shape = typed.and_then(|d| d.key.as_ref());
+            let entries =
+                entries.iter().map(|(k, v)| (show(k, key_shape), show(v, value_shape))).collect();
             (Some("map"), None, Some(entries))
         }
     };
@@ -192,6 +242,7 @@ fn state_view(
         found: kind.is_some(),
         kind: kind.map(str::to_string),
         encoding: decode,
+        declared: declared.map(DeclaredState::to_json),
         value,
         entries,
         subtask: answer.subtask,
@@ -210,7 +261,7 @@ fn decoded(bytes: &[u8], decode: Decode) -> serde_json::Value {
             .map_or_else(undecodable, serde_json::Value::from),
         Decode::U64 => varint(bytes).map_or_else(undecodable, serde_json::Value::from),
         Decode::String => std::str::from_utf8(bytes).map_or_else(|_| undecodable(), Into::into),
-        Decode::Bytes => hex::encode(bytes).into(),
+        Decode::Bytes | Decode::Declared => hex::encode(bytes).into(),
     }
 }
 
@@ -327,5 +378,43 @@ mod tests {
             "a varint must be all of the value"
         );
         assert_eq!(decoded(b"{", Decode::Json), serde_json::json!({"undecodable": "7b"}));
+    }
+
+    #[test]
+    fn a_declared_state_is_shown_as_its_type_values_lists_and_maps_alike() {
+        use crate::runtime::StateTypes;
+        use serde_json::json;
+        let types = StateTypes::parse(
+            br#"{"state":"total","kind":"value","type":"i64"}
+{"state":"recent","kind":"list","type":{"tuple":["u8","string"]}}
+{"state":"seen","kind":"map","key":"string","type":{"option":"u64"}}"#,
+        );
+        let view = |name: &str, value: StateValue, decode: Decode| {
+            let answer = StateAnswer { value, language: None, subtask: 1 };
+            let declared = types.get(name);
+            state_view("p".into(), name.into(), "42".into(), answer, decode, declared)
+        };
+        let total = view("total", StateValue::Value(vec![0x90, 0x4e]), Decode::Declared);
+        assert_eq!((total.value, total.encoding), (Some(json!(5000)), Decode::Declared));
+        assert_eq!(total.declared, Some(json!({"kind": "value", "type": "i64"})));
+        // Asked for another decoding, it is given (the type still said).
+        let hex = view("total", StateValue::Value(vec![0x90, 0x4e]), Decode::Bytes);
+        assert_eq!((hex.value, hex.declared.is_some()), (Some(json!("904e")), true));
+        let mut stored = Vec::new();
+        crate::state::encoding::encode_list(
+            &mut stored,
+            [&[7, 1, b'a'][..], &[9, 0][..]].into_iter(),
+        );
+        let recent = view("recent", StateValue::List(stored), Decode::Declared);
+        assert_eq!(recent.value, Some(json!([[7, "a"], [9, ""]])));
+        let seen = view(
+            "seen",
+            StateValue::Map(vec![(vec![1, b'x'], vec![1, 3]), (vec![1, b'y'], vec![0xff])]),
+            Decode::Declared,
+        );
+        assert_eq!(
+            seen.entries,
+            Some(vec![(json!("x"), json!(3)), (json!("y"), json!({"undecodable": "ff"}))])
+        );
     }
 }

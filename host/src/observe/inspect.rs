@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 
-use crate::runtime::Language;
+use crate::runtime::{DeclaredState, Language, StateTypes};
 use crate::state::{key_group, subtask_for_key_group, KeyedStateBackend, StateKey, StateKind};
 
 /// How often a query looks again for room in a busy subtask's queue.
@@ -84,6 +84,8 @@ struct StageQueries {
     uid: String,
     max_parallelism: u16,
     subtasks: Vec<Sender<StateQuery>>,
+    /// The state types its function declares.
+    types: std::sync::Arc<StateTypes>,
 }
 
 /// Where state queries of a run go: each keyed stage's subtasks.
@@ -100,17 +102,20 @@ impl std::fmt::Debug for StateQueries {
 
 impl StateQueries {
     /// Channels for the `parallelism` subtasks of stage `name` (snapshot
-    /// identity `uid`); each subtask reads its receiver.
+    /// identity `uid`), whose function declares the state types `types`;
+    /// each subtask reads its receiver.
     pub(crate) fn open_stage(
         &self,
         name: &str,
         uid: &str,
         parallelism: usize,
         max_parallelism: u16,
+        types: std::sync::Arc<StateTypes>,
     ) -> Vec<Receiver<StateQuery>> {
         let (senders, receivers): (Vec<_>, Vec<_>) =
             (0..parallelism).map(|_| crossbeam_channel::bounded(16)).unzip();
-        let stage = StageQueries { uid: uid.to_string(), max_parallelism, subtasks: senders };
+        let stage =
+            StageQueries { uid: uid.to_string(), max_parallelism, subtasks: senders, types };
         self.stages.lock().unwrap_or_else(PoisonError::into_inner).insert(name.to_string(), stage);
         receivers
     }
@@ -119,6 +124,14 @@ impl StateQueries {
     pub fn only_stage(&self) -> Option<String> {
         let stages = self.stages.lock().unwrap_or_else(PoisonError::into_inner);
         (stages.len() == 1).then(|| stages.keys().next().cloned()).flatten()
+    }
+
+    /// The type keyed operator `operator` (its node name or uid) declares
+    /// for its state `name`, if it does.
+    pub fn declared(&self, operator: &str, name: &str) -> Option<DeclaredState> {
+        let stages = self.stages.lock().unwrap_or_else(PoisonError::into_inner);
+        let stage = stages.get(operator).or_else(|| stages.values().find(|s| s.uid == operator))?;
+        stage.types.get(name).cloned()
     }
 
     /// Forget every stage (the run ended).
@@ -265,7 +278,7 @@ mod tests {
             runtime.block_on(queries.query("process", "total", b"c1", Duration::from_millis(10))),
             Err(QueryError::NotRunning)
         );
-        let receivers = queries.open_stage("process", "revenue", 2, 128);
+        let receivers = queries.open_stage("process", "revenue", 2, 128, Default::default());
         let owner = usize::from(subtask_for_key_group(key_group(b"c1", 128), 128, 2));
         let answering = receivers[owner].clone();
         let thread = std::thread::spawn(move || {
@@ -282,6 +295,12 @@ mod tests {
         let error = runtime
             .block_on(queries.query("nope", "total", b"c1", Duration::from_millis(10)))
             .unwrap_err();
+        let types = StateTypes::parse(br#"{"state":"total","kind":"value","type":"i64"}"#);
+        queries.open_stage("window", "win", 1, 128, std::sync::Arc::new(types));
+        let declared = queries.declared("win", "total").map(|d| d.value);
+        assert_eq!(declared, Some(crate::runtime::Shape::I64), "by uid");
+        assert_eq!(queries.declared("window", "other"), None);
+        assert_eq!(queries.declared("process", "total"), None, "another stage's function");
         assert!(error.to_string().contains("its keyed operators: process"), "{error}");
     }
 
@@ -289,7 +308,7 @@ mod tests {
     fn waiting_queries_hold_no_lock_and_no_thread_and_end_with_the_subtask() {
         let queries = std::sync::Arc::new(StateQueries::default());
         // A busy subtask: it reads no query.
-        let receivers = queries.open_stage("process", "revenue", 1, 128);
+        let receivers = queries.open_stage("process", "revenue", 1, 128, Default::default());
         let runtime = runtime();
         runtime.block_on(async {
             // 100 queries on one thread: 16 queued, the rest waiting for room.

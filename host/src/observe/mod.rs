@@ -7,6 +7,7 @@
 //! * [`sampling`]: rates, busy / idle / backpressured time and the
 //!   per-operator view of the last seconds ([`sampling::MetricsView`]);
 //! * [`inspect`]: reading a key's state while the pipeline runs;
+//! * [`postcard`]: a declared state's bytes as JSON, by its declared type;
 //! * [`tail`]: a bounded sample of what an output writes;
 //! * [`live`]: the counters and requests shared with a running pipeline
 //!   ([`RunHandle`]);
@@ -15,6 +16,7 @@
 pub mod inspect;
 pub mod latency;
 pub mod live;
+pub mod postcard;
 pub mod process;
 pub mod sampling;
 pub mod summary;

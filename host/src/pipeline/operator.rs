@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use std::hash::BuildHasher as _;
 
@@ -41,6 +42,14 @@ impl FunctionCode {
         match self {
             FunctionCode::Wasm(function) => function.language,
             FunctionCode::Native(_) => Language::Compiled,
+        }
+    }
+
+    /// The types it declares for its states (native code declares none).
+    pub(crate) fn state_types(&self) -> Arc<crate::runtime::StateTypes> {
+        match self {
+            FunctionCode::Wasm(function) => function.state_types.clone(),
+            FunctionCode::Native(_) => Arc::default(),
         }
     }
 }
@@ -144,6 +153,14 @@ impl OperatorPlan {
         match self {
             OperatorPlan::Process(code) | OperatorPlan::Window(code, ..) => Some(code.language()),
             OperatorPlan::Join(_) => None,
+        }
+    }
+
+    /// The state types of its function (a join's: none).
+    pub(crate) fn state_types(&self) -> Arc<crate::runtime::StateTypes> {
+        match self {
+            OperatorPlan::Process(code) | OperatorPlan::Window(code, ..) => code.state_types(),
+            OperatorPlan::Join(_) => Arc::default(),
         }
     }
 

@@ -274,6 +274,7 @@ fn run_locked(
             &stage.uid,
             usize::from(stage.parallelism),
             env.max_parallelism,
+            operator_plan.state_types(),
         );
         for ((((index, backend), ports), channels), queries) in
             backends.into_iter().enumerate().zip(plans).zip(stage_inputs).zip(queries)

@@ -101,6 +101,8 @@ pub struct LoadedFunction {
     pub label: String,
     /// The language it is written in, which sets its default limits.
     pub language: Language,
+    /// The types it declares for its states (for state lookups).
+    pub state_types: std::sync::Arc<super::state_types::StateTypes>,
 }
 
 impl LoadedFunction {
@@ -192,7 +194,16 @@ impl FunctionLoader {
             .instantiate_pre(&component)
             .map_err(|e| LoadError::Link(format!("{e:#}")))?;
         let language = Language::of(&bytes);
-        Ok(LoadedFunction { digest, pre, imports, exports, label: String::new(), language })
+        let state_types = std::sync::Arc::new(super::state_types::StateTypes::of(&bytes));
+        Ok(LoadedFunction {
+            digest,
+            pre,
+            imports,
+            exports,
+            label: String::new(),
+            language,
+            state_types,
+        })
     }
 
     fn load_cached(&self, dir: &Path, digest: &str, bytes: &[u8]) -> Result<Component, LoadError> {

@@ -19,6 +19,7 @@ pub mod native;
 pub mod packed;
 pub mod packing;
 mod role;
+pub mod state_types;
 pub mod wasi;
 
 pub use engine::{new_engine, EngineLimits};
@@ -31,6 +32,7 @@ pub use language::Language;
 pub use limits::FunctionLimits;
 pub use loader::{componentize, digest, FunctionLoader, LoadError, LoadedFunction};
 pub use role::{Inputs, Role};
+pub use state_types::{DeclaredKind, DeclaredState, Shape, StateTypes};
 
 /// The WIT package version this host implements.
 pub const WIT_VERSION: &str = "0.2.0";

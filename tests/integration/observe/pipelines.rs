@@ -105,9 +105,21 @@ fn a_running_pipelines_state_output_and_metrics_are_read_without_stopping_it() {
     let printed = weir(&[&cli[..], &["--server", &url, "--token", "l00k"]].concat());
     assert!(printed.status.success(), "{printed:?}");
     assert_eq!(String::from_utf8_lossy(&printed.stdout).trim(), "4800");
-    let (code, raw) = server.call("GET", &format!("{path}/state?state=total&key=1"), TOKEN, b"");
-    assert_eq!((code, raw["encoding"].as_str()), (200, Some("bytes")), "a Rust function's default");
+    // revenue declares its total an i64: by default it reads as the number.
+    let (code, typed) = server.call("GET", &format!("{path}/state?state=total&key=1"), TOKEN, b"");
+    assert_eq!((code, typed["encoding"].as_str()), (200, Some("declared")), "{typed}");
+    assert_eq!(typed["value"], 5000, "{typed}");
+    assert_eq!(typed["declared"], serde_json::json!({"kind": "value", "type": "i64"}), "{typed}");
+    let cli = ["pipeline", "state", "observed", "--state", "total", "--key", "3"];
+    let printed = weir(&[&cli[..], &["--server", &url, "--token", "l00k"]].concat());
+    assert!(printed.status.success(), "{printed:?}");
+    assert_eq!(String::from_utf8_lossy(&printed.stdout).trim(), "1700", "the total, not its bytes");
+    let raw_query = format!("{path}/state?state=total&key=1&decode=bytes");
+    let (code, raw) = server.call("GET", &raw_query, TOKEN, b"");
+    assert_eq!((code, raw["encoding"].as_str()), (200, Some("bytes")), "as asked");
     assert_eq!(raw["value"], "904e", "5000 as postcard's zigzag varint, in hex");
+    let undeclared = format!("{path}/state?state=other&key=1&decode=declared");
+    assert_eq!(server.call("GET", &undeclared, TOKEN, b"").0, 400, "no type declared for it");
     let (_, absent) = server.call("GET", &format!("{path}/state?state=total&key=9"), TOKEN, b"");
     assert_eq!((absent["found"].as_bool(), absent["value"].is_null()), (Some(false), true));
     let unknown =
