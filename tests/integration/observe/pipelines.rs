@@ -1,8 +1,9 @@
 //! Looking into running pipelines on the real `weir serve`: the metrics
 //! in the status and on `/metrics`, a key's state read while the pipeline
 //! runs, a tail of its output, a checkpoint's reported size against its
-//! files, a slow sink showing up as backpressure upstream, and a source
-//! keeping to its pace reading as idle.
+//! files, a slow sink showing up as backpressure upstream, and sources
+//! waiting for input (a paced generator, Kafka on a trickling topic)
+//! reading as idle.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -320,5 +321,56 @@ fn a_source_keeping_to_its_pace_reads_as_idle_not_busy() {
         .collect();
     assert_eq!(percents.len(), 3, "busy, backpressured, idle: {line}");
     assert!(percents[0] < 35.0 && percents[2] > 50.0, "{line}");
+    assert_eq!(server.call("DELETE", path, None, b"").0, 204);
+}
+
+#[test]
+fn a_kafka_source_on_a_trickling_topic_reads_as_idle_not_busy() {
+    let kafka = TestKafka::start();
+    let orders = unique("trickle-orders");
+    kafka.create_topic(&orders, 1);
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("data"), &[]);
+    let wasm = std::fs::read(function("revenue")).unwrap();
+    assert_eq!(server.call("PUT", "/v1/functions/revenue", None, &wasm).0, 201);
+    let source = format!(
+        "{{ type: kafka, bootstrap_servers: {:?}, topics: [{orders}], timestamp_field: event_time }}",
+        kafka.bootstrap()
+    );
+    let spec = stored_revenue_spec("trickle", &source, "{ type: discard }", "parallelism: 1\n");
+    assert_eq!(server.call("POST", "/v1/pipelines", None, spec.as_bytes()).0, 201);
+    let path = "/v1/pipelines/trickle";
+    let source_task = |s: &serde_json::Value| s["metrics"]["operators"][0]["subtasks"][0].clone();
+    // A record every few tens of milliseconds: most of the source's reads
+    // wait for one, and many get one after waiting.
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let status = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut id = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                id += 1;
+                let order = format!(
+                    "{{\"order_id\":{id},\"customer_id\":{},\"amount\":1.00,\"event_time\":\"2026-01-15T10:05:00Z\"}}",
+                    id % 7
+                );
+                kafka.produce(&orders, Some(0), None, order.as_bytes());
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let status = server.wait_for(path, None, Duration::from_secs(60), |s| {
+            source_task(s)["records_out_per_second"].as_f64() > Some(2.0)
+                && source_task(s)["records_out"].as_u64() > Some(50)
+        });
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        status
+    });
+    let task = source_task(&status);
+    let share = |field: &str| task[field].as_f64().unwrap();
+    let (busy, idle) = (share("busy_ms_per_second"), share("idle_ms_per_second"));
+    println!(
+        "kafka source on a trickle: {:.0} records/s, busy {busy:.1} ms/s, idle {idle:.1} ms/s",
+        share("records_out_per_second")
+    );
+    assert!(busy < 350.0 && idle > 1.5 * busy, "busy {busy}, idle {idle}: {task}");
     assert_eq!(server.call("DELETE", path, None, b"").0, 204);
 }
