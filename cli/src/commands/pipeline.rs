@@ -91,8 +91,9 @@ pub enum PipelineCommand {
         /// The keyed operator (node name or uid); default: the only one.
         #[arg(long)]
         operator: Option<String>,
-        /// How to show the stored bytes (default: `json` for Python and
-        /// TypeScript functions, `bytes` for Rust ones, whose integer
+        /// How to show the stored bytes (default: as the type the function
+        /// declares for the state, `json` for Python and TypeScript
+        /// functions, else `bytes`; a Rust function's undeclared integer
         /// state reads as `i64` or `u64`).
         #[arg(long, value_enum)]
         decode: Option<Decode>,
