@@ -152,21 +152,9 @@ impl BenchFlink {
         for dir in ["flink", "weir"] {
             let _ = std::fs::remove_dir_all(scratch.join(dir));
         }
-        let target = self.root.join("bench/flink/target");
-        let mut java = Command::new("java");
-        java.args([
-            "--add-opens=java.base/java.util=ALL-UNNAMED",
-            "--add-opens=java.base/java.lang=ALL-UNNAMED",
-        ])
-        .arg("-cp")
-        .arg(format!(
-            "{}:{}/lib/*",
-            target.join("weir-bench-flink-1.jar").display(),
-            target.display()
-        ))
-        .arg("weir.bench.FlinkBench")
-        .args([workload, &self.events.to_string(), &keys.to_string(), "2"])
-        .arg(scratch.join("flink"));
+        let mut java = flink_java(&self.root, "weir.bench.FlinkBench");
+        java.args([workload, &self.events.to_string(), &keys.to_string(), "2"])
+            .arg(scratch.join("flink"));
         let flink = flink_rate(&output(java, "Flink's job")?)?;
         let mut weir = Command::new(&self.weir);
         weir.arg("bench")
@@ -181,6 +169,22 @@ impl BenchFlink {
         };
         Ok(Rates { flink, wasm: pick("wasm")?, native: pick("native")? })
     }
+}
+
+/// `java` running `main_class` of the bench/flink build under `root`
+/// (its jar and the Flink jars Maven copied beside it), with the module
+/// openings Flink needs on Java 17.
+pub fn flink_java(root: &std::path::Path, main_class: &str) -> Command {
+    let target = root.join("bench/flink/target");
+    let mut java = Command::new("java");
+    java.args([
+        "--add-opens=java.base/java.util=ALL-UNNAMED",
+        "--add-opens=java.base/java.lang=ALL-UNNAMED",
+    ])
+    .arg("-cp")
+    .arg(format!("{}:{}/lib/*", target.join("weir-bench-flink-1.jar").display(), target.display()))
+    .arg(main_class);
+    java
 }
 
 #[cfg(test)]

@@ -337,24 +337,12 @@ impl WindowDiff {
     }
 
     fn run_flink(&self, orders: &Path, scratch: &Path) -> Result<()> {
-        let target = self.root.join("bench/flink/target");
         let w = WINDOWS;
-        let mut java = Command::new("java");
-        java.args([
-            "--add-opens=java.base/java.util=ALL-UNNAMED",
-            "--add-opens=java.base/java.lang=ALL-UNNAMED",
-        ])
-        .arg("-cp")
-        .arg(format!(
-            "{}:{}/lib/*",
-            target.join("weir-bench-flink-1.jar").display(),
-            target.display()
-        ))
-        .arg("weir.bench.WindowDiff")
-        .arg(orders)
-        .arg(scratch)
-        .args([w.size, w.slide, w.gap, w.bound, w.lateness].map(|ms| ms.to_string()))
-        .args(self.parallelisms.iter().map(u16::to_string));
+        let mut java = crate::bench_flink::flink_java(&self.root, "weir.bench.WindowDiff");
+        java.arg(orders)
+            .arg(scratch)
+            .args([w.size, w.slide, w.gap, w.bound, w.lateness].map(|ms| ms.to_string()))
+            .args(self.parallelisms.iter().map(u16::to_string));
         let log = scratch.join("flink.log");
         crate::process::run_logged(java, &log, "Flink's WindowDiff job")
             .map_err(|error| error.context(std::fs::read_to_string(&log).unwrap_or_default()))

@@ -7,8 +7,8 @@
 //! A child of [`super`] (the cluster tests), whose workers and specs it
 //! uses.
 
-use std::collections::BTreeSet;
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -44,48 +44,84 @@ fn next_version(spec: &Path, batch_size: u32) -> std::path::PathBuf {
     path
 }
 
-#[test]
-fn workers_run_what_the_control_topic_deploys_and_follow_its_versions() {
-    let _serial = one_at_a_time();
-    let (kafka, s3) = (TestKafka::start(), TestS3::start());
-    let bucket = s3.create_bucket("weir-cluster-control");
+/// What [`deployed_cluster`] set up.
+struct Deployed {
+    dir: tempfile::TempDir,
+    bucket: String,
+    orders: String,
+    out: String,
+    name: String,
+    spec: PathBuf,
+    flags: Vec<String>,
+    env: Vec<(&'static str, String)>,
+    expected: BTreeMap<u64, Vec<String>>,
+    cluster: Cluster,
+    units: BTreeSet<String>,
+}
+
+/// A cluster named after `what`: topics, the reference over `total`
+/// orders, the revenue spec deployed as version 1 with 600 orders in its
+/// input, and workers w1 and w2 given only the cluster, running every unit.
+fn deployed_cluster(kafka: &TestKafka, s3: &TestS3, what: &str, total: u64) -> Deployed {
+    let bucket = s3.create_bucket(&format!("weir-cluster-{what}"));
     let dir = tempfile::tempdir().unwrap();
-    let (all, orders, out) = (unique("ctl-all"), unique("ctl-orders"), unique("ctl-out"));
+    let (all, orders, out) = (
+        unique(&format!("{what}-all")),
+        unique(&format!("{what}-orders")),
+        unique(&format!("{what}-out")),
+    );
     for topic in [&all, &orders] {
         kafka.create_topic(topic, PARTITIONS);
     }
     kafka.create_topic(&out, 1);
-    produce_orders(&kafka, &all, PARTITIONS, 720, CUSTOMERS, 1);
-    let expected = reference(&kafka, dir.path(), Job::Revenue, &all);
-    let name = unique("ctl");
+    produce_orders(kafka, &all, PARTITIONS, total, CUSTOMERS, 1);
+    let expected = reference(kafka, dir.path(), Job::Revenue, &all);
+    let name = unique(what);
     let storage = format!("s3://{bucket}/{name}");
     let spec =
         Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
-    let cluster_name = unique("c").replace('_', "-");
     let flags: Vec<String> = vec![
         "--cluster".into(),
-        cluster_name.clone(),
+        unique(what).replace('_', "-"),
         "--bootstrap-servers".into(),
         kafka.bootstrap(),
         "--storage".into(),
         format!("s3://{bucket}/cluster"),
     ];
     let env = s3.env();
-
-    // Deploy, then workers that are given nothing but the cluster.
     let said = weir_cluster(&flags, &env, &["deploy", spec.to_str().unwrap()]);
     assert!(said.contains("version 1"), "{said}");
-    let keys = s3.keys(&bucket, "cluster/functions/");
-    assert_eq!(keys.len(), 1, "the revenue function stored once by content: {keys:?}");
-    produce_orders(&kafka, &orders, PARTITIONS, 600, CUSTOMERS, 1);
-    let mut cluster = Cluster::new(dir.path(), Path::new(""), &s3);
+    produce_orders(kafka, &orders, PARTITIONS, 600, CUSTOMERS, 1);
+    let mut cluster = Cluster::new(dir.path(), Path::new(""), s3);
     cluster.fleet = Some(flags.clone());
     cluster.add("w1");
     cluster.add("w2");
     let units = Job::Revenue.units(&name);
     cluster.wait_for_units(&units, true, &BTreeSet::new(), Duration::from_secs(120));
-    cluster.wait_for_output(&kafka, &out, 600, Duration::from_secs(180));
-    assert_prefix(&committed_per_key(&kafka, &out), &expected, "version 1 on two workers");
+    cluster.wait_for_output(kafka, &out, 600, Duration::from_secs(180));
+    assert_prefix(&committed_per_key(kafka, &out), &expected, "version 1 on two workers");
+    Deployed { dir, bucket, orders, out, name, spec, flags, env, expected, cluster, units }
+}
+
+#[test]
+fn workers_run_what_the_control_topic_deploys_and_follow_its_versions() {
+    let _serial = one_at_a_time();
+    let (kafka, s3) = (TestKafka::start(), TestS3::start());
+    let Deployed {
+        dir: _dir,
+        bucket,
+        orders,
+        out,
+        name,
+        spec,
+        flags,
+        env,
+        expected,
+        mut cluster,
+        units,
+    } = deployed_cluster(&kafka, &s3, "ctl", 720);
+    let keys = s3.keys(&bucket, "cluster/functions/");
+    assert_eq!(keys.len(), 1, "the revenue function stored once by content: {keys:?}");
 
     // The cluster's status, from any machine: each unit on one worker.
     let owners = cluster.wait("every unit in the status topic", Duration::from_secs(60), |_| {
@@ -143,37 +179,8 @@ fn workers_run_what_the_control_topic_deploys_and_follow_its_versions() {
 fn a_worker_killed_during_a_switch_leaves_one_version_running_and_the_output_exact() {
     let _serial = one_at_a_time();
     let (kafka, s3) = (TestKafka::start(), TestS3::start());
-    let bucket = s3.create_bucket("weir-cluster-switch");
-    let dir = tempfile::tempdir().unwrap();
-    let (all, orders, out) = (unique("sw-all"), unique("sw-orders"), unique("sw-out"));
-    for topic in [&all, &orders] {
-        kafka.create_topic(topic, PARTITIONS);
-    }
-    kafka.create_topic(&out, 1);
-    produce_orders(&kafka, &all, PARTITIONS, 660, CUSTOMERS, 1);
-    let expected = reference(&kafka, dir.path(), Job::Revenue, &all);
-    let name = unique("sw");
-    let storage = format!("s3://{bucket}/{name}");
-    let spec =
-        Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
-    let flags: Vec<String> = vec![
-        "--cluster".into(),
-        unique("s").replace('_', "-"),
-        "--bootstrap-servers".into(),
-        kafka.bootstrap(),
-        "--storage".into(),
-        format!("s3://{bucket}/cluster"),
-    ];
-    let env = s3.env();
-    weir_cluster(&flags, &env, &["deploy", spec.to_str().unwrap()]);
-    produce_orders(&kafka, &orders, PARTITIONS, 600, CUSTOMERS, 1);
-    let mut cluster = Cluster::new(dir.path(), Path::new(""), &s3);
-    cluster.fleet = Some(flags.clone());
-    cluster.add("w1");
-    cluster.add("w2");
-    let units = Job::Revenue.units(&name);
-    cluster.wait_for_units(&units, true, &BTreeSet::new(), Duration::from_secs(120));
-    cluster.wait_for_output(&kafka, &out, 600, Duration::from_secs(180));
+    let Deployed { dir: _dir, orders, out, spec, flags, env, expected, mut cluster, units, .. } =
+        deployed_cluster(&kafka, &s3, "sw", 660);
 
     // Version 2, and w2 killed while the workers switch to it.
     let v2 = next_version(&spec, 50);
