@@ -38,6 +38,7 @@ fn main() -> ExitCode {
         Command::Token { command } => commands::token::execute(command),
         Command::Worker(args) => commands::worker::execute(args),
         Command::Cluster(args) => commands::cluster::execute(args),
+        Command::Kafka { command } => commands::kafka::execute(command),
         Command::Init(args) => commands::project::init(&args),
         Command::Build(args) => commands::project::build(&args),
         Command::Inspect(args) => commands::wasm::inspect(&args),

@@ -9,6 +9,8 @@
 //! * `token` makes API tokens for `serve`'s tokens file;
 //! * `worker` runs a share of a pipeline in cluster mode, `cluster`
 //!   deploys to a cluster's control topic;
+//! * `kafka` creates and lists topics, writes a file to a topic and reads
+//!   one (no Kafka download needed);
 //! * `wasm` (`inspect`, `componentize`) works on `.wasm` files;
 //! * `project` (`init`, `build`) makes and builds function projects;
 //! * `print` holds the tables and summaries.
@@ -18,6 +20,7 @@ pub mod bench;
 pub mod checkpoints;
 pub mod cluster;
 pub mod function;
+pub mod kafka;
 pub mod pipeline;
 pub mod print;
 pub mod project;
@@ -80,6 +83,13 @@ pub enum Command {
     /// What a cluster of `weir worker --cluster NAME` runs: deploy, stop,
     /// start, delete, list (docs/cluster.md, "Control plane").
     Cluster(cluster::ClusterCommandArgs),
+    /// Kafka without Kafka's tools: create and list topics, write a file
+    /// of JSON lines to a topic keyed by a field, read a topic (as a
+    /// `read_committed` reader of an exactly-once sink must).
+    Kafka {
+        #[command(subcommand)]
+        command: kafka::KafkaCommand,
+    },
     /// Inspect a pipeline's checkpoints and savepoints.
     Checkpoints {
         #[command(subcommand)]

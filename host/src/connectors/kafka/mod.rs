@@ -4,7 +4,9 @@
 //! (`type: kafka`). See [`sink`](self::sink) for how exactly-once survives
 //! a crash at any instant, and [`exactly_once`](self::exactly_once) for
 //! what it needs before a pipeline runs. User `properties` are checked by
-//! [`properties`](self::properties) before anything connects.
+//! [`properties`](self::properties) before anything connects. Outside
+//! pipelines, [`admin`] creates and lists topics and [`console`] writes
+//! lines of text to a topic and reads one (`weir kafka`).
 //!
 //! A broker outage longer than one call's timeout ([`CALL_TIMEOUT`]) does
 //! not fail a run at once: the sink's flushes, pre-commits and commits and
@@ -13,6 +15,8 @@
 //! [`Retry`]). A transaction the broker aborted (its timeout, fencing) is
 //! no transient error: the run fails and restarts from its checkpoint.
 
+pub mod admin;
+pub mod console;
 mod exactly_once;
 pub mod exchange;
 mod fetch_queue;
