@@ -7,7 +7,9 @@
 //! while workers are killed with `kill -9`, added and stopped with SIGTERM;
 //! the units of a dead worker move to the others with their state. An
 //! input already partitioned by key is read by the tasks themselves, and
-//! survives a kill the same way.
+//! survives a kill the same way. A worker cut off from its broker answers
+//! `/readyz` 503 "lost its group" while `/healthz` stays 200, and is ready
+//! again once it rejoined.
 //!
 //! Long tests: each starts two to four workers and takes 20 s to a minute
 //! (about two and a half minutes for all, which run one at a time).
@@ -345,7 +347,8 @@ impl Cluster {
         }
     }
 
-    /// Start worker `id` and wait until `/healthz` says it joined the group.
+    /// Start worker `id` and wait until `/readyz` says it is a member of
+    /// the group with its assignment.
     fn add(&mut self, id: &str) {
         let worker = match &self.fleet {
             Some(args) => {
@@ -355,10 +358,24 @@ impl Cluster {
             None => Worker::start(&self.spec, &self.dir, id, &self.env),
         };
         self.workers.push(worker);
-        self.wait(&format!("worker {id}'s /healthz to answer 200"), Duration::from_secs(90), |c| {
+        self.wait(&format!("worker {id}'s /readyz to answer 200"), Duration::from_secs(90), |c| {
             let worker = c.workers.last().unwrap();
-            matches!(worker.get("/healthz"), Some((200, _))).then_some(())
+            match worker.get("/readyz") {
+                Some((200, body)) => {
+                    assert_eq!(body["group"], "member", "a ready worker is a member: {body}");
+                    Some(())
+                }
+                Some((503, body)) => {
+                    // Not ready yet: the reason says why, by name.
+                    assert!(body["reason"].is_string(), "a 503 says why: {body}");
+                    None
+                }
+                _ => None,
+            }
         });
+        let worker = self.workers.last().unwrap();
+        let (status, body) = worker.get("/healthz").expect("/healthz answers");
+        assert_eq!((status, &body["alive"]), (200, &Value::Bool(true)), "{body}");
     }
 
     /// Start worker `id` as [`Self::add`] does, with `env` on top of the
@@ -758,6 +775,63 @@ fn a_partition_added_while_running_stops_the_workers_loudly_and_a_restart_reads_
     cluster.wait_for_output(&kafka, &out, 660, Duration::from_secs(180));
     assert_same(&committed_per_key(&kafka, &out), &expected, "after the partition was added");
     cluster.terminate_all();
+}
+
+/// `GET path` of `worker`: its status and JSON body (panics if it does
+/// not answer).
+fn probe(worker: &Worker, path: &str) -> (u16, Value) {
+    worker.get(path).unwrap_or_else(|| panic!("worker {} did not answer {path}", worker.id))
+}
+
+#[test]
+fn a_worker_cut_off_from_its_broker_is_alive_but_not_ready_until_it_rejoins() {
+    let _serial = one_at_a_time();
+    let (kafka, s3) = (TestKafka::dedicated(&[]), TestS3::start());
+    let Prepared { dir, out, spec, .. } = orders_and_spec(&kafka, &s3, "ready", Job::Revenue);
+    let mut cluster = Cluster::new(dir.path(), &spec, &s3);
+    cluster.add("w1");
+    cluster.wait_for_output(&kafka, &out, 600, Duration::from_secs(120));
+    let (status, ready) = probe(&cluster.workers[0], "/readyz");
+    assert_eq!(
+        (status, &ready["units"]),
+        (200, &Value::from(12)),
+        "ready with every unit: {ready}"
+    );
+
+    // The broker goes: once its session expires the worker has lost its
+    // group and is not ready, saying so; but its loop turns, so it is
+    // alive (a liveness probe must not restart it: that would not bring
+    // the broker back).
+    kafka.kill();
+    let lost =
+        cluster.wait("/readyz to say the group is lost", Duration::from_secs(60), |c| {
+            match c.workers[0].get("/readyz") {
+                Some((503, body)) if body["group"] == "lost" => Some(body),
+                _ => None,
+            }
+        });
+    assert_eq!(lost["ready"], false, "{lost}");
+    assert!(lost["reason"].as_str().unwrap().starts_with("lost its group"), "{lost}");
+    let (status, alive) = probe(&cluster.workers[0], "/healthz");
+    assert_eq!((status, &alive["alive"]), (200, &Value::Bool(true)), "{alive}");
+    println!("broker gone: /readyz {lost}; /healthz {alive}");
+
+    // The broker back: the worker rejoins, gets its units again and is
+    // ready.
+    kafka.restart(&[]);
+    let ready = cluster.wait("/readyz to answer 200 again", Duration::from_secs(120), |c| match c
+        .workers[0]
+        .get("/readyz")
+    {
+        Some((200, body)) if body["units"] == 12 => Some(body),
+        _ => None,
+    });
+    assert_eq!(ready["group"], "member", "{ready}");
+    // And its units run again.
+    let name = spec.file_stem().unwrap().to_str().unwrap().to_string();
+    let units = Job::Revenue.units(&name);
+    cluster.wait_for_units(&units, false, &BTreeSet::new(), Duration::from_secs(120));
+    // Ended with SIGKILL (dropped): a graceful stop is another test's.
 }
 
 #[test]

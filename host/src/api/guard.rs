@@ -2,7 +2,8 @@
 //! page the operator visits cannot drive the API:
 //!
 //! * **Host** (DNS rebinding): IP literals, `localhost` and the names given
-//!   with `--allow-host`; else 421 `unknown_host`. `/healthz` is exempt.
+//!   with `--allow-host`; else 421 `unknown_host`. `/healthz` and
+//!   `/readyz` (probes) are exempt.
 //! * **Origin**: a state-changing request (`POST`, `PUT`, `PATCH`,
 //!   `DELETE`) whose `Origin` is not the request's own host (nor listed
 //!   with `--allow-origin`) gets 403 `foreign_origin`; so does `null`.
@@ -78,7 +79,7 @@ pub fn check(
     headers: &HeaderMap,
 ) -> Result<(), ApiError> {
     let host = headers.get(header::HOST).map(|v| v.to_str().unwrap_or("\u{fffd}"));
-    if path != "/healthz" {
+    if path != "/healthz" && path != "/readyz" {
         if let Some(host) = host {
             check_host(host, &config.allow_hosts)?;
         }
@@ -286,6 +287,7 @@ mod tests {
         let rebound = headers(&[("host", "evil.example")]);
         assert_eq!(code(check(&config, &Method::GET, "/metrics", &rebound)).unwrap().0, 421);
         assert_eq!(code(check(&config, &Method::GET, "/healthz", &rebound)), None);
+        assert_eq!(code(check(&config, &Method::GET, "/readyz", &rebound)), None, "probes");
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! The HTTP API (`weir serve`): functions are uploaded and pipelines
 //! deployed and operated over HTTP. Every route is under `/v1/` but
-//! `/healthz` and `/metrics`.
+//! `/healthz`, `/readyz` and `/metrics`.
 //!
 //! ```text
 //! GET    /healthz                            ok (never needs the token)
+//! GET    /readyz                             {"ready":true} while it serves requests (no token)
 //! GET    /console/                           the web console's page and files (no token: no data)
 //! GET    /metrics                            Prometheus text
 //! GET    /v1/openapi.json                    this API, as OpenAPI 3.1
@@ -26,7 +27,7 @@
 //! Errors are `{"error":{"code":"…","message":"…"}}` with a fitting 4xx or
 //! 5xx status. Every request first passes the [`guard`] (its `Host`, the
 //! `Origin` and body type of a state-changing request); then, with tokens
-//! configured, every route but `/healthz` needs `Authorization: Bearer
+//! configured, every route but `/healthz` and `/readyz` needs `Authorization: Bearer
 //! <token>` of a role that may do it ([`access`]). Without a token the
 //! server only listens on loopback, unless told `--insecure-no-token`.
 //! Request bodies are limited in size.
@@ -210,7 +211,8 @@ impl Signals {
 /// The routes with their OpenAPI document: those open to anyone, and
 /// those behind the token.
 fn api_routes() -> (Router<Arc<AppState>>, Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
-    let (open, open_doc) = OpenApiRouter::new().routes(routes!(healthz)).split_for_parts();
+    let (open, open_doc) =
+        OpenApiRouter::new().routes(routes!(healthz)).routes(routes!(readyz)).split_for_parts();
     let (protected, mut document) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(openapi_document))
         .routes(routes!(functions::list))
@@ -234,6 +236,15 @@ fn api_routes() -> (Router<Arc<AppState>>, Router<Arc<AppState>>, utoipa::openap
 #[utoipa::path(get, path = "/healthz", tag = "operations", security(()), responses((status = 200, body = String, description = "`ok`")))]
 async fn healthz() -> &'static str {
     "ok"
+}
+
+/// Whether the server takes requests, for a load balancer or Kubernetes'
+/// readiness probe; never needs the token. A server on one machine has no
+/// group to lose: it is ready while it answers (it stops listening when
+/// told to stop).
+#[utoipa::path(get, path = "/readyz", tag = "operations", security(()), responses((status = 200, body = Object, description = "`{\"ready\":true}`")))]
+async fn readyz() -> Json<serde_json::Value> {
+    Json(serde_json::json!({ "ready": true }))
 }
 
 /// This API as an OpenAPI 3.1 document.

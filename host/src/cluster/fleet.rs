@@ -25,7 +25,9 @@ use serde::{Deserialize, Serialize};
 use super::blobs::{BlobError, FunctionBlobs};
 use super::control::{ControlError, ControlTopic, Deployment, Desired, WorkerReport};
 use super::plan::InputPartitions;
-use super::worker::{Worker, WorkerConfig, WorkerError, WorkerStatus};
+use super::worker::{
+    GroupState, Liveness, Readiness, Worker, WorkerConfig, WorkerError, WorkerStatus,
+};
 use super::{plan, PlanError};
 use crate::connectors::kafka::KafkaSourceConfig;
 use crate::runtime::native::NativeCatalog;
@@ -164,10 +166,46 @@ impl Fleet {
         self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Whether it has read the control topic and every pipeline it runs
-    /// has joined its group.
-    pub fn joined(&self) -> bool {
-        self.caught_up.load(Ordering::Relaxed) && self.members().values().all(|m| m.worker.joined())
+    /// Whether it does its share: the control topic read, and every
+    /// pipeline it runs ready (the first that is not says why, named).
+    pub fn readiness(&self) -> Readiness {
+        if !self.caught_up.load(Ordering::Relaxed) {
+            let mut starting = Readiness::of(GroupState::Starting, 0, Vec::new());
+            starting.reason = Some("starting: reading the cluster's control topic".into());
+            return starting;
+        }
+        let members = self.members();
+        let each: Vec<(&String, Readiness)> =
+            members.iter().map(|(name, m)| (name, m.worker.readiness())).collect();
+        let units = each.iter().map(|(_, r)| r.units).sum();
+        let failing = each.iter().flat_map(|(_, r)| r.failing.clone()).collect();
+        match each.iter().find(|(_, r)| !r.ready) {
+            None => Readiness::of(GroupState::Member, units, Vec::new()),
+            Some((name, first)) => Readiness {
+                ready: false,
+                group: first.group,
+                units,
+                reason: Some(format!(
+                    "pipeline {name}: {}",
+                    first.reason.clone().unwrap_or_default()
+                )),
+                failing,
+            },
+        }
+    }
+
+    /// Whether every pipeline's worker loop turns (the longest wait since
+    /// a turn is the one reported).
+    pub fn liveness(&self) -> Liveness {
+        let members = self.members();
+        let worst =
+            members.values().map(|m| m.worker.liveness()).max_by_key(|l| l.since_last_turn_ms);
+        worst.unwrap_or(Liveness {
+            alive: true,
+            group: GroupState::Member,
+            since_last_turn_ms: 0,
+            limit_ms: 0,
+        })
     }
 
     /// What it runs.

@@ -10,7 +10,8 @@
 //! * `topics`: the exchange and units topics, created or checked;
 //! * `worker`: membership in the pipeline's consumer group, and the units
 //!   the group gives this worker, started and stopped;
-//! * `status`: what a worker reports (`/healthz`, `/metrics`, `/v1/worker`);
+//! * `status`: what a worker reports (`/readyz`, `/healthz`, `/metrics`,
+//!   `/v1/worker`);
 //! * [`control`]: a cluster's control topic (what is deployed), [`blobs`]:
 //!   its functions in object storage by SHA-256, and [`fleet`]: a worker
 //!   of every pipeline the control topic deploys (`weir worker --cluster`).

@@ -1,8 +1,11 @@
-//! What a worker serves: `GET /healthz` (200 once it has joined its
-//! group), `GET /metrics` (Prometheus text: its units and what each has
-//! done) and `GET /v1/worker` (the same as JSON: [`WorkerStatus`], or
-//! [`FleetStatus`] for a worker of a whole cluster). Read only: nothing
-//! here changes what the worker runs.
+//! What a worker serves: `GET /readyz` (200 while it is a member of its
+//! group with its assignment and no unit failing repeatedly, else 503 with
+//! the reason: [`Readiness`]), `GET /healthz` (200 while its loop turns,
+//! 503 once it is wedged: [`Liveness`]), `GET /metrics` (Prometheus text:
+//! its units and what each has done) and `GET /v1/worker` (the same as
+//! JSON: [`WorkerStatus`], or [`FleetStatus`] for a worker of a whole
+//! cluster, whose readiness and liveness are those of every pipeline it
+//! runs). Read only: nothing here changes what the worker runs.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -15,13 +18,15 @@ use axum::routing::get;
 use axum::{Json, Router};
 
 use super::fleet::{Fleet, FleetStatus};
-use super::worker::{Worker, WorkerStatus};
+use super::worker::{Liveness, Readiness, Worker, WorkerStatus};
 
 /// What a worker process reports: one pipeline's [`Worker`], or a
 /// cluster's [`Fleet`].
 pub trait Reports: Send + Sync + 'static {
-    /// Whether it has joined its group(s).
-    fn joined(&self) -> bool;
+    /// Whether it does its share (`/readyz`).
+    fn readiness(&self) -> Readiness;
+    /// Whether its loop turns (`/healthz`).
+    fn liveness(&self) -> Liveness;
     /// `/v1/worker`'s body.
     fn report(&self) -> serde_json::Value;
     /// The status of each pipeline it runs.
@@ -29,8 +34,11 @@ pub trait Reports: Send + Sync + 'static {
 }
 
 impl Reports for Worker {
-    fn joined(&self) -> bool {
-        Worker::joined(self)
+    fn readiness(&self) -> Readiness {
+        Worker::readiness(self)
+    }
+    fn liveness(&self) -> Liveness {
+        Worker::liveness(self)
     }
     fn report(&self) -> serde_json::Value {
         serde_json::to_value(self.status()).unwrap_or_default()
@@ -41,8 +49,11 @@ impl Reports for Worker {
 }
 
 impl Reports for Fleet {
-    fn joined(&self) -> bool {
-        Fleet::joined(self)
+    fn readiness(&self) -> Readiness {
+        Fleet::readiness(self)
+    }
+    fn liveness(&self) -> Liveness {
+        Fleet::liveness(self)
     }
     fn report(&self) -> serde_json::Value {
         serde_json::to_value::<FleetStatus>(self.status()).unwrap_or_default()
@@ -62,6 +73,7 @@ pub fn serve(
     listener.set_nonblocking(true)?;
     let app = Router::new()
         .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/v1/worker", get(status))
         .with_state(worker);
@@ -81,12 +93,20 @@ pub fn serve(
     Ok(address)
 }
 
-async fn healthz(State(worker): State<Arc<dyn Reports>>) -> impl IntoResponse {
-    if worker.joined() {
-        (StatusCode::OK, "ok")
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "joining the group")
-    }
+/// Liveness: 200 while the worker's loop turns, 503 once it is wedged
+/// (restarting the process is the way out).
+async fn healthz(State(worker): State<Arc<dyn Reports>>) -> (StatusCode, Json<Liveness>) {
+    let liveness = worker.liveness();
+    let status = if liveness.alive { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, Json(liveness))
+}
+
+/// Readiness: 200 while the worker does its share, 503 with the reason
+/// otherwise (joining, lost its group, a unit failing repeatedly, …).
+async fn readyz(State(worker): State<Arc<dyn Reports>>) -> (StatusCode, Json<Readiness>) {
+    let readiness = worker.readiness();
+    let status = if readiness.ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, Json(readiness))
 }
 
 async fn status(State(worker): State<Arc<dyn Reports>>) -> Json<serde_json::Value> {

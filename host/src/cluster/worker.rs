@@ -14,11 +14,16 @@
 //! started again (with a growing pause) while it stays assigned. SIGTERM
 //! stops every unit the same way, then leaves the group.
 //!
+//! The worker also keeps where it stands with its group ([`GroupState`])
+//! and when its loop last turned: its [`Readiness`] (a member with its
+//! assignment, no unit failing repeatedly) and [`Liveness`] (the loop is
+//! not wedged), served as `/readyz` and `/healthz`.
+//!
 //! This module never decides who runs what: the group does.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -58,6 +63,16 @@ const MEASURE_EVERY: Duration = Duration::from_secs(2);
 
 /// How often a worker compares the input topics' partitions with the plan.
 const INPUTS_CHECKED_EVERY: Duration = Duration::from_secs(10);
+
+/// Failures in a row after which a unit counts as failing repeatedly (the
+/// worker is then not ready) until a run of it lasts [`STEADY`].
+pub const REPEATED_FAILURES: u32 = 3;
+
+/// How long one turn of the worker's loop may take beyond a stop's bound
+/// (stop grace + [`CANCEL_WAIT`]) before the worker counts as wedged: a
+/// turn may wait on Kafka (the plan check of an assignment, three 10 s
+/// reads; an admin call while starting, 30 s).
+const STALL_ALLOWANCE: Duration = Duration::from_secs(90);
 
 /// Why a worker could not run.
 #[derive(Debug, thiserror::Error)]
@@ -124,8 +139,108 @@ pub struct Worker {
     stop_grace: Duration,
     /// Assigned units, by number (their units-topic partition).
     slots: Mutex<BTreeMap<usize, Slot>>,
-    /// The worker has had its first assignment.
-    joined: AtomicBool,
+    /// Where it stands with its group.
+    group: Mutex<GroupState>,
+    /// When it was made: [`Self::tick`] counts from here.
+    born: Instant,
+    /// Milliseconds after `born` of the last turn of its loop (or step
+    /// of its start).
+    tick: AtomicU64,
+}
+
+/// Where a worker stands with its group (`GET /readyz`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GroupState {
+    /// Checking the plan the group runs and the shared topics.
+    #[default]
+    Starting,
+    /// Subscribed to the units topic, waiting for its first assignment.
+    Joining,
+    /// A member of the group with its assignment (empty when the group
+    /// has more workers than units: then it stands by).
+    Member,
+    /// Its session expired (paused, cut off from the brokers): the group
+    /// gave its units to other workers; it is joining again.
+    Lost,
+    /// The group runs another plan: the worker stops.
+    Refused,
+    /// Handing its units over and leaving the group.
+    Stopping,
+}
+
+/// A unit that failed [`REPEATED_FAILURES`] times or more in a row and has
+/// not run steadily since.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailingUnit {
+    /// The unit.
+    pub unit: String,
+    /// Its failures in a row.
+    pub failures: u32,
+    /// Why its last run failed.
+    pub error: Option<String>,
+}
+
+/// Whether a worker does its share (`GET /readyz`): a member of its
+/// group, with its assignment, and no unit failing repeatedly.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Readiness {
+    /// 200 when true, 503 otherwise.
+    pub ready: bool,
+    /// Where it stands with its group.
+    pub group: GroupState,
+    /// Units assigned to it.
+    pub units: usize,
+    /// Why it is not ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Its units failing repeatedly.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failing: Vec<FailingUnit>,
+}
+
+impl Readiness {
+    /// The readiness of a worker in `group` with `units` assigned, of which
+    /// `failing` fail repeatedly.
+    pub fn of(group: GroupState, units: usize, failing: Vec<FailingUnit>) -> Self {
+        let reason = match group {
+            GroupState::Starting => {
+                Some("starting: checking the plan the group runs and the shared topics".into())
+            }
+            GroupState::Joining => Some("joining the group".into()),
+            GroupState::Lost => Some("lost its group: its session expired (paused, or cut off from the brokers) and its units went to other workers; joining again".into()),
+            GroupState::Refused => Some("refused: the group runs another plan; stopping".into()),
+            GroupState::Stopping => Some("stopping: handing its units over".into()),
+            GroupState::Member => match failing.as_slice() {
+                [] => None,
+                [one] => Some(format!(
+                    "unit {} failing repeatedly ({} times in a row): {}",
+                    one.unit,
+                    one.failures,
+                    one.error.as_deref().unwrap_or("no error reported")
+                )),
+                more => Some(format!(
+                    "{} units failing repeatedly: {}",
+                    more.len(),
+                    more.iter().map(|u| u.unit.as_str()).collect::<Vec<_>>().join(", ")
+                )),
+            },
+        };
+        Readiness { ready: reason.is_none(), group, units, reason, failing }
+    }
+}
+
+/// Whether a worker's loop turns (`GET /healthz`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Liveness {
+    /// 200 when true, 503 otherwise (restart the process).
+    pub alive: bool,
+    /// Where it stands with its group.
+    pub group: GroupState,
+    /// Milliseconds since its loop last turned.
+    pub since_last_turn_ms: u64,
+    /// The most a turn may take.
+    pub limit_ms: u64,
 }
 
 /// One assigned unit.
@@ -195,13 +310,70 @@ impl Worker {
             natives: config.natives,
             stop_grace: config.stop_grace,
             slots: Mutex::new(BTreeMap::new()),
-            joined: AtomicBool::new(false),
+            group: Mutex::new(GroupState::Starting),
+            born: Instant::now(),
+            tick: AtomicU64::new(0),
         })
     }
 
-    /// Whether the worker has joined the group.
+    /// Whether the worker is a member of its group with an assignment.
     pub fn joined(&self) -> bool {
-        self.joined.load(Ordering::Relaxed)
+        self.group_state() == GroupState::Member
+    }
+
+    /// Where the worker stands with its group.
+    pub fn group_state(&self) -> GroupState {
+        *self.group.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn set_group_state(&self, state: GroupState) {
+        *self.group.lock().unwrap_or_else(PoisonError::into_inner) = state;
+    }
+
+    /// Note that the worker's loop (or its start) made progress.
+    fn tick(&self) {
+        let now = u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.tick.store(now, Ordering::Relaxed);
+    }
+
+    /// Whether the worker's loop turns: its last turn is more recent than
+    /// the longest a turn may take (a revocation's stop, stop grace +
+    /// [`CANCEL_WAIT`], plus [`STALL_ALLOWANCE`] for calls to Kafka).
+    pub fn liveness(&self) -> Liveness {
+        let now = u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let since = now.saturating_sub(self.tick.load(Ordering::Relaxed));
+        let limit = self.stop_grace + CANCEL_WAIT + STALL_ALLOWANCE;
+        let limit_ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
+        Liveness {
+            alive: since <= limit_ms,
+            group: self.group_state(),
+            since_last_turn_ms: since,
+            limit_ms,
+        }
+    }
+
+    /// Whether the worker does its share: a member of its group with its
+    /// assignment, and no unit that failed [`REPEATED_FAILURES`] times in
+    /// a row without a steady run since ([`Readiness::of`]).
+    pub fn readiness(&self) -> Readiness {
+        let group = self.group_state();
+        let slots = self.slots();
+        let failing = slots
+            .iter()
+            .filter(|(_, slot)| slot.failures >= REPEATED_FAILURES && !slot.stopping)
+            .filter(|(_, slot)| {
+                !slot
+                    .run
+                    .as_ref()
+                    .is_some_and(|run| !run.thread.is_finished() && run.started.elapsed() >= STEADY)
+            })
+            .map(|(number, slot)| FailingUnit {
+                unit: self.plan.units[*number].name.clone(),
+                failures: slot.failures,
+                error: slot.failed.as_ref().map(|(error, _)| error.clone()),
+            })
+            .collect();
+        Readiness::of(group, slots.len(), failing)
     }
 
     fn slots(&self) -> std::sync::MutexGuard<'_, BTreeMap<usize, Slot>> {
@@ -212,10 +384,15 @@ impl Worker {
     /// then stop every unit (final checkpoints) and leave.
     pub fn run(self: &Arc<Self>, shutdown: &AtomicBool) -> Result<(), WorkerError> {
         // One plan per group: refused before anything is created or joined.
+        self.tick();
         let ours = fingerprint::fingerprint(&self.plan, &fingerprint::file_digest)?;
+        self.tick();
         topics::create_units_topic(&self.plan)?;
+        self.tick();
         admission::admit(&self.plan, &ours, &self.id)?;
+        self.tick();
         topics::ensure(&self.plan)?;
+        self.tick();
         let context =
             Membership { worker: Arc::clone(self), plan: ours, refused: Mutex::new(None) };
         let group = self.plan.group.as_str();
@@ -237,6 +414,7 @@ impl Worker {
             .subscribe(&[&self.plan.units_topic])
             .map_err(kafka_error(format!("joining group {group}")))?;
         tracing::info!(worker = %self.id, group, "worker joining the group");
+        self.set_group_state(GroupState::Joining);
         let lag_reader = LagReader::new(&self.plan)?;
         // Lag, state sizes and the input partitions are asked of Kafka on
         // a thread of their own: with the broker gone those calls wait for
@@ -254,6 +432,7 @@ impl Worker {
         }
         let mut outcome = Ok(());
         while !shutdown.load(Ordering::Relaxed) {
+            self.tick();
             if let Some(Err(error)) = consumer.poll(Duration::from_millis(200)) {
                 tracing::warn!(%error, "group member");
             }
@@ -274,6 +453,10 @@ impl Worker {
             }
         }
         monitor.stop.store(true, Ordering::Relaxed);
+        self.tick();
+        if self.group_state() != GroupState::Refused {
+            self.set_group_state(GroupState::Stopping);
+        }
         tracing::info!(worker = %self.id, "worker stopping: handing its units over");
         let all: Vec<usize> = self.slots().keys().copied().collect();
         let unclean = self.stop_units(&all, false);
@@ -614,11 +797,13 @@ impl ConsumerContext for Membership {
             if lost {
                 // The session expired (paused, cut off): another worker may
                 // run them already; a checkpoint now could clash with its.
+                self.worker.set_group_state(GroupState::Lost);
                 tracing::warn!(?units, "units lost: stopping them at once, without a checkpoint");
             } else {
                 tracing::info!(?units, "units revoked: stopping them");
             }
             self.worker.stop_units(&units, lost);
+            self.worker.tick();
         }
     }
 
@@ -637,11 +822,13 @@ impl ConsumerContext for Membership {
                     // Another plan was recorded while the group was empty:
                     // none of these units may run this plan.
                     tracing::error!(%error, "units not started");
+                    self.worker.set_group_state(GroupState::Refused);
                     *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = Some(error);
                     return;
                 }
                 self.worker.start_units(&units);
-                self.worker.joined.store(true, Ordering::Relaxed);
+                self.worker.set_group_state(GroupState::Member);
+                self.worker.tick();
             }
             Rebalance::Revoke(_) => {}
             Rebalance::Error(error) => tracing::warn!(%error, "rebalance failed"),
@@ -652,6 +839,50 @@ impl ConsumerContext for Membership {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_worker_is_ready_only_as_a_member_without_units_failing_repeatedly() {
+        let ready = Readiness::of(GroupState::Member, 4, vec![]);
+        assert!(ready.ready);
+        assert_eq!(ready.reason, None);
+        // A member with nothing assigned (more workers than units) stands
+        // by, ready to take units over.
+        assert!(Readiness::of(GroupState::Member, 0, vec![]).ready);
+        for (state, says) in [
+            (GroupState::Starting, "starting"),
+            (GroupState::Joining, "joining the group"),
+            (GroupState::Lost, "lost its group"),
+            (GroupState::Refused, "another plan"),
+            (GroupState::Stopping, "stopping"),
+        ] {
+            let readiness = Readiness::of(state, 0, vec![]);
+            assert!(!readiness.ready, "{state:?}");
+            let reason = readiness.reason.unwrap();
+            assert!(reason.contains(says), "{state:?}: {reason}");
+        }
+        let failing = FailingUnit {
+            unit: "revenue-keyed-3".into(),
+            failures: 3,
+            error: Some("checkpoint storage unreachable".into()),
+        };
+        let readiness = Readiness::of(GroupState::Member, 4, vec![failing.clone()]);
+        assert!(!readiness.ready);
+        assert_eq!(
+            readiness.reason.as_deref(),
+            Some("unit revenue-keyed-3 failing repeatedly (3 times in a row): checkpoint storage unreachable")
+        );
+        let other = FailingUnit { unit: "revenue-source-1".into(), ..failing.clone() };
+        let readiness = Readiness::of(GroupState::Member, 4, vec![failing, other]);
+        assert_eq!(
+            readiness.reason.as_deref(),
+            Some("2 units failing repeatedly: revenue-keyed-3, revenue-source-1")
+        );
+        // What /readyz answers: the state by name, the reason when not ready.
+        let json = serde_json::to_value(Readiness::of(GroupState::Lost, 0, vec![])).unwrap();
+        assert_eq!(json["ready"], false);
+        assert_eq!(json["group"], "lost");
+        assert!(json.get("failing").is_none());
+    }
 
     #[test]
     fn partitions_the_plan_lacks_are_named() {
