@@ -13,10 +13,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::{BaseConsumer, Consumer as _};
+use rdkafka::consumer::{BaseConsumer, Consumer as _, ConsumerContext};
 use rdkafka::error::KafkaError;
 use rdkafka::message::Message as _;
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer as _, ProducerContext};
+use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 
 use super::{
@@ -229,8 +230,8 @@ pub fn read_records(
         ("enable.auto.offset.store", "false"),
         ("auto.offset.reset", "earliest"),
     ];
-    let consumer: BaseConsumer = client_config(bootstrap_servers, &ours, properties)
-        .create()
+    let consumer: BaseConsumer<EndsExpected> = client_config(bootstrap_servers, &ours, properties)
+        .create_with_context(EndsExpected)
         .map_err(kafka_error("creating the consumer"))?;
     let partitions = topic_partitions(&consumer, topic)?;
     let mut assignment = TopicPartitionList::new();
@@ -278,6 +279,25 @@ pub fn read_records(
         }
     }
 }
+
+/// The reader's context: reaching a partition's end is what it waits for
+/// (`enable.partition.eof`), not an error to log as librdkafka's default
+/// does; other client errors are logged as warnings.
+struct EndsExpected;
+
+impl ClientContext for EndsExpected {
+    fn error(&self, error: KafkaError, reason: &str) {
+        let end = matches!(
+            error,
+            KafkaError::PartitionEOF(_) | KafkaError::Global(RDKafkaErrorCode::PartitionEOF)
+        );
+        if !end {
+            tracing::warn!(%error, reason, "kafka client");
+        }
+    }
+}
+
+impl ConsumerContext for EndsExpected {}
 
 #[cfg(test)]
 mod tests {
