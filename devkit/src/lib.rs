@@ -17,6 +17,9 @@
 //!   Flink's, firing by firing (also an integration test).
 //! * [`fault_proxy`]: a TCP proxy that stalls or cuts connections on
 //!   command (storage and network faults against the real servers).
+//! * [`kubernetes`]: `scripts/dev lint`'s offline validation of
+//!   `deploy/kubernetes/` (kubeconform, schemas from the Kubernetes API's
+//!   OpenAPI documents).
 //!
 //! The integration tests use [`kafka`], [`s3`] and [`python_tool`]
 //! directly; `scripts/dev` runs the `weir-dev` binary for the rest.
@@ -24,6 +27,7 @@
 pub mod bench_flink;
 pub mod fault_proxy;
 pub mod kafka;
+pub mod kubernetes;
 pub mod process;
 pub mod python_tool;
 pub mod s3;

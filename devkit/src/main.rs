@@ -4,8 +4,9 @@
 //! ```text
 //! weir-dev kafka start [DIR] [NAME=VALUE...]   print the broker's bootstrap address
 //! weir-dev kafka stop [DIR]
-//! weir-dev s3 start|stop                        start prints the endpoint
+//! weir-dev s3 start [BUCKET...] | s3 stop       start prints the endpoint
 //! weir-dev schemathesis                         print the path of `st`
+//! weir-dev kubernetes-lint [DIR]                validate deploy/kubernetes (or DIR)
 //! weir-dev test --functions DIR --weir PATH [--again-with DIR]
 //! weir-dev bench-flink --functions DIR --weir PATH [KEYS...]
 //! weir-dev window-diff --functions DIR --weir PATH [ORDERS [SEED]]
@@ -19,7 +20,7 @@ use weir_devkit::bench_flink::BenchFlink;
 use weir_devkit::process::Lifetime;
 use weir_devkit::test_run::TestRun;
 use weir_devkit::window_diff::WindowDiff;
-use weir_devkit::{kafka, python_tool, s3};
+use weir_devkit::{kafka, kubernetes, python_tool, s3};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -50,9 +51,17 @@ fn run(args: &[String]) -> Result<ExitCode> {
         }
         ["kafka", "stop"] => kafka::stop(&kafka::default_dir())?,
         ["kafka", "stop", dir] => kafka::stop(Path::new(dir))?,
-        ["s3", "start"] => println!("{}", s3::start(Lifetime::Detached)?),
+        ["s3", "start", buckets @ ..] => {
+            let endpoint = s3::start(Lifetime::Detached)?;
+            for bucket in buckets {
+                s3::create_bucket(&endpoint, bucket)?;
+            }
+            println!("{endpoint}");
+        }
         ["s3", "stop"] => s3::stop()?,
         ["schemathesis"] => println!("{}", python_tool::SCHEMATHESIS.install()?.display()),
+        ["kubernetes-lint"] => kubernetes::lint(&root().join("deploy/kubernetes"))?,
+        ["kubernetes-lint", dir] => kubernetes::lint(Path::new(dir))?,
         ["test", rest @ ..] => {
             let mut flags = Flags::parse(rest, &["--functions", "--weir", "--again-with"])?;
             let run = TestRun {
@@ -113,8 +122,8 @@ fn run(args: &[String]) -> Result<ExitCode> {
             diff.run()?;
         }
         _ => bail!(
-            "usage: weir-dev kafka start [DIR] [NAME=VALUE...] | kafka stop [DIR] | s3 start|stop | \
-             schemathesis | test --functions DIR --weir PATH [--again-with DIR] | \
+            "usage: weir-dev kafka start [DIR] [NAME=VALUE...] | kafka stop [DIR] | s3 start [BUCKET...] | s3 stop | \
+             schemathesis | kubernetes-lint [DIR] | test --functions DIR --weir PATH [--again-with DIR] | \
              bench-flink --functions DIR --weir PATH [KEYS...] | \
              window-diff --functions DIR --weir PATH [ORDERS [SEED]]"
         ),
