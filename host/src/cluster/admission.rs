@@ -229,13 +229,35 @@ fn differences(ours: &Fingerprint, recorded: Option<&Recorded>) -> String {
 pub fn admit(plan: &ClusterPlan, ours: &Fingerprint, worker: &str) -> Result<(), AdmissionError> {
     let consumer = outsider(plan)?;
     let deadline = Instant::now() + MEMBERS_WAIT;
+    // A broker just started answers NotCoordinator (or times out) until
+    // its group coordinator has loaded: Kafka errors are tried again until
+    // the deadline.
+    let again = |error: &ConnectorError| {
+        tracing::info!(%error, "the group's recorded plan cannot be read or written yet; trying again");
+        std::thread::sleep(Duration::from_millis(500));
+    };
     loop {
-        let recorded = read_with(&consumer, plan)?;
+        let recorded = match read_with(&consumer, plan) {
+            Ok(recorded) => recorded,
+            Err(error) if Instant::now() < deadline => {
+                again(&error);
+                continue;
+            }
+            Err(error) => return Err(error.into()),
+        };
         if recorded.as_ref().is_some_and(|r| r.plan.digest == ours.digest) {
             tracing::info!(plan = ours.short(), group = %plan.group, "this worker's plan is the one the group runs");
             return Ok(());
         }
-        match write(&consumer, plan, ours, worker)? {
+        let written = match write(&consumer, plan, ours, worker) {
+            Ok(written) => written,
+            Err(error) if Instant::now() < deadline => {
+                again(&error);
+                continue;
+            }
+            Err(error) => return Err(error.into()),
+        };
+        match written {
             Written::Recorded => {
                 tracing::info!(
                     plan = ours.short(),
