@@ -401,7 +401,7 @@ fn the_openapi_document_lists_exactly_the_routes() {
     for operation in &operations {
         assert!(api_doc.contains(operation.as_str()), "docs/api.md does not document {operation}");
     }
-    assert_eq!(operations.len(), 17, "{operations:#?}");
+    assert_eq!(operations.len(), 18, "{operations:#?}");
 }
 
 /// SIGTERM to `weir serve` stops each running pipeline with a final
