@@ -15,6 +15,7 @@ use rdkafka::consumer::BaseConsumer;
 use rdkafka::types::RDKafkaErrorCode;
 
 use super::ClusterPlan;
+use crate::connectors::kafka::admin::admin_client;
 use crate::connectors::kafka::{client_config, kafka_error, topic_partitions, CALL_TIMEOUT};
 use crate::connectors::ConnectorError;
 
@@ -147,15 +148,7 @@ fn admin(
     bootstrap_servers: &str,
     properties: &BTreeMap<String, String>,
 ) -> Result<(AdminClient<DefaultClientContext>, tokio::runtime::Runtime), TopicError> {
-    let admin: AdminClient<DefaultClientContext> =
-        client_config(bootstrap_servers, &[], properties)
-            .create()
-            .map_err(kafka_error("creating the admin client"))?;
-    let runtime =
-        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
-            ConnectorError::Kafka { what: "the admin client".into(), message: e.to_string() }
-        })?;
-    Ok((admin, runtime))
+    Ok(admin_client(bootstrap_servers, properties)?)
 }
 
 /// Create the topics of `wanted` that do not exist, replicated

@@ -52,6 +52,23 @@ pub struct TopicInfo {
     pub partitions: usize,
 }
 
+/// An admin client of `bootstrap_servers` (client settings
+/// `properties`), and a runtime to wait on its calls.
+pub(crate) fn admin_client(
+    bootstrap_servers: &str,
+    properties: &BTreeMap<String, String>,
+) -> Result<(AdminClient<DefaultClientContext>, tokio::runtime::Runtime), ConnectorError> {
+    let admin: AdminClient<DefaultClientContext> =
+        client_config(bootstrap_servers, &[], properties)
+            .create()
+            .map_err(kafka_error("creating the admin client"))?;
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
+            ConnectorError::Kafka { what: "the admin client".into(), message: e.to_string() }
+        })?;
+    Ok((admin, runtime))
+}
+
 /// Create `request`'s topic on the brokers of `bootstrap_servers` (client
 /// settings `properties`: security, …) unless it exists, and wait until
 /// their metadata lists every partition, so a producer started next finds
@@ -69,14 +86,7 @@ pub fn create_topic(
             message: format!("needs at least one partition, not {}", request.partitions),
         });
     }
-    let admin: AdminClient<DefaultClientContext> =
-        client_config(bootstrap_servers, &[], properties)
-            .create()
-            .map_err(kafka_error("creating the admin client"))?;
-    let runtime =
-        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
-            ConnectorError::Kafka { what: "the admin client".into(), message: e.to_string() }
-        })?;
+    let (admin, runtime) = admin_client(bootstrap_servers, properties)?;
     let replication = TopicReplication::Fixed(request.replication_factor.unwrap_or(-1));
     let mut topic = NewTopic::new(name, request.partitions, replication);
     for (key, value) in &request.configs {
