@@ -35,6 +35,8 @@ use crate::support::*;
 mod control;
 #[path = "cluster_plans.rs"]
 mod plans;
+#[path = "cluster_serve.rs"]
+mod serve;
 
 /// Partitions of every input topic, and the parallelism of every stage.
 const PARTITIONS: i32 = 6;

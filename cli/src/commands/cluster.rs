@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use weir_host::cluster::blobs::FunctionBlobs;
 use weir_host::cluster::control::WorkerReport;
+use weir_host::cluster::control::{ControlChange, ControlState};
 use weir_host::cluster::fleet::deployment_of;
 use weir_host::cluster::{ControlTopic, Deployment, Desired, FleetStatus, PlanError};
 use weir_host::connectors::kafka::KafkaSourceConfig;
@@ -106,10 +107,6 @@ enum ClusterCommand {
 pub fn execute(args: ClusterCommandArgs) -> anyhow::Result<()> {
     let control = args.cluster.require()?;
     control.ensure()?;
-    let deployed = control.read_all()?;
-    let existing = |name: &str| -> anyhow::Result<&Deployment> {
-        deployed.get(name).with_context(|| format!("no pipeline {name} in {}", control.topic()))
-    };
     match args.command {
         ClusterCommand::Deploy { spec } => {
             let text = std::fs::read_to_string(&spec)
@@ -119,10 +116,17 @@ pub fn execute(args: ClusterCommandArgs) -> anyhow::Result<()> {
             let inputs = |config: &KafkaSourceConfig| {
                 config.partitions().map_err(|e| PlanError::Input(e.to_string()))
             };
-            let mut deployment = deployment_of(&text, &base, &blobs, &inputs, 1, Desired::Running)?;
-            deployment.version =
-                deployed.get(&deployment.pipeline).map_or(1, |earlier| earlier.version + 1);
-            control.publish(&deployment)?;
+            let deployment = deployment_of(&text, &base, &blobs, &inputs, 1, Desired::Running)?;
+            let deployment = control.transact(|state| {
+                let earlier = state.deployments.get(&deployment.pipeline);
+                let next = Deployment {
+                    version: earlier.map_or(1, |e| e.version + 1),
+                    deployed_at: earlier
+                        .map_or_else(weir_host::clock::now_millis, |e| e.deployed_at),
+                    ..deployment.clone()
+                };
+                anyhow::Ok((next.clone(), vec![ControlChange::Deploy(next)]))
+            })?;
             println!(
                 "deployed {} version {} to {}",
                 deployment.pipeline,
@@ -130,14 +134,17 @@ pub fn execute(args: ClusterCommandArgs) -> anyhow::Result<()> {
                 control.topic()
             );
         }
-        ClusterCommand::Stop { name } => change(&control, existing(&name)?, Desired::Stopped)?,
-        ClusterCommand::Start { name } => change(&control, existing(&name)?, Desired::Running)?,
+        ClusterCommand::Stop { name } => change(&control, &name, Desired::Stopped)?,
+        ClusterCommand::Start { name } => change(&control, &name, Desired::Running)?,
         ClusterCommand::Delete { name } => {
-            existing(&name)?;
-            control.remove(&name)?;
+            control.transact(|state| {
+                existing(state, &name)?;
+                anyhow::Ok(((), vec![ControlChange::Undeploy(name.clone())]))
+            })?;
             println!("deleted {name} from {}", control.topic());
         }
         ClusterCommand::Status { json } => {
+            let deployed = control.read_all()?;
             let reports = control.read_reports()?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&reports)?);
@@ -146,6 +153,7 @@ pub fn execute(args: ClusterCommandArgs) -> anyhow::Result<()> {
             }
         }
         ClusterCommand::List { json } => {
+            let deployed = control.read_all()?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&deployed)?);
             } else {
@@ -171,10 +179,18 @@ pub fn execute(args: ClusterCommandArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Write `deployment` again as the next version, `desired`.
-fn change(control: &ControlTopic, deployment: &Deployment, desired: Desired) -> anyhow::Result<()> {
-    let next = Deployment { version: deployment.version + 1, desired, ..deployment.clone() };
-    control.publish(&next)?;
+/// Pipeline `name` as deployed in `state`.
+fn existing<'a>(state: &'a ControlState, name: &str) -> anyhow::Result<&'a Deployment> {
+    state.deployments.get(name).with_context(|| format!("no pipeline {name} is deployed"))
+}
+
+/// Write pipeline `name` again as its next version, `desired`.
+fn change(control: &ControlTopic, name: &str, desired: Desired) -> anyhow::Result<()> {
+    let next = control.transact(|state| {
+        let deployment = existing(state, name)?;
+        let next = Deployment { version: deployment.version + 1, desired, ..deployment.clone() };
+        anyhow::Ok((next.clone(), vec![ControlChange::Deploy(next)]))
+    })?;
     println!(
         "{} version {} is now {:?} in {}",
         next.pipeline,

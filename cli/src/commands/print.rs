@@ -225,7 +225,9 @@ pub fn print_status(p: &PipelineStatus) {
             }
         }
     }
-    if let Some(counts) = &p.counts {
+    if !p.units.is_empty() {
+        print_units(p);
+    } else if let Some(counts) = &p.counts {
         println!("  {:<14} {:>12} {:>12}", "operator", "in", "out");
         println!("  {:<14} {:>12} {:>12}", "key", counts.key.records_in, counts.key.records_out);
         let stages = counts.operators.iter().flat_map(|stage| {
@@ -255,6 +257,31 @@ pub fn print_status(p: &PipelineStatus) {
     }
     if let Some(last) = &p.last_checkpoint {
         println!("  last {} {}: {} ms, {}", last.kind, last.id, last.duration_ms, last.location);
+    }
+}
+
+/// A cluster pipeline's units, each on its worker.
+fn print_units(p: &PipelineStatus) {
+    println!(
+        "  {:<34} {:<14} {:>4} {:<9} {:>10} {:>10} {:>8} {:>10}",
+        "unit", "worker", "ver", "state", "in", "out", "lag", "checkpoint"
+    );
+    let or_dash = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+    for u in &p.units {
+        println!(
+            "  {:<34} {:<14} {:>4} {:<9} {:>10} {:>10} {:>8} {:>10}",
+            u.unit,
+            u.worker,
+            u.version,
+            u.state,
+            u.records_in,
+            u.records_out,
+            or_dash(u.lag),
+            or_dash(u.last_checkpoint.map(|c| c as i64)),
+        );
+    }
+    for (worker, why) in &p.waiting {
+        println!("  {worker} waits: {why}");
     }
 }
 

@@ -5,6 +5,11 @@ use std::path::PathBuf;
 /// What `weir serve` takes.
 #[derive(clap::Args)]
 pub struct ServeArgs {
+    /// Serve a cluster (`--cluster NAME --bootstrap-servers … --storage …`):
+    /// deploy to its workers through its control topic instead of running
+    /// pipelines here.
+    #[command(flatten)]
+    cluster: super::cluster::ClusterArgs,
     /// Address to listen on; port 0 picks a free one.
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: std::net::SocketAddr,
@@ -137,6 +142,13 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
             allow_kafka: args.allow_kafka,
         },
         stop_grace: args.stop_grace.unwrap_or(weir_host::pipeline::DEFAULT_STOP_GRACE),
+        cluster: match args.cluster.control()? {
+            Some(control) => Some(weir_host::api::ClusterServe {
+                control,
+                storage: args.cluster.storage()?.to_string(),
+            }),
+            None => None,
+        },
     };
     weir_host::api::serve(config, |address| {
         use std::io::Write as _;

@@ -139,6 +139,7 @@ impl From<StoreError> for ApiError {
             StoreError::NotFound(_) => Self::new(StatusCode::NOT_FOUND, "not_found", message),
             StoreError::InUse { .. } => Self::new(StatusCode::CONFLICT, "in_use", message),
             StoreError::Io { .. } | StoreError::Corrupt(_) => Self::internal(message),
+            StoreError::Cluster(_) => Self::storage_unavailable(message),
         }
     }
 }
@@ -163,6 +164,7 @@ impl From<ServeError> for ApiError {
                     ServeErrorKind::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
                     ServeErrorKind::Conflict => StatusCode::CONFLICT,
                     ServeErrorKind::StorageUnavailable => StatusCode::BAD_GATEWAY,
+                    ServeErrorKind::NotOnCluster => StatusCode::NOT_IMPLEMENTED,
                     ServeErrorKind::SnapshotFailed | ServeErrorKind::Internal => {
                         StatusCode::INTERNAL_SERVER_ERROR
                     }

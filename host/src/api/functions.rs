@@ -96,7 +96,7 @@ pub(crate) async fn delete(
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     blocking(move || {
-        let users = state.supervisor.users_of(&name);
+        let users = state.pipelines.users_of(&name)?;
         state.functions.delete(&name, &users)?;
         Ok(StatusCode::NO_CONTENT)
     })

@@ -144,7 +144,7 @@ pub(crate) async fn state(
     if params.state.is_empty() || params.state.len() > longest {
         return Err(ApiError::invalid_request(format!("a state name has 1 to {longest} bytes")));
     }
-    let view = app.supervisor.get(&name)?;
+    let view = app.pipelines.local("reading a key's state or tailing an output")?.get(&name)?;
     let handle = view.run.map(|(handle, _)| handle).filter(|h| h.listening());
     let handle = handle.ok_or_else(|| not_running(&name))?;
     let operator = match params.operator {
@@ -311,7 +311,7 @@ pub(crate) async fn tail(
     Path(name): Path<String>,
     Query(params): Query<TailParams>,
 ) -> Result<Sse<impl futures::Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
-    let view = app.supervisor.get(&name)?;
+    let view = app.pipelines.local("reading a key's state or tailing an output")?.get(&name)?;
     let handle = view.run.map(|(handle, _)| handle).filter(|h| h.listening());
     let handle = handle.ok_or_else(|| not_running(&name))?;
     let output = params.output.unwrap_or_else(|| "main".into());

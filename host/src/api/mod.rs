@@ -64,6 +64,7 @@ pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use functions::{FunctionDetails, FunctionList, FunctionVersions};
 pub use guard::SurfaceConfig;
 pub use inspect::{Decode, StateView};
+pub use pipelines::UnitView;
 pub use pipelines::{
     Counts, OperatorCountsView, PinnedFunction, PipelineList, PipelineStatus, SnapshotInfo,
     SnapshotList, SnapshotRef, SnapshotTaken, StageCountsView, StopRequest,
@@ -96,13 +97,27 @@ pub struct ServeConfig {
     /// How long a shutdown waits for each pipeline's final checkpoint
     /// before it is cancelled (`--stop-grace`).
     pub stop_grace: std::time::Duration,
+    /// Serve a cluster's pipelines instead of running them here
+    /// (`--cluster`).
+    pub cluster: Option<ClusterServe>,
+}
+
+/// The cluster a server serves (`weir serve --cluster`): its pipelines run
+/// on the cluster's workers, its specs and functions are kept in the
+/// cluster's control topic and storage.
+#[derive(Debug, Clone)]
+pub struct ClusterServe {
+    /// The cluster's control topic.
+    pub control: crate::cluster::ControlTopic,
+    /// The cluster's storage for functions (`s3://bucket/prefix`, …).
+    pub storage: String,
 }
 
 /// What every handler shares.
 pub(crate) struct AppState {
     pub(crate) functions: FunctionStore,
     pub(crate) loader: FunctionLoader,
-    pub(crate) supervisor: Arc<Supervisor>,
+    pub(crate) pipelines: pipelines::Pipelines,
     access: Arc<access::Access>,
     surface: SurfaceConfig,
     /// Tail readers open, per pipeline and per token.
@@ -128,16 +143,40 @@ pub fn serve(config: ServeConfig, on_listening: impl FnOnce(SocketAddr)) -> Resu
     let loader =
         FunctionLoader::new(engine, Some(crate::config::component_cache_dir(&config.data_dir)))
             .map_err(|e| ApiError::internal(e.to_string()))?;
-    let functions = FunctionStore::open(&config.data_dir)?;
     let grants = crate::serve::grants::Grants::new(&config.data_dir, &config.grants)
         .map_err(|e| ApiError::internal(format!("cannot grant {e}")))?;
-    let supervisor =
-        Supervisor::open(&config.data_dir, config.limits.clone(), config.natives.clone(), grants)?;
-    let stopper = Arc::clone(&supervisor);
+    let (functions, pipelines) = match &config.cluster {
+        None => {
+            let functions = FunctionStore::open(&config.data_dir)?;
+            let (limits, natives) = (config.limits.clone(), config.natives.clone());
+            let supervisor = Supervisor::open(&config.data_dir, limits, natives, grants)?;
+            (functions, pipelines::Pipelines::Local(supervisor))
+        }
+        Some(cluster) => {
+            let blobs = || {
+                crate::cluster::blobs::FunctionBlobs::open(&cluster.storage)
+                    .map_err(|e| ApiError::storage_unavailable(e.to_string()))
+            };
+            let functions = FunctionStore::cluster(cluster.control.clone(), blobs()?);
+            let served = crate::serve::ClusterPipelines::open(
+                cluster.control.clone(),
+                blobs()?,
+                config.data_dir.clone(),
+                config.limits.clone(),
+                config.natives.clone(),
+                grants,
+            )?;
+            (functions, pipelines::Pipelines::Cluster(Arc::new(served)))
+        }
+    };
+    let stopper = match &pipelines {
+        pipelines::Pipelines::Local(supervisor) => Some(Arc::clone(supervisor)),
+        pipelines::Pipelines::Cluster(_) => None,
+    };
     let state = Arc::new(AppState {
         functions,
         loader,
-        supervisor,
+        pipelines,
         access: access.clone(),
         surface: config.surface.clone(),
         tails: config.limits.tail_gate(),
@@ -170,6 +209,8 @@ pub fn serve(config: ServeConfig, on_listening: impl FnOnce(SocketAddr)) -> Resu
             std::process::exit(130);
         });
         let grace = config.stop_grace;
+        // A cluster's server runs nothing: its workers go on.
+        let Some(stopper) = stopper else { return Ok(()) };
         let unclean = tokio::task::spawn_blocking(move || stopper.shutdown(grace))
             .await
             .map_err(|e| ApiError::internal(format!("shutdown: {e}")))?;

@@ -3,6 +3,7 @@
 //! requests, run it off the async workers and shape the answers. The
 //! answer types are also what [`ApiClient`](super::ApiClient) reads.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
@@ -15,10 +16,13 @@ use utoipa::{IntoParams, ToSchema};
 use super::access::{Caller, Role};
 use super::{blocking, ApiError, AppState, ErrorBody};
 use crate::checkpoint::{CheckpointStorage, CompletedSnapshot, SnapshotMetadata};
+use crate::cluster::Desired;
 use crate::observe::sampling::MetricsView;
 use crate::observe::{OperatorCounts, RunSummary};
 pub use crate::serve::restart::RestartStatus;
 use crate::serve::supervisor::{PipelineView, Supervisor, Upgrade};
+use crate::serve::{ClusterPipelines, ClusterUnit, ClusterView, ServerLimits};
+use crate::store::FunctionStore;
 use crate::store::PipelineState;
 
 /// A pipeline's status.
@@ -64,6 +68,66 @@ pub struct PipelineStatus {
     /// checkpoints; the graph. Absent when it is not running.
     #[serde(default)]
     pub metrics: Option<MetricsView>,
+    /// On a cluster: each unit the workers run, with its worker (absent
+    /// on one machine).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub units: Vec<UnitView>,
+    /// On a cluster: the workers that cannot run it now, and why.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub waiting: BTreeMap<String, String>,
+}
+
+/// One unit of a pipeline on a cluster, as its worker last reported it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct UnitView {
+    /// The unit's name.
+    pub unit: String,
+    /// The worker running it.
+    pub worker: String,
+    /// The pipeline version that worker runs.
+    pub version: u64,
+    /// `ingest` (reads the input, writes the exchange) or `task` (reads
+    /// the exchange, runs the keyed stages, writes the outputs).
+    pub role: String,
+    /// `starting`, `running`, `stopping` or `failed`.
+    pub state: String,
+    /// Records read in its current run.
+    pub records_in: u64,
+    /// Records written in its current run.
+    pub records_out: u64,
+    /// Its event time, if any (ms).
+    pub watermark: Option<i64>,
+    /// Records of its input partitions not yet checkpointed.
+    pub lag: Option<i64>,
+    /// Bytes of its local state.
+    pub state_bytes: Option<u64>,
+    /// The newest checkpoint it completed in its current run.
+    pub last_checkpoint: Option<u64>,
+    /// The checkpoint its run restored, if any.
+    pub restored_from: Option<u64>,
+    /// Why its last run failed.
+    pub error: Option<String>,
+}
+
+impl From<&ClusterUnit> for UnitView {
+    fn from(u: &ClusterUnit) -> Self {
+        let s = &u.status;
+        Self {
+            unit: s.unit.clone(),
+            worker: u.worker.clone(),
+            version: u.version,
+            role: s.role.clone(),
+            state: s.state.clone(),
+            records_in: s.records_in,
+            records_out: s.records_out,
+            watermark: s.watermark,
+            lag: s.lag,
+            state_bytes: s.state_bytes,
+            last_checkpoint: s.last_checkpoint,
+            restored_from: s.restored_from,
+            error: s.error.clone(),
+        }
+    }
 }
 
 /// A stored function a pipeline runs.
@@ -194,22 +258,7 @@ fn status(
 ) -> PipelineStatus {
     let record = view.record;
     let spec = crate::specification::PipelineSpec::parse(&record.spec).ok();
-    let functions = spec
-        .as_ref()
-        .map(|spec| {
-            let pinned = spec
-                .functions()
-                .into_iter()
-                .filter_map(|(field, f)| Some((field, f.function.clone()?)));
-            pinned
-                .map(|(field, function)| PinnedFunction {
-                    field: field.to_string(),
-                    version: record.pins.get(&field).copied().unwrap_or_default(),
-                    function,
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let functions = pinned_functions(spec.as_ref(), &record.pins);
     let parallelism = record.parallelism.or(spec.as_ref().map(|s| s.parallelism)).unwrap_or(1);
     let (
         mut counts,
@@ -273,6 +322,83 @@ fn status(
         restart: view.restart,
         spec: crate::specification::secrets::redact(&record.spec).into_owned(),
         metrics: live,
+        units: Vec::new(),
+        waiting: BTreeMap::new(),
+    }
+}
+
+/// The stored functions `spec` names, with their versions in `pins`.
+fn pinned_functions(
+    spec: Option<&crate::specification::PipelineSpec>,
+    pins: &BTreeMap<String, u32>,
+) -> Vec<PinnedFunction> {
+    let Some(spec) = spec else { return Vec::new() };
+    let pinned =
+        spec.functions().into_iter().filter_map(|(field, f)| Some((field, f.function.clone()?)));
+    pinned
+        .map(|(field, function)| PinnedFunction {
+            version: pins.get(&field).copied().unwrap_or_default(),
+            field,
+            function,
+        })
+        .collect()
+}
+
+/// The status of a pipeline on a cluster: its deployment, with the counts
+/// and event time of the units its workers report.
+fn cluster_status(view: ClusterView) -> PipelineStatus {
+    let ClusterView { deployment, units, waiting } = view;
+    let spec = crate::specification::PipelineSpec::parse(&deployment.spec).ok();
+    let units: Vec<UnitView> = units.iter().map(UnitView::from).collect();
+    let total = |role: &str, count: fn(&UnitView) -> u64| -> u64 {
+        units.iter().filter(|u| u.role == role).map(count).sum()
+    };
+    let zero = OperatorCountsView { records_in: 0, records_out: 0, late_dropped: 0 };
+    let counts = (!units.is_empty()).then(|| Counts {
+        source_records: total("ingest", |u| u.records_in),
+        key: zero.clone(),
+        process: Vec::new(),
+        operators: Vec::new(),
+        sink_records: total("task", |u| u.records_out),
+        side_outputs_written: 0,
+        side_outputs_dropped: 0,
+        dropped_bad_timestamps: 0,
+    });
+    let tasks: Vec<&UnitView> = units.iter().filter(|u| u.role == "task").collect();
+    let watermark = match tasks.iter().all(|u| u.watermark.is_some()) {
+        true => tasks.iter().filter_map(|u| u.watermark).min(),
+        false => None,
+    };
+    let failure = units
+        .iter()
+        .find_map(|u| Some(format!("unit {} on {}: {}", u.unit, u.worker, u.error.as_ref()?)))
+        .or_else(|| {
+            let (worker, why) = waiting.iter().next().filter(|_| units.is_empty())?;
+            Some(format!("worker {worker} cannot run it: {why}"))
+        });
+    PipelineStatus {
+        name: deployment.pipeline.clone(),
+        state: match deployment.desired {
+            Desired::Running => PipelineState::Running,
+            Desired::Stopped => PipelineState::Stopped,
+        },
+        failure,
+        generation: u32::try_from(deployment.version).unwrap_or(u32::MAX),
+        deployed_at: deployment.deployed_at,
+        started_at: None,
+        parallelism: spec.as_ref().map_or(1, |s| s.parallelism),
+        functions: pinned_functions(spec.as_ref(), &deployment.pins),
+        counts,
+        watermark,
+        restored_from: None,
+        snapshots_completed: 0,
+        last_checkpoint: None,
+        last_savepoint: None,
+        restart: RestartStatus::default(),
+        spec: crate::specification::secrets::redact(&deployment.spec).into_owned(),
+        metrics: None,
+        units,
+        waiting,
     }
 }
 
@@ -283,6 +409,101 @@ fn full_status(supervisor: &Supervisor, view: PipelineView) -> PipelineStatus {
         let (storage, snapshots) = supervisor.snapshots(&name).ok()?;
         snapshots.first().map(|m| SnapshotInfo::from_metadata(&storage, m))
     })
+}
+
+/// Where a server's pipelines run: in this process, or on the workers of
+/// a cluster (`weir serve --cluster`). Every route is the same for both.
+pub(crate) enum Pipelines {
+    /// Run here by the supervisor.
+    Local(Arc<Supervisor>),
+    /// Run by a cluster's workers, deployed through its control topic.
+    Cluster(Arc<ClusterPipelines>),
+}
+
+impl Pipelines {
+    /// What deploys and upgrades may ask for.
+    pub(crate) fn limits(&self) -> &ServerLimits {
+        match self {
+            Self::Local(s) => s.limits(),
+            Self::Cluster(c) => c.limits(),
+        }
+    }
+
+    /// The pipelines run in this process, or why a cluster's server cannot
+    /// do `what` (yet).
+    pub(crate) fn local(&self, what: &str) -> Result<&Arc<Supervisor>, ApiError> {
+        match self {
+            Self::Local(s) => Ok(s),
+            Self::Cluster(_) => Err(crate::serve::ServeError::not_on_cluster(format!(
+                "{what} is not supported on a cluster's server yet"
+            ))
+            .into()),
+        }
+    }
+
+    /// The pipelines using stored function `function`.
+    pub(crate) fn users_of(&self, function: &str) -> Result<Vec<String>, ApiError> {
+        match self {
+            Self::Local(s) => Ok(s.users_of(function)),
+            Self::Cluster(c) => Ok(c.users_of(function)?),
+        }
+    }
+
+    fn deploy(
+        &self,
+        text: &str,
+        query: &DeployQuery,
+        functions: &FunctionStore,
+    ) -> Result<PipelineStatus, ApiError> {
+        let restore = query.restore.as_deref();
+        match self {
+            Self::Local(s) => {
+                let view = s.deploy(text, restore, query.override_kafka_marker, functions)?;
+                Ok(full_status(s, view))
+            }
+            Self::Cluster(c) => Ok(cluster_status(c.deploy(text, restore, functions)?)),
+        }
+    }
+
+    fn list(&self) -> Result<Vec<PipelineStatus>, ApiError> {
+        match self {
+            Self::Local(s) => Ok(s.list().into_iter().map(|view| full_status(s, view)).collect()),
+            Self::Cluster(c) => Ok(c.list()?.into_iter().map(cluster_status).collect()),
+        }
+    }
+
+    fn status(&self, name: &str) -> Result<PipelineStatus, ApiError> {
+        match self {
+            Self::Local(s) => Ok(full_status(s, s.get(name)?)),
+            Self::Cluster(c) => Ok(cluster_status(c.get(name)?)),
+        }
+    }
+
+    fn stop(&self, name: &str, savepoint: bool) -> Result<String, ApiError> {
+        match self {
+            Self::Local(s) => Ok(s.stop(name, savepoint)?),
+            Self::Cluster(c) => Ok(c.stop(name, savepoint)?),
+        }
+    }
+
+    fn upgrade(
+        &self,
+        name: &str,
+        upgrade: &Upgrade,
+        functions: &FunctionStore,
+    ) -> Result<PipelineStatus, ApiError> {
+        match self {
+            Self::Local(s) => Ok(full_status(s, s.upgrade(name, upgrade, functions)?)),
+            Self::Cluster(c) => Ok(cluster_status(c.upgrade(name, upgrade, functions)?)),
+        }
+    }
+
+    fn delete(&self, name: &str) -> Result<(), ApiError> {
+        match self {
+            Self::Local(s) => Ok(s.delete(name)?),
+            Self::Cluster(c) => Ok(c.delete(name)?),
+        }
+    }
 }
 
 /// Where a deploy starts.
@@ -313,17 +534,12 @@ pub(crate) async fn deploy(
     Query(query): Query<DeployQuery>,
     body: Body,
 ) -> Result<(StatusCode, Json<PipelineStatus>), ApiError> {
-    let body = read_spec(body, state.supervisor.limits().max_spec_bytes).await?;
+    let body = read_spec(body, state.pipelines.limits().max_spec_bytes).await?;
     let text = String::from_utf8(body.to_vec())
         .map_err(|_| ApiError::invalid_spec("the spec is not UTF-8 text"))?;
     blocking(move || {
-        let view = state.supervisor.deploy(
-            &text,
-            query.restore.as_deref(),
-            query.override_kafka_marker,
-            &state.functions,
-        )?;
-        Ok((StatusCode::CREATED, Json(full_status(&state.supervisor, view))))
+        let status = state.pipelines.deploy(&text, &query, &state.functions)?;
+        Ok((StatusCode::CREATED, Json(status)))
     })
     .await
 }
@@ -340,16 +556,7 @@ pub struct PipelineList {
 pub(crate) async fn list(
     State(state): State<Arc<AppState>>,
 ) -> Result<Json<PipelineList>, ApiError> {
-    blocking(move || {
-        let pipelines = state
-            .supervisor
-            .list()
-            .into_iter()
-            .map(|view| full_status(&state.supervisor, view))
-            .collect();
-        Ok(Json(PipelineList { pipelines }))
-    })
-    .await
+    blocking(move || Ok(Json(PipelineList { pipelines: state.pipelines.list()? }))).await
 }
 
 /// One pipeline's status: state, failure reason, counts per operator,
@@ -360,7 +567,7 @@ pub(crate) async fn get(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
 ) -> Result<Json<PipelineStatus>, ApiError> {
-    blocking(move || Ok(Json(full_status(&state.supervisor, state.supervisor.get(&name)?)))).await
+    blocking(move || Ok(Json(state.pipelines.status(&name)?))).await
 }
 
 /// Where a snapshot was stored.
@@ -380,7 +587,7 @@ pub(crate) async fn savepoint(
     Path(name): Path<String>,
 ) -> Result<(StatusCode, Json<SnapshotTaken>), ApiError> {
     blocking(move || {
-        let location = state.supervisor.savepoint(&name)?;
+        let location = state.pipelines.local("a savepoint")?.savepoint(&name)?;
         Ok((StatusCode::CREATED, Json(SnapshotTaken { state: PipelineState::Running, location })))
     })
     .await
@@ -407,7 +614,7 @@ pub(crate) async fn stop(
 ) -> Result<Json<SnapshotTaken>, ApiError> {
     let request: StopRequest = optional_json(&body)?;
     blocking(move || {
-        let location = state.supervisor.stop(&name, request.savepoint)?;
+        let location = state.pipelines.stop(&name, request.savepoint)?;
         Ok(Json(SnapshotTaken { state: PipelineState::Stopped, location }))
     })
     .await
@@ -427,7 +634,7 @@ pub(crate) async fn upgrade(
 ) -> Result<Json<PipelineStatus>, ApiError> {
     // The spec inside is held to --max-spec-bytes; JSON escaping may
     // double it, and the rest of the request is small.
-    let limit = state.supervisor.limits().max_spec_bytes.saturating_mul(2) + (64 << 10);
+    let limit = state.pipelines.limits().max_spec_bytes.saturating_mul(2) + (64 << 10);
     let body = read_spec(body, limit).await?;
     let upgrade: Upgrade = optional_json(&body)?;
     if upgrade.override_kafka_marker && role < Role::Admin {
@@ -435,11 +642,7 @@ pub(crate) async fn upgrade(
             "override_kafka_marker needs a token of role admin; yours is {role}"
         )));
     }
-    blocking(move || {
-        let view = state.supervisor.upgrade(&name, &upgrade, &state.functions)?;
-        Ok(Json(full_status(&state.supervisor, view)))
-    })
-    .await
+    blocking(move || Ok(Json(state.pipelines.upgrade(&name, &upgrade, &state.functions)?))).await
 }
 
 /// Stop the pipeline if it runs and delete it with its local state and
@@ -450,7 +653,7 @@ pub(crate) async fn delete(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    blocking(move || Ok(state.supervisor.delete(&name).map(|()| StatusCode::NO_CONTENT)?)).await
+    blocking(move || state.pipelines.delete(&name).map(|()| StatusCode::NO_CONTENT)).await
 }
 
 /// A pipeline's snapshots.
@@ -468,7 +671,8 @@ pub(crate) async fn checkpoints(
     Path(name): Path<String>,
 ) -> Result<Json<SnapshotList>, ApiError> {
     blocking(move || {
-        let (storage, snapshots) = state.supervisor.snapshots(&name)?;
+        let local = state.pipelines.local("listing checkpoints (a cluster pipeline's are per unit: see each unit's last_checkpoint in its status)")?;
+        let (storage, snapshots) = local.snapshots(&name)?;
         Ok(Json(SnapshotList {
             checkpoints: snapshots
                 .iter()

@@ -116,7 +116,12 @@ fn render(state: &AppState) -> String {
     let mut tasks = TaskFamilies::new();
     let mut functions = Family::new("weir_functions", "gauge", "Functions in the function store.");
     functions.add(String::new(), state.functions.list().map_or(0, |l| l.len()) as f64);
-    for view in state.supervisor.list() {
+    // A cluster's units are measured by their workers (their /metrics).
+    let local = match &state.pipelines {
+        super::pipelines::Pipelines::Local(supervisor) => supervisor.list(),
+        super::pipelines::Pipelines::Cluster(_) => Vec::new(),
+    };
+    for view in local {
         let pipeline = escape(&view.record.name);
         for s in PipelineState::ALL {
             up.add(

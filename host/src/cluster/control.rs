@@ -1,11 +1,18 @@
 //! A cluster's control topic: which pipelines are deployed, at which
 //! version, in which desired state (docs/cluster.md, "Control plane").
 //!
-//! `weir-<cluster>-control` is a compacted topic of one partition. Each
-//! record's key is `pipeline/<name>` and its value a [`Deployment`] as JSON;
-//! a tombstone (no value) deletes the pipeline. Writers use an idempotent
-//! producer and wait for each write; readers read from the start, so a
-//! worker started at any time learns everything deployed, then follow.
+//! `weir-<cluster>-control` is a compacted topic of one partition. A
+//! record's key is `pipeline/<name>` with a [`Deployment`] as JSON, or
+//! `function/<name>` with the versions of a function uploaded to the
+//! cluster (the function store's index entry, as JSON); a tombstone (no
+//! value) deletes the pipeline or function. Every change is a
+//! read-check-write in one Kafka transaction of the cluster's single
+//! transactional id ([`ControlTopic::transact`]): a writer that starts
+//! fences the one before it, reads everything committed, decides, and
+//! commits — so two servers deploying at once never both take version N+1
+//! (the later one is fenced and decides again). Readers read from the start
+//! (committed records only), so a worker started at any time learns
+//! everything deployed, then follows.
 //! The function a deployment names is stored once in object storage under
 //! its SHA-256 ([`super::blobs`]), so every worker runs exactly the bytes
 //! that were deployed.
@@ -30,8 +37,14 @@ use crate::connectors::ConnectorError;
 /// The key prefix of a pipeline's record.
 const PIPELINE_KEY: &str = "pipeline/";
 
+/// The key prefix of a function's versions.
+const FUNCTION_KEY: &str = "function/";
+
 /// The key prefix of a worker's report.
 const WORKER_KEY: &str = "worker/";
+
+/// How often a transaction fenced by another writer is tried again.
+const TRANSACT_ATTEMPTS: usize = 5;
 
 /// What a worker last said about itself, in the status topic.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -70,6 +83,34 @@ pub struct Deployment {
     /// The SHA-256 (hex) of each function, by spec field (`key`,
     /// `process`, `nodes.<name>`, …), stored in the cluster's blobs.
     pub functions: BTreeMap<String, String>,
+    /// The version of each stored function the spec names by name
+    /// (`function:`), by spec field; empty for functions given as files.
+    #[serde(default)]
+    pub pins: BTreeMap<String, u32>,
+    /// When version 1 was deployed (ms since the epoch; 0 if unknown).
+    #[serde(default)]
+    pub deployed_at: i64,
+}
+
+/// What the control topic holds: deployments and uploaded functions.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ControlState {
+    /// Each deployed pipeline, by name.
+    pub deployments: BTreeMap<String, Deployment>,
+    /// Each uploaded function's versions, by name, as the function store
+    /// wrote them (JSON).
+    pub functions: BTreeMap<String, Vec<u8>>,
+}
+
+/// One record a transaction writes.
+#[derive(Debug, Clone)]
+pub enum ControlChange {
+    /// Deploy (or change) a pipeline.
+    Deploy(Deployment),
+    /// Delete pipeline `name`.
+    Undeploy(String),
+    /// Set function `name`'s versions (JSON), or delete it (`None`).
+    Functions(String, Option<Vec<u8>>),
 }
 
 /// Why the control topic could not be used.
@@ -84,6 +125,14 @@ pub enum ControlError {
     /// A cluster name that cannot make a topic name.
     #[error("cluster name {0:?}: use {rule}", rule = crate::names::NAME_RULE)]
     InvalidName(String),
+    /// Another writer kept fencing this one.
+    #[error("control topic {topic}: {message}")]
+    Contended {
+        /// The topic.
+        topic: String,
+        /// What happened.
+        message: String,
+    },
     /// A record that is not a deployment.
     #[error("control topic {topic} offset {offset}: {message}; a record Weir did not write? Delete it (a tombstone for its key) to go on")]
     Corrupt {
@@ -143,15 +192,85 @@ impl ControlTopic {
         Ok(topics::create_compacted(&self.bootstrap_servers, &self.properties, &self.topic)?)
     }
 
-    /// Write `deployment` (replacing the pipeline's earlier record).
-    pub fn publish(&self, deployment: &Deployment) -> Result<(), ControlError> {
-        let value = self.encode(deployment)?;
-        self.writer()?.put(&format!("{PIPELINE_KEY}{}", deployment.pipeline), Some(&value))
+    /// Change the topic as `decide` says, given everything committed to it:
+    /// one transaction of the cluster's only transactional id, so no other
+    /// writer commits between the read and the write (a writer that
+    /// starts meanwhile fences this one, which then reads and decides
+    /// again). `decide` returns its answer and the records to write; it may
+    /// run more than once.
+    pub fn transact<T, E: From<ControlError>>(
+        &self,
+        mut decide: impl FnMut(&ControlState) -> Result<(T, Vec<ControlChange>), E>,
+    ) -> Result<T, E> {
+        let mut last = String::new();
+        for _ in 0..TRANSACT_ATTEMPTS {
+            let producer = self.transactional_producer()?;
+            let mut reader = self.reader()?;
+            reader.catch_up()?;
+            let (answer, changes) = decide(&reader.state)?;
+            if changes.is_empty() {
+                return Ok(answer);
+            }
+            match self.commit(&producer, &changes) {
+                Ok(()) => return Ok(answer),
+                Err(error) => {
+                    tracing::info!(topic = %self.topic, %error, "control change fenced or failed; deciding again");
+                    last = error.to_string();
+                }
+            }
+        }
+        Err(ControlError::Contended {
+            topic: self.topic.clone(),
+            message: format!(
+                "a change was fenced {TRANSACT_ATTEMPTS} times by other writers (last: {last}); try again"
+            ),
+        }
+        .into())
     }
 
-    /// Delete pipeline `name`'s record (a tombstone).
-    pub fn remove(&self, name: &str) -> Result<(), ControlError> {
-        self.writer()?.put(&format!("{PIPELINE_KEY}{name}"), None)
+    /// A producer of the cluster's control transactional id, initialized
+    /// (which fences any earlier one and ends its open transaction).
+    fn transactional_producer(&self) -> Result<BaseProducer, ControlError> {
+        let id = format!("{}-writer", self.topic);
+        let producer: BaseProducer = client_config(
+            &self.bootstrap_servers,
+            &[("transactional.id", id.as_str()), ("enable.idempotence", "true")],
+            &self.properties,
+        )
+        .create()
+        .map_err(kafka_error(format!("creating a writer of {}", self.topic)))?;
+        producer
+            .init_transactions(CALL_TIMEOUT)
+            .map_err(kafka_error(format!("starting a writer of {}", self.topic)))?;
+        Ok(producer)
+    }
+
+    /// Write `changes` in one transaction of `producer`.
+    fn commit(
+        &self,
+        producer: &BaseProducer,
+        changes: &[ControlChange],
+    ) -> Result<(), ControlError> {
+        let failed = || kafka_error(format!("writing to {}", self.topic));
+        producer.begin_transaction().map_err(failed())?;
+        for change in changes {
+            let (key, value) = match change {
+                ControlChange::Deploy(d) => {
+                    (format!("{PIPELINE_KEY}{}", d.pipeline), Some(self.encode(d)?))
+                }
+                ControlChange::Undeploy(name) => (format!("{PIPELINE_KEY}{name}"), None),
+                ControlChange::Functions(name, value) => {
+                    (format!("{FUNCTION_KEY}{name}"), value.clone())
+                }
+            };
+            let mut record = BaseRecord::<str, [u8]>::to(&self.topic).key(&key);
+            if let Some(value) = &value {
+                record = record.payload(value);
+            }
+            producer.send(record).map_err(|(error, _)| error).map_err(failed())?;
+        }
+        producer.commit_transaction(CALL_TIMEOUT).map_err(failed())?;
+        Ok(())
     }
 
     fn encode(&self, value: &impl Serialize) -> Result<Vec<u8>, ControlError> {
@@ -196,16 +315,21 @@ impl ControlTopic {
         Ok(ControlReader {
             consumer,
             topic: self.topic.clone(),
-            deployments: BTreeMap::new(),
+            state: ControlState::default(),
             reports: BTreeMap::new(),
         })
     }
 
-    /// Everything deployed now: the topic read to its end.
-    pub fn read_all(&self) -> Result<BTreeMap<String, Deployment>, ControlError> {
+    /// Everything deployed and uploaded now: the topic read to its end.
+    pub fn read_state(&self) -> Result<ControlState, ControlError> {
         let mut reader = self.reader()?;
         reader.catch_up()?;
-        Ok(reader.deployments)
+        Ok(reader.state)
+    }
+
+    /// Everything deployed now: the topic read to its end.
+    pub fn read_all(&self) -> Result<BTreeMap<String, Deployment>, ControlError> {
+        Ok(self.read_state()?.deployments)
     }
 
     /// What each worker last reported: the status topic read to its end.
@@ -256,14 +380,24 @@ impl ControlWriter {
 pub struct ControlReader {
     consumer: BaseConsumer,
     topic: String,
-    deployments: BTreeMap<String, Deployment>,
+    state: ControlState,
     reports: BTreeMap<String, WorkerReport>,
 }
 
 impl ControlReader {
     /// The deployments read so far, by pipeline.
     pub fn deployments(&self) -> &BTreeMap<String, Deployment> {
-        &self.deployments
+        &self.state.deployments
+    }
+
+    /// Everything read so far from a control topic.
+    pub fn state(&self) -> &ControlState {
+        &self.state
+    }
+
+    /// The workers' reports read so far from a status topic, by worker.
+    pub fn reports(&self) -> &BTreeMap<String, WorkerReport> {
+        &self.reports
     }
 
     /// Read what arrived within `wait`; whether anything changed.
@@ -278,7 +412,7 @@ impl ControlReader {
                 apply_report(&mut self.reports, &self.topic, worker, value, offset)?;
                 continue;
             }
-            changed |= apply(&mut self.deployments, &self.topic, key, value, offset)?;
+            changed |= apply(&mut self.state, &self.topic, key, value, offset)?;
             wait = Duration::ZERO;
         }
         Ok(changed)
@@ -336,10 +470,10 @@ fn apply_report(
     Ok(())
 }
 
-/// Apply the record at `offset` of `topic` to `deployments`; whether it
-/// changed one.
+/// Apply the record at `offset` of `topic` to `state`; whether it changed
+/// a deployment.
 fn apply(
-    deployments: &mut BTreeMap<String, Deployment>,
+    state: &mut ControlState,
     topic: &str,
     key: &str,
     value: Option<&[u8]>,
@@ -347,8 +481,16 @@ fn apply(
 ) -> Result<bool, ControlError> {
     let corrupt =
         |message: String| ControlError::Corrupt { topic: topic.to_string(), offset, message };
+    if let Some(name) = key.strip_prefix(FUNCTION_KEY) {
+        match value {
+            Some(value) => state.functions.insert(name.to_string(), value.to_vec()),
+            None => state.functions.remove(name),
+        };
+        return Ok(false);
+    }
+    let deployments = &mut state.deployments;
     let Some(name) = key.strip_prefix(PIPELINE_KEY) else {
-        return Err(corrupt(format!("key {key:?} is not pipeline/<name>")));
+        return Err(corrupt(format!("key {key:?} is neither pipeline/<name> nor function/<name>")));
     };
     let Some(value) = value else {
         return Ok(deployments.remove(name).is_some());
@@ -369,25 +511,36 @@ mod tests {
 
     #[test]
     fn records_deploy_change_and_delete_and_strangers_are_refused() {
-        let mut deployed = BTreeMap::new();
+        let mut state = ControlState::default();
         let orders = Deployment {
             pipeline: "orders".into(),
             version: 1,
             desired: Desired::Running,
             spec: "name: orders".into(),
             functions: BTreeMap::from([("key".into(), "ab".repeat(32))]),
+            pins: BTreeMap::new(),
+            deployed_at: 0,
         };
         let json = serde_json::to_vec(&orders).unwrap();
         let key = "pipeline/orders";
-        assert!(apply(&mut deployed, "t", key, Some(&json), 0).unwrap());
-        assert!(!apply(&mut deployed, "t", key, Some(&json), 1).unwrap(), "the same again");
-        assert_eq!(deployed["orders"], orders);
-        let error = apply(&mut deployed, "t", "pipeline/other", Some(&json), 2);
+        assert!(apply(&mut state, "t", key, Some(&json), 0).unwrap());
+        assert!(!apply(&mut state, "t", key, Some(&json), 1).unwrap(), "the same again");
+        assert_eq!(state.deployments["orders"], orders);
+        let error = apply(&mut state, "t", "pipeline/other", Some(&json), 2);
         assert!(matches!(error, Err(ControlError::Corrupt { offset: 2, .. })), "{error:?}");
-        let error = apply(&mut deployed, "t", "junk", Some(b"{}"), 3);
+        let error = apply(&mut state, "t", "junk", Some(b"{}"), 3);
         assert!(error.unwrap_err().to_string().contains("offset 3"));
-        assert!(apply(&mut deployed, "t", key, None, 4).unwrap(), "a tombstone deletes");
-        assert!(deployed.is_empty());
+        assert!(!apply(&mut state, "t", "function/revenue", Some(b"[]"), 4).unwrap());
+        assert_eq!(state.functions["revenue"], b"[]");
+        assert!(apply(&mut state, "t", key, None, 5).unwrap(), "a tombstone deletes");
+        assert!(state.deployments.is_empty());
+        apply(&mut state, "t", "function/revenue", None, 6).unwrap();
+        assert!(state.functions.is_empty());
+        // A record written before pins and deploy times were.
+        let older =
+            br#"{"pipeline":"orders","version":2,"desired":"running","spec":"","functions":{}}"#;
+        apply(&mut state, "t", key, Some(older), 7).unwrap();
+        assert_eq!(state.deployments["orders"].version, 2);
         assert!(ControlTopic::new("Bad Name", "b:1", BTreeMap::new()).is_err());
         let topic = ControlTopic::new("prod", "b:1", BTreeMap::new()).unwrap();
         assert_eq!(topic.topic(), "weir-prod-control");

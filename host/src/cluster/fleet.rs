@@ -381,25 +381,34 @@ impl Fleet {
     /// `deployment`'s spec with each function fetched from the cluster's
     /// storage into this worker's data directory (checked by digest).
     fn materialize(&self, deployment: &Deployment) -> Result<PipelineSpec, FleetError> {
-        let pipeline = deployment.pipeline.clone();
-        let invalid = |source| FleetError::Spec { pipeline: pipeline.clone(), source };
-        let mut spec = PipelineSpec::parse(&deployment.spec).map_err(invalid)?;
-        let dir = self.config.data_dir.join("cluster-functions");
-        for (field, function) in spec.functions_mut() {
-            if function.native.is_some() {
-                continue;
-            }
-            let Some(sha256) = deployment.functions.get(&field) else {
-                return Err(FleetError::Unstored { pipeline, field });
-            };
-            let path = fetch(&self.blobs, &dir, sha256)?;
-            function.wasm = Some(path);
-            function.function = None;
-            function.version = None;
-        }
-        spec.validate().map_err(invalid)?;
-        Ok(spec)
+        materialize(deployment, &self.blobs, &self.config.data_dir.join("cluster-functions"))
     }
+}
+
+/// `deployment`'s spec with each function fetched from `blobs` into `dir`
+/// (checked by digest) and named by its path there: what a worker runs.
+pub fn materialize(
+    deployment: &Deployment,
+    blobs: &FunctionBlobs,
+    dir: &Path,
+) -> Result<PipelineSpec, FleetError> {
+    let pipeline = deployment.pipeline.clone();
+    let invalid = |source| FleetError::Spec { pipeline: pipeline.clone(), source };
+    let mut spec = PipelineSpec::parse(&deployment.spec).map_err(invalid)?;
+    for (field, function) in spec.functions_mut() {
+        if function.native.is_some() {
+            continue;
+        }
+        let Some(sha256) = deployment.functions.get(&field) else {
+            return Err(FleetError::Unstored { pipeline, field });
+        };
+        let path = fetch(blobs, dir, sha256)?;
+        function.wasm = Some(path);
+        function.function = None;
+        function.version = None;
+    }
+    spec.validate().map_err(invalid)?;
+    Ok(spec)
 }
 
 /// The function `sha256` as a local file under `dir` (fetched once).
@@ -451,7 +460,15 @@ pub fn deployment_of(
         let bytes = std::fs::read(&path).map_err(|source| FleetError::Io { path, source })?;
         functions.insert(field, blobs.put(&bytes)?);
     }
-    Ok(Deployment { pipeline, version, desired, spec: spec_text.to_string(), functions })
+    Ok(Deployment {
+        pipeline,
+        version,
+        desired,
+        spec: spec_text.to_string(),
+        functions,
+        pins: BTreeMap::new(),
+        deployed_at: crate::clock::now_millis(),
+    })
 }
 
 #[cfg(test)]

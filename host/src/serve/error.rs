@@ -26,6 +26,8 @@ pub enum ServeErrorKind {
     StorageUnavailable,
     /// A savepoint or final snapshot could not be taken (500).
     SnapshotFailed,
+    /// Not (yet) something a cluster's server does (501).
+    NotOnCluster,
     /// Anything else (500).
     Internal,
 }
@@ -51,9 +53,21 @@ pub enum ServeError {
     NotGranted(#[from] NotGranted),
 }
 
+impl From<crate::cluster::control::ControlError> for ServeError {
+    fn from(error: crate::cluster::control::ControlError) -> Self {
+        Self::storage_unavailable(format!("the cluster's control topic: {error}"))
+    }
+}
+
 impl ServeError {
     fn refused(kind: ServeErrorKind, code: &'static str, message: impl Into<String>) -> Self {
         Self::Refused { kind, code, message: message.into() }
+    }
+
+    /// Something a cluster's server does not do (yet): `what`, and what to
+    /// do instead.
+    pub fn not_on_cluster(message: impl Into<String>) -> Self {
+        Self::refused(ServeErrorKind::NotOnCluster, "not_on_cluster", message)
     }
 
     /// No such pipeline.

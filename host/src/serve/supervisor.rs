@@ -523,21 +523,7 @@ impl Supervisor {
         }
         let spec =
             PipelineSpec::parse(&next.spec).map_err(|e| ServeError::invalid_spec(e.to_string()))?;
-        // A field keeps its pin when it still names the same function.
-        let kept: BTreeMap<String, u32> = next
-            .pins
-            .iter()
-            .filter(|(field, _)| {
-                let named = |s: &PipelineSpec| {
-                    s.functions()
-                        .into_iter()
-                        .find(|(f, _)| f.as_str() == field.as_str())
-                        .and_then(|(_, f)| f.function.clone())
-                };
-                named(&spec).is_some() && named(&spec) == named(&old_spec)
-            })
-            .map(|(f, v)| (f.clone(), *v))
-            .collect();
+        let kept = kept_pins(&old_spec, &spec, &next.pins);
         next.pins = pin_functions(&spec, &kept, &upgrade.functions, functions)?;
         if let Some(parallelism) = upgrade.parallelism {
             next.parallelism = Some(parallelism);
@@ -1027,10 +1013,29 @@ fn newest_savepoint(
     }))
 }
 
+/// The pins an upgrade from `old` to `new` keeps: a field keeps its pin
+/// when it still names the same function.
+pub(super) fn kept_pins(
+    old: &PipelineSpec,
+    new: &PipelineSpec,
+    pins: &BTreeMap<String, u32>,
+) -> BTreeMap<String, u32> {
+    let named = |s: &PipelineSpec, field: &str| {
+        s.functions()
+            .into_iter()
+            .find(|(f, _)| f.as_str() == field)
+            .and_then(|(_, f)| f.function.clone())
+    };
+    pins.iter()
+        .filter(|(field, _)| named(new, field).is_some() && named(new, field) == named(old, field))
+        .map(|(f, v)| (f.clone(), *v))
+        .collect()
+}
+
 /// The version of every stored function `spec` names, by field: the
 /// spec's own `version`, else a `choice` for that function, else `kept`,
 /// else the newest. Each must exist.
-fn pin_functions(
+pub(super) fn pin_functions(
     spec: &PipelineSpec,
     kept: &BTreeMap<String, u32>,
     choices: &BTreeMap<String, VersionChoice>,

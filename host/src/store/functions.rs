@@ -6,6 +6,13 @@
 //! <data dir>/functions/index.json            name → versions (digest, worlds, size, time)
 //! ```
 //!
+//! A cluster's server (`weir serve --cluster`) keeps the same index in the
+//! cluster's control topic (a `function/<name>` record per function, each
+//! change one transaction: [`ControlTopic::transact`]) and the components in
+//! the cluster's storage (`<storage>/functions/<sha256>.wasm`), where every
+//! worker fetches them by digest. Everything else — validation, versions,
+//! idempotent uploads, deletes — is the same code for both.
+//!
 //! An upload is validated (componentized if it is a core module, compiled
 //! and linked, which also fills the compiled-code cache) before anything is
 //! stored. Uploading the bytes a name's newest version already has is a
@@ -21,6 +28,9 @@ use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use serde::{Deserialize, Serialize};
 
+use crate::cluster::blobs::FunctionBlobs;
+use crate::cluster::control::{ControlChange, ControlError, ControlState};
+use crate::cluster::ControlTopic;
 use crate::runtime::{componentize, digest, FunctionLoader, LoadError};
 
 /// Why the store refused or failed.
@@ -54,6 +64,15 @@ pub enum StoreError {
     /// The index could not be read.
     #[error("function store index is corrupt: {0}")]
     Corrupt(String),
+    /// The cluster's control topic or storage failed.
+    #[error("the cluster's function store: {0}")]
+    Cluster(String),
+}
+
+impl From<ControlError> for StoreError {
+    fn from(error: ControlError) -> Self {
+        StoreError::Cluster(error.to_string())
+    }
 }
 
 /// One stored version of a function.
@@ -78,12 +97,20 @@ type Index = BTreeMap<String, Vec<FunctionVersion>>;
 const INDEX: &str = "index.json";
 const BLOBS: &str = "blobs";
 
-/// The store of one data directory.
+/// The store of one data directory, or of one cluster.
 pub struct FunctionStore {
-    root: Dir,
-    path: PathBuf,
-    /// Serializes changes to the index (uploads, deletes).
+    place: Place,
+    /// Serializes changes to a local store (blobs, the index).
     lock: Mutex<()>,
+}
+
+/// Where a store keeps its index and components.
+enum Place {
+    /// Under a data directory.
+    Local { root: Dir, path: PathBuf },
+    /// The index in a cluster's control topic, the components in its
+    /// storage.
+    Cluster { control: Box<ControlTopic>, blobs: Box<FunctionBlobs> },
 }
 
 impl FunctionStore {
@@ -93,25 +120,99 @@ impl FunctionStore {
         let io = |source| StoreError::Io { path: path.clone(), source };
         std::fs::create_dir_all(path.join(BLOBS)).map_err(io)?;
         let root = Dir::open_ambient_dir(&path, ambient_authority()).map_err(io)?;
-        Ok(Self { root, path, lock: Mutex::new(()) })
+        Ok(Self { place: Place::Local { root, path }, lock: Mutex::new(()) })
     }
 
-    fn io(&self) -> impl Fn(std::io::Error) -> StoreError + '_ {
-        move |source| StoreError::Io { path: self.path.clone(), source }
+    /// The store of a cluster: its index in `control`, its components in
+    /// `blobs`.
+    pub fn cluster(control: ControlTopic, blobs: FunctionBlobs) -> Self {
+        let (control, blobs) = (Box::new(control), Box::new(blobs));
+        Self { place: Place::Cluster { control, blobs }, lock: Mutex::new(()) }
+    }
+
+    /// Whether it is a cluster's store.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.place, Place::Cluster { .. })
+    }
+
+    fn io(path: &Path) -> impl Fn(std::io::Error) -> StoreError + '_ {
+        move |source| StoreError::Io { path: path.to_path_buf(), source }
     }
 
     fn read_index(&self) -> Result<Index, StoreError> {
-        match self.root.read(INDEX) {
-            Ok(bytes) => {
-                serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt(e.to_string()))
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Index::new()),
-            Err(e) => Err(self.io()(e)),
+        match &self.place {
+            Place::Local { root, path } => match root.read(INDEX) {
+                Ok(bytes) => {
+                    serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt(e.to_string()))
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Index::new()),
+                Err(e) => Err(Self::io(path)(e)),
+            },
+            Place::Cluster { control, .. } => cluster_index(&control.read_state()?),
         }
     }
 
-    fn write_atomically(&self, dir: &Dir, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
-        super::write_atomically(dir, name, bytes).map_err(self.io())
+    /// Change the index as `decide` says, given the index as it is: under
+    /// the store's lock on one machine, as one control-topic transaction on
+    /// a cluster (so `decide` may run more than once).
+    fn change_index<T>(
+        &self,
+        name: &str,
+        mut decide: impl FnMut(&mut Index) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        match &self.place {
+            Place::Local { root, path } => {
+                let _guard = self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut index = self.read_index()?;
+                let before = index.clone();
+                let answer = decide(&mut index)?;
+                if index != before {
+                    let text = serde_json::to_vec_pretty(&index)
+                        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                    super::write_atomically(root, INDEX, &text).map_err(Self::io(path))?;
+                }
+                Ok(answer)
+            }
+            Place::Cluster { control, .. } => control.transact(|state| {
+                let mut index = cluster_index(state)?;
+                let before = index.get(name).cloned();
+                let answer = decide(&mut index)?;
+                let after = index.get(name);
+                if after == before.as_ref() {
+                    return Ok((answer, Vec::new()));
+                }
+                let value = after
+                    .map(serde_json::to_vec)
+                    .transpose()
+                    .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                Ok((answer, vec![ControlChange::Functions(name.to_string(), value)]))
+            }),
+        }
+    }
+
+    /// Store `component` (whose digest is `digest`) unless it is stored.
+    fn put_blob(&self, digest: &str, component: &[u8]) -> Result<(), StoreError> {
+        match &self.place {
+            Place::Local { root, path } => {
+                // One writer of a blob at a time (they share a temporary name).
+                let _guard = self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let io = Self::io(path);
+                let blobs = root.open_dir(BLOBS).map_err(&io)?;
+                let blob = format!("{digest}.wasm");
+                if !blobs.exists(&blob) {
+                    super::write_atomically(&blobs, &blob, component).map_err(io)?;
+                }
+                Ok(())
+            }
+            Place::Cluster { blobs, .. } => {
+                let stored =
+                    blobs.put(component).map_err(|e| StoreError::Cluster(e.to_string()))?;
+                match stored == digest {
+                    true => Ok(()),
+                    false => Err(StoreError::Corrupt(format!("stored as {stored}, not {digest}"))),
+                }
+            }
+        }
     }
 
     /// Validate and store `bytes` as the next version of `name`; the version,
@@ -126,30 +227,24 @@ impl FunctionStore {
         check_name(name)?;
         let component = componentize(bytes)?;
         let loaded = loader.load(&component)?;
-        let _guard = self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut index = self.read_index()?;
-        let versions = index.entry(name.to_string()).or_default();
-        if let Some(newest) = versions.last().filter(|v| v.digest == loaded.digest) {
-            return Ok((newest.clone(), false));
-        }
-        let blobs = self.root.open_dir(BLOBS).map_err(self.io())?;
-        let blob = format!("{}.wasm", loaded.digest);
-        if !blobs.exists(&blob) {
-            self.write_atomically(&blobs, &blob, &component)?;
-        }
-        let version = FunctionVersion {
-            name: name.to_string(),
-            version: versions.last().map_or(1, |v| v.version + 1),
-            digest: loaded.digest.clone(),
-            worlds: loaded.worlds().into_iter().map(String::from).collect(),
-            size: component.len() as u64,
-            uploaded_at: crate::clock::now_millis(),
-        };
-        versions.push(version.clone());
-        let text =
-            serde_json::to_vec_pretty(&index).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        self.write_atomically(&self.root, INDEX, &text)?;
-        Ok((version, true))
+        // The component first: an index entry never names a missing one.
+        self.put_blob(&loaded.digest, &component)?;
+        self.change_index(name, |index| {
+            let versions = index.entry(name.to_string()).or_default();
+            if let Some(newest) = versions.last().filter(|v| v.digest == loaded.digest) {
+                return Ok((newest.clone(), false));
+            }
+            let version = FunctionVersion {
+                name: name.to_string(),
+                version: versions.last().map_or(1, |v| v.version + 1),
+                digest: loaded.digest.clone(),
+                worlds: loaded.worlds().into_iter().map(String::from).collect(),
+                size: component.len() as u64,
+                uploaded_at: crate::clock::now_millis(),
+            };
+            versions.push(version.clone());
+            Ok((version, true))
+        })
     }
 
     /// Every function with its versions, by name.
@@ -174,7 +269,14 @@ impl FunctionStore {
     /// The stored component of `function`.
     pub fn bytes(&self, function: &FunctionVersion) -> Result<Vec<u8>, StoreError> {
         let blob = format!("{}.wasm", hex_digest(&function.digest)?);
-        let bytes = self.root.open_dir(BLOBS).and_then(|d| d.read(&blob)).map_err(self.io())?;
+        let bytes = match &self.place {
+            Place::Local { root, path } => {
+                root.open_dir(BLOBS).and_then(|d| d.read(&blob)).map_err(Self::io(path))?
+            }
+            Place::Cluster { blobs, .. } => {
+                blobs.get(&function.digest).map_err(|e| StoreError::Cluster(e.to_string()))?
+            }
+        };
         if digest(&bytes) != function.digest {
             return Err(StoreError::Corrupt(format!(
                 "{} does not match its digest",
@@ -185,27 +287,41 @@ impl FunctionStore {
     }
 
     /// Remove `name` and its versions, unless `used_by` names pipelines
-    /// using it. Components no other function references are deleted.
+    /// using it. On one machine, components no other function references
+    /// are deleted; a cluster keeps them (a deployment names its functions
+    /// by digest, and a worker may be fetching one).
     pub fn delete(&self, name: &str, used_by: &[String]) -> Result<(), StoreError> {
         check_name(name)?;
         if !used_by.is_empty() {
             return Err(StoreError::InUse { name: name.to_string(), pipelines: used_by.to_vec() });
         }
-        let _guard = self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut index = self.read_index()?;
-        let removed = index.remove(name).ok_or_else(|| StoreError::NotFound(name.to_string()))?;
-        let text =
-            serde_json::to_vec_pretty(&index).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        self.write_atomically(&self.root, INDEX, &text)?;
-        let blobs = self.root.open_dir(BLOBS).map_err(self.io())?;
-        for version in removed {
-            let still_used = index.values().flatten().any(|v| v.digest == version.digest);
-            if !still_used {
-                let _ = blobs.remove_file(format!("{}.wasm", hex_digest(&version.digest)?));
+        let (removed, index) = self.change_index(name, |index| {
+            let removed =
+                index.remove(name).ok_or_else(|| StoreError::NotFound(name.to_string()))?;
+            Ok((removed, index.clone()))
+        })?;
+        if let Place::Local { root, path } = &self.place {
+            let blobs = root.open_dir(BLOBS).map_err(Self::io(path))?;
+            for version in removed {
+                let still_used = index.values().flatten().any(|v| v.digest == version.digest);
+                if !still_used {
+                    let _ = blobs.remove_file(format!("{}.wasm", hex_digest(&version.digest)?));
+                }
             }
         }
         Ok(())
     }
+}
+
+/// The function index a cluster's control topic holds.
+fn cluster_index(state: &ControlState) -> Result<Index, StoreError> {
+    let parse = |(name, value): (&String, &Vec<u8>)| {
+        let versions = serde_json::from_slice(value).map_err(|e| {
+            StoreError::Corrupt(format!("function {name} in the control topic: {e}"))
+        })?;
+        Ok((name.clone(), versions))
+    };
+    state.functions.iter().map(parse).collect()
 }
 
 /// A function name ([`crate::names::NAME_RULE`]).

@@ -1,0 +1,386 @@
+//! The pipelines of a cluster, as `weir serve --cluster` operates them:
+//! the same deploy, status, stop, upgrade and delete as one machine's
+//! [`Supervisor`](super::Supervisor), with the cluster's control topic as
+//! the store of specs and versions and the workers' reports as the status
+//! (docs/cluster.md, "Serving a cluster").
+//!
+//! A server runs nothing itself and keeps nothing of its own: every change
+//! is one transaction on the control topic ([`ControlTopic::transact`]),
+//! which the workers follow; any number of servers may serve one cluster.
+//! A request is checked as on one machine before anything is written — the
+//! spec parsed and within the server's limits and grants, its stored
+//! functions resolved to versions and digests, fetched and loaded for
+//! their roles, the pipeline cut into units — so a deployment the workers
+//! could not run is refused here, not discovered on every worker.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::grants::Grants;
+use super::limits::ServerLimits;
+use super::supervisor::{kept_pins, pin_functions};
+use super::{ServeError, Upgrade};
+use crate::cluster::blobs::FunctionBlobs;
+use crate::cluster::control::{ControlChange, ControlReader, ControlState, WorkerReport};
+use crate::cluster::fleet::materialize;
+use crate::cluster::worker::UnitStatus;
+use crate::cluster::{plan, ControlTopic, Deployment, Desired, FleetStatus, PlanError};
+use crate::connectors::kafka::KafkaSourceConfig;
+use crate::runtime::native::NativeCatalog;
+use crate::specification::{secrets, PipelineSpec};
+use crate::store::FunctionStore;
+
+/// How long a stop waits for the workers to report the pipeline's units
+/// stopped.
+const STOP_WAIT: Duration = Duration::from_secs(90);
+
+/// A worker report older than this is from a worker that may be gone: its
+/// units are not shown as running.
+pub const STALE_REPORT: Duration = Duration::from_secs(15);
+
+/// A cluster pipeline as the API shows it.
+#[derive(Debug, Clone)]
+pub struct ClusterView {
+    /// Its record in the control topic.
+    pub deployment: Deployment,
+    /// Its units that workers report running (at any version), each with
+    /// its worker and the version that worker runs.
+    pub units: Vec<ClusterUnit>,
+    /// Workers that cannot run it now, and why.
+    pub waiting: BTreeMap<String, String>,
+}
+
+/// One unit of a cluster pipeline, as its worker reports it.
+#[derive(Debug, Clone)]
+pub struct ClusterUnit {
+    /// The worker running it.
+    pub worker: String,
+    /// The version of the pipeline that worker runs.
+    pub version: u64,
+    /// The unit, as the worker reports it.
+    pub status: UnitStatus,
+}
+
+/// The pipelines of one cluster.
+pub struct ClusterPipelines {
+    control: ControlTopic,
+    blobs: FunctionBlobs,
+    /// Where stored functions are fetched to be checked.
+    functions_dir: PathBuf,
+    data_dir: PathBuf,
+    limits: ServerLimits,
+    natives: NativeCatalog,
+    grants: Grants,
+    /// Followers of the control and status topics, read to their ends
+    /// before each answer.
+    readers: Mutex<Option<(ControlReader, ControlReader)>>,
+}
+
+impl ClusterPipelines {
+    /// The pipelines of `control`'s cluster, whose functions are in
+    /// `blobs`; deploys may ask for at most `limits` and touch on the
+    /// workers only what `grants` allows.
+    pub fn open(
+        control: ControlTopic,
+        blobs: FunctionBlobs,
+        data_dir: PathBuf,
+        limits: ServerLimits,
+        natives: NativeCatalog,
+        grants: Grants,
+    ) -> Result<Self, ServeError> {
+        control.ensure().map_err(unavailable)?;
+        control.status_topic().ensure().map_err(unavailable)?;
+        Ok(Self {
+            functions_dir: data_dir.join("cluster-functions"),
+            data_dir,
+            control,
+            blobs,
+            limits,
+            natives,
+            grants,
+            readers: Mutex::new(None),
+        })
+    }
+
+    /// What deploys and upgrades may ask for.
+    pub fn limits(&self) -> &ServerLimits {
+        &self.limits
+    }
+
+    /// The control topic's state and the workers' reports, as of now.
+    fn read(&self) -> Result<(ControlState, BTreeMap<String, WorkerReport>), ServeError> {
+        let mut readers = self.readers.lock().unwrap_or_else(PoisonError::into_inner);
+        if readers.is_none() {
+            let control = self.control.reader().map_err(unavailable)?;
+            let status = self.control.status_topic().reader().map_err(unavailable)?;
+            *readers = Some((control, status));
+        }
+        let (control, status) = readers.as_mut().expect("just opened");
+        let caught_up = control.catch_up().and_then(|()| status.catch_up());
+        if let Err(error) = caught_up {
+            // Read from the start again next time.
+            *readers = None;
+            return Err(unavailable(error));
+        }
+        Ok((control.state().clone(), status.reports().clone()))
+    }
+
+    /// Every pipeline.
+    pub fn list(&self) -> Result<Vec<ClusterView>, ServeError> {
+        let (state, reports) = self.read()?;
+        Ok(state.deployments.into_values().map(|d| view(d, &reports)).collect())
+    }
+
+    /// One pipeline.
+    pub fn get(&self, name: &str) -> Result<ClusterView, ServeError> {
+        let (mut state, reports) = self.read()?;
+        let deployment = state.deployments.remove(name).ok_or_else(|| no_pipeline(name))?;
+        Ok(view(deployment, &reports))
+    }
+
+    /// The pipelines using stored function `function`.
+    pub fn users_of(&self, function: &str) -> Result<Vec<String>, ServeError> {
+        let (state, _) = self.read()?;
+        let uses = |d: &Deployment| {
+            PipelineSpec::parse(&d.spec).is_ok_and(|spec| {
+                spec.functions().iter().any(|(_, f)| f.function.as_deref() == Some(function))
+            })
+        };
+        Ok(state.deployments.values().filter(|d| uses(d)).map(|d| d.pipeline.clone()).collect())
+    }
+
+    /// Deploy `spec_text` (YAML or JSON): checked, then written to the
+    /// control topic as version 1, running.
+    pub fn deploy(
+        &self,
+        spec_text: &str,
+        restore: Option<&str>,
+        functions: &FunctionStore,
+    ) -> Result<ClusterView, ServeError> {
+        if restore.is_some() {
+            return Err(ServeError::not_on_cluster("restore: a cluster pipeline starts from its own checkpoints; deploying from a savepoint is not supported on a cluster yet"));
+        }
+        let text = secrets::restore(spec_text, None)
+            .map_err(|e| ServeError::invalid_spec(e.to_string()))?
+            .into_owned();
+        let spec =
+            PipelineSpec::parse(&text).map_err(|e| ServeError::invalid_spec(e.to_string()))?;
+        let pins = pin_functions(&spec, &BTreeMap::new(), &BTreeMap::new(), functions)?;
+        let mut deployment = self.checked(&spec, text, pins, functions)?;
+        let deployment = self.control.transact(|state| {
+            if state.deployments.contains_key(&deployment.pipeline) {
+                return Err(ServeError::conflict(
+                    "exists",
+                    format!(
+                        "pipeline {} already exists: upgrade it, or delete it first",
+                        deployment.pipeline
+                    ),
+                ));
+            }
+            self.limits.check_new_pipeline(state.deployments.len())?;
+            deployment.deployed_at = crate::clock::now_millis();
+            Ok((deployment.clone(), vec![ControlChange::Deploy(deployment.clone())]))
+        })?;
+        Ok(view(deployment, &BTreeMap::new()))
+    }
+
+    /// The deployment of `spec` (its text `text`, its stored functions
+    /// pinned to `pins`), checked as the workers will run it: within the
+    /// limits and grants, every function resolved, fetched and loaded for
+    /// its role, the pipeline cut into units.
+    fn checked(
+        &self,
+        spec: &PipelineSpec,
+        text: String,
+        pins: BTreeMap<String, u32>,
+        functions: &FunctionStore,
+    ) -> Result<Deployment, ServeError> {
+        if let Some((field, _)) = spec.functions().into_iter().find(|(_, f)| f.wasm.is_some()) {
+            return Err(ServeError::invalid_spec(format!("{field}.wasm: a deployed pipeline names stored functions (`function: <name>`), not files on the server; upload it with PUT /v1/functions/<name>")));
+        }
+        self.limits.check_spec(spec)?;
+        self.grants.check_spec(spec)?;
+        let mut digests = BTreeMap::new();
+        for (field, function) in spec.functions() {
+            let Some(name) = &function.function else { continue };
+            let stored = functions
+                .get(name, pins.get(&field).copied())
+                .map_err(|e| ServeError::invalid_pipeline(format!("{field}.function: {e}")))?;
+            digests.insert(field, stored.digest);
+        }
+        let deployment = Deployment {
+            pipeline: spec.name.clone(),
+            version: 1,
+            desired: Desired::Running,
+            spec: text,
+            functions: digests,
+            pins,
+            deployed_at: 0,
+        };
+        let runnable = materialize(&deployment, &self.blobs, &self.functions_dir)
+            .map_err(|e| ServeError::invalid_pipeline(e.to_string()))?;
+        let inputs = |config: &KafkaSourceConfig| {
+            config.partitions().map_err(|e| PlanError::Input(e.to_string()))
+        };
+        plan(&runnable, &inputs).map_err(|e| ServeError::invalid_pipeline(e.to_string()))?;
+        crate::pipeline::prepare(runnable, &self.data_dir, &self.natives)
+            .map_err(|e| ServeError::invalid_pipeline(e.to_string()))?;
+        Ok(deployment)
+    }
+
+    /// Stop a pipeline on every worker (each unit with a final checkpoint,
+    /// its state kept for a start), and wait until no worker reports its
+    /// units. A savepoint is not supported on a cluster yet.
+    pub fn stop(&self, name: &str, savepoint: bool) -> Result<String, ServeError> {
+        if savepoint {
+            return Err(ServeError::not_on_cluster("a stop with a savepoint is not supported on a cluster yet: stop without one (every unit takes a final checkpoint, which a start or upgrade restores)"));
+        }
+        let version = self.control.transact(|state| -> Result<_, ServeError> {
+            let deployment = state.deployments.get(name).ok_or_else(|| no_pipeline(name))?;
+            if deployment.desired == Desired::Stopped {
+                return Ok((deployment.version, Vec::new()));
+            }
+            let next = Deployment {
+                version: deployment.version + 1,
+                desired: Desired::Stopped,
+                ..deployment.clone()
+            };
+            Ok((next.version, vec![ControlChange::Deploy(next)]))
+        })?;
+        let deadline = Instant::now() + STOP_WAIT;
+        loop {
+            let view = self.get(name)?;
+            if view.deployment.version != version {
+                return Err(ServeError::conflict(
+                    "changed",
+                    format!(
+                        "pipeline {name} was changed again while it stopped (now version {}, {:?})",
+                        view.deployment.version, view.deployment.desired
+                    ),
+                ));
+            }
+            if view.units.is_empty() {
+                return Ok(String::new());
+            }
+            if Instant::now() >= deadline {
+                let running: Vec<String> = view
+                    .units
+                    .iter()
+                    .map(|u| format!("{} on {}", u.status.unit, u.worker))
+                    .collect();
+                return Err(ServeError::snapshot_failed(format!(
+                    "pipeline {name} is stopped in the control topic, but after {STOP_WAIT:?} workers still report {}: they stop it when they next read the control topic",
+                    running.join(", ")
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+
+    /// Change a pipeline's functions or spec, or start a stopped one: the
+    /// next version, running. The workers stop the old version's units
+    /// (each with a final checkpoint) and start the new one's, which
+    /// restore those checkpoints by stage `uid`.
+    pub fn upgrade(
+        &self,
+        name: &str,
+        upgrade: &Upgrade,
+        functions: &FunctionStore,
+    ) -> Result<ClusterView, ServeError> {
+        let current = self.get(name)?.deployment;
+        let old_spec = PipelineSpec::parse(&current.spec).map_err(|e| {
+            ServeError::internal(format!("the deployed spec no longer parses: {e}"))
+        })?;
+        let text = match &upgrade.spec {
+            Some(text) => {
+                self.limits.check_spec_size(text)?;
+                secrets::restore(text, Some(&current.spec))
+                    .map_err(|e| ServeError::invalid_spec(e.to_string()))?
+                    .into_owned()
+            }
+            None => current.spec.clone(),
+        };
+        let spec =
+            PipelineSpec::parse(&text).map_err(|e| ServeError::invalid_spec(e.to_string()))?;
+        if spec.name != name {
+            return Err(ServeError::invalid_spec(format!(
+                "name: the upgraded spec names {:?}, not {name:?}",
+                spec.name
+            )));
+        }
+        let parallelism = upgrade.parallelism.unwrap_or(spec.parallelism);
+        if parallelism != old_spec.parallelism {
+            return Err(ServeError::not_on_cluster(format!(
+                "parallelism {} → {parallelism}: rescaling a cluster pipeline is not supported yet (its exchange topics fix it); deploy it under a new name to change it",
+                old_spec.parallelism
+            )));
+        }
+        let kept = kept_pins(&old_spec, &spec, &current.pins);
+        let pins = pin_functions(&spec, &kept, &upgrade.functions, functions)?;
+        let checked = self.checked(&spec, text, pins, functions)?;
+        let deployment = self.control.transact(|state| {
+            let now = state.deployments.get(name).ok_or_else(|| no_pipeline(name))?;
+            if now.version != current.version {
+                return Err(ServeError::conflict(
+                    "busy",
+                    format!("pipeline {name} changed while this upgrade was checked (version {} → {}): look at it and try again", current.version, now.version),
+                ));
+            }
+            let next = Deployment {
+                version: now.version + 1,
+                deployed_at: now.deployed_at,
+                ..checked.clone()
+            };
+            Ok((next.clone(), vec![ControlChange::Deploy(next)]))
+        })?;
+        Ok(view(deployment, &BTreeMap::new()))
+    }
+
+    /// Delete a pipeline from the cluster: its workers stop it (each unit
+    /// with a final checkpoint). Its checkpoints stay in storage.
+    pub fn delete(&self, name: &str) -> Result<(), ServeError> {
+        self.control.transact(|state| {
+            state.deployments.get(name).ok_or_else(|| no_pipeline(name))?;
+            Ok(((), vec![ControlChange::Undeploy(name.to_string())]))
+        })
+    }
+}
+
+/// `deployment` with the units `reports` say run it and the workers that
+/// wait to.
+fn view(deployment: Deployment, reports: &BTreeMap<String, WorkerReport>) -> ClusterView {
+    let now = crate::clock::now_millis();
+    let mut units = Vec::new();
+    let mut waiting = BTreeMap::new();
+    for (worker, report) in reports {
+        if now - report.reported_at > STALE_REPORT.as_millis() as i64 {
+            continue;
+        }
+        let Ok(status) = serde_json::from_value::<FleetStatus>(report.status.clone()) else {
+            continue;
+        };
+        for pipeline in status.pipelines.iter().filter(|p| p.worker.pipeline == deployment.pipeline)
+        {
+            units.extend(pipeline.worker.units.iter().map(|unit| ClusterUnit {
+                worker: worker.clone(),
+                version: pipeline.version,
+                status: unit.clone(),
+            }));
+        }
+        if let Some(why) = status.waiting.get(&deployment.pipeline) {
+            waiting.insert(worker.clone(), why.clone());
+        }
+    }
+    units.sort_by(|a, b| a.status.unit.cmp(&b.status.unit));
+    ClusterView { deployment, units, waiting }
+}
+
+fn no_pipeline(name: &str) -> ServeError {
+    ServeError::not_found(format!("no pipeline {name}"))
+}
+
+fn unavailable(error: crate::cluster::control::ControlError) -> ServeError {
+    error.into()
+}

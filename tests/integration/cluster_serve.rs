@@ -1,0 +1,214 @@
+//! A cluster served over HTTP, on a real broker and S3 server: two
+//! `weir serve --cluster` servers and three `weir worker --cluster`
+//! workers. A function uploaded to one server is deployed through the
+//! other; every unit runs on one worker and both servers report it; a new
+//! function version is rolled out with state kept; stop and start; delete.
+//!
+//! A child of [`super`] (the cluster tests), whose workers and specs it
+//! uses.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::{one_at_a_time, reference, Cluster, Job, CUSTOMERS, PARTITIONS};
+use crate::support::kafka::{committed_per_key, produce_orders, unique, TestKafka};
+use crate::support::s3::TestS3;
+use crate::support::*;
+
+/// `bytes` with a custom section appended: another component (another
+/// digest, so another version) that behaves the same.
+fn with_custom_section(bytes: &[u8], note: &str) -> Vec<u8> {
+    let name = b"weir-test-note";
+    let mut section = vec![name.len() as u8];
+    section.extend_from_slice(name);
+    section.extend_from_slice(note.as_bytes());
+    assert!(section.len() < 128, "one-byte LEB128 size");
+    let mut out = bytes.to_vec();
+    out.push(0); // a custom section
+    out.push(section.len() as u8);
+    out.extend_from_slice(&section);
+    out
+}
+
+/// The pipeline's status from `server` once `done` holds for it.
+fn status_when(server: &Server, name: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let path = format!("/v1/pipelines/{name}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(240);
+    loop {
+        let (code, body) = server.call("GET", &path, None, b"");
+        if code == 200 && done(&body) {
+            return body;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "waited for {what}; last answer {code}: {body}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// Every unit of `units` running, each once, at `version`.
+fn all_running_at(status: &Value, units: &BTreeSet<String>, version: u64) -> bool {
+    let reported = status["units"].as_array().cloned().unwrap_or_default();
+    let running: Vec<&str> = reported
+        .iter()
+        .filter(|u| u["state"] == "running" && u["version"] == version)
+        .filter_map(|u| u["unit"].as_str())
+        .collect();
+    let distinct: BTreeSet<String> = running.iter().map(|u| u.to_string()).collect();
+    running.len() == units.len() && &distinct == units && reported.len() == units.len()
+}
+
+#[test]
+fn two_servers_upload_deploy_upgrade_stop_and_delete_on_three_workers() {
+    let _serial = one_at_a_time();
+    let (kafka, s3) = (TestKafka::start(), TestS3::start());
+    let bucket = s3.create_bucket("weir-cluster-serve");
+    let dir = tempfile::tempdir().unwrap();
+    let (all, orders, out) = (unique("srv-all"), unique("srv-orders"), unique("srv-out"));
+    for topic in [&all, &orders] {
+        kafka.create_topic(topic, PARTITIONS);
+    }
+    kafka.create_topic(&out, 1);
+    produce_orders(&kafka, &all, PARTITIONS, 720, CUSTOMERS, 1);
+    let expected = reference(&kafka, dir.path(), Job::Revenue, &all);
+    let name = unique("srv");
+    let storage = format!("s3://{bucket}/{name}");
+    let wasm_spec =
+        Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
+    let revenue = std::fs::read(function("revenue")).unwrap();
+    // The same spec over the stored function, as a tenant deploys it.
+    let text = std::fs::read_to_string(&wasm_spec).unwrap();
+    let wasm_path = format!("{:?}", function("revenue"));
+    let spec = text.replace(&format!("{{ wasm: {wasm_path} }}"), "{ function: revenue }");
+    assert!(spec.contains("function: revenue") && !spec.contains("wasm:"), "{spec}");
+
+    let flags: Vec<String> = vec![
+        "--cluster".into(),
+        unique("srv").replace('_', "-"),
+        "--bootstrap-servers".into(),
+        kafka.bootstrap(),
+        "--storage".into(),
+        format!("s3://{bucket}/cluster"),
+    ];
+    let env = s3.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let allow = format!("s3://{bucket}/");
+    let server = |n: &str| {
+        let mut extra: Vec<&str> = flags.iter().map(String::as_str).collect();
+        extra.extend(["--allow-storage", &allow]);
+        Server::start_with_env(&dir.path().join(n), &extra, &env)
+    };
+    let (s1, s2) = (server("s1"), server("s2"));
+    let mut cluster = Cluster::new(dir.path(), Path::new(""), &s3);
+    cluster.fleet = Some(flags.clone());
+    for worker in ["w1", "w2", "w3"] {
+        cluster.add(worker);
+    }
+    let units = Job::Revenue.units(&name);
+
+    // Uploaded to one server, seen by the other: one index, in Kafka.
+    let (code, v1) = s1.call("PUT", "/v1/functions/revenue", None, &revenue);
+    assert_eq!((code, v1["version"].clone()), (201, json!(1)), "{v1}");
+    let (code, listed) = s2.call("GET", "/v1/functions/revenue", None, b"");
+    assert_eq!(code, 200, "{listed}");
+    assert_eq!(listed["versions"][0]["digest"], v1["digest"], "{listed}");
+    // Uploads at once through both servers: one transaction at a time
+    // decides, so they make one version.
+    let statuses: Vec<u16> = std::thread::scope(|scope| {
+        let uploads: Vec<_> = [&s1, &s2, &s1, &s2]
+            .into_iter()
+            .map(|s| scope.spawn(|| s.call("PUT", "/v1/functions/same", None, &revenue).0))
+            .collect();
+        uploads.into_iter().map(|u| u.join().unwrap()).collect()
+    });
+    assert_eq!(statuses.iter().filter(|s| **s == 201).count(), 1, "{statuses:?}");
+    assert!(statuses.iter().all(|s| *s == 200 || *s == 201), "{statuses:?}");
+    let (_, same) = s1.call("GET", "/v1/functions/same", None, b"");
+    assert_eq!(same["versions"].as_array().map(Vec::len), Some(1), "{same}");
+    assert_eq!(s2.call("DELETE", "/v1/functions/same", None, b"").0, 204);
+    let stored = s3.keys(&bucket, "cluster/functions/");
+    assert_eq!(stored.len(), 1, "stored once, by content: {stored:?}");
+
+    // A spec naming a file on the server is refused; a stored function is not.
+    let (code, refused) = s2.call("POST", "/v1/pipelines", None, text.as_bytes());
+    assert_eq!(code, 400, "{refused}");
+    assert!(refused.to_string().contains("stored functions"), "{refused}");
+    let (code, deployed) = s2.call("POST", "/v1/pipelines", None, spec.as_bytes());
+    assert_eq!(code, 201, "{deployed}");
+    assert_eq!(deployed["generation"], 1, "{deployed}");
+    assert_eq!(deployed["functions"][0]["version"], 1, "{deployed}");
+    let (code, again) = s1.call("POST", "/v1/pipelines", None, spec.as_bytes());
+    assert_eq!(code, 409, "one name, one pipeline, whichever server: {again}");
+
+    produce_orders(&kafka, &orders, PARTITIONS, 600, CUSTOMERS, 1);
+    cluster.wait_for_units(&units, true, &BTreeSet::new(), Duration::from_secs(180));
+    cluster.wait_for_output(&kafka, &out, 600, Duration::from_secs(180));
+    assert_prefix(&committed_per_key(&kafka, &out), &expected, "version 1 on three workers");
+    // Both servers report every unit, each on one worker.
+    for server in [&s1, &s2] {
+        let status =
+            status_when(server, &name, "every unit reported", |s| all_running_at(s, &units, 1));
+        let workers: BTreeSet<&str> = status["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|u| u["worker"].as_str())
+            .collect();
+        assert_eq!(workers.len(), 3, "spread over the three workers: {status}");
+        assert_eq!(status["state"], "running", "{status}");
+    }
+    // A savepoint is not something a cluster's server takes yet: said so.
+    let (code, body) = s1.call("POST", &format!("/v1/pipelines/{name}/savepoints"), None, b"");
+    assert_eq!(code, 501, "{body}");
+
+    // A new function version, rolled out with state kept.
+    let v2_bytes = with_custom_section(&revenue, "version two");
+    let (code, v2) = s2.call("PUT", "/v1/functions/revenue", None, &v2_bytes);
+    assert_eq!((code, v2["version"].clone()), (201, json!(2)), "{v2}");
+    let upgrade = json!({ "functions": { "revenue": "latest" } }).to_string();
+    let (code, upgraded) =
+        s1.call("POST", &format!("/v1/pipelines/{name}/upgrade"), None, upgrade.as_bytes());
+    assert_eq!(code, 200, "{upgraded}");
+    assert_eq!(upgraded["generation"], 2, "{upgraded}");
+    assert_eq!(upgraded["functions"][0]["version"], 2, "{upgraded}");
+    status_when(&s2, &name, "every unit at version 2", |s| all_running_at(s, &units, 2));
+    cluster.wait_for_units(&units, false, &units, Duration::from_secs(180));
+    produce_orders(&kafka, &orders, PARTITIONS, 60, CUSTOMERS, 601);
+    cluster.wait_for_output(&kafka, &out, 660, Duration::from_secs(180));
+    assert_prefix(&committed_per_key(&kafka, &out), &expected, "after the upgrade to v2");
+
+    // Stop through one server: no unit runs; start (an upgrade with no
+    // change) through the other: they run again from their checkpoints.
+    let (code, stopped) = s2.call("POST", &format!("/v1/pipelines/{name}/stop"), None, b"");
+    assert_eq!(code, 200, "{stopped}");
+    let status = status_when(&s1, &name, "the stop", |s| s["state"] == "stopped");
+    assert!(status["units"].as_array().is_none_or(Vec::is_empty), "{status}");
+    produce_orders(&kafka, &orders, PARTITIONS, 60, CUSTOMERS, 661);
+    let (code, started) = s1.call("POST", &format!("/v1/pipelines/{name}/upgrade"), None, b"");
+    assert_eq!(code, 200, "{started}");
+    status_when(&s2, &name, "every unit at version 4", |s| all_running_at(s, &units, 4));
+    cluster.wait_for_output(&kafka, &out, 720, Duration::from_secs(180));
+    assert_same(&committed_per_key(&kafka, &out), &expected, "after stop and start");
+
+    // A function in use stays; the pipeline deleted, it may go.
+    let (code, body) = s1.call("DELETE", "/v1/functions/revenue", None, b"");
+    assert_eq!(code, 409, "{body}");
+    let (code, body) = s2.call("DELETE", &format!("/v1/pipelines/{name}"), None, b"");
+    assert_eq!(code, 204, "{body}");
+    cluster.wait("every unit to stop after the delete", Duration::from_secs(120), |c| {
+        c.alive().iter().all(|w| w.units().is_empty()).then_some(())
+    });
+    let (code, body) = s1.call("DELETE", "/v1/functions/revenue", None, b"");
+    assert_eq!(code, 204, "{body}");
+    let (code, body) = s2.call("GET", "/v1/pipelines", None, b"");
+    assert_eq!((code, body["pipelines"].clone()), (200, json!([])), "{body}");
+    println!(
+        "served cluster: 2 servers, 3 workers, {} units; v1 → 600, upgrade to function v2 → 660, stop/start → 720 exact, deleted",
+        units.len()
+    );
+    cluster.terminate_all();
+}
