@@ -93,6 +93,8 @@ fn two_servers_upload_deploy_upgrade_stop_and_delete_on_three_workers() {
         kafka.bootstrap(),
         "--storage".into(),
         format!("s3://{bucket}/cluster"),
+        "--cluster-token".into(),
+        "cluster-secret".into(),
     ];
     let env = s3.env();
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
@@ -161,6 +163,31 @@ fn two_servers_upload_deploy_upgrade_stop_and_delete_on_three_workers() {
         assert_eq!(workers.len(), 3, "spread over the three workers: {status}");
         assert_eq!(status["state"], "running", "{status}");
     }
+    // A key's state, through either server: asked of the worker running
+    // the unit that owns the key; the customer's total of the last result.
+    let committed = committed_per_key(&kafka, &out);
+    for (i, (customer, results)) in committed.iter().take(6).enumerate() {
+        let last: Value = serde_json::from_str(results.last().unwrap()).unwrap();
+        let cents_expected = cents(&last["total"].to_string());
+        let server = if i % 2 == 0 { &s1 } else { &s2 };
+        let query = format!("/v1/pipelines/{name}/state?state=total&key={customer}");
+        let (code, answer) = server.call("GET", &query, None, b"");
+        assert_eq!(code, 200, "{answer}");
+        assert_eq!(answer["found"], true, "{answer}");
+        assert_eq!(answer["value"].as_i64(), Some(cents_expected), "customer {customer}: {answer}");
+        assert!(answer["unit"].as_str().is_some_and(|u| u.contains("keyed")), "{answer}");
+        assert!(answer["worker"].as_str().is_some(), "{answer}");
+    }
+    let (code, absent) =
+        s2.call("GET", &format!("/v1/pipelines/{name}/state?state=total&key=nobody"), None, b"");
+    assert_eq!((code, absent["found"].clone()), (200, json!(false)), "{absent}");
+    // A worker asked directly without the cluster token answers nothing.
+    let worker_url = cluster.alive()[0].status().unwrap()["address"].as_str().unwrap().to_string();
+    let unit = units.iter().find(|u| u.contains("keyed")).unwrap();
+    let direct = format!("{worker_url}/v1/pipelines/{name}/units/{unit}/state?state=total&key=1");
+    let refused = reqwest::blocking::get(&direct).unwrap().status().as_u16();
+    assert_eq!(refused, 401, "state is data: the worker wants the cluster token");
+
     // A savepoint is not something a cluster's server takes yet: said so.
     let (code, body) = s1.call("POST", &format!("/v1/pipelines/{name}/savepoints"), None, b"");
     assert_eq!(code, 501, "{body}");

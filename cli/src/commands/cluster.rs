@@ -32,6 +32,11 @@ pub struct ClusterArgs {
     /// `file:///dir`; credentials as for checkpoint storage).
     #[arg(long, env = "WEIR_CLUSTER_STORAGE", global = true)]
     pub storage: Option<String>,
+    /// A secret the cluster's workers and servers share: a server bears
+    /// it when it asks a worker for a key's state (without it, workers
+    /// answer no state lookups).
+    #[arg(long, env = "WEIR_CLUSTER_TOKEN", hide_env_values = true, global = true)]
+    pub cluster_token: Option<String>,
 }
 
 impl ClusterArgs {

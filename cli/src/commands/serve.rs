@@ -146,6 +146,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
             Some(control) => Some(weir_host::api::ClusterServe {
                 control,
                 storage: args.cluster.storage()?.to_string(),
+                token: args.cluster.cluster_token.clone().filter(|t| !t.is_empty()),
             }),
             None => None,
         },

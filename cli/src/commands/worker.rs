@@ -32,6 +32,11 @@ pub struct WorkerArgs {
     /// port 0 picks a free one.
     #[arg(long, default_value = "127.0.0.1:9100")]
     listen: SocketAddr,
+    /// The URL servers reach this worker's routes at, for state lookups
+    /// (default: the listen address, or this host's name when it listens
+    /// on every interface).
+    #[arg(long, env = "WEIR_ADVERTISE_URL")]
+    advertise: Option<String>,
     /// This worker's name in reports and logs (default: the host name).
     #[arg(long, env = "WEIR_WORKER_ID")]
     worker_id: Option<String>,
@@ -81,7 +86,7 @@ pub fn execute(args: WorkerArgs) -> anyhow::Result<()> {
                 natives: super::natives(),
                 stop_grace: args.stop_grace.unwrap_or(cluster::DEFAULT_STOP_GRACE),
             };
-            run_fleet(config, args.listen)
+            run_fleet(config, args.listen, args.advertise, args.cluster.cluster_token)
         }
         (None, None, None) => anyhow::bail!(
             "give the pipeline spec (weir worker pipeline.yaml), or the cluster (weir worker --cluster NAME), or ask a worker (weir worker status)"
@@ -89,8 +94,22 @@ pub fn execute(args: WorkerArgs) -> anyhow::Result<()> {
     }
 }
 
+/// The URL others reach a worker listening on `address` at: the address
+/// itself, or this host's name when it listens on every interface.
+fn advertised(address: SocketAddr) -> String {
+    match address.ip().is_unspecified() {
+        true => format!("http://{}:{}", host_name(), address.port()),
+        false => format!("http://{address}"),
+    }
+}
+
 /// Run every pipeline `config`'s cluster deploys until SIGTERM or SIGINT.
-fn run_fleet(config: FleetConfig, listen: SocketAddr) -> anyhow::Result<()> {
+fn run_fleet(
+    config: FleetConfig,
+    listen: SocketAddr,
+    advertise: Option<String>,
+    token: Option<String>,
+) -> anyhow::Result<()> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
     let listener = std::net::TcpListener::bind(listen)
@@ -98,7 +117,9 @@ fn run_fleet(config: FleetConfig, listen: SocketAddr) -> anyhow::Result<()> {
     let worker_id = config.worker_id.clone();
     let topic = config.control.topic().to_string();
     let fleet = Fleet::new(config)?;
-    let address = status::serve(Arc::clone(&fleet) as Arc<dyn status::Reports>, listener)?;
+    let address =
+        status::serve(Arc::clone(&fleet) as Arc<dyn status::Reports>, listener, token.as_deref())?;
+    fleet.advertise(advertise.unwrap_or_else(|| advertised(address)));
     eprintln!("weir worker {worker_id}: following the control topic {topic}");
     println!("weir worker {worker_id} listening on http://{address}");
     std::io::stdout().flush()?;
@@ -136,7 +157,7 @@ fn run(
         natives: super::natives(),
         stop_grace: stop_grace.unwrap_or(cluster::DEFAULT_STOP_GRACE),
     });
-    let address = status::serve(Arc::clone(&worker) as Arc<dyn status::Reports>, listener)?;
+    let address = status::serve(Arc::clone(&worker) as Arc<dyn status::Reports>, listener, None)?;
     println!("weir worker {worker_id} listening on http://{address}");
     std::io::stdout().flush()?;
     let shutdown = Arc::new(AtomicBool::new(false));

@@ -111,6 +111,9 @@ pub struct ClusterServe {
     pub control: crate::cluster::ControlTopic,
     /// The cluster's storage for functions (`s3://bucket/prefix`, …).
     pub storage: String,
+    /// The token the cluster's workers take for state lookups
+    /// (`WEIR_CLUSTER_TOKEN`), if any.
+    pub token: Option<String>,
 }
 
 /// What every handler shares.
@@ -165,6 +168,7 @@ pub fn serve(config: ServeConfig, on_listening: impl FnOnce(SocketAddr)) -> Resu
                 config.limits.clone(),
                 config.natives.clone(),
                 grants,
+                cluster.token.clone(),
             )?;
             (functions, pipelines::Pipelines::Cluster(Arc::new(served)))
         }

@@ -347,7 +347,7 @@ fn pinned_functions(
 /// The status of a pipeline on a cluster: its deployment, with the counts
 /// and event time of the units its workers report.
 fn cluster_status(view: ClusterView) -> PipelineStatus {
-    let ClusterView { deployment, units, waiting } = view;
+    let ClusterView { deployment, units, waiting, .. } = view;
     let spec = crate::specification::PipelineSpec::parse(&deployment.spec).ok();
     let units: Vec<UnitView> = units.iter().map(UnitView::from).collect();
     let total = |role: &str, count: fn(&UnitView) -> u64| -> u64 {

@@ -114,6 +114,10 @@ pub struct FleetStatus {
     pub pipelines: Vec<FleetPipeline>,
     /// Pipelines that cannot run here now, and why.
     pub waiting: BTreeMap<String, String>,
+    /// Where its HTTP endpoints are reached (servers route state lookups
+    /// there), if it serves them.
+    #[serde(default)]
+    pub address: Option<String>,
 }
 
 /// One pipeline a cluster worker runs.
@@ -143,6 +147,8 @@ pub struct Fleet {
     waiting: Mutex<BTreeMap<String, (String, Instant)>>,
     /// The control topic has been read to its end once.
     caught_up: AtomicBool,
+    /// Where its HTTP endpoints are reached.
+    address: std::sync::OnceLock<String>,
 }
 
 impl Fleet {
@@ -155,6 +161,7 @@ impl Fleet {
             members: Mutex::default(),
             waiting: Mutex::default(),
             caught_up: AtomicBool::new(false),
+            address: std::sync::OnceLock::new(),
         }))
     }
 
@@ -208,6 +215,22 @@ impl Fleet {
         })
     }
 
+    /// Say where its HTTP endpoints are reached (`http://host:port`), in
+    /// its reports from now on.
+    pub fn advertise(&self, url: String) {
+        let _ = self.address.set(url);
+    }
+
+    /// The live handle of unit `unit` of pipeline `pipeline`, while it
+    /// runs here.
+    pub fn unit_handle(
+        &self,
+        pipeline: &str,
+        unit: &str,
+    ) -> Option<Arc<crate::observe::RunHandle>> {
+        self.members().get(pipeline)?.worker.unit_handle(pipeline, unit)
+    }
+
     /// What it runs.
     pub fn status(&self) -> FleetStatus {
         let pipelines = self
@@ -222,6 +245,7 @@ impl Fleet {
             control_topic: self.config.control.topic().to_string(),
             pipelines,
             waiting,
+            address: self.address.get().cloned(),
         }
     }
 

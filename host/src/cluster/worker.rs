@@ -37,6 +37,7 @@ use super::{topics, ClusterPlan, Unit};
 use crate::checkpoint::CheckpointError;
 use crate::connectors::kafka::{client_config, kafka_error};
 use crate::connectors::{ConnectorError, SourceSpec};
+use crate::observe::RunHandle;
 pub use crate::pipeline::DEFAULT_STOP_GRACE;
 use crate::pipeline::{RunError, RunOptions, RunThread, CANCEL_WAIT};
 use crate::runtime::native::NativeCatalog;
@@ -652,6 +653,18 @@ impl Worker {
                 slot.state_bytes = state;
             }
         }
+    }
+
+    /// The live handle of unit `unit` of `pipeline`, while it runs here
+    /// (for a state lookup).
+    pub fn unit_handle(&self, pipeline: &str, unit: &str) -> Option<Arc<RunHandle>> {
+        if self.plan.pipeline != pipeline {
+            return None;
+        }
+        let number = self.plan.units.iter().position(|u| u.name == unit)?;
+        let slots = self.slots();
+        let run = slots.get(&number)?.run.as_ref()?;
+        run.handle.listening().then(|| Arc::clone(&run.handle))
     }
 
     /// What the worker runs now.

@@ -7,6 +7,7 @@
 //! * [`sampling`]: rates, busy / idle / backpressured time and the
 //!   per-operator view of the last seconds ([`sampling::MetricsView`]);
 //! * [`inspect`]: reading a key's state while the pipeline runs;
+//! * [`lookup`]: that state decoded and shown for people;
 //! * [`postcard`]: a declared state's bytes as JSON, by its declared type;
 //! * [`tail`]: a bounded sample of what an output writes;
 //! * [`live`]: the counters and requests shared with a running pipeline
@@ -16,6 +17,7 @@
 pub mod inspect;
 pub mod latency;
 pub mod live;
+pub mod lookup;
 pub mod postcard;
 pub mod process;
 pub mod sampling;

@@ -13,9 +13,9 @@
 //! their roles, the pipeline cut into units — so a deployment the workers
 //! could not run is refused here, not discovered on every worker.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::grants::Grants;
@@ -26,10 +26,13 @@ use crate::cluster::blobs::FunctionBlobs;
 use crate::cluster::control::{ControlChange, ControlReader, ControlState, WorkerReport};
 use crate::cluster::fleet::materialize;
 use crate::cluster::worker::UnitStatus;
-use crate::cluster::{plan, ControlTopic, Deployment, Desired, FleetStatus, PlanError};
+use crate::cluster::{
+    plan, ClusterPlan, ControlTopic, Deployment, Desired, FleetStatus, PlanError, Unit, UnitRole,
+};
 use crate::connectors::kafka::KafkaSourceConfig;
 use crate::runtime::native::NativeCatalog;
 use crate::specification::{secrets, PipelineSpec};
+use crate::state::{key_group, subtask_for_key_group};
 use crate::store::FunctionStore;
 
 /// How long a stop waits for the workers to report the pipeline's units
@@ -50,6 +53,23 @@ pub struct ClusterView {
     pub units: Vec<ClusterUnit>,
     /// Workers that cannot run it now, and why.
     pub waiting: BTreeMap<String, String>,
+    /// Where each worker running a unit of it is reached.
+    pub addresses: BTreeMap<String, String>,
+}
+
+/// Where a state lookup goes: the unit owning the key and its worker.
+#[derive(Debug, Clone)]
+pub struct LookupRoute {
+    /// The worker's URL for it (`…/v1/pipelines/{p}/units/{u}/state`).
+    pub url: String,
+    /// The cluster token to bear.
+    pub token: String,
+    /// The unit that owns the key.
+    pub unit: String,
+    /// Its worker.
+    pub worker: String,
+    /// The operator to name in the unit (`None`: its only one).
+    pub operator: Option<String>,
 }
 
 /// One unit of a cluster pipeline, as its worker reports it.
@@ -76,6 +96,10 @@ pub struct ClusterPipelines {
     /// Followers of the control and status topics, read to their ends
     /// before each answer.
     readers: Mutex<Option<(ControlReader, ControlReader)>>,
+    /// The token workers take for state lookups.
+    token: Option<String>,
+    /// Each pipeline's plan, as of the version it was made for.
+    plans: Mutex<BTreeMap<String, (u64, Arc<ClusterPlan>)>>,
 }
 
 impl ClusterPipelines {
@@ -89,6 +113,7 @@ impl ClusterPipelines {
         limits: ServerLimits,
         natives: NativeCatalog,
         grants: Grants,
+        token: Option<String>,
     ) -> Result<Self, ServeError> {
         control.ensure().map_err(unavailable)?;
         control.status_topic().ensure().map_err(unavailable)?;
@@ -101,6 +126,8 @@ impl ClusterPipelines {
             natives,
             grants,
             readers: Mutex::new(None),
+            token,
+            plans: Mutex::default(),
         })
     }
 
@@ -338,6 +365,109 @@ impl ClusterPipelines {
         Ok(view(deployment, &BTreeMap::new()))
     }
 
+    /// Where to ask for `key`'s state in pipeline `name`'s keyed stage
+    /// `operator` (its node name; default: its only keyed stage): the task
+    /// unit owning the key's key group, as the plan cuts the pipeline, and
+    /// the worker that reports running it at the deployed version.
+    pub fn route_lookup(
+        &self,
+        name: &str,
+        operator: Option<&str>,
+        key: &str,
+    ) -> Result<LookupRoute, ServeError> {
+        let Some(token) = self.token.clone() else {
+            return Err(ServeError::not_on_cluster("state lookups on a cluster need the cluster token: give WEIR_CLUSTER_TOKEN (--cluster-token) to its workers and servers"));
+        };
+        let view = self.get(name)?;
+        let not_running = |why: String| ServeError::conflict("not_running", why);
+        if view.deployment.desired != Desired::Running {
+            return Err(not_running(format!("pipeline {name:?} is not running")));
+        }
+        let plan = self.plan(&view.deployment)?;
+        let stages: BTreeSet<&str> = plan
+            .units
+            .iter()
+            .filter_map(|u| match &u.role {
+                UnitRole::Task { stage, .. } => Some(stage.as_str()),
+                UnitRole::Ingest { .. } => None,
+            })
+            .collect();
+        let (stage, forwarded) = match (operator, stages.len()) {
+            (Some(op), _) if stages.contains(op) => (op, None),
+            (Some(op), 1) => (*stages.first().expect("one"), Some(op.to_string())),
+            (None, 1) => (*stages.first().expect("one"), None),
+            (Some(op), _) => {
+                return Err(ServeError::not_found(format!(
+                    "no keyed operator {op:?} in pipeline {name} (its keyed stages: {})",
+                    stages.iter().copied().collect::<Vec<_>>().join(", ")
+                )))
+            }
+            (None, _) => {
+                return Err(ServeError::invalid_spec(
+                    "this pipeline has several keyed operators: say which with ?operator=",
+                ))
+            }
+        };
+        let tasks: Vec<&Unit> = plan
+            .units
+            .iter()
+            .filter(|u| matches!(&u.role, UnitRole::Task { stage: s, .. } if s == stage))
+            .collect();
+        let max_parallelism = plan.spec.max_parallelism;
+        let parallelism = u16::try_from(tasks.len()).unwrap_or(u16::MAX);
+        let group = key_group(key.as_bytes(), max_parallelism);
+        let task = subtask_for_key_group(group, max_parallelism, parallelism);
+        let unit = tasks
+            .iter()
+            .find(|u| matches!(u.role, UnitRole::Task { task: t, .. } if t == task))
+            .map(|u| u.name.clone())
+            .ok_or_else(|| {
+                ServeError::internal(format!("the plan has no task {task} of {stage}"))
+            })?;
+        let owner = view.units.iter().find(|u| {
+            u.status.unit == unit
+                && u.status.state == "running"
+                && u.version == view.deployment.version
+        });
+        let Some(owner) = owner else {
+            return Err(not_running(format!("unit {unit} (which owns this key) runs on no worker now: the workers may be switching versions or rebalancing; try again")));
+        };
+        let Some(address) = view.addresses.get(&owner.worker) else {
+            return Err(not_running(format!(
+                "worker {} runs unit {unit} but reports no address to reach it at",
+                owner.worker
+            )));
+        };
+        Ok(LookupRoute {
+            url: format!(
+                "{}/v1/pipelines/{name}/units/{unit}/state",
+                address.trim_end_matches('/')
+            ),
+            token,
+            worker: owner.worker.clone(),
+            unit,
+            operator: forwarded,
+        })
+    }
+
+    /// The plan of `deployment` (made once per version).
+    fn plan(&self, deployment: &Deployment) -> Result<Arc<ClusterPlan>, ServeError> {
+        let mut plans = self.plans.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((version, plan)) = plans.get(&deployment.pipeline) {
+            if *version == deployment.version {
+                return Ok(Arc::clone(plan));
+            }
+        }
+        let runnable = materialize(deployment, &self.blobs, &self.functions_dir)
+            .map_err(|e| ServeError::internal(e.to_string()))?;
+        let inputs = |config: &KafkaSourceConfig| {
+            config.partitions().map_err(|e| PlanError::Input(e.to_string()))
+        };
+        let plan = Arc::new(plan(&runnable, &inputs).map_err(unavailable_plan)?);
+        plans.insert(deployment.pipeline.clone(), (deployment.version, Arc::clone(&plan)));
+        Ok(plan)
+    }
+
     /// Delete a pipeline from the cluster: its workers stop it (each unit
     /// with a final checkpoint). Its checkpoints stay in storage.
     pub fn delete(&self, name: &str) -> Result<(), ServeError> {
@@ -354,6 +484,7 @@ fn view(deployment: Deployment, reports: &BTreeMap<String, WorkerReport>) -> Clu
     let now = crate::clock::now_millis();
     let mut units = Vec::new();
     let mut waiting = BTreeMap::new();
+    let mut addresses = BTreeMap::new();
     for (worker, report) in reports {
         if now - report.reported_at > STALE_REPORT.as_millis() as i64 {
             continue;
@@ -361,6 +492,10 @@ fn view(deployment: Deployment, reports: &BTreeMap<String, WorkerReport>) -> Clu
         let Ok(status) = serde_json::from_value::<FleetStatus>(report.status.clone()) else {
             continue;
         };
+        let runs = status.pipelines.iter().any(|p| p.worker.pipeline == deployment.pipeline);
+        if let Some(address) = status.address.as_ref().filter(|_| runs) {
+            addresses.insert(worker.clone(), address.clone());
+        }
         for pipeline in status.pipelines.iter().filter(|p| p.worker.pipeline == deployment.pipeline)
         {
             units.extend(pipeline.worker.units.iter().map(|unit| ClusterUnit {
@@ -374,7 +509,11 @@ fn view(deployment: Deployment, reports: &BTreeMap<String, WorkerReport>) -> Clu
         }
     }
     units.sort_by(|a, b| a.status.unit.cmp(&b.status.unit));
-    ClusterView { deployment, units, waiting }
+    ClusterView { deployment, units, waiting, addresses }
+}
+
+fn unavailable_plan(error: PlanError) -> ServeError {
+    ServeError::storage_unavailable(format!("cannot plan the pipeline: {error}"))
 }
 
 fn no_pipeline(name: &str) -> ServeError {
