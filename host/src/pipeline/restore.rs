@@ -76,6 +76,10 @@ pub(crate) fn prepare_state(
         }
         Ok(Some(CheckpointStorage::open(&url, &spec.name)?.into_located(newest)))
     };
+    // Fencing waits for the broker: not begun for a cancelled run.
+    if options.handle.is_cancelled() {
+        return Err(CheckpointError::Cancelled.into());
+    }
     // An exactly-once sink says which snapshot's output it holds.
     let (snapshot, committed) = match graph.transactional_sinks().next() {
         Some(sink) => transactional_start(&url, spec, options, sink, fresh)?,

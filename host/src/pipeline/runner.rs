@@ -48,7 +48,8 @@ use super::source_task::{SourceLinks, SourceTask};
 use super::subtask::{Input, Subtask};
 use super::thread::{join, spawn};
 use crate::checkpoint::{
-    Ack, CheckpointSettings, ControlDir, Coordinator, CoordinatorConfig, SnapshotKind, Trigger,
+    Ack, CheckpointError, CheckpointSettings, ControlDir, Coordinator, CoordinatorConfig,
+    SnapshotKind, Trigger,
 };
 use crate::config;
 use crate::connectors::open_source;
@@ -69,8 +70,22 @@ pub fn run(spec: &PipelineSpec, options: &RunOptions) -> Result<RunSummary, RunE
     let _span = tracing::info_span!("pipeline", name = %spec.name).entered();
     // Before anything of the pipeline's is touched; held until the run ends.
     let _lock = PipelineLock::acquire(&options.data_dir, &spec.name, options.served)?;
+    unless_cancelled(options)?;
     let checked = prepare(spec.clone(), &options.data_dir, &options.natives)?;
     run_locked(checked, options, started)
+}
+
+/// Fail a run cancelled while it starts ([`CheckpointError::Cancelled`]),
+/// as its coordinator would once running. Asked between the steps of a
+/// start (loading functions, opening sources, restoring, fencing and
+/// opening sinks, each seconds on a busy host): without it a run cancelled
+/// while starting went through every step before it ended, past the
+/// bound a stop waits for it.
+fn unless_cancelled(options: &RunOptions) -> Result<(), RunError> {
+    if options.handle.is_cancelled() {
+        return Err(CheckpointError::Cancelled.into());
+    }
+    Ok(())
 }
 
 /// Run a pipeline checked (and its functions loaded) beforehand, as
@@ -80,6 +95,7 @@ pub fn run_checked(checked: CheckedPipeline, options: &RunOptions) -> Result<Run
     let name = checked.spec.name.clone();
     let _span = tracing::info_span!("pipeline", name = %name).entered();
     let _lock = PipelineLock::acquire(&options.data_dir, &name, options.served)?;
+    unless_cancelled(options)?;
     run_locked(checked, options, started)
 }
 
@@ -96,6 +112,7 @@ fn run_locked(
     let retry_budget = CheckpointSettings::retry_budget(settings.as_ref());
     let mut sources = Vec::new();
     for (node, source) in graph.sources.iter().enumerate() {
+        unless_cancelled(options)?;
         let opened = open_source(&source.spec, &spec.name)?;
         let count = opened.len();
         for (index, mut reader) in opened.into_iter().enumerate() {
@@ -105,6 +122,7 @@ fn run_locked(
         }
     }
     tracing::debug!(elapsed = ?started.elapsed(), "functions loaded, sources open");
+    unless_cancelled(options)?;
     let start = prepare_state(spec, &graph, options, settings.as_ref())?;
     tracing::debug!(elapsed = ?started.elapsed(), "state ready");
     if let Some(snapshot) = &start.snapshot {
@@ -133,7 +151,9 @@ fn run_locked(
     let metrics = &options.handle.metrics;
     metrics.set_restored_from(start.snapshot.as_ref().map(|s| (s.metadata.kind, s.metadata.id)));
     let sink_state = start.snapshot.as_ref().map(|s| &s.metadata.sink);
+    unless_cancelled(options)?;
     let sinks = open_sinks(&graph, settings.is_some(), sink_state, retry_budget)?;
+    unless_cancelled(options)?;
     let sink_count = sinks.len();
     let sink_task = SinkTask {
         sinks,
