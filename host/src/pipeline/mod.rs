@@ -17,7 +17,10 @@
 //!   `restore`: where a run starts and the state it starts with;
 //! * `router`, `source_task`, `subtask`, `sink_task`: moving events and
 //!   the three kinds of thread;
-//! * `runner`: [`run`], the outline that wires them together.
+//! * `runner`: [`run`], the outline that wires them together;
+//! * `turn`: one run of a pipeline at a time in this process; `stop`:
+//!   running a pipeline on a thread of its own and stopping it within a
+//!   bound.
 
 mod error;
 pub mod failures;
@@ -34,6 +37,7 @@ mod source_task;
 mod stop;
 mod subtask;
 mod thread;
+mod turn;
 
 pub use load::{prepare, CheckedPipeline};
 pub use lock::LockError;

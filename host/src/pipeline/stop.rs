@@ -1,12 +1,16 @@
 //! Stopping a run on a thread of its own within a bound, whatever Kafka or
 //! storage do: a final checkpoint within a grace, then a cancel, then at
 //! most [`CANCEL_WAIT`] more. `weir run`, `weir worker` and `weir serve`
-//! stop runs this way.
+//! stop runs this way. A run still going after that ends on its own thread;
+//! a [`RunThread`] of the same pipeline started meanwhile waits for it
+//! (see `turn`).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::turn::Turns;
 use super::{run, RunError, RunOptions};
 use crate::checkpoint::SnapshotKind;
 use crate::observe::{RequestError, RunHandle, RunSummary};
@@ -29,6 +33,9 @@ pub struct RunThread {
     pub thread: JoinHandle<Result<RunSummary, RunError>>,
     /// When it started.
     pub started: Instant,
+    /// Set while it waits for an earlier run of its pipeline in this
+    /// process to end.
+    waiting: Arc<AtomicBool>,
 }
 
 /// How a [`RunThread::stop`] went.
@@ -43,11 +50,37 @@ pub struct Stopped {
 
 impl RunThread {
     /// Run `spec` on a thread named `name`, with `options.handle` as its
-    /// handle.
+    /// handle: once every earlier run of the pipeline in this process (on
+    /// the same data directory) has ended, as a stop may leave one going.
+    /// Cancelled while it waits, it ends with [`RunError::Stopped`].
     pub fn spawn(name: String, spec: PipelineSpec, options: RunOptions) -> std::io::Result<Self> {
         let handle = Arc::clone(&options.handle);
-        let thread = std::thread::Builder::new().name(name).spawn(move || run(&spec, &options))?;
-        Ok(RunThread { handle, thread, started: Instant::now() })
+        let turn = Turns::process().queue(&options.data_dir, &spec.name);
+        let waiting = Arc::new(AtomicBool::new(!turn.is_due()));
+        let thread = {
+            let (waiting, name) = (Arc::clone(&waiting), name.clone());
+            std::thread::Builder::new().name(name.clone()).spawn(move || {
+                if waiting.load(Ordering::Relaxed) {
+                    tracing::info!(run = %name, "waiting: the previous run of {name} has not ended yet");
+                }
+                let due = turn.wait(|| options.handle.is_cancelled());
+                waiting.store(false, Ordering::Relaxed);
+                if !due {
+                    return Err(RunError::Stopped);
+                }
+                // The turn goes once the run has ended, its lock released.
+                let outcome = run(&spec, &options);
+                drop(turn);
+                outcome
+            })?
+        };
+        Ok(RunThread { handle, thread, started: Instant::now(), waiting })
+    }
+
+    /// Whether it waits for an earlier run of its pipeline in this process
+    /// to end before it starts (see [`RunThread::spawn`]).
+    pub fn waiting(&self) -> bool {
+        self.waiting.load(Ordering::Relaxed)
     }
 
     /// Stop the run `name` as [`stop_run`] does; its summary when it
@@ -112,4 +145,54 @@ pub fn stop_run<T>(
         std::thread::sleep(Duration::from_millis(20));
     }
     (unclean, Some(thread.join()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pipeline that runs until stopped.
+    fn endless() -> PipelineSpec {
+        PipelineSpec::parse(
+            "name: endless\noperators:\n  src: { source: { type: generator, count: 100000000, rate: 2000 } }\n  out: { inputs: [src], sink: { type: discard } }\n",
+        )
+        .unwrap()
+    }
+
+    /// Wait until `done` says so (the thread's end is the test's bound).
+    fn until(done: impl Fn() -> bool) {
+        while !done() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn a_run_started_while_an_earlier_run_of_its_pipeline_goes_on_waits_for_it_instead_of_failing()
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let options = || RunOptions::new(dir.path().to_path_buf());
+        // The earlier run holds the pipeline's lock, as one a stop left
+        // going on its thread does.
+        let earlier = RunThread::spawn("earlier".into(), endless(), options()).unwrap();
+        until(|| earlier.handle.listening() || earlier.thread.is_finished());
+        assert!(earlier.handle.listening(), "the earlier run started");
+        let next = RunThread::spawn("next".into(), endless(), options()).unwrap();
+        assert!(next.waiting(), "it waits rather than fail on the lock");
+        let ended = earlier.stop("earlier", None);
+        assert!(ended.unclean.is_none(), "{:?}", ended.unclean);
+        // Its turn comes: it runs (not failed as `already running`).
+        until(|| next.handle.listening() || next.thread.is_finished());
+        assert!(!next.waiting());
+        assert!(next.handle.listening(), "the next run started");
+        assert!(next.stop("next", None).unclean.is_none());
+
+        // One cancelled while it waits ends without running.
+        let earlier = RunThread::spawn("earlier".into(), endless(), options()).unwrap();
+        let cancelled = RunThread::spawn("cancelled".into(), endless(), options()).unwrap();
+        assert!(cancelled.waiting());
+        cancelled.handle.cancel();
+        let outcome = cancelled.thread.join().unwrap();
+        assert!(matches!(outcome, Err(RunError::Stopped)), "{outcome:?}");
+        assert!(earlier.stop("earlier", None).unclean.is_none());
+    }
 }
