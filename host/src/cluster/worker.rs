@@ -11,8 +11,12 @@
 //! a unit stops with a final checkpoint, its transaction committed, before
 //! the next owner may start it; on a lost assignment likewise, the next
 //! owner's fencing aborting whatever could not finish. A unit that fails is
-//! started again (with a growing pause) while it stays assigned. SIGTERM
-//! stops every unit the same way, then leaves the group.
+//! started again (with a growing pause) while it stays assigned. A unit
+//! assigned again while its previous run here has not ended (a stop
+//! returns within its bound, leaving such a run to end on its own thread)
+//! waits for that run to end, neither failing nor running twice (see
+//! [`RunThread::spawn`]). SIGTERM stops every unit the same way, then
+//! leaves the group.
 //!
 //! The worker also keeps where it stands with its group ([`GroupState`])
 //! and when its loop last turned: its [`Readiness`] (a member with its
@@ -264,7 +268,8 @@ pub struct UnitStatus {
     pub unit: String,
     /// `ingest` or `task`.
     pub role: String,
-    /// `starting` (fencing, restoring), `running`, `stopping` or `failed`.
+    /// `waiting` (for its previous run on this worker to end), `starting`
+    /// (fencing, restoring), `running`, `stopping` or `failed`.
     pub state: String,
     /// The checkpoint its run restored, if any.
     pub restored_from: Option<u64>,
@@ -355,7 +360,8 @@ impl Worker {
 
     /// Whether the worker does its share: a member of its group with its
     /// assignment, and no unit that failed [`REPEATED_FAILURES`] times in
-    /// a row without a steady run since ([`Readiness::of`]).
+    /// a row without a steady run since ([`Readiness::of`]), nor one
+    /// waiting for its previous run here to end.
     pub fn readiness(&self) -> Readiness {
         let group = self.group_state();
         let slots = self.slots();
@@ -374,7 +380,14 @@ impl Worker {
                 error: slot.failed.as_ref().map(|(error, _)| error.clone()),
             })
             .collect();
-        Readiness::of(group, slots.len(), failing)
+        let mut readiness = Readiness::of(group, slots.len(), failing);
+        let waiting =
+            slots.iter().find(|(_, slot)| slot.run.as_ref().is_some_and(RunThread::waiting));
+        if let (true, Some((number, _))) = (readiness.ready, waiting) {
+            readiness.ready = false;
+            readiness.reason = Some(waiting_reason(&self.plan.units[*number].name));
+        }
+        readiness
     }
 
     fn slots(&self) -> std::sync::MutexGuard<'_, BTreeMap<usize, Slot>> {
@@ -678,6 +691,7 @@ impl Worker {
                 let current_restore = metrics.and_then(|m| m.restored_from()).map(|(_, id)| id);
                 let state = match (slot.stopping, &slot.run) {
                     (true, _) => "stopping",
+                    (false, Some(run)) if run.waiting() => "waiting",
                     (false, Some(run)) if run.handle.listening() => "running",
                     (false, Some(_)) => "starting",
                     (false, None) => "failed",
@@ -715,6 +729,13 @@ impl Worker {
             .filter_map(|e| usize::try_from(e.partition()).ok())
             .collect()
     }
+}
+
+/// Why a worker is not ready while `unit` waits for its previous run here
+/// to end (a stop returns within its bound and leaves a run that has not
+/// ended to end on its own thread, holding the unit's lock).
+fn waiting_reason(unit: &str) -> String {
+    format!("waiting: the previous run of unit {unit} has not ended yet")
 }
 
 /// The partitions of `now` not in `planned`, as `topic/partition`,
