@@ -530,8 +530,16 @@ impl Worker {
         Ok(())
     }
 
-    /// Start the units numbered `units` (just assigned).
+    /// Start the units numbered `units` (just assigned), unless the worker
+    /// is stopping: an assignment served while it leaves its group (its
+    /// consumer closing) comes after its units were stopped, and a unit
+    /// started then would run on, unstopped, beside the next worker of the
+    /// unit in this process or another.
     fn start_units(&self, units: &[usize]) {
+        if self.group_state() == GroupState::Stopping {
+            tracing::info!(?units, "units assigned while leaving the group: not started");
+            return;
+        }
         let mut slots = self.slots();
         for &number in units {
             let Some(unit) = self.plan.units.get(number) else {
@@ -831,7 +839,9 @@ impl ConsumerContext for Membership {
             if lost {
                 // The session expired (paused, cut off): another worker may
                 // run them already; a checkpoint now could clash with its.
-                self.worker.set_group_state(GroupState::Lost);
+                if self.worker.group_state() != GroupState::Stopping {
+                    self.worker.set_group_state(GroupState::Lost);
+                }
                 tracing::warn!(?units, "units lost: stopping them at once, without a checkpoint");
             } else {
                 tracing::info!(?units, "units revoked: stopping them");
@@ -850,6 +860,12 @@ impl ConsumerContext for Membership {
                 tracing::info!(?units, "units assigned");
                 let refused = self.refused.lock().unwrap_or_else(PoisonError::into_inner).is_some();
                 if refused {
+                    return;
+                }
+                if self.worker.group_state() == GroupState::Stopping {
+                    // Served while leaving the group: nothing starts (see
+                    // `start_units`), and no plan check is needed.
+                    tracing::info!(?units, "units assigned while leaving the group: not started");
                     return;
                 }
                 if let Err(error) = admission::check(&self.worker.plan, &self.plan) {
@@ -916,6 +932,29 @@ mod tests {
         assert_eq!(json["ready"], false);
         assert_eq!(json["group"], "lost");
         assert!(json.get("failing").is_none());
+    }
+
+    #[test]
+    fn units_assigned_while_the_worker_leaves_its_group_are_not_started() {
+        let text = "name: rev\nparallelism: 2\ncheckpoint: { interval: 1s, storage: 's3://b/c' }\nsource: { type: kafka, bootstrap_servers: '127.0.0.1:1', topics: [orders] }\nkey: { wasm: k.wasm }\nprocess: { wasm: p.wasm }\nsink: { type: kafka, bootstrap_servers: '127.0.0.1:1', topic: out, delivery: exactly-once, transactional_id_prefix: rev }\n";
+        let spec = crate::specification::PipelineSpec::parse(text).unwrap();
+        let two = |config: &crate::connectors::kafka::KafkaSourceConfig| {
+            Ok((0..2).map(|p| (config.topics[0].clone(), p)).collect())
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let worker = Worker::new(WorkerConfig {
+            plan: super::super::plan(&spec, &two).unwrap(),
+            worker_id: "w1".into(),
+            data_dir: dir.path().to_path_buf(),
+            natives: NativeCatalog::default(),
+            stop_grace: DEFAULT_STOP_GRACE,
+        });
+        // Its units stopped, its consumer closing: an assignment served
+        // now (the group's last round before it left) starts nothing.
+        worker.set_group_state(GroupState::Stopping);
+        worker.start_units(&[0, 1]);
+        assert!(worker.slots().is_empty(), "no unit started while leaving");
+        assert_eq!(worker.status().units.len(), 0);
     }
 
     #[test]
