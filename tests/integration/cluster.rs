@@ -786,7 +786,6 @@ fn probe(worker: &Worker, path: &str) -> (u16, Value) {
 }
 
 #[test]
-#[ignore = "flaky under CI load (failed once of two CI runs, passed in targeted runs): run with --ignored; the readiness states are unit-tested in cluster::worker"]
 fn a_worker_cut_off_from_its_broker_is_alive_but_not_ready_until_it_rejoins() {
     let _serial = one_at_a_time();
     let (kafka, s3) = (TestKafka::dedicated(&[]), TestS3::start());
