@@ -36,10 +36,20 @@ pub const KUBECONFORM_VERSION: &str = "v0.7.0";
 /// from (the Go module `k8s.io/kubernetes`).
 pub const KUBERNETES_VERSION: &str = "v1.34.1";
 
-/// Check the manifests of `dir` (see the module doc); kubeconform prints
-/// its summary.
+/// Check the manifests of `dir` and of each directory under it with a
+/// `kustomization.yaml` of its own (a variant, such as `cluster/`) (see
+/// the module doc); kubeconform prints its summary.
 pub fn lint(dir: &Path) -> Result<()> {
-    let files = kustomized_files(dir)?;
+    let mut files = kustomized_files(dir)?;
+    let mut variants: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|entry| Some(entry.ok()?.path()))
+        .filter(|path| path.join("kustomization.yaml").is_file())
+        .collect();
+    variants.sort();
+    for variant in variants {
+        files.extend(kustomized_files(&variant)?);
+    }
     let kubeconform = kubeconform()?;
     let schemas = schemas()?;
     let location =

@@ -146,7 +146,28 @@ fn two_servers_upload_deploy_upgrade_stop_and_delete_on_three_workers() {
     let (code, again) = s1.call("POST", "/v1/pipelines", None, spec.as_bytes());
     assert_eq!(code, 409, "one name, one pipeline, whichever server: {again}");
 
-    produce_orders(&kafka, &orders, PARTITIONS, 600, CUSTOMERS, 1);
+    // A tail of the output from now on (the units are still starting):
+    // the committed records every unit writes, read from the topic.
+    let tail = std::thread::scope(|scope| {
+        let tail = scope.spawn(|| {
+            s1.call("GET", &format!("/v1/pipelines/{name}/tail?limit=5&rate=1000"), None, b"")
+        });
+        s1.wait_for("/metrics", None, Duration::from_secs(30), |metrics| {
+            metrics.as_str().is_some_and(|m| m.contains("weir_tail_readers{pipeline=\""))
+        });
+        produce_orders(&kafka, &orders, PARTITIONS, 600, CUSTOMERS, 1);
+        tail.join().unwrap()
+    });
+    assert_eq!(tail.0, 200, "{}", tail.1);
+    let events: Vec<Value> = tail.1.as_str().unwrap_or_default().lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(|data| serde_json::from_str(data.trim()).unwrap())
+        .collect();
+    assert_eq!(events.len(), 5, "{}", tail.1);
+    for event in &events {
+        let record: Value = serde_json::from_str(event["value"].as_str().unwrap()).unwrap();
+        assert!(record["customer_id"].is_u64() && record["total"].is_number(), "{event}");
+    }
     cluster.wait_for_units(&units, true, &BTreeSet::new(), Duration::from_secs(180));
     cluster.wait_for_output(&kafka, &out, 600, Duration::from_secs(180));
     assert_prefix(&committed_per_key(&kafka, &out), &expected, "version 1 on three workers");

@@ -198,13 +198,18 @@ fn produce(args: ProduceArgs) -> anyhow::Result<()> {
 
 fn consume(args: ConsumeArgs) -> anyhow::Result<()> {
     let properties = args.brokers.properties()?;
-    let options =
-        ReadOptions { read_committed: args.read_committed, max: args.max, follow: args.follow };
+    let options = ReadOptions {
+        read_committed: args.read_committed,
+        max: args.max,
+        follow: args.follow,
+        from_end: false,
+    };
     let mut out = std::io::stdout().lock();
     let mut failed = None;
-    let mut print = |record: &ReadRecord| {
+    let mut print = |record: Option<&ReadRecord>| {
+        let Some(record) = record else { return failed.is_none() };
         if failed.is_some() {
-            return;
+            return false;
         }
         let mut line = Vec::new();
         if args.keys {
@@ -217,6 +222,7 @@ fn consume(args: ConsumeArgs) -> anyhow::Result<()> {
         if let Err(error) = out.write_all(&line).and_then(|()| out.flush()) {
             failed = Some(error);
         }
+        failed.is_none()
     };
     let read = console::read_records(
         &args.brokers.bootstrap_servers,

@@ -32,6 +32,7 @@ use crate::observe::inspect::QueryError;
 use crate::observe::lookup::{lookup, LookupError, LookupRequest};
 pub use crate::observe::lookup::{Decode, StateView};
 use crate::observe::tail::{TailEvent, TailReader, MAX_TAIL_RATE};
+use axum::response::IntoResponse as _;
 use crate::serve::limits::{ReadGate, ReadSlot};
 use crate::serve::ClusterPipelines;
 
@@ -206,19 +207,32 @@ pub(crate) async fn tail(
     Extension(bearer): Extension<Bearer>,
     Path(name): Path<String>,
     Query(params): Query<TailParams>,
-) -> Result<Sse<impl futures::Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+) -> Result<axum::response::Response, ApiError> {
+    let rate = params.rate.unwrap_or(DEFAULT_TAIL_RATE).min(MAX_TAIL_RATE);
+    let limit = params.limit.unwrap_or(DEFAULT_TAIL_LIMIT).max(1);
+    let output = params.output.unwrap_or_else(|| "main".into());
+    if let Pipelines::Cluster(cluster) = &app.pipelines {
+        let cluster = Arc::clone(cluster);
+        let (pipeline, wanted) = (name.clone(), output.clone());
+        let sink = super::blocking(move || Ok(cluster.output_sink(&pipeline, &wanted)?)).await?;
+        let slot = acquire(&app.tails, &name, &bearer)?;
+        let events = follow_topic(sink, rate, limit);
+        let stream = futures::stream::unfold((events, slot), |(mut events, slot)| async move {
+            let event = events.recv().await?;
+            let data = serde_json::to_string(&event).unwrap_or_default();
+            Some((Ok::<_, Infallible>(SseEvent::default().data(data)), (events, slot)))
+        });
+        return Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(TAIL_KEEP_ALIVE)).into_response());
+    }
     let view = app.pipelines.local("tailing an output")?.get(&name)?;
     let handle = view.run.map(|(handle, _)| handle).filter(|h| h.listening());
     let handle = handle.ok_or_else(|| not_running(&name))?;
-    let output = params.output.unwrap_or_else(|| "main".into());
     if !handle.metrics.has_output(&output) {
         return Err(ApiError::not_found(format!(
             "pipeline {name:?} has no output {output:?} (its outputs: {})",
             handle.metrics.outputs().join(", ")
         )));
     }
-    let rate = params.rate.unwrap_or(DEFAULT_TAIL_RATE).min(MAX_TAIL_RATE);
-    let limit = params.limit.unwrap_or(DEFAULT_TAIL_LIMIT).max(1);
     let slot = acquire(&app.tails, &name, &bearer)?;
     let reader = handle.tail.subscribe(&output, rate, limit);
     // The reader and its slot live in the stream: when the client goes,
@@ -227,9 +241,51 @@ pub(crate) async fn tail(
         futures::stream::unfold(Following::new(reader, slot), |mut following| async move {
             let event = following.next().await?;
             let data = serde_json::to_string(&event).unwrap_or_default();
-            Some((Ok(SseEvent::default().data(data)), following))
+            Some((Ok::<_, Infallible>(SseEvent::default().data(data)), following))
         });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(TAIL_KEEP_ALIVE)))
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(TAIL_KEEP_ALIVE)).into_response())
+}
+
+/// The committed records written to `sink`'s topic from now on, at most
+/// `rate` a second (the rest skipped) and `limit` in all, read on a thread
+/// of their own until the receiver is dropped: a cluster pipeline's output,
+/// which its units write from many workers.
+fn follow_topic(
+    sink: crate::connectors::kafka::KafkaSinkConfig,
+    rate: u32,
+    limit: u64,
+) -> tokio::sync::mpsc::Receiver<TailEvent> {
+    use crate::connectors::kafka::console::{read_records, ReadOptions};
+    let (sender, receiver) = tokio::sync::mpsc::channel(64);
+    let follow = move || {
+        let options =
+            ReadOptions { read_committed: true, max: None, follow: true, from_end: true };
+        let (mut sent, mut second, mut in_second) = (0u64, std::time::Instant::now(), 0u32);
+        let read = read_records(&sink.bootstrap_servers, &sink.properties, &sink.topic, options, |record| {
+            let Some(record) = record else { return !sender.is_closed() };
+            if second.elapsed() >= Duration::from_secs(1) {
+                (second, in_second) = (std::time::Instant::now(), 0);
+            }
+            if in_second >= rate {
+                return true; // skipped: a tail never slows anything
+            }
+            in_second += 1;
+            let event = TailEvent {
+                timestamp: record.timestamp.unwrap_or_default(),
+                key: record.key.as_deref().map(|k| String::from_utf8_lossy(k).into_owned()),
+                value: String::from_utf8_lossy(record.value.as_deref().unwrap_or_default()).into_owned(),
+            };
+            sent += 1;
+            sender.blocking_send(event).is_ok() && sent < limit
+        });
+        if let Err(error) = read {
+            tracing::warn!(%error, topic = %sink.topic, "tailing a cluster output ended");
+        }
+    };
+    if let Err(error) = std::thread::Builder::new().name("cluster tail".into()).spawn(follow) {
+        tracing::warn!(%error, "cannot start a tail reader");
+    }
+    receiver
 }
 
 /// A tail reader with its slot and the events it took but has not sent.

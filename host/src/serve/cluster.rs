@@ -29,7 +29,8 @@ use crate::cluster::worker::UnitStatus;
 use crate::cluster::{
     plan, ClusterPlan, ControlTopic, Deployment, Desired, FleetStatus, PlanError, Unit, UnitRole,
 };
-use crate::connectors::kafka::KafkaSourceConfig;
+use crate::connectors::kafka::{KafkaSinkConfig, KafkaSourceConfig};
+use crate::connectors::SinkSpec;
 use crate::runtime::native::NativeCatalog;
 use crate::specification::{secrets, PipelineSpec};
 use crate::state::{key_group, subtask_for_key_group};
@@ -448,6 +449,34 @@ impl ClusterPipelines {
             unit,
             operator: forwarded,
         })
+    }
+
+    /// The Kafka sink that `output` of pipeline `name` writes (`main`: a
+    /// line spec's sink; or a side output's or sink node's name): what a
+    /// tail reads on a cluster, whose outputs are spread over its units.
+    pub fn output_sink(&self, name: &str, output: &str) -> Result<KafkaSinkConfig, ServeError> {
+        let deployment = self.get(name)?.deployment;
+        if deployment.desired != Desired::Running {
+            return Err(ServeError::conflict("not_running", format!("pipeline {name:?} is not running")));
+        }
+        let spec = PipelineSpec::parse(&deployment.spec)
+            .map_err(|e| ServeError::internal(format!("the deployed spec no longer parses: {e}")))?;
+        let mut outputs: BTreeMap<&str, &SinkSpec> = BTreeMap::new();
+        outputs.extend(spec.sink.as_ref().map(|sink| ("main", sink)));
+        outputs.extend(spec.side_outputs.iter().map(|(n, sink)| (n.as_str(), sink)));
+        for (node, spec) in &spec.operators {
+            outputs.extend(spec.sink.as_ref().map(|sink| (node.as_str(), sink)));
+        }
+        match outputs.get(output) {
+            Some(SinkSpec::Kafka(kafka)) => Ok(kafka.clone()),
+            Some(_) => Err(ServeError::not_on_cluster(format!(
+                "output {output:?} is not a Kafka topic: on a cluster only Kafka outputs can be tailed"
+            ))),
+            None => Err(ServeError::not_found(format!(
+                "pipeline {name:?} has no output {output:?} (its outputs: {})",
+                outputs.keys().copied().collect::<Vec<_>>().join(", ")
+            ))),
+        }
     }
 
     /// The plan of `deployment` (made once per version).

@@ -190,6 +190,9 @@ pub struct ReadOptions {
     /// Keep reading past the end of the partitions, waiting for more
     /// (until `max`, or until the process is stopped).
     pub follow: bool,
+    /// Start at each partition's end (only records written from now on)
+    /// instead of its start.
+    pub from_end: bool,
 }
 
 /// A record read by [`read_records`].
@@ -203,12 +206,17 @@ pub struct ReadRecord {
     pub key: Option<Vec<u8>>,
     /// Its value (`None`: a tombstone).
     pub value: Option<Vec<u8>>,
+    /// Its timestamp (ms since the epoch), if it has one.
+    pub timestamp: Option<i64>,
 }
 
-/// Read `topic` from the start of every partition, handing each record to
-/// `each` (partition by partition as they arrive: records of one partition
-/// in order), until every partition's end as it is when reached (unless
-/// `options.follow`) or `options.max` records; returns how many were read.
+/// Read `topic` from the start (or end) of every partition, handing each
+/// record to `each` (partition by partition as they arrive: records of one
+/// partition in order), until every partition's end as it is when reached
+/// (unless `options.follow`), `options.max` records, or `each` returns
+/// false; returns how many were read. `each` is also called with `None`
+/// when a wait for records found none (about every 100 ms), so a reader
+/// following a quiet topic can still end.
 /// The reader never joins a group nor commits a position. Brokers that do
 /// not answer for [`CALL_TIMEOUT`] end the reading with an error (unless
 /// following).
@@ -217,7 +225,7 @@ pub fn read_records(
     properties: &BTreeMap<String, String>,
     topic: &str,
     options: ReadOptions,
-    mut each: impl FnMut(&ReadRecord),
+    mut each: impl FnMut(Option<&ReadRecord>) -> bool,
 ) -> Result<u64, ConnectorError> {
     let isolation = if options.read_committed { "read_committed" } else { "read_uncommitted" };
     // assign() needs a group id; nothing joins or commits with it.
@@ -234,10 +242,11 @@ pub fn read_records(
         .create_with_context(EndsExpected)
         .map_err(kafka_error("creating the consumer"))?;
     let partitions = topic_partitions(&consumer, topic)?;
+    let start = if options.from_end { Offset::End } else { Offset::Beginning };
     let mut assignment = TopicPartitionList::new();
     for &partition in &partitions {
         assignment
-            .add_partition_offset(topic, partition, Offset::Beginning)
+            .add_partition_offset(topic, partition, start)
             .map_err(kafka_error(format!("reading {topic}/{partition}")))?;
     }
     consumer.assign(&assignment).map_err(kafka_error(format!("reading {topic}")))?;
@@ -252,12 +261,16 @@ pub fn read_records(
             Some(Ok(message)) => {
                 heard = Instant::now();
                 read += 1;
-                each(&ReadRecord {
+                let go_on = each(Some(&ReadRecord {
                     partition: message.partition(),
                     offset: message.offset(),
                     key: message.key().map(<[u8]>::to_vec),
                     value: message.payload().map(<[u8]>::to_vec),
-                });
+                    timestamp: message.timestamp().to_millis(),
+                }));
+                if !go_on {
+                    return Ok(read);
+                }
             }
             Some(Err(KafkaError::PartitionEOF(partition))) => {
                 heard = Instant::now();
@@ -275,7 +288,11 @@ pub fn read_records(
                     ),
                 })
             }
-            None => {}
+            None => {
+                if !each(None) {
+                    return Ok(read);
+                }
+            }
         }
     }
 }
