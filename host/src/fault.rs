@@ -10,6 +10,10 @@
 //! appended), `file-after-append` (parts appended to the visible file and
 //! synced, none deleted), `file-after-delete` (after each part deleted:
 //! some may remain) and `file-after-commit`.
+//! For a cluster's control plane: `control-before-commit` (a change's
+//! records sent in its transaction, not committed), `control-after-commit`,
+//! and `function-after-blob` (an upload's component stored, its version
+//! not yet recorded).
 //! Failure points ([`fails`]) make the run fail with an error instead:
 //! `source-barrier` (the `n`-th barrier the source would inject).
 //!

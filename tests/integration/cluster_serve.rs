@@ -159,7 +159,11 @@ fn two_servers_upload_deploy_upgrade_stop_and_delete_on_three_workers() {
         tail.join().unwrap()
     });
     assert_eq!(tail.0, 200, "{}", tail.1);
-    let events: Vec<Value> = tail.1.as_str().unwrap_or_default().lines()
+    let events: Vec<Value> = tail
+        .1
+        .as_str()
+        .unwrap_or_default()
+        .lines()
         .filter_map(|line| line.strip_prefix("data:"))
         .map(|data| serde_json::from_str(data.trim()).unwrap())
         .collect();
@@ -259,4 +263,87 @@ fn two_servers_upload_deploy_upgrade_stop_and_delete_on_three_workers() {
         units.len()
     );
     cluster.terminate_all();
+}
+
+/// `method path` with `body` (of `content_type`) to a server that is to
+/// abort while it handles it: an answer would be a failed fault.
+fn call_aborting(server: &mut Server, method: &str, path: &str, content_type: &str, body: &[u8]) {
+    let client = reqwest::blocking::Client::new();
+    let url = format!("{}{path}", server.url());
+    let request = client.request(method.parse().unwrap(), url).header("Content-Type", content_type);
+    let answer = request.body(body.to_vec()).send();
+    assert!(answer.is_err(), "the server answered instead of aborting: {answer:?}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while server.is_alive() {
+        assert!(std::time::Instant::now() < deadline, "the server did not abort");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_server_killed_in_the_middle_of_a_change_leaves_it_whole_or_absent() {
+    let _serial = one_at_a_time();
+    let (kafka, s3) = (TestKafka::start(), TestS3::start());
+    let bucket = s3.create_bucket("weir-cluster-abort");
+    let dir = tempfile::tempdir().unwrap();
+    let (orders, out) = (unique("abort-orders"), unique("abort-out"));
+    kafka.create_topic(&orders, PARTITIONS);
+    kafka.create_topic(&out, 1);
+    let name = unique("abort");
+    let storage = format!("s3://{bucket}/{name}");
+    let wasm_spec =
+        Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
+    let text = std::fs::read_to_string(&wasm_spec).unwrap();
+    let wasm_path = format!("{:?}", function("revenue"));
+    let spec = text.replace(&format!("{{ wasm: {wasm_path} }}"), "{ function: revenue }");
+    let revenue = std::fs::read(function("revenue")).unwrap();
+    let mut flags: Vec<String> = vec![
+        "--cluster".into(),
+        unique("abort").replace('_', "-"),
+        "--bootstrap-servers".into(),
+        kafka.bootstrap(),
+        "--storage".into(),
+        format!("s3://{bucket}/cluster"),
+    ];
+    flags.extend(["--allow-storage".into(), format!("s3://{bucket}/")]);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let s3_env = s3.env();
+    let server = |n: &str, fault: Option<&str>| {
+        let mut env: Vec<(&str, &str)> = s3_env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        env.extend(fault.map(|f| ("WEIR_FAULT", f)));
+        Server::start_with_env(&dir.path().join(n), &flags, &env)
+    };
+
+    // An upload killed after storing the component, before recording the
+    // version: no version; uploading again makes version 1 of the same blob.
+    let mut dying = server("a", Some("function-after-blob:1"));
+    call_aborting(&mut dying, "PUT", "/v1/functions/revenue", "application/wasm", &revenue);
+    let fresh = server("b", None);
+    let (code, none) = fresh.call("GET", "/v1/functions/revenue", None, b"");
+    assert_eq!(code, 404, "no version recorded: {none}");
+    let (code, v1) = fresh.call("PUT", "/v1/functions/revenue", None, &revenue);
+    assert_eq!((code, v1["version"].clone()), (201, json!(1)), "{v1}");
+    assert_eq!(s3.keys(&bucket, "cluster/functions/").len(), 1, "the same blob, once");
+    drop(fresh);
+
+    // A deploy killed with its record sent but not committed: never seen;
+    // the next writer aborts it, and the deploy can be made again.
+    let mut dying = server("c", Some("control-before-commit:1"));
+    call_aborting(&mut dying, "POST", "/v1/pipelines", "application/yaml", spec.as_bytes());
+    let fresh = server("d", None);
+    let (code, listed) = fresh.call("GET", "/v1/pipelines", None, b"");
+    assert_eq!((code, listed["pipelines"].clone()), (200, json!([])), "{listed}");
+    drop(fresh);
+
+    // Killed after the commit: made, though the client saw no answer.
+    let mut dying = server("e", Some("control-after-commit:1"));
+    call_aborting(&mut dying, "POST", "/v1/pipelines", "application/yaml", spec.as_bytes());
+    let fresh = server("f", None);
+    let (code, status) = fresh.call("GET", &format!("/v1/pipelines/{name}"), None, b"");
+    assert_eq!((code, status["generation"].clone()), (200, json!(1)), "{status}");
+    let (code, again) = fresh.call("POST", "/v1/pipelines", None, spec.as_bytes());
+    assert_eq!(code, 409, "{again}");
+    let (code, _) = fresh.call("DELETE", &format!("/v1/pipelines/{name}"), None, b"");
+    assert_eq!(code, 204);
+    println!("control plane aborts: upload after its blob, deploy before and after its commit — each whole or absent");
 }

@@ -32,9 +32,9 @@ use crate::observe::inspect::QueryError;
 use crate::observe::lookup::{lookup, LookupError, LookupRequest};
 pub use crate::observe::lookup::{Decode, StateView};
 use crate::observe::tail::{TailEvent, TailReader, MAX_TAIL_RATE};
-use axum::response::IntoResponse as _;
 use crate::serve::limits::{ReadGate, ReadSlot};
 use crate::serve::ClusterPipelines;
+use axum::response::IntoResponse as _;
 
 /// How long a state query waits for the owning subtask.
 const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -222,7 +222,9 @@ pub(crate) async fn tail(
             let data = serde_json::to_string(&event).unwrap_or_default();
             Some((Ok::<_, Infallible>(SseEvent::default().data(data)), (events, slot)))
         });
-        return Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(TAIL_KEEP_ALIVE)).into_response());
+        return Ok(Sse::new(stream)
+            .keep_alive(KeepAlive::new().interval(TAIL_KEEP_ALIVE))
+            .into_response());
     }
     let view = app.pipelines.local("tailing an output")?.get(&name)?;
     let handle = view.run.map(|(handle, _)| handle).filter(|h| h.listening());
@@ -258,26 +260,32 @@ fn follow_topic(
     use crate::connectors::kafka::console::{read_records, ReadOptions};
     let (sender, receiver) = tokio::sync::mpsc::channel(64);
     let follow = move || {
-        let options =
-            ReadOptions { read_committed: true, max: None, follow: true, from_end: true };
+        let options = ReadOptions { read_committed: true, max: None, follow: true, from_end: true };
         let (mut sent, mut second, mut in_second) = (0u64, std::time::Instant::now(), 0u32);
-        let read = read_records(&sink.bootstrap_servers, &sink.properties, &sink.topic, options, |record| {
-            let Some(record) = record else { return !sender.is_closed() };
-            if second.elapsed() >= Duration::from_secs(1) {
-                (second, in_second) = (std::time::Instant::now(), 0);
-            }
-            if in_second >= rate {
-                return true; // skipped: a tail never slows anything
-            }
-            in_second += 1;
-            let event = TailEvent {
-                timestamp: record.timestamp.unwrap_or_default(),
-                key: record.key.as_deref().map(|k| String::from_utf8_lossy(k).into_owned()),
-                value: String::from_utf8_lossy(record.value.as_deref().unwrap_or_default()).into_owned(),
-            };
-            sent += 1;
-            sender.blocking_send(event).is_ok() && sent < limit
-        });
+        let read = read_records(
+            &sink.bootstrap_servers,
+            &sink.properties,
+            &sink.topic,
+            options,
+            |record| {
+                let Some(record) = record else { return !sender.is_closed() };
+                if second.elapsed() >= Duration::from_secs(1) {
+                    (second, in_second) = (std::time::Instant::now(), 0);
+                }
+                if in_second >= rate {
+                    return true; // skipped: a tail never slows anything
+                }
+                in_second += 1;
+                let event = TailEvent {
+                    timestamp: record.timestamp.unwrap_or_default(),
+                    key: record.key.as_deref().map(|k| String::from_utf8_lossy(k).into_owned()),
+                    value: String::from_utf8_lossy(record.value.as_deref().unwrap_or_default())
+                        .into_owned(),
+                };
+                sent += 1;
+                sender.blocking_send(event).is_ok() && sent < limit
+            },
+        );
         if let Err(error) = read {
             tracing::warn!(%error, topic = %sink.topic, "tailing a cluster output ended");
         }

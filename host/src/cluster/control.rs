@@ -234,7 +234,12 @@ impl ControlTopic {
         let id = format!("{}-writer", self.topic);
         let producer: BaseProducer = client_config(
             &self.bootstrap_servers,
-            &[("transactional.id", id.as_str()), ("enable.idempotence", "true")],
+            &[
+                ("transactional.id", id.as_str()),
+                ("enable.idempotence", "true"),
+                // A writer that died mid-change holds back nothing for long.
+                ("transaction.timeout.ms", "10000"),
+            ],
             &self.properties,
         )
         .create()
@@ -269,7 +274,12 @@ impl ControlTopic {
             }
             producer.send(record).map_err(|(error, _)| error).map_err(failed())?;
         }
+        // Delivered before the commit (a crash here leaves an open
+        // transaction on the broker, which readers must not wait for).
+        producer.flush(CALL_TIMEOUT).map_err(failed())?;
+        crate::fault::point("control-before-commit");
         producer.commit_transaction(CALL_TIMEOUT).map_err(failed())?;
+        crate::fault::point("control-after-commit");
         Ok(())
     }
 

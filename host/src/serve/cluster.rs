@@ -457,10 +457,14 @@ impl ClusterPipelines {
     pub fn output_sink(&self, name: &str, output: &str) -> Result<KafkaSinkConfig, ServeError> {
         let deployment = self.get(name)?.deployment;
         if deployment.desired != Desired::Running {
-            return Err(ServeError::conflict("not_running", format!("pipeline {name:?} is not running")));
+            return Err(ServeError::conflict(
+                "not_running",
+                format!("pipeline {name:?} is not running"),
+            ));
         }
-        let spec = PipelineSpec::parse(&deployment.spec)
-            .map_err(|e| ServeError::internal(format!("the deployed spec no longer parses: {e}")))?;
+        let spec = PipelineSpec::parse(&deployment.spec).map_err(|e| {
+            ServeError::internal(format!("the deployed spec no longer parses: {e}"))
+        })?;
         let mut outputs: BTreeMap<&str, &SinkSpec> = BTreeMap::new();
         outputs.extend(spec.sink.as_ref().map(|sink| ("main", sink)));
         outputs.extend(spec.side_outputs.iter().map(|(n, sink)| (n.as_str(), sink)));

@@ -229,6 +229,7 @@ impl FunctionStore {
         let loaded = loader.load(&component)?;
         // The component first: an index entry never names a missing one.
         self.put_blob(&loaded.digest, &component)?;
+        crate::fault::point("function-after-blob");
         self.change_index(name, |index| {
             let versions = index.entry(name.to_string()).or_default();
             if let Some(newest) = versions.last().filter(|v| v.digest == loaded.digest) {
