@@ -147,10 +147,13 @@ pub fn execute(command: PipelineCommand) -> anyhow::Result<()> {
         PipelineCommand::Savepoint { name, server } => {
             server.print(&server.client()?.savepoint(&name)?, |a| println!("{}", a.location))
         }
-        PipelineCommand::Stop { name, savepoint, server } => server
-            .print(&server.client()?.stop(&name, savepoint)?, |a| {
-                println!("stopped; snapshot at {}", a.location)
-            }),
+        PipelineCommand::Stop { name, savepoint, server } => {
+            server.print(&server.client()?.stop(&name, savepoint)?, |a| match a.location.as_str() {
+                // A cluster's units each took a final checkpoint of their own.
+                "" => println!("stopped; every unit took a final checkpoint"),
+                location => println!("stopped; snapshot at {location}"),
+            })
+        }
         PipelineCommand::Upgrade {
             name,
             functions,
