@@ -124,3 +124,13 @@ export function describeBytes(bytes) {
   }
   return { length: bytes.length, hex, text, varint };
 }
+
+/** `4 units on 2 workers`, `3 of 4 units running on 2 workers, 1 waiting`:
+ * where a cluster pipeline runs (a `placement`). */
+export function formatPlacement(p) {
+  if (!p) return MISSING;
+  const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
+  const units = p.running === p.units ? plural(p.units, 'unit') : `${p.running} of ${plural(p.units, 'unit')} running`;
+  const text = `${units} on ${plural(p.workers, 'worker')}`;
+  return p.waiting > 0 ? `${text}, ${p.waiting} waiting` : text;
+}

@@ -8,6 +8,10 @@
 // pipeline that is not running) the rates are worked out from the change
 // of the record counts between two polls, the graph from the counts'
 // stages, and whatever cannot be known is left `null` (shown as "—").
+//
+// A pipeline on a cluster (`weir serve --cluster`) has no metrics; its
+// status lists its `units`, each with the worker running it, and the
+// workers `waiting` to run it: `placement` and `workersOf` read them.
 
 /**
  * A pipeline's headline numbers. `previous` is the value this function
@@ -21,11 +25,14 @@ export function headline(status, previous, now) {
   const at = metrics?.at ?? now;
   let inRate = num(metrics?.records_in_per_second);
   let outRate = num(metrics?.records_out_per_second);
+  let lagMs = num(metrics?.watermark_lag_ms);
   if (!metrics) {
     inRate = derivedRate(previous?.source, source, previous?.at, at);
     outRate = derivedRate(previous?.sink, sink, previous?.at, at);
+    // A cluster's status has no metrics but the units' event time.
+    if (isCluster(status) && num(status.watermark) !== null) lagMs = Math.max(0, now - status.watermark);
   }
-  return { at, inRate, outRate, lagMs: num(metrics?.watermark_lag_ms), source, sink };
+  return { at, inRate, outRate, lagMs, source, sink };
 }
 
 /** Records per second between two counts `dt` ms apart; null when unknown
@@ -205,3 +212,51 @@ export function addSample(series, sample, windowMs = 5 * 60 * 1000) {
 
 /** No samples yet. */
 export const emptySeries = () => ({ t: [], inRate: [], outRate: [], lag: [] });
+
+/** Whether `status` is a cluster pipeline's: it lists units or waiting workers. */
+export function isCluster(status) {
+  return (status?.units?.length ?? 0) > 0 || Object.keys(status?.waiting ?? {}).length > 0;
+}
+
+/**
+ * Where a cluster pipeline runs: `{ units, running, workers, waiting }`
+ * (counts: its units, those running, the workers running any, the workers
+ * waiting); null for a pipeline that is not on a cluster.
+ */
+export function placement(status) {
+  if (!isCluster(status)) return null;
+  const units = status.units ?? [];
+  return {
+    units: units.length,
+    running: units.filter((u) => u.state === 'running').length,
+    workers: new Set(units.map((u) => u.worker)).size,
+    waiting: Object.keys(status.waiting ?? {}).length,
+  };
+}
+
+/**
+ * A cluster pipeline's units by worker: `{ at, workers: [{ worker,
+ * waiting, units }] }`, workers by name, each unit as reported plus
+ * `inRate` and `outRate` (records per second since `previous`, the value
+ * this function returned at the last poll, while it runs on the same
+ * worker). A worker that is waiting to run it is listed with its reason.
+ */
+export function workersOf(status, previous, now) {
+  const before = new Map();
+  for (const w of previous?.workers ?? []) for (const u of w.units) before.set(`${w.worker}\u0000${u.unit}`, u);
+  const byWorker = new Map();
+  const entry = (worker) => {
+    if (!byWorker.has(worker)) byWorker.set(worker, { worker, waiting: null, units: [] });
+    return byWorker.get(worker);
+  };
+  for (const unit of status?.units ?? []) {
+    const last = before.get(`${unit.worker}\u0000${unit.unit}`);
+    const rate = (field) =>
+      unit.state === 'running' ? derivedRate(last?.[field], unit[field], previous?.at, now) : null;
+    entry(unit.worker).units.push({ ...unit, inRate: rate('records_in'), outRate: rate('records_out') });
+  }
+  for (const [worker, why] of Object.entries(status?.waiting ?? {})) entry(worker).waiting = why;
+  const workers = [...byWorker.values()].sort((a, b) => (a.worker < b.worker ? -1 : a.worker > b.worker ? 1 : 0));
+  for (const w of workers) w.units.sort((a, b) => (a.unit < b.unit ? -1 : a.unit > b.unit ? 1 : 0));
+  return { at: now, workers };
+}

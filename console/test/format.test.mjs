@@ -9,6 +9,7 @@ import {
   formatBytes,
   formatCount,
   formatDuration,
+  formatPlacement,
   formatRate,
   formatTime,
   fromBase64,
@@ -73,4 +74,11 @@ test('state bytes are shown as hex, text and a postcard varint', () => {
   const big = describeBytes(new Uint8Array([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]));
   assert.deepEqual(big.varint, { unsigned: '18446744073709551615', signed: '-9223372036854775808' });
   assert.equal(describeBytes(new Uint8Array([])).varint, null);
+});
+
+test("where a cluster pipeline runs, in words", () => {
+  assert.equal(formatPlacement({ units: 4, running: 4, workers: 2, waiting: 0 }), '4 units on 2 workers');
+  assert.equal(formatPlacement({ units: 1, running: 1, workers: 1, waiting: 0 }), '1 unit on 1 worker');
+  assert.equal(formatPlacement({ units: 4, running: 3, workers: 2, waiting: 1 }), '3 of 4 units running on 2 workers, 1 waiting');
+  assert.equal(formatPlacement(null), MISSING);
 });

@@ -8,9 +8,12 @@ import {
   emptySeries,
   graphOf,
   headline,
+  isCluster,
   keyedOperators,
+  placement,
   pressure,
   throughKey,
+  workersOf,
 } from '../src/model.js';
 import { parseRoute, pipelineHref, pipelinePath, query } from '../src/router.js';
 
@@ -193,4 +196,82 @@ test('routes and paths encode names', () => {
   assert.equal(pipelinePath('a/b', '/stop'), '/v1/pipelines/a%2Fb/stop');
   assert.equal(query({ operator: 'process', state: 'total', key: 'a&b=c d' }), '?operator=process&state=total&key=a%26b%3Dc%20d');
   assert.equal(query({ a: null }), '');
+});
+
+const unit = (name, worker, extra = {}) => ({
+  unit: name,
+  worker,
+  version: 1,
+  role: name.includes('source') ? 'ingest' : 'task',
+  state: 'running',
+  records_in: 0,
+  records_out: 0,
+  watermark: null,
+  lag: 0,
+  state_bytes: null,
+  last_checkpoint: null,
+  restored_from: null,
+  error: null,
+  ...extra,
+});
+
+const onCluster = (n, extra = {}) => ({
+  name: 'orders',
+  state: 'running',
+  parallelism: 2,
+  metrics: null,
+  counts: { source_records: 2 * n, sink_records: 2 * n },
+  watermark: null,
+  units: [
+    unit('orders-source-0', 'w1', { records_in: n, records_out: n }),
+    unit('orders-keyed-1', 'w2', { records_in: n, records_out: n, last_checkpoint: 7 }),
+    unit('orders-keyed-0', 'w2', { records_in: n, records_out: n }),
+    unit('orders-source-1', 'w1', { records_in: n, records_out: n, state: 'starting' }),
+  ],
+  ...extra,
+});
+
+test('a cluster pipeline is told by its units or waiting workers', () => {
+  assert.equal(isCluster(onCluster(1)), true);
+  assert.equal(isCluster({ units: [], waiting: { w3: 'no function' } }), true);
+  assert.equal(isCluster(withMetrics), false);
+  assert.equal(isCluster({ units: [], waiting: {} }), false);
+  assert.equal(isCluster(null), false);
+  assert.equal(placement(withMetrics), null);
+  assert.deepEqual(placement(onCluster(1)), { units: 4, running: 3, workers: 2, waiting: 0 });
+  assert.deepEqual(placement({ units: [], waiting: { w3: 'x' } }), { units: 0, running: 0, workers: 0, waiting: 1 });
+});
+
+test("a cluster's units are grouped by worker, with rates from their counts between polls", () => {
+  const first = workersOf(onCluster(100), undefined, 10_000);
+  assert.deepEqual(first.workers.map((w) => w.worker), ['w1', 'w2']);
+  assert.deepEqual(first.workers[1].units.map((u) => u.unit), ['orders-keyed-0', 'orders-keyed-1']);
+  assert.equal(first.workers[1].units[1].last_checkpoint, 7, 'the report is kept');
+  assert.equal(first.workers[0].units[0].inRate, null, 'one poll says nothing about a rate');
+  const second = workersOf(onCluster(300), first, 12_000);
+  assert.equal(second.workers[0].units[0].inRate, 100);
+  assert.equal(second.workers[1].units[0].outRate, 100);
+  assert.equal(second.workers[0].units[1].inRate, null, 'a unit not running has no rate');
+  // A unit that moved to another worker starts counting again there.
+  const moved = onCluster(400);
+  moved.units[1] = unit('orders-keyed-1', 'w1', { records_in: 5, records_out: 5 });
+  const third = workersOf(moved, second, 13_000);
+  assert.equal(third.workers[0].units.find((u) => u.unit === 'orders-keyed-1').inRate, null);
+  // Workers waiting to run it are listed with their reason.
+  const waiting = workersOf({ units: [], waiting: { w3: 'function revenue v2 not loaded' } }, undefined, 0);
+  assert.deepEqual(waiting.workers, [{ worker: 'w3', waiting: 'function revenue v2 not loaded', units: [] }]);
+  assert.deepEqual(workersOf(null, undefined, 0).workers, []);
+});
+
+test("a cluster pipeline's headline: rates from the summed counts, lag from its event time", () => {
+  const first = headline(onCluster(100, { watermark: 50_000 }), undefined, 60_000);
+  assert.equal(first.lagMs, 10_000);
+  const second = headline(onCluster(300, { watermark: 50_000 }), first, 62_000);
+  assert.deepEqual([second.inRate, second.outRate], [200, 200]);
+  assert.equal(headline(onCluster(1), undefined, 0).lagMs, null, 'no event time, no lag');
+  assert.equal(
+    headline({ state: 'running', watermark: 1, counts: { source_records: 1 } }, undefined, 5).lagMs,
+    null,
+    'one machine without metrics: lag unknown, as before',
+  );
 });

@@ -3,20 +3,35 @@
 // confirmed in a dialog); the state lookup and the live tail. The status
 // is polled every second while the tab is visible, the checkpoint history
 // every five seconds and after each action.
+//
+// A pipeline on a cluster shows its units on their workers instead of the
+// operator graph; what a cluster's server does not serve yet (checkpoint
+// history, savepoints, tails: `501 not_on_cluster`) is not offered.
 
 import {
   formatAge,
   formatBytes,
   formatCount,
   formatDuration,
+  formatPlacement,
   formatRate,
   formatTime,
 } from '../format.js';
 import { usePoll } from '../hooks.js';
 import { html, useRef, useState } from '../html.js';
-import { addSample, emptySeries, graphOf, headline, keyedOperators } from '../model.js';
+import {
+  addSample,
+  emptySeries,
+  graphOf,
+  headline,
+  isCluster,
+  keyedOperators,
+  placement,
+  workersOf,
+} from '../model.js';
 import { pipelinePath } from '../router.js';
 import { Charts } from './charts.js';
+import { UnitTable, Workers } from './cluster.js';
 import { Confirm, ErrorLine, Short, StateBadge } from './common.js';
 import { Graph } from './graph.js';
 import { StateLookup } from './state.js';
@@ -32,7 +47,11 @@ export function PipelinePage({ api, name }) {
   const [checkpointsError, setCheckpointsError] = useState(null);
   const [dialog, setDialog] = useState(null); // savepoint | stop | upgrade | delete
   const [notice, setNotice] = useState(null);
-  const last = useRef({ numbers: undefined, graph: undefined });
+  const [cluster, setCluster] = useState(null); // workersOf, on a cluster
+  const last = useRef({ numbers: undefined, graph: undefined, cluster: undefined });
+  // Known to be on a cluster: the status lists units, or the server said
+  // `not_on_cluster` (a stopped cluster pipeline lists none). Sticky.
+  const onCluster = useRef(false);
 
   usePoll(
     async () => {
@@ -41,9 +60,14 @@ export function PipelinePage({ api, name }) {
         const now = Date.now();
         const numbers = headline(answer, last.current.numbers, now);
         const nextGraph = graphOf(answer, last.current.graph, now);
-        last.current = { numbers, graph: nextGraph };
+        const first = !last.current.numbers;
+        if (isCluster(answer)) onCluster.current = true;
+        const nextCluster = onCluster.current ? workersOf(answer, last.current.cluster, now) : undefined;
+        last.current = { numbers, graph: nextGraph, cluster: nextCluster };
         setStatus(answer);
         setGraph(nextGraph);
+        setCluster(nextCluster ?? null);
+        if (first) loadCheckpoints();
         if (answer.state === 'running' || answer.metrics) setSamples((s) => addSample(s, numbers));
         setError(null);
       } catch (e) {
@@ -55,11 +79,14 @@ export function PipelinePage({ api, name }) {
     [name],
   );
 
+  // After the first status (on a cluster there is no history to ask for).
   const loadCheckpoints = async () => {
+    if (!last.current.numbers || onCluster.current) return;
     try {
       setCheckpoints((await api.get(pipelinePath(name, '/checkpoints')))?.checkpoints ?? []);
       setCheckpointsError(null);
     } catch (e) {
+      if (e.code === 'not_on_cluster') onCluster.current = true;
       setCheckpointsError(e);
     }
   };
@@ -75,6 +102,7 @@ export function PipelinePage({ api, name }) {
   const numbers = last.current.numbers ?? {};
   const metrics = status.metrics ?? null;
   const running = status.state === 'running';
+  const clustered = onCluster.current;
   const outputs = (metrics?.operators ?? [])
     .filter((op) => op.kind === 'sink' || op.kind === 'side_output')
     .map((op) => String(op.id).replace(/^side:/, ''));
@@ -90,9 +118,9 @@ export function PipelinePage({ api, name }) {
       <${StateBadge} state=${status.state} />
       <span class="spacer"></span>
       <div class="actions">
-        <button type="button" disabled=${!running} onClick=${() => setDialog('savepoint')}>Savepoint</button>
+        ${!clustered && html`<button type="button" disabled=${!running} onClick=${() => setDialog('savepoint')}>Savepoint</button>`}
         <button type="button" disabled=${!running} onClick=${() => setDialog('stop')}>Stop</button>
-        <button type="button" disabled=${!running} onClick=${() => setDialog('upgrade')}>Upgrade</button>
+        <button type="button" disabled=${!running && !clustered} onClick=${() => setDialog('upgrade')}>Upgrade</button>
         <button type="button" class="danger" onClick=${() => setDialog('delete')}>Delete</button>
       </div>
     </div>
@@ -110,21 +138,32 @@ export function PipelinePage({ api, name }) {
       <div><dt>Read / written</dt><dd>${formatCount(status.counts?.source_records)} / ${formatCount(status.counts?.sink_records)}</dd></div>
       <div><dt>Parallelism</dt><dd>${status.parallelism}</dd></div>
       <div><dt>Generation</dt><dd>${status.generation}</dd></div>
-      <div><dt>Started</dt><dd>${formatTime(status.started_at)}</dd></div>
-      <div><dt>Last checkpoint</dt><dd>${status.last_checkpoint ? formatAge(Date.now(), status.last_checkpoint.completed_at) : '—'}</dd></div>
-      <div><dt>Restored from</dt><dd>${status.restored_from ? `${status.restored_from.kind} ${status.restored_from.id}` : '—'}</dd></div>
+      ${clustered
+        ? html`<div><dt>Deployed</dt><dd>${formatTime(status.deployed_at)}</dd></div>
+            <div><dt>Units</dt><dd data-field="placement">${formatPlacement(placement(status) ?? { units: 0, running: 0, workers: 0, waiting: 0 })}</dd></div>`
+        : html`<div><dt>Started</dt><dd>${formatTime(status.started_at)}</dd></div>
+            <div><dt>Last checkpoint</dt><dd>${status.last_checkpoint ? formatAge(Date.now(), status.last_checkpoint.completed_at) : '—'}</dd></div>
+            <div><dt>Restored from</dt><dd>${status.restored_from ? `${status.restored_from.kind} ${status.restored_from.id}` : '—'}</dd></div>`}
     </dl>
 
-    <h2>Graph</h2>
-    <${Graph} graph=${graph} />
+    ${clustered
+      ? html`<h2>Workers</h2>
+          <${Workers} cluster=${cluster} />
+          <h2>Units</h2>
+          <${UnitTable} cluster=${cluster} />`
+      : html`<h2>Graph</h2>
+          <${Graph} graph=${graph} />`}
 
     <h2>Rates</h2>
     <${Charts} samples=${samples} />
 
     <h2>Checkpoints</h2>
-    <${CheckpointStats} stats=${metrics?.checkpoints} completed=${status.snapshots_completed} />
-    <${ErrorLine} error=${checkpointsError} />
-    <${CheckpointTable} checkpoints=${checkpoints} />
+    ${clustered
+      ? html`<p class="muted" data-field="checkpoints-note">Each unit checkpoints on its own: its last checkpoint is in the units above.
+          ${checkpointsError?.code === 'not_on_cluster' && ` (${checkpointsError.message})`}</p>`
+      : html`<${CheckpointStats} stats=${metrics?.checkpoints} completed=${status.snapshots_completed} />
+          <${ErrorLine} error=${checkpointsError} />
+          <${CheckpointTable} checkpoints=${checkpoints} />`}
 
     <h2>Functions</h2>
     ${status.functions.length === 0
@@ -140,7 +179,9 @@ export function PipelinePage({ api, name }) {
     <${StateLookup} api=${api} name=${status.name} operators=${keyedOperators(status)} />
 
     <h2>Tail</h2>
-    <${Tail} api=${api} name=${status.name} outputs=${outputs} />
+    ${clustered
+      ? html`<p class="muted">A cluster's server does not tail outputs yet: read the output topic (<code>weir kafka consume</code>).</p>`
+      : html`<${Tail} api=${api} name=${status.name} outputs=${outputs} />`}
 
     <details class="spec"><summary>Spec</summary><pre>${status.spec}</pre></details>
 
@@ -148,15 +189,21 @@ export function PipelinePage({ api, name }) {
       message=${`Take a savepoint of ${status.name}? It keeps running.`} onClose=${close}
       choices=${[{ label: 'Take savepoint', run: () => api.post(pipelinePath(name, '/savepoints'), {}) }]}
       onDone=${(r) => done(`Savepoint taken: ${r?.location ?? ''}`)} />
-    <${Confirm} open=${dialog === 'stop'} title="Stop the pipeline"
-      message=${`Stop ${status.name}? Records in flight are processed and a final snapshot is taken. Take a savepoint (restorable at another parallelism or function version) or only a checkpoint?`}
-      onClose=${close}
-      choices=${[
-        { label: 'Stop with savepoint', run: () => api.post(pipelinePath(name, '/stop'), { savepoint: true }) },
-        { label: 'Stop without savepoint', danger: true, run: () => api.post(pipelinePath(name, '/stop'), { savepoint: false }) },
-      ]}
-      onDone=${(r) => done(`Stopped; final snapshot: ${r?.location ?? ''}`)} />
-    <${UpgradeDialog} api=${api} status=${status} open=${dialog === 'upgrade'} onClose=${close}
+    ${clustered
+      ? html`<${Confirm} open=${dialog === 'stop'} title="Stop the pipeline"
+          message=${`Stop ${status.name}? Every unit stops with a final checkpoint, which a start (Upgrade) restores.`}
+          onClose=${close}
+          choices=${[{ label: 'Stop', danger: true, run: () => api.post(pipelinePath(name, '/stop'), { savepoint: false }) }]}
+          onDone=${() => done('Stopped.')} />`
+      : html`<${Confirm} open=${dialog === 'stop'} title="Stop the pipeline"
+          message=${`Stop ${status.name}? Records in flight are processed and a final snapshot is taken. Take a savepoint (restorable at another parallelism or function version) or only a checkpoint?`}
+          onClose=${close}
+          choices=${[
+            { label: 'Stop with savepoint', run: () => api.post(pipelinePath(name, '/stop'), { savepoint: true }) },
+            { label: 'Stop without savepoint', danger: true, run: () => api.post(pipelinePath(name, '/stop'), { savepoint: false }) },
+          ]}
+          onDone=${(r) => done(`Stopped; final snapshot: ${r?.location ?? ''}`)} />`}
+    <${UpgradeDialog} api=${api} status=${status} clustered=${clustered} open=${dialog === 'upgrade'} onClose=${close}
       onDone=${(r) => done(`Upgraded to generation ${r?.generation ?? '?'}.`)} />
     <${Confirm} open=${dialog === 'delete'} title="Delete the pipeline"
       message=${`Delete ${status.name}? It is stopped and its local state and checkpoints are deleted; savepoints are kept.`}
@@ -200,7 +247,7 @@ function CheckpointTable({ checkpoints }) {
 
 /** The upgrade body (see `Upgrade` in the API): new function versions,
  * parallelism or spec; prefilled with every function at `latest`. */
-function UpgradeDialog({ api, status, open, onClose, onDone }) {
+function UpgradeDialog({ api, status, clustered, open, onClose, onDone }) {
   const template = () =>
     JSON.stringify(
       {
@@ -224,7 +271,9 @@ function UpgradeDialog({ api, status, open, onClose, onDone }) {
     return answer;
   };
   return html`<${Confirm} open=${open} title="Upgrade the pipeline" onClose=${onClose} onDone=${onDone}
-    message="A savepoint is taken, the pipeline stopped and started again from it with these changes; state is kept."
+    message=${clustered
+      ? 'The workers switch to the new version (a stopped pipeline starts again); its units restore the old ones\' final checkpoints, so state is kept.'
+      : 'A savepoint is taken, the pipeline stopped and started again from it with these changes; state is kept.'}
     choices=${[{ label: 'Upgrade', run }]}>
     <label>Upgrade (JSON: <code>functions</code> by name, a version or <code>"latest"</code>; <code>parallelism</code>; or a whole new <code>spec</code>)
       <textarea name="upgrade" rows="8" spellcheck="false" value=${text} onInput=${(e) => setBody(e.currentTarget.value)}></textarea>

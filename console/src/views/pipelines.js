@@ -1,11 +1,12 @@
 // The pipelines page: every pipeline with its state, parallelism, rates,
-// watermark lag and last checkpoint's age, polled every second while the
-// tab is visible; and the Deploy dialog (a YAML spec, POST /v1/pipelines).
+// watermark lag and last checkpoint's age (on a cluster: how many units
+// run on how many workers), polled every second while the tab is visible;
+// and the Deploy dialog (a YAML spec, POST /v1/pipelines).
 
-import { formatAge, formatDuration, formatRate } from '../format.js';
+import { formatAge, formatDuration, formatPlacement, formatRate } from '../format.js';
 import { usePoll } from '../hooks.js';
 import { html, useRef, useState } from '../html.js';
-import { headline } from '../model.js';
+import { headline, placement } from '../model.js';
 import { pipelineHref } from '../router.js';
 import { Dialog, ErrorLine, StateBadge } from './common.js';
 
@@ -70,7 +71,9 @@ export function Pipelines({ api }) {
                   <td><a href=${pipelineHref(status.name)}>${status.name}</a>
                     ${status.failure && html`<div class="error small">${status.failure}</div>`}
                     ${status.restart?.next_attempt_at &&
-                    html`<div class="muted small">restarting (${status.restart.restarts} so far)</div>`}</td>
+                    html`<div class="muted small">restarting (${status.restart.restarts} so far)</div>`}
+                    ${placement(status) &&
+                    html`<div class="muted small" data-field="placement">${formatPlacement(placement(status))}</div>`}</td>
                   <td><${StateBadge} state=${status.state} /></td>
                   <td class="num">${status.parallelism}</td>
                   <td class="num" data-field="in-rate">${formatRate(numbers.inRate)}</td>

@@ -105,5 +105,7 @@ export function StateValue({ answer }) {
     ${body}
     ${answer.as_of &&
     html`<p class="muted small">As of ${answer.as_of}${typeof answer.subtask === 'number' ? ` (subtask ${answer.subtask})` : ''}.</p>`}
+    ${answer.unit &&
+    html`<p class="muted small" data-field="owner">From unit <code>${answer.unit}</code> on worker <code>${answer.worker ?? '—'}</code>, which owns the key.</p>`}
   </div>`;
 }
