@@ -85,7 +85,7 @@
   </p>`}function Da({cluster:e}){let t=(e?.workers??[]).flatMap(n=>n.units);return t.length===0?null:(t.sort((n,l)=>n.unit<l.unit?-1:n.unit>l.unit?1:0),$`<table class="grid" aria-label="Units">
     <thead><tr><th>Unit</th><th>Role</th><th>Worker</th><th class="num">Version</th><th>State</th>
       <th class="num">Records in</th><th class="num">Records out</th><th class="num">In</th><th class="num">Out</th>
-      <th>Event time</th><th class="num">Lag</th><th class="num">State</th><th class="num">Checkpoint</th><th class="num">Restored from</th></tr></thead>
+      <th>Event time</th><th class="num">Lag</th><th class="num">State size</th><th class="num">Checkpoint</th><th class="num">Restored from</th></tr></thead>
     <tbody>${t.map(n=>$`<tr data-unit=${n.unit} data-worker=${n.worker}>
         <td><code>${n.unit}</code>${n.error&&$`<div class="error small">${n.error}</div>`}</td>
         <td>${n.role}</td><td>${n.worker}</td><td class="num">${n.version}</td>

@@ -83,6 +83,49 @@ function status(name, state, at) {
   };
 }
 
+/** A pipeline on a cluster (`fleet`): units on two workers, one failed,
+ * and a third worker waiting; `stopped`: no unit reports it any more. */
+function clusterStatus(at, stopped) {
+  const unit = (name, worker, state, n, extra = {}) => ({
+    unit: `fleet-${name}`,
+    worker,
+    version: 2,
+    role: name.startsWith('source') ? 'ingest' : 'task',
+    state,
+    records_in: n,
+    records_out: n,
+    watermark: 1_768_471_200_000,
+    lag: 12,
+    state_bytes: name.startsWith('keyed') ? 4096 : null,
+    last_checkpoint: 41,
+    restored_from: 40,
+    error: null,
+    ...extra,
+  });
+  const n = Math.floor(at / 10);
+  return {
+    ...status('fleet', stopped ? 'stopped' : 'running', at),
+    generation: 2,
+    started_at: null,
+    restored_from: null,
+    snapshots_completed: 0,
+    last_checkpoint: null,
+    metrics: null,
+    counts: stopped ? null : { source_records: 2 * n, key: { records_in: 0, records_out: 0, late_dropped: 0 }, process: [], operators: [], sink_records: 2 * n },
+    watermark: stopped ? null : 1_768_471_200_000,
+    failure: stopped ? null : 'unit fleet-keyed-1 on w2: function trapped',
+    units: stopped
+      ? undefined
+      : [
+          unit('keyed-0', 'w1', 'running', n),
+          unit('keyed-1', 'w2', 'failed', 0, { error: 'function trapped' }),
+          unit('source-0', 'w1', 'running', n),
+          unit('source-1', 'w2', 'starting', n),
+        ],
+    waiting: stopped ? undefined : { w3: 'function revenue version 2 is not loaded yet' },
+  };
+}
+
 /** Start the stub on a free port (`token` null: none needed); `{ url, requests, close }`. */
 export async function startStub({ token }) {
   const csp = await hostCsp();
@@ -174,6 +217,14 @@ export async function startStub({ token }) {
         });
         return;
       }
+      case 'GET /v1/pipelines/fleet':
+      case 'GET /v1/pipelines/fleet-stopped':
+        return json(200, { ...clusterStatus(now, url.pathname.endsWith('-stopped')), name: url.pathname.split('/').at(-1) });
+      case 'GET /v1/pipelines/fleet/checkpoints':
+      case 'GET /v1/pipelines/fleet-stopped/checkpoints':
+        return error(501, 'not_on_cluster', "listing checkpoints (a cluster pipeline's are per unit: see each unit's last_checkpoint in its status) is not supported on a cluster's server yet");
+      case 'POST /v1/pipelines/fleet/stop':
+        return json(200, { state: 'stopped', location: null });
       case 'GET /v1/functions':
         return json(200, {
           functions: [

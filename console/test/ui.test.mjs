@@ -157,6 +157,56 @@ test('the console against a stub API', { skip: missing ?? false }, async (t) => 
   assert.deepEqual(unexpected(errors), [], 'no page errors or CSP violations');
 });
 
+test('a cluster pipeline: its units on their workers, no savepoint, history or tail', { skip: missing ?? false }, async () => {
+  const page = await session.context.newPage();
+  const asked = [];
+  page.on('request', (r) => asked.push(r.url()));
+  try {
+    await page.goto(`${stub.url}/console/#/pipelines/fleet`);
+    await page.getByLabel('API token').fill(TOKEN);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('section.worker[data-worker="w1"]').waitFor();
+    const boxes = await page.locator('section.worker').evaluateAll((ws) =>
+      ws.map((w) => [w.dataset.worker, [...w.querySelectorAll('.unit')].map((u) => `${u.dataset.unit}:${u.dataset.state}`)]),
+    );
+    assert.deepEqual(boxes, [
+      ['w1', ['fleet-keyed-0:running', 'fleet-source-0:running']],
+      ['w2', ['fleet-keyed-1:failed', 'fleet-source-1:starting']],
+      ['w3', []],
+    ]);
+    assert.match(await page.locator('section.worker[data-worker="w3"] [data-field="waiting"]').innerText(), /revenue version 2 is not loaded/);
+    assert.match(await page.locator('.unit[data-unit="fleet-keyed-1"]').innerText(), /function trapped/);
+    const border = await page.locator('.unit[data-unit="fleet-keyed-1"]').evaluate((u) => getComputedStyle(u).borderLeftColor);
+    assert.equal(border, 'rgb(217, 52, 43)', 'a failed unit is red');
+    assert.equal(await page.locator('table[aria-label="Units"] tbody tr').count(), 4);
+    assert.match(await page.locator('table[aria-label="Units"] tr[data-unit="fleet-keyed-0"]').innerText(), /#41\s+#40/);
+    assert.equal(await page.locator('[data-field="placement"]').innerText(), '2 of 4 units running on 2 workers, 1 waiting');
+    assert.equal(await page.locator('svg.graph').count(), 0, 'no operator graph');
+    assert.equal(await page.getByRole('button', { name: 'Savepoint' }).count(), 0);
+    assert.equal(await page.getByRole('button', { name: 'Tail', exact: true }).count(), 0);
+    assert.equal(await page.locator('table[aria-label="Checkpoint history"]').count(), 0);
+    assert.deepEqual(asked.filter((u) => u.includes('/fleet/checkpoints')), [], 'no history asked for');
+    await eventually(async () => (await page.locator('[data-field="in-rate"]').innerText()) !== '—', { what: 'a rate from the counts' });
+    await screenshot(page, 'stub-cluster-pipeline', { fullPage: true });
+    // Stop: no savepoint on a cluster.
+    await page.getByRole('button', { name: 'Stop', exact: true }).click();
+    const dialog = page.getByRole('dialog', { name: 'Stop the pipeline' });
+    assert.equal(await dialog.getByRole('button', { name: /savepoint/ }).count(), 0);
+    await dialog.getByRole('button', { name: 'Stop', exact: true }).click();
+    await page.getByText('Stopped.').waitFor();
+    assert.equal(stub.requests.filter((r) => r.path === '/v1/pipelines/fleet/stop').at(-1).body.toString(), '{"savepoint":false}');
+
+    // A stopped one lists no units: the server's not_on_cluster answer tells.
+    await page.goto(`${stub.url}/console/#/pipelines/fleet-stopped`);
+    await page.locator('[data-field="checkpoints-note"]').filter({ hasText: 'not supported on a cluster' }).waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Savepoint' }).count(), 0);
+    assert.equal(await page.getByRole('button', { name: 'Upgrade' }).isDisabled(), false, 'a stopped cluster pipeline starts again by an upgrade');
+    assert.match(await page.locator('.workers, .muted').filter({ hasText: 'No worker reports' }).innerText(), /No worker reports a unit/);
+  } finally {
+    await page.close();
+  }
+});
+
 test('a server without a token skips the login', { skip: missing ?? false }, async () => {
   const open = await startStub({ token: null });
   try {

@@ -53,7 +53,7 @@ export function UnitTable({ cluster }) {
   return html`<table class="grid" aria-label="Units">
     <thead><tr><th>Unit</th><th>Role</th><th>Worker</th><th class="num">Version</th><th>State</th>
       <th class="num">Records in</th><th class="num">Records out</th><th class="num">In</th><th class="num">Out</th>
-      <th>Event time</th><th class="num">Lag</th><th class="num">State</th><th class="num">Checkpoint</th><th class="num">Restored from</th></tr></thead>
+      <th>Event time</th><th class="num">Lag</th><th class="num">State size</th><th class="num">Checkpoint</th><th class="num">Restored from</th></tr></thead>
     <tbody>${units.map(
       (u) => html`<tr data-unit=${u.unit} data-worker=${u.worker}>
         <td><code>${u.unit}</code>${u.error && html`<div class="error small">${u.error}</div>`}</td>
