@@ -17,16 +17,14 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, request as httpRequest } from 'node:http';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { orderReaching, orders } from './generator.mjs';
-import { hostCsp } from './stub-server.mjs';
-import { browserMissing, eventually, openBrowser, screenshot, unexpected } from './support.mjs';
+import { browserMissing, eventually, openBrowser, screenshot, startProxy, unexpected } from './support.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const WEIR = process.env.WEIR_BIN;
@@ -91,38 +89,6 @@ function startWeir(dataDir) {
       reject(new Error(`weir serve exited (${code}):\n${stderr}`));
     });
   });
-}
-
-/** console/dist on a port of its own, `/v1/*` passed to `target`. */
-async function startProxy(target) {
-  const csp = await hostCsp();
-  const dist = join(here, '..', 'dist');
-  const files = {
-    '/console/': ['text/html; charset=utf-8', 'index.html'],
-    '/console/console.js': ['text/javascript; charset=utf-8', 'console.js'],
-    '/console/console.css': ['text/css; charset=utf-8', 'console.css'],
-  };
-  const upstream = new URL(target);
-  const server = createServer(async (req, res) => {
-    const path = new URL(req.url, 'http://x').pathname;
-    if (files[path]) {
-      const [type, file] = files[path];
-      res.writeHead(200, { 'content-type': type, 'content-security-policy': csp, 'cache-control': 'no-cache' });
-      res.end(await readFile(join(dist, file)));
-      return;
-    }
-    const forward = httpRequest(
-      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
-      (answer) => {
-        res.writeHead(answer.statusCode, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    forward.on('error', () => res.destroy());
-    req.pipe(forward);
-  });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  return { server, url: `http://127.0.0.1:${server.address().port}` };
 }
 
 /** The API, called from the test (not the browser). */
