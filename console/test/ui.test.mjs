@@ -157,7 +157,7 @@ test('the console against a stub API', { skip: missing ?? false }, async (t) => 
   assert.deepEqual(unexpected(errors), [], 'no page errors or CSP violations');
 });
 
-test('a cluster pipeline: its units on their workers, no savepoint, history or tail', { skip: missing ?? false }, async () => {
+test('a cluster pipeline: its units on their workers, no savepoint or history, a tail of its Kafka output', { skip: missing ?? false }, async () => {
   const page = await session.context.newPage();
   const asked = [];
   page.on('request', (r) => asked.push(r.url()));
@@ -183,7 +183,7 @@ test('a cluster pipeline: its units on their workers, no savepoint, history or t
     assert.equal(await page.locator('[data-field="placement"]').innerText(), '2 of 4 units running on 2 workers, 1 waiting');
     assert.equal(await page.locator('svg.graph').count(), 0, 'no operator graph');
     assert.equal(await page.getByRole('button', { name: 'Savepoint' }).count(), 0);
-    assert.equal(await page.getByRole('button', { name: 'Tail', exact: true }).count(), 0);
+    assert.equal(await page.getByRole('button', { name: 'Tail', exact: true }).count(), 1, 'its Kafka output');
     assert.equal(await page.locator('table[aria-label="Checkpoint history"]').count(), 0);
     assert.deepEqual(asked.filter((u) => u.includes('/fleet/checkpoints')), [], 'no history asked for');
     await eventually(async () => (await page.locator('[data-field="in-rate"]').innerText()) !== '—', { what: 'a rate from the counts' });

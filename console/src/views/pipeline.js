@@ -6,7 +6,8 @@
 //
 // A pipeline on a cluster shows its units on their workers instead of the
 // operator graph; what a cluster's server does not serve yet (checkpoint
-// history, savepoints, tails: `501 not_on_cluster`) is not offered.
+// history, savepoints: `501 not_on_cluster`) is not offered, and its tail
+// reads the outputs the server names (committed records of Kafka topics).
 
 import {
   formatAge,
@@ -103,9 +104,12 @@ export function PipelinePage({ api, name }) {
   const metrics = status.metrics ?? null;
   const running = status.state === 'running';
   const clustered = onCluster.current;
-  const outputs = (metrics?.operators ?? [])
-    .filter((op) => op.kind === 'sink' || op.kind === 'side_output')
-    .map((op) => String(op.id).replace(/^side:/, ''));
+  // On a cluster the server names the outputs it can tail (Kafka topics).
+  const outputs = clustered
+    ? status.outputs ?? []
+    : (metrics?.operators ?? [])
+        .filter((op) => op.kind === 'sink' || op.kind === 'side_output')
+        .map((op) => String(op.id).replace(/^side:/, ''));
   const close = () => setDialog(null);
   const done = (message) => {
     setNotice(message);
@@ -179,8 +183,8 @@ export function PipelinePage({ api, name }) {
     <${StateLookup} api=${api} name=${status.name} operators=${keyedOperators(status)} />
 
     <h2>Tail</h2>
-    ${clustered
-      ? html`<p class="muted">A cluster's server does not tail outputs yet: read the output topic (<code>weir kafka consume</code>).</p>`
+    ${clustered && outputs.length === 0
+      ? html`<p class="muted">On a cluster only outputs written to Kafka can be tailed; this pipeline has none.</p>`
       : html`<${Tail} api=${api} name=${status.name} outputs=${outputs} />`}
 
     <details class="spec"><summary>Spec</summary><pre>${status.spec}</pre></details>

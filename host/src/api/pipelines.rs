@@ -75,6 +75,9 @@ pub struct PipelineStatus {
     /// On a cluster: the workers that cannot run it now, and why.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub waiting: BTreeMap<String, String>,
+    /// On a cluster: the outputs a tail can read (those written to Kafka).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<String>,
 }
 
 /// One unit of a pipeline on a cluster, as its worker last reported it.
@@ -324,6 +327,7 @@ fn status(
         metrics: live,
         units: Vec::new(),
         waiting: BTreeMap::new(),
+        outputs: Vec::new(),
     }
 }
 
@@ -399,6 +403,12 @@ fn cluster_status(view: ClusterView) -> PipelineStatus {
         metrics: None,
         units,
         waiting,
+        outputs: spec.as_ref().map_or_else(Vec::new, |spec| {
+            let outputs = crate::serve::cluster::outputs(spec).into_iter();
+            let kafka =
+                outputs.filter(|(_, sink)| matches!(sink, crate::connectors::SinkSpec::Kafka(_)));
+            kafka.map(|(name, _)| name.to_string()).collect()
+        }),
     }
 }
 

@@ -465,12 +465,7 @@ impl ClusterPipelines {
         let spec = PipelineSpec::parse(&deployment.spec).map_err(|e| {
             ServeError::internal(format!("the deployed spec no longer parses: {e}"))
         })?;
-        let mut outputs: BTreeMap<&str, &SinkSpec> = BTreeMap::new();
-        outputs.extend(spec.sink.as_ref().map(|sink| ("main", sink)));
-        outputs.extend(spec.side_outputs.iter().map(|(n, sink)| (n.as_str(), sink)));
-        for (node, spec) in &spec.operators {
-            outputs.extend(spec.sink.as_ref().map(|sink| (node.as_str(), sink)));
-        }
+        let outputs = outputs(&spec);
         match outputs.get(output) {
             Some(SinkSpec::Kafka(kafka)) => Ok(kafka.clone()),
             Some(_) => Err(ServeError::not_on_cluster(format!(
@@ -509,6 +504,18 @@ impl ClusterPipelines {
             Ok(((), vec![ControlChange::Undeploy(name.to_string())]))
         })
     }
+}
+
+/// The outputs of `spec` by name (`main`: a line spec's sink; a side
+/// output's or a sink node's name), with their sinks.
+pub fn outputs(spec: &PipelineSpec) -> BTreeMap<&str, &SinkSpec> {
+    let mut outputs: BTreeMap<&str, &SinkSpec> = BTreeMap::new();
+    outputs.extend(spec.sink.as_ref().map(|sink| ("main", sink)));
+    outputs.extend(spec.side_outputs.iter().map(|(n, sink)| (n.as_str(), sink)));
+    for (node, spec) in &spec.operators {
+        outputs.extend(spec.sink.as_ref().map(|sink| (node.as_str(), sink)));
+    }
+    outputs
 }
 
 /// `deployment` with the units `reports` say run it and the workers that
