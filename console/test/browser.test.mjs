@@ -14,7 +14,7 @@
 // weir that does not serve /console/ itself.
 
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -24,7 +24,7 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { orderReaching, orders } from './generator.mjs';
-import { browserMissing, eventually, openBrowser, screenshot, startProxy, unexpected } from './support.mjs';
+import { browserMissing, eventually, openBrowser, screenshot, startListening, startProxy, unexpected } from './support.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const WEIR = process.env.WEIR_BIN;
@@ -62,32 +62,14 @@ let base;
 let proxy;
 let session;
 
-/** Start `weir serve` on a free port; resolves to its base URL. */
+/** Start `weir serve` on a free port; resolves to its process and base URL. */
 function startWeir(dataDir) {
-  const child = spawn(WEIR, ['serve', '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--token', TOKEN], {
-    env: { ...process.env, WEIR_API_TOKEN: '', RUST_LOG: process.env.RUST_LOG ?? 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr.on('data', (d) => {
-    stderr = (stderr + d).slice(-8000);
-  });
-  child.stderrTail = () => stderr;
-  return new Promise((resolveUrl, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`weir serve did not say where it listens:\n${stderr}`)), 60_000);
-    child.stdout.on('data', (d) => {
-      out += d;
-      const match = out.match(/listening on (http:\/\/\S+)/);
-      if (match) {
-        clearTimeout(timer);
-        resolveUrl({ child, url: match[1] });
-      }
-    });
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`weir serve exited (${code}):\n${stderr}`));
-    });
+  const args = ['serve', '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--token', TOKEN];
+  return startListening(WEIR, args, {
+    env: { WEIR_API_TOKEN: '' },
+    listening: /listening on (http:\/\/\S+)/,
+    what: 'weir serve',
+    timeout: 60_000,
   });
 }
 

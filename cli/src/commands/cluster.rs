@@ -212,10 +212,8 @@ const STALE_MS: i64 = 15_000;
 /// The workers' reports as a table, unit by unit.
 fn print_status(reports: &BTreeMap<String, WorkerReport>, deployed: &BTreeMap<String, Deployment>) {
     let now = weir_host::clock::now_millis();
-    println!(
-        "{:<24} {:<12} {:<34} {:>4} {:<9} {:>9} {:>9} {:>7} {:>10}",
-        "pipeline", "worker", "unit", "ver", "state", "in", "out", "lag", "checkpoint"
-    );
+    print!("{:<24} ", "pipeline");
+    super::print::print_unit_header("");
     let mut units = 0;
     for (worker, report) in reports {
         let age = now - report.reported_at;
@@ -226,19 +224,8 @@ fn print_status(reports: &BTreeMap<String, WorkerReport>, deployed: &BTreeMap<St
         for pipeline in &status.pipelines {
             for unit in &pipeline.worker.units {
                 units += 1;
-                let or_dash = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
-                println!(
-                    "{:<24} {:<12} {:<34} {:>4} {:<9} {:>9} {:>9} {:>7} {:>10}",
-                    pipeline.worker.pipeline,
-                    worker,
-                    unit.unit,
-                    pipeline.version,
-                    unit.state,
-                    unit.records_in,
-                    unit.records_out,
-                    or_dash(unit.lag),
-                    or_dash(unit.last_checkpoint.map(|c| c as i64)),
-                );
+                let column = format!("{:<24} ", pipeline.worker.pipeline);
+                super::print::print_unit(&column, worker, pipeline.version, unit);
             }
         }
         for (pipeline, why) in &status.waiting {

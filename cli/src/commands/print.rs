@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use weir_host::api::{FunctionList, PipelineList, PipelineStatus, StateView};
 use weir_host::checkpoint::{CheckpointStorage, SnapshotMetadata};
+use weir_host::cluster::worker::UnitStatus;
 use weir_host::observe::RunSummary;
 use weir_host::store::FunctionVersion;
 use weir_host::units::format_bytes;
@@ -262,27 +263,38 @@ pub fn print_status(p: &PipelineStatus) {
 
 /// A cluster pipeline's units, each on its worker.
 fn print_units(p: &PipelineStatus) {
-    println!(
-        "  {:<34} {:<14} {:>4} {:<9} {:>10} {:>10} {:>8} {:>10}",
-        "unit", "worker", "ver", "state", "in", "out", "lag", "checkpoint"
-    );
-    let or_dash = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+    print_unit_header("  ");
     for u in &p.units {
-        println!(
-            "  {:<34} {:<14} {:>4} {:<9} {:>10} {:>10} {:>8} {:>10}",
-            u.unit,
-            u.worker,
-            u.version,
-            u.state,
-            u.records_in,
-            u.records_out,
-            or_dash(u.lag),
-            or_dash(u.last_checkpoint.map(|c| c as i64)),
-        );
+        print_unit("  ", &u.worker, u.version, &u.unit);
     }
     for (worker, why) in &p.waiting {
         println!("  {worker} waits: {why}");
     }
+}
+
+/// The header of [`print_unit`]'s lines, after `indent`.
+pub fn print_unit_header(indent: &str) {
+    println!(
+        "{indent}{:<34} {:<14} {:>4} {:<9} {:>10} {:>10} {:>8} {:>10}",
+        "unit", "worker", "ver", "state", "in", "out", "lag", "checkpoint"
+    );
+}
+
+/// One unit of a cluster pipeline, run by `worker` at `version`, after
+/// `prefix` (an indent, or a pipeline column).
+pub fn print_unit(prefix: &str, worker: &str, version: u64, unit: &UnitStatus) {
+    let or_dash = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+    println!(
+        "{prefix}{:<34} {:<14} {:>4} {:<9} {:>10} {:>10} {:>8} {:>10}",
+        unit.unit,
+        worker,
+        version,
+        unit.state,
+        unit.records_in,
+        unit.records_out,
+        or_dash(unit.lag),
+        or_dash(unit.last_checkpoint.map(|c| c as i64)),
+    );
 }
 
 /// A key's state, for people: the decoded value (or map entries).

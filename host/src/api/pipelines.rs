@@ -16,6 +16,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::access::{Caller, Role};
 use super::{blocking, ApiError, AppState, ErrorBody};
 use crate::checkpoint::{CheckpointStorage, CompletedSnapshot, SnapshotMetadata};
+use crate::cluster::worker::UnitStatus;
 use crate::cluster::Desired;
 use crate::observe::sampling::MetricsView;
 use crate::observe::{OperatorCounts, RunSummary};
@@ -83,53 +84,19 @@ pub struct PipelineStatus {
 /// One unit of a pipeline on a cluster, as its worker last reported it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct UnitView {
-    /// The unit's name.
-    pub unit: String,
     /// The worker running it.
     pub worker: String,
     /// The pipeline version that worker runs.
     pub version: u64,
-    /// `ingest` (reads the input, writes the exchange) or `task` (reads
-    /// the exchange, runs the keyed stages, writes the outputs).
-    pub role: String,
-    /// `starting`, `running`, `stopping` or `failed`.
-    pub state: String,
-    /// Records read in its current run.
-    pub records_in: u64,
-    /// Records written in its current run.
-    pub records_out: u64,
-    /// Its event time, if any (ms).
-    pub watermark: Option<i64>,
-    /// Records of its input partitions not yet checkpointed.
-    pub lag: Option<i64>,
-    /// Bytes of its local state.
-    pub state_bytes: Option<u64>,
-    /// The newest checkpoint it completed in its current run.
-    pub last_checkpoint: Option<u64>,
-    /// The checkpoint its run restored, if any.
-    pub restored_from: Option<u64>,
-    /// Why its last run failed.
-    pub error: Option<String>,
+    /// The unit: its name, role (`ingest` or `task`), state, records,
+    /// event time, lag, state size, checkpoints and last error.
+    #[serde(flatten)]
+    pub unit: UnitStatus,
 }
 
 impl From<&ClusterUnit> for UnitView {
     fn from(u: &ClusterUnit) -> Self {
-        let s = &u.status;
-        Self {
-            unit: s.unit.clone(),
-            worker: u.worker.clone(),
-            version: u.version,
-            role: s.role.clone(),
-            state: s.state.clone(),
-            records_in: s.records_in,
-            records_out: s.records_out,
-            watermark: s.watermark,
-            lag: s.lag,
-            state_bytes: s.state_bytes,
-            last_checkpoint: s.last_checkpoint,
-            restored_from: s.restored_from,
-            error: s.error.clone(),
-        }
+        Self { worker: u.worker.clone(), version: u.version, unit: u.status.clone() }
     }
 }
 
@@ -355,27 +322,30 @@ fn cluster_status(view: ClusterView) -> PipelineStatus {
     let spec = crate::specification::PipelineSpec::parse(&deployment.spec).ok();
     let units: Vec<UnitView> = units.iter().map(UnitView::from).collect();
     let total = |role: &str, count: fn(&UnitView) -> u64| -> u64 {
-        units.iter().filter(|u| u.role == role).map(count).sum()
+        units.iter().filter(|u| u.unit.role == role).map(count).sum()
     };
     let zero = OperatorCountsView { records_in: 0, records_out: 0, late_dropped: 0 };
     let counts = (!units.is_empty()).then(|| Counts {
-        source_records: total("ingest", |u| u.records_in),
+        source_records: total("ingest", |u| u.unit.records_in),
         key: zero.clone(),
         process: Vec::new(),
         operators: Vec::new(),
-        sink_records: total("task", |u| u.records_out),
+        sink_records: total("task", |u| u.unit.records_out),
         side_outputs_written: 0,
         side_outputs_dropped: 0,
         dropped_bad_timestamps: 0,
     });
-    let tasks: Vec<&UnitView> = units.iter().filter(|u| u.role == "task").collect();
+    let tasks: Vec<&UnitStatus> =
+        units.iter().map(|u| &u.unit).filter(|u| u.role == "task").collect();
     let watermark = match tasks.iter().all(|u| u.watermark.is_some()) {
         true => tasks.iter().filter_map(|u| u.watermark).min(),
         false => None,
     };
     let failure = units
         .iter()
-        .find_map(|u| Some(format!("unit {} on {}: {}", u.unit, u.worker, u.error.as_ref()?)))
+        .find_map(|u| {
+            Some(format!("unit {} on {}: {}", u.unit.unit, u.worker, u.unit.error.as_ref()?))
+        })
         .or_else(|| {
             let (worker, why) = waiting.iter().next().filter(|_| units.is_empty())?;
             Some(format!("worker {worker} cannot run it: {why}"))

@@ -262,7 +262,7 @@ struct Slot {
 }
 
 /// What a worker reports of one unit (`GET /v1/worker`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct UnitStatus {
     /// The unit's name.
     pub unit: String,
