@@ -213,6 +213,24 @@ fn two_servers_upload_deploy_upgrade_stop_and_delete_on_three_workers() {
     let refused = reqwest::blocking::get(&direct).unwrap().status().as_u16();
     assert_eq!(refused, 401, "state is data: the worker wants the cluster token");
 
+    // Each unit's checkpoints; the units' numbers on /metrics; ready.
+    let (code, listed) = s2.call("GET", &format!("/v1/pipelines/{name}/checkpoints"), None, b"");
+    assert_eq!(code, 200, "{listed}");
+    let checkpointed: BTreeSet<&str> = listed["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["unit"].as_str())
+        .collect();
+    assert_eq!(checkpointed.len(), units.len(), "every unit has checkpoints: {listed}");
+    let (_, metrics) = s1.call("GET", "/metrics", None, b"");
+    let running = metrics.as_str().unwrap().lines().filter(|l| {
+        l.starts_with("weir_unit_running{")
+            && l.contains(&format!("pipeline=\"{name}\""))
+            && l.ends_with(" 1")
+    });
+    assert_eq!(running.count(), units.len(), "{metrics}");
+    assert_eq!(s1.call("GET", "/readyz", None, b"").0, 200);
     // A savepoint is not something a cluster's server takes yet: said so.
     let (code, body) = s1.call("POST", &format!("/v1/pipelines/{name}/savepoints"), None, b"");
     assert_eq!(code, 501, "{body}");

@@ -286,10 +286,24 @@ async fn healthz() -> &'static str {
 /// Whether the server takes requests, for a load balancer or Kubernetes'
 /// readiness probe; never needs the token. A server on one machine has no
 /// group to lose: it is ready while it answers (it stops listening when
-/// told to stop).
-#[utoipa::path(get, path = "/readyz", tag = "operations", security(()), responses((status = 200, body = Object, description = "`{\"ready\":true}`")))]
-async fn readyz() -> Json<serde_json::Value> {
-    Json(serde_json::json!({ "ready": true }))
+/// told to stop). A cluster's server is ready while it can read the
+/// cluster's control and status topics (503 with the reason otherwise).
+#[utoipa::path(get, path = "/readyz", tag = "operations", security(()), responses((status = 200, body = Object, description = "`{\"ready\":true}`"), (status = 503, body = Object, description = "`{\"ready\":false,\"reason\":…}`: a cluster's server that cannot read its control topic")))]
+async fn readyz(
+    State(state): State<Arc<AppState>>,
+) -> (axum::http::StatusCode, Json<serde_json::Value>) {
+    use axum::http::StatusCode;
+    let pipelines::Pipelines::Cluster(cluster) = &state.pipelines else {
+        return (StatusCode::OK, Json(serde_json::json!({ "ready": true })));
+    };
+    let cluster = Arc::clone(cluster);
+    match blocking(move || Ok(cluster.list()?)).await {
+        Ok(_) => (StatusCode::OK, Json(serde_json::json!({ "ready": true }))),
+        Err(error) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(serde_json::json!({ "ready": false, "reason": error.message })),
+        ),
+    }
 }
 
 /// This API as an OpenAPI 3.1 document.

@@ -189,6 +189,9 @@ pub struct SnapshotInfo {
     pub alignment_ms: u64,
     /// Where it is (path or URL): what `restore` takes.
     pub location: String,
+    /// On a cluster: the unit whose snapshot it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
 }
 
 impl SnapshotInfo {
@@ -203,6 +206,7 @@ impl SnapshotInfo {
             duration_ms: m.duration_ms,
             alignment_ms: m.alignment_ms,
             location,
+            unit: None,
         }
     }
 
@@ -216,6 +220,7 @@ impl SnapshotInfo {
             duration_ms: crate::units::millis(s.duration),
             alignment_ms: crate::units::millis(s.alignment),
             location: s.location.clone(),
+            unit: None,
         }
     }
 }
@@ -639,7 +644,8 @@ pub(crate) async fn delete(
 /// A pipeline's snapshots.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SnapshotList {
-    /// Completed checkpoints and savepoints, newest first.
+    /// Completed checkpoints and savepoints, newest first (on a cluster:
+    /// each unit's, unit by unit).
     pub checkpoints: Vec<SnapshotInfo>,
 }
 
@@ -651,14 +657,23 @@ pub(crate) async fn checkpoints(
     Path(name): Path<String>,
 ) -> Result<Json<SnapshotList>, ApiError> {
     blocking(move || {
-        let local = state.pipelines.local("listing checkpoints (a cluster pipeline's are per unit: see each unit's last_checkpoint in its status)")?;
-        let (storage, snapshots) = local.snapshots(&name)?;
-        Ok(Json(SnapshotList {
-            checkpoints: snapshots
+        let checkpoints = match &state.pipelines {
+            Pipelines::Local(supervisor) => {
+                let (storage, snapshots) = supervisor.snapshots(&name)?;
+                snapshots.iter().map(|m| SnapshotInfo::from_metadata(&storage, m)).collect()
+            }
+            Pipelines::Cluster(cluster) => cluster
+                .snapshots(&name)?
                 .iter()
-                .map(|m| SnapshotInfo::from_metadata(&storage, m))
+                .flat_map(|unit| {
+                    unit.snapshots.iter().map(|m| SnapshotInfo {
+                        unit: Some(unit.unit.clone()),
+                        ..SnapshotInfo::from_metadata(&unit.storage, m)
+                    })
+                })
                 .collect(),
-        }))
+        };
+        Ok(Json(SnapshotList { checkpoints }))
     })
     .await
 }

@@ -22,6 +22,63 @@ pub(crate) async fn metrics(
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text))
 }
 
+/// The units of a served cluster's pipelines, as their workers reported
+/// them (each worker's own /metrics has more).
+struct UnitFamilies {
+    records_in: Family,
+    records_out: Family,
+    lag: Family,
+    running: Family,
+}
+
+impl UnitFamilies {
+    fn new() -> Self {
+        Self {
+            records_in: Family::new(
+                "weir_unit_records_in",
+                "gauge",
+                "Records a unit of a cluster pipeline read in its current run, by worker.",
+            ),
+            records_out: Family::new(
+                "weir_unit_records_out",
+                "gauge",
+                "Records a unit of a cluster pipeline wrote in its current run, by worker.",
+            ),
+            lag: Family::new(
+                "weir_unit_lag_records",
+                "gauge",
+                "Records of a unit's input partitions not yet checkpointed.",
+            ),
+            running: Family::new(
+                "weir_unit_running",
+                "gauge",
+                "1 while a unit of a cluster pipeline runs on the worker (by version).",
+            ),
+        }
+    }
+
+    fn add(&mut self, pipeline: &str, units: &[crate::serve::ClusterUnit]) {
+        for u in units {
+            let labels = format!(
+                "pipeline=\"{pipeline}\",unit=\"{}\",worker=\"{}\"",
+                escape(&u.status.unit),
+                escape(&u.worker)
+            );
+            self.records_in.add(labels.clone(), u.status.records_in as f64);
+            self.records_out.add(labels.clone(), u.status.records_out as f64);
+            if let Some(lag) = u.status.lag {
+                self.lag.add(labels.clone(), lag as f64);
+            }
+            let running = u8::from(u.status.state == "running");
+            self.running.add(format!("{labels},version=\"{}\"", u.version), running);
+        }
+    }
+
+    fn into_families(self) -> [Family; 4] {
+        [self.records_in, self.records_out, self.lag, self.running]
+    }
+}
+
 /// A metric family: its help line, type and samples.
 struct Family {
     name: &'static str,
@@ -116,10 +173,25 @@ fn render(state: &AppState) -> String {
     let mut tasks = TaskFamilies::new();
     let mut functions = Family::new("weir_functions", "gauge", "Functions in the function store.");
     functions.add(String::new(), state.functions.list().map_or(0, |l| l.len()) as f64);
-    // A cluster's units are measured by their workers (their /metrics).
+    let mut units = UnitFamilies::new();
     let local = match &state.pipelines {
         super::pipelines::Pipelines::Local(supervisor) => supervisor.list(),
-        super::pipelines::Pipelines::Cluster(_) => Vec::new(),
+        super::pipelines::Pipelines::Cluster(cluster) => {
+            // A cluster's pipelines as their workers last reported them.
+            for view in cluster.list().unwrap_or_default() {
+                let pipeline = escape(&view.deployment.pipeline);
+                let running = view.deployment.desired == crate::cluster::Desired::Running;
+                for s in PipelineState::ALL {
+                    let now = if running { PipelineState::Running } else { PipelineState::Stopped };
+                    up.add(
+                        format!("pipeline=\"{pipeline}\",state=\"{}\"", s.name()),
+                        u8::from(now == s),
+                    );
+                }
+                units.add(&pipeline, &view.units);
+            }
+            Vec::new()
+        }
     };
     for view in local {
         let pipeline = escape(&view.record.name);
@@ -205,7 +277,7 @@ fn render(state: &AppState) -> String {
         lookups,
         functions,
     ];
-    for family in families.into_iter().chain(tasks.into_families()) {
+    for family in families.into_iter().chain(tasks.into_families()).chain(units.into_families()) {
         let _ = writeln!(
             text,
             "# HELP {} {}\n# TYPE {} {}",

@@ -22,6 +22,7 @@ use super::grants::Grants;
 use super::limits::ServerLimits;
 use super::supervisor::{kept_pins, pin_functions};
 use super::{ServeError, Upgrade};
+use crate::checkpoint::{CheckpointStorage, SnapshotKind, SnapshotMetadata};
 use crate::cluster::blobs::FunctionBlobs;
 use crate::cluster::control::{ControlChange, ControlReader, ControlState, WorkerReport};
 use crate::cluster::fleet::materialize;
@@ -56,6 +57,16 @@ pub struct ClusterView {
     pub waiting: BTreeMap<String, String>,
     /// Where each worker running a unit of it is reached.
     pub addresses: BTreeMap<String, String>,
+}
+
+/// One unit's completed snapshots.
+pub struct UnitSnapshots {
+    /// The unit.
+    pub unit: String,
+    /// Its checkpoint storage.
+    pub storage: CheckpointStorage,
+    /// Its completed checkpoints and savepoints, newest first.
+    pub snapshots: Vec<SnapshotMetadata>,
 }
 
 /// Where a state lookup goes: the unit owning the key and its worker.
@@ -476,6 +487,29 @@ impl ClusterPipelines {
                 outputs.keys().copied().collect::<Vec<_>>().join(", ")
             ))),
         }
+    }
+
+    /// Each unit's completed checkpoints and savepoints, newest first, with
+    /// the unit's storage: a cluster pipeline's state is checkpointed per
+    /// unit, each under `<checkpoint.storage>/<unit>/`.
+    pub fn snapshots(&self, name: &str) -> Result<Vec<UnitSnapshots>, ServeError> {
+        let deployment = self.get(name)?.deployment;
+        let plan = self.plan(&deployment)?;
+        let mut all = Vec::new();
+        for unit in &plan.units {
+            let storage = crate::pipeline::checkpoint_storage(&unit.spec, &self.data_dir)
+                .map_err(|e| ServeError::storage_unavailable(e.to_string()))?;
+            let listed = |kind| {
+                storage
+                    .completed_of(kind)
+                    .map_err(|e| ServeError::storage_unavailable(e.to_string()))
+            };
+            let mut snapshots = listed(SnapshotKind::Checkpoint)?;
+            snapshots.extend(listed(SnapshotKind::Savepoint)?);
+            snapshots.sort_by_key(|m| std::cmp::Reverse(m.id));
+            all.push(UnitSnapshots { unit: unit.name.clone(), storage, snapshots });
+        }
+        Ok(all)
     }
 
     /// The plan of `deployment` (made once per version).
