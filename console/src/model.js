@@ -213,9 +213,13 @@ export function addSample(series, sample, windowMs = 5 * 60 * 1000) {
 /** No samples yet. */
 export const emptySeries = () => ({ t: [], inRate: [], outRate: [], lag: [] });
 
-/** Whether `status` is a cluster pipeline's: it lists units or waiting workers. */
+/** Whether `status` is a cluster pipeline's: it lists units, waiting workers or Kafka outputs. */
 export function isCluster(status) {
-  return (status?.units?.length ?? 0) > 0 || Object.keys(status?.waiting ?? {}).length > 0;
+  return (
+    (status?.units?.length ?? 0) > 0 ||
+    Object.keys(status?.waiting ?? {}).length > 0 ||
+    (status?.outputs?.length ?? 0) > 0
+  );
 }
 
 /**

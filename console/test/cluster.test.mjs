@@ -277,7 +277,7 @@ test('the console shows a pipeline running on a cluster', { skip: skip ?? false,
     assert.equal(await page.locator('table[aria-label="Checkpoint history"]').count(), 0);
     await page.locator('[data-field="checkpoints-note"]').waitFor();
     // And the server does refuse them, so hiding them is right.
-    assert.equal((await api('GET', `/v1/pipelines/${NAME}/checkpoints`)).status, 501);
+    assert.equal((await api('POST', `/v1/pipelines/${NAME}/savepoints`)).status, 501);
   });
 
   await t.test('while orders come in, the rates rise above zero and the counts rise', { skip: needs('running') }, async () => {

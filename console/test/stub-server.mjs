@@ -123,7 +123,7 @@ function clusterStatus(at, stopped) {
           unit('source-1', 'w2', 'starting', n),
         ],
     waiting: stopped ? undefined : { w3: 'function revenue version 2 is not loaded yet' },
-    outputs: ['main'],
+    outputs: stopped ? undefined : ['main'],
   };
 }
 

@@ -13,7 +13,8 @@
 //!
 //! ```text
 //! serving     api
-//! lifecycle   serve   cluster   project
+//! lifecycle   serve   project
+//! scale-out   cluster
 //! running     pipeline
 //! language    specification
 //! parts       connectors   join   store

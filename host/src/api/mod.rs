@@ -160,7 +160,9 @@ pub fn serve(config: ServeConfig, on_listening: impl FnOnce(SocketAddr)) -> Resu
                 crate::cluster::blobs::FunctionBlobs::open(&cluster.storage)
                     .map_err(|e| ApiError::storage_unavailable(e.to_string()))
             };
-            let functions = FunctionStore::cluster(cluster.control.clone(), blobs()?);
+            let shared =
+                crate::cluster::functions::ClusterFunctions::new(cluster.control.clone(), blobs()?);
+            let functions = FunctionStore::cluster(Box::new(shared));
             let served = crate::serve::ClusterPipelines::open(
                 cluster.control.clone(),
                 blobs()?,

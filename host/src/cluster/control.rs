@@ -43,8 +43,21 @@ const FUNCTION_KEY: &str = "function/";
 /// The key prefix of a worker's report.
 const WORKER_KEY: &str = "worker/";
 
-/// How often a transaction fenced by another writer is tried again.
-const TRANSACT_ATTEMPTS: usize = 5;
+/// How often a transaction fenced by another writer (or failed) is tried.
+const TRANSACT_ATTEMPTS: u32 = 10;
+
+/// How long to wait before attempt `attempt` of a transaction: growing,
+/// with jitter, so writers that fence each other stop colliding.
+fn backoff(attempt: u32) -> Duration {
+    let ceiling = 100u64 << attempt.min(5);
+    let jitter = u64::from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .subsec_nanos(),
+    );
+    Duration::from_millis(ceiling / 2 + jitter % (ceiling / 2 + 1))
+}
 
 /// What a worker last said about itself, in the status topic.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -203,10 +216,23 @@ impl ControlTopic {
         mut decide: impl FnMut(&ControlState) -> Result<(T, Vec<ControlChange>), E>,
     ) -> Result<T, E> {
         let mut last = String::new();
-        for _ in 0..TRANSACT_ATTEMPTS {
-            let producer = self.transactional_producer()?;
+        for attempt in 0..TRANSACT_ATTEMPTS {
+            if attempt > 0 {
+                // Writers that keep fencing each other take turns.
+                std::thread::sleep(backoff(attempt));
+            }
+            let producer = match self.transactional_producer() {
+                Ok(producer) => producer,
+                Err(error) => {
+                    last = error.to_string();
+                    continue;
+                }
+            };
             let mut reader = self.reader()?;
-            reader.catch_up()?;
+            if let Err(error) = reader.catch_up() {
+                last = error.to_string();
+                continue;
+            }
             let (answer, changes) = decide(&reader.state)?;
             if changes.is_empty() {
                 return Ok(answer);
@@ -222,7 +248,7 @@ impl ControlTopic {
         Err(ControlError::Contended {
             topic: self.topic.clone(),
             message: format!(
-                "a change was fenced {TRANSACT_ATTEMPTS} times by other writers (last: {last}); try again"
+                "a change was fenced or failed {TRANSACT_ATTEMPTS} times (last: {last}); try again"
             ),
         }
         .into())

@@ -13,8 +13,9 @@
 //! * `status`: what a worker reports (`/readyz`, `/healthz`, `/metrics`,
 //!   `/v1/worker`);
 //! * [`control`]: a cluster's control topic (what is deployed), [`blobs`]:
-//!   its functions in object storage by SHA-256, and [`fleet`]: a worker
-//!   of every pipeline the control topic deploys (`weir worker --cluster`).
+//!   its functions in object storage by SHA-256, [`functions`]: the
+//!   function store its servers share, and [`fleet`]: a worker of every
+//!   pipeline the control topic deploys (`weir worker --cluster`).
 //!
 //! Nothing here coordinates workers itself: Kafka's group protocol assigns
 //! units, Kafka transactions fence zombies, object storage holds state.
@@ -24,6 +25,7 @@ pub mod blobs;
 pub mod control;
 pub mod fingerprint;
 pub mod fleet;
+pub mod functions;
 pub mod plan;
 pub mod status;
 pub mod topics;

@@ -8,9 +8,9 @@
 //!
 //! A cluster's server (`weir serve --cluster`) keeps the same index in the
 //! cluster's control topic (a `function/<name>` record per function, each
-//! change one transaction: [`ControlTopic::transact`]) and the components in
-//! the cluster's storage (`<storage>/functions/<sha256>.wasm`), where every
-//! worker fetches them by digest. Everything else — validation, versions,
+//! change one transaction) and the components in the cluster's storage
+//! (`<storage>/functions/<sha256>.wasm`), where every worker fetches them
+//! by digest: a [`SharedFunctions`] (`cluster::functions`). Everything else — validation, versions,
 //! idempotent uploads, deletes — is the same code for both.
 //!
 //! An upload is validated (componentized if it is a core module, compiled
@@ -28,9 +28,6 @@ use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::blobs::FunctionBlobs;
-use crate::cluster::control::{ControlChange, ControlError, ControlState};
-use crate::cluster::ControlTopic;
 use crate::runtime::{componentize, digest, FunctionLoader, LoadError};
 
 /// Why the store refused or failed.
@@ -69,10 +66,25 @@ pub enum StoreError {
     Cluster(String),
 }
 
-impl From<ControlError> for StoreError {
-    fn from(error: ControlError) -> Self {
-        StoreError::Cluster(error.to_string())
-    }
+/// A decision on one function's record, given every function's: the
+/// record to write (`Some(None)`: delete it), or `None` to write nothing.
+pub type Decide<'a> =
+    dyn FnMut(&BTreeMap<String, Vec<u8>>) -> Result<Option<Option<Vec<u8>>>, StoreError> + 'a;
+
+/// Where a cluster keeps the function store shared by its servers
+/// (`cluster::functions` implements it on its control topic and storage).
+pub trait SharedFunctions: Send + Sync {
+    /// Every function's versions, by name, as [`SharedFunctions::change`]
+    /// wrote them (JSON).
+    fn read(&self) -> Result<BTreeMap<String, Vec<u8>>, StoreError>;
+    /// Change function `name`'s record as `decide` says, given every
+    /// function's: one atomic read-decide-write (`decide` may run more
+    /// than once).
+    fn change(&self, name: &str, decide: &mut Decide<'_>) -> Result<(), StoreError>;
+    /// Store `component` unless it is stored; its SHA-256 (hex).
+    fn put(&self, component: &[u8]) -> Result<String, StoreError>;
+    /// The component stored as `sha256`, checked against it.
+    fn get(&self, sha256: &str) -> Result<Vec<u8>, StoreError>;
 }
 
 /// One stored version of a function.
@@ -108,9 +120,8 @@ pub struct FunctionStore {
 enum Place {
     /// Under a data directory.
     Local { root: Dir, path: PathBuf },
-    /// The index in a cluster's control topic, the components in its
-    /// storage.
-    Cluster { control: Box<ControlTopic>, blobs: Box<FunctionBlobs> },
+    /// Shared by a cluster's servers.
+    Cluster(Box<dyn SharedFunctions>),
 }
 
 impl FunctionStore {
@@ -123,16 +134,14 @@ impl FunctionStore {
         Ok(Self { place: Place::Local { root, path }, lock: Mutex::new(()) })
     }
 
-    /// The store of a cluster: its index in `control`, its components in
-    /// `blobs`.
-    pub fn cluster(control: ControlTopic, blobs: FunctionBlobs) -> Self {
-        let (control, blobs) = (Box::new(control), Box::new(blobs));
-        Self { place: Place::Cluster { control, blobs }, lock: Mutex::new(()) }
+    /// The store of a cluster, kept in `shared`.
+    pub fn cluster(shared: Box<dyn SharedFunctions>) -> Self {
+        Self { place: Place::Cluster(shared), lock: Mutex::new(()) }
     }
 
     /// Whether it is a cluster's store.
     pub fn is_cluster(&self) -> bool {
-        matches!(self.place, Place::Cluster { .. })
+        matches!(self.place, Place::Cluster(_))
     }
 
     fn io(path: &Path) -> impl Fn(std::io::Error) -> StoreError + '_ {
@@ -148,7 +157,7 @@ impl FunctionStore {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Index::new()),
                 Err(e) => Err(Self::io(path)(e)),
             },
-            Place::Cluster { control, .. } => cluster_index(&control.read_state()?),
+            Place::Cluster(shared) => cluster_index(&shared.read()?),
         }
     }
 
@@ -173,20 +182,24 @@ impl FunctionStore {
                 }
                 Ok(answer)
             }
-            Place::Cluster { control, .. } => control.transact(|state| {
-                let mut index = cluster_index(state)?;
-                let before = index.get(name).cloned();
-                let answer = decide(&mut index)?;
-                let after = index.get(name);
-                if after == before.as_ref() {
-                    return Ok((answer, Vec::new()));
-                }
-                let value = after
-                    .map(serde_json::to_vec)
-                    .transpose()
-                    .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-                Ok((answer, vec![ControlChange::Functions(name.to_string(), value)]))
-            }),
+            Place::Cluster(shared) => {
+                let mut answer = None;
+                shared.change(name, &mut |records| {
+                    let mut index = cluster_index(records)?;
+                    let before = index.get(name).cloned();
+                    answer = Some(decide(&mut index)?);
+                    let after = index.get(name);
+                    if after == before.as_ref() {
+                        return Ok(None);
+                    }
+                    let value = after
+                        .map(serde_json::to_vec)
+                        .transpose()
+                        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                    Ok(Some(value))
+                })?;
+                answer.ok_or_else(|| StoreError::Corrupt("a change decided nothing".into()))
+            }
         }
     }
 
@@ -204,9 +217,8 @@ impl FunctionStore {
                 }
                 Ok(())
             }
-            Place::Cluster { blobs, .. } => {
-                let stored =
-                    blobs.put(component).map_err(|e| StoreError::Cluster(e.to_string()))?;
+            Place::Cluster(shared) => {
+                let stored = shared.put(component)?;
                 match stored == digest {
                     true => Ok(()),
                     false => Err(StoreError::Corrupt(format!("stored as {stored}, not {digest}"))),
@@ -274,9 +286,7 @@ impl FunctionStore {
             Place::Local { root, path } => {
                 root.open_dir(BLOBS).and_then(|d| d.read(&blob)).map_err(Self::io(path))?
             }
-            Place::Cluster { blobs, .. } => {
-                blobs.get(&function.digest).map_err(|e| StoreError::Cluster(e.to_string()))?
-            }
+            Place::Cluster(shared) => shared.get(&function.digest)?,
         };
         if digest(&bytes) != function.digest {
             return Err(StoreError::Corrupt(format!(
@@ -314,15 +324,15 @@ impl FunctionStore {
     }
 }
 
-/// The function index a cluster's control topic holds.
-fn cluster_index(state: &ControlState) -> Result<Index, StoreError> {
+/// The function index a cluster's shared store holds.
+fn cluster_index(records: &BTreeMap<String, Vec<u8>>) -> Result<Index, StoreError> {
     let parse = |(name, value): (&String, &Vec<u8>)| {
         let versions = serde_json::from_slice(value).map_err(|e| {
             StoreError::Corrupt(format!("function {name} in the control topic: {e}"))
         })?;
         Ok((name.clone(), versions))
     };
-    state.functions.iter().map(parse).collect()
+    records.iter().map(parse).collect()
 }
 
 /// A function name ([`crate::names::NAME_RULE`]).

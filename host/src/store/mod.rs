@@ -6,7 +6,7 @@
 mod functions;
 mod pipelines;
 
-pub use functions::{FunctionStore, FunctionVersion, StoreError};
+pub use functions::{Decide, FunctionStore, FunctionVersion, SharedFunctions, StoreError};
 pub use pipelines::{PipelineRecord, PipelineState, PipelineStore, RestorePoint};
 
 /// A record of a pipeline using function `revenue`, for other modules' tests.
