@@ -62,6 +62,29 @@ fn all_running_at(status: &Value, units: &BTreeSet<String>, version: u64) -> boo
     running.len() == units.len() && &distinct == units && reported.len() == units.len()
 }
 
+/// The revenue job's spec `wasm_spec` as a tenant deploys it: its text
+/// with the stored function `revenue` instead of the file.
+fn stored_function_spec(wasm_spec: &Path) -> (String, String) {
+    let text = std::fs::read_to_string(wasm_spec).unwrap();
+    let wasm_path = format!("{:?}", function("revenue"));
+    let spec = text.replace(&format!("{{ wasm: {wasm_path} }}"), "{ function: revenue }");
+    assert!(spec.contains("function: revenue") && !spec.contains("wasm:"), "{spec}");
+    (text, spec)
+}
+
+/// The flags of a cluster named after `what` on `kafka`, with its
+/// functions in `bucket`.
+fn cluster_flags(what: &str, kafka: &TestKafka, bucket: &str) -> Vec<String> {
+    vec![
+        "--cluster".into(),
+        unique(what).replace('_', "-"),
+        "--bootstrap-servers".into(),
+        kafka.bootstrap(),
+        "--storage".into(),
+        format!("s3://{bucket}/cluster"),
+    ]
+}
+
 #[test]
 fn two_servers_upload_deploy_upgrade_stop_and_delete_on_three_workers() {
     let _serial = one_at_a_time();
@@ -81,21 +104,10 @@ fn two_servers_upload_deploy_upgrade_stop_and_delete_on_three_workers() {
         Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
     let revenue = std::fs::read(function("revenue")).unwrap();
     // The same spec over the stored function, as a tenant deploys it.
-    let text = std::fs::read_to_string(&wasm_spec).unwrap();
-    let wasm_path = format!("{:?}", function("revenue"));
-    let spec = text.replace(&format!("{{ wasm: {wasm_path} }}"), "{ function: revenue }");
-    assert!(spec.contains("function: revenue") && !spec.contains("wasm:"), "{spec}");
+    let (text, spec) = stored_function_spec(&wasm_spec);
 
-    let flags: Vec<String> = vec![
-        "--cluster".into(),
-        unique("srv").replace('_', "-"),
-        "--bootstrap-servers".into(),
-        kafka.bootstrap(),
-        "--storage".into(),
-        format!("s3://{bucket}/cluster"),
-        "--cluster-token".into(),
-        "cluster-secret".into(),
-    ];
+    let mut flags = cluster_flags("srv", &kafka, &bucket);
+    flags.extend(["--cluster-token".into(), "cluster-secret".into()]);
     let env = s3.env();
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let allow = format!("s3://{bucket}/");
@@ -311,18 +323,9 @@ fn a_server_killed_in_the_middle_of_a_change_leaves_it_whole_or_absent() {
     let storage = format!("s3://{bucket}/{name}");
     let wasm_spec =
         Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
-    let text = std::fs::read_to_string(&wasm_spec).unwrap();
-    let wasm_path = format!("{:?}", function("revenue"));
-    let spec = text.replace(&format!("{{ wasm: {wasm_path} }}"), "{ function: revenue }");
+    let (_, spec) = stored_function_spec(&wasm_spec);
     let revenue = std::fs::read(function("revenue")).unwrap();
-    let mut flags: Vec<String> = vec![
-        "--cluster".into(),
-        unique("abort").replace('_', "-"),
-        "--bootstrap-servers".into(),
-        kafka.bootstrap(),
-        "--storage".into(),
-        format!("s3://{bucket}/cluster"),
-    ];
+    let mut flags = cluster_flags("abort", &kafka, &bucket);
     flags.extend(["--allow-storage".into(), format!("s3://{bucket}/")]);
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let s3_env = s3.env();

@@ -11,8 +11,8 @@ use weir_host::cluster::blobs::FunctionBlobs;
 use weir_host::cluster::control::WorkerReport;
 use weir_host::cluster::control::{ControlChange, ControlState};
 use weir_host::cluster::fleet::deployment_of;
-use weir_host::cluster::{ControlTopic, Deployment, Desired, FleetStatus, PlanError};
-use weir_host::connectors::kafka::KafkaSourceConfig;
+use weir_host::cluster::plan::broker_partitions;
+use weir_host::cluster::{ControlTopic, Deployment, Desired, FleetStatus};
 
 /// Which cluster: its name, its Kafka and its storage.
 #[derive(clap::Args, Clone)]
@@ -118,10 +118,8 @@ pub fn execute(args: ClusterCommandArgs) -> anyhow::Result<()> {
                 .with_context(|| format!("reading {}", spec.display()))?;
             let base = spec.parent().map(PathBuf::from).unwrap_or_default();
             let blobs = FunctionBlobs::open(args.cluster.storage()?)?;
-            let inputs = |config: &KafkaSourceConfig| {
-                config.partitions().map_err(|e| PlanError::Input(e.to_string()))
-            };
-            let deployment = deployment_of(&text, &base, &blobs, &inputs, 1, Desired::Running)?;
+            let deployment =
+                deployment_of(&text, &base, &blobs, &broker_partitions, 1, Desired::Running)?;
             let deployment = control.transact(|state| {
                 let earlier = state.deployments.get(&deployment.pipeline);
                 let next = Deployment {
@@ -206,9 +204,6 @@ fn change(control: &ControlTopic, name: &str, desired: Desired) -> anyhow::Resul
     Ok(())
 }
 
-/// A report older than this is from a worker that may be gone.
-const STALE_MS: i64 = 15_000;
-
 /// The workers' reports as a table, unit by unit.
 fn print_status(reports: &BTreeMap<String, WorkerReport>, deployed: &BTreeMap<String, Deployment>) {
     let now = weir_host::clock::now_millis();
@@ -231,7 +226,7 @@ fn print_status(reports: &BTreeMap<String, WorkerReport>, deployed: &BTreeMap<St
         for (pipeline, why) in &status.waiting {
             println!("{pipeline:<24} {worker:<12} waiting: {why}");
         }
-        if age > STALE_MS {
+        if age > weir_host::serve::cluster::STALE_REPORT.as_millis() as i64 {
             println!("{worker}: last report {} s ago — stopped or cut off?", age / 1000);
         }
     }

@@ -11,9 +11,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use weir_host::cluster::{
-    self, status, Fleet, FleetConfig, PlanError, Worker, WorkerConfig, WorkerStatus,
-};
+use weir_host::cluster::{self, status, Fleet, FleetConfig, Worker, WorkerConfig, WorkerStatus};
 use weir_host::specification::PipelineSpec;
 
 /// What `weir worker` takes.
@@ -140,10 +138,7 @@ fn run(
     stop_grace: Option<std::time::Duration>,
 ) -> anyhow::Result<()> {
     let spec = PipelineSpec::load(&spec)?;
-    let inputs = |config: &weir_host::connectors::kafka::KafkaSourceConfig| {
-        config.partitions().map_err(|e| PlanError::Input(e.to_string()))
-    };
-    let plan = cluster::plan(&spec, &inputs)?;
+    let plan = cluster::plan(&spec, &cluster::plan::broker_partitions)?;
     let data_dir = data_dir.unwrap_or_else(weir_host::config::default_data_dir);
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("creating the data directory {}", data_dir.display()))?;

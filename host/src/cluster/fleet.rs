@@ -24,12 +24,11 @@ use serde::{Deserialize, Serialize};
 
 use super::blobs::{BlobError, FunctionBlobs};
 use super::control::{ControlError, ControlTopic, Deployment, Desired, WorkerReport};
-use super::plan::InputPartitions;
+use super::plan::{broker_partitions, InputPartitions};
 use super::worker::{
     GroupState, Liveness, Readiness, Worker, WorkerConfig, WorkerError, WorkerStatus,
 };
 use super::{plan, PlanError};
-use crate::connectors::kafka::KafkaSourceConfig;
 use crate::runtime::native::NativeCatalog;
 use crate::specification::{PipelineSpec, SpecError};
 
@@ -379,10 +378,7 @@ impl Fleet {
     /// Start `deployment`'s worker on a thread of its own.
     fn start(&self, deployment: &Deployment) -> Result<Member, FleetError> {
         let spec = self.materialize(deployment)?;
-        let inputs = |config: &KafkaSourceConfig| {
-            config.partitions().map_err(|e| PlanError::Input(e.to_string()))
-        };
-        let plan = plan(&spec, &inputs)
+        let plan = plan(&spec, &broker_partitions)
             .map_err(|source| FleetError::Plan { pipeline: deployment.pipeline.clone(), source })?;
         let worker = Worker::new(WorkerConfig {
             plan,
@@ -498,6 +494,7 @@ pub fn deployment_of(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::connectors::kafka::KafkaSourceConfig;
 
     fn blobs(dir: &Path) -> FunctionBlobs {
         FunctionBlobs::open(&format!("file://{}", dir.display())).unwrap()

@@ -150,6 +150,12 @@ pub(super) fn refused(field: &str, message: impl Into<String>) -> PlanError {
 pub type InputPartitions<'a> =
     &'a dyn Fn(&KafkaSourceConfig) -> Result<Vec<(String, i32)>, PlanError>;
 
+/// The partitions a Kafka source reads now, asking its brokers: the
+/// [`InputPartitions`] of every plan made for running it.
+pub fn broker_partitions(config: &KafkaSourceConfig) -> Result<Vec<(String, i32)>, PlanError> {
+    config.partitions().map_err(|e| PlanError::Input(e.to_string()))
+}
+
 /// Cut `spec` into units; `partitions` says which partitions each Kafka
 /// source reads.
 pub fn plan(

@@ -26,11 +26,12 @@ use crate::checkpoint::{CheckpointStorage, SnapshotKind, SnapshotMetadata};
 use crate::cluster::blobs::FunctionBlobs;
 use crate::cluster::control::{ControlChange, ControlReader, ControlState, WorkerReport};
 use crate::cluster::fleet::materialize;
+use crate::cluster::plan::broker_partitions;
 use crate::cluster::worker::UnitStatus;
 use crate::cluster::{
     plan, ClusterPlan, ControlTopic, Deployment, Desired, FleetStatus, PlanError, Unit, UnitRole,
 };
-use crate::connectors::kafka::{KafkaSinkConfig, KafkaSourceConfig};
+use crate::connectors::kafka::KafkaSinkConfig;
 use crate::connectors::SinkSpec;
 use crate::runtime::native::NativeCatalog;
 use crate::specification::{secrets, PipelineSpec};
@@ -127,8 +128,8 @@ impl ClusterPipelines {
         grants: Grants,
         token: Option<String>,
     ) -> Result<Self, ServeError> {
-        control.ensure().map_err(unavailable)?;
-        control.status_topic().ensure().map_err(unavailable)?;
+        control.ensure().map_err(ServeError::from)?;
+        control.status_topic().ensure().map_err(ServeError::from)?;
         Ok(Self {
             functions_dir: data_dir.join("cluster-functions"),
             data_dir,
@@ -152,8 +153,8 @@ impl ClusterPipelines {
     fn read(&self) -> Result<(ControlState, BTreeMap<String, WorkerReport>), ServeError> {
         let mut readers = self.readers.lock().unwrap_or_else(PoisonError::into_inner);
         if readers.is_none() {
-            let control = self.control.reader().map_err(unavailable)?;
-            let status = self.control.status_topic().reader().map_err(unavailable)?;
+            let control = self.control.reader().map_err(ServeError::from)?;
+            let status = self.control.status_topic().reader().map_err(ServeError::from)?;
             *readers = Some((control, status));
         }
         let (control, status) = readers.as_mut().expect("just opened");
@@ -161,7 +162,7 @@ impl ClusterPipelines {
         if let Err(error) = caught_up {
             // Read from the start again next time.
             *readers = None;
-            return Err(unavailable(error));
+            return Err(error.into());
         }
         Ok((control.state().clone(), status.reports().clone()))
     }
@@ -260,10 +261,8 @@ impl ClusterPipelines {
         };
         let runnable = materialize(&deployment, &self.blobs, &self.functions_dir)
             .map_err(|e| ServeError::invalid_pipeline(e.to_string()))?;
-        let inputs = |config: &KafkaSourceConfig| {
-            config.partitions().map_err(|e| PlanError::Input(e.to_string()))
-        };
-        plan(&runnable, &inputs).map_err(|e| ServeError::invalid_pipeline(e.to_string()))?;
+        plan(&runnable, &broker_partitions)
+            .map_err(|e| ServeError::invalid_pipeline(e.to_string()))?;
         crate::pipeline::prepare(runnable, &self.data_dir, &self.natives)
             .map_err(|e| ServeError::invalid_pipeline(e.to_string()))?;
         Ok(deployment)
@@ -522,10 +521,7 @@ impl ClusterPipelines {
         }
         let runnable = materialize(deployment, &self.blobs, &self.functions_dir)
             .map_err(|e| ServeError::internal(e.to_string()))?;
-        let inputs = |config: &KafkaSourceConfig| {
-            config.partitions().map_err(|e| PlanError::Input(e.to_string()))
-        };
-        let plan = Arc::new(plan(&runnable, &inputs).map_err(unavailable_plan)?);
+        let plan = Arc::new(plan(&runnable, &broker_partitions).map_err(unavailable_plan)?);
         plans.insert(deployment.pipeline.clone(), (deployment.version, Arc::clone(&plan)));
         Ok(plan)
     }
@@ -592,8 +588,4 @@ fn unavailable_plan(error: PlanError) -> ServeError {
 
 fn no_pipeline(name: &str) -> ServeError {
     ServeError::not_found(format!("no pipeline {name}"))
-}
-
-fn unavailable(error: crate::cluster::control::ControlError) -> ServeError {
-    error.into()
 }
