@@ -32,6 +32,9 @@ pub struct Request {
     pub kind: SnapshotKind,
     /// Stop the pipeline once it is taken.
     pub stop: bool,
+    /// A drained stop (a cluster unit's, see `docs/cluster.md`): the sinks
+    /// tell what they feed that this run writes nothing more.
+    pub drain: bool,
     reply: Reply,
 }
 
@@ -82,7 +85,15 @@ impl Request {
         stop: bool,
     ) -> (Self, std::sync::mpsc::Receiver<Response>) {
         let (tx, rx) = std::sync::mpsc::channel();
-        (Self { kind, stop, reply: Reply::Channel(tx) }, rx)
+        (Self { kind, stop, drain: false, reply: Reply::Channel(tx) }, rx)
+    }
+
+    /// A drained stop from this process (a final checkpoint after which
+    /// the run's sinks tell what they feed that it ended), and where its
+    /// answer will arrive.
+    pub fn drain() -> (Self, std::sync::mpsc::Receiver<Response>) {
+        let (request, answer) = Self::in_process(SnapshotKind::Checkpoint, true);
+        (Self { drain: true, ..request }, answer)
     }
 
     /// Answer the client (best effort: it may have given up).
@@ -144,6 +155,7 @@ impl ControlDir {
             let request = parsed.map(|r| Request {
                 kind: r.kind,
                 stop: r.stop,
+                drain: false,
                 reply: Reply::File(path.with_extension("response")),
             });
             match request {

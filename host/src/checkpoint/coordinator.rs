@@ -114,6 +114,9 @@ pub struct CoordinatorConfig {
     pub on_snapshot: Box<dyn Fn(&CompletedSnapshot) + Send>,
     /// Told of each snapshot abandoned (failed or expired).
     pub on_failure: Box<dyn Fn() + Send>,
+    /// Told the id of a drained stop's snapshot before it is triggered (the
+    /// sinks write their ends in its epoch).
+    pub on_drain: Box<dyn Fn(u64) + Send>,
     /// The first id to use.
     pub first_id: u64,
     /// The checkpoint this run restored from. Retention keeps it until two
@@ -308,7 +311,7 @@ impl Coordinator {
                     (None, None) => return Ok(()),
                 }
             } else if let Some(request) = requests.pop() {
-                Some((request.kind, request.stop, Some(request)))
+                Some((request.kind, request.stop || request.drain, Some(request)))
             } else {
                 let due = next_due.is_some_and(|d| now >= d)
                     && schedule.as_ref().is_some_and(|s| now >= last_end + s.min_pause);
@@ -317,6 +320,9 @@ impl Coordinator {
             if let Some((kind, stop, request)) = trigger {
                 let trigger = Trigger { id: self.next_id, kind, stop: stop && !source_finished };
                 self.next_id += 1;
+                if request.as_ref().is_some_and(|r| r.drain) {
+                    (self.config.on_drain)(trigger.id);
+                }
                 if let Some(s) = &schedule {
                     next_due = Some(now + s.interval);
                 }
@@ -776,6 +782,7 @@ mod tests {
                     let _ = snapshot_tx.send(snapshot.clone());
                 }),
                 on_failure: Box::new(|| {}),
+                on_drain: Box::new(|_| {}),
                 first_id: setup.first_id,
                 restored_checkpoint: setup.restored_checkpoint,
                 known: Vec::new(),
@@ -1032,6 +1039,7 @@ mod tests {
             inbox: None,
             on_snapshot: Box::new(|_| {}),
             on_failure: Box::new(|| {}),
+            on_drain: Box::new(|_| {}),
             first_id: 1,
             restored_checkpoint: None,
             known: Vec::new(),

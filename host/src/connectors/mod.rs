@@ -233,6 +233,13 @@ pub trait Source: Send {
     fn take_watermarks(&mut self, out: &mut Vec<(usize, Option<i64>)>) {
         let _ = out;
     }
+
+    /// Whether every producer of what it reads has ended (a cluster task
+    /// whose exchange producers were drained): nothing more will come.
+    /// Default: never.
+    fn inputs_ended(&self) -> bool {
+        false
+    }
 }
 
 /// Decode a position or state stored by `what`, or say why it does not fit.
@@ -287,6 +294,14 @@ pub trait Sink: Send {
     /// Default: nothing to do.
     fn watermark(&mut self, epoch: u64, watermark: Option<i64>) -> Result<(), ConnectorError> {
         let _ = (epoch, watermark);
+        Ok(())
+    }
+
+    /// The run stops drained after barrier `epoch`: a sink whose readers
+    /// wait for its end (a cluster exchange topic, a unit's drained
+    /// record) writes it within the epoch. Default: nothing to do.
+    fn drain(&mut self, epoch: u64) -> Result<(), ConnectorError> {
+        let _ = epoch;
         Ok(())
     }
 

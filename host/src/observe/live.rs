@@ -7,7 +7,7 @@
 //! It never blocks a pipeline thread: counters are atomics and the
 //! request channel is only read by the checkpoint coordinator.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
@@ -40,6 +40,8 @@ pub struct LiveCounts {
     cache_misses: AtomicU64,
     /// A source's splits, reported about once a second.
     splits: Mutex<Vec<SplitMetrics>>,
+    /// A source whose every producer ended (drained): nothing more comes.
+    inputs_ended: AtomicBool,
     started: Instant,
 }
 
@@ -58,6 +60,7 @@ impl Default for LiveCounts {
             cache_hits: AtomicU64::new(0),
             cache_misses: AtomicU64::new(0),
             splits: Mutex::default(),
+            inputs_ended: AtomicBool::new(false),
             started: Instant::now(),
         }
     }
@@ -139,6 +142,11 @@ impl LiveCounts {
         self.state_bytes.store(stats.bytes.unwrap_or(u64::MAX), Ordering::Relaxed);
         self.cache_hits.store(stats.cache_hits, Ordering::Relaxed);
         self.cache_misses.store(stats.cache_misses, Ordering::Relaxed);
+    }
+
+    /// Record that every producer of the source's input ended.
+    pub fn set_inputs_ended(&self) {
+        self.inputs_ended.store(true, Ordering::Relaxed);
     }
 
     /// Record a source's splits.
@@ -278,6 +286,14 @@ impl LiveMetrics {
     /// Whether `output` is one of [`Self::outputs`].
     pub fn has_output(&self, output: &str) -> bool {
         self.outputs().iter().any(|o| o == output)
+    }
+
+    /// Whether every source task has read to the end of its producers'
+    /// output (a cluster task whose producers were all drained): what it
+    /// read so far is all it will read.
+    pub fn sources_ended(&self) -> bool {
+        let sources = self.sources.lock().unwrap_or_else(PoisonError::into_inner);
+        !sources.is_empty() && sources.iter().all(|c| c.inputs_ended.load(Ordering::Relaxed))
     }
 
     /// Events read from the sources (what each source task emitted).
@@ -447,6 +463,8 @@ pub struct RunHandle {
     pub tail: super::tail::TailHub,
     requests: Mutex<Option<Sender<Request>>>,
     cancelled: std::sync::atomic::AtomicBool,
+    /// The id of the drained stop's snapshot, once triggered (0: none).
+    drain_at: AtomicU64,
 }
 
 impl RunHandle {
@@ -457,6 +475,17 @@ impl RunHandle {
     /// ownership is gone, or a stop that cannot wait.
     pub fn cancel(&self) {
         self.cancelled.store(true, Ordering::Relaxed);
+    }
+
+    /// Called by the coordinator: snapshot `id` is a drained stop's.
+    pub(crate) fn drain_at(&self, id: u64) {
+        self.drain_at.store(id, Ordering::Relaxed);
+    }
+
+    /// Whether snapshot `id` is a drained stop's: its sinks write their
+    /// ends in its epoch.
+    pub(crate) fn drains_at(&self, id: u64) -> bool {
+        id != 0 && self.drain_at.load(Ordering::Relaxed) == id
     }
 
     /// Whether [`RunHandle::cancel`] was called.
@@ -500,6 +529,24 @@ impl RunHandle {
         timeout: Duration,
     ) -> Result<String, RequestError> {
         let (request, answer) = Request::in_process(kind, stop);
+        self.send(request, &answer, timeout)
+    }
+
+    /// Stop the run with a final checkpoint in whose epoch its sinks tell
+    /// what they feed that it ended (a cluster unit's drained stop, see
+    /// `docs/cluster.md`), waiting up to `timeout` for where it was stored.
+    pub fn drain(&self, timeout: Duration) -> Result<String, RequestError> {
+        let (request, answer) = Request::drain();
+        self.send(request, &answer, timeout)
+    }
+
+    /// Send `request` to the run and wait up to `timeout` for its `answer`.
+    fn send(
+        &self,
+        request: Request,
+        answer: &Receiver<Response>,
+        timeout: Duration,
+    ) -> Result<String, RequestError> {
         let sent = self
             .requests
             .lock()

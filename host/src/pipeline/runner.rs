@@ -213,6 +213,10 @@ fn run_locked(
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 })
             },
+            on_drain: {
+                let handle = options.handle.clone();
+                Box::new(move |id| handle.drain_at(id))
+            },
             first_id: start.first_id,
             restored_checkpoint: start
                 .snapshot

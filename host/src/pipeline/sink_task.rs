@@ -204,9 +204,13 @@ impl SinkTask {
                         barriers.remove(&id);
                         let mark = barrier_marks.remove(&id).unwrap_or_default();
                         let mut state = SinkState::default();
+                        let drained = self.handle.drains_at(id);
                         for target in &mut self.sinks {
                             if let Some(watermark) = mark.known() {
                                 target.sink.watermark(id, watermark)?;
+                            }
+                            if drained {
+                                target.sink.drain(id)?;
                             }
                             let pre_committed = target.sink.pre_commit(id)?;
                             match target.name.as_str() {

@@ -212,6 +212,10 @@ impl SourceTask {
                     watermarks.announce(split, mark, now);
                 }
             }
+            if source.inputs_ended() {
+                // Read to its producers' ends: a drained stop may follow.
+                links.counts.set_inputs_ended();
+            }
             // While events are held, event time waits for them.
             if let Some(watermarks) = watermarks.as_mut() {
                 if polled.split_finished {

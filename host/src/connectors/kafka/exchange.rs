@@ -140,14 +140,23 @@ impl ExchangeOutput {
             unit: Some(self.unit.clone()),
             watermark: mark,
             idle: mark.is_none(),
+            end: false,
         };
-        let value = serde_json::to_vec(&mark).unwrap_or_default();
-        Event {
-            key: None,
-            value: Vec::new(),
-            timestamp: 0,
-            headers: vec![(WATERMARK_HEADER.into(), value)],
-        }
+        mark.record()
+    }
+
+    /// The control record saying this producer has ended: it writes
+    /// nothing more to the topic (its final transaction of a drained stop,
+    /// see `docs/cluster.md`).
+    pub fn end_record(&self) -> Event {
+        let mark = ExchangeMark {
+            producer: self.producer,
+            unit: Some(self.unit.clone()),
+            watermark: None,
+            idle: true,
+            end: true,
+        };
+        mark.record()
     }
 }
 
@@ -169,9 +178,23 @@ pub struct ExchangeMark {
     /// Idle: no input of the producer holds event time back.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub idle: bool,
+    /// Ended: the producer was drained and writes nothing more.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub end: bool,
 }
 
 impl ExchangeMark {
+    /// The control record carrying this mark.
+    fn record(&self) -> Event {
+        let value = serde_json::to_vec(self).unwrap_or_default();
+        Event {
+            key: None,
+            value: Vec::new(),
+            timestamp: 0,
+            headers: vec![(WATERMARK_HEADER.into(), value)],
+        }
+    }
+
     /// The mark a control record's [`WATERMARK_HEADER`] value says, its
     /// producer numbered as in `producers` (the topic's producer units): by
     /// the unit it names, else by its number. One that cannot be read, or
@@ -265,11 +288,25 @@ mod tests {
             classify(&mut record, producers, || "t/0@5".into())
         };
         let unit = Some("p-source-3".to_string());
-        let expected =
-            ExchangeMark { producer: 3, unit: unit.clone(), watermark: Some(1_000), idle: false };
+        let expected = ExchangeMark {
+            producer: 3,
+            unit: unit.clone(),
+            watermark: Some(1_000),
+            idle: false,
+            end: false,
+        };
         assert_eq!(control(Some(1_000), &units(4)).unwrap(), ExchangeRecord::Control(expected));
-        let idle = ExchangeMark { producer: 3, unit: unit.clone(), watermark: None, idle: true };
-        assert_eq!(control(None, &units(4)).unwrap(), ExchangeRecord::Control(idle));
+        let idle = ExchangeMark {
+            producer: 3,
+            unit: unit.clone(),
+            watermark: None,
+            idle: true,
+            end: false,
+        };
+        assert_eq!(control(None, &units(4)).unwrap(), ExchangeRecord::Control(idle.clone()));
+        let mut ended = output.end_record();
+        let ended = classify(&mut ended, &units(4), String::new).unwrap();
+        assert_eq!(ended, ExchangeRecord::Control(ExchangeMark { end: true, ..idle }));
         let error = control(Some(1_000), &units(2)).unwrap_err().to_string();
         assert!(error.contains("t/0@5") && error.contains("p-source-3"), "{error}");
         // Numbered differently (a partition added before it): found by name.

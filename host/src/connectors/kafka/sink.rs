@@ -140,6 +140,24 @@ pub struct KafkaSinkConfig {
     /// the tasks of a keyed stage (see [`super::exchange`]).
     #[serde(skip)]
     pub exchange: Option<ExchangeOutput>,
+    /// Set by a cluster plan, never in a spec: the record a drained stop
+    /// writes in its final transaction, saying the unit has ended.
+    #[serde(skip)]
+    pub drained: Option<DrainedRecord>,
+}
+
+/// The record an exactly-once sink writes in a drained stop's transaction
+/// (a cluster unit's "drained" record in its partition of the units topic).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DrainedRecord {
+    /// The topic.
+    pub topic: String,
+    /// Its partition.
+    pub partition: i32,
+    /// The record's key (the topic is compacted).
+    pub key: Vec<u8>,
+    /// Its value.
+    pub value: Vec<u8>,
 }
 
 fn default_transaction_timeout() -> Duration {
@@ -453,6 +471,8 @@ pub struct KafkaSink {
     retry: Retry,
     /// An exchange topic: where each record goes, and its partitions.
     exchange: Option<(ExchangeOutput, i32)>,
+    /// What a drained stop writes besides an exchange's ends.
+    drained: Option<DrainedRecord>,
 }
 
 enum Mode {
@@ -569,7 +589,13 @@ impl KafkaSink {
             Some(exchange) => Some((exchange.clone(), partition_count(config)?)),
             None => None,
         };
-        Ok(Self { topic: config.topic.clone(), mode, retry: Retry::default(), exchange })
+        Ok(Self {
+            topic: config.topic.clone(),
+            mode,
+            retry: Retry::default(),
+            exchange,
+            drained: config.drained.clone(),
+        })
     }
 }
 
@@ -756,6 +782,41 @@ impl Sink for KafkaSink {
         let producer = self.mode.producer_for(epoch, topic, self.retry)?;
         for partition in 0..*partitions {
             let to = Destination { topic, epoch, partition: Some(partition), timed: false };
+            send(producer, to, (&record).into(), &record.headers)?;
+        }
+        Ok(())
+    }
+
+    /// A drained stop: an exchange topic gets this producer's end in a
+    /// control record to every partition, and the drained record is
+    /// written, both in the final checkpoint's transaction — so they are
+    /// visible exactly when its output is, and never before the last of it.
+    fn drain(&mut self, epoch: u64) -> Result<(), ConnectorError> {
+        if !matches!(self.mode, Mode::ExactlyOnce(_)) {
+            return Ok(());
+        }
+        let topic = &self.topic;
+        let producer = self.mode.producer_for(epoch, topic, self.retry)?;
+        if let Some((exchange, partitions)) = &self.exchange {
+            let record = exchange.end_record();
+            for partition in 0..*partitions {
+                let to = Destination { topic, epoch, partition: Some(partition), timed: false };
+                send(producer, to, (&record).into(), &record.headers)?;
+            }
+        }
+        if let Some(drained) = &self.drained {
+            let record = crate::Event {
+                key: Some(drained.key.clone()),
+                value: drained.value.clone(),
+                timestamp: crate::clock::now_millis(),
+                headers: Vec::new(),
+            };
+            let to = Destination {
+                topic: &drained.topic,
+                epoch,
+                partition: Some(drained.partition),
+                timed: false,
+            };
             send(producer, to, (&record).into(), &record.headers)?;
         }
         Ok(())

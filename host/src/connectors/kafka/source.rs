@@ -15,7 +15,7 @@
 //! headers → `headers`, timestamp → `timestamp` (or the JSON field
 //! `timestamp_field` of the value).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -281,6 +281,16 @@ struct ExchangeReports {
     producers: Vec<String>,
     /// Watermarks reported since the last `take_watermarks`, by producer.
     marks: Vec<(usize, Option<i64>)>,
+    /// Producers that ended (drained): they write nothing more.
+    ended: BTreeSet<usize>,
+}
+
+impl ExchangeReports {
+    /// Producers a snapshot recorded as ended (by unit) count as ended.
+    fn restore_ended(&mut self, units: &[String]) {
+        let ended = units.iter().filter_map(|unit| self.producers.iter().position(|p| p == unit));
+        self.ended.extend(ended);
+    }
 }
 
 /// The position: next offset per `topic/partition`, and how many bad
@@ -290,6 +300,9 @@ struct Position {
     offsets: BTreeMap<String, i64>,
     #[serde(default, skip_serializing_if = "is_zero")]
     dropped: u64,
+    /// An exchange topic's producers that ended, by unit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    ended: Vec<String>,
 }
 
 fn is_zero(count: &u64) -> bool {
@@ -427,10 +440,11 @@ impl KafkaSource {
             retry: Retry::default(),
             failing_since: None,
             fetch_warnings: Throttle::default(),
-            exchange: config
-                .exchange
-                .as_ref()
-                .map(|e| ExchangeReports { producers: e.producers.clone(), marks: Vec::new() }),
+            exchange: config.exchange.as_ref().map(|e| ExchangeReports {
+                producers: e.producers.clone(),
+                marks: Vec::new(),
+                ended: BTreeSet::new(),
+            }),
             max_wait: POLL_WAIT,
         };
         let offsets = source.fresh_offsets(&config.start)?;
@@ -742,7 +756,13 @@ impl Source for KafkaSource {
                         if let Some(reports) = &mut self.exchange {
                             // Events before the mark are delivered before it applies.
                             let watermark = mark.watermark.filter(|_| !mark.idle);
-                            reports.marks.push((mark.producer, watermark));
+                            // An ended producer holds event time back no more.
+                            if mark.end {
+                                reports.ended.insert(mark.producer);
+                            }
+                            if !reports.ended.contains(&mark.producer) || mark.end {
+                                reports.marks.push((mark.producer, watermark));
+                            }
                         }
                         break;
                     }
@@ -834,7 +854,14 @@ impl Source for KafkaSource {
         }
     }
 
+    fn inputs_ended(&self) -> bool {
+        self.exchange.as_ref().is_some_and(|r| r.ended.len() == r.producers.len())
+    }
+
     fn position(&self) -> serde_json::Value {
+        let ended = self.exchange.as_ref().map_or_else(Vec::new, |r| {
+            r.ended.iter().filter_map(|&i| r.producers.get(i).cloned()).collect()
+        });
         encode(&Position {
             offsets: self
                 .partitions
@@ -842,6 +869,7 @@ impl Source for KafkaSource {
                 .map(|p| (format!("{}/{}", p.topic, p.partition), p.next))
                 .collect(),
             dropped: self.dropped,
+            ended,
         })
     }
 
@@ -865,6 +893,9 @@ impl Source for KafkaSource {
             let position: Position = decode(|| "kafka source".to_string(), position)?;
             recorded.extend(position.offsets);
             dropped += position.dropped;
+            if let Some(reports) = &mut self.exchange {
+                reports.restore_ended(&position.ended);
+            }
         }
         self.dropped = dropped;
         if self.pinned && !recorded.is_empty() {
@@ -987,6 +1018,7 @@ mod tests {
         source.exchange = exchange.map(|producers| ExchangeReports {
             producers: (0..producers).map(|i| format!("p-{i}")).collect(),
             marks: Vec::new(),
+            ended: BTreeSet::new(),
         });
         source.partitions.push(Partition {
             topic: "t".into(),
@@ -1123,6 +1155,45 @@ mod tests {
         source.next_batch(100, &mut out).unwrap();
         assert_eq!(times(&out), [20]);
         assert_eq!(out[0].headers, [(WATERMARK_HEADER.to_owned(), b"not json".to_vec())]);
+    }
+
+    #[test]
+    fn a_task_knows_its_producers_ended_and_remembers_it_in_its_position() {
+        use super::super::exchange::{time_header, ExchangeOutput, TIME_HEADER};
+        let producer = |producer: usize| ExchangeOutput {
+            tasks: 1,
+            max_parallelism: 128,
+            producer,
+            unit: format!("p-{producer}"),
+            broadcast: false,
+        };
+        let data = vec![(TIME_HEADER.to_owned(), time_header(5).to_vec())];
+        let mut source = buffering(BadTimestamps::Fail, Some(2));
+        feed(
+            &mut source,
+            &[
+                (Some(b"a"), data.clone()),
+                (Some(b""), producer(0).end_record().headers),
+                (Some(b"b"), data),
+            ],
+        );
+        let mut out = Vec::new();
+        while source.next_batch(100, &mut out).unwrap().more && out.len() < 2 {}
+        assert!(!source.inputs_ended(), "producer 1 has not ended");
+        let mut marks = Vec::new();
+        source.take_watermarks(&mut marks);
+        assert_eq!(marks, [(0, None)], "an ended producer is idle");
+        let position = source.position();
+        assert_eq!(position["ended"], serde_json::json!(["p-0"]));
+
+        // Restored, it still knows; the other's end completes the drain.
+        let mut restored = buffering(BadTimestamps::Fail, Some(2));
+        let recorded: Position = serde_json::from_value(position).unwrap();
+        restored.exchange.as_mut().unwrap().restore_ended(&recorded.ended);
+        assert!(!restored.inputs_ended());
+        feed(&mut restored, &[(Some(b""), producer(1).end_record().headers)]);
+        restored.next_batch(100, &mut Vec::new()).unwrap();
+        assert!(restored.inputs_ended(), "every producer ended");
     }
 
     #[test]
