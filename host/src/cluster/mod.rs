@@ -9,7 +9,8 @@
 //!   worker of another plan refused;
 //! * `topics`: the exchange and units topics, created or checked;
 //! * `worker`: membership in the pipeline's consumer group, and the units
-//!   the group gives this worker, started and stopped;
+//!   the group gives this worker, started, stopped and drained;
+//! * [`drained`]: which units a drained stop ended for good;
 //! * `status`: what a worker reports (`/readyz`, `/healthz`, `/metrics`,
 //!   `/v1/worker`);
 //! * [`control`]: a cluster's control topic (what is deployed), [`blobs`]:
@@ -23,6 +24,7 @@
 pub mod admission;
 pub mod blobs;
 pub mod control;
+pub mod drained;
 pub mod fingerprint;
 pub mod fleet;
 pub mod functions;

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use sha2::{Digest, Sha256};
 
 use crate::connectors::kafka::exchange::{ExchangeInput, ExchangeOutput};
-use crate::connectors::kafka::{Delivery, KafkaSinkConfig, KafkaSourceConfig};
+use crate::connectors::kafka::{Delivery, DrainedRecord, KafkaSinkConfig, KafkaSourceConfig};
 use crate::connectors::{SinkSpec, SourceSpec};
 use crate::names::is_valid_name;
 use crate::specification::cluster::ClusterSettings;
@@ -254,6 +254,22 @@ pub fn plan(
     // units and the tasks of every stage.
     numbered.sort_by_key(|(index, _)| *index);
     planner.units = numbered.into_iter().map(|(_, unit)| unit).collect();
+    let units_topic = format!("weir-{}-units", spec.name);
+    for (partition, unit) in planner.units.iter_mut().enumerate() {
+        // A drained stop says so in the unit's partition of the units topic.
+        let transactional =
+            unit.spec.operators.values_mut().find_map(|node| match &mut node.sink {
+                Some(SinkSpec::Kafka(c)) if c.delivery == Delivery::ExactlyOnce => Some(c),
+                _ => None,
+            });
+        if let Some(config) = transactional {
+            config.drained = Some(Box::new(DrainedRecord {
+                topic: units_topic.clone(),
+                partition: i32::try_from(partition).unwrap_or(i32::MAX),
+                unit: unit.name.clone(),
+            }));
+        }
+    }
     let mut exchanges = Vec::new();
     for (stage, parallelism) in graph.stages() {
         for port in graph.ports(&stage) {
@@ -267,7 +283,7 @@ pub fn plan(
         pipeline: spec.name.clone(),
         units: planner.units,
         exchanges,
-        units_topic: format!("weir-{}-units", spec.name),
+        units_topic,
         group: format!("weir-{}-workers", spec.name),
         bootstrap_servers: planner.bootstrap,
         properties: planner.properties,

@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use super::admission::{self, AdmissionError};
 use super::fingerprint::{self, Fingerprint};
-use super::{topics, ClusterPlan, Unit};
+use super::{drained, topics, ClusterPlan, Unit};
 use crate::checkpoint::CheckpointError;
 use crate::connectors::kafka::{client_config, kafka_error};
 use crate::connectors::{ConnectorError, SourceSpec};
@@ -151,6 +151,8 @@ pub struct Worker {
     /// Milliseconds after `born` of the last turn of its loop (or step
     /// of its start).
     tick: AtomicU64,
+    /// Draining: its units end for good (see [`Worker::drain`]).
+    draining: AtomicBool,
 }
 
 /// Where a worker stands with its group (`GET /readyz`).
@@ -257,8 +259,34 @@ struct Slot {
     failed: Option<(String, Instant)>,
     failures: u32,
     stopping: bool,
+    /// Drained: it has ended for good and never runs again.
+    drained: bool,
+    /// Its drained stop under way (why it was not clean, when it ends).
+    draining: Option<std::thread::JoinHandle<Option<String>>>,
     lag: Option<i64>,
     state_bytes: Option<u64>,
+}
+
+impl Slot {
+    /// The same slot, not drained (its unit waits to be started).
+    fn undrained(self) -> Self {
+        Slot { drained: false, ..self }
+    }
+
+    /// A slot whose unit runs as `run` (none: drained already).
+    fn new(run: Option<RunThread>) -> Self {
+        Slot {
+            drained: run.is_none(),
+            run,
+            restores: 0,
+            failed: None,
+            failures: 0,
+            stopping: false,
+            draining: None,
+            lag: None,
+            state_bytes: None,
+        }
+    }
 }
 
 /// What a worker reports of one unit (`GET /v1/worker`).
@@ -319,7 +347,25 @@ impl Worker {
             group: Mutex::new(GroupState::Starting),
             born: Instant::now(),
             tick: AtomicU64::new(0),
+            draining: AtomicBool::new(false),
         })
+    }
+
+    /// Drain the plan's units, for a change of layout (see
+    /// `docs/cluster.md`): each ingest unit stops with a drained stop (its
+    /// end written to every exchange partition with its last output), and
+    /// each task once it has read every producer's end; a drained unit is
+    /// never started again. The worker leaves its group once every unit of
+    /// the plan — its own and the others' — is drained.
+    pub fn drain(&self) {
+        if !self.draining.swap(true, Ordering::Relaxed) {
+            tracing::info!(pipeline = %self.plan.pipeline, worker = %self.id, "draining the pipeline's units");
+        }
+    }
+
+    /// Whether [`Worker::drain`] was called.
+    pub fn draining(&self) -> bool {
+        self.draining.load(Ordering::Relaxed)
     }
 
     /// Whether the worker is a member of its group with an assignment.
@@ -445,12 +491,20 @@ impl Worker {
                 })?;
         }
         let mut outcome = Ok(());
+        let mut drain_checked = Instant::now();
         while !shutdown.load(Ordering::Relaxed) {
             self.tick();
             if let Some(Err(error)) = consumer.poll(Duration::from_millis(200)) {
                 tracing::warn!(%error, "group member");
             }
             self.supervise();
+            if self.draining() && drain_checked.elapsed() >= MEASURE_EVERY {
+                drain_checked = Instant::now();
+                if self.drained_everywhere() {
+                    tracing::info!(pipeline = %self.plan.pipeline, "every unit drained: leaving the group");
+                    break;
+                }
+            }
             let refused =
                 consumer.context().refused.lock().unwrap_or_else(PoisonError::into_inner).take();
             if let Some(error) = refused {
@@ -540,6 +594,8 @@ impl Worker {
             tracing::info!(?units, "units assigned while leaving the group: not started");
             return;
         }
+        // One read of the units topic for the whole assignment.
+        let drained = drained::drained_units(&self.plan).map_err(|e| e.to_string());
         let mut slots = self.slots();
         for &number in units {
             let Some(unit) = self.plan.units.get(number) else {
@@ -550,21 +606,47 @@ impl Worker {
                 // Already running here (an assignment repeated).
                 continue;
             }
-            let run = Some(self.spawn(unit));
-            tracing::info!(unit = %unit.name, "unit assigned: starting (restoring its state first)");
-            slots.insert(
-                number,
-                Slot {
-                    run,
-                    restores: 0,
-                    failed: None,
-                    failures: 0,
-                    stopping: false,
-                    lag: None,
-                    state_bytes: None,
-                },
-            );
+            let slot = match &drained {
+                Ok(drained) if drained.contains_key(&unit.name) => {
+                    tracing::info!(unit = %unit.name, "unit assigned: drained already, not started");
+                    Slot::new(None)
+                }
+                Ok(_) => {
+                    tracing::info!(unit = %unit.name, "unit assigned: starting (restoring its state first)");
+                    Slot::new(Some(self.spawn(unit)))
+                }
+                Err(error) => {
+                    let why = format!("cannot tell whether it was drained: {error}");
+                    tracing::warn!(unit = %unit.name, %why, "unit assigned: started once the units topic can be read");
+                    Slot { failed: Some((why, Instant::now() + RETRY_PAUSE)), ..Slot::new(None) }
+                        .undrained()
+                }
+            };
+            slots.insert(number, slot);
         }
+    }
+
+    /// Whether this worker's units are drained, and every other unit of
+    /// the plan too (until then it stays in the group: a unit of a worker
+    /// that dies meanwhile comes to it, to be drained).
+    fn drained_everywhere(&self) -> bool {
+        if !self.slots().values().all(|slot| slot.drained) {
+            return false;
+        }
+        match drained::all_drained(&self.plan) {
+            Ok(all) => all,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read which units are drained; trying again");
+                false
+            }
+        }
+    }
+
+    /// Start `unit` again (`None`: it was drained meanwhile), or why not.
+    fn respawn(&self, unit: &Unit) -> Result<Option<RunThread>, String> {
+        let drained = drained::drained_units(&self.plan)
+            .map_err(|e| format!("cannot tell whether it was drained: {e}"))?;
+        Ok((!drained.contains_key(&unit.name)).then(|| self.spawn(unit)))
     }
 
     /// Run `unit` on a thread of its own.
@@ -607,12 +689,47 @@ impl Worker {
         unclean
     }
 
-    /// Start again the units whose run ended while still assigned.
+    /// Start again the units whose run ended while still assigned; when
+    /// draining, drain the units ready for it.
     fn supervise(&self) {
+        let draining = self.draining();
         let mut slots = self.slots();
         for (number, slot) in slots.iter_mut() {
             let unit = &self.plan.units[*number];
-            if slot.stopping {
+            if slot.stopping || slot.drained {
+                continue;
+            }
+            if let Some(done) = slot.draining.take_if(|d| d.is_finished()) {
+                match done.join() {
+                    Ok(None) => {
+                        tracing::info!(unit = %unit.name, "unit drained");
+                        slot.drained = true;
+                        continue;
+                    }
+                    Ok(Some(why)) => slot.failed = Some((why, Instant::now() + RETRY_PAUSE)),
+                    Err(_) => {
+                        slot.failed = Some(("its drain panicked".into(), Instant::now()));
+                    }
+                }
+            }
+            if slot.draining.is_some() {
+                continue;
+            }
+            let ready_to_drain = |run: &RunThread| {
+                run.handle.listening()
+                    && (matches!(unit.role, super::UnitRole::Ingest { .. })
+                        || run.handle.metrics.sources_ended())
+            };
+            if let Some(run) = slot.run.take_if(|run| draining && ready_to_drain(run)) {
+                let (name, grace) = (unit.name.clone(), self.stop_grace);
+                tracing::info!(unit = %name, "draining the unit");
+                let thread = std::thread::Builder::new()
+                    .name(format!("drain {name}"))
+                    .spawn(move || run.drain(&name, grace).unclean);
+                match thread {
+                    Ok(thread) => slot.draining = Some(thread),
+                    Err(error) => slot.failed = Some((error.to_string(), Instant::now())),
+                }
                 continue;
             }
             if let Some(run) = slot.run.take_if(|run| run.thread.is_finished()) {
@@ -649,7 +766,11 @@ impl Worker {
             if slot.run.is_none()
                 && slot.failed.as_ref().is_some_and(|(_, at)| Instant::now() >= *at)
             {
-                slot.run = Some(self.spawn(unit));
+                match self.respawn(unit) {
+                    Ok(Some(run)) => slot.run = Some(run),
+                    Ok(None) => slot.drained = true,
+                    Err(why) => slot.failed = Some((why, Instant::now() + RETRY_PAUSE)),
+                }
             }
         }
     }
@@ -699,6 +820,8 @@ impl Worker {
                 let current_restore = metrics.and_then(|m| m.restored_from()).map(|(_, id)| id);
                 let state = match (slot.stopping, &slot.run) {
                     (true, _) => "stopping",
+                    _ if slot.drained => "drained",
+                    _ if slot.draining.is_some() => "draining",
                     (false, Some(run)) if run.waiting() => "waiting",
                     (false, Some(run)) if run.handle.listening() => "running",
                     (false, Some(_)) => "starting",

@@ -86,7 +86,18 @@ impl RunThread {
     /// Stop the run `name` as [`stop_run`] does; its summary when it
     /// ended with one.
     pub fn stop(self, name: &str, grace: Option<Duration>) -> Stopped {
-        let (unclean, ended) = stop_run(name, &self.handle, self.thread, grace);
+        self.end(name, grace.map(Final::Checkpoint))
+    }
+
+    /// Stop the run `name` drained, as [`stop_run`] does with a final
+    /// checkpoint whose sinks also write their ends (see
+    /// [`RunHandle::drain`]), waiting at most `grace` for it.
+    pub fn drain(self, name: &str, grace: Duration) -> Stopped {
+        self.end(name, Some(Final::Drain(grace)))
+    }
+
+    fn end(self, name: &str, last: Option<Final>) -> Stopped {
+        let (unclean, ended) = end_run(name, &self.handle, self.thread, last);
         let mut stopped = Stopped { unclean, summary: None };
         match ended {
             None => {}
@@ -118,9 +129,32 @@ pub fn stop_run<T>(
     thread: JoinHandle<T>,
     grace: Option<Duration>,
 ) -> (Option<String>, Option<std::thread::Result<T>>) {
+    end_run(name, handle, thread, grace.map(Final::Checkpoint))
+}
+
+/// The snapshot a stop ends a run with, and how long it waits for it.
+#[derive(Debug, Clone, Copy)]
+enum Final {
+    /// A final checkpoint.
+    Checkpoint(Duration),
+    /// A drained stop's final checkpoint.
+    Drain(Duration),
+}
+
+/// [`stop_run`], its final snapshot `last` (none: at once).
+fn end_run<T>(
+    name: &str,
+    handle: &RunHandle,
+    thread: JoinHandle<T>,
+    last: Option<Final>,
+) -> (Option<String>, Option<std::thread::Result<T>>) {
     let mut unclean = None;
-    if let (false, Some(grace)) = (thread.is_finished(), grace) {
-        match handle.request(SnapshotKind::Checkpoint, true, grace) {
+    if let (false, Some(last)) = (thread.is_finished(), last) {
+        let requested = match last {
+            Final::Checkpoint(grace) => handle.request(SnapshotKind::Checkpoint, true, grace),
+            Final::Drain(grace) => handle.drain(grace),
+        };
+        match requested {
             Ok(location) => {
                 tracing::info!(run = name, %location, "stopped with a final checkpoint")
             }

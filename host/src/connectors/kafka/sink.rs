@@ -143,21 +143,30 @@ pub struct KafkaSinkConfig {
     /// Set by a cluster plan, never in a spec: the record a drained stop
     /// writes in its final transaction, saying the unit has ended.
     #[serde(skip)]
-    pub drained: Option<DrainedRecord>,
+    pub drained: Option<Box<DrainedRecord>>,
 }
 
-/// The record an exactly-once sink writes in a drained stop's transaction
-/// (a cluster unit's "drained" record in its partition of the units topic).
+/// Where an exactly-once sink writes a cluster unit's drained record in a
+/// drained stop's transaction: keyed by the unit (the topic is compacted),
+/// its value a [`Drained`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DrainedRecord {
-    /// The topic.
+    /// The topic (the plan's units topic).
     pub topic: String,
-    /// Its partition.
+    /// Its partition (the unit's).
     pub partition: i32,
-    /// The record's key (the topic is compacted).
-    pub key: Vec<u8>,
-    /// Its value.
-    pub value: Vec<u8>,
+    /// The unit.
+    pub unit: String,
+}
+
+/// What a drained record says: `unit` ended with snapshot `snapshot`, the
+/// last it takes; nothing it writes comes after that snapshot's output.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct Drained {
+    /// The unit.
+    pub unit: String,
+    /// Its final snapshot's id.
+    pub snapshot: u64,
 }
 
 fn default_transaction_timeout() -> Duration {
@@ -472,7 +481,7 @@ pub struct KafkaSink {
     /// An exchange topic: where each record goes, and its partitions.
     exchange: Option<(ExchangeOutput, i32)>,
     /// What a drained stop writes besides an exchange's ends.
-    drained: Option<DrainedRecord>,
+    drained: Option<Box<DrainedRecord>>,
 }
 
 enum Mode {
@@ -805,9 +814,10 @@ impl Sink for KafkaSink {
             }
         }
         if let Some(drained) = &self.drained {
+            let value = Drained { unit: drained.unit.clone(), snapshot: epoch };
             let record = crate::Event {
-                key: Some(drained.key.clone()),
-                value: drained.value.clone(),
+                key: Some(drained.unit.as_bytes().to_vec()),
+                value: serde_json::to_vec(&value).unwrap_or_default(),
                 timestamp: crate::clock::now_millis(),
                 headers: Vec::new(),
             };
