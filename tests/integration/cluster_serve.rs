@@ -368,3 +368,92 @@ fn a_server_killed_in_the_middle_of_a_change_leaves_it_whole_or_absent() {
     assert_eq!(code, 204);
     println!("control plane aborts: upload after its blob, deploy before and after its commit — each whole or absent");
 }
+
+/// The units of the revenue job `name` whose stage runs `tasks` tasks in
+/// the layout of version `layout` (0: the first).
+fn revenue_units(name: &str, tasks: u16, layout: u64) -> BTreeSet<String> {
+    let ingest = (0..PARTITIONS).map(|p| format!("{name}-source-{p}"));
+    let suffix = if layout == 0 { String::new() } else { format!("-r{layout}") };
+    let tasks = (0..tasks).map(|t| format!("{name}-keyed-{t}{suffix}"));
+    ingest.chain(tasks).collect()
+}
+
+#[test]
+fn a_pipeline_rescaled_six_three_eight_keeps_every_result_exact_through_a_kill() {
+    let _serial = one_at_a_time();
+    let (kafka, s3) = (TestKafka::start(), TestS3::start());
+    let bucket = s3.create_bucket("weir-cluster-rescale");
+    let dir = tempfile::tempdir().unwrap();
+    let (all, orders, out) = (unique("rs-all"), unique("rs-orders"), unique("rs-out"));
+    for topic in [&all, &orders] {
+        kafka.create_topic(topic, PARTITIONS);
+    }
+    kafka.create_topic(&out, 1);
+    produce_orders(&kafka, &all, PARTITIONS, 900, CUSTOMERS, 1);
+    let expected = reference(&kafka, dir.path(), Job::Revenue, &all);
+    let name = unique("rs");
+    let storage = format!("s3://{bucket}/{name}");
+    let wasm_spec =
+        Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
+    let (_, spec) = stored_function_spec(&wasm_spec);
+    let flags = cluster_flags("rescale", &kafka, &bucket);
+    let env = s3.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let allow = format!("s3://{bucket}/");
+    let mut extra: Vec<&str> = flags.iter().map(String::as_str).collect();
+    extra.extend(["--allow-storage", &allow]);
+    let server = Server::start_with_env(&dir.path().join("s1"), &extra, &env);
+    let mut cluster = Cluster::new(dir.path(), Path::new(""), &s3);
+    cluster.fleet = Some(flags.clone());
+    for worker in ["w1", "w2", "w3"] {
+        cluster.add(worker);
+    }
+    let revenue = std::fs::read(function("revenue")).unwrap();
+    assert_eq!(server.call("PUT", "/v1/functions/revenue", None, &revenue).0, 201);
+    let (code, deployed) = server.call("POST", "/v1/pipelines", None, spec.as_bytes());
+    assert_eq!(code, 201, "{deployed}");
+
+    // Six tasks.
+    let six = revenue_units(&name, 6, 0);
+    status_when(&server, &name, "six tasks running", |s| all_running_at(s, &six, 1));
+    produce_orders(&kafka, &orders, PARTITIONS, 300, CUSTOMERS, 1);
+    cluster.wait_for_output(&kafka, &out, 300, Duration::from_secs(180));
+
+    // Three: orders keep coming while the old layout drains, so records
+    // are in flight in its exchange topic at the switch.
+    let rescale = |tasks: u16| {
+        let body = json!({ "parallelism": tasks }).to_string();
+        let (code, answer) =
+            server.call("POST", &format!("/v1/pipelines/{name}/upgrade"), None, body.as_bytes());
+        assert_eq!(code, 200, "{answer}");
+    };
+    std::thread::scope(|scope| {
+        let feeding =
+            scope.spawn(|| produce_orders(&kafka, &orders, PARTITIONS, 300, CUSTOMERS, 301));
+        rescale(3);
+        feeding.join().unwrap();
+    });
+    let three = revenue_units(&name, 3, 2);
+    status_when(&server, &name, "three tasks running", |s| all_running_at(s, &three, 2));
+    cluster.wait_for_output(&kafka, &out, 600, Duration::from_secs(180));
+    assert_prefix(&committed_per_key(&kafka, &out), &expected, "six tasks, then three");
+
+    // Eight, with a worker killed while the three drain: its units move,
+    // and are drained by the others.
+    rescale(8);
+    cluster.wait("a unit of the three draining or drained", Duration::from_secs(120), |c| {
+        c.alive()
+            .iter()
+            .flat_map(|w| w.units())
+            .any(|u| u["state"] == "drained" || u["state"] == "draining")
+            .then_some(())
+    });
+    cluster.kill("w2");
+    produce_orders(&kafka, &orders, PARTITIONS, 300, CUSTOMERS, 601);
+    let eight = revenue_units(&name, 8, 3);
+    status_when(&server, &name, "eight tasks running", |s| all_running_at(s, &eight, 3));
+    cluster.wait_for_output(&kafka, &out, 900, Duration::from_secs(240));
+    assert_same(&committed_per_key(&kafka, &out), &expected, "six, three, then eight tasks");
+    println!("rescaled 6 → 3 → 8 on three workers (one killed during the second drain): 900 results exact");
+    cluster.terminate_all();
+}

@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use weir_host::cluster::blobs::FunctionBlobs;
 use weir_host::cluster::control::WorkerReport;
 use weir_host::cluster::control::{ControlChange, ControlState};
-use weir_host::cluster::fleet::deployment_of;
+use weir_host::cluster::fleet::{deployment_of, follow};
 use weir_host::cluster::plan::broker_partitions;
 use weir_host::cluster::{ControlTopic, Deployment, Desired, FleetStatus};
 
@@ -120,6 +120,8 @@ pub fn execute(args: ClusterCommandArgs) -> anyhow::Result<()> {
             let blobs = FunctionBlobs::open(args.cluster.storage()?)?;
             let deployment =
                 deployment_of(&text, &base, &blobs, &broker_partitions, 1, Desired::Running)?;
+            // Where the plans of a change of layout fetch the functions.
+            let scratch = tempfile::tempdir().context("creating a scratch directory")?;
             let deployment = control.transact(|state| {
                 let earlier = state.deployments.get(&deployment.pipeline);
                 let next = Deployment {
@@ -128,6 +130,8 @@ pub fn execute(args: ClusterCommandArgs) -> anyhow::Result<()> {
                         .map_or_else(weir_host::clock::now_millis, |e| e.deployed_at),
                     ..deployment.clone()
                 };
+                // A new layout (a rescale) drains the current one first.
+                let next = follow(earlier, next, &blobs, scratch.path())?;
                 anyhow::Ok((next.clone(), vec![ControlChange::Deploy(next)]))
             })?;
             println!(

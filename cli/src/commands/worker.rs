@@ -151,6 +151,7 @@ fn run(
         data_dir,
         natives: super::natives(),
         stop_grace: stop_grace.unwrap_or(cluster::DEFAULT_STOP_GRACE),
+        seeds: Default::default(),
     });
     let address = status::serve(Arc::clone(&worker) as Arc<dyn status::Reports>, listener, None)?;
     println!("weir worker {worker_id} listening on http://{address}");

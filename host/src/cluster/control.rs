@@ -103,6 +103,15 @@ pub struct Deployment {
     /// When version 1 was deployed (ms since the epoch; 0 if unknown).
     #[serde(default)]
     pub deployed_at: i64,
+    /// The version that last changed the pipeline's layout (how its plan
+    /// cuts it into units, see [`super::layout`]); 0: the first layout.
+    #[serde(default)]
+    pub layout: u64,
+    /// The deployment of the layout before (its own `previous` empty):
+    /// drained before this one's units run, its tasks' final snapshots
+    /// seeding the new tasks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<Box<Deployment>>,
 }
 
 /// What the control topic holds: deployments and uploaded functions.
@@ -556,6 +565,8 @@ mod tests {
             functions: BTreeMap::from([("key".into(), "ab".repeat(32))]),
             pins: BTreeMap::new(),
             deployed_at: 0,
+            layout: 0,
+            previous: None,
         };
         let json = serde_json::to_vec(&orders).unwrap();
         let key = "pipeline/orders";

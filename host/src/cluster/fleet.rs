@@ -24,11 +24,12 @@ use serde::{Deserialize, Serialize};
 
 use super::blobs::{BlobError, FunctionBlobs};
 use super::control::{ControlError, ControlTopic, Deployment, Desired, WorkerReport};
+use super::layout::LayoutError;
 use super::plan::{broker_partitions, InputPartitions};
 use super::worker::{
     GroupState, Liveness, Readiness, Worker, WorkerConfig, WorkerError, WorkerStatus,
 };
-use super::{plan, PlanError};
+use super::{plan, ClusterPlan, PlanError};
 use crate::runtime::native::NativeCatalog;
 use crate::specification::{PipelineSpec, SpecError};
 
@@ -91,6 +92,14 @@ pub enum FleetError {
         pipeline: String,
         /// The spec field.
         field: String,
+    },
+    /// Which units of the previous layout drained could not be read.
+    #[error("pipeline {pipeline}: reading which units of its previous layout drained: {source}")]
+    Drained {
+        /// The pipeline.
+        pipeline: String,
+        /// Why.
+        source: crate::connectors::ConnectorError,
     },
     /// A local file could not be written.
     #[error("writing {path}: {source}")]
@@ -306,7 +315,13 @@ impl Fleet {
             .collect();
         for name in ended {
             if let Some(member) = self.members().remove(&name) {
+                let drained = member.worker.draining();
                 let why = match member.thread.join() {
+                    Ok(Ok(())) if drained => {
+                        // Its layout drained: the next version starts now.
+                        tracing::info!(pipeline = %name, version = member.version, "the previous layout drained");
+                        continue;
+                    }
                     Ok(Ok(())) => "its worker ended".to_string(),
                     Ok(Err(error)) => error.to_string(),
                     Err(_) => "its worker panicked".to_string(),
@@ -315,17 +330,21 @@ impl Fleet {
                 self.waiting().insert(name, (why, Instant::now() + RETRY));
             }
         }
-        // Changed, stopped or deleted: stopped here (all at once).
-        let outdated: Vec<String> = self
-            .members()
-            .iter()
-            .filter(|(name, member)| {
-                deployments
-                    .get(*name)
-                    .is_none_or(|d| d.desired != Desired::Running || d.version != member.version)
-            })
-            .map(|(name, _)| name.clone())
-            .collect();
+        // Changed, stopped or deleted: stopped here (all at once) — or
+        // drained, when the new version changes the layout it runs.
+        let mut outdated = Vec::new();
+        for (name, member) in self.members().iter() {
+            match deployments.get(name) {
+                Some(d) if d.desired == Desired::Running && d.version == member.version => {}
+                Some(d)
+                    if d.desired == Desired::Running
+                        && d.previous.as_ref().is_some_and(|p| p.version == member.version) =>
+                {
+                    member.worker.drain();
+                }
+                _ => outdated.push(name.clone()),
+            }
+        }
         if !outdated.is_empty() {
             for unclean in self.stop(&outdated) {
                 tracing::warn!(%unclean, "a pipeline's units stopped without final checkpoints");
@@ -375,17 +394,50 @@ impl Fleet {
             .collect()
     }
 
-    /// Start `deployment`'s worker on a thread of its own.
+    /// Start `deployment`'s worker on a thread of its own — or, while the
+    /// layout before it has not drained, a worker draining that one.
     fn start(&self, deployment: &Deployment) -> Result<Member, FleetError> {
+        let plan = self.plan(deployment)?;
+        let Some(previous) = &deployment.previous else {
+            return self.launch(deployment, plan, BTreeMap::new());
+        };
+        let before = self.plan(previous)?;
+        let drained = super::drained::drained_units(&before).map_err(|source| {
+            FleetError::Drained { pipeline: deployment.pipeline.clone(), source }
+        })?;
+        if before.units.iter().any(|unit| !drained.contains_key(&unit.name)) {
+            tracing::info!(pipeline = %deployment.pipeline, version = previous.version, "draining the previous layout first");
+            let member = self.launch(previous, before, BTreeMap::new())?;
+            member.worker.drain();
+            return Ok(member);
+        }
+        let seeds = super::layout::seeds(&plan, &before, &drained);
+        tracing::info!(pipeline = %deployment.pipeline, version = deployment.version, seeded = seeds.len(), "the previous layout drained: its tasks seed the new ones");
+        self.launch(deployment, plan, seeds)
+    }
+
+    /// `deployment`'s plan, its functions fetched.
+    fn plan(&self, deployment: &Deployment) -> Result<ClusterPlan, FleetError> {
         let spec = self.materialize(deployment)?;
-        let plan = plan(&spec, &broker_partitions)
-            .map_err(|source| FleetError::Plan { pipeline: deployment.pipeline.clone(), source })?;
+        plan(&spec, &broker_partitions)
+            .map_err(|source| FleetError::Plan { pipeline: deployment.pipeline.clone(), source })
+    }
+
+    /// Run `plan` (of `deployment`), tasks of a new layout seeded by
+    /// `seeds`, on a thread of its own.
+    fn launch(
+        &self,
+        deployment: &Deployment,
+        plan: ClusterPlan,
+        seeds: BTreeMap<String, crate::pipeline::Seed>,
+    ) -> Result<Member, FleetError> {
         let worker = Worker::new(WorkerConfig {
             plan,
             worker_id: self.config.worker_id.clone(),
             data_dir: self.config.data_dir.clone(),
             natives: self.config.natives.clone(),
             stop_grace: self.config.stop_grace,
+            seeds,
         });
         let shutdown = Arc::new(AtomicBool::new(false));
         let thread = {
@@ -415,6 +467,7 @@ pub fn materialize(
     let pipeline = deployment.pipeline.clone();
     let invalid = |source| FleetError::Spec { pipeline: pipeline.clone(), source };
     let mut spec = PipelineSpec::parse(&deployment.spec).map_err(invalid)?;
+    super::layout::in_layout(&mut spec, deployment.layout);
     for (field, function) in spec.functions_mut() {
         if function.native.is_some() {
             continue;
@@ -429,6 +482,30 @@ pub fn materialize(
     }
     spec.validate().map_err(invalid)?;
     Ok(spec)
+}
+
+/// `next` (its version set) as it follows the pipeline's `current`
+/// deployment, if any: in the same layout, or in a new one that drains
+/// `current`'s first (see [`super::layout::follow`]), its plans made with
+/// the functions from `blobs` (fetched into `dir`) and the input
+/// partitions the brokers have now.
+pub fn follow(
+    current: Option<&Deployment>,
+    next: Deployment,
+    blobs: &FunctionBlobs,
+    dir: &Path,
+) -> Result<Deployment, LayoutError> {
+    let Some(current) = current else { return Ok(next) };
+    let planned = |deployment: &Deployment| -> Result<ClusterPlan, LayoutError> {
+        let spec =
+            materialize(deployment, blobs, dir).map_err(|e| LayoutError::Plan(e.to_string()))?;
+        plan(&spec, &broker_partitions).map_err(|e| LayoutError::Plan(e.to_string()))
+    };
+    let drained = |deployment: &Deployment| -> Result<bool, LayoutError> {
+        super::drained::all_drained(&planned(deployment)?)
+            .map_err(|e| LayoutError::Kafka(e.to_string()))
+    };
+    super::layout::follow(current, next, &planned, &drained)
 }
 
 /// The function `sha256` as a local file under `dir` (fetched once).
@@ -488,6 +565,8 @@ pub fn deployment_of(
         functions,
         pins: BTreeMap::new(),
         deployed_at: crate::clock::now_millis(),
+        layout: 0,
+        previous: None,
     })
 }
 

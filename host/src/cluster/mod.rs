@@ -10,7 +10,9 @@
 //! * `topics`: the exchange and units topics, created or checked;
 //! * `worker`: membership in the pipeline's consumer group, and the units
 //!   the group gives this worker, started, stopped and drained;
-//! * [`drained`]: which units a drained stop ended for good;
+//! * [`drained`]: which units a drained stop ended for good, and
+//!   [`layout`]: when an upgrade changes how the plan cuts the pipeline
+//!   (a rescale), and where the new tasks take their state from;
 //! * `status`: what a worker reports (`/readyz`, `/healthz`, `/metrics`,
 //!   `/v1/worker`);
 //! * [`control`]: a cluster's control topic (what is deployed), [`blobs`]:
@@ -28,6 +30,7 @@ pub mod drained;
 pub mod fingerprint;
 pub mod fleet;
 pub mod functions;
+pub mod layout;
 pub mod plan;
 pub mod status;
 pub mod topics;

@@ -20,7 +20,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use sha2::{Digest, Sha256};
 
 use crate::connectors::kafka::exchange::{ExchangeInput, ExchangeOutput};
-use crate::connectors::kafka::{Delivery, DrainedRecord, KafkaSinkConfig, KafkaSourceConfig};
+use crate::connectors::kafka::{
+    Delivery, DrainedRecord, KafkaSinkConfig, KafkaSourceConfig, MarkerPlace,
+};
 use crate::connectors::{SinkSpec, SourceSpec};
 use crate::names::is_valid_name;
 use crate::specification::cluster::ClusterSettings;
@@ -102,6 +104,17 @@ pub enum UnitRole {
         /// The task (its partition of the stage's exchange topics).
         task: u16,
     },
+}
+
+impl Unit {
+    /// Whether it reads an exchange topic (a task fed by other units),
+    /// rather than only its input.
+    pub fn reads_exchange(&self) -> bool {
+        self.spec
+            .operators
+            .values()
+            .any(|node| matches!(&node.source, Some(SourceSpec::Kafka(c)) if c.exchange.is_some()))
+    }
 }
 
 impl UnitRole {
@@ -227,7 +240,7 @@ pub fn plan(
         let roles = (0..parallelism)
             .map(|task| {
                 Ok((
-                    unit_name(&spec.name, &name, &task.to_string())?,
+                    unit_name(&spec.name, &name, &layered(&task.to_string(), settings.layout))?,
                     UnitRole::Task { stage: name.clone(), task },
                 ))
             })
@@ -254,7 +267,7 @@ pub fn plan(
     // units and the tasks of every stage.
     numbered.sort_by_key(|(index, _)| *index);
     planner.units = numbered.into_iter().map(|(_, unit)| unit).collect();
-    let units_topic = format!("weir-{}-units", spec.name);
+    let units_topic = layered(&format!("weir-{}-units", spec.name), settings.layout);
     for (partition, unit) in planner.units.iter_mut().enumerate() {
         // A drained stop says so in the unit's partition of the units topic.
         let transactional =
@@ -268,13 +281,29 @@ pub fn plan(
                 partition: i32::try_from(partition).unwrap_or(i32::MAX),
                 unit: unit.name.clone(),
             }));
+            // An ingest unit outlives the layout's exchange topics: its
+            // commit marker lives on its input (where it was before, read
+            // when that holds none yet).
+            if let UnitRole::Ingest { topic, .. } = &unit.role {
+                let reads_here = inputs.iter().any(|i| {
+                    i.config.bootstrap_servers == config.bootstrap_servers
+                        && i.partitions.iter().any(|(t, _)| t == topic)
+                });
+                if reads_here {
+                    let first = config.topic.strip_suffix(&layered("", settings.layout));
+                    config.marker = Some(Box::new(MarkerPlace {
+                        topic: topic.clone(),
+                        fallback: Some(first.unwrap_or(&config.topic).to_string()),
+                    }));
+                }
+            }
         }
     }
     let mut exchanges = Vec::new();
     for (stage, parallelism) in graph.stages() {
         for port in graph.ports(&stage) {
             if !planner.direct.contains_key(&graph.input(&stage, port).from) {
-                let name = exchange_topic(&spec.name, &stage, port);
+                let name = exchange_topic(&spec.name, &stage, port, settings.layout);
                 exchanges.push(ExchangeTopic { name, partitions: parallelism });
             }
         }
@@ -334,9 +363,18 @@ fn unit_name(pipeline: &str, root: &str, which: &str) -> Result<String, PlanErro
     Ok(name)
 }
 
-/// The exchange topic of input `port` of stage `stage`.
-fn exchange_topic(pipeline: &str, stage: &str, port: Port) -> String {
-    format!("weir-{pipeline}-{stage}-{}", port.suffix())
+/// The exchange topic of input `port` of stage `stage` in layout `layout`.
+fn exchange_topic(pipeline: &str, stage: &str, port: Port, layout: u64) -> String {
+    layered(&format!("weir-{pipeline}-{stage}-{}", port.suffix()), layout)
+}
+
+/// `name` as layout `layout` names it: itself in the first layout, with
+/// `-r<layout>` after it in later ones (see [`ClusterSettings::layout`]).
+fn layered(name: &str, layout: u64) -> String {
+    match layout {
+        0 => name.to_string(),
+        layout => format!("{name}-r{layout}"),
+    }
 }
 
 /// An input of a keyed stage.
@@ -588,6 +626,11 @@ struct Planner<'a> {
 }
 
 impl Planner<'_> {
+    /// The layout the plan names things in.
+    fn layout(&self) -> u64 {
+        self.spec.cluster.as_ref().map_or(0, |c| c.layout)
+    }
+
     /// The spec of unit `name` of root node `root`.
     fn unit(&self, name: &str, root: &str, role: &UnitRole) -> Result<PipelineSpec, PlanError> {
         let graph = self.graph;
@@ -637,7 +680,7 @@ impl Planner<'_> {
                     let source = format!("{OURS}in-{}", port.suffix());
                     let producers =
                         self.producers.get(&(stage.clone(), port)).cloned().unwrap_or_default();
-                    let topic = exchange_topic(&self.spec.name, stage, port);
+                    let topic = exchange_topic(&self.spec.name, stage, port, self.layout());
                     let rewired = InputSpec { from: source.clone(), output: None, key: input.key };
                     match port {
                         Port::Keyed(_) => node.inputs.push(rewired),
@@ -754,7 +797,7 @@ impl Planner<'_> {
         port: Port,
         producer: usize,
     ) -> Result<KafkaSinkConfig, PlanError> {
-        let topic = exchange_topic(&self.spec.name, stage, port);
+        let topic = exchange_topic(&self.spec.name, stage, port, self.layout());
         let mut config: KafkaSinkConfig = serde_json::from_value(serde_json::json!({
             "bootstrap_servers": self.bootstrap,
             "topic": topic,

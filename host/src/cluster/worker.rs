@@ -43,7 +43,7 @@ use crate::connectors::kafka::{client_config, kafka_error};
 use crate::connectors::{ConnectorError, SourceSpec};
 use crate::observe::RunHandle;
 pub use crate::pipeline::DEFAULT_STOP_GRACE;
-use crate::pipeline::{RunError, RunOptions, RunThread, CANCEL_WAIT};
+use crate::pipeline::{RunError, RunOptions, RunThread, Seed, CANCEL_WAIT};
 use crate::runtime::native::NativeCatalog;
 
 /// Group settings: a dead worker's units move after the session timeout; a
@@ -132,6 +132,9 @@ pub struct WorkerConfig {
     /// How long a unit's stop waits for its final checkpoint
     /// ([`DEFAULT_STOP_GRACE`] unless set).
     pub stop_grace: Duration,
+    /// Where tasks of a new layout take their state from on their first
+    /// start, by unit (see [`super::layout::seeds`]); empty otherwise.
+    pub seeds: BTreeMap<String, Seed>,
 }
 
 /// A worker's units and what it knows of them; shared by the group
@@ -142,6 +145,7 @@ pub struct Worker {
     data_dir: PathBuf,
     natives: NativeCatalog,
     stop_grace: Duration,
+    seeds: BTreeMap<String, Seed>,
     /// Assigned units, by number (their units-topic partition).
     slots: Mutex<BTreeMap<usize, Slot>>,
     /// Where it stands with its group.
@@ -343,6 +347,7 @@ impl Worker {
             data_dir: config.data_dir,
             natives: config.natives,
             stop_grace: config.stop_grace,
+            seeds: config.seeds,
             slots: Mutex::new(BTreeMap::new()),
             group: Mutex::new(GroupState::Starting),
             born: Instant::now(),
@@ -651,7 +656,8 @@ impl Worker {
 
     /// Run `unit` on a thread of its own.
     fn spawn(&self, unit: &Unit) -> RunThread {
-        let options = RunOptions::new(self.data_dir.clone()).with_natives(self.natives.clone());
+        let mut options = RunOptions::new(self.data_dir.clone()).with_natives(self.natives.clone());
+        options.seeds = self.seeds.get(&unit.name).cloned().into_iter().collect();
         RunThread::spawn(format!("unit {}", unit.name), unit.spec.clone(), options)
             .expect("a thread for the unit")
     }
@@ -715,10 +721,11 @@ impl Worker {
             if slot.draining.is_some() {
                 continue;
             }
+            // A unit reading its input itself drains at once; a task once it
+            // has read every producer's end.
             let ready_to_drain = |run: &RunThread| {
                 run.handle.listening()
-                    && (matches!(unit.role, super::UnitRole::Ingest { .. })
-                        || run.handle.metrics.sources_ended())
+                    && (!unit.reads_exchange() || run.handle.metrics.sources_ended())
             };
             if let Some(run) = slot.run.take_if(|run| draining && ready_to_drain(run)) {
                 let (name, grace) = (unit.name.clone(), self.stop_grace);
@@ -1071,6 +1078,7 @@ mod tests {
             data_dir: dir.path().to_path_buf(),
             natives: NativeCatalog::default(),
             stop_grace: DEFAULT_STOP_GRACE,
+            seeds: BTreeMap::new(),
         });
         // Its units stopped, its consumer closing: an assignment served
         // now (the group's last round before it left) starts nothing.

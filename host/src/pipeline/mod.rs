@@ -32,6 +32,7 @@ mod options;
 mod restore;
 mod router;
 mod runner;
+mod seed;
 mod sink_task;
 mod source_task;
 mod stop;
@@ -44,4 +45,5 @@ pub use lock::LockError;
 pub use runner::{
     checkpoint_storage, run, run_checked, ProgressFn, RestoreFrom, RunError, RunOptions,
 };
+pub use seed::Seed;
 pub use stop::{stop_run, RunThread, Stopped, CANCEL_WAIT, DEFAULT_STOP_GRACE};

@@ -52,6 +52,9 @@ pub struct RunOptions {
     /// Run by `weir serve` (a process refused the pipeline's lock is told
     /// to stop it through the API, not with `weir stop`).
     pub served: bool,
+    /// Where stages take their state from when the run has no snapshot of
+    /// its own to restore (a cluster task of a new layout).
+    pub seeds: Vec<super::seed::Seed>,
 }
 
 /// Which snapshot a run starts from.
@@ -79,6 +82,7 @@ impl RunOptions {
             handle: RunHandle::new(),
             natives: NativeCatalog::default(),
             served: false,
+            seeds: Vec::new(),
         }
     }
 

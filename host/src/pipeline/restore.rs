@@ -149,9 +149,20 @@ pub(crate) fn prepare_state(
         } else if snapshot.is_some() {
             tracing::info!(stage = %stage.uid, "the snapshot holds no state of this stage: it starts empty");
         }
+        // A first start (nothing of its own to restore) may be seeded.
+        let seed = options.seeds.iter().find(|s| s.stage == stage.uid);
+        let seeded = match seed {
+            Some(seed) if snapshot.is_none() && !fresh => {
+                let cancelled = || options.handle.is_cancelled();
+                super::seed::seed(seed, &url, &storage, &state_dir, layout, &cancelled)?;
+                true
+            }
+            _ => false,
+        };
         // Empty when starting over, or when a snapshot was restored but
         // held nothing of this stage.
-        let empty = held.is_none() && (snapshot.is_some() || fresh || settings.is_some());
+        let empty =
+            held.is_none() && !seeded && (snapshot.is_some() || fresh || settings.is_some());
         backends.push(layout::open_subtasks(&state_dir, layout, empty)?);
         first_slot += usize::from(stage.parallelism);
     }

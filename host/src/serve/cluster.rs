@@ -25,7 +25,8 @@ use super::{ServeError, Upgrade};
 use crate::checkpoint::{CheckpointStorage, SnapshotKind, SnapshotMetadata};
 use crate::cluster::blobs::FunctionBlobs;
 use crate::cluster::control::{ControlChange, ControlReader, ControlState, WorkerReport};
-use crate::cluster::fleet::materialize;
+use crate::cluster::fleet::{follow, materialize};
+use crate::cluster::layout::LayoutError;
 use crate::cluster::plan::broker_partitions;
 use crate::cluster::worker::UnitStatus;
 use crate::cluster::{
@@ -258,6 +259,8 @@ impl ClusterPipelines {
             functions: digests,
             pins,
             deployed_at: 0,
+            layout: 0,
+            previous: None,
         };
         let runnable = materialize(&deployment, &self.blobs, &self.functions_dir)
             .map_err(|e| ServeError::invalid_pipeline(e.to_string()))?;
@@ -340,19 +343,16 @@ impl ClusterPipelines {
             }
             None => current.spec.clone(),
         };
+        let text = match upgrade.parallelism {
+            Some(parallelism) => with_parallelism(&text, parallelism)?,
+            None => text,
+        };
         let spec =
             PipelineSpec::parse(&text).map_err(|e| ServeError::invalid_spec(e.to_string()))?;
         if spec.name != name {
             return Err(ServeError::invalid_spec(format!(
                 "name: the upgraded spec names {:?}, not {name:?}",
                 spec.name
-            )));
-        }
-        let parallelism = upgrade.parallelism.unwrap_or(spec.parallelism);
-        if parallelism != old_spec.parallelism {
-            return Err(ServeError::not_on_cluster(format!(
-                "parallelism {} → {parallelism}: rescaling a cluster pipeline is not supported yet (its exchange topics fix it); deploy it under a new name to change it",
-                old_spec.parallelism
             )));
         }
         let kept = kept_pins(&old_spec, &spec, &current.pins);
@@ -371,6 +371,9 @@ impl ClusterPipelines {
                 deployed_at: now.deployed_at,
                 ..checked.clone()
             };
+            // A new layout (a rescale) drains the current one first.
+            let next = follow(Some(now), next, &self.blobs, &self.functions_dir)
+                .map_err(layout_refused)?;
             Ok((next.clone(), vec![ControlChange::Deploy(next)]))
         })?;
         Ok(view(deployment, &BTreeMap::new()))
@@ -580,6 +583,25 @@ fn view(deployment: Deployment, reports: &BTreeMap<String, WorkerReport>) -> Clu
     }
     units.sort_by(|a, b| a.status.unit.cmp(&b.status.unit));
     ClusterView { deployment, units, waiting, addresses }
+}
+
+/// `text` with its (default) `parallelism` set to `parallelism`.
+fn with_parallelism(text: &str, parallelism: u16) -> Result<String, ServeError> {
+    let invalid = |e: serde_yaml::Error| ServeError::invalid_spec(e.to_string());
+    let mut value: serde_yaml::Value = serde_yaml::from_str(text).map_err(invalid)?;
+    let Some(fields) = value.as_mapping_mut() else {
+        return Err(ServeError::invalid_spec("a spec is a mapping of fields"));
+    };
+    fields.insert("parallelism".into(), u64::from(parallelism).into());
+    serde_yaml::to_string(&value).map_err(invalid)
+}
+
+fn layout_refused(error: LayoutError) -> ServeError {
+    match error {
+        LayoutError::Draining { .. } => ServeError::conflict("busy", error.to_string()),
+        LayoutError::Plan(message) => ServeError::invalid_pipeline(message),
+        LayoutError::Kafka(message) => ServeError::storage_unavailable(message),
+    }
 }
 
 fn unavailable_plan(error: PlanError) -> ServeError {

@@ -23,6 +23,12 @@ pub struct ClusterSettings {
     /// units and no repartition topic. Needs as many tasks as partitions.
     #[serde(default)]
     pub input_partitioned_by_key: bool,
+    /// Set by a cluster's control topic, never in a spec: the version of
+    /// the deployment that last changed the pipeline's layout (a stage's
+    /// parallelism, the input's partitions), which names its tasks,
+    /// exchange topics and units topic anew; 0 for the first layout.
+    #[serde(skip)]
+    pub layout: u64,
 }
 
 impl Default for ClusterSettings {
@@ -31,6 +37,7 @@ impl Default for ClusterSettings {
             replication_factor: None,
             repartition_retention: default_retention(),
             input_partitioned_by_key: false,
+            layout: 0,
         }
     }
 }

@@ -27,7 +27,9 @@ mod source;
 use exactly_once::check_exactly_once;
 pub use exactly_once::{ExactlyOnceError, COMMIT_MARGIN};
 pub use properties::{check_properties, served_property, ServedProperty};
-pub use sink::{Delivery, Drained, DrainedRecord, KafkaSink, KafkaSinkConfig, PRODUCER_SETTINGS};
+pub use sink::{
+    Delivery, Drained, DrainedRecord, KafkaSink, KafkaSinkConfig, MarkerPlace, PRODUCER_SETTINGS,
+};
 pub use source::{KafkaSource, KafkaSourceConfig, KafkaStart, OnDataLoss, FETCH_QUEUE_BACKOFF_MS};
 
 use std::collections::BTreeMap;

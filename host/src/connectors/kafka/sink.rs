@@ -144,6 +144,22 @@ pub struct KafkaSinkConfig {
     /// writes in its final transaction, saying the unit has ended.
     #[serde(skip)]
     pub drained: Option<Box<DrainedRecord>>,
+    /// Set by a cluster plan, never in a spec: where the commit marker
+    /// lives when not on the sink's topic (see [`MarkerPlace`]).
+    #[serde(skip)]
+    pub marker: Option<Box<MarkerPlace>>,
+}
+
+/// Where an exactly-once sink keeps its commit marker (the marker group's
+/// offset on partition 0 of a topic) when its own topic is not stable: a
+/// cluster ingest unit outlives the exchange topics it writes (a new
+/// layout names them anew), so its marker lives on its input topic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MarkerPlace {
+    /// The topic the marker is written to.
+    pub topic: String,
+    /// Where it was written before, read when `topic` has none yet.
+    pub fallback: Option<String>,
 }
 
 /// Where an exactly-once sink writes a cluster unit's drained record in a
@@ -245,6 +261,11 @@ impl TransactionalSink for KafkaSinkConfig {
 }
 
 impl KafkaSinkConfig {
+    /// The topic whose partition 0 holds the commit marker.
+    fn marker_topic(&self) -> &str {
+        self.marker.as_ref().map_or(&self.topic, |m| &m.topic)
+    }
+
     /// The two transactional ids and the marker group of exactly-once.
     fn transactional(&self) -> Result<([String; 2], String), ConnectorError> {
         let prefix =
@@ -346,7 +367,7 @@ impl super::CountsDeliveries for Deliveries {
 /// Where an exactly-once sink's commit marker lives: `(group, topic)`; the
 /// marker is the group's offset on partition 0 of the topic.
 fn commit_marker_location(config: &KafkaSinkConfig) -> Result<(String, String), ConnectorError> {
-    Ok((config.transactional()?.1, config.topic.clone()))
+    Ok((config.transactional()?.1, config.marker_topic().to_string()))
 }
 
 /// Fence the exactly-once sink's transactional ids (aborting what a dead
@@ -366,15 +387,20 @@ fn committed_checkpoint(config: &KafkaSinkConfig) -> Result<CommitMarker, Connec
     )
     .create()
     .map_err(kafka_error("creating the marker reader"))?;
-    let mut list = TopicPartitionList::new();
-    list.add_partition(&config.topic, 0);
-    let committed = consumer
-        .committed_offsets(list, CALL_TIMEOUT)
-        .map_err(kafka_error(format!("reading the commit marker of group {group}")))?;
-    Ok(match committed.find_partition(&config.topic, 0).map(|e| e.offset()) {
-        Some(Offset::Offset(id)) if id >= 0 => CommitMarker::At(id as u64),
-        _ => CommitMarker::Absent,
-    })
+    let fallback = config.marker.as_ref().and_then(|m| m.fallback.as_deref());
+    for topic in std::iter::once(config.marker_topic()).chain(fallback) {
+        let mut list = TopicPartitionList::new();
+        list.add_partition(topic, 0);
+        let committed = consumer
+            .committed_offsets(list, CALL_TIMEOUT)
+            .map_err(kafka_error(format!("reading the commit marker of group {group}")))?;
+        if let Some(Offset::Offset(id)) = committed.find_partition(topic, 0).map(|e| e.offset()) {
+            if id >= 0 {
+                return Ok(CommitMarker::At(id as u64));
+            }
+        }
+    }
+    Ok(CommitMarker::Absent)
 }
 
 /// Transactional producers whose ids were fenced (initialised) in this
@@ -457,7 +483,7 @@ fn set_commit_marker(config: &KafkaSinkConfig, id: u64) -> Result<(), ConnectorE
         }
     };
     let metadata = config.marker_group(&group)?;
-    let marker = marker_offsets(&config.topic, id)?;
+    let marker = marker_offsets(config.marker_topic(), id)?;
     let what = format!("setting the commit marker of group {group} to {id}");
     producer.begin_transaction().map_err(kafka_error(what.clone()))?;
     producer
@@ -482,6 +508,8 @@ pub struct KafkaSink {
     exchange: Option<(ExchangeOutput, i32)>,
     /// What a drained stop writes besides an exchange's ends.
     drained: Option<Box<DrainedRecord>>,
+    /// Where the commit marker is written.
+    marker_topic: String,
 }
 
 enum Mode {
@@ -604,6 +632,7 @@ impl KafkaSink {
             retry: Retry::default(),
             exchange,
             drained: config.drained.clone(),
+            marker_topic: config.marker_topic().to_string(),
         })
     }
 }
@@ -879,7 +908,7 @@ impl Sink for KafkaSink {
         // epoch wrote nothing): it is visible exactly when the output is.
         transactions.for_epoch(checkpoint)?;
         let producer = &transactions.producers[(checkpoint % 2) as usize];
-        let marker = marker_offsets(&self.topic, checkpoint)?;
+        let marker = marker_offsets(&self.marker_topic, checkpoint)?;
         let group = &transactions.marker_group;
         self.retry.call(
             || format!("adding the marker of checkpoint {checkpoint}"),
