@@ -182,24 +182,24 @@ test('a cluster pipeline: its units on their workers, no savepoint or history, a
     assert.match(await page.locator('table[aria-label="Units"] tr[data-unit="fleet-keyed-0"]').innerText(), /#41\s+#40/);
     assert.equal(await page.locator('[data-field="placement"]').innerText(), '2 of 4 units running on 2 workers, 1 waiting');
     assert.equal(await page.locator('svg.graph').count(), 0, 'no operator graph');
-    assert.equal(await page.getByRole('button', { name: 'Savepoint' }).count(), 0);
+    assert.equal(await page.getByRole('button', { name: 'Savepoint' }).isDisabled(), false, 'a cluster takes savepoints too');
     assert.equal(await page.getByRole('button', { name: 'Tail', exact: true }).count(), 1, 'its Kafka output');
     assert.equal(await page.locator('table[aria-label="Checkpoint history"]').count(), 0);
     assert.deepEqual(asked.filter((u) => u.includes('/fleet/checkpoints')), [], 'no history asked for');
     await eventually(async () => (await page.locator('[data-field="in-rate"]').innerText()) !== '—', { what: 'a rate from the counts' });
     await screenshot(page, 'stub-cluster-pipeline', { fullPage: true });
-    // Stop: no savepoint on a cluster.
+    // Stop, here without a savepoint (a cluster's drains its units first).
     await page.getByRole('button', { name: 'Stop', exact: true }).click();
     const dialog = page.getByRole('dialog', { name: 'Stop the pipeline' });
-    assert.equal(await dialog.getByRole('button', { name: /savepoint/ }).count(), 0);
-    await dialog.getByRole('button', { name: 'Stop', exact: true }).click();
+    assert.match(await dialog.innerText(), /drained first/);
+    await dialog.getByRole('button', { name: 'Stop without savepoint' }).click();
     await page.getByText('Stopped.').waitFor();
     assert.equal(stub.requests.filter((r) => r.path === '/v1/pipelines/fleet/stop').at(-1).body.toString(), '{"savepoint":false}');
 
     // A stopped one lists no units: the server's not_on_cluster answer tells.
     await page.goto(`${stub.url}/console/#/pipelines/fleet-stopped`);
     await page.locator('[data-field="checkpoints-note"]').filter({ hasText: 'not supported on a cluster' }).waitFor();
-    assert.equal(await page.getByRole('button', { name: 'Savepoint' }).count(), 0);
+    assert.equal(await page.getByRole('button', { name: 'Savepoint' }).isDisabled(), true, 'nothing runs to take it of');
     assert.equal(await page.getByRole('button', { name: 'Upgrade' }).isDisabled(), false, 'a stopped cluster pipeline starts again by an upgrade');
     assert.match(await page.locator('.workers, .muted').filter({ hasText: 'No worker reports' }).innerText(), /No worker reports a unit/);
   } finally {

@@ -243,9 +243,6 @@ fn two_servers_upload_deploy_upgrade_stop_and_delete_on_three_workers() {
     });
     assert_eq!(running.count(), units.len(), "{metrics}");
     assert_eq!(s1.call("GET", "/readyz", None, b"").0, 200);
-    // A savepoint is not something a cluster's server takes yet: said so.
-    let (code, body) = s1.call("POST", &format!("/v1/pipelines/{name}/savepoints"), None, b"");
-    assert_eq!(code, 501, "{body}");
 
     // A new function version, rolled out with state kept.
     let v2_bytes = with_custom_section(&revenue, "version two");
@@ -455,5 +452,95 @@ fn a_pipeline_rescaled_six_three_eight_keeps_every_result_exact_through_a_kill()
     cluster.wait_for_output(&kafka, &out, 900, Duration::from_secs(240));
     assert_same(&committed_per_key(&kafka, &out), &expected, "six, three, then eight tasks");
     println!("rescaled 6 → 3 → 8 on three workers (one killed during the second drain): 900 results exact");
+    cluster.terminate_all();
+}
+
+#[test]
+fn a_cluster_savepoint_and_a_stop_with_one_restore_on_one_machine() {
+    let _serial = one_at_a_time();
+    let (kafka, s3) = (TestKafka::start(), TestS3::start());
+    let bucket = s3.create_bucket("weir-cluster-savepoint");
+    let dir = tempfile::tempdir().unwrap();
+    let (all, orders, out) = (unique("sp-all"), unique("sp-orders"), unique("sp-out"));
+    for topic in [&all, &orders] {
+        kafka.create_topic(topic, PARTITIONS);
+    }
+    kafka.create_topic(&out, 1);
+    produce_orders(&kafka, &all, PARTITIONS, 900, CUSTOMERS, 1);
+    let expected = reference(&kafka, dir.path(), Job::Revenue, &all);
+    let name = unique("sp");
+    let storage = format!("s3://{bucket}/{name}");
+    let wasm_spec =
+        Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
+    let (_, spec) = stored_function_spec(&wasm_spec);
+    let flags = cluster_flags("savepoint", &kafka, &bucket);
+    let env = s3.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let allow = format!("s3://{bucket}/");
+    let mut extra: Vec<&str> = flags.iter().map(String::as_str).collect();
+    extra.extend(["--allow-storage", &allow]);
+    let server = Server::start_with_env(&dir.path().join("s1"), &extra, &env);
+    let mut cluster = Cluster::new(dir.path(), Path::new(""), &s3);
+    cluster.fleet = Some(flags.clone());
+    for worker in ["w1", "w2"] {
+        cluster.add(worker);
+    }
+    let revenue = std::fs::read(function("revenue")).unwrap();
+    assert_eq!(server.call("PUT", "/v1/functions/revenue", None, &revenue).0, 201);
+    assert_eq!(server.call("POST", "/v1/pipelines", None, spec.as_bytes()).0, 201);
+    status_when(&server, &name, "every unit running", |s| {
+        all_running_at(s, &revenue_units(&name, 6, 0), 1)
+    });
+    produce_orders(&kafka, &orders, PARTITIONS, 300, CUSTOMERS, 1);
+    cluster.wait_for_output(&kafka, &out, 300, Duration::from_secs(180));
+
+    // A savepoint: the pipeline goes on (its units drained and started
+    // again in a layout of their own), nothing lost or doubled.
+    let (code, taken) = server.call("POST", &format!("/v1/pipelines/{name}/savepoints"), None, b"");
+    assert_eq!(code, 201, "{taken}");
+    let first = taken["location"].as_str().unwrap().to_string();
+    assert!(first.starts_with(&format!("s3://{bucket}/{name}/{name}/savepoints/sp-")), "{taken}");
+    status_when(&server, &name, "running again", |s| {
+        all_running_at(s, &revenue_units(&name, 6, 2), 2)
+    });
+    produce_orders(&kafka, &orders, PARTITIONS, 300, CUSTOMERS, 301);
+    cluster.wait_for_output(&kafka, &out, 600, Duration::from_secs(180));
+    assert_prefix(&committed_per_key(&kafka, &out), &expected, "across the savepoint");
+
+    // Stopped with a savepoint; more orders come after the stop.
+    let body = json!({ "savepoint": true }).to_string();
+    let (code, stopped) =
+        server.call("POST", &format!("/v1/pipelines/{name}/stop"), None, body.as_bytes());
+    assert_eq!(code, 200, "{stopped}");
+    let location = stopped["location"].as_str().unwrap().to_string();
+    assert_ne!(location, first, "{stopped}");
+    status_when(&server, &name, "stopped", |s| s["state"] == "stopped");
+    produce_orders(&kafka, &orders, PARTITIONS, 300, CUSTOMERS, 601);
+
+    // One machine restores it: its results are those after the stop.
+    let rest = unique("sp-rest");
+    kafka.create_topic(&rest, 1);
+    let local = unique("sp-local");
+    let local_spec =
+        Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &local, &orders, &rest, None);
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["run", local_spec.to_str().unwrap(), "--data-dir"])
+        .arg(dir.path().join("one-machine"))
+        .args(["--restore", &location])
+        .envs(env.iter().copied())
+        .env_remove("WEIR_DATA_DIR")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let mut combined = committed_per_key(&kafka, &out);
+    for (customer, results) in committed_per_key(&kafka, &rest) {
+        combined.entry(customer).or_default().extend(results);
+    }
+    assert_same(
+        &combined,
+        &expected,
+        "the cluster until its stop, then one machine from its savepoint",
+    );
+    println!("cluster savepoint {first} (running on), stop with savepoint {location}, restored on one machine: 900 results exact");
     cluster.terminate_all();
 }

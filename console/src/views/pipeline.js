@@ -5,9 +5,9 @@
 // every five seconds and after each action.
 //
 // A pipeline on a cluster shows its units on their workers instead of the
-// operator graph; what a cluster's server does not serve yet (checkpoint
-// history, savepoints: `501 not_on_cluster`) is not offered, and its tail
-// reads the outputs the server names (committed records of Kafka topics).
+// operator graph; what a cluster's server does not serve (the checkpoint
+// history: `501 not_on_cluster`) is not offered, and its tail reads the
+// outputs the server names (committed records of Kafka topics).
 
 import {
   formatAge,
@@ -122,7 +122,7 @@ export function PipelinePage({ api, name }) {
       <${StateBadge} state=${status.state} />
       <span class="spacer"></span>
       <div class="actions">
-        ${!clustered && html`<button type="button" disabled=${!running} onClick=${() => setDialog('savepoint')}>Savepoint</button>`}
+        <button type="button" disabled=${!running} onClick=${() => setDialog('savepoint')}>Savepoint</button>
         <button type="button" disabled=${!running} onClick=${() => setDialog('stop')}>Stop</button>
         <button type="button" disabled=${!running && !clustered} onClick=${() => setDialog('upgrade')}>Upgrade</button>
         <button type="button" class="danger" onClick=${() => setDialog('delete')}>Delete</button>
@@ -193,20 +193,16 @@ export function PipelinePage({ api, name }) {
       message=${`Take a savepoint of ${status.name}? It keeps running.`} onClose=${close}
       choices=${[{ label: 'Take savepoint', run: () => api.post(pipelinePath(name, '/savepoints'), {}) }]}
       onDone=${(r) => done(`Savepoint taken: ${r?.location ?? ''}`)} />
-    ${clustered
-      ? html`<${Confirm} open=${dialog === 'stop'} title="Stop the pipeline"
-          message=${`Stop ${status.name}? Every unit stops with a final checkpoint, which a start (Upgrade) restores.`}
-          onClose=${close}
-          choices=${[{ label: 'Stop', danger: true, run: () => api.post(pipelinePath(name, '/stop'), { savepoint: false }) }]}
-          onDone=${() => done('Stopped.')} />`
-      : html`<${Confirm} open=${dialog === 'stop'} title="Stop the pipeline"
-          message=${`Stop ${status.name}? Records in flight are processed and a final snapshot is taken. Take a savepoint (restorable at another parallelism or function version) or only a checkpoint?`}
-          onClose=${close}
-          choices=${[
-            { label: 'Stop with savepoint', run: () => api.post(pipelinePath(name, '/stop'), { savepoint: true }) },
-            { label: 'Stop without savepoint', danger: true, run: () => api.post(pipelinePath(name, '/stop'), { savepoint: false }) },
-          ]}
-          onDone=${(r) => done(`Stopped; final snapshot: ${r?.location ?? ''}`)} />`}
+    <${Confirm} open=${dialog === 'stop'} title="Stop the pipeline"
+      message=${clustered
+        ? `Stop ${status.name}? With a savepoint its units are drained first (a savepoint one machine can restore too); without, every unit stops with a final checkpoint, which a start (Upgrade) restores.`
+        : `Stop ${status.name}? Records in flight are processed and a final snapshot is taken. Take a savepoint (restorable at another parallelism or function version) or only a checkpoint?`}
+      onClose=${close}
+      choices=${[
+        { label: 'Stop with savepoint', run: () => api.post(pipelinePath(name, '/stop'), { savepoint: true }) },
+        { label: 'Stop without savepoint', danger: true, run: () => api.post(pipelinePath(name, '/stop'), { savepoint: false }) },
+      ]}
+      onDone=${(r) => done(r?.location ? `Stopped; final snapshot: ${r.location}` : 'Stopped.')} />
     <${UpgradeDialog} api=${api} status=${status} clustered=${clustered} open=${dialog === 'upgrade'} onClose=${close}
       onDone=${(r) => done(`Upgraded to generation ${r?.generation ?? '?'}.`)} />
     <${Confirm} open=${dialog === 'delete'} title="Delete the pipeline"

@@ -464,6 +464,13 @@ impl Pipelines {
         }
     }
 
+    fn savepoint(&self, name: &str) -> Result<String, ApiError> {
+        match self {
+            Self::Local(s) => Ok(s.savepoint(name)?),
+            Self::Cluster(c) => Ok(c.savepoint(name)?),
+        }
+    }
+
     fn stop(&self, name: &str, savepoint: bool) -> Result<String, ApiError> {
         match self {
             Self::Local(s) => Ok(s.stop(name, savepoint)?),
@@ -572,7 +579,7 @@ pub(crate) async fn savepoint(
     Path(name): Path<String>,
 ) -> Result<(StatusCode, Json<SnapshotTaken>), ApiError> {
     blocking(move || {
-        let location = state.pipelines.local("a savepoint")?.savepoint(&name)?;
+        let location = state.pipelines.savepoint(&name)?;
         Ok((StatusCode::CREATED, Json(SnapshotTaken { state: PipelineState::Running, location })))
     })
     .await

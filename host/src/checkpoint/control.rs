@@ -88,11 +88,11 @@ impl Request {
         (Self { kind, stop, drain: false, reply: Reply::Channel(tx) }, rx)
     }
 
-    /// A drained stop from this process (a final checkpoint after which
-    /// the run's sinks tell what they feed that it ended), and where its
-    /// answer will arrive.
+    /// A drained stop from this process (a final savepoint — self-contained,
+    /// kept, restorable at any parallelism — after which the run's sinks
+    /// tell what they feed that it ended), and where its answer will arrive.
     pub fn drain() -> (Self, std::sync::mpsc::Receiver<Response>) {
-        let (request, answer) = Self::in_process(SnapshotKind::Checkpoint, true);
+        let (request, answer) = Self::in_process(SnapshotKind::Savepoint, true);
         (Self { drain: true, ..request }, answer)
     }
 

@@ -93,6 +93,13 @@ pub enum FleetError {
         /// The spec field.
         field: String,
     },
+    /// A stopped deployment whose previous layout has drained: nothing
+    /// to run.
+    #[error("pipeline {pipeline} is stopped")]
+    Stopped {
+        /// The pipeline.
+        pipeline: String,
+    },
     /// Which units of the previous layout drained could not be read.
     #[error("pipeline {pipeline}: reading which units of its previous layout drained: {source}")]
     Drained {
@@ -157,6 +164,8 @@ pub struct Fleet {
     caught_up: AtomicBool,
     /// Where its HTTP endpoints are reached.
     address: std::sync::OnceLock<String>,
+    /// Previous layouts known drained, by pipeline and version.
+    drained: Mutex<std::collections::BTreeSet<(String, u64)>>,
 }
 
 impl Fleet {
@@ -170,6 +179,7 @@ impl Fleet {
             waiting: Mutex::default(),
             caught_up: AtomicBool::new(false),
             address: std::sync::OnceLock::new(),
+            drained: Mutex::default(),
         }))
     }
 
@@ -336,10 +346,8 @@ impl Fleet {
         for (name, member) in self.members().iter() {
             match deployments.get(name) {
                 Some(d) if d.desired == Desired::Running && d.version == member.version => {}
-                Some(d)
-                    if d.desired == Desired::Running
-                        && d.previous.as_ref().is_some_and(|p| p.version == member.version) =>
-                {
+                // A rescale, or a stop or savepoint that drains first.
+                Some(d) if d.previous.as_ref().is_some_and(|p| p.version == member.version) => {
                     member.worker.drain();
                 }
                 _ => outdated.push(name.clone()),
@@ -353,7 +361,13 @@ impl Fleet {
         self.waiting().retain(|name, _| deployments.contains_key(name));
         for (name, deployment) in deployments {
             let due = self.waiting().get(name).is_none_or(|(_, at)| Instant::now() >= *at);
-            if deployment.desired != Desired::Running || self.members().contains_key(name) || !due {
+            if self.members().contains_key(name) || !due {
+                continue;
+            }
+            // A stopped pipeline runs nothing, but its previous layout
+            // (a stop with a savepoint) still drains.
+            let running = deployment.desired == Desired::Running;
+            if !running && (deployment.previous.is_none() || self.drained_before(deployment)) {
                 continue;
             }
             match self.start(deployment) {
@@ -411,9 +425,41 @@ impl Fleet {
             member.worker.drain();
             return Ok(member);
         }
+        self.drained
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(previous_key(deployment));
+        if deployment.desired != Desired::Running {
+            return Err(FleetError::Stopped { pipeline: deployment.pipeline.clone() });
+        }
         let seeds = super::layout::seeds(&plan, &before, &drained);
         tracing::info!(pipeline = %deployment.pipeline, version = deployment.version, seeded = seeds.len(), "the previous layout drained: its tasks seed the new ones");
         self.launch(deployment, plan, seeds)
+    }
+
+    /// Whether `deployment`'s previous layout is known to have drained
+    /// (asked of Kafka until it has, at most every [`RETRY`]).
+    fn drained_before(&self, deployment: &Deployment) -> bool {
+        let key = previous_key(deployment);
+        if self.drained.lock().unwrap_or_else(PoisonError::into_inner).contains(&key) {
+            return true;
+        }
+        let Some(previous) = &deployment.previous else { return true };
+        let drained = self
+            .plan(previous)
+            .ok()
+            .and_then(|plan| super::drained::all_drained(&plan).ok())
+            .unwrap_or(false);
+        if drained {
+            self.drained.lock().unwrap_or_else(PoisonError::into_inner).insert(key);
+        } else {
+            // Asked again once the pipeline's retry is due.
+            self.waiting().insert(
+                deployment.pipeline.clone(),
+                ("its previous layout drains".into(), Instant::now() + RETRY),
+            );
+        }
+        drained
     }
 
     /// `deployment`'s plan, its functions fetched.
@@ -455,6 +501,12 @@ impl Fleet {
     fn materialize(&self, deployment: &Deployment) -> Result<PipelineSpec, FleetError> {
         materialize(deployment, &self.blobs, &self.config.data_dir.join("cluster-functions"))
     }
+}
+
+/// The key of `deployment`'s previous layout among those known drained.
+fn previous_key(deployment: &Deployment) -> (String, u64) {
+    let version = deployment.previous.as_ref().map_or(0, |p| p.version);
+    (deployment.pipeline.clone(), version)
 }
 
 /// `deployment`'s spec with each function fetched from `blobs` into `dir`

@@ -13,6 +13,7 @@
 //! * [`drained`]: which units a drained stop ended for good, and
 //!   [`layout`]: when an upgrade changes how the plan cuts the pipeline
 //!   (a rescale), and where the new tasks take their state from;
+//!   [`savepoint`]: a drained layout's unit snapshots as one savepoint;
 //! * `status`: what a worker reports (`/readyz`, `/healthz`, `/metrics`,
 //!   `/v1/worker`);
 //! * [`control`]: a cluster's control topic (what is deployed), [`blobs`]:
@@ -32,6 +33,7 @@ pub mod fleet;
 pub mod functions;
 pub mod layout;
 pub mod plan;
+pub mod savepoint;
 pub mod status;
 pub mod topics;
 pub mod worker;

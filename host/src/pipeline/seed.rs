@@ -11,7 +11,7 @@ use std::ops::RangeInclusive;
 use std::path::Path;
 
 use super::error::RunError;
-use crate::checkpoint::{self, CheckpointError, CheckpointStorage, RestoreTarget};
+use crate::checkpoint::{self, CheckpointError, CheckpointStorage, RestoreTarget, SnapshotKind};
 use crate::state::layout::{self, Distributor, Layout};
 use crate::state::{RocksDbBackend, BROADCAST_KEY_GROUP};
 
@@ -49,7 +49,9 @@ pub(crate) fn seed(
     let mut distributor = Distributor::create(&staging, layout)?;
     for (index, (unit, id)) in seed.from.iter().enumerate() {
         let storage = CheckpointStorage::open(url, unit)?;
-        let metadata = storage.completed()?.into_iter().find(|m| m.id == *id).ok_or_else(|| {
+        let mut found = storage.completed_of(SnapshotKind::Savepoint)?;
+        found.extend(storage.completed()?);
+        let metadata = found.into_iter().find(|m| m.id == *id).ok_or_else(|| {
             CheckpointError::Corrupt(format!(
                 "unit {unit} ended with snapshot {id}, which its checkpoint storage does not hold: its state cannot be handed to the new layout (restore the pipeline from a savepoint, or deploy it again under a new name)"
             ))

@@ -25,6 +25,7 @@ use super::{ServeError, Upgrade};
 use crate::checkpoint::{CheckpointStorage, SnapshotKind, SnapshotMetadata};
 use crate::cluster::blobs::FunctionBlobs;
 use crate::cluster::control::{ControlChange, ControlReader, ControlState, WorkerReport};
+use crate::cluster::drained;
 use crate::cluster::fleet::{follow, materialize};
 use crate::cluster::layout::LayoutError;
 use crate::cluster::plan::broker_partitions;
@@ -276,7 +277,7 @@ impl ClusterPipelines {
     /// units. A savepoint is not supported on a cluster yet.
     pub fn stop(&self, name: &str, savepoint: bool) -> Result<String, ServeError> {
         if savepoint {
-            return Err(ServeError::not_on_cluster("a stop with a savepoint is not supported on a cluster yet: stop without one (every unit takes a final checkpoint, which a start or upgrade restores)"));
+            return self.drained_savepoint(name, Desired::Stopped);
         }
         let version = self.control.transact(|state| -> Result<_, ServeError> {
             let deployment = state.deployments.get(name).ok_or_else(|| no_pipeline(name))?;
@@ -512,6 +513,90 @@ impl ClusterPipelines {
             all.push(UnitSnapshots { unit: unit.name.clone(), storage, snapshots });
         }
         Ok(all)
+    }
+
+    /// Take a savepoint of pipeline `name`, which goes on running (in a
+    /// new layout of the same shape): its location.
+    pub fn savepoint(&self, name: &str) -> Result<String, ServeError> {
+        self.drained_savepoint(name, Desired::Running)
+    }
+
+    /// Drain the running layout of pipeline `name` — its next version, in
+    /// `desired` state, runs in a layout of its own — and put the drained
+    /// units' final savepoints together as the pipeline's savepoint (see
+    /// [`crate::cluster::savepoint`]); its location.
+    fn drained_savepoint(&self, name: &str, desired: Desired) -> Result<String, ServeError> {
+        let current = self.get(name)?.deployment;
+        if current.desired != Desired::Running {
+            return Err(ServeError::conflict(
+                "not_running",
+                format!("pipeline {name} is not running: a savepoint needs its units"),
+            ));
+        }
+        if let Some(previous) = &current.previous {
+            let plan = self.plan_uncached(previous)?;
+            if !drained::all_drained(&plan)
+                .map_err(|e| ServeError::storage_unavailable(e.to_string()))?
+            {
+                return Err(layout_refused(LayoutError::Draining {
+                    pipeline: name.to_string(),
+                    previous: previous.version,
+                }));
+            }
+        }
+        let next = self.control.transact(|state| {
+            let now = state.deployments.get(name).ok_or_else(|| no_pipeline(name))?;
+            if now.version != current.version {
+                return Err(ServeError::conflict(
+                    "busy",
+                    format!(
+                        "pipeline {name} changed meanwhile (version {} → {}): try again",
+                        current.version, now.version
+                    ),
+                ));
+            }
+            let version = now.version + 1;
+            let previous = Some(Box::new(Deployment { previous: None, ..now.clone() }));
+            let next = Deployment { version, desired, layout: version, previous, ..now.clone() };
+            Ok((next.clone(), vec![ControlChange::Deploy(next)]))
+        })?;
+        let plan = self.plan_uncached(&current)?;
+        let deadline = Instant::now() + STOP_WAIT;
+        let drained = loop {
+            let drained = drained::drained_units(&plan)
+                .map_err(|e| ServeError::storage_unavailable(e.to_string()))?;
+            let left: Vec<&str> = plan
+                .units
+                .iter()
+                .filter(|u| !drained.contains_key(&u.name))
+                .map(|u| u.name.as_str())
+                .collect();
+            if left.is_empty() {
+                break drained;
+            }
+            if Instant::now() >= deadline {
+                return Err(ServeError::snapshot_failed(format!(
+                    "pipeline {name}: after {STOP_WAIT:?}, units {} have not drained (their workers drain them when they next read the control topic; a unit of a dead worker once the group gives it to another): ask again for its savepoint once they have",
+                    left.join(", ")
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        };
+        let url =
+            plan.spec.checkpoint.as_ref().and_then(|c| c.storage.clone()).ok_or_else(|| {
+                ServeError::internal("a cluster pipeline without checkpoint storage")
+            })?;
+        let location = crate::cluster::savepoint::assemble(&plan, &drained, &url, next.version)
+            .map_err(|e| ServeError::storage_unavailable(e.to_string()))?;
+        tracing::info!(pipeline = name, %location, version = next.version, "cluster savepoint taken");
+        Ok(location)
+    }
+
+    /// The plan of `deployment`, made now.
+    fn plan_uncached(&self, deployment: &Deployment) -> Result<ClusterPlan, ServeError> {
+        let runnable = materialize(deployment, &self.blobs, &self.functions_dir)
+            .map_err(|e| ServeError::internal(e.to_string()))?;
+        plan(&runnable, &broker_partitions).map_err(unavailable_plan)
     }
 
     /// The plan of `deployment` (made once per version).
