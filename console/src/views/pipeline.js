@@ -272,7 +272,7 @@ function UpgradeDialog({ api, status, clustered, open, onClose, onDone }) {
   };
   return html`<${Confirm} open=${open} title="Upgrade the pipeline" onClose=${onClose} onDone=${onDone}
     message=${clustered
-      ? 'The workers switch to the new version (a stopped pipeline starts again); its units restore the old ones\' final checkpoints, so state is kept.'
+      ? 'The workers switch to the new version (a stopped pipeline starts again); its units restore the old ones\' final checkpoints, so state is kept. A new parallelism drains the old tasks first and hands each new task its key groups\' state.'
       : 'A savepoint is taken, the pipeline stopped and started again from it with these changes; state is kept.'}
     choices=${[{ label: 'Upgrade', run }]}>
     <label>Upgrade (JSON: <code>functions</code> by name, a version or <code>"latest"</code>; <code>parallelism</code>; or a whole new <code>spec</code>)
