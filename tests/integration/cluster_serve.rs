@@ -7,7 +7,7 @@
 //! A child of [`super`] (the cluster tests), whose workers and specs it
 //! uses.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
@@ -456,7 +456,7 @@ fn a_pipeline_rescaled_six_three_eight_keeps_every_result_exact_through_a_kill()
 }
 
 #[test]
-fn a_cluster_savepoint_and_a_stop_with_one_restore_on_one_machine() {
+fn a_cluster_savepoint_restores_on_one_machine_and_a_one_machine_checkpoint_deploys_to_a_cluster() {
     let _serial = one_at_a_time();
     let (kafka, s3) = (TestKafka::start(), TestS3::start());
     let bucket = s3.create_bucket("weir-cluster-savepoint");
@@ -466,7 +466,7 @@ fn a_cluster_savepoint_and_a_stop_with_one_restore_on_one_machine() {
         kafka.create_topic(topic, PARTITIONS);
     }
     kafka.create_topic(&out, 1);
-    produce_orders(&kafka, &all, PARTITIONS, 900, CUSTOMERS, 1);
+    produce_orders(&kafka, &all, PARTITIONS, 1200, CUSTOMERS, 1);
     let expected = reference(&kafka, dir.path(), Job::Revenue, &all);
     let name = unique("sp");
     let storage = format!("s3://{bucket}/{name}");
@@ -517,12 +517,20 @@ fn a_cluster_savepoint_and_a_stop_with_one_restore_on_one_machine() {
     status_when(&server, &name, "stopped", |s| s["state"] == "stopped");
     produce_orders(&kafka, &orders, PARTITIONS, 300, CUSTOMERS, 601);
 
-    // One machine restores it: its results are those after the stop.
+    // One machine restores it: its results are those after the stop. It
+    // checkpoints to S3 too, for the way back.
     let rest = unique("sp-rest");
     kafka.create_topic(&rest, 1);
     let local = unique("sp-local");
     let local_spec =
         Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &local, &orders, &rest, None);
+    let text = std::fs::read_to_string(&local_spec).unwrap();
+    let local_storage = format!("s3://{bucket}/one-machine");
+    let text = text.replace(
+        "{ interval: 150ms, timeout: 1m }",
+        &format!("{{ interval: 150ms, timeout: 1m, storage: {local_storage:?} }}"),
+    );
+    std::fs::write(&local_spec, text).unwrap();
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_weir"))
         .args(["run", local_spec.to_str().unwrap(), "--data-dir"])
         .arg(dir.path().join("one-machine"))
@@ -532,15 +540,54 @@ fn a_cluster_savepoint_and_a_stop_with_one_restore_on_one_machine() {
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let mut combined = committed_per_key(&kafka, &out);
-    for (customer, results) in committed_per_key(&kafka, &rest) {
-        combined.entry(customer).or_default().extend(results);
-    }
-    assert_same(
-        &combined,
-        &expected,
-        "the cluster until its stop, then one machine from its savepoint",
+    let combined = |topics: &[&str]| {
+        let mut combined = BTreeMap::<u64, Vec<String>>::new();
+        for topic in topics {
+            for (customer, results) in committed_per_key(&kafka, topic) {
+                combined.entry(customer).or_default().extend(results);
+            }
+        }
+        combined
+    };
+    let after_stop = "the cluster until its stop, then one machine from its savepoint";
+    assert_prefix(&combined(&[&out, &rest]), &expected, after_stop);
+    assert_eq!(
+        kafka.read_committed(&rest).len(),
+        300,
+        "one machine wrote what came after the stop"
     );
-    println!("cluster savepoint {first} (running on), stop with savepoint {location}, restored on one machine: 900 results exact");
+
+    // The way back: a new cluster pipeline deployed from the one-machine
+    // run's last checkpoint (six subtasks of RocksDB state, the input's
+    // positions) goes on from there.
+    let keys = s3.keys(&bucket, "one-machine/");
+    let newest = keys
+        .iter()
+        .filter_map(|k| k.strip_suffix("/_metadata")?.rsplit_once("/chk-"))
+        .filter_map(|(_, id)| id.parse::<u64>().ok())
+        .max()
+        .unwrap_or_else(|| panic!("a checkpoint of the one-machine run: {keys:?}"));
+    let checkpoint = format!("{local_storage}/{local}/chk-{newest}");
+    produce_orders(&kafka, &orders, PARTITIONS, 300, CUSTOMERS, 901);
+    let back = unique("sp-back");
+    let back_out = unique("sp-back-out");
+    kafka.create_topic(&back_out, 1);
+    let storage = format!("s3://{bucket}/{back}");
+    let wasm_spec = Job::Revenue.spec(
+        dir.path(),
+        &kafka.bootstrap(),
+        &back,
+        &orders,
+        &back_out,
+        Some(&storage),
+    );
+    let (_, spec) = stored_function_spec(&wasm_spec);
+    let path = format!("/v1/pipelines?restore={checkpoint}");
+    let (code, deployed) = server.call("POST", &path, None, spec.as_bytes());
+    assert_eq!(code, 201, "{deployed}");
+    cluster.wait_for_output(&kafka, &back_out, 300, Duration::from_secs(180));
+    let all_three = "the cluster, one machine from its savepoint, a cluster from its checkpoint";
+    assert_same(&combined(&[&out, &rest, &back_out]), &expected, all_three);
+    println!("cluster savepoint {first} (running on), stop with savepoint {location}, restored on one machine, whose checkpoint {checkpoint} deploys to a cluster: 1200 results exact");
     cluster.terminate_all();
 }

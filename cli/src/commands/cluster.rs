@@ -128,6 +128,7 @@ pub fn execute(args: ClusterCommandArgs) -> anyhow::Result<()> {
                     version: earlier.map_or(1, |e| e.version + 1),
                     deployed_at: earlier
                         .map_or_else(weir_host::clock::now_millis, |e| e.deployed_at),
+                    restore: earlier.and_then(|e| e.restore.clone()),
                     ..deployment.clone()
                 };
                 // A new layout (a rescale) drains the current one first.

@@ -152,6 +152,7 @@ fn run(
         natives: super::natives(),
         stop_grace: stop_grace.unwrap_or(cluster::DEFAULT_STOP_GRACE),
         seeds: Default::default(),
+        restore: None,
     });
     let address = status::serve(Arc::clone(&worker) as Arc<dyn status::Reports>, listener, None)?;
     println!("weir worker {worker_id} listening on http://{address}");

@@ -112,6 +112,11 @@ pub struct Deployment {
     /// seeding the new tasks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous: Option<Box<Deployment>>,
+    /// The checkpoint or savepoint (its location) the pipeline was deployed
+    /// from: a unit with no snapshot of its own starts from it (a task its
+    /// key groups' state, an ingest unit its partition's position).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore: Option<String>,
 }
 
 /// What the control topic holds: deployments and uploaded functions.
@@ -567,6 +572,7 @@ mod tests {
             deployed_at: 0,
             layout: 0,
             previous: None,
+            restore: None,
         };
         let json = serde_json::to_vec(&orders).unwrap();
         let key = "pipeline/orders";

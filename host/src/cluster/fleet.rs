@@ -413,7 +413,12 @@ impl Fleet {
     fn start(&self, deployment: &Deployment) -> Result<Member, FleetError> {
         let plan = self.plan(deployment)?;
         let Some(previous) = &deployment.previous else {
-            return self.launch(deployment, plan, BTreeMap::new());
+            // Deployed from a snapshot: units without their own start from it.
+            let seeds = match &deployment.restore {
+                Some(location) => super::layout::snapshot_seeds(&plan, location),
+                None => BTreeMap::new(),
+            };
+            return self.launch(deployment, plan, seeds);
         };
         let before = self.plan(previous)?;
         let drained = super::drained::drained_units(&before).map_err(|source| {
@@ -484,6 +489,7 @@ impl Fleet {
             natives: self.config.natives.clone(),
             stop_grace: self.config.stop_grace,
             seeds,
+            restore: deployment.restore.clone().filter(|_| deployment.previous.is_none()),
         });
         let shutdown = Arc::new(AtomicBool::new(false));
         let thread = {
@@ -619,6 +625,7 @@ pub fn deployment_of(
         deployed_at: crate::clock::now_millis(),
         layout: 0,
         previous: None,
+        restore: None,
     })
 }
 

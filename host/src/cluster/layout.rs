@@ -12,11 +12,12 @@
 //! drained tasks' final snapshots ([`Seed`]) and the ingest units restore
 //! their own.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+use std::ops::RangeInclusive;
 
 use super::control::Deployment;
 use super::{ClusterPlan, UnitRole};
-use crate::pipeline::Seed;
+use crate::pipeline::{Seed, SeedFrom};
 use crate::specification::PipelineSpec;
 use crate::state::key_group_range;
 
@@ -105,57 +106,63 @@ pub fn seeds(
     drained: &BTreeMap<String, u64>,
 ) -> BTreeMap<String, Seed> {
     let max = new.spec.max_parallelism;
-    let tasks = |plan: &ClusterPlan, stage: &str| -> u16 {
-        let count = plan
+    task_seeds(new, |stage, ours| {
+        let before = tasks(old, stage);
+        let from: Vec<(String, u64)> = old
             .units
             .iter()
-            .filter(|u| matches!(&u.role, UnitRole::Task { stage: s, .. } if s == stage))
-            .count();
-        u16::try_from(count).unwrap_or(u16::MAX)
-    };
+            .filter_map(|old_unit| match &old_unit.role {
+                UnitRole::Task { stage: s, task } if s == stage => {
+                    let theirs = key_group_range(*task, max, before);
+                    let overlap = theirs.start() <= ours.end() && ours.start() <= theirs.end();
+                    let id = drained.get(&old_unit.name)?;
+                    overlap.then(|| (old_unit.name.clone(), *id))
+                }
+                _ => None,
+            })
+            .collect();
+        (before > 0).then_some(SeedFrom::Units(from))
+    })
+}
+
+/// Where each task of `plan` takes its state from on its first start when
+/// the pipeline was deployed from the checkpoint or savepoint at `location`:
+/// that snapshot, its key groups.
+pub fn snapshot_seeds(plan: &ClusterPlan, location: &str) -> BTreeMap<String, Seed> {
+    task_seeds(plan, |_, _| Some(SeedFrom::Snapshot(location.to_string())))
+}
+
+/// A seed for each task of `plan` whose stage and key groups `from` names
+/// snapshots for.
+fn task_seeds(
+    plan: &ClusterPlan,
+    from: impl Fn(&str, &RangeInclusive<u16>) -> Option<SeedFrom>,
+) -> BTreeMap<String, Seed> {
+    let max = plan.spec.max_parallelism;
     let mut seeds = BTreeMap::new();
-    let stages: BTreeSet<&str> = new
-        .units
-        .iter()
-        .filter_map(|u| match &u.role {
-            UnitRole::Task { stage, .. } => Some(stage.as_str()),
-            UnitRole::Ingest { .. } => None,
-        })
-        .collect();
-    for stage in stages {
-        let (now, before) = (tasks(new, stage), tasks(old, stage));
-        if before == 0 {
-            continue;
-        }
-        for unit in &new.units {
-            let UnitRole::Task { stage: s, task } = &unit.role else { continue };
-            if s != stage {
-                continue;
-            }
-            let ours = key_group_range(*task, max, now);
-            let from = old
-                .units
-                .iter()
-                .filter_map(|old_unit| match &old_unit.role {
-                    UnitRole::Task { stage: s, task } if s == stage => {
-                        let theirs = key_group_range(*task, max, before);
-                        let overlap = theirs.start() <= ours.end() && ours.start() <= theirs.end();
-                        let id = drained.get(&old_unit.name)?;
-                        overlap.then(|| (old_unit.name.clone(), *id))
-                    }
-                    _ => None,
-                })
-                .collect();
-            let uid = unit
-                .spec
-                .operators
-                .get(stage)
-                .and_then(|node| node.uid.clone())
-                .unwrap_or_else(|| stage.to_string());
-            seeds.insert(unit.name.clone(), Seed { stage: uid, key_groups: ours, from });
-        }
+    for unit in &plan.units {
+        let UnitRole::Task { stage, task } = &unit.role else { continue };
+        let key_groups = key_group_range(*task, max, tasks(plan, stage));
+        let Some(from) = from(stage, &key_groups) else { continue };
+        let uid = unit
+            .spec
+            .operators
+            .get(stage)
+            .and_then(|node| node.uid.clone())
+            .unwrap_or_else(|| stage.to_string());
+        seeds.insert(unit.name.clone(), Seed { stage: uid, key_groups, from });
     }
     seeds
+}
+
+/// The number of tasks of stage `stage` in `plan`.
+fn tasks(plan: &ClusterPlan, stage: &str) -> u16 {
+    let count = plan
+        .units
+        .iter()
+        .filter(|u| matches!(&u.role, UnitRole::Task { stage: s, .. } if s == stage))
+        .count();
+    u16::try_from(count).unwrap_or(u16::MAX)
 }
 
 #[cfg(test)]
@@ -182,9 +189,10 @@ mod tests {
         assert_eq!(seeds.len(), 3, "one per new task: {seeds:?}");
         let first = &seeds["rev-keyed-0-r2"];
         assert_eq!(first.key_groups, 0..=42);
-        let from: Vec<&str> = first.from.iter().map(|(u, _)| u.as_str()).collect();
+        let SeedFrom::Units(units) = &first.from else { panic!("{first:?}") };
+        let from: Vec<&str> = units.iter().map(|(u, _)| u.as_str()).collect();
         assert_eq!(from, ["rev-keyed-0", "rev-keyed-1"], "{first:?}");
-        assert!(first.from.iter().all(|(u, id)| drained[u] == *id));
+        assert!(units.iter().all(|(u, id)| drained[u] == *id));
         assert_eq!(
             first.stage,
             three.units.iter().find(|u| u.name == "rev-keyed-0-r2").unwrap().spec.operators

@@ -135,6 +135,9 @@ pub struct WorkerConfig {
     /// Where tasks of a new layout take their state from on their first
     /// start, by unit (see [`super::layout::seeds`]); empty otherwise.
     pub seeds: BTreeMap<String, Seed>,
+    /// The checkpoint or savepoint the pipeline was deployed from: a unit
+    /// without a snapshot of its own takes its input positions from it.
+    pub restore: Option<String>,
 }
 
 /// A worker's units and what it knows of them; shared by the group
@@ -146,6 +149,7 @@ pub struct Worker {
     natives: NativeCatalog,
     stop_grace: Duration,
     seeds: BTreeMap<String, Seed>,
+    restore: Option<String>,
     /// Assigned units, by number (their units-topic partition).
     slots: Mutex<BTreeMap<usize, Slot>>,
     /// Where it stands with its group.
@@ -348,6 +352,7 @@ impl Worker {
             natives: config.natives,
             stop_grace: config.stop_grace,
             seeds: config.seeds,
+            restore: config.restore,
             slots: Mutex::new(BTreeMap::new()),
             group: Mutex::new(GroupState::Starting),
             born: Instant::now(),
@@ -658,6 +663,11 @@ impl Worker {
     fn spawn(&self, unit: &Unit) -> RunThread {
         let mut options = RunOptions::new(self.data_dir.clone()).with_natives(self.natives.clone());
         options.seeds = self.seeds.get(&unit.name).cloned().into_iter().collect();
+        if !unit.reads_exchange() {
+            // A unit reading the input takes its position from the snapshot
+            // deployed from; a task's exchange topics are new.
+            options.positions_from.clone_from(&self.restore);
+        }
         RunThread::spawn(format!("unit {}", unit.name), unit.spec.clone(), options)
             .expect("a thread for the unit")
     }
@@ -1079,6 +1089,7 @@ mod tests {
             natives: NativeCatalog::default(),
             stop_grace: DEFAULT_STOP_GRACE,
             seeds: BTreeMap::new(),
+            restore: None,
         });
         // Its units stopped, its consumer closing: an assignment served
         // now (the group's last round before it left) starts nothing.

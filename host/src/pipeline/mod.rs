@@ -45,5 +45,5 @@ pub use lock::LockError;
 pub use runner::{
     checkpoint_storage, run, run_checked, ProgressFn, RestoreFrom, RunError, RunOptions,
 };
-pub use seed::Seed;
+pub use seed::{Seed, SeedFrom};
 pub use stop::{stop_run, RunThread, Stopped, CANCEL_WAIT, DEFAULT_STOP_GRACE};

@@ -55,6 +55,10 @@ pub struct RunOptions {
     /// Where stages take their state from when the run has no snapshot of
     /// its own to restore (a cluster task of a new layout).
     pub seeds: Vec<super::seed::Seed>,
+    /// Where the sources take their positions from when the run has no
+    /// snapshot of its own to restore (a checkpoint or savepoint location:
+    /// a cluster unit of a pipeline deployed from one).
+    pub positions_from: Option<String>,
 }
 
 /// Which snapshot a run starts from.
@@ -83,6 +87,7 @@ impl RunOptions {
             natives: NativeCatalog::default(),
             served: false,
             seeds: Vec::new(),
+            positions_from: None,
         }
     }
 

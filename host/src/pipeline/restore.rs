@@ -39,6 +39,9 @@ pub(crate) struct StartingPoint {
     /// The newest snapshot whose output an exactly-once sink holds (its
     /// commit marker), if any.
     pub(crate) committed: Option<u64>,
+    /// Without a snapshot of its own: the one its sources take their
+    /// positions from ([`RunOptions::positions_from`]).
+    pub(crate) positions: Option<LocatedSnapshot>,
 }
 
 /// Open the pipeline's state: restored from a snapshot when asked, or when
@@ -184,7 +187,20 @@ pub(crate) fn prepare_state(
                 snapshot.as_ref().map_or(0, |s| s.metadata.id)
             ))
         })?;
-    Ok(StartingPoint { backends, snapshot, storage, first_id, known, local_checkpoints, committed })
+    let positions = match (&snapshot, &options.positions_from) {
+        (None, Some(location)) if !fresh => Some(CheckpointStorage::locate(location)?),
+        _ => None,
+    };
+    Ok(StartingPoint {
+        backends,
+        snapshot,
+        storage,
+        first_id,
+        known,
+        local_checkpoints,
+        committed,
+        positions,
+    })
 }
 
 /// How a run with an exactly-once sink starts: the snapshot it

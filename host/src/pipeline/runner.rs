@@ -125,7 +125,7 @@ fn run_locked(
     unless_cancelled(options)?;
     let start = prepare_state(spec, &graph, options, settings.as_ref())?;
     tracing::debug!(elapsed = ?started.elapsed(), "state ready");
-    if let Some(snapshot) = &start.snapshot {
+    if let Some(snapshot) = start.snapshot.as_ref().or(start.positions.as_ref()) {
         let recorded = &snapshot.metadata.source;
         for (node, source) in graph.sources.iter().enumerate() {
             let states = recorded_states(recorded, &source.name, graph.sources.len() == 1);

@@ -1,19 +1,23 @@
-//! Keyed state a run's first start takes from other runs' final
-//! snapshots: a cluster task of a new layout (another parallelism, see
+//! Keyed state a run's first start takes from other runs' snapshots: a
+//! cluster task of a new layout (another parallelism, see
 //! `docs/cluster.md`) from the drained tasks of the old layout whose key
-//! groups overlap its own. Each snapshot is restored into scratch space,
-//! then the entries of the task's key groups (and the broadcast state, the
-//! same in every task, from the first) are copied into its state, written
-//! in staging and switched in whole — a kill half-way leaves nothing, and
-//! the next start seeds again from the same immutable snapshots.
+//! groups overlap its own, or a task of a pipeline deployed from a
+//! checkpoint or savepoint from that snapshot. Each snapshot is restored
+//! into scratch space (at one subtask), then the entries of the task's key
+//! groups (and the broadcast state, the same in every task, from the
+//! first) are copied into its state, written in staging and switched in
+//! whole — a kill half-way leaves nothing, and the next start seeds again
+//! from the same immutable snapshots.
 
 use std::ops::RangeInclusive;
 use std::path::Path;
 
 use super::error::RunError;
-use crate::checkpoint::{self, CheckpointError, CheckpointStorage, RestoreTarget, SnapshotKind};
+use crate::checkpoint::{
+    self, CheckpointError, CheckpointStorage, LocatedSnapshot, RestoreTarget, SnapshotKind,
+};
 use crate::state::layout::{self, Distributor, Layout};
-use crate::state::{RocksDbBackend, BROADCAST_KEY_GROUP};
+use crate::state::BROADCAST_KEY_GROUP;
 
 /// Where a stage's state comes from on a run's first start.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,9 +26,41 @@ pub struct Seed {
     pub stage: String,
     /// The key groups the run owns.
     pub key_groups: RangeInclusive<u16>,
-    /// The runs (pipelines in the same checkpoint storage) whose snapshot
-    /// to take them from, each with that snapshot's id.
-    pub from: Vec<(String, u64)>,
+    /// The snapshots to take them from.
+    pub from: SeedFrom,
+}
+
+/// Which snapshots a [`Seed`] takes state from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SeedFrom {
+    /// Final snapshots of other runs (pipelines in the same checkpoint
+    /// storage: drained cluster units), each by its id.
+    Units(Vec<(String, u64)>),
+    /// A checkpoint or savepoint, by location (any pipeline's).
+    Snapshot(String),
+}
+
+impl SeedFrom {
+    /// The snapshots, found in the checkpoint storage at `url`.
+    fn locate(&self, url: &str) -> Result<Vec<LocatedSnapshot>, CheckpointError> {
+        match self {
+            SeedFrom::Snapshot(location) => Ok(vec![CheckpointStorage::locate(location)?]),
+            SeedFrom::Units(units) => units
+                .iter()
+                .map(|(unit, id)| {
+                    let storage = CheckpointStorage::open(url, unit)?;
+                    let mut found = storage.completed_of(SnapshotKind::Savepoint)?;
+                    found.extend(storage.completed()?);
+                    let metadata = found.into_iter().find(|m| m.id == *id).ok_or_else(|| {
+                        CheckpointError::Corrupt(format!(
+                            "unit {unit} ended with snapshot {id}, which its checkpoint storage does not hold: its state cannot be handed to the new layout (restore the pipeline from a savepoint, or deploy it again under a new name)"
+                        ))
+                    })?;
+                    Ok(storage.into_located(metadata))
+                })
+                .collect(),
+        }
+    }
 }
 
 /// Fill `state_dir` (of `layout`, one subtask) with `seed`'s state, read
@@ -47,29 +83,22 @@ pub(crate) fn seed(
         }
     }
     let mut distributor = Distributor::create(&staging, layout)?;
-    for (index, (unit, id)) in seed.from.iter().enumerate() {
-        let storage = CheckpointStorage::open(url, unit)?;
-        let mut found = storage.completed_of(SnapshotKind::Savepoint)?;
-        found.extend(storage.completed()?);
-        let metadata = found.into_iter().find(|m| m.id == *id).ok_or_else(|| {
-            CheckpointError::Corrupt(format!(
-                "unit {unit} ended with snapshot {id}, which its checkpoint storage does not hold: its state cannot be handed to the new layout (restore the pipeline from a savepoint, or deploy it again under a new name)"
-            ))
-        })?;
-        let snapshot = storage.into_located(metadata);
-        let from_dir = scratch.join(unit);
+    let one = Layout { max_parallelism: layout.max_parallelism, parallelism: 1 };
+    for (index, snapshot) in seed.from.locate(url)?.iter().enumerate() {
+        let from_dir = scratch.join(format!("from-{index}"));
         let target = RestoreTarget {
             state_dir: &from_dir,
             local_checkpoints: &scratch.join("local"),
-            layout: Layout { max_parallelism: layout.max_parallelism, parallelism: 1 },
+            layout: one,
             operator_uid: &seed.stage,
             first_slot: 0,
             storage: own,
             cancelled,
         };
-        checkpoint::restore(&snapshot, &target)?;
-        let database = RocksDbBackend::open(&layout::subtask_dir(&from_dir, 0))?;
-        database.for_each(|key, value| {
+        checkpoint::restore(snapshot, &target)?;
+        // A snapshot of several subtasks is merged into one first.
+        let databases = layout::open_subtasks(&from_dir, one, false)?;
+        databases[0].for_each(|key, value| {
             let group = key.get(..2).map_or(0, |g| u16::from_be_bytes([g[0], g[1]]));
             let ours = if group == BROADCAST_KEY_GROUP {
                 // The same in every task: taken from the first.
@@ -82,7 +111,8 @@ pub(crate) fn seed(
             }
             Ok(())
         })?;
-        tracing::info!(%unit, id, stage = %seed.stage, "took the state of its key groups");
+        let (kind, id) = (snapshot.metadata.kind.name(), snapshot.metadata.id);
+        tracing::info!(from = %snapshot.storage.describe(&snapshot.dir), kind, id, stage = %seed.stage, "took the state of its key groups");
     }
     distributor.finish()?;
     layout::install(state_dir, &staging, layout)?;

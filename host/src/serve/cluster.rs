@@ -201,9 +201,6 @@ impl ClusterPipelines {
         restore: Option<&str>,
         functions: &FunctionStore,
     ) -> Result<ClusterView, ServeError> {
-        if restore.is_some() {
-            return Err(ServeError::not_on_cluster("restore: a cluster pipeline starts from its own checkpoints; deploying from a savepoint is not supported on a cluster yet"));
-        }
         let text = secrets::restore(spec_text, None)
             .map_err(|e| ServeError::invalid_spec(e.to_string()))?
             .into_owned();
@@ -211,6 +208,18 @@ impl ClusterPipelines {
             PipelineSpec::parse(&text).map_err(|e| ServeError::invalid_spec(e.to_string()))?;
         let pins = pin_functions(&spec, &BTreeMap::new(), &BTreeMap::new(), functions)?;
         let mut deployment = self.checked(&spec, text, pins, functions)?;
+        if let Some(location) = restore {
+            self.grants.check_restore("restore", &spec, location)?;
+            let snapshot = CheckpointStorage::locate(location)
+                .map_err(|e| ServeError::invalid_spec(format!("restore: {e}")))?;
+            if snapshot.metadata.max_parallelism != spec.max_parallelism {
+                return Err(ServeError::invalid_spec(format!(
+                    "restore: the snapshot has max_parallelism {} and the spec {}; the number of key groups is fixed for the life of the state",
+                    snapshot.metadata.max_parallelism, spec.max_parallelism
+                )));
+            }
+            deployment.restore = Some(location.to_string());
+        }
         let deployment = self.control.transact(|state| {
             if state.deployments.contains_key(&deployment.pipeline) {
                 return Err(ServeError::conflict(
@@ -262,6 +271,7 @@ impl ClusterPipelines {
             deployed_at: 0,
             layout: 0,
             previous: None,
+            restore: None,
         };
         let runnable = materialize(&deployment, &self.blobs, &self.functions_dir)
             .map_err(|e| ServeError::invalid_pipeline(e.to_string()))?;
@@ -370,6 +380,8 @@ impl ClusterPipelines {
             let next = Deployment {
                 version: now.version + 1,
                 deployed_at: now.deployed_at,
+                // Units that have no snapshot yet still start from it.
+                restore: now.restore.clone(),
                 ..checked.clone()
             };
             // A new layout (a rescale) drains the current one first.
