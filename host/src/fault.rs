@@ -13,7 +13,10 @@
 //! For a cluster's control plane: `control-before-commit` (a change's
 //! records sent in its transaction, not committed), `control-after-commit`,
 //! and `function-after-blob` (an upload's component stored, its version
-//! not yet recorded).
+//! not yet recorded). For a cluster unit's drained stop: `drain-after-ends`
+//! (its end and drained records sent in its final transaction, not
+//! committed) and `unit-drained` (its drained stop committed, the worker
+//! still in its group).
 //! Failure points ([`fails`]) make the run fail with an error instead:
 //! `source-barrier` (the `n`-th barrier the source would inject).
 //!

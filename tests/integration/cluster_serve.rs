@@ -591,3 +591,80 @@ fn a_cluster_savepoint_restores_on_one_machine_and_a_one_machine_checkpoint_depl
     println!("cluster savepoint {first} (running on), stop with savepoint {location}, restored on one machine, whose checkpoint {checkpoint} deploys to a cluster: 1200 results exact");
     cluster.terminate_all();
 }
+
+/// Wait until worker `id` has aborted on its own at fault `point` (its
+/// log says so), and count it gone.
+fn fault_landed(cluster: &mut Cluster, id: &str, point: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(180);
+    let worker = cluster.workers.iter_mut().find(|w| w.id == id).unwrap();
+    while worker.child.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "worker {id} never reached fault {point}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    worker.gone = true;
+    let log = std::fs::read_to_string(&worker.log).unwrap();
+    assert!(log.contains(&format!("fault injected at {point}")), "worker {id}'s log:\n{log}");
+}
+
+#[test]
+fn workers_dying_in_a_drained_stop_before_and_after_its_commit_lose_and_double_nothing() {
+    let _serial = one_at_a_time();
+    let (kafka, s3) = (TestKafka::start(), TestS3::start());
+    let bucket = s3.create_bucket("weir-cluster-drain-faults");
+    let dir = tempfile::tempdir().unwrap();
+    let (all, orders, out) = (unique("df-all"), unique("df-orders"), unique("df-out"));
+    for topic in [&all, &orders] {
+        kafka.create_topic(topic, PARTITIONS);
+    }
+    kafka.create_topic(&out, 1);
+    produce_orders(&kafka, &all, PARTITIONS, 600, CUSTOMERS, 1);
+    let expected = reference(&kafka, dir.path(), Job::Revenue, &all);
+    let name = unique("df");
+    let storage = format!("s3://{bucket}/{name}");
+    let wasm_spec =
+        Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
+    let (_, spec) = stored_function_spec(&wasm_spec);
+    let flags = cluster_flags("drain-faults", &kafka, &bucket);
+    let env = s3.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let allow = format!("s3://{bucket}/");
+    let mut extra: Vec<&str> = flags.iter().map(String::as_str).collect();
+    extra.extend(["--allow-storage", &allow]);
+    let server = Server::start_with_env(&dir.path().join("s1"), &extra, &env);
+    let mut cluster = Cluster::new(dir.path(), Path::new(""), &s3);
+    cluster.fleet = Some(flags.clone());
+    // w1 dies with its first drained stop's records sent, uncommitted (its
+    // transaction aborted by the next owner); w2 right after its first
+    // drained stop committed (the unit must never run again).
+    cluster.add_with("w1", &[("WEIR_FAULT", "drain-after-ends:1".into())]);
+    cluster.add_with("w2", &[("WEIR_FAULT", "unit-drained:1".into())]);
+    cluster.add("w3");
+    let revenue = std::fs::read(function("revenue")).unwrap();
+    assert_eq!(server.call("PUT", "/v1/functions/revenue", None, &revenue).0, 201);
+    assert_eq!(server.call("POST", "/v1/pipelines", None, spec.as_bytes()).0, 201);
+    status_when(&server, &name, "six tasks running on three workers", |s| {
+        all_running_at(s, &revenue_units(&name, 6, 0), 1)
+    });
+    produce_orders(&kafka, &orders, PARTITIONS, 300, CUSTOMERS, 1);
+    cluster.wait_for_output(&kafka, &out, 300, Duration::from_secs(180));
+
+    std::thread::scope(|scope| {
+        let feeding =
+            scope.spawn(|| produce_orders(&kafka, &orders, PARTITIONS, 300, CUSTOMERS, 301));
+        let body = json!({ "parallelism": 4 }).to_string();
+        let (code, answer) =
+            server.call("POST", &format!("/v1/pipelines/{name}/upgrade"), None, body.as_bytes());
+        assert_eq!(code, 200, "{answer}");
+        feeding.join().unwrap();
+    });
+    fault_landed(&mut cluster, "w1", "drain-after-ends");
+    fault_landed(&mut cluster, "w2", "unit-drained");
+    let four = revenue_units(&name, 4, 2);
+    status_when(&server, &name, "four tasks running on the last worker", |s| {
+        all_running_at(s, &four, 2)
+    });
+    cluster.wait_for_output(&kafka, &out, 600, Duration::from_secs(240));
+    assert_same(&committed_per_key(&kafka, &out), &expected, "6 → 4 through two dying drains");
+    println!("rescaled 6 → 4 while one worker died in a drained stop before its commit and another after: 600 results exact");
+    cluster.terminate_all();
+}

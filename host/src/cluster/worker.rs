@@ -720,6 +720,7 @@ impl Worker {
                     Ok(None) => {
                         tracing::info!(unit = %unit.name, "unit drained");
                         slot.drained = true;
+                        crate::fault::point("unit-drained");
                         continue;
                     }
                     Ok(Some(why)) => slot.failed = Some((why, Instant::now() + RETRY_PAUSE)),

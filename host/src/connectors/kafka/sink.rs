@@ -858,6 +858,7 @@ impl Sink for KafkaSink {
             };
             send(producer, to, (&record).into(), &record.headers)?;
         }
+        crate::fault::point("drain-after-ends");
         Ok(())
     }
 
