@@ -375,124 +375,158 @@ fn revenue_units(name: &str, tasks: u16, layout: u64) -> BTreeSet<String> {
     ingest.chain(tasks).collect()
 }
 
+/// A served cluster running the revenue job on `orders` into `out`, with
+/// the function uploaded and the pipeline `name` deployed (six tasks).
+struct Served {
+    kafka: TestKafka,
+    s3: TestS3,
+    bucket: String,
+    dir: tempfile::TempDir,
+    server: Server,
+    cluster: Cluster,
+    name: String,
+    orders: String,
+    out: String,
+    /// What one process computes over all the orders the test will send.
+    expected: BTreeMap<u64, Vec<String>>,
+}
+
+impl Served {
+    /// One server and `workers` (each with the `WEIR_FAULT` it is given)
+    /// of a cluster named after `what`; `total` orders will be sent.
+    fn start(what: &str, total: u64, workers: &[(&str, Option<&str>)]) -> Served {
+        let (kafka, s3) = (TestKafka::start(), TestS3::start());
+        let bucket = s3.create_bucket(&format!("weir-cluster-{what}"));
+        let dir = tempfile::tempdir().unwrap();
+        let (all, orders, out) = (unique("all"), unique(&format!("{what}-in")), unique("out"));
+        for topic in [&all, &orders] {
+            kafka.create_topic(topic, PARTITIONS);
+        }
+        kafka.create_topic(&out, 1);
+        produce_orders(&kafka, &all, PARTITIONS, total, CUSTOMERS, 1);
+        let expected = reference(&kafka, dir.path(), Job::Revenue, &all);
+        let flags = cluster_flags(what, &kafka, &bucket);
+        let env = s3.env();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let allow = format!("s3://{bucket}/");
+        let mut extra: Vec<&str> = flags.iter().map(String::as_str).collect();
+        extra.extend(["--allow-storage", &allow]);
+        let server = Server::start_with_env(&dir.path().join("s1"), &extra, &env);
+        let mut cluster = Cluster::new(dir.path(), Path::new(""), &s3);
+        cluster.fleet = Some(flags.clone());
+        for (worker, fault) in workers {
+            match fault {
+                Some(fault) => cluster.add_with(worker, &[("WEIR_FAULT", fault.to_string())]),
+                None => cluster.add(worker),
+            }
+        }
+        let revenue = std::fs::read(function("revenue")).unwrap();
+        assert_eq!(server.call("PUT", "/v1/functions/revenue", None, &revenue).0, 201);
+        let name = unique(what);
+        let mut served =
+            Served { kafka, s3, bucket, dir, server, cluster, name, orders, out, expected };
+        let spec = served.spec(&served.name, &served.out);
+        let (code, deployed) = served.server.call("POST", "/v1/pipelines", None, spec.as_bytes());
+        assert_eq!(code, 201, "{deployed}");
+        let (server, name) = (&served.server, &served.name);
+        status_when(server, name, "six tasks running", |s| {
+            all_running_at(s, &revenue_units(name, 6, 0), 1)
+        });
+        served.cluster.check_alive();
+        served
+    }
+
+    /// The revenue spec of pipeline `name` over the stored function,
+    /// reading the orders and writing `out`.
+    fn spec(&self, name: &str, out: &str) -> String {
+        let storage = format!("s3://{}/{name}", self.bucket);
+        let bootstrap = self.kafka.bootstrap();
+        let wasm_spec =
+            Job::Revenue.spec(self.dir.path(), &bootstrap, name, &self.orders, out, Some(&storage));
+        stored_function_spec(&wasm_spec).1
+    }
+
+    /// Send orders `first..first + count`, and wait until the output holds
+    /// `then` results.
+    fn feed(&mut self, count: u64, first: u64, then: usize) {
+        produce_orders(&self.kafka, &self.orders, PARTITIONS, count, CUSTOMERS, first);
+        self.cluster.wait_for_output(&self.kafka, &self.out, then, Duration::from_secs(240));
+    }
+
+    /// `POST path` with `body` to the server: its answer, asserting `code`.
+    fn post(&self, path: &str, body: &Value, code: u16) -> Value {
+        let (got, answer) = self.server.call("POST", path, None, body.to_string().as_bytes());
+        assert_eq!(got, code, "{path}: {answer}");
+        answer
+    }
+
+    /// Upgrade the pipeline to `tasks` tasks, orders `first..first +
+    /// count` sent meanwhile (in flight in the exchange at the switch).
+    fn rescale_while_feeding(&self, tasks: u16, count: u64, first: u64) {
+        std::thread::scope(|scope| {
+            let (kafka, orders) = (&self.kafka, &self.orders);
+            let feeding = scope
+                .spawn(move || produce_orders(kafka, orders, PARTITIONS, count, CUSTOMERS, first));
+            let upgrade = format!("/v1/pipelines/{}/upgrade", self.name);
+            self.post(&upgrade, &json!({ "parallelism": tasks }), 200);
+            feeding.join().unwrap();
+        });
+    }
+
+    /// Wait until the server reports `units` running at `version`.
+    fn running(&self, units: &BTreeSet<String>, version: u64) {
+        status_when(&self.server, &self.name, "the units of the version", |s| {
+            all_running_at(s, units, version)
+        });
+    }
+}
+
 #[test]
 fn a_pipeline_rescaled_six_three_eight_keeps_every_result_exact_through_a_kill() {
     let _serial = one_at_a_time();
-    let (kafka, s3) = (TestKafka::start(), TestS3::start());
-    let bucket = s3.create_bucket("weir-cluster-rescale");
-    let dir = tempfile::tempdir().unwrap();
-    let (all, orders, out) = (unique("rs-all"), unique("rs-orders"), unique("rs-out"));
-    for topic in [&all, &orders] {
-        kafka.create_topic(topic, PARTITIONS);
-    }
-    kafka.create_topic(&out, 1);
-    produce_orders(&kafka, &all, PARTITIONS, 900, CUSTOMERS, 1);
-    let expected = reference(&kafka, dir.path(), Job::Revenue, &all);
-    let name = unique("rs");
-    let storage = format!("s3://{bucket}/{name}");
-    let wasm_spec =
-        Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
-    let (_, spec) = stored_function_spec(&wasm_spec);
-    let flags = cluster_flags("rescale", &kafka, &bucket);
-    let env = s3.env();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let allow = format!("s3://{bucket}/");
-    let mut extra: Vec<&str> = flags.iter().map(String::as_str).collect();
-    extra.extend(["--allow-storage", &allow]);
-    let server = Server::start_with_env(&dir.path().join("s1"), &extra, &env);
-    let mut cluster = Cluster::new(dir.path(), Path::new(""), &s3);
-    cluster.fleet = Some(flags.clone());
-    for worker in ["w1", "w2", "w3"] {
-        cluster.add(worker);
-    }
-    let revenue = std::fs::read(function("revenue")).unwrap();
-    assert_eq!(server.call("PUT", "/v1/functions/revenue", None, &revenue).0, 201);
-    let (code, deployed) = server.call("POST", "/v1/pipelines", None, spec.as_bytes());
-    assert_eq!(code, 201, "{deployed}");
-
-    // Six tasks.
-    let six = revenue_units(&name, 6, 0);
-    status_when(&server, &name, "six tasks running", |s| all_running_at(s, &six, 1));
-    produce_orders(&kafka, &orders, PARTITIONS, 300, CUSTOMERS, 1);
-    cluster.wait_for_output(&kafka, &out, 300, Duration::from_secs(180));
+    let mut served = Served::start("rescale", 900, &[("w1", None), ("w2", None), ("w3", None)]);
+    served.feed(300, 1, 300);
 
     // Three: orders keep coming while the old layout drains, so records
     // are in flight in its exchange topic at the switch.
-    let rescale = |tasks: u16| {
-        let body = json!({ "parallelism": tasks }).to_string();
-        let (code, answer) =
-            server.call("POST", &format!("/v1/pipelines/{name}/upgrade"), None, body.as_bytes());
-        assert_eq!(code, 200, "{answer}");
-    };
-    std::thread::scope(|scope| {
-        let feeding =
-            scope.spawn(|| produce_orders(&kafka, &orders, PARTITIONS, 300, CUSTOMERS, 301));
-        rescale(3);
-        feeding.join().unwrap();
-    });
-    let three = revenue_units(&name, 3, 2);
-    status_when(&server, &name, "three tasks running", |s| all_running_at(s, &three, 2));
-    cluster.wait_for_output(&kafka, &out, 600, Duration::from_secs(180));
-    assert_prefix(&committed_per_key(&kafka, &out), &expected, "six tasks, then three");
+    served.rescale_while_feeding(3, 300, 301);
+    served.running(&revenue_units(&served.name, 3, 2), 2);
+    served.cluster.wait_for_output(&served.kafka, &served.out, 600, Duration::from_secs(180));
+    let committed = committed_per_key(&served.kafka, &served.out);
+    assert_prefix(&committed, &served.expected, "six tasks, then three");
 
     // Eight, with a worker killed while the three drain: its units move,
     // and are drained by the others.
-    rescale(8);
-    cluster.wait("a unit of the three draining or drained", Duration::from_secs(120), |c| {
+    served.rescale_while_feeding(8, 0, 601);
+    served.cluster.wait("a unit of the three draining or drained", Duration::from_secs(120), |c| {
         c.alive()
             .iter()
             .flat_map(|w| w.units())
             .any(|u| u["state"] == "drained" || u["state"] == "draining")
             .then_some(())
     });
-    cluster.kill("w2");
-    produce_orders(&kafka, &orders, PARTITIONS, 300, CUSTOMERS, 601);
-    let eight = revenue_units(&name, 8, 3);
-    status_when(&server, &name, "eight tasks running", |s| all_running_at(s, &eight, 3));
-    cluster.wait_for_output(&kafka, &out, 900, Duration::from_secs(240));
-    assert_same(&committed_per_key(&kafka, &out), &expected, "six, three, then eight tasks");
+    served.cluster.kill("w2");
+    produce_orders(&served.kafka, &served.orders, PARTITIONS, 300, CUSTOMERS, 601);
+    served.running(&revenue_units(&served.name, 8, 3), 3);
+    served.cluster.wait_for_output(&served.kafka, &served.out, 900, Duration::from_secs(240));
+    let committed = committed_per_key(&served.kafka, &served.out);
+    assert_same(&committed, &served.expected, "six, three, then eight tasks");
     println!("rescaled 6 → 3 → 8 on three workers (one killed during the second drain): 900 results exact");
-    cluster.terminate_all();
+    served.cluster.terminate_all();
 }
 
 #[test]
 fn a_cluster_savepoint_restores_on_one_machine_and_a_one_machine_checkpoint_deploys_to_a_cluster() {
     let _serial = one_at_a_time();
-    let (kafka, s3) = (TestKafka::start(), TestS3::start());
-    let bucket = s3.create_bucket("weir-cluster-savepoint");
-    let dir = tempfile::tempdir().unwrap();
-    let (all, orders, out) = (unique("sp-all"), unique("sp-orders"), unique("sp-out"));
-    for topic in [&all, &orders] {
-        kafka.create_topic(topic, PARTITIONS);
-    }
-    kafka.create_topic(&out, 1);
-    produce_orders(&kafka, &all, PARTITIONS, 1200, CUSTOMERS, 1);
-    let expected = reference(&kafka, dir.path(), Job::Revenue, &all);
-    let name = unique("sp");
-    let storage = format!("s3://{bucket}/{name}");
-    let wasm_spec =
-        Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
-    let (_, spec) = stored_function_spec(&wasm_spec);
-    let flags = cluster_flags("savepoint", &kafka, &bucket);
+    let mut served = Served::start("savepoint", 1200, &[("w1", None), ("w2", None)]);
+    served.feed(300, 1, 300);
+    // The pipeline a one-machine checkpoint is deployed to at the end.
+    let (back, back_out) = (unique("sp-back"), unique("sp-back-out"));
+    let back_spec = served.spec(&back, &back_out);
+    let Served { kafka, s3, bucket, dir, server, cluster, name, orders, out, expected } =
+        &mut served;
     let env = s3.env();
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let allow = format!("s3://{bucket}/");
-    let mut extra: Vec<&str> = flags.iter().map(String::as_str).collect();
-    extra.extend(["--allow-storage", &allow]);
-    let server = Server::start_with_env(&dir.path().join("s1"), &extra, &env);
-    let mut cluster = Cluster::new(dir.path(), Path::new(""), &s3);
-    cluster.fleet = Some(flags.clone());
-    for worker in ["w1", "w2"] {
-        cluster.add(worker);
-    }
-    let revenue = std::fs::read(function("revenue")).unwrap();
-    assert_eq!(server.call("PUT", "/v1/functions/revenue", None, &revenue).0, 201);
-    assert_eq!(server.call("POST", "/v1/pipelines", None, spec.as_bytes()).0, 201);
-    status_when(&server, &name, "every unit running", |s| {
-        all_running_at(s, &revenue_units(&name, 6, 0), 1)
-    });
-    produce_orders(&kafka, &orders, PARTITIONS, 300, CUSTOMERS, 1);
-    cluster.wait_for_output(&kafka, &out, 300, Duration::from_secs(180));
 
     // A savepoint: the pipeline goes on (its units drained and started
     // again in a layout of their own), nothing lost or doubled.
@@ -500,12 +534,12 @@ fn a_cluster_savepoint_restores_on_one_machine_and_a_one_machine_checkpoint_depl
     assert_eq!(code, 201, "{taken}");
     let first = taken["location"].as_str().unwrap().to_string();
     assert!(first.starts_with(&format!("s3://{bucket}/{name}/{name}/savepoints/sp-")), "{taken}");
-    status_when(&server, &name, "running again", |s| {
-        all_running_at(s, &revenue_units(&name, 6, 2), 2)
+    status_when(server, name, "running again", |s| {
+        all_running_at(s, &revenue_units(name, 6, 2), 2)
     });
-    produce_orders(&kafka, &orders, PARTITIONS, 300, CUSTOMERS, 301);
-    cluster.wait_for_output(&kafka, &out, 600, Duration::from_secs(180));
-    assert_prefix(&committed_per_key(&kafka, &out), &expected, "across the savepoint");
+    produce_orders(kafka, orders, PARTITIONS, 300, CUSTOMERS, 301);
+    cluster.wait_for_output(kafka, out, 600, Duration::from_secs(180));
+    assert_prefix(&committed_per_key(kafka, out), expected, "across the savepoint");
 
     // Stopped with a savepoint; more orders come after the stop.
     let body = json!({ "savepoint": true }).to_string();
@@ -514,16 +548,15 @@ fn a_cluster_savepoint_restores_on_one_machine_and_a_one_machine_checkpoint_depl
     assert_eq!(code, 200, "{stopped}");
     let location = stopped["location"].as_str().unwrap().to_string();
     assert_ne!(location, first, "{stopped}");
-    status_when(&server, &name, "stopped", |s| s["state"] == "stopped");
-    produce_orders(&kafka, &orders, PARTITIONS, 300, CUSTOMERS, 601);
+    status_when(server, name, "stopped", |s| s["state"] == "stopped");
+    produce_orders(kafka, orders, PARTITIONS, 300, CUSTOMERS, 601);
 
     // One machine restores it: its results are those after the stop. It
     // checkpoints to S3 too, for the way back.
     let rest = unique("sp-rest");
     kafka.create_topic(&rest, 1);
     let local = unique("sp-local");
-    let local_spec =
-        Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &local, &orders, &rest, None);
+    let local_spec = Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &local, orders, &rest, None);
     let text = std::fs::read_to_string(&local_spec).unwrap();
     let local_storage = format!("s3://{bucket}/one-machine");
     let text = text.replace(
@@ -543,14 +576,14 @@ fn a_cluster_savepoint_restores_on_one_machine_and_a_one_machine_checkpoint_depl
     let combined = |topics: &[&str]| {
         let mut combined = BTreeMap::<u64, Vec<String>>::new();
         for topic in topics {
-            for (customer, results) in committed_per_key(&kafka, topic) {
+            for (customer, results) in committed_per_key(kafka, topic) {
                 combined.entry(customer).or_default().extend(results);
             }
         }
         combined
     };
     let after_stop = "the cluster until its stop, then one machine from its savepoint";
-    assert_prefix(&combined(&[&out, &rest]), &expected, after_stop);
+    assert_prefix(&combined(&[out, &rest]), expected, after_stop);
     assert_eq!(
         kafka.read_committed(&rest).len(),
         300,
@@ -560,7 +593,7 @@ fn a_cluster_savepoint_restores_on_one_machine_and_a_one_machine_checkpoint_depl
     // The way back: a new cluster pipeline deployed from the one-machine
     // run's last checkpoint (six subtasks of RocksDB state, the input's
     // positions) goes on from there.
-    let keys = s3.keys(&bucket, "one-machine/");
+    let keys = s3.keys(bucket, "one-machine/");
     let newest = keys
         .iter()
         .filter_map(|k| k.strip_suffix("/_metadata")?.rsplit_once("/chk-"))
@@ -568,26 +601,14 @@ fn a_cluster_savepoint_restores_on_one_machine_and_a_one_machine_checkpoint_depl
         .max()
         .unwrap_or_else(|| panic!("a checkpoint of the one-machine run: {keys:?}"));
     let checkpoint = format!("{local_storage}/{local}/chk-{newest}");
-    produce_orders(&kafka, &orders, PARTITIONS, 300, CUSTOMERS, 901);
-    let back = unique("sp-back");
-    let back_out = unique("sp-back-out");
+    produce_orders(kafka, orders, PARTITIONS, 300, CUSTOMERS, 901);
     kafka.create_topic(&back_out, 1);
-    let storage = format!("s3://{bucket}/{back}");
-    let wasm_spec = Job::Revenue.spec(
-        dir.path(),
-        &kafka.bootstrap(),
-        &back,
-        &orders,
-        &back_out,
-        Some(&storage),
-    );
-    let (_, spec) = stored_function_spec(&wasm_spec);
     let path = format!("/v1/pipelines?restore={checkpoint}");
-    let (code, deployed) = server.call("POST", &path, None, spec.as_bytes());
+    let (code, deployed) = server.call("POST", &path, None, back_spec.as_bytes());
     assert_eq!(code, 201, "{deployed}");
-    cluster.wait_for_output(&kafka, &back_out, 300, Duration::from_secs(180));
+    cluster.wait_for_output(kafka, &back_out, 300, Duration::from_secs(180));
     let all_three = "the cluster, one machine from its savepoint, a cluster from its checkpoint";
-    assert_same(&combined(&[&out, &rest, &back_out]), &expected, all_three);
+    assert_same(&combined(&[out, &rest, &back_out]), expected, all_three);
     println!("cluster savepoint {first} (running on), stop with savepoint {location}, restored on one machine, whose checkpoint {checkpoint} deploys to a cluster: 1200 results exact");
     cluster.terminate_all();
 }
@@ -609,62 +630,20 @@ fn fault_landed(cluster: &mut Cluster, id: &str, point: &str) {
 #[test]
 fn workers_dying_in_a_drained_stop_before_and_after_its_commit_lose_and_double_nothing() {
     let _serial = one_at_a_time();
-    let (kafka, s3) = (TestKafka::start(), TestS3::start());
-    let bucket = s3.create_bucket("weir-cluster-drain-faults");
-    let dir = tempfile::tempdir().unwrap();
-    let (all, orders, out) = (unique("df-all"), unique("df-orders"), unique("df-out"));
-    for topic in [&all, &orders] {
-        kafka.create_topic(topic, PARTITIONS);
-    }
-    kafka.create_topic(&out, 1);
-    produce_orders(&kafka, &all, PARTITIONS, 600, CUSTOMERS, 1);
-    let expected = reference(&kafka, dir.path(), Job::Revenue, &all);
-    let name = unique("df");
-    let storage = format!("s3://{bucket}/{name}");
-    let wasm_spec =
-        Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
-    let (_, spec) = stored_function_spec(&wasm_spec);
-    let flags = cluster_flags("drain-faults", &kafka, &bucket);
-    let env = s3.env();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let allow = format!("s3://{bucket}/");
-    let mut extra: Vec<&str> = flags.iter().map(String::as_str).collect();
-    extra.extend(["--allow-storage", &allow]);
-    let server = Server::start_with_env(&dir.path().join("s1"), &extra, &env);
-    let mut cluster = Cluster::new(dir.path(), Path::new(""), &s3);
-    cluster.fleet = Some(flags.clone());
     // w1 dies with its first drained stop's records sent, uncommitted (its
     // transaction aborted by the next owner); w2 right after its first
     // drained stop committed (the unit must never run again).
-    cluster.add_with("w1", &[("WEIR_FAULT", "drain-after-ends:1".into())]);
-    cluster.add_with("w2", &[("WEIR_FAULT", "unit-drained:1".into())]);
-    cluster.add("w3");
-    let revenue = std::fs::read(function("revenue")).unwrap();
-    assert_eq!(server.call("PUT", "/v1/functions/revenue", None, &revenue).0, 201);
-    assert_eq!(server.call("POST", "/v1/pipelines", None, spec.as_bytes()).0, 201);
-    status_when(&server, &name, "six tasks running on three workers", |s| {
-        all_running_at(s, &revenue_units(&name, 6, 0), 1)
-    });
-    produce_orders(&kafka, &orders, PARTITIONS, 300, CUSTOMERS, 1);
-    cluster.wait_for_output(&kafka, &out, 300, Duration::from_secs(180));
-
-    std::thread::scope(|scope| {
-        let feeding =
-            scope.spawn(|| produce_orders(&kafka, &orders, PARTITIONS, 300, CUSTOMERS, 301));
-        let body = json!({ "parallelism": 4 }).to_string();
-        let (code, answer) =
-            server.call("POST", &format!("/v1/pipelines/{name}/upgrade"), None, body.as_bytes());
-        assert_eq!(code, 200, "{answer}");
-        feeding.join().unwrap();
-    });
-    fault_landed(&mut cluster, "w1", "drain-after-ends");
-    fault_landed(&mut cluster, "w2", "unit-drained");
-    let four = revenue_units(&name, 4, 2);
-    status_when(&server, &name, "four tasks running on the last worker", |s| {
-        all_running_at(s, &four, 2)
-    });
-    cluster.wait_for_output(&kafka, &out, 600, Duration::from_secs(240));
-    assert_same(&committed_per_key(&kafka, &out), &expected, "6 → 4 through two dying drains");
+    let workers =
+        [("w1", Some("drain-after-ends:1")), ("w2", Some("unit-drained:1")), ("w3", None)];
+    let mut served = Served::start("drain-faults", 600, &workers);
+    served.feed(300, 1, 300);
+    served.rescale_while_feeding(4, 300, 301);
+    fault_landed(&mut served.cluster, "w1", "drain-after-ends");
+    fault_landed(&mut served.cluster, "w2", "unit-drained");
+    served.running(&revenue_units(&served.name, 4, 2), 2);
+    served.cluster.wait_for_output(&served.kafka, &served.out, 600, Duration::from_secs(240));
+    let committed = committed_per_key(&served.kafka, &served.out);
+    assert_same(&committed, &served.expected, "6 → 4 through two dying drains");
     println!("rescaled 6 → 4 while one worker died in a drained stop before its commit and another after: 600 results exact");
-    cluster.terminate_all();
+    served.cluster.terminate_all();
 }
