@@ -494,6 +494,13 @@ fn a_pipeline_rescaled_six_three_eight_keeps_every_result_exact_through_a_kill()
     served.cluster.wait_for_output(&served.kafka, &served.out, 600, Duration::from_secs(180));
     let committed = committed_per_key(&served.kafka, &served.out);
     assert_prefix(&committed, &served.expected, "six tasks, then three");
+    // The drained layout's exchange topic is gone; the new one is there.
+    let (old, new) =
+        (format!("weir-{}-keyed-0", served.name), format!("weir-{}-keyed-0-r2", served.name));
+    served.cluster.wait("the drained exchange topic deleted", Duration::from_secs(60), |_| {
+        (!served.kafka.has_topic(&old)).then_some(())
+    });
+    assert!(served.kafka.has_topic(&new), "{new}");
 
     // Eight, with a worker killed while the three drain: its units move,
     // and are drained by the others.

@@ -30,6 +30,7 @@ use super::worker::{
     GroupState, Liveness, Readiness, Worker, WorkerConfig, WorkerError, WorkerStatus,
 };
 use super::{plan, ClusterPlan, PlanError};
+use crate::connectors::kafka::admin::delete_topics;
 use crate::runtime::native::NativeCatalog;
 use crate::specification::{PipelineSpec, SpecError};
 
@@ -436,6 +437,17 @@ impl Fleet {
             .insert(previous_key(deployment));
         if deployment.desired != Desired::Running {
             return Err(FleetError::Stopped { pipeline: deployment.pipeline.clone() });
+        }
+        // Nothing is left unread in the old exchange topics: they go (the
+        // old units topic stays, its drained records naming the seeds).
+        let old: Vec<&str> = before
+            .exchanges
+            .iter()
+            .filter(|e| plan.exchanges.iter().all(|n| n.name != e.name))
+            .map(|e| e.name.as_str())
+            .collect();
+        if let Err(error) = delete_topics(&before.bootstrap_servers, &before.properties, &old) {
+            tracing::warn!(%error, topics = ?old, "cannot delete the drained layout's exchange topics; they stay (empty of unread records)");
         }
         let seeds = super::layout::seeds(&plan, &before, &drained);
         tracing::info!(pipeline = %deployment.pipeline, version = deployment.version, seeded = seeds.len(), "the previous layout drained: its tasks seed the new ones");

@@ -371,6 +371,12 @@ impl TestKafka {
     }
 
     /// Partition ids of `topic` as the broker's metadata lists them.
+    /// Whether the brokers list topic `name`.
+    pub fn has_topic(&self, name: &str) -> bool {
+        let consumer: BaseConsumer = self.client_config().create().expect("consumer");
+        !self.partitions_of(&consumer, name).is_empty()
+    }
+
     fn partitions_of(&self, consumer: &BaseConsumer, topic: &str) -> Vec<i32> {
         let metadata = consumer.fetch_metadata(Some(topic), TIMEOUT).expect("Metadata");
         metadata

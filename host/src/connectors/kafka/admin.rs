@@ -139,6 +139,37 @@ pub fn create_topic(
     }
 }
 
+/// Delete the topics `names` from the brokers of `bootstrap_servers`; one
+/// that does not exist (deleted already) is no error.
+pub fn delete_topics(
+    bootstrap_servers: &str,
+    properties: &BTreeMap<String, String>,
+    names: &[&str],
+) -> Result<(), ConnectorError> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    let (admin, runtime) = admin_client(bootstrap_servers, properties)?;
+    let options = AdminOptions::new()
+        .request_timeout(Some(CALL_TIMEOUT))
+        .operation_timeout(Some(CALL_TIMEOUT));
+    let results = runtime
+        .block_on(admin.delete_topics(names, &options))
+        .map_err(kafka_error(format!("deleting topics {}", names.join(", "))))?;
+    for result in results {
+        match result {
+            Ok(_) | Err((_, RDKafkaErrorCode::UnknownTopicOrPartition)) => {}
+            Err((topic, code)) => {
+                return Err(ConnectorError::Kafka {
+                    what: format!("deleting topic {topic}"),
+                    message: code.to_string(),
+                })
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The topics of the brokers of `bootstrap_servers`, by name, leaving out
 /// Kafka's internal ones (`__consumer_offsets`, `__transaction_state`, …).
 pub fn list_topics(
