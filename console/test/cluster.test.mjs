@@ -364,10 +364,11 @@ test('the console shows a pipeline running on a cluster', { skip: skip ?? false,
     await screenshot(answer, 'cluster-state');
   });
 
-  await t.test('the pipeline is stopped from the console', { skip: needs('running') }, async () => {
+  await t.test('the pipeline is stopped with a savepoint from the console', { skip: needs('running') }, async () => {
     await page.getByRole('button', { name: 'Stop', exact: true }).click();
-    await page.getByRole('dialog', { name: 'Stop the pipeline' }).getByRole('button', { name: 'Stop', exact: true }).click();
-    await page.getByText('Stopped.').waitFor({ timeout: 150_000 });
+    await page.getByRole('dialog', { name: 'Stop the pipeline' }).getByRole('button', { name: 'Stop with savepoint' }).click();
+    // The units drain, and the server puts their savepoints together.
+    await page.getByText(/Stopped; final snapshot: .*\/savepoints\/sp-\d+/).waitFor({ timeout: 150_000 });
     await eventually(async () => (await page.locator('.title-row .badge').innerText()) === 'stopped', { what: 'stopped' });
     assert.equal((await api('GET', `/v1/pipelines/${NAME}`)).body.state, 'stopped');
   });
