@@ -16,7 +16,8 @@
 //! not yet recorded). For a cluster unit's drained stop: `drain-after-ends`
 //! (its end and drained records sent in its final transaction, not
 //! committed) and `unit-drained` (its drained stop committed, the worker
-//! still in its group).
+//! still in its group); for a cluster savepoint `savepoint-before-metadata`
+//! (its files written, its `_metadata` not).
 //! Failure points ([`fails`]) make the run fail with an error instead:
 //! `source-barrier` (the `n`-th barrier the source would inject).
 //!

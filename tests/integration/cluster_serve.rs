@@ -361,9 +361,19 @@ fn a_server_killed_in_the_middle_of_a_change_leaves_it_whole_or_absent() {
     assert_eq!((code, status["generation"].clone()), (200, json!(1)), "{status}");
     let (code, again) = fresh.call("POST", "/v1/pipelines", None, spec.as_bytes());
     assert_eq!(code, 409, "{again}");
+    drop(fresh);
+
+    // A delete killed before its commit: the pipeline is still there.
+    let mut dying = server("g", Some("control-before-commit:1"));
+    call_aborting(&mut dying, "DELETE", &format!("/v1/pipelines/{name}"), "text/plain", b"");
+    let fresh = server("h", None);
+    let (code, status) = fresh.call("GET", &format!("/v1/pipelines/{name}"), None, b"");
+    assert_eq!((code, status["generation"].clone()), (200, json!(1)), "{status}");
     let (code, _) = fresh.call("DELETE", &format!("/v1/pipelines/{name}"), None, b"");
     assert_eq!(code, 204);
-    println!("control plane aborts: upload after its blob, deploy before and after its commit — each whole or absent");
+    let (code, gone) = fresh.call("GET", &format!("/v1/pipelines/{name}"), None, b"");
+    assert_eq!(code, 404, "{gone}");
+    println!("control plane aborts: upload after its blob, deploy before and after its commit, delete before its commit — each whole or absent");
 }
 
 /// The units of the revenue job `name` whose stage runs `tasks` tasks in
@@ -375,6 +385,16 @@ fn revenue_units(name: &str, tasks: u16, layout: u64) -> BTreeSet<String> {
     ingest.chain(tasks).collect()
 }
 
+/// `weir serve` with `flags` in `dir`, reaching `s3`, with `WEIR_FAULT`
+/// set to `fault` if given.
+fn serve(dir: &Path, flags: &[String], s3: &TestS3, fault: Option<&str>) -> Server {
+    let env = s3.env();
+    let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    env.extend(fault.map(|f| ("WEIR_FAULT", f)));
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    Server::start_with_env(dir, &flags, &env)
+}
+
 /// A served cluster running the revenue job on `orders` into `out`, with
 /// the function uploaded and the pipeline `name` deployed (six tasks).
 struct Served {
@@ -382,6 +402,8 @@ struct Served {
     s3: TestS3,
     bucket: String,
     dir: tempfile::TempDir,
+    /// The server's flags (another server of the cluster takes them too).
+    flags: Vec<String>,
     server: Server,
     cluster: Cluster,
     name: String,
@@ -405,15 +427,12 @@ impl Served {
         kafka.create_topic(&out, 1);
         produce_orders(&kafka, &all, PARTITIONS, total, CUSTOMERS, 1);
         let expected = reference(&kafka, dir.path(), Job::Revenue, &all);
-        let flags = cluster_flags(what, &kafka, &bucket);
-        let env = s3.env();
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let allow = format!("s3://{bucket}/");
-        let mut extra: Vec<&str> = flags.iter().map(String::as_str).collect();
-        extra.extend(["--allow-storage", &allow]);
-        let server = Server::start_with_env(&dir.path().join("s1"), &extra, &env);
+        let mut flags = cluster_flags(what, &kafka, &bucket);
+        let fleet = flags.clone();
+        flags.extend(["--allow-storage".into(), format!("s3://{bucket}/")]);
+        let server = serve(&dir.path().join("s1"), &flags, &s3, None);
         let mut cluster = Cluster::new(dir.path(), Path::new(""), &s3);
-        cluster.fleet = Some(flags.clone());
+        cluster.fleet = Some(fleet);
         for (worker, fault) in workers {
             match fault {
                 Some(fault) => cluster.add_with(worker, &[("WEIR_FAULT", fault.to_string())]),
@@ -424,7 +443,7 @@ impl Served {
         assert_eq!(server.call("PUT", "/v1/functions/revenue", None, &revenue).0, 201);
         let name = unique(what);
         let mut served =
-            Served { kafka, s3, bucket, dir, server, cluster, name, orders, out, expected };
+            Served { kafka, s3, bucket, dir, flags, server, cluster, name, orders, out, expected };
         let spec = served.spec(&served.name, &served.out);
         let (code, deployed) = served.server.call("POST", "/v1/pipelines", None, spec.as_bytes());
         assert_eq!(code, 201, "{deployed}");
@@ -530,7 +549,20 @@ fn a_cluster_savepoint_restores_on_one_machine_and_a_one_machine_checkpoint_depl
     // The pipeline a one-machine checkpoint is deployed to at the end.
     let (back, back_out) = (unique("sp-back"), unique("sp-back-out"));
     let back_spec = served.spec(&back, &back_out);
-    let Served { kafka, s3, bucket, dir, server, cluster, name, orders, out, expected } =
+    // A server killed while it puts the drained units' savepoints together:
+    // the pipeline runs on in its new layout, and no savepoint is there.
+    let mut dying = serve(
+        &served.dir.path().join("s2"),
+        &served.flags,
+        &served.s3,
+        Some("savepoint-before-metadata:1"),
+    );
+    let path = format!("/v1/pipelines/{}/savepoints", served.name);
+    call_aborting(&mut dying, "POST", &path, "application/json", b"");
+    served.running(&revenue_units(&served.name, 6, 2), 2);
+    let partial = served.s3.keys(&served.bucket, &format!("{0}/{0}/savepoints/", served.name));
+    assert!(partial.iter().all(|k| !k.ends_with("_metadata")), "{partial:?}");
+    let Served { kafka, s3, bucket, dir, server, cluster, name, orders, out, expected, .. } =
         &mut served;
     let env = s3.env();
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
@@ -542,7 +574,7 @@ fn a_cluster_savepoint_restores_on_one_machine_and_a_one_machine_checkpoint_depl
     let first = taken["location"].as_str().unwrap().to_string();
     assert!(first.starts_with(&format!("s3://{bucket}/{name}/{name}/savepoints/sp-")), "{taken}");
     status_when(server, name, "running again", |s| {
-        all_running_at(s, &revenue_units(name, 6, 2), 2)
+        all_running_at(s, &revenue_units(name, 6, 3), 3)
     });
     produce_orders(kafka, orders, PARTITIONS, 300, CUSTOMERS, 301);
     cluster.wait_for_output(kafka, out, 600, Duration::from_secs(180));

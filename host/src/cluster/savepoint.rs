@@ -124,6 +124,7 @@ pub fn assemble(
         alignment_ms: 0,
         generation: 0,
     };
+    crate::fault::point("savepoint-before-metadata");
     target.commit(&metadata)?;
     Ok(target.describe(&dir))
 }
