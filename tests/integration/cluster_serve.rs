@@ -580,6 +580,11 @@ fn a_cluster_savepoint_restores_on_one_machine_and_a_one_machine_checkpoint_depl
     cluster.wait_for_output(kafka, out, 600, Duration::from_secs(180));
     assert_prefix(&committed_per_key(kafka, out), expected, "across the savepoint");
 
+    // Another savepoint, and a stop with one at once: the layout the first
+    // starts may not have run yet when the stop drains it — its tasks are
+    // then seeded from the layout before, and drained.
+    let (code, taken) = server.call("POST", &format!("/v1/pipelines/{name}/savepoints"), None, b"");
+    assert_eq!(code, 201, "{taken}");
     // Stopped with a savepoint; more orders come after the stop.
     let body = json!({ "savepoint": true }).to_string();
     let (code, stopped) =

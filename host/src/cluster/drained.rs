@@ -8,14 +8,27 @@
 use std::collections::BTreeMap;
 
 use super::ClusterPlan;
+use rdkafka::consumer::BaseConsumer;
+
 use crate::connectors::kafka::console::{read_records, ReadOptions};
 use crate::connectors::kafka::Drained;
+use crate::connectors::kafka::{client_config, kafka_error, topic_partitions};
 use crate::connectors::ConnectorError;
 
 /// The units of `plan` whose drained record is committed, with the id of
 /// each one's final snapshot.
 pub fn drained_units(plan: &ClusterPlan) -> Result<BTreeMap<String, u64>, ConnectorError> {
     let mut drained = BTreeMap::new();
+    // A layout whose units topic does not exist yet never ran: nothing of
+    // it drained.
+    let reader: BaseConsumer = client_config(&plan.bootstrap_servers, &[], &plan.properties)
+        .create()
+        .map_err(kafka_error("creating a metadata reader"))?;
+    match topic_partitions(&reader, &plan.units_topic) {
+        Ok(_) => {}
+        Err(ConnectorError::Config { .. }) => return Ok(drained),
+        Err(error) => return Err(error),
+    }
     let options = ReadOptions { read_committed: true, ..ReadOptions::default() };
     read_records(
         &plan.bootstrap_servers,

@@ -101,6 +101,14 @@ pub enum FleetError {
         /// The pipeline.
         pipeline: String,
     },
+    /// The layout before a deployment has units that have not drained.
+    #[error("pipeline {pipeline}: units {units} of its previous layout have not drained; the new layout waits for them")]
+    Undrained {
+        /// The pipeline.
+        pipeline: String,
+        /// The units, comma-separated.
+        units: String,
+    },
     /// Which units of the previous layout drained could not be read.
     #[error("pipeline {pipeline}: reading which units of its previous layout drained: {source}")]
     Drained {
@@ -412,46 +420,88 @@ impl Fleet {
     /// Start `deployment`'s worker on a thread of its own — or, while the
     /// layout before it has not drained, a worker draining that one.
     fn start(&self, deployment: &Deployment) -> Result<Member, FleetError> {
-        let plan = self.plan(deployment)?;
-        let Some(previous) = &deployment.previous else {
-            // Deployed from a snapshot: units without their own start from it.
-            let seeds = match &deployment.restore {
-                Some(location) => super::layout::snapshot_seeds(&plan, location),
-                None => BTreeMap::new(),
-            };
-            return self.launch(deployment, plan, seeds);
-        };
-        let before = self.plan(previous)?;
-        let drained = super::drained::drained_units(&before).map_err(|source| {
-            FleetError::Drained { pipeline: deployment.pipeline.clone(), source }
-        })?;
-        if before.units.iter().any(|unit| !drained.contains_key(&unit.name)) {
-            tracing::info!(pipeline = %deployment.pipeline, version = previous.version, "draining the previous layout first");
-            let member = self.launch(previous, before, BTreeMap::new())?;
-            member.worker.drain();
-            return Ok(member);
+        if let Some(previous) = &deployment.previous {
+            let before = self.plan(previous)?;
+            let drained = self.drained_units(deployment, &before)?;
+            if before.units.iter().any(|unit| !drained.contains_key(&unit.name)) {
+                tracing::info!(pipeline = %deployment.pipeline, version = previous.version, "draining the previous layout first");
+                // Started as it would be (its tasks seeded if they never
+                // ran), then drained.
+                let (plan, seeds) = self.layout_of(previous)?;
+                let member = self.launch(previous, plan, seeds)?;
+                member.worker.drain();
+                return Ok(member);
+            }
+            self.drained
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(previous_key(deployment));
+            if deployment.desired != Desired::Running {
+                return Err(FleetError::Stopped { pipeline: deployment.pipeline.clone() });
+            }
         }
-        self.drained
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(previous_key(deployment));
-        if deployment.desired != Desired::Running {
-            return Err(FleetError::Stopped { pipeline: deployment.pipeline.clone() });
+        let (plan, seeds) = self.layout_of(deployment)?;
+        if let Some(previous) = &deployment.previous {
+            // Nothing is left unread in the old exchange topics: they go
+            // (the old units topic stays, its drained records naming the
+            // seeds).
+            let before = self.plan(previous)?;
+            let old: Vec<&str> = before
+                .exchanges
+                .iter()
+                .filter(|e| plan.exchanges.iter().all(|n| n.name != e.name))
+                .map(|e| e.name.as_str())
+                .collect();
+            if let Err(error) = delete_topics(&before.bootstrap_servers, &before.properties, &old) {
+                tracing::warn!(%error, topics = ?old, "cannot delete the drained layout's exchange topics; they stay (empty of unread records)");
+            }
         }
-        // Nothing is left unread in the old exchange topics: they go (the
-        // old units topic stays, its drained records naming the seeds).
-        let old: Vec<&str> = before
-            .exchanges
-            .iter()
-            .filter(|e| plan.exchanges.iter().all(|n| n.name != e.name))
-            .map(|e| e.name.as_str())
-            .collect();
-        if let Err(error) = delete_topics(&before.bootstrap_servers, &before.properties, &old) {
-            tracing::warn!(%error, topics = ?old, "cannot delete the drained layout's exchange topics; they stay (empty of unread records)");
-        }
-        let seeds = super::layout::seeds(&plan, &before, &drained);
-        tracing::info!(pipeline = %deployment.pipeline, version = deployment.version, seeded = seeds.len(), "the previous layout drained: its tasks seed the new ones");
         self.launch(deployment, plan, seeds)
+    }
+
+    /// `deployment`'s plan, and where its tasks take their state from on
+    /// their first start: the drained tasks of the layout before it (every
+    /// one of which must have drained), or the snapshot it was deployed
+    /// from.
+    fn layout_of(
+        &self,
+        deployment: &Deployment,
+    ) -> Result<(ClusterPlan, BTreeMap<String, crate::pipeline::Seed>), FleetError> {
+        let plan = self.plan(deployment)?;
+        let seeds = match (&deployment.previous, &deployment.restore) {
+            (Some(previous), _) => {
+                let before = self.plan(previous)?;
+                let drained = self.drained_units(deployment, &before)?;
+                let left: Vec<&str> = before
+                    .units
+                    .iter()
+                    .filter(|u| !drained.contains_key(&u.name))
+                    .map(|u| u.name.as_str())
+                    .collect();
+                if !left.is_empty() {
+                    return Err(FleetError::Undrained {
+                        pipeline: deployment.pipeline.clone(),
+                        units: left.join(", "),
+                    });
+                }
+                let seeds = super::layout::seeds(&plan, &before, &drained);
+                tracing::info!(pipeline = %deployment.pipeline, version = deployment.version, seeded = seeds.len(), "the previous layout drained: its tasks seed the new ones");
+                seeds
+            }
+            (None, Some(location)) => super::layout::snapshot_seeds(&plan, location),
+            (None, None) => BTreeMap::new(),
+        };
+        Ok((plan, seeds))
+    }
+
+    /// Which units of `before` (the layout before `deployment`) drained.
+    fn drained_units(
+        &self,
+        deployment: &Deployment,
+        before: &ClusterPlan,
+    ) -> Result<BTreeMap<String, u64>, FleetError> {
+        super::drained::drained_units(before)
+            .map_err(|source| FleetError::Drained { pipeline: deployment.pipeline.clone(), source })
     }
 
     /// Whether `deployment`'s previous layout is known to have drained

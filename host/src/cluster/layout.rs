@@ -93,8 +93,17 @@ pub fn follow(
         }
     }
     next.layout = next.version;
-    next.previous = Some(Box::new(Deployment { previous: None, ..current.clone() }));
+    next.previous = Some(before(current));
     Ok(next)
+}
+
+/// `current` as the layout a new one drains first: with its own previous
+/// layout (drained already, but what its tasks take their state from if
+/// they never ran), and no further.
+pub fn before(current: &Deployment) -> Box<Deployment> {
+    let previous =
+        current.previous.as_ref().map(|p| Box::new(Deployment { previous: None, ..(**p).clone() }));
+    Box::new(Deployment { previous, ..current.clone() })
 }
 
 /// Where each task of `new` takes its state from on its first start: the

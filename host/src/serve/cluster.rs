@@ -568,7 +568,7 @@ impl ClusterPipelines {
                 ));
             }
             let version = now.version + 1;
-            let previous = Some(Box::new(Deployment { previous: None, ..now.clone() }));
+            let previous = Some(crate::cluster::layout::before(now));
             let next = Deployment { version, desired, layout: version, previous, ..now.clone() };
             Ok((next.clone(), vec![ControlChange::Deploy(next)]))
         })?;
