@@ -55,6 +55,19 @@ const FAR_FUTURE_TEXT: &str = "2026-01-25T10:00:00Z";
 /// on a small machine they would otherwise starve each other's.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+/// The flags of a cluster named after `what` on `kafka`, with its
+/// functions in `bucket`.
+fn cluster_flags(what: &str, kafka: &TestKafka, bucket: &str) -> Vec<String> {
+    vec![
+        "--cluster".into(),
+        unique(what).replace('_', "-"),
+        "--bootstrap-servers".into(),
+        kafka.bootstrap(),
+        "--storage".into(),
+        format!("s3://{bucket}/cluster"),
+    ]
+}
+
 /// Hold [`ONE_AT_A_TIME`] for the rest of the test.
 fn one_at_a_time() -> MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner())

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use super::{one_at_a_time, reference, Cluster, Job, CUSTOMERS, PARTITIONS};
+use super::{cluster_flags, one_at_a_time, reference, Cluster, Job, CUSTOMERS, PARTITIONS};
 use crate::support::kafka::{committed_per_key, produce_orders, unique, TestKafka};
 use crate::support::s3::TestS3;
 use crate::support::*;
@@ -80,14 +80,7 @@ fn deployed_cluster(kafka: &TestKafka, s3: &TestS3, what: &str, total: u64) -> D
     let storage = format!("s3://{bucket}/{name}");
     let spec =
         Job::Revenue.spec(dir.path(), &kafka.bootstrap(), &name, &orders, &out, Some(&storage));
-    let flags: Vec<String> = vec![
-        "--cluster".into(),
-        unique(what).replace('_', "-"),
-        "--bootstrap-servers".into(),
-        kafka.bootstrap(),
-        "--storage".into(),
-        format!("s3://{bucket}/cluster"),
-    ];
+    let flags = cluster_flags(what, kafka, &bucket);
     let env = s3.env();
     let said = weir_cluster(&flags, &env, &["deploy", spec.to_str().unwrap()]);
     assert!(said.contains("version 1"), "{said}");

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{one_at_a_time, reference, Cluster, Job, CUSTOMERS, PARTITIONS};
+use super::{cluster_flags, one_at_a_time, reference, Cluster, Job, CUSTOMERS, PARTITIONS};
 use crate::support::kafka::{committed_per_key, produce_orders, unique, TestKafka};
 use crate::support::s3::TestS3;
 use crate::support::*;
@@ -70,19 +70,6 @@ fn stored_function_spec(wasm_spec: &Path) -> (String, String) {
     let spec = text.replace(&format!("{{ wasm: {wasm_path} }}"), "{ function: revenue }");
     assert!(spec.contains("function: revenue") && !spec.contains("wasm:"), "{spec}");
     (text, spec)
-}
-
-/// The flags of a cluster named after `what` on `kafka`, with its
-/// functions in `bucket`.
-fn cluster_flags(what: &str, kafka: &TestKafka, bucket: &str) -> Vec<String> {
-    vec![
-        "--cluster".into(),
-        unique(what).replace('_', "-"),
-        "--bootstrap-servers".into(),
-        kafka.bootstrap(),
-        "--storage".into(),
-        format!("s3://{bucket}/cluster"),
-    ]
 }
 
 #[test]

@@ -545,16 +545,7 @@ impl Coordinator {
             operators.push(OperatorSnapshot { uid, parallelism, first_slot, state });
             first_slot += usize::from(parallelism);
         }
-        // A pipeline without keyed stages (transforms only) has no state.
-        let first = operators.first().cloned().unwrap_or(OperatorSnapshot {
-            uid: String::new(),
-            parallelism: 0,
-            first_slot: 0,
-            state: StateFiles::Rocksdb { subtasks: Vec::new() },
-        });
-        if operators.len() == 1 {
-            operators.clear();
-        }
+        let (first, operators) = OperatorSnapshot::recorded(operators);
         let metadata = SnapshotMetadata {
             id: trigger.id,
             kind: trigger.kind,

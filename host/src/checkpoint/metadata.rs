@@ -86,6 +86,27 @@ pub struct OperatorSnapshot {
     pub state: StateFiles,
 }
 
+impl OperatorSnapshot {
+    /// Every keyed stage's state as `_metadata` records it: the first
+    /// stage's in the top-level fields (empty when there is none: a
+    /// pipeline of transforms has no state), and the list of all only
+    /// when there are several.
+    pub fn recorded(
+        mut operators: Vec<OperatorSnapshot>,
+    ) -> (OperatorSnapshot, Vec<OperatorSnapshot>) {
+        let first = operators.first().cloned().unwrap_or(OperatorSnapshot {
+            uid: String::new(),
+            parallelism: 0,
+            first_slot: 0,
+            state: StateFiles::Rocksdb { subtasks: Vec::new() },
+        });
+        if operators.len() == 1 {
+            operators.clear();
+        }
+        (first, operators)
+    }
+}
+
 /// The `_metadata` of a completed checkpoint or savepoint.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SnapshotMetadata {

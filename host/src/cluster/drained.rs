@@ -55,6 +55,10 @@ pub fn drained_units(plan: &ClusterPlan) -> Result<BTreeMap<String, u64>, Connec
 /// Whether every unit of `plan` was drained: nothing of it runs again,
 /// and its exchange topics hold nothing a task has not read.
 pub fn all_drained(plan: &ClusterPlan) -> Result<bool, ConnectorError> {
-    let drained = drained_units(plan)?;
-    Ok(plan.units.iter().all(|u| drained.contains_key(&u.name)))
+    Ok(undrained(plan, &drained_units(plan)?).is_empty())
+}
+
+/// The units of `plan` not among `drained` (from [`drained_units`]).
+pub fn undrained<'p>(plan: &'p ClusterPlan, drained: &BTreeMap<String, u64>) -> Vec<&'p str> {
+    plan.units.iter().filter(|u| !drained.contains_key(&u.name)).map(|u| u.name.as_str()).collect()
 }

@@ -420,49 +420,47 @@ impl Fleet {
     /// Start `deployment`'s worker on a thread of its own — or, while the
     /// layout before it has not drained, a worker draining that one.
     fn start(&self, deployment: &Deployment) -> Result<Member, FleetError> {
-        if let Some(previous) = &deployment.previous {
-            let before = self.plan(previous)?;
-            let drained = self.drained_units(deployment, &before)?;
-            if before.units.iter().any(|unit| !drained.contains_key(&unit.name)) {
-                tracing::info!(pipeline = %deployment.pipeline, version = previous.version, "draining the previous layout first");
-                // Started as it would be (its tasks seeded if they never
-                // ran), then drained.
-                let (plan, seeds) = self.layout_of(previous)?;
-                let member = self.launch(previous, plan, seeds)?;
-                member.worker.drain();
-                return Ok(member);
-            }
-            self.drained
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(previous_key(deployment));
-            if deployment.desired != Desired::Running {
-                return Err(FleetError::Stopped { pipeline: deployment.pipeline.clone() });
-            }
+        let Some(previous) = &deployment.previous else {
+            let (plan, seeds) = self.layout_of(deployment)?;
+            return self.launch(deployment, plan, seeds);
+        };
+        let before = self.plan(previous)?;
+        let drained = self.drained_units(deployment, &before)?;
+        if !super::drained::undrained(&before, &drained).is_empty() {
+            tracing::info!(pipeline = %deployment.pipeline, version = previous.version, "draining the previous layout first");
+            // Started as it would be (its tasks seeded if they never ran),
+            // then drained.
+            let (plan, seeds) = self.layout_of(previous)?;
+            let member = self.launch(previous, plan, seeds)?;
+            member.worker.drain();
+            return Ok(member);
         }
-        let (plan, seeds) = self.layout_of(deployment)?;
-        if let Some(previous) = &deployment.previous {
-            // Nothing is left unread in the old exchange topics: they go
-            // (the old units topic stays, its drained records naming the
-            // seeds).
-            let before = self.plan(previous)?;
-            let old: Vec<&str> = before
-                .exchanges
-                .iter()
-                .filter(|e| plan.exchanges.iter().all(|n| n.name != e.name))
-                .map(|e| e.name.as_str())
-                .collect();
-            if let Err(error) = delete_topics(&before.bootstrap_servers, &before.properties, &old) {
-                tracing::warn!(%error, topics = ?old, "cannot delete the drained layout's exchange topics; they stay (empty of unread records)");
-            }
+        self.drained
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(previous_key(deployment));
+        if deployment.desired != Desired::Running {
+            return Err(FleetError::Stopped { pipeline: deployment.pipeline.clone() });
         }
+        let plan = self.plan(deployment)?;
+        // Nothing is left unread in the old exchange topics: they go (the
+        // old units topic stays, its drained records naming the seeds).
+        let old: Vec<&str> = before
+            .exchanges
+            .iter()
+            .filter(|e| plan.exchanges.iter().all(|n| n.name != e.name))
+            .map(|e| e.name.as_str())
+            .collect();
+        if let Err(error) = delete_topics(&before.bootstrap_servers, &before.properties, &old) {
+            tracing::warn!(%error, topics = ?old, "cannot delete the drained layout's exchange topics; they stay (empty of unread records)");
+        }
+        let seeds = self.seeds_after(deployment, &plan, &before, &drained)?;
         self.launch(deployment, plan, seeds)
     }
 
     /// `deployment`'s plan, and where its tasks take their state from on
-    /// their first start: the drained tasks of the layout before it (every
-    /// one of which must have drained), or the snapshot it was deployed
-    /// from.
+    /// their first start: the drained tasks of the layout before it, or the
+    /// snapshot it was deployed from.
     fn layout_of(
         &self,
         deployment: &Deployment,
@@ -472,26 +470,34 @@ impl Fleet {
             (Some(previous), _) => {
                 let before = self.plan(previous)?;
                 let drained = self.drained_units(deployment, &before)?;
-                let left: Vec<&str> = before
-                    .units
-                    .iter()
-                    .filter(|u| !drained.contains_key(&u.name))
-                    .map(|u| u.name.as_str())
-                    .collect();
-                if !left.is_empty() {
-                    return Err(FleetError::Undrained {
-                        pipeline: deployment.pipeline.clone(),
-                        units: left.join(", "),
-                    });
-                }
-                let seeds = super::layout::seeds(&plan, &before, &drained);
-                tracing::info!(pipeline = %deployment.pipeline, version = deployment.version, seeded = seeds.len(), "the previous layout drained: its tasks seed the new ones");
-                seeds
+                self.seeds_after(deployment, &plan, &before, &drained)?
             }
             (None, Some(location)) => super::layout::snapshot_seeds(&plan, location),
             (None, None) => BTreeMap::new(),
         };
         Ok((plan, seeds))
+    }
+
+    /// Where the tasks of `plan` (of `deployment`) take their state from:
+    /// the drained tasks of `before` — every unit of which must have
+    /// drained (`drained`), so no task is seeded partially.
+    fn seeds_after(
+        &self,
+        deployment: &Deployment,
+        plan: &ClusterPlan,
+        before: &ClusterPlan,
+        drained: &BTreeMap<String, u64>,
+    ) -> Result<BTreeMap<String, crate::pipeline::Seed>, FleetError> {
+        let left = super::drained::undrained(before, drained);
+        if !left.is_empty() {
+            return Err(FleetError::Undrained {
+                pipeline: deployment.pipeline.clone(),
+                units: left.join(", "),
+            });
+        }
+        let seeds = super::layout::seeds(plan, before, drained);
+        tracing::info!(pipeline = %deployment.pipeline, version = deployment.version, seeded = seeds.len(), "the previous layout drained: its tasks seed the new ones");
+        Ok(seeds)
     }
 
     /// Which units of `before` (the layout before `deployment`) drained.

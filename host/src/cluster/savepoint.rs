@@ -96,15 +96,7 @@ pub fn assemble(
         });
         first_slot += usize::from(parallelism);
     }
-    let first = operators.first().cloned().unwrap_or(OperatorSnapshot {
-        uid: String::new(),
-        parallelism: 0,
-        first_slot: 0,
-        state: StateFiles::Canonical { files: Vec::new() },
-    });
-    if operators.len() == 1 {
-        operators.clear();
-    }
+    let (first, operators) = OperatorSnapshot::recorded(operators);
     let metadata = SnapshotMetadata {
         id,
         kind: SnapshotKind::Savepoint,

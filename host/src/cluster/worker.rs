@@ -276,11 +276,6 @@ struct Slot {
 }
 
 impl Slot {
-    /// The same slot, not drained (its unit waits to be started).
-    fn undrained(self) -> Self {
-        Slot { drained: false, ..self }
-    }
-
     /// A slot whose unit runs as `run` (none: drained already).
     fn new(run: Option<RunThread>) -> Self {
         Slot {
@@ -628,8 +623,8 @@ impl Worker {
                 Err(error) => {
                     let why = format!("cannot tell whether it was drained: {error}");
                     tracing::warn!(unit = %unit.name, %why, "unit assigned: started once the units topic can be read");
-                    Slot { failed: Some((why, Instant::now() + RETRY_PAUSE)), ..Slot::new(None) }
-                        .undrained()
+                    let failed = Some((why, Instant::now() + RETRY_PAUSE));
+                    Slot { failed, drained: false, ..Slot::new(None) }
                 }
             };
             slots.insert(number, slot);

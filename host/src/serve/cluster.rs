@@ -577,12 +577,7 @@ impl ClusterPipelines {
         let drained = loop {
             let drained = drained::drained_units(&plan)
                 .map_err(|e| ServeError::storage_unavailable(e.to_string()))?;
-            let left: Vec<&str> = plan
-                .units
-                .iter()
-                .filter(|u| !drained.contains_key(&u.name))
-                .map(|u| u.name.as_str())
-                .collect();
+            let left = drained::undrained(&plan, &drained);
             if left.is_empty() {
                 break drained;
             }
