@@ -18,6 +18,13 @@
 //! Every run uses topics and a pipeline name of its own
 //! (`wb<run>-<case>`), deleted at the end; checkpoints go to `file://`
 //! storage under the scratch directory.
+//!
+//! The `kafka-streams` runs put the same pipeline, written as a Kafka
+//! Streams application (`bench/kstreams`, `weir.bench.KafkaStreamsRevenue`),
+//! through the same measurement: the same input, produced the same way, the
+//! same reader checking every output, its JVM's CPU by thread. Its
+//! application id is the run's name, so its changelog topic goes with the
+//! run's topics.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
@@ -58,6 +65,9 @@ const MAX_PARALLELISM: u16 = 128;
 /// Orders of the warm-up run (at most a run's own).
 const WARM_UP_ORDERS: u64 = 500_000;
 
+/// The Kafka Streams version `bench/kstreams/pom.xml` pins, for the table.
+const KAFKA_STREAMS_VERSION: &str = "4.4.0";
+
 /// How long nothing new may arrive before a wait gives up.
 const STALL: Duration = Duration::from_secs(90);
 
@@ -90,6 +100,9 @@ pub struct ClusterBench {
     pub source_tasks: u16,
     /// Where `revenue.wasm` is.
     pub functions_dir: PathBuf,
+    /// The Kafka Streams application's jar (`bench/kstreams`' build), its
+    /// dependencies in `lib/` beside it: what the `kafka-streams` runs run.
+    pub kafka_streams_jar: Option<PathBuf>,
     /// Data directories, logs and `file://` checkpoint storage.
     pub scratch: PathBuf,
 }
@@ -108,7 +121,8 @@ pub struct ClusterReport {
     /// Input partitions, and the keyed stage's parallelism in the cluster
     /// runs.
     pub partitions: u16,
-    /// The keyed stage's parallelism in the one-process runs.
+    /// The keyed stage's parallelism in the one-process runs, and the
+    /// stream threads of the Kafka Streams runs.
     pub process_parallelism: u16,
     /// The Kafka source's tasks in the one-process runs.
     pub source_tasks: u16,
@@ -157,7 +171,8 @@ impl Ceiling {
 /// One way of running the pipeline.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {
-    /// `one process EO`, `one process ALO`, `1 worker`, `2 workers`.
+    /// `one process EO`, `one process ALO`, `1 worker`, `2 workers`,
+    /// `Kafka Streams EO`, `Kafka Streams ALO`.
     pub mode: String,
     /// Child processes.
     pub processes: usize,
@@ -170,7 +185,8 @@ pub struct RunReport {
     /// CPU seconds of the processes until the N-th output.
     pub cpu_seconds: f64,
     /// Of which, by thread (`keyed`, `input source`, `exchange source`,
-    /// `sink`, `kafka client`, `other` incl. ended threads).
+    /// `sink`, `kafka client`, `other` incl. ended threads; Kafka Streams:
+    /// `stream thread`, `kafka client`, `rocksdb`, `jvm`, `other`).
     pub cpu_by_thread: BTreeMap<String, f64>,
     /// Cores busy on the whole machine (broker included) meanwhile.
     pub machine_cores_busy: f64,
@@ -178,6 +194,10 @@ pub struct RunReport {
     pub outputs: u64,
     /// Outputs seen twice.
     pub duplicates: u64,
+    /// Outputs (first seen) that were not the expected record: the order's
+    /// customer, amount and running total, byte for byte as the revenue
+    /// function writes them (0 when exact).
+    pub wrong: u64,
     /// The fixed-rate run.
     pub latency: Option<Latency>,
 }
@@ -319,6 +339,15 @@ pub fn run(
             functions.display()
         )));
     }
+    if bench.runs.iter().any(|m| matches!(m, Mode::KafkaStreams { .. })) {
+        kafka_streams_class_path(bench.kafka_streams_jar.as_deref())?;
+        let java = Command::new("java").arg("-version").output();
+        if !java.is_ok_and(|o| o.status.success()) {
+            return Err(BenchError::Io(
+                "the kafka-streams runs need Java 17 or later (`java` on the PATH)".into(),
+            ));
+        }
+    }
     let run_id = format!(
         "wb{}",
         SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) % 100_000_000
@@ -347,6 +376,16 @@ struct Context<'a> {
     kafka: Kafka,
 }
 
+/// One run of the pipeline: its name, topics, and directory (its
+/// processes' data directories and logs, and a Weir run's spec).
+struct Run {
+    name: String,
+    input: String,
+    output: String,
+    dir: PathBuf,
+    spec: PathBuf,
+}
+
 /// How a throughput run runs the pipeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -357,6 +396,12 @@ pub enum Mode {
     },
     /// `weir worker`s (exactly-once).
     Workers(usize),
+    /// The Kafka Streams application (`bench/kstreams`) in one JVM,
+    /// `exactly_once_v2` or `at_least_once`.
+    KafkaStreams {
+        /// `processing.guarantee` `exactly_once_v2`, or `at_least_once`.
+        exactly_once: bool,
+    },
 }
 
 impl Mode {
@@ -370,7 +415,8 @@ impl Mode {
     ];
 
     /// The names `parse` takes, for messages.
-    pub const NAMES: &str = "one-process, one-process-alo, 1-worker, N-workers";
+    pub const NAMES: &str =
+        "one-process, one-process-alo, 1-worker, N-workers, kafka-streams, kafka-streams-alo";
 
     /// Its name on the command line (what `parse` takes).
     pub fn name(self) -> String {
@@ -379,15 +425,20 @@ impl Mode {
             Mode::OneProcess { exactly_once: false } => "one-process-alo".into(),
             Mode::Workers(1) => "1-worker".into(),
             Mode::Workers(n) => format!("{n}-workers"),
+            Mode::KafkaStreams { exactly_once: true } => "kafka-streams".into(),
+            Mode::KafkaStreams { exactly_once: false } => "kafka-streams-alo".into(),
         }
     }
 
-    /// `one-process`, `one-process-alo`, `1-worker`, `<n>-workers`.
+    /// `one-process`, `one-process-alo`, `1-worker`, `<n>-workers`,
+    /// `kafka-streams`, `kafka-streams-alo`.
     pub fn parse(name: &str) -> Option<Self> {
         match name {
             "one-process" => Some(Mode::OneProcess { exactly_once: true }),
             "one-process-alo" => Some(Mode::OneProcess { exactly_once: false }),
             "1-worker" => Some(Mode::Workers(1)),
+            "kafka-streams" => Some(Mode::KafkaStreams { exactly_once: true }),
+            "kafka-streams-alo" => Some(Mode::KafkaStreams { exactly_once: false }),
             _ => {
                 let n: usize = name.strip_suffix("-workers")?.parse().ok()?;
                 (n > 0).then_some(Mode::Workers(n))
@@ -401,6 +452,8 @@ impl Mode {
             Mode::OneProcess { exactly_once: false } => "one process ALO".into(),
             Mode::Workers(1) => "1 worker".into(),
             Mode::Workers(n) => format!("{n} workers"),
+            Mode::KafkaStreams { exactly_once: true } => "Kafka Streams EO".into(),
+            Mode::KafkaStreams { exactly_once: false } => "Kafka Streams ALO".into(),
         }
     }
 
@@ -409,11 +462,16 @@ impl Mode {
             Mode::OneProcess { exactly_once: true } => "p1".into(),
             Mode::OneProcess { exactly_once: false } => "p1a".into(),
             Mode::Workers(n) => format!("w{n}"),
+            Mode::KafkaStreams { exactly_once: true } => "ks".into(),
+            Mode::KafkaStreams { exactly_once: false } => "ksa".into(),
         }
     }
 
     fn exactly_once(self) -> bool {
-        !matches!(self, Mode::OneProcess { exactly_once: false })
+        match self {
+            Mode::OneProcess { exactly_once } | Mode::KafkaStreams { exactly_once } => exactly_once,
+            Mode::Workers(_) => true,
+        }
     }
 }
 
@@ -480,29 +538,31 @@ impl Context<'_> {
         self.kafka.create_topics(&[&input, &output])?;
         let producer = self.kafka.producer()?;
         produce(&producer, &input, 0..orders, |id| id % THROUGHPUT_KEYS, None)?;
-        let (dir, spec) = self.run_dir(&name, &input, &output, mode)?;
-        let watcher = Watcher::start(&self.kafka, &output, &[orders])?;
-        let mut procs = self.start(mode, &spec, &dir)?;
+        let run = self.run_dir(&name, &input, &output, mode)?;
+        let watcher = Watcher::checking(&self.kafka, &output, &[orders])?;
+        let mut procs = self.start(mode, &run)?;
         watcher.wait_for(orders, &mut procs, "warm-up")?;
         drop(procs);
-        self.remove_run(&dir, &name);
+        self.remove_run(&run.dir, &name);
         Ok(())
     }
 
     /// A fresh directory for run `name` of `mode` from topic `input` to
-    /// `output`, with its spec written there: the directory and the spec.
+    /// `output`, with its pipeline spec written there (a Weir run's).
     fn run_dir(
         &self,
         name: &str,
         input: &str,
         output: &str,
         mode: Mode,
-    ) -> Result<(PathBuf, PathBuf), BenchError> {
+    ) -> Result<Run, BenchError> {
         let dir = self.fresh_dir(name)?;
         let spec = dir.join("pipeline.yaml");
-        std::fs::write(&spec, self.spec(name, input, output, mode))
-            .map_err(io("writing the pipeline spec"))?;
-        Ok((dir, spec))
+        if !matches!(mode, Mode::KafkaStreams { .. }) {
+            std::fs::write(&spec, self.spec(name, input, output, mode))
+                .map_err(io("writing the pipeline spec"))?;
+        }
+        Ok(Run { name: name.into(), input: input.into(), output: output.into(), dir, spec })
     }
 
     /// Remove run `name`'s data directories (in `dir`) and checkpoints.
@@ -545,8 +605,8 @@ impl Context<'_> {
     /// `output`.
     fn spec(&self, name: &str, input: &str, output: &str, mode: Mode) -> String {
         let (parallelism, source_tasks) = match mode {
-            Mode::OneProcess { .. } => (self.bench.process_parallelism, self.bench.source_tasks),
             Mode::Workers(_) => (PARTITIONS, 1),
+            _ => (self.bench.process_parallelism, self.bench.source_tasks),
         };
         let wasm = self.bench.functions_dir.join("revenue.wasm");
         let storage = self.bench.scratch.join("storage").join(name);
@@ -566,22 +626,54 @@ impl Context<'_> {
         )
     }
 
-    /// Start `mode`'s processes on the spec at `spec`.
-    fn start(&self, mode: Mode, spec: &Path, dir: &Path) -> Result<Vec<Proc>, BenchError> {
+    /// Start `mode`'s processes on `run`.
+    fn start(&self, mode: Mode, run: &Run) -> Result<Vec<Proc>, BenchError> {
         match mode {
             Mode::OneProcess { .. } => {
-                let data = self.data_dir(dir)?;
-                let log = dir.join("run.log");
+                let data = self.data_dir(&run.dir)?;
+                let log = run.dir.join("run.log");
                 let mut command = Command::new(self.weir);
-                command.arg("run").arg(spec).arg("--data-dir").arg(&data);
+                command.arg("run").arg(&run.spec).arg("--data-dir").arg(&data);
                 // Its own latency for the fixed-rate run: the backlog,
                 // stamped before it started, falls in the warm-up.
                 command.args(["--latency", "--latency-warm-up", "100ms"]);
                 command.args(["--latency-log-every", "1s"]);
                 Ok(vec![Proc::spawn("weir run", command, &log, false)?])
             }
-            Mode::Workers(n) => (0..n).map(|i| self.worker(spec, dir, i)).collect(),
+            Mode::Workers(n) => (0..n).map(|i| self.worker(&run.spec, &run.dir, i)).collect(),
+            Mode::KafkaStreams { exactly_once } => Ok(vec![self.kafka_streams(exactly_once, run)?]),
         }
+    }
+
+    /// Start the Kafka Streams application on `run`: application id the
+    /// run's name (its changelog topic `<name>-totals-changelog`), its
+    /// state in a `data-` directory of the run's, its stream threads the
+    /// one-process runs' parallelism, a commit every second, its producers
+    /// set as Weir's sink's.
+    fn kafka_streams(&self, exactly_once: bool, run: &Run) -> Result<Proc, BenchError> {
+        let class_path = kafka_streams_class_path(self.bench.kafka_streams_jar.as_deref())?;
+        let state = run.dir.join("data-kafka-streams");
+        let mut command = Command::new("java");
+        command
+            .args(["-Xmx2g", "-cp"])
+            .arg(class_path)
+            .arg("weir.bench.KafkaStreamsRevenue")
+            .args(["--bootstrap-servers", &self.bench.kafka])
+            .args(["--input", &run.input, "--output", &run.output])
+            .args(["--application-id", &run.name, "--state-dir"])
+            .arg(&state)
+            .args(["--guarantee", if exactly_once { "exactly_once_v2" } else { "at_least_once" }])
+            .args(["--threads", &self.bench.process_parallelism.to_string()])
+            .args(["--commit-interval-ms", "1000"]);
+        // Its producers set as Weir's Kafka sink sets its own (Kafka
+        // Streams' default `linger.ms` is 100, with no compression).
+        for (key, value) in weir_host::connectors::kafka::PRODUCER_SETTINGS {
+            command.arg("--property").arg(format!("producer.{key}={value}"));
+        }
+        let mut proc =
+            Proc::spawn("Kafka Streams", command, &run.dir.join("kafka-streams.log"), false)?;
+        proc.thread_group = kafka_streams_thread_group;
+        Ok(proc)
     }
 
     /// Start worker `i` (`w<i>`) of the spec at `spec`.
@@ -627,11 +719,11 @@ impl Context<'_> {
             mode.label(),
         ));
         let rates = RawRates { produce: produce_rate, consume: consume_rate, pass_through };
-        let (dir, spec) = self.run_dir(&name, &input, &output, mode)?;
-        let watcher = Watcher::start(&self.kafka, &output, &rate_marks(n))?;
+        let run = self.run_dir(&name, &input, &output, mode)?;
+        let watcher = Watcher::checking(&self.kafka, &output, &rate_marks(n))?;
         let machine = weir_host::observe::process::machine_cpu_ticks();
         let started = Instant::now();
-        let mut procs = self.start(mode, &spec, &dir)?;
+        let mut procs = self.start(mode, &run)?;
         watcher.wait_for(n, &mut procs, &mode.label())?;
         let cpu_seconds: f64 = procs.iter().map(|p| p.cpu_seconds()).sum();
         let mut cpu_by_thread = BTreeMap::new();
@@ -665,18 +757,21 @@ impl Context<'_> {
             let mut latency =
                 self.latency(&producer, &input, &watcher, &mut procs, rate, &mode.label())?;
             if let Mode::OneProcess { .. } = mode {
-                latency.in_weir = last_logged_latency(&dir.join("run.log"));
+                latency.in_weir = last_logged_latency(&run.dir.join("run.log"));
             }
             Some(latency)
         } else {
             None
         };
         drop(procs);
-        self.remove_run(&dir, &name);
+        self.remove_run(&run.dir, &name);
+        if let Some(example) = &seen.wrong_example {
+            progress(&format!("{}: {} wrong outputs, e.g. {example}", mode.label(), seen.wrong));
+        }
         let report = RunReport {
             mode: mode.label(),
             processes: match mode {
-                Mode::OneProcess { .. } => 1,
+                Mode::OneProcess { .. } | Mode::KafkaStreams { .. } => 1,
                 Mode::Workers(n) => n,
             },
             events_per_second: n as f64 / total.max(1e-9),
@@ -687,6 +782,7 @@ impl Context<'_> {
             machine_cores_busy,
             outputs: seen.distinct.min(n),
             duplicates: seen.duplicates,
+            wrong: seen.wrong,
             latency,
         };
         Ok((report, rates))
@@ -765,9 +861,10 @@ impl Context<'_> {
         let name = format!("{}-r{keys}", self.run_id);
         let (input, output) = (format!("{name}-in"), format!("{name}-out"));
         self.kafka.create_topics(&[&input, &output])?;
-        let (dir, spec) = self.run_dir(&name, &input, &output, Mode::Workers(2))?;
+        let run = self.run_dir(&name, &input, &output, Mode::Workers(2))?;
+        let (dir, spec) = (&run.dir, &run.spec);
         let watcher = Watcher::start(&self.kafka, &output, &[keys])?;
-        let mut procs = vec![self.worker(&spec, &dir, 0)?, self.worker(&spec, &dir, 1)?];
+        let mut procs = vec![self.worker(spec, dir, 0)?, self.worker(spec, dir, 1)?];
         progress(&format!("{label}: 2 workers starting"));
         wait_assigned(&mut procs, &label)?;
         progress(&format!("{label}: loading the state: {keys} orders, one per key"));
@@ -805,7 +902,7 @@ impl Context<'_> {
         progress(&format!("{label}: kill -9: {}", kill.summary()));
         let sigterm = if self.bench.sigterm {
             progress(&format!("{label}: adding worker w2"));
-            procs.push(self.worker(&spec, &dir, 2)?);
+            procs.push(self.worker(spec, dir, 2)?);
             wait_assigned(&mut procs, &label)?;
             std::thread::sleep(Duration::from_secs(5));
             let statuses: Vec<WorkerStatus> =
@@ -831,7 +928,7 @@ impl Context<'_> {
         let complete = watcher.wait_for(produced, &mut procs, &label);
         let seen = watcher.snapshot();
         drop(procs);
-        self.remove_run(&dir, &name);
+        self.remove_run(dir, &name);
         if let Err(error) = complete {
             progress(&format!("{label}: {error}"));
         }
@@ -1014,6 +1111,8 @@ struct Proc {
     /// A worker's status address.
     url: Option<String>,
     client: reqwest::blocking::Client,
+    /// The group a thread's CPU is reported under, by the thread's name.
+    thread_group: fn(&str) -> &'static str,
 }
 
 impl Proc {
@@ -1065,7 +1164,7 @@ impl Proc {
             .timeout(Duration::from_secs(2))
             .build()
             .map_err(|e| BenchError::Io(format!("an HTTP client: {e}")))?;
-        Ok(Self { label: label.into(), child, log: log.to_path_buf(), url, client })
+        Ok(Self { label: label.into(), child, log: log.to_path_buf(), url, client, thread_group })
     }
 
     /// A worker's `/v1/worker`.
@@ -1120,7 +1219,8 @@ impl Proc {
                     weir_host::observe::process::process_cpu(&entry.path().join("stat"))
                 {
                     counted += seconds;
-                    *groups.entry(thread_group(&name).to_string()).or_insert(0.0) += seconds;
+                    let group = (self.thread_group)(&name);
+                    *groups.entry(group.to_string()).or_insert(0.0) += seconds;
                 }
             }
         }
@@ -1153,6 +1253,64 @@ fn thread_group(name: &str) -> &'static str {
     } else {
         "other"
     }
+}
+
+/// The group a Kafka Streams thread's CPU is reported under, by its name
+/// as `/proc` has it (15 characters): its stream threads
+/// (`ks-StreamThread-1`), the Kafka clients' own threads (producers'
+/// network threads, the consumers' heartbeat threads, the admin client),
+/// RocksDB's background threads, the JVM's (GC, JIT compilers, VM), and the
+/// rest (`main`, the state updaters, the cleaner).
+fn kafka_streams_thread_group(name: &str) -> &'static str {
+    const JVM: [&str; 14] = [
+        "GC Thread",
+        "G1 ",
+        "C1 CompilerThre",
+        "C2 CompilerThre",
+        "VM ",
+        "Sweeper thread",
+        "Service Thread",
+        "Monitor Deflati",
+        "Signal Dispatch",
+        "Finalizer",
+        "Reference Handl",
+        "Common-Cleaner",
+        "Notification Th",
+        "Attach Listener",
+    ];
+    if name.contains("StreamThread") {
+        "stream thread"
+    } else if name.starts_with("kafka-") {
+        "kafka client"
+    } else if name.starts_with("rocksdb") {
+        "rocksdb"
+    } else if JVM.iter().any(|prefix| name.starts_with(prefix)) {
+        "jvm"
+    } else {
+        "other"
+    }
+}
+
+/// The class path of the Kafka Streams application: its jar at `jar` and
+/// the jars in `lib/` beside it, as `mvn package` in `bench/kstreams`
+/// leaves them; an error saying how to build it if there is none.
+fn kafka_streams_class_path(jar: Option<&Path>) -> Result<String, BenchError> {
+    let build = "build it with `mvn -q -f bench/kstreams/pom.xml package` \
+                 (or run `scripts/dev bench-kstreams`)";
+    let Some(jar) = jar else {
+        return Err(BenchError::Io(format!(
+            "the kafka-streams runs need --kafka-streams-jar \
+             bench/kstreams/target/weir-bench-kstreams-1.jar: {build}"
+        )));
+    };
+    let lib = jar.parent().unwrap_or(Path::new(".")).join("lib");
+    if !jar.is_file() || !lib.is_dir() {
+        return Err(BenchError::Io(format!(
+            "{} (and its lib/ beside it) not found: {build}",
+            jar.display()
+        )));
+    }
+    Ok(format!("{}:{}/*", jar.display(), lib.display()))
 }
 
 /// Remove a run's checkpoints and its processes' data directories under
@@ -1406,11 +1564,17 @@ impl Kafka {
 
 /// One order, as the revenue function reads it.
 fn order(id: u64, customer: u64) -> String {
+    let amount = amount_cents(id);
     format!(
         "{{\"order_id\":{id},\"customer_id\":{customer},\"amount\":{}.{:02}}}",
-        1 + id % 100,
-        id % 97
+        amount / 100,
+        amount % 100
     )
+}
+
+/// Order `id`'s amount in cents: 1.00 to 100.96.
+fn amount_cents(id: u64) -> u64 {
+    (1 + id % 100) * 100 + id % 97
 }
 
 /// Produce orders `ids` (customer `customer(id)`, keyed by it) to
@@ -1527,6 +1691,11 @@ struct Seen {
     latency: LatencyRecorder,
     /// Each customer's first output read after the mark.
     after_mark: HashMap<u64, Instant>,
+    /// Distinct orders whose output was not the expected one (a checking
+    /// watcher's).
+    wrong: u64,
+    /// The first of them.
+    wrong_example: Option<String>,
 }
 
 impl Seen {
@@ -1562,6 +1731,69 @@ struct WatchState {
     mark: Option<Instant>,
 }
 
+/// The output each order of a throughput run must give, byte for byte as
+/// the revenue function writes it: order `id` is customer
+/// `id % THROUGHPUT_KEYS`'s ([`order`]), and its output carries the
+/// customer's total over its orders up to `id`.
+#[derive(Default)]
+struct Expected {
+    /// By order id: its customer's total after it, in cents.
+    totals: Vec<u64>,
+    /// The expected output, written again for each order.
+    text: Vec<u8>,
+}
+
+impl Expected {
+    /// Whether `value` is order `id`'s output.
+    fn matches(&mut self, id: u64, value: &[u8]) -> bool {
+        while self.totals.len() as u64 <= id {
+            let next = self.totals.len() as u64;
+            let before = next.checked_sub(THROUGHPUT_KEYS).map_or(0, |o| self.totals[o as usize]);
+            self.totals.push(before + amount_cents(next));
+        }
+        self.text.clear();
+        let (customer, amount) = (id % THROUGHPUT_KEYS, amount_cents(id));
+        revenue_output(&mut self.text, id, customer, amount, self.totals[id as usize]);
+        self.text == value
+    }
+}
+
+/// The revenue function's output for order `id` of `customer`, of `amount`
+/// cents, after which the customer's total is `total` cents:
+/// `{"order_id":114,"customer_id":1,"amount":30.00,"total":50.00}`.
+fn revenue_output(out: &mut Vec<u8>, id: u64, customer: u64, amount: u64, total: u64) {
+    out.extend_from_slice(b"{\"order_id\":");
+    push_decimal(out, id);
+    out.extend_from_slice(b",\"customer_id\":");
+    push_decimal(out, customer);
+    out.extend_from_slice(b",\"amount\":");
+    push_cents(out, amount);
+    out.extend_from_slice(b",\"total\":");
+    push_cents(out, total);
+    out.push(b'}');
+}
+
+/// `value` in decimal.
+fn push_decimal(out: &mut Vec<u8>, mut value: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// `cents` with two decimals: 5000 → `50.00`, 7 → `0.07`.
+fn push_cents(out: &mut Vec<u8>, cents: u64) {
+    push_decimal(out, cents / 100);
+    out.extend_from_slice(&[b'.', b'0' + (cents % 100 / 10) as u8, b'0' + (cents % 10) as u8]);
+}
+
 /// Reads the output topic `read_committed` on a thread of its own.
 struct Watcher {
     state: Arc<Mutex<WatchState>>,
@@ -1571,7 +1803,18 @@ struct Watcher {
 }
 
 impl Watcher {
+    /// Watch `topic`, noting when the distinct outputs reach `targets`.
     fn start(kafka: &Kafka, topic: &str, targets: &[u64]) -> Result<Self, BenchError> {
+        Self::watch(kafka, topic, targets, false)
+    }
+
+    /// Watch a throughput run's output `topic`, also checking each output
+    /// against [`Expected`].
+    fn checking(kafka: &Kafka, topic: &str, targets: &[u64]) -> Result<Self, BenchError> {
+        Self::watch(kafka, topic, targets, true)
+    }
+
+    fn watch(kafka: &Kafka, topic: &str, targets: &[u64], check: bool) -> Result<Self, BenchError> {
         let consumer = kafka.consumer(topic)?;
         let state =
             Arc::new(Mutex::new(WatchState { targets: targets.to_vec(), ..Default::default() }));
@@ -1579,6 +1822,7 @@ impl Watcher {
         let error = Arc::new(Mutex::new(None));
         let (shared, flag, failure) = (Arc::clone(&state), Arc::clone(&stop), Arc::clone(&error));
         let thread = std::thread::spawn(move || {
+            let mut expected = check.then(Expected::default);
             while !flag.load(Ordering::Relaxed) {
                 let Some(message) = consumer.poll(Duration::from_millis(50)) else { continue };
                 let message = match message {
@@ -1598,6 +1842,7 @@ impl Watcher {
                     continue;
                 };
                 let timestamp = message.timestamp().to_millis().unwrap_or(read_ms);
+                let right = expected.as_mut().is_none_or(|e| e.matches(id, value));
                 let mut state = shared.lock().unwrap_or_else(PoisonError::into_inner);
                 let state = &mut *state;
                 let slot = id as usize;
@@ -1610,6 +1855,12 @@ impl Watcher {
                 }
                 state.ids[slot] = true;
                 state.seen.distinct += 1;
+                if !right {
+                    state.seen.wrong += 1;
+                    state.seen.wrong_example.get_or_insert_with(|| {
+                        String::from_utf8_lossy(value).chars().take(200).collect()
+                    });
+                }
                 state.seen.first.get_or_insert(now);
                 if state.targets.contains(&state.seen.distinct) {
                     state.seen.reached.insert(state.seen.distinct, now);
@@ -1735,7 +1986,7 @@ pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Resu
     writeln!(out)?;
     let row = |cells: [&str; 17]| {
         format!(
-            "{:<15} {:>9} {:>9} {:>7} {:>6} {:>8} {:>8} {:>8} {:>6} | {:>8} {:>6} {:>6} {:>6} {:>6} {:>6} | {:>6} {:>6}",
+            "{:<17} {:>9} {:>9} {:>7} {:>6} {:>8} {:>8} {:>8} {:>6} | {:>8} {:>6} {:>6} {:>6} {:>6} {:>6} | {:>6} {:>6}",
             cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7],
             cells[8], cells[9], cells[10], cells[11], cells[12], cells[13], cells[14],
             cells[15], cells[16]
@@ -1801,6 +2052,13 @@ pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Resu
         out,
         "(EO: exactly-once, ALO: at-least-once Kafka sink; workers are exactly-once; c+p: the raw consume+produce rate, its latency at the same rate; latency: from the input record's timestamp to the bench's reader, in weir: to the sink's write (EO: its commit); cores busy: the machine's, during the latency run)"
     )?;
+    if report.runs.iter().any(|r| r.mode.starts_with("Kafka Streams")) {
+        writeln!(
+            out,
+            "(Kafka Streams {KAFKA_STREAMS_VERSION}, bench/kstreams, one JVM: {} stream threads, RocksDB store, commit.interval.ms 1000, producers as Weir's sink's; EO: exactly_once_v2, ALO: at_least_once)",
+            report.process_parallelism
+        )?;
+    }
     writeln!(out)?;
     writeln!(out, "CPU seconds per 1M events by thread (sum over the run's processes):")?;
     for run in &report.runs {
@@ -1809,14 +2067,14 @@ pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Resu
             .iter()
             .map(|(group, s)| format!("{group} {:.1}", s / (report.events as f64 / 1e6)))
             .collect();
-        writeln!(out, "{:<15} {}", run.mode, parts.join(", "))?;
+        writeln!(out, "{:<17} {}", run.mode, parts.join(", "))?;
     }
     for run in &report.runs {
-        if run.outputs != report.events || run.duplicates > 0 {
+        if run.outputs != report.events || run.duplicates > 0 || run.wrong > 0 {
             writeln!(
                 out,
-                "{}: {} distinct outputs of {}, {} duplicates",
-                run.mode, run.outputs, report.events, run.duplicates
+                "{}: {} distinct outputs of {}, {} duplicates, {} wrong",
+                run.mode, run.outputs, report.events, run.duplicates, run.wrong
             )?;
         }
     }
@@ -1924,6 +2182,27 @@ mod tests {
         assert_eq!(Mode::parse("one"), None);
         assert!(!Mode::OneProcess { exactly_once: false }.exactly_once());
         assert!(Mode::Workers(2).exactly_once());
+        for (name, exactly_once) in [("kafka-streams", true), ("kafka-streams-alo", false)] {
+            let mode = Mode::parse(name).unwrap();
+            assert_eq!(mode, Mode::KafkaStreams { exactly_once });
+            assert_eq!(mode.name(), name);
+            assert_eq!(mode.exactly_once(), exactly_once);
+            assert!(Mode::NAMES.contains(name));
+        }
+    }
+
+    #[test]
+    fn kafka_streams_needs_its_jar_and_lib() {
+        let error = kafka_streams_class_path(None).unwrap_err().to_string();
+        assert!(error.contains("--kafka-streams-jar"), "{error}");
+        let dir = tempfile::tempdir().unwrap();
+        let jar = dir.path().join("weir-bench-kstreams-1.jar");
+        let error = kafka_streams_class_path(Some(&jar)).unwrap_err().to_string();
+        assert!(error.contains("mvn -q -f bench/kstreams/pom.xml package"), "{error}");
+        std::fs::write(&jar, b"").unwrap();
+        std::fs::create_dir(dir.path().join("lib")).unwrap();
+        let class_path = kafka_streams_class_path(Some(&jar)).unwrap();
+        assert_eq!(class_path, format!("{}:{}/lib/*", jar.display(), dir.path().display()));
     }
 
     #[test]
@@ -1934,6 +2213,52 @@ mod tests {
         assert_eq!(thread_group("keyed-0"), "keyed");
         assert_eq!(thread_group("rdk:broker1"), "kafka client");
         assert_eq!(thread_group("coordinator"), "other");
+        // As /proc names a Kafka Streams JVM's threads (15 characters).
+        assert_eq!(kafka_streams_thread_group("ks-StreamThread"), "stream thread");
+        assert_eq!(kafka_streams_thread_group("kafka-producer-"), "kafka client");
+        assert_eq!(kafka_streams_thread_group("kafka-coordinat"), "kafka client");
+        assert_eq!(kafka_streams_thread_group("rocksdb:low"), "rocksdb");
+        assert_eq!(kafka_streams_thread_group("C2 CompilerThre"), "jvm");
+        assert_eq!(kafka_streams_thread_group("GC Thread#1"), "jvm");
+        assert_eq!(kafka_streams_thread_group("ks-StateUpdater"), "other");
+        assert_eq!(kafka_streams_thread_group("java"), "other");
+    }
+
+    #[test]
+    fn outputs_are_checked_byte_for_byte() {
+        let mut text = Vec::new();
+        revenue_output(&mut text, 114, 1, 3000, 5000);
+        assert_eq!(text, br#"{"order_id":114,"customer_id":1,"amount":30.00,"total":50.00}"#);
+        text.clear();
+        revenue_output(&mut text, 0, 0, 7, 10);
+        assert_eq!(text, br#"{"order_id":0,"customer_id":0,"amount":0.07,"total":0.10}"#);
+        // The running totals, as the revenue function keeps them.
+        let mut totals: HashMap<u64, u64> = HashMap::new();
+        let mut expected = Expected::default();
+        let ids: Vec<u64> = (0..3 * THROUGHPUT_KEYS + 5).collect();
+        for &id in &ids {
+            let customer = id % THROUGHPUT_KEYS;
+            let amount = amount_cents(id);
+            let total = *totals.entry(customer).and_modify(|t| *t += amount).or_insert(amount);
+            let amount_text = format!("\"amount\":{}.{:02}}}", amount / 100, amount % 100);
+            assert!(order(id, customer).ends_with(&amount_text), "{}", order(id, customer));
+            let mut output = Vec::new();
+            revenue_output(&mut output, id, customer, amount, total);
+            assert!(expected.matches(id, &output), "{}", String::from_utf8_lossy(&output));
+        }
+        // Read in any order; a wrong total or format is not the output.
+        assert!(
+            expected.matches(5, br#"{"order_id":5,"customer_id":5,"amount":6.05,"total":6.05}"#)
+        );
+        assert!(
+            !expected.matches(5, br#"{"order_id":5,"customer_id":5,"amount":6.05,"total":6.06}"#)
+        );
+        assert!(
+            !expected.matches(5, br#"{"order_id":5,"customer_id":5,"amount":6.05,"total":6.050}"#)
+        );
+        assert!(
+            !expected.matches(5, br#"{"order_id":5, "customer_id":5,"amount":6.05,"total":6.05}"#)
+        );
     }
 
     #[test]
@@ -1951,6 +2276,7 @@ mod tests {
             process_parallelism: 2,
             source_tasks: 1,
             functions_dir: PathBuf::from("/f"),
+            kafka_streams_jar: None,
             scratch: PathBuf::from("/tmp/s"),
         };
         let kafka = Kafka { servers: bench.kafka.clone() };

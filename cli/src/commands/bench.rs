@@ -77,7 +77,8 @@ pub struct ClusterArgs {
     events: u64,
     /// The runs, in order (the first one's throughput sets the latency
     /// runs' rate): one-process (exactly-once), one-process-alo
-    /// (at-least-once), 1-worker, N-workers; comma-separated or
+    /// (at-least-once), 1-worker, N-workers, kafka-streams (exactly_once_v2),
+    /// kafka-streams-alo (at_least_once); comma-separated or
     /// repeatable; default 1-worker,one-process,one-process-alo,2-workers.
     #[arg(long = "runs", value_delimiter = ',')]
     runs: Vec<String>,
@@ -112,6 +113,10 @@ pub struct ClusterArgs {
     /// Where `revenue.wasm` is.
     #[arg(long)]
     functions_dir: Option<PathBuf>,
+    /// The Kafka Streams app's jar for the kafka-streams runs
+    /// (bench/kstreams/target/weir-bench-kstreams-1.jar, lib/ beside it).
+    #[arg(long)]
+    kafka_streams_jar: Option<PathBuf>,
     /// Data directories, logs and file:// checkpoint storage.
     #[arg(long, default_value = "/tmp/bench-cluster")]
     scratch: PathBuf,
@@ -235,6 +240,7 @@ fn bench_cluster(
             .clamp(1, cluster::PARTITIONS),
         source_tasks: args.source_tasks.clamp(1, cluster::PARTITIONS),
         functions_dir,
+        kafka_streams_jar: args.kafka_streams_jar.clone(),
         scratch: args.scratch.clone(),
     };
     let started = std::time::Instant::now();
