@@ -17,6 +17,14 @@ use commands::{Cli, Command};
 /// on the VM measured against 3 GB/s for 4 KiB pages, and was 28 % of the
 /// CPU of a running sum over 10 M keys. The state cache's large tables ask
 /// for huge pages themselves ([`weir_host::state::allow_advised_huge_pages`]).
+///
+/// It also replaces `malloc` for the C and C++ linked in (the `override`
+/// feature): librdkafka allocates and frees each message, op and header
+/// on its own threads, and in a worker of 12 units glibc's arenas spent
+/// 22 % of the process's CPU (`_int_malloc`, `_int_free`,
+/// `malloc_consolidate`); with mimalloc an event cost 13 % less CPU on a
+/// worker, the same in one process, and RocksDB's peak RSS at 10 M keys
+/// stayed where it was (541 against 562 MB).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
