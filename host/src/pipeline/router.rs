@@ -20,7 +20,7 @@ use super::messages::{SinkMessage, SubtaskMessage};
 use super::operator::{FunctionCode, FunctionEnv, RoutedBatch};
 use crate::connectors::kafka::exchange::KEY_HEADER;
 use crate::observe::live::{LiveCounts, LiveMetrics, Stopwatch};
-use crate::runtime::packed::{Emitted, PackedEvents};
+use crate::runtime::packed::{Emitted, EventRef, PackedEvents};
 use crate::runtime::packing::KeyList;
 use crate::runtime::{KeyFunctionInstance, TransformInstance};
 use crate::state::{key_group, subtask_for_key_group, SnapshotForm};
@@ -338,7 +338,7 @@ fn route_events(
                 }
             }
             Route::KeyedSink { keyer, sink } => {
-                letters.extend(key_for_sink(keyer, batch(), *sink, context)?);
+                letters.extend(key_for_sink(keyer, taken(), *sink, context)?);
             }
             Route::Keyed { keyer, routed, subtasks, .. } => {
                 letters.extend(key_and_route(keyer, taken(), routed, subtasks.len(), context)?);
@@ -403,7 +403,9 @@ fn count_key_call(
 /// Key `events` and add each to its subtask's batch; returns the dead
 /// letters of events the key function failed on (under `dead-letter`).
 /// Packed events (a source's) are keyed and routed as they are, unless
-/// dead letters may have to be taken out of them.
+/// dead letters may have to be taken out of them; those read from an
+/// exchange topic with the keys they were routed by (a cluster task's)
+/// are routed by those keys, the key function not called again.
 fn key_and_route(
     keyer: &mut KeyFunctionInstance,
     events: Emitted,
@@ -419,9 +421,17 @@ fn key_and_route(
     };
     match events {
         Emitted::Packed(events) if context.dead_letter.is_none() => {
-            let (keys, _) = count_key_call(context.metrics, events.len(), || {
-                Ok((keyer.extract_packed_keys(&events)?, Vec::new()))
-            })?;
+            let computed;
+            let keys = match events.routes() {
+                Some(routes) => routes,
+                None => {
+                    computed = count_key_call(context.metrics, events.len(), || {
+                        Ok((keyer.extract_packed_keys(&events)?, Vec::new()))
+                    })?
+                    .0;
+                    &computed
+                }
+            };
             for (event, key) in events.iter().zip(keys.iter()) {
                 routed[target(key)].push_ref(key, event);
             }
@@ -438,22 +448,50 @@ fn key_and_route(
     }
 }
 
-/// Key `events` and add each, its key as its last header
-/// ([`KEY_HEADER`]), to sink `sink`'s batch; returns the dead letters of
-/// events the key function failed on (under `dead-letter`).
+/// Key `events` and add each with its key to sink `sink`'s batch (an
+/// exchange's, which routes by it); returns the dead letters of events the
+/// key function failed on (under `dead-letter`). Packed events (a
+/// source's) stay packed.
 fn key_for_sink(
     keyer: &mut KeyFunctionInstance,
-    mut events: Vec<Event>,
+    events: Emitted,
     sink: usize,
     context: &mut Emit<'_>,
 ) -> Result<SideEvents, RunError> {
-    let (keys, letters) = keys_of(keyer, &mut events, context)?;
-    let out = &mut context.sinks[sink];
-    for (mut event, key) in events.into_iter().zip(keys.iter()) {
+    match events {
+        Emitted::Packed(events) if context.dead_letter.is_none() => {
+            let (keys, _) = count_key_call(context.metrics, events.len(), || {
+                Ok((keyer.extract_packed_keys(&events)?, Vec::new()))
+            })?;
+            let out = &mut context.sinks[sink];
+            for (event, key) in events.iter().zip(keys.iter()) {
+                push_keyed(out, event, key);
+            }
+            Ok(Vec::new())
+        }
+        events => {
+            let mut events = events.into_events();
+            let (keys, letters) = keys_of(keyer, &mut events, context)?;
+            let out = &mut context.sinks[sink];
+            for (event, key) in events.iter().zip(keys.iter()) {
+                push_keyed(out, event.into(), key);
+            }
+            Ok(letters)
+        }
+    }
+}
+
+/// Add `event` with its exchange key `key` to `out`: as the batch's route
+/// ([`PackedEvents::push_routed`]) while it has one for each event, else
+/// as its last header ([`KEY_HEADER`]).
+fn push_keyed(out: &mut PackedEvents, event: EventRef<'_>, key: &[u8]) {
+    if out.is_empty() || out.routes().is_some() {
+        out.push_routed(event, key);
+    } else {
+        let mut event = event.to_event();
         event.headers.push((KEY_HEADER.to_string(), key.to_vec()));
         out.push((&event).into());
     }
-    Ok(letters)
 }
 
 fn flush_ports(ports: &mut Ports, counts: &LiveCounts) -> Result<(), RunError> {

@@ -12,7 +12,7 @@
 //!   faster at 10,000 keys).
 
 use super::bindings::weir::function::types::EventBatch;
-use super::packing::{checked_ends, clear, end};
+use super::packing::{checked_ends, clear, end, KeyList};
 use crate::Event;
 
 /// One event of [`PackedEvents`], borrowed (or of an [`Event`]).
@@ -70,6 +70,11 @@ pub struct PackedEvents {
     headers: Vec<(String, Vec<u8>)>,
     /// The event each header belongs to (never decreasing).
     header_owners: Vec<usize>,
+    /// The key each event was routed by, read with it from an exchange
+    /// topic ([`Self::push_routed`]): its keyed stage needs not call the
+    /// key function. Only when every event has one (boxed: most batches
+    /// have none).
+    routes: Option<Box<KeyList>>,
 }
 
 impl PackedEvents {
@@ -129,6 +134,7 @@ impl PackedEvents {
             key_ends,
             headers: headers.into_iter().map(|(_, name, value)| (name, value)).collect(),
             header_owners,
+            routes: None,
         })
     }
 
@@ -146,6 +152,29 @@ impl PackedEvents {
 
     /// Add `event` at the end.
     pub fn push(&mut self, event: EventRef<'_>) {
+        self.routes = None;
+        self.push_event(event);
+    }
+
+    /// Add `event`, routed by `key` (read from an exchange topic), at the
+    /// end; the batch keeps its events' keys while each has one.
+    pub fn push_routed(&mut self, event: EventRef<'_>, key: &[u8]) {
+        if self.is_empty() {
+            self.routes = Some(Box::default());
+        }
+        if let Some(routes) = &mut self.routes {
+            routes.push(key);
+        }
+        self.push_event(event);
+    }
+
+    /// The key each event was routed by, if every event came with one
+    /// ([`Self::push_routed`]).
+    pub fn routes(&self) -> Option<&KeyList> {
+        self.routes.as_deref().filter(|routes| routes.len() == self.len())
+    }
+
+    fn push_event(&mut self, event: EventRef<'_>) {
         let index = self.len();
         self.values.extend_from_slice(event.value);
         self.value_ends.push(self.values.len());
@@ -162,6 +191,14 @@ impl PackedEvents {
     /// Add every event of `other` at the end.
     pub fn append(&mut self, other: &PackedEvents) {
         let (events, values, keys) = (self.len(), self.values.len(), self.keys.len());
+        self.routes = match (events, self.routes.take(), other.routes()) {
+            (0, _, Some(theirs)) => Some(Box::new(theirs.clone())),
+            (_, Some(mut ours), Some(theirs)) => {
+                theirs.iter().for_each(|key| ours.push(key));
+                Some(ours)
+            }
+            _ => None,
+        };
         self.values.extend_from_slice(&other.values);
         self.value_ends.extend(other.value_ends.iter().map(|end| end + values));
         self.timestamps.extend_from_slice(&other.timestamps);
@@ -177,6 +214,7 @@ impl PackedEvents {
         if len >= self.len() {
             return;
         }
+        self.routes = None;
         self.values.truncate(len.checked_sub(1).map_or(0, |last| self.value_ends[last]));
         self.value_ends.truncate(len);
         self.timestamps.truncate(len);
@@ -349,6 +387,41 @@ mod tests {
     use super::*;
     use crate::runtime::packing::pack;
     use crate::runtime::packing::tests::{event, shape};
+
+    #[test]
+    fn a_batch_keeps_its_routes_only_while_every_event_has_one() {
+        let events = mixed();
+        let mut routed = PackedEvents::default();
+        for (i, e) in events.iter().enumerate() {
+            routed.push_routed(e.into(), format!("r{i}").as_bytes());
+        }
+        let keys =
+            |p: &PackedEvents| p.routes().map(|r| r.iter().map(<[u8]>::to_vec).collect::<Vec<_>>());
+        let expected: Vec<Vec<u8>> = (0..5).map(|i| format!("r{i}").into_bytes()).collect();
+        assert_eq!(keys(&routed), Some(expected.clone()));
+        assert_eq!(shape(&routed.to_events()), shape(&events), "the events themselves unchanged");
+
+        let mut both = routed.clone();
+        both.append(&routed);
+        assert_eq!(keys(&both).map(|k| k.len()), Some(10));
+        let mut empty = PackedEvents::default();
+        empty.append(&routed);
+        assert_eq!(keys(&empty), Some(expected));
+
+        // One event without a route, anywhere: none for the batch.
+        let mut plain = routed.clone();
+        plain.push((&events[0]).into());
+        assert_eq!(keys(&plain), None);
+        let mut after = PackedEvents::of(&events[..1]);
+        after.push_routed((&events[1]).into(), b"r");
+        assert_eq!(keys(&after), None);
+        let mut appended = routed.clone();
+        appended.append(&PackedEvents::of(&events));
+        assert_eq!(keys(&appended), None);
+        let mut cut = routed;
+        cut.truncate(2);
+        assert_eq!(keys(&cut), None);
+    }
 
     fn mixed() -> Vec<Event> {
         vec![

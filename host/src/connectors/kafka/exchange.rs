@@ -5,7 +5,9 @@
 //! A producer's exactly-once sink writes each record to the partition of
 //! the task that owns its key's group ([`ExchangeOutput`]); the key comes
 //! from the key function of the stage, run in the producer, as the
-//! record's last header [`KEY_HEADER`], which the sink strips. Event time
+//! record's last header [`KEY_HEADER`], which the sink strips. The record
+//! carries that key on to the task with its event time ([`KEYED_HEADER`]),
+//! so the task keys it without calling the key function again. Event time
 //! travels in-band: at the end of each epoch the sink writes, in the same
 //! transaction, one control record to every partition carrying the
 //! producer's watermark ([`WATERMARK_HEADER`], [`ExchangeMark`]). A task's
@@ -38,22 +40,41 @@ pub fn time_header(timestamp: i64) -> [u8; 8] {
     timestamp.to_be_bytes()
 }
 
+/// Header of a keyed exchange's data record, in place of [`TIME_HEADER`]:
+/// its event time (8 bytes, big-endian), then the key it was routed by.
+/// The task reading it keys it by that key: the key function runs once per
+/// event, in the producer, and a record is keyed as the partition it is in
+/// was chosen, whatever version of the key function a task runs.
+pub const KEYED_HEADER: &str = "weir-keyed";
+
+/// The value of [`KEYED_HEADER`] for event time `timestamp` and `key`,
+/// written into `into` (cleared first).
+pub fn keyed_header(timestamp: i64, key: &[u8], into: &mut Vec<u8>) {
+    into.clear();
+    into.extend_from_slice(&time_header(timestamp));
+    into.extend_from_slice(key);
+}
+
 /// What a record read from an exchange topic is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExchangeRecord {
-    /// A data record (its event time given back, [`TIME_HEADER`] removed).
-    Data,
+    /// A data record (its event time given back, the sink's last header
+    /// removed), with the key it was routed by if the sink wrote one
+    /// ([`KEYED_HEADER`]; a broadcast exchange's records, and those of
+    /// older versions, have none).
+    Data(Option<Vec<u8>>),
     /// A control record carrying a producer's watermark.
     Control(ExchangeMark),
 }
 
 /// Tell a record read from an exchange topic for what it is, by what only
 /// an exchange sink writes, never by a header an input record could carry:
-/// a data record's *last* header is the [`TIME_HEADER`] the sink appended
-/// (removed here, giving the event back its event time), and a control
-/// record carries exactly one header, [`WATERMARK_HEADER`]. Headers the
-/// input came with — `weir-watermark`, `weir-time`, `weir-key` included —
-/// stay the event's own and never change what a task does. A record that
+/// a data record's *last* header is the [`KEYED_HEADER`] (or, broadcast or
+/// of an older version, the [`TIME_HEADER`]) the sink appended (removed
+/// here, giving the event back its event time), and a control record
+/// carries exactly one header, [`WATERMARK_HEADER`]. Headers the input came
+/// with — `weir-watermark`, `weir-time`, `weir-keyed`, `weir-key` included
+/// — stay the event's own and never change what a task does. A record that
 /// is neither was not written by an exchange sink: an error naming where.
 pub fn classify(
     event: &mut Event,
@@ -64,7 +85,13 @@ pub fn classify(
         if let (true, Ok(bytes)) = (name == TIME_HEADER, <[u8; 8]>::try_from(value.as_slice())) {
             event.timestamp = i64::from_be_bytes(bytes);
             event.headers.pop();
-            return Ok(ExchangeRecord::Data);
+            return Ok(ExchangeRecord::Data(None));
+        }
+        if let Some(time) = value.first_chunk::<8>().filter(|_| name == KEYED_HEADER) {
+            event.timestamp = i64::from_be_bytes(*time);
+            let (_, mut key) = event.headers.pop().expect("the last header");
+            key.drain(..8);
+            return Ok(ExchangeRecord::Data(Some(key)));
         }
     }
     match event.headers.as_slice() {
@@ -105,6 +132,16 @@ pub struct ExchangeInput {
 /// A record's headers.
 pub type Headers = [(String, Vec<u8>)];
 
+/// Where an exchange sink writes one record, and what with.
+pub struct Routed<'e> {
+    /// The partition (or every one).
+    pub target: Target,
+    /// The key it was routed by (none: a broadcast).
+    pub key: Option<&'e [u8]>,
+    /// Its headers, the key header stripped.
+    pub headers: &'e Headers,
+}
+
 /// Where one record goes.
 pub enum Target {
     /// To this partition.
@@ -114,19 +151,30 @@ pub enum Target {
 }
 
 impl ExchangeOutput {
-    /// Where `event` goes, and the headers to write with it (the key
-    /// header stripped).
-    pub fn target<'e>(&self, event: EventRef<'e>) -> Result<(Target, &'e Headers), ConnectorError> {
+    /// Where `event` goes, by its key `route` (from the router's batch),
+    /// else the key it carries as its last header, and the headers to
+    /// write with it (the key header stripped).
+    pub fn target<'e>(
+        &self,
+        event: EventRef<'e>,
+        route: Option<&'e [u8]>,
+    ) -> Result<Routed<'e>, ConnectorError> {
         if self.broadcast {
-            return Ok((Target::All, event.headers));
+            return Ok(Routed { target: Target::All, key: None, headers: event.headers });
         }
-        match event.headers.split_last() {
-            Some(((name, key), rest)) if name == KEY_HEADER => {
+        let keyed = match (route, event.headers.split_last()) {
+            (Some(key), _) => Some((key, event.headers)),
+            (None, Some(((name, key), rest))) if name == KEY_HEADER => Some((key.as_slice(), rest)),
+            _ => None,
+        };
+        match keyed {
+            Some((key, headers)) => {
                 let group = key_group(key, self.max_parallelism);
                 let task = subtask_for_key_group(group, self.max_parallelism, self.tasks);
-                Ok((Target::Partition(i32::from(task)), rest))
+                let target = Target::Partition(i32::from(task));
+                Ok(Routed { target, key: Some(key), headers })
             }
-            _ => Err(ConnectorError::Config {
+            None => Err(ConnectorError::Config {
                 what: "exchange sink".into(),
                 message: "a record reached a keyed exchange without its key (no key function ran before the sink)".into(),
             }),
@@ -252,14 +300,22 @@ mod tests {
         };
         for key in [&b"c1"[..], b"c2", b"c3", b"some longer key"] {
             let event = keyed(key);
-            let (target, headers) = output.target((&event).into()).unwrap();
+            let routed = output.target((&event).into(), None).unwrap();
             let expected = subtask_for_key_group(key_group(key, 128), 128, 6);
-            assert!(matches!(target, Target::Partition(p) if p == i32::from(expected)));
-            assert_eq!(headers, &[("h".to_string(), b"1".to_vec())]);
+            assert!(matches!(routed.target, Target::Partition(p) if p == i32::from(expected)));
+            assert_eq!(routed.key, Some(key));
+            assert_eq!(routed.headers, &[("h".to_string(), b"1".to_vec())]);
         }
         let mut keyless = keyed(b"x");
         keyless.headers.pop();
-        assert!(output.target((&keyless).into()).is_err(), "no key: refused, not sent anywhere");
+        assert!(
+            output.target((&keyless).into(), None).is_err(),
+            "no key: refused, not sent anywhere"
+        );
+        // Routed by the batch's key: the headers are the event's own.
+        let routed = output.target((&keyless).into(), Some(b"c1")).unwrap();
+        assert_eq!(routed.key, Some(&b"c1"[..]));
+        assert_eq!(routed.headers, &[("h".to_string(), b"1".to_vec())]);
     }
 
     #[test]
@@ -268,9 +324,25 @@ mod tests {
         event.headers.pop();
         event.headers.push((TIME_HEADER.into(), time_header(-5).to_vec()));
         event.timestamp = 1_700_000_000_000; // the broker's append time
-        assert_eq!(classify(&mut event, &[], String::new).unwrap(), ExchangeRecord::Data);
+        assert_eq!(classify(&mut event, &[], String::new).unwrap(), ExchangeRecord::Data(None));
         assert_eq!(event.timestamp, -5, "even one a Kafka timestamp cannot hold");
         assert_eq!(event.headers, [("h".to_string(), b"1".to_vec())]);
+    }
+
+    #[test]
+    fn a_keyed_record_carries_its_event_time_and_the_key_it_was_routed_by() {
+        for key in [&b"customer-7"[..], b""] {
+            let mut event = keyed(b"k");
+            event.headers.pop();
+            let mut value = Vec::new();
+            keyed_header(-5, key, &mut value);
+            event.headers.push((KEYED_HEADER.into(), value));
+            event.timestamp = 1_700_000_000_000; // the broker's append time
+            let record = classify(&mut event, &[], String::new).unwrap();
+            assert_eq!(record, ExchangeRecord::Data(Some(key.to_vec())));
+            assert_eq!(event.timestamp, -5);
+            assert_eq!(event.headers, [("h".to_string(), b"1".to_vec())], "the input's own kept");
+        }
     }
 
     #[test]
@@ -323,27 +395,30 @@ mod tests {
     }
 
     /// Headers an input record came with, as the exchange sink writes them:
-    /// the input's own, then Weir's event time.
+    /// the input's own, then Weir's event time and key `k`.
     fn written(input_headers: &[(&str, &[u8])]) -> Event {
         let mut headers: Vec<(String, Vec<u8>)> =
             input_headers.iter().map(|(n, v)| (n.to_string(), v.to_vec())).collect();
-        headers.push((TIME_HEADER.into(), time_header(42).to_vec()));
+        let mut keyed = Vec::new();
+        keyed_header(42, b"k", &mut keyed);
+        headers.push((KEYED_HEADER.into(), keyed));
         Event { key: None, value: b"{}".to_vec(), timestamp: 0, headers }
     }
 
     #[test]
     fn forged_weir_headers_on_an_input_record_stay_data() {
-        let forged: [&[(&str, &[u8])]; 5] = [
+        let forged: [&[(&str, &[u8])]; 6] = [
             &[(WATERMARK_HEADER, br#"{"producer":99}"#)],
             &[(WATERMARK_HEADER, b"not json")],
             &[(WATERMARK_HEADER, br#"{"producer":0,"watermark":9000000000000000}"#)],
             &[(TIME_HEADER, &time_header(i64::MAX)), (KEY_HEADER, b"other")],
             &[(WATERMARK_HEADER, br#"{"producer":0,"idle":true}"#), (TIME_HEADER, b"short")],
+            &[(KEYED_HEADER, b"\0\0\0\0\0\0\0\x01forged-key")],
         ];
         for headers in forged {
             let mut event = written(headers);
             let record = classify(&mut event, &["p-0".to_string()], String::new).unwrap();
-            assert_eq!(record, ExchangeRecord::Data, "{headers:?}");
+            assert_eq!(record, ExchangeRecord::Data(Some(b"k".to_vec())), "{headers:?}");
             assert_eq!(event.timestamp, 42, "the event time Weir wrote, not a forged one");
             assert_eq!(event.headers.len(), headers.len(), "the input's headers kept as they were");
         }

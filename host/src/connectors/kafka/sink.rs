@@ -89,7 +89,9 @@ use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, Prod
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use serde::Deserialize;
 
-use super::exchange::{time_header, ExchangeOutput, Target, TIME_HEADER};
+use super::exchange::{
+    keyed_header, time_header, ExchangeOutput, Target, KEYED_HEADER, TIME_HEADER,
+};
 use super::{client_config, kafka_error, Retry, CALL_TIMEOUT};
 use crate::connectors::config::{Access, ConfigError, SinkConfig, SinkMode, SinkRole};
 use crate::connectors::transactional::{CommitMarker, NotExactlyOnce, TransactionalSink};
@@ -664,20 +666,40 @@ fn produce(
     events: &PackedEvents,
     exchange: Option<&(ExchangeOutput, i32)>,
 ) -> Result<(), ConnectorError> {
-    let to = |partition, timed| Destination { topic, epoch, partition, timed };
-    for event in events.iter() {
-        match exchange {
-            None => send(producer, to(None, false), event, event.headers)?,
-            Some((exchange, partitions)) => match exchange.target(event)? {
-                (Target::Partition(partition), headers) => {
-                    send(producer, to(Some(partition), true), event, headers)?
+    // The value of the header an exchange record ends with, reused.
+    let mut stamp = Vec::new();
+    let routes = events.routes();
+    for (index, event) in events.iter().enumerate() {
+        let Some((exchange, partitions)) = exchange else {
+            let to = Destination { topic, epoch, partition: None, stamp: None };
+            send(producer, to, event, event.headers)?;
+            continue;
+        };
+        let routed = exchange.target(event, routes.map(|keys| keys.get(index)))?;
+        let name = match routed.key {
+            Some(key) => {
+                keyed_header(event.timestamp, key, &mut stamp);
+                KEYED_HEADER
+            }
+            None => {
+                stamp.clear();
+                stamp.extend_from_slice(&time_header(event.timestamp));
+                TIME_HEADER
+            }
+        };
+        let to = |partition| Destination {
+            topic,
+            epoch,
+            partition: Some(partition),
+            stamp: Some((name, stamp.as_slice())),
+        };
+        match routed.target {
+            Target::Partition(partition) => send(producer, to(partition), event, routed.headers)?,
+            Target::All => {
+                for partition in 0..*partitions {
+                    send(producer, to(partition), event, routed.headers)?;
                 }
-                (Target::All, headers) => {
-                    for partition in 0..*partitions {
-                        send(producer, to(Some(partition), true), event, headers)?;
-                    }
-                }
-            },
+            }
         }
     }
     super::serve_deliveries(producer);
@@ -692,8 +714,9 @@ struct Destination<'a> {
     epoch: u64,
     /// The partition, else where the key hashes.
     partition: Option<i32>,
-    /// Its event time goes in a header of its own (an exchange topic).
-    timed: bool,
+    /// A header the sink adds last (an exchange topic's event time and
+    /// key, see [`super::exchange`]).
+    stamp: Option<(&'a str, &'a [u8])>,
 }
 
 /// Send one record, waiting for queue space when librdkafka's buffer is
@@ -704,19 +727,18 @@ fn send(
     event: EventRef<'_>,
     headers: &[(String, Vec<u8>)],
 ) -> Result<(), ConnectorError> {
-    let Destination { topic, epoch, partition, timed } = to;
+    let Destination { topic, epoch, partition, stamp } = to;
     let slot = Deliveries::slot(epoch);
     let mut record: BaseRecord<'_, [u8], [u8], usize> =
         BaseRecord::with_opaque_to(topic, slot).payload(event.value);
     // librdkafka allocates a header list even when empty: only when needed.
-    if !headers.is_empty() || timed {
+    if !headers.is_empty() || stamp.is_some() {
         let mut owned = OwnedHeaders::new_with_capacity(headers.len() + 1);
         for (key, value) in headers {
             owned = owned.insert(Header { key, value: Some(value) });
         }
-        if timed {
-            let time = time_header(event.timestamp);
-            owned = owned.insert(Header { key: TIME_HEADER, value: Some(&time) });
+        if let Some((key, value)) = stamp {
+            owned = owned.insert(Header { key, value: Some(value) });
         }
         record = record.headers(owned);
     }
@@ -819,7 +841,7 @@ impl Sink for KafkaSink {
         let topic = &self.topic;
         let producer = self.mode.producer_for(epoch, topic, self.retry)?;
         for partition in 0..*partitions {
-            let to = Destination { topic, epoch, partition: Some(partition), timed: false };
+            let to = Destination { topic, epoch, partition: Some(partition), stamp: None };
             send(producer, to, (&record).into(), &record.headers)?;
         }
         Ok(())
@@ -838,7 +860,7 @@ impl Sink for KafkaSink {
         if let Some((exchange, partitions)) = &self.exchange {
             let record = exchange.end_record();
             for partition in 0..*partitions {
-                let to = Destination { topic, epoch, partition: Some(partition), timed: false };
+                let to = Destination { topic, epoch, partition: Some(partition), stamp: None };
                 send(producer, to, (&record).into(), &record.headers)?;
             }
         }
@@ -854,7 +876,7 @@ impl Sink for KafkaSink {
                 topic: &drained.topic,
                 epoch,
                 partition: Some(drained.partition),
-                timed: false,
+                stamp: None,
             };
             send(producer, to, (&record).into(), &record.headers)?;
         }

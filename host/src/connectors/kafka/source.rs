@@ -33,6 +33,7 @@ use super::{
 use crate::connectors::config::{Access, ConfigError, SourceConfig};
 use crate::connectors::timestamp::{json_timestamp, parse_rfc3339_millis, BadTimestamps};
 use crate::connectors::{decode, encode, ConnectorError, Polled, Source};
+use crate::runtime::packed::PackedEvents;
 use crate::telemetry::Throttle;
 use crate::Event;
 
@@ -203,6 +204,8 @@ struct Partition {
     /// Of those, the records that are not events (by offset, in order),
     /// told apart when they were read and handled when their turn comes.
     unusual: VecDeque<(i64, Unusual)>,
+    /// Of those, the keys exchange records were routed by (by offset).
+    routes: VecDeque<(i64, Vec<u8>)>,
     /// Bounded: deliver up to (not including) this offset.
     end: Option<i64>,
 }
@@ -283,6 +286,9 @@ struct ExchangeReports {
     marks: Vec<(usize, Option<i64>)>,
     /// Producers that ended (drained): they write nothing more.
     ended: BTreeSet<usize>,
+    /// The key each event the last `next_batch` delivered was routed by,
+    /// in order (none: a record without one).
+    routes: Vec<Option<Vec<u8>>>,
 }
 
 impl ExchangeReports {
@@ -411,6 +417,7 @@ impl KafkaSource {
                     next: 0,
                     buffered: VecDeque::new(),
                     unusual: VecDeque::new(),
+                    routes: VecDeque::new(),
                     end,
                 });
             }
@@ -444,6 +451,7 @@ impl KafkaSource {
                 producers: e.producers.clone(),
                 marks: Vec::new(),
                 ended: BTreeSet::new(),
+                routes: Vec::new(),
             }),
             max_wait: POLL_WAIT,
         };
@@ -508,6 +516,7 @@ impl KafkaSource {
             p.next = offset;
             p.buffered.clear();
             p.unusual.clear();
+            p.routes.clear();
             list.add_partition_offset(&p.topic, p.partition, Offset::Offset(offset))
                 .map_err(kafka_error("building the assignment"))?;
         }
@@ -639,11 +648,15 @@ fn accept(
         timestamp: record.timestamp.unwrap_or(0),
         headers: record.headers,
     };
+    let mut route = None;
     let unusual = match (producers, payload, timestamp_field) {
         (Some(producers), _, _) => {
             let location = || format!("{topic}/{id}@{offset}");
             match exchange::classify(&mut event, producers, location)? {
-                ExchangeRecord::Data => None,
+                ExchangeRecord::Data(key) => {
+                    route = key;
+                    None
+                }
                 ExchangeRecord::Control(mark) => Some(Unusual::Control(mark)),
             }
         }
@@ -662,6 +675,9 @@ fn accept(
     if offset >= expected {
         if let Some(unusual) = unusual {
             partition.unusual.push_back((offset, unusual));
+        }
+        if let Some(route) = route {
+            partition.routes.push_back((offset, route));
         }
         partition.buffered.push_back((offset, event));
     }
@@ -711,7 +727,33 @@ fn resolve_topics<C: ConsumerContext>(
 }
 
 impl Source for KafkaSource {
+    /// An exchange topic's events keep the keys they were routed by
+    /// ([`PackedEvents::push_routed`]).
+    fn next_packed(
+        &mut self,
+        max: usize,
+        out: &mut PackedEvents,
+    ) -> Result<Polled, ConnectorError> {
+        let mut events = Vec::new();
+        let polled = self.next_batch(max, &mut events)?;
+        match self.exchange.as_mut().map(|reports| std::mem::take(&mut reports.routes)) {
+            Some(routes) if routes.len() == events.len() => {
+                for (event, route) in events.iter().zip(&routes) {
+                    match route {
+                        Some(key) => out.push_routed(event.into(), key),
+                        None => out.push(event.into()),
+                    }
+                }
+            }
+            _ => out.push_all(&events),
+        }
+        Ok(polled)
+    }
+
     fn next_batch(&mut self, max: usize, out: &mut Vec<Event>) -> Result<Polled, ConnectorError> {
+        if let Some(reports) = &mut self.exchange {
+            reports.routes.clear();
+        }
         if self.unassigned {
             let offsets: Vec<i64> = self.partitions.iter().map(|p| p.next).collect();
             self.assign(&offsets)?;
@@ -740,6 +782,7 @@ impl Source for KafkaSource {
                 if partition.end.is_some_and(|end| offset >= end) {
                     partition.buffered.clear();
                     partition.unusual.clear();
+                    partition.routes.clear();
                     break;
                 }
                 let unusual = match partition.unusual.front() {
@@ -750,6 +793,18 @@ impl Source for KafkaSource {
                     None => {
                         partition.next = offset + 1;
                         out.push(event);
+                        if let Some(reports) = &mut self.exchange {
+                            while partition.routes.front().is_some_and(|(at, _)| *at < offset) {
+                                partition.routes.pop_front();
+                            }
+                            let route = match partition.routes.front() {
+                                Some((at, _)) if *at == offset => {
+                                    partition.routes.pop_front().map(|(_, key)| key)
+                                }
+                                _ => None,
+                            };
+                            reports.routes.push(route);
+                        }
                     }
                     Some(Unusual::Control(mark)) => {
                         partition.next = offset + 1;
@@ -1019,6 +1074,7 @@ mod tests {
             producers: (0..producers).map(|i| format!("p-{i}")).collect(),
             marks: Vec::new(),
             ended: BTreeSet::new(),
+            routes: Vec::new(),
         });
         source.partitions.push(Partition {
             topic: "t".into(),
@@ -1026,6 +1082,7 @@ mod tests {
             next: 0,
             buffered: VecDeque::new(),
             unusual: VecDeque::new(),
+            routes: VecDeque::new(),
             end: None,
         });
         source
@@ -1116,6 +1173,36 @@ mod tests {
         assert_eq!(rejected[0].1.value, b"not json");
         assert!(rejected[2].1.value.is_empty(), "the tombstone");
         assert_eq!(source.dropped(), 0);
+    }
+
+    #[test]
+    fn exchange_records_come_packed_with_the_keys_they_were_routed_by() {
+        use super::super::exchange::{keyed_header, time_header, KEYED_HEADER, TIME_HEADER};
+        let keyed = |key: &[u8], time: i64| {
+            let mut value = Vec::new();
+            keyed_header(time, key, &mut value);
+            vec![("h".to_owned(), b"1".to_vec()), (KEYED_HEADER.to_owned(), value)]
+        };
+        let mut source = buffering(BadTimestamps::Fail, Some(1));
+        feed(&mut source, &[(Some(b"a"), keyed(b"c1", 10)), (Some(b"b"), keyed(b"", 11))]);
+        let mut out = PackedEvents::default();
+        source.next_packed(100, &mut out).unwrap();
+        let routes: Vec<&[u8]> = out.routes().expect("every event keyed").iter().collect();
+        assert_eq!(routes, [&b"c1"[..], b""]);
+        let events = out.to_events();
+        assert_eq!(times(&events), [10, 11]);
+        assert_eq!(events[0].headers, [("h".to_owned(), b"1".to_vec())], "Weir's header gone");
+        assert_eq!(events[0].key.as_deref(), Some(&b"k"[..]), "the record's own key kept");
+
+        // A record of an older version (event time only) among them: the
+        // batch is keyed by the function, as before.
+        let mut source = buffering(BadTimestamps::Fail, Some(1));
+        let old = vec![(TIME_HEADER.to_owned(), time_header(12).to_vec())];
+        feed(&mut source, &[(Some(b"a"), keyed(b"c1", 10)), (Some(b"c"), old)]);
+        let mut out = PackedEvents::default();
+        source.next_packed(100, &mut out).unwrap();
+        assert_eq!(out.len(), 2);
+        assert!(out.routes().is_none());
     }
 
     #[test]
