@@ -230,6 +230,10 @@ pub fn read_records(
     let isolation = if options.read_committed { "read_committed" } else { "read_uncommitted" };
     // assign() needs a group id; nothing joins or commits with it.
     let group = format!("weir-console-{}", std::process::id());
+    // A reading to the end learns each partition's end from a fetch that
+    // found nothing more: let the broker answer it at once, not after its
+    // 500 ms wait (a worker reads its units topic so at every assignment).
+    let wait = if options.follow { "500" } else { "10" };
     let ours = [
         ("group.id", group.as_str()),
         ("isolation.level", isolation),
@@ -237,6 +241,7 @@ pub fn read_records(
         ("enable.auto.commit", "false"),
         ("enable.auto.offset.store", "false"),
         ("auto.offset.reset", "earliest"),
+        ("fetch.wait.max.ms", wait),
     ];
     let consumer: BaseConsumer<EndsExpected> = client_config(bootstrap_servers, &ours, properties)
         .create_with_context(EndsExpected)
