@@ -200,12 +200,10 @@ struct Partition {
     /// Next offset to deliver.
     next: i64,
     /// Records polled but not yet delivered.
-    buffered: VecDeque<(i64, Event)>,
+    buffered: VecDeque<Buffered>,
     /// Of those, the records that are not events (by offset, in order),
     /// told apart when they were read and handled when their turn comes.
     unusual: VecDeque<(i64, Unusual)>,
-    /// Of those, the keys exchange records were routed by (by offset).
-    routes: VecDeque<(i64, Vec<u8>)>,
     /// Bounded: deliver up to (not including) this offset.
     end: Option<i64>,
 }
@@ -267,6 +265,14 @@ pub struct KafkaSource {
     /// How long a fetch may wait for the first record (`POLL_WAIT` unless
     /// the source task holds a batch).
     max_wait: Duration,
+}
+
+/// A record polled and not yet delivered.
+struct Buffered {
+    offset: i64,
+    event: Event,
+    /// The key an exchange record was routed by, if it carries one.
+    route: Option<Vec<u8>>,
 }
 
 /// A buffered record that is not an event to deliver.
@@ -417,7 +423,6 @@ impl KafkaSource {
                     next: 0,
                     buffered: VecDeque::new(),
                     unusual: VecDeque::new(),
-                    routes: VecDeque::new(),
                     end,
                 });
             }
@@ -516,7 +521,6 @@ impl KafkaSource {
             p.next = offset;
             p.buffered.clear();
             p.unusual.clear();
-            p.routes.clear();
             list.add_partition_offset(&p.topic, p.partition, Offset::Offset(offset))
                 .map_err(kafka_error("building the assignment"))?;
         }
@@ -671,15 +675,12 @@ fn accept(
         (None, Some(_), None) => None,
     };
     // Records before the position (a stale fetch) are not ours to deliver.
-    let expected = partition.buffered.back().map_or(partition.next, |(offset, _)| offset + 1);
+    let expected = partition.buffered.back().map_or(partition.next, |b| b.offset + 1);
     if offset >= expected {
         if let Some(unusual) = unusual {
             partition.unusual.push_back((offset, unusual));
         }
-        if let Some(route) = route {
-            partition.routes.push_back((offset, route));
-        }
-        partition.buffered.push_back((offset, event));
+        partition.buffered.push_back(Buffered { offset, event, route });
     }
     Ok(())
 }
@@ -778,11 +779,13 @@ impl Source for KafkaSource {
             // `out` may hold events already: `max` counts what is added.
             let full = out.len() + max;
             while out.len() < full {
-                let Some((offset, mut event)) = partition.buffered.pop_front() else { break };
+                let Some(Buffered { offset, mut event, route }) = partition.buffered.pop_front()
+                else {
+                    break;
+                };
                 if partition.end.is_some_and(|end| offset >= end) {
                     partition.buffered.clear();
                     partition.unusual.clear();
-                    partition.routes.clear();
                     break;
                 }
                 let unusual = match partition.unusual.front() {
@@ -794,15 +797,6 @@ impl Source for KafkaSource {
                         partition.next = offset + 1;
                         out.push(event);
                         if let Some(reports) = &mut self.exchange {
-                            while partition.routes.front().is_some_and(|(at, _)| *at < offset) {
-                                partition.routes.pop_front();
-                            }
-                            let route = match partition.routes.front() {
-                                Some((at, _)) if *at == offset => {
-                                    partition.routes.pop_front().map(|(_, key)| key)
-                                }
-                                _ => None,
-                            };
                             reports.routes.push(route);
                         }
                     }
@@ -1082,7 +1076,6 @@ mod tests {
             next: 0,
             buffered: VecDeque::new(),
             unusual: VecDeque::new(),
-            routes: VecDeque::new(),
             end: None,
         });
         source
