@@ -15,8 +15,9 @@
 //!         then Complete(N) to the sink, which commits; retention.
 //! ```
 //!
-//! At most one snapshot is in flight; a new checkpoint starts `interval`
-//! after the previous trigger and at least `min_pause` after the previous
+//! At most one snapshot is in flight; the first checkpoint starts
+//! [`FIRST_CHECKPOINT_AFTER`] after the run starts (or `interval`, if
+//! shorter), and each next one `interval` after the previous trigger and at least `min_pause` after the previous
 //! completion; one not complete within `timeout` is abandoned (its pending
 //! output is covered by the next). The timeout covers the upload too: a
 //! snapshot whose files are not all stored by then is abandoned before its
@@ -183,6 +184,12 @@ impl Pending {
 /// How often the control directory is looked at.
 const CONTROL_POLL: Duration = Duration::from_millis(100);
 
+/// When a run's first checkpoint is due, if its `interval` is longer: a
+/// restarted or moved run commits what it read since its restore soon
+/// (an exactly-once sink shows nothing before), instead of a whole
+/// interval after it started.
+pub const FIRST_CHECKPOINT_AFTER: Duration = Duration::from_millis(200);
+
 /// Runs on its own thread for the life of a pipeline run.
 pub struct Coordinator {
     config: CoordinatorConfig,
@@ -234,7 +241,8 @@ impl Coordinator {
 
     fn coordinate(&mut self) -> Result<(), CheckpointError> {
         let schedule = self.config.schedule.clone();
-        let mut next_due = schedule.as_ref().map(|s| Instant::now() + s.interval);
+        let mut next_due =
+            schedule.as_ref().map(|s| Instant::now() + s.interval.min(FIRST_CHECKPOINT_AFTER));
         let mut last_end = Instant::now();
         let mut pending: Option<Pending> = None;
         let mut requests: Vec<Request> = Vec::new();
@@ -893,12 +901,15 @@ mod tests {
         let started = Instant::now();
         let h = Harness::start(dir.path(), Setup::every(interval));
         let first = h.trigger();
-        assert!(started.elapsed() >= interval, "not before the interval");
+        assert!(started.elapsed() >= FIRST_CHECKPOINT_AFTER, "the first one after a short pause");
         assert_eq!(first, Trigger { id: 1, kind: SnapshotKind::Checkpoint, stop: false });
         h.ack_all(1);
         assert_eq!(h.commit(), Commit { id: 1, stored: true });
         let second = h.trigger();
-        assert!(started.elapsed() >= 2 * interval, "the next one an interval after the first");
+        assert!(
+            started.elapsed() >= FIRST_CHECKPOINT_AFTER + interval,
+            "the next one an interval after the first"
+        );
         assert_eq!(second.id, 2);
         assert_eq!(h.shutdown(), CoordinatorReport { completed: 1, expired: 0 });
     }
