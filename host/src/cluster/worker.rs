@@ -47,9 +47,12 @@ use crate::pipeline::{RunError, RunOptions, RunThread, Seed, CANCEL_WAIT};
 use crate::runtime::native::NativeCatalog;
 
 /// Group settings: a dead worker's units move after the session timeout; a
-/// revocation may take as long as stopping its units.
+/// revocation may take as long as stopping its units. A member hears of a
+/// rebalance (a worker left, died or joined) in its next heartbeat's
+/// answer, so heartbeats come often: they are what a handover waits on
+/// once the leaving worker's final checkpoints are committed.
 const SESSION_TIMEOUT_MS: &str = "6000";
-const HEARTBEAT_MS: &str = "1000";
+const HEARTBEAT_MS: &str = "250";
 const MAX_POLL_INTERVAL_MS: &str = "300000";
 
 /// Pause before starting a failed unit again: doubled per failure up to
@@ -594,13 +597,12 @@ impl Worker {
     /// consumer closing) comes after its units were stopped, and a unit
     /// started then would run on, unstopped, beside the next worker of the
     /// unit in this process or another.
-    fn start_units(&self, units: &[usize]) {
+    /// `drained` is one read of the units topic for the whole assignment.
+    fn start_units(&self, units: &[usize], drained: Result<BTreeMap<String, u64>, String>) {
         if self.group_state() == GroupState::Stopping {
             tracing::info!(?units, "units assigned while leaving the group: not started");
             return;
         }
-        // One read of the units topic for the whole assignment.
-        let drained = drained::drained_units(&self.plan).map_err(|e| e.to_string());
         let mut slots = self.slots();
         for &number in units {
             let Some(unit) = self.plan.units.get(number) else {
@@ -1004,7 +1006,22 @@ impl ConsumerContext for Membership {
                     tracing::info!(?units, "units assigned while leaving the group: not started");
                     return;
                 }
-                if let Err(error) = admission::check(&self.worker.plan, &self.plan) {
+                // The plan check and the read of which units drained are
+                // two round trips to the broker: made at once, as a moved
+                // unit waits on both before its restore begins.
+                let plan = &self.worker.plan;
+                let (checked, drained) = std::thread::scope(|scope| {
+                    let drained = scope.spawn(|| drained::drained_units(plan));
+                    let checked = admission::check(plan, &self.plan);
+                    let drained = drained.join().unwrap_or_else(|_| {
+                        Err(ConnectorError::Kafka {
+                            what: "reading which units drained".into(),
+                            message: "the reading thread panicked".into(),
+                        })
+                    });
+                    (checked, drained.map_err(|e| e.to_string()))
+                });
+                if let Err(error) = checked {
                     // Another plan was recorded while the group was empty:
                     // none of these units may run this plan.
                     tracing::error!(%error, "units not started");
@@ -1012,7 +1029,7 @@ impl ConsumerContext for Membership {
                     *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = Some(error);
                     return;
                 }
-                self.worker.start_units(&units);
+                self.worker.start_units(&units, drained);
                 self.worker.set_group_state(GroupState::Member);
                 self.worker.tick();
             }
@@ -1090,7 +1107,7 @@ mod tests {
         // Its units stopped, its consumer closing: an assignment served
         // now (the group's last round before it left) starts nothing.
         worker.set_group_state(GroupState::Stopping);
-        worker.start_units(&[0, 1]);
+        worker.start_units(&[0, 1], Ok(BTreeMap::new()));
         assert!(worker.slots().is_empty(), "no unit started while leaving");
         assert_eq!(worker.status().units.len(), 0);
     }

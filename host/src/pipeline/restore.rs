@@ -84,8 +84,13 @@ pub(crate) fn prepare_state(
         return Err(CheckpointError::Cancelled.into());
     }
     // An exactly-once sink says which snapshot's output it holds.
+    let began = std::time::Instant::now();
     let (snapshot, committed) = match graph.transactional_sinks().next() {
-        Some(sink) => transactional_start(&url, spec, options, sink, fresh)?,
+        Some(sink) => {
+            let start = transactional_start(&url, spec, options, sink, fresh)?;
+            tracing::debug!(took = ?began.elapsed(), "fenced the sink's transactional ids, read its commit marker");
+            start
+        }
         None => {
             let snapshot = match &options.restore {
                 Some(RestoreFrom::Path(path)) => Some(CheckpointStorage::locate(path)?),
@@ -148,7 +153,7 @@ pub(crate) fn prepare_state(
                     *slot = files;
                 }
             }
-            tracing::info!(id = snapshot.metadata.id, kind = ?snapshot.metadata.kind, stage = %stage.uid, "restored state");
+            tracing::info!(id = snapshot.metadata.id, kind = ?snapshot.metadata.kind, stage = %stage.uid, took = ?began.elapsed(), "restored state");
         } else if snapshot.is_some() {
             tracing::info!(stage = %stage.uid, "the snapshot holds no state of this stage: it starts empty");
         }
@@ -169,6 +174,7 @@ pub(crate) fn prepare_state(
         backends.push(layout::open_subtasks(&state_dir, layout, empty)?);
         first_slot += usize::from(stage.parallelism);
     }
+    tracing::debug!(took = ?began.elapsed(), "state opened");
     if snapshot.is_none() {
         tracing::info!("no snapshot restored");
     }

@@ -33,7 +33,7 @@
 
 use std::sync::mpsc::{channel, sync_channel};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::bounded;
 
@@ -99,17 +99,14 @@ pub fn run_checked(checked: CheckedPipeline, options: &RunOptions) -> Result<Run
     run_locked(checked, options, started)
 }
 
-/// The run itself, the pipeline's lock held.
-fn run_locked(
-    checked: CheckedPipeline,
+/// Open every source of `graph`: its readers, in the order of the graph's
+/// sources.
+fn open_sources(
+    spec: &PipelineSpec,
+    graph: &Graph,
+    retry_budget: Duration,
     options: &RunOptions,
-    started: Instant,
-) -> Result<RunSummary, RunError> {
-    let CheckedPipeline { spec, settings, graph, plans, code, env } = checked;
-    let spec = &spec;
-    // Transient failures (a broker outage) are retried for as long as a
-    // checkpoint may take.
-    let retry_budget = CheckpointSettings::retry_budget(settings.as_ref());
+) -> Result<Vec<Reader>, RunError> {
     let mut sources = Vec::new();
     for (node, source) in graph.sources.iter().enumerate() {
         unless_cancelled(options)?;
@@ -121,10 +118,40 @@ fn run_locked(
             sources.push(Reader { node, name, task: SourceTask::new(spec, reader) });
         }
     }
-    tracing::debug!(elapsed = ?started.elapsed(), "functions loaded, sources open");
-    unless_cancelled(options)?;
-    let start = prepare_state(spec, &graph, options, settings.as_ref())?;
-    tracing::debug!(elapsed = ?started.elapsed(), "state ready");
+    Ok(sources)
+}
+
+/// The run itself, the pipeline's lock held.
+fn run_locked(
+    checked: CheckedPipeline,
+    options: &RunOptions,
+    started: Instant,
+) -> Result<RunSummary, RunError> {
+    let CheckedPipeline { spec, settings, graph, plans, code, env } = checked;
+    let spec = &spec;
+    // Transient failures (a broker outage) are retried for as long as a
+    // checkpoint may take.
+    let retry_budget = CheckpointSettings::retry_budget(settings.as_ref());
+    // Opening the sources (Kafka: a client and its metadata) and preparing
+    // the state (fencing, the marker, the restore) both wait on brokers or
+    // storage: done at once, as a restarted or moved run waits on both.
+    let span = tracing::Span::current();
+    let (sources, start) = std::thread::scope(|scope| {
+        let opening = scope.spawn(|| {
+            let _span = span.enter();
+            let opened = open_sources(spec, &graph, retry_budget, options);
+            tracing::debug!(elapsed = ?started.elapsed(), "sources open");
+            opened
+        });
+        let start = unless_cancelled(options)
+            .and_then(|()| prepare_state(spec, &graph, options, settings.as_ref()));
+        tracing::debug!(elapsed = ?started.elapsed(), "state ready");
+        let sources =
+            opening.join().unwrap_or_else(|_| Err(RunError::Panicked("source opening".into())));
+        (sources, start)
+    });
+    let mut sources = sources?;
+    let start = start?;
     if let Some(snapshot) = start.snapshot.as_ref().or(start.positions.as_ref()) {
         let recorded = &snapshot.metadata.source;
         for (node, source) in graph.sources.iter().enumerate() {
