@@ -1552,7 +1552,7 @@ impl Kafka {
             if let Some(timestamp) = message.timestamp().to_millis() {
                 record = record.timestamp(timestamp);
             }
-            send_waiting(&producer, record, Duration::from_millis(1))
+            send_waiting(&producer, record, Duration::from_millis(1), &|| false)
                 .map_err(kafka_fail(format!("producing to {output}")))?;
             serve_deliveries(&producer);
             Ok(())
@@ -1610,7 +1610,7 @@ fn send(producer: &OrderProducer, topic: &str, id: u64, customer: u64) -> Result
         .payload(value.as_str())
         .partition(input_partition(customer))
         .timestamp(now_ms());
-    send_waiting(producer, record, Duration::from_millis(1))
+    send_waiting(producer, record, Duration::from_millis(1), &|| false)
         .map_err(kafka_fail(format!("producing to {topic}")))?;
     serve_deliveries(producer);
     Ok(())

@@ -15,9 +15,10 @@
 //!         then Complete(N) to the sink, which commits; retention.
 //! ```
 //!
-//! At most one snapshot is in flight; the first checkpoint starts
-//! [`FIRST_CHECKPOINT_AFTER`] after the run starts (or `interval`, if
-//! shorter), and each next one `interval` after the previous trigger and at least `min_pause` after the previous
+//! At most one snapshot is in flight; the first checkpoint of a run that
+//! restored a snapshot starts [`FIRST_CHECKPOINT_AFTER_RESTORE`] after
+//! the run starts (or `interval`, if shorter), a fresh run's `interval`
+//! after, and each next one `interval` after the previous trigger and at least `min_pause` after the previous
 //! completion; one not complete within `timeout` is abandoned (its pending
 //! output is covered by the next). The timeout covers the upload too: a
 //! snapshot whose files are not all stored by then is abandoned before its
@@ -120,6 +121,9 @@ pub struct CoordinatorConfig {
     pub on_drain: Box<dyn Fn(u64) + Send>,
     /// The first id to use.
     pub first_id: u64,
+    /// Whether the run restored a snapshot (its first checkpoint comes
+    /// sooner, see [`FIRST_CHECKPOINT_AFTER_RESTORE`]).
+    pub restored: bool,
     /// The checkpoint this run restored from. Retention keeps it until two
     /// checkpoints of this run have completed: until then it may be the
     /// last one whose output an exactly-once sink committed (the Kafka
@@ -184,11 +188,13 @@ impl Pending {
 /// How often the control directory is looked at.
 const CONTROL_POLL: Duration = Duration::from_millis(100);
 
-/// When a run's first checkpoint is due, if its `interval` is longer: a
-/// restarted or moved run commits what it read since its restore soon
-/// (an exactly-once sink shows nothing before), instead of a whole
-/// interval after it started.
-pub const FIRST_CHECKPOINT_AFTER: Duration = Duration::from_millis(200);
+/// When the first checkpoint of a run that restored a snapshot is due, if
+/// its `interval` is longer: a restarted or moved run commits what it read
+/// since its restore soon (an exactly-once sink shows nothing before),
+/// instead of a whole interval after it started. A fresh run keeps the
+/// interval: on a backlog, an extra commit at its start only shifts every
+/// later one.
+pub const FIRST_CHECKPOINT_AFTER_RESTORE: Duration = Duration::from_millis(200);
 
 /// Runs on its own thread for the life of a pipeline run.
 pub struct Coordinator {
@@ -241,8 +247,11 @@ impl Coordinator {
 
     fn coordinate(&mut self) -> Result<(), CheckpointError> {
         let schedule = self.config.schedule.clone();
-        let mut next_due =
-            schedule.as_ref().map(|s| Instant::now() + s.interval.min(FIRST_CHECKPOINT_AFTER));
+        let first = |s: &CheckpointSettings| match self.config.restored {
+            true => s.interval.min(FIRST_CHECKPOINT_AFTER_RESTORE),
+            false => s.interval,
+        };
+        let mut next_due = schedule.as_ref().map(|s| Instant::now() + first(s));
         let mut last_end = Instant::now();
         let mut pending: Option<Pending> = None;
         let mut requests: Vec<Request> = Vec::new();
@@ -723,6 +732,7 @@ mod tests {
         schedule: Option<CheckpointSettings>,
         first_id: u64,
         restored_checkpoint: Option<u64>,
+        restored: bool,
         /// Set to cancel the run.
         cancel: Arc<std::sync::atomic::AtomicBool>,
     }
@@ -734,6 +744,7 @@ mod tests {
                 schedule: Some(schedule(interval, Duration::ZERO, NEVER)),
                 first_id: 1,
                 restored_checkpoint: None,
+                restored: false,
                 cancel: Arc::default(),
             }
         }
@@ -784,6 +795,7 @@ mod tests {
                 on_drain: Box::new(|_| {}),
                 first_id: setup.first_id,
                 restored_checkpoint: setup.restored_checkpoint,
+                restored: setup.restored,
                 known: Vec::new(),
             };
             let storage = CheckpointStorage::open(&url, PIPELINE).expect("storage");
@@ -901,16 +913,33 @@ mod tests {
         let started = Instant::now();
         let h = Harness::start(dir.path(), Setup::every(interval));
         let first = h.trigger();
-        assert!(started.elapsed() >= FIRST_CHECKPOINT_AFTER, "the first one after a short pause");
+        assert!(started.elapsed() >= interval, "not before the interval");
         assert_eq!(first, Trigger { id: 1, kind: SnapshotKind::Checkpoint, stop: false });
         h.ack_all(1);
         assert_eq!(h.commit(), Commit { id: 1, stored: true });
         let second = h.trigger();
-        assert!(
-            started.elapsed() >= FIRST_CHECKPOINT_AFTER + interval,
-            "the next one an interval after the first"
-        );
+        assert!(started.elapsed() >= 2 * interval, "the next one an interval after the first");
         assert_eq!(second.id, 2);
+        assert_eq!(h.shutdown(), CoordinatorReport { completed: 1, expired: 0 });
+    }
+
+    #[test]
+    fn a_run_that_restored_takes_its_first_checkpoint_soon() {
+        let dir = tempfile::tempdir().unwrap();
+        let interval = ms(2000);
+        let started = Instant::now();
+        let h = Harness::start(dir.path(), Setup { restored: true, ..Setup::every(interval) });
+        assert_eq!(h.trigger().id, 1);
+        let first = started.elapsed();
+        assert!(first >= FIRST_CHECKPOINT_AFTER_RESTORE, "after a short pause: {first:?}");
+        assert!(first < interval, "not a whole interval: {first:?}");
+        h.ack_all(1);
+        assert_eq!(h.commit(), Commit { id: 1, stored: true });
+        assert_eq!(h.trigger().id, 2);
+        assert!(
+            started.elapsed() >= FIRST_CHECKPOINT_AFTER_RESTORE + interval,
+            "then every interval"
+        );
         assert_eq!(h.shutdown(), CoordinatorReport { completed: 1, expired: 0 });
     }
 
@@ -1044,6 +1073,7 @@ mod tests {
             on_drain: Box::new(|_| {}),
             first_id: 1,
             restored_checkpoint: None,
+            restored: false,
             known: Vec::new(),
         };
         let storage = CheckpointStorage::open(&url, PIPELINE).unwrap();

@@ -258,6 +258,10 @@ fn encode(value: &impl serde::Serialize) -> serde_json::Value {
     serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
 }
 
+/// Whether the run a connector serves was cancelled: asked by calls that
+/// could otherwise wait long on an external system.
+pub type Cancelled = std::sync::Arc<dyn Fn() -> bool + Send + Sync>;
+
 /// A destination for events, written in checkpoint epochs: sinks that can
 /// pre-commit and commit give exactly-once output; the others are
 /// at-least-once (after a restore they see replayed events again).
@@ -342,6 +346,13 @@ pub trait Sink: Send {
     /// timeout). Default: nothing to retry.
     fn set_retry_budget(&mut self, budget: std::time::Duration) {
         let _ = budget;
+    }
+
+    /// Stop waiting on an external system that takes nothing (a full
+    /// producer queue) once `cancelled` says the run was cancelled.
+    /// Default: nothing waits that long.
+    fn set_cancelled(&mut self, cancelled: Cancelled) {
+        let _ = cancelled;
     }
 }
 

@@ -52,7 +52,7 @@ use crate::checkpoint::{
     SnapshotKind, Trigger,
 };
 use crate::config;
-use crate::connectors::open_source;
+use crate::connectors::{open_source, Cancelled};
 use crate::observe::latency::LatencyRecorder;
 use crate::observe::live::LiveCounts;
 use crate::specification::graph::{Graph, Outputs, Route, StageInput};
@@ -179,7 +179,11 @@ fn run_locked(
     metrics.set_restored_from(start.snapshot.as_ref().map(|s| (s.metadata.kind, s.metadata.id)));
     let sink_state = start.snapshot.as_ref().map(|s| &s.metadata.sink);
     unless_cancelled(options)?;
-    let sinks = open_sinks(&graph, settings.is_some(), sink_state, retry_budget)?;
+    let cancelled: Cancelled = {
+        let handle = options.handle.clone();
+        Arc::new(move || handle.is_cancelled())
+    };
+    let sinks = open_sinks(&graph, settings.is_some(), sink_state, retry_budget, &cancelled)?;
     unless_cancelled(options)?;
     let sink_count = sinks.len();
     let sink_task = SinkTask {
@@ -250,6 +254,7 @@ fn run_locked(
                 .as_ref()
                 .filter(|s| s.metadata.kind == SnapshotKind::Checkpoint)
                 .map(|s| s.metadata.id),
+            restored: start.snapshot.is_some(),
             known: start.known,
         },
         start.storage,

@@ -33,8 +33,8 @@ use std::time::{Duration, Instant};
 use super::error::RunError;
 use super::messages::SinkMessage;
 use crate::checkpoint::Ack;
-use crate::connectors::Sink;
 use crate::connectors::{open_sink, SinkMode};
+use crate::connectors::{Cancelled, Sink};
 use crate::observe::latency::LatencyRecorder;
 use crate::observe::live::{RunHandle, Stopwatch};
 use crate::specification::graph::{output_name, Graph, LINE_SINK};
@@ -95,6 +95,7 @@ pub(crate) fn open_sinks(
     exactly_once: bool,
     recovered: Option<&serde_json::Value>,
     retry_budget: Duration,
+    cancelled: &Cancelled,
 ) -> Result<Vec<NamedSink>, RunError> {
     let recovered: Option<SinkState> = recovered
         .filter(|v| !v.is_null())
@@ -121,6 +122,7 @@ pub(crate) fn open_sinks(
             });
             let mut sink = open_sink(&node.spec, mode(state))?;
             sink.set_retry_budget(retry_budget);
+            sink.set_cancelled(Arc::clone(cancelled));
             Ok(NamedSink { name: node.name.clone(), sink, side: node.side })
         })
         .collect()

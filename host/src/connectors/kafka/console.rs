@@ -107,7 +107,7 @@ pub fn produce_lines(
         if let Some(key) = &key {
             record = record.key(key.as_bytes());
         }
-        if let Err(error) = send_waiting(&producer, record, QUEUE_PAUSE) {
+        if let Err(error) = send_waiting(&producer, record, QUEUE_PAUSE, &|| false) {
             failure = Some(kafka_error(format!("writing {location} to {topic}"))(error));
             break;
         }

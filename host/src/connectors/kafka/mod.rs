@@ -63,51 +63,87 @@ pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a failing call is retried when it returns at once.
 const RETRY_PAUSE: Duration = Duration::from_secs(1);
 
+/// How long one attempt of a call that a cancelled run gives up lasts at
+/// most: how soon the run's cancellation is seen while a broker does not
+/// answer.
+const CANCELLABLE_ATTEMPT: Duration = Duration::from_secs(5);
+
 /// How long transient Kafka errors are retried before the run fails: the
-/// checkpoint timeout (a checkpoint not done by then is abandoned anyway).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// checkpoint timeout (a checkpoint not done by then is abandoned anyway),
+/// or until the run is cancelled (a worker that lost its units must not
+/// wait minutes on a broker that does not answer).
+#[derive(Clone)]
 pub(crate) struct Retry {
     budget: Duration,
+    cancelled: Option<crate::connectors::Cancelled>,
 }
 
 impl Default for Retry {
     /// One call's timeout, until the pipeline sets its budget.
     fn default() -> Self {
-        Self { budget: CALL_TIMEOUT }
+        Self { budget: CALL_TIMEOUT, cancelled: None }
+    }
+}
+
+impl std::fmt::Debug for Retry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Retry")
+            .field("budget", &self.budget)
+            .field("cancellable", &self.cancelled.is_some())
+            .finish()
     }
 }
 
 impl Retry {
     /// Retry for `budget`.
     pub(crate) fn for_up_to(budget: Duration) -> Self {
-        Self { budget }
+        Self { budget, cancelled: None }
+    }
+
+    /// The same budget, given up as soon as `cancelled` says so.
+    pub(crate) fn cancelled_by(self, cancelled: crate::connectors::Cancelled) -> Self {
+        Self { cancelled: Some(cancelled), ..self }
     }
 
     /// The budget.
-    pub(crate) fn budget(self) -> Duration {
+    pub(crate) fn budget(&self) -> Duration {
         self.budget
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.cancelled.as_ref().is_some_and(|cancelled| cancelled())
     }
 
     /// Call `call` with a timeout (at most [`CALL_TIMEOUT`]) until it
     /// succeeds, fails for good, or fails transiently past the budget;
     /// errors name `what` (and how long it was retried).
     fn call<T>(
-        self,
+        &self,
         what: impl Fn() -> String,
         mut call: impl FnMut(Duration) -> Result<T, KafkaError>,
     ) -> Result<T, ConnectorError> {
         let started = Instant::now();
         let deadline = started + self.budget;
         let mut failures = 0u32;
+        let longest = match self.cancelled {
+            Some(_) => CANCELLABLE_ATTEMPT,
+            None => CALL_TIMEOUT,
+        };
         loop {
             let remaining = deadline.saturating_duration_since(Instant::now());
             let attempt_started = Instant::now();
-            match call(CALL_TIMEOUT.min(remaining).max(RETRY_PAUSE)) {
+            match call(longest.min(remaining).max(RETRY_PAUSE)) {
                 Ok(value) => {
                     if failures > 0 {
                         tracing::info!(what = %what(), after = ?started.elapsed(), "kafka call succeeded after transient failures");
                     }
                     return Ok(value);
+                }
+                Err(error) if is_transient(&error) && self.is_cancelled() => {
+                    return Err(ConnectorError::Kafka {
+                        what: what(),
+                        message: format!("{error} (the run was cancelled while the broker did not answer; not retried)"),
+                    })
                 }
                 Err(error) if is_transient(&error) && Instant::now() < deadline => {
                     failures += 1;
@@ -251,11 +287,16 @@ pub fn flush_promptly<C: CountsDeliveries>(
 }
 
 /// Send `record`; while librdkafka's queue is full, serve the delivery
-/// reports that free it, waiting `pause` at a time while there are none.
+/// reports that free it, waiting `pause` at a time while there are none —
+/// until `cancelled` says the run was cancelled (then
+/// [`KafkaError::Canceled`]): a broker that takes nothing (down, or a
+/// worker that lost its units) would otherwise hold the caller until the
+/// queued records time out, minutes later.
 pub fn send_waiting<K, P, C>(
     producer: &BaseProducer<C>,
     mut record: rdkafka::producer::BaseRecord<'_, K, P, C::DeliveryOpaque>,
     pause: Duration,
+    cancelled: &dyn Fn() -> bool,
 ) -> Result<(), KafkaError>
 where
     K: rdkafka::message::ToBytes + ?Sized,
@@ -268,6 +309,9 @@ where
             Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
                 record = back;
                 if serve_deliveries(producer) == 0 {
+                    if cancelled() {
+                        return Err(KafkaError::Canceled);
+                    }
                     std::thread::sleep(pause);
                 }
             }
@@ -348,6 +392,50 @@ pub fn broker_transaction_max_timeout(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cancelled_run_stops_retrying_a_broker_that_does_not_answer() {
+        let timed_out = || KafkaError::Flush(RDKafkaErrorCode::OperationTimedOut);
+        let budget = Duration::from_secs(600);
+        let cancelled = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&cancelled);
+        let retry = Retry::for_up_to(budget).cancelled_by(std::sync::Arc::new(move || {
+            flag.load(std::sync::atomic::Ordering::Relaxed)
+        }));
+        let mut timeouts = Vec::new();
+        let error = retry
+            .call(
+                || "flushing orders".to_string(),
+                |timeout| {
+                    timeouts.push(timeout);
+                    // The run is cancelled while the first attempt waits.
+                    cancelled.store(true, std::sync::atomic::Ordering::Relaxed);
+                    Err::<(), _>(timed_out())
+                },
+            )
+            .unwrap_err()
+            .to_string();
+        assert_eq!(timeouts, [CANCELLABLE_ATTEMPT], "one short attempt, not retried");
+        assert!(
+            error.contains("flushing orders") && error.contains("the run was cancelled"),
+            "{error}"
+        );
+        // Without a hook the attempts are as long as a call may take.
+        let mut attempts = 0;
+        let done = Retry::for_up_to(budget).call(
+            || "flushing orders".to_string(),
+            |timeout| {
+                attempts += 1;
+                assert_eq!(timeout, CALL_TIMEOUT);
+                if attempts < 2 {
+                    Err(timed_out())
+                } else {
+                    Ok(())
+                }
+            },
+        );
+        assert!(done.is_ok());
+    }
 
     #[test]
     fn a_refused_secret_setting_is_not_quoted() {

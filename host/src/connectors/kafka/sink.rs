@@ -80,7 +80,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -95,7 +95,7 @@ use super::exchange::{
 use super::{client_config, kafka_error, Retry, CALL_TIMEOUT};
 use crate::connectors::config::{Access, ConfigError, SinkConfig, SinkMode, SinkRole};
 use crate::connectors::transactional::{CommitMarker, NotExactlyOnce, TransactionalSink};
-use crate::connectors::{ConnectorError, Sink};
+use crate::connectors::{Cancelled, ConnectorError, Sink};
 use crate::names::{is_valid_name, NAME_RULE};
 use crate::runtime::packed::{EventRef, PackedEvents};
 
@@ -512,6 +512,8 @@ pub struct KafkaSink {
     drained: Option<Box<DrainedRecord>>,
     /// Where the commit marker is written.
     marker_topic: String,
+    /// Whether the run was cancelled (a full queue then stops waiting).
+    cancelled: Cancelled,
 }
 
 enum Mode {
@@ -526,7 +528,7 @@ impl Mode {
         &mut self,
         epoch: u64,
         topic: &str,
-        retry: Retry,
+        retry: &Retry,
     ) -> Result<&BaseProducer<Deliveries>, ConnectorError> {
         match self {
             Mode::AtLeastOnce(once) => {
@@ -550,7 +552,7 @@ impl AtLeastOnce {
     /// Make `epoch`'s slot count its records. A slot still counting an
     /// older epoch's records (more epochs in flight than slots) is freed by
     /// flushing everything first.
-    fn claim(&mut self, epoch: u64, topic: &str, retry: Retry) -> Result<(), ConnectorError> {
+    fn claim(&mut self, epoch: u64, topic: &str, retry: &Retry) -> Result<(), ConnectorError> {
         let slot = Deliveries::slot(epoch);
         match self.slots[slot] {
             Some(held) if held == epoch => return Ok(()),
@@ -635,6 +637,7 @@ impl KafkaSink {
             exchange,
             drained: config.drained.clone(),
             marker_topic: config.marker_topic().to_string(),
+            cancelled: Arc::new(|| false),
         })
     }
 }
@@ -665,6 +668,7 @@ fn produce(
     epoch: u64,
     events: &PackedEvents,
     exchange: Option<&(ExchangeOutput, i32)>,
+    cancelled: &dyn Fn() -> bool,
 ) -> Result<(), ConnectorError> {
     // The value of the header an exchange record ends with, reused.
     let mut stamp = Vec::new();
@@ -672,7 +676,7 @@ fn produce(
     for (index, event) in events.iter().enumerate() {
         let Some((exchange, partitions)) = exchange else {
             let to = Destination { topic, epoch, partition: None, stamp: None };
-            send(producer, to, event, event.headers)?;
+            send(producer, to, event, event.headers, cancelled)?;
             continue;
         };
         let routed = exchange.target(event, routes.map(|keys| keys.get(index)))?;
@@ -694,10 +698,12 @@ fn produce(
             stamp: Some((name, stamp.as_slice())),
         };
         match routed.target {
-            Target::Partition(partition) => send(producer, to(partition), event, routed.headers)?,
+            Target::Partition(partition) => {
+                send(producer, to(partition), event, routed.headers, cancelled)?
+            }
             Target::All => {
                 for partition in 0..*partitions {
-                    send(producer, to(partition), event, routed.headers)?;
+                    send(producer, to(partition), event, routed.headers, cancelled)?;
                 }
             }
         }
@@ -726,6 +732,7 @@ fn send(
     to: Destination<'_>,
     event: EventRef<'_>,
     headers: &[(String, Vec<u8>)],
+    cancelled: &dyn Fn() -> bool,
 ) -> Result<(), ConnectorError> {
     let Destination { topic, epoch, partition, stamp } = to;
     let slot = Deliveries::slot(epoch);
@@ -753,9 +760,13 @@ fn send(
     }
     let in_flight = &producer.context().in_flight[slot];
     in_flight.fetch_add(1, Ordering::Relaxed);
-    super::send_waiting(producer, record, Duration::from_millis(5)).map_err(|error| {
+    super::send_waiting(producer, record, Duration::from_millis(5), cancelled).map_err(|error| {
         in_flight.fetch_sub(1, Ordering::Relaxed);
-        failed(producer, format!("producing to {topic}"), error.to_string())
+        let message = match error {
+            rdkafka::error::KafkaError::Canceled => "the run was cancelled while the producer's queue was full (the broker took no records)".to_string(),
+            error => error.to_string(),
+        };
+        failed(producer, format!("producing to {topic}"), message)
     })
 }
 
@@ -764,7 +775,7 @@ fn send(
 fn flush(
     producer: &BaseProducer<Deliveries>,
     topic: &str,
-    retry: Retry,
+    retry: &Retry,
 ) -> Result<(), ConnectorError> {
     retry
         .call(|| format!("flushing {topic}"), |timeout| super::flush_promptly(producer, timeout))?;
@@ -825,8 +836,8 @@ impl Sink for KafkaSink {
         if events.is_empty() {
             return Ok(());
         }
-        let producer = self.mode.producer_for(epoch, &self.topic, self.retry)?;
-        produce(producer, &self.topic, epoch, events, self.exchange.as_ref())?;
+        let producer = self.mode.producer_for(epoch, &self.topic, &self.retry)?;
+        produce(producer, &self.topic, epoch, events, self.exchange.as_ref(), &*self.cancelled)?;
         if matches!(self.mode, Mode::ExactlyOnce(_)) {
             crate::fault::point("kafka-after-write");
         }
@@ -839,10 +850,10 @@ impl Sink for KafkaSink {
         let Some((exchange, partitions)) = &self.exchange else { return Ok(()) };
         let record = exchange.control_record(watermark);
         let topic = &self.topic;
-        let producer = self.mode.producer_for(epoch, topic, self.retry)?;
+        let producer = self.mode.producer_for(epoch, topic, &self.retry)?;
         for partition in 0..*partitions {
             let to = Destination { topic, epoch, partition: Some(partition), stamp: None };
-            send(producer, to, (&record).into(), &record.headers)?;
+            send(producer, to, (&record).into(), &record.headers, &*self.cancelled)?;
         }
         Ok(())
     }
@@ -856,12 +867,12 @@ impl Sink for KafkaSink {
             return Ok(());
         }
         let topic = &self.topic;
-        let producer = self.mode.producer_for(epoch, topic, self.retry)?;
+        let producer = self.mode.producer_for(epoch, topic, &self.retry)?;
         if let Some((exchange, partitions)) = &self.exchange {
             let record = exchange.end_record();
             for partition in 0..*partitions {
                 let to = Destination { topic, epoch, partition: Some(partition), stamp: None };
-                send(producer, to, (&record).into(), &record.headers)?;
+                send(producer, to, (&record).into(), &record.headers, &*self.cancelled)?;
             }
         }
         if let Some(drained) = &self.drained {
@@ -878,7 +889,7 @@ impl Sink for KafkaSink {
                 partition: Some(drained.partition),
                 stamp: None,
             };
-            send(producer, to, (&record).into(), &record.headers)?;
+            send(producer, to, (&record).into(), &record.headers, &*self.cancelled)?;
         }
         crate::fault::point("drain-after-ends");
         Ok(())
@@ -886,7 +897,7 @@ impl Sink for KafkaSink {
 
     fn flush(&mut self) -> Result<(), ConnectorError> {
         match &self.mode {
-            Mode::AtLeastOnce(once) => flush(&once.producer, &self.topic, self.retry),
+            Mode::AtLeastOnce(once) => flush(&once.producer, &self.topic, &self.retry),
             // Only a completed checkpoint makes exactly-once output visible.
             Mode::ExactlyOnce(_) => Ok(()),
         }
@@ -900,7 +911,7 @@ impl Sink for KafkaSink {
         let Mode::ExactlyOnce(transactions) = &self.mode else { return Ok(()) };
         let slot = (epoch % 2) as usize;
         if transactions.open[slot] == Some(epoch) {
-            flush(&transactions.producers[slot], &self.topic, self.retry)?;
+            flush(&transactions.producers[slot], &self.topic, &self.retry)?;
         }
         Ok(())
     }
@@ -937,7 +948,7 @@ impl Sink for KafkaSink {
             || format!("adding the marker of checkpoint {checkpoint}"),
             |timeout| producer.send_offsets_to_transaction(&marker, group, timeout),
         )?;
-        flush(producer, &self.topic, self.retry)?;
+        flush(producer, &self.topic, &self.retry)?;
         transactions.sealed = Some((checkpoint, (checkpoint % 2) as usize));
         tracing::debug!(checkpoint, "kafka sink pre-committed");
         crate::fault::point("kafka-after-pre-commit");
@@ -979,7 +990,12 @@ impl Sink for KafkaSink {
     }
 
     fn set_retry_budget(&mut self, budget: Duration) {
-        self.retry = Retry::for_up_to(budget);
+        self.retry = Retry { budget, ..self.retry.clone() };
+    }
+
+    fn set_cancelled(&mut self, cancelled: Cancelled) {
+        self.retry = self.retry.clone().cancelled_by(Arc::clone(&cancelled));
+        self.cancelled = cancelled;
     }
 }
 
@@ -1010,5 +1026,33 @@ impl Drop for Transactions {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_queue_stops_waiting_once_the_run_is_cancelled() {
+        // No broker: what is queued stays queued, and a queue of one
+        // record is full after the first.
+        let producer: BaseProducer<Deliveries> = client_config(
+            "127.0.0.1:1",
+            &[("queue.buffering.max.messages", "1")],
+            &BTreeMap::new(),
+        )
+        .create_with_context(Deliveries::default())
+        .unwrap();
+        let event = EventRef { key: None, value: b"order", timestamp: 0, headers: &[] };
+        let to = Destination { topic: "orders", epoch: 0, partition: Some(0), stamp: None };
+        send(&producer, to, event, &[], &|| false).unwrap();
+        assert_eq!(producer.context().in_flight(0), 1);
+        let error = send(&producer, to, event, &[], &|| true).unwrap_err().to_string();
+        assert!(
+            error.contains("the run was cancelled while the producer's queue was full"),
+            "{error}"
+        );
+        assert_eq!(producer.context().in_flight(0), 1, "the refused record is not counted");
     }
 }
