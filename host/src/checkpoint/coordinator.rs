@@ -18,9 +18,10 @@
 //! At most one snapshot is in flight; the first checkpoint of a run that
 //! restored a snapshot starts [`FIRST_CHECKPOINT_AFTER_RESTORE`] after
 //! the run starts (or `interval`, if shorter), a fresh run's `interval`
-//! after, and each next one `interval` after the previous trigger and at least `min_pause` after the previous
-//! completion; one not complete within `timeout` is abandoned (its pending
-//! output is covered by the next). The timeout covers the upload too: a
+//! after, and each next one `interval` after the previous trigger and at
+//! least `min_pause` after the previous completion; one not complete
+//! within `timeout` is abandoned (its pending output is covered by the
+//! next). The timeout covers the upload too: a
 //! snapshot whose files are not all stored by then is abandoned before its
 //! metadata is written, never completed late (an exactly-once sink's
 //! transaction must outlive its checkpoint, and its timeout is checked
@@ -247,11 +248,12 @@ impl Coordinator {
 
     fn coordinate(&mut self) -> Result<(), CheckpointError> {
         let schedule = self.config.schedule.clone();
-        let first = |s: &CheckpointSettings| match self.config.restored {
-            true => s.interval.min(FIRST_CHECKPOINT_AFTER_RESTORE),
-            false => s.interval,
-        };
-        let mut next_due = schedule.as_ref().map(|s| Instant::now() + first(s));
+        let restored = self.config.restored;
+        let mut next_due = schedule.as_ref().map(|s| {
+            let first =
+                if restored { s.interval.min(FIRST_CHECKPOINT_AFTER_RESTORE) } else { s.interval };
+            Instant::now() + first
+        });
         let mut last_end = Instant::now();
         let mut pending: Option<Pending> = None;
         let mut requests: Vec<Request> = Vec::new();

@@ -110,7 +110,8 @@ impl Retry {
         self.budget
     }
 
-    fn is_cancelled(&self) -> bool {
+    /// Whether the run this retries for was cancelled.
+    pub(crate) fn is_cancelled(&self) -> bool {
         self.cancelled.as_ref().is_some_and(|cancelled| cancelled())
     }
 

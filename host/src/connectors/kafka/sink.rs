@@ -80,7 +80,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -512,8 +512,6 @@ pub struct KafkaSink {
     drained: Option<Box<DrainedRecord>>,
     /// Where the commit marker is written.
     marker_topic: String,
-    /// Whether the run was cancelled (a full queue then stops waiting).
-    cancelled: Cancelled,
 }
 
 enum Mode {
@@ -637,7 +635,6 @@ impl KafkaSink {
             exchange,
             drained: config.drained.clone(),
             marker_topic: config.marker_topic().to_string(),
-            cancelled: Arc::new(|| false),
         })
     }
 }
@@ -836,8 +833,10 @@ impl Sink for KafkaSink {
         if events.is_empty() {
             return Ok(());
         }
-        let producer = self.mode.producer_for(epoch, &self.topic, &self.retry)?;
-        produce(producer, &self.topic, epoch, events, self.exchange.as_ref(), &*self.cancelled)?;
+        let retry = &self.retry;
+        let producer = self.mode.producer_for(epoch, &self.topic, retry)?;
+        let cancelled = || retry.is_cancelled();
+        produce(producer, &self.topic, epoch, events, self.exchange.as_ref(), &cancelled)?;
         if matches!(self.mode, Mode::ExactlyOnce(_)) {
             crate::fault::point("kafka-after-write");
         }
@@ -853,7 +852,7 @@ impl Sink for KafkaSink {
         let producer = self.mode.producer_for(epoch, topic, &self.retry)?;
         for partition in 0..*partitions {
             let to = Destination { topic, epoch, partition: Some(partition), stamp: None };
-            send(producer, to, (&record).into(), &record.headers, &*self.cancelled)?;
+            send(producer, to, (&record).into(), &record.headers, &|| self.retry.is_cancelled())?;
         }
         Ok(())
     }
@@ -872,7 +871,9 @@ impl Sink for KafkaSink {
             let record = exchange.end_record();
             for partition in 0..*partitions {
                 let to = Destination { topic, epoch, partition: Some(partition), stamp: None };
-                send(producer, to, (&record).into(), &record.headers, &*self.cancelled)?;
+                send(producer, to, (&record).into(), &record.headers, &|| {
+                    self.retry.is_cancelled()
+                })?;
             }
         }
         if let Some(drained) = &self.drained {
@@ -889,7 +890,7 @@ impl Sink for KafkaSink {
                 partition: Some(drained.partition),
                 stamp: None,
             };
-            send(producer, to, (&record).into(), &record.headers, &*self.cancelled)?;
+            send(producer, to, (&record).into(), &record.headers, &|| self.retry.is_cancelled())?;
         }
         crate::fault::point("drain-after-ends");
         Ok(())
@@ -994,8 +995,7 @@ impl Sink for KafkaSink {
     }
 
     fn set_cancelled(&mut self, cancelled: Cancelled) {
-        self.retry = self.retry.clone().cancelled_by(Arc::clone(&cancelled));
-        self.cancelled = cancelled;
+        self.retry = self.retry.clone().cancelled_by(cancelled);
     }
 }
 
