@@ -83,8 +83,14 @@ pub struct ClusterBench {
     pub runs: Vec<Mode>,
     /// Seconds of the fixed-rate run that measures latency.
     pub latency_seconds: u64,
-    /// Its input rate, as a share of the one-worker throughput.
+    /// Its input rate, as a share of the first run's throughput.
     pub latency_share: f64,
+    /// Its input rate in events/s, instead of `latency_share` of the first
+    /// run's throughput (to compare runs of different invocations).
+    pub latency_rate: Option<f64>,
+    /// The workers' `cluster.ingest_interval` in milliseconds (none: the
+    /// default, half of the 1 s checkpoint interval).
+    pub ingest_interval_ms: Option<u64>,
     /// State sizes (distinct keys) of the rebalance runs.
     pub state_keys: Vec<u64>,
     /// Input rate during a rebalance run, events/s.
@@ -126,6 +132,8 @@ pub struct ClusterReport {
     pub process_parallelism: u16,
     /// The Kafka source's tasks in the one-process runs.
     pub source_tasks: u16,
+    /// The workers' `cluster.ingest_interval` in milliseconds, if set.
+    pub ingest_interval_ms: Option<u64>,
     /// Where checkpoints went.
     pub storage: String,
     /// The broker alone, measured in this run.
@@ -394,8 +402,16 @@ pub enum Mode {
         /// Transactions committed by the checkpoints, or plain writes.
         exactly_once: bool,
     },
-    /// `weir worker`s (exactly-once).
-    Workers(usize),
+    /// `weir worker`s (exactly-once): the input repartitioned through an
+    /// exchange topic by ingest units, or, `direct`, read by the tasks
+    /// themselves (`cluster: { input_partitioned_by_key: true }`, as
+    /// Kafka Streams reads it: the input is keyed by customer).
+    Workers {
+        /// Worker processes.
+        count: usize,
+        /// The tasks read the input partitions (no exchange).
+        direct: bool,
+    },
     /// The Kafka Streams application (`bench/kstreams`) in one JVM,
     /// `exactly_once_v2` or `at_least_once`.
     KafkaStreams {
@@ -408,40 +424,46 @@ impl Mode {
     /// Every mode, in the order the bench runs them by default: one
     /// worker first, whose throughput sets the latency runs' rate.
     pub const DEFAULT: [Mode; 4] = [
-        Mode::Workers(1),
+        Mode::Workers { count: 1, direct: false },
         Mode::OneProcess { exactly_once: true },
         Mode::OneProcess { exactly_once: false },
-        Mode::Workers(2),
+        Mode::Workers { count: 2, direct: false },
     ];
 
     /// The names `parse` takes, for messages.
-    pub const NAMES: &str =
-        "one-process, one-process-alo, 1-worker, N-workers, kafka-streams, kafka-streams-alo";
+    pub const NAMES: &str = "one-process, one-process-alo, 1-worker, N-workers, \
+        1-worker-direct, N-workers-direct, kafka-streams, kafka-streams-alo";
 
     /// Its name on the command line (what `parse` takes).
     pub fn name(self) -> String {
         match self {
             Mode::OneProcess { exactly_once: true } => "one-process".into(),
             Mode::OneProcess { exactly_once: false } => "one-process-alo".into(),
-            Mode::Workers(1) => "1-worker".into(),
-            Mode::Workers(n) => format!("{n}-workers"),
+            Mode::Workers { count: 1, direct } => format!("1-worker{}", direct_suffix(direct)),
+            Mode::Workers { count, direct } => format!("{count}-workers{}", direct_suffix(direct)),
             Mode::KafkaStreams { exactly_once: true } => "kafka-streams".into(),
             Mode::KafkaStreams { exactly_once: false } => "kafka-streams-alo".into(),
         }
     }
 
-    /// `one-process`, `one-process-alo`, `1-worker`, `<n>-workers`,
-    /// `kafka-streams`, `kafka-streams-alo`.
+    /// `one-process`, `one-process-alo`, `1-worker`, `<n>-workers`, either
+    /// of those with `-direct`, `kafka-streams`, `kafka-streams-alo`.
     pub fn parse(name: &str) -> Option<Self> {
         match name {
             "one-process" => Some(Mode::OneProcess { exactly_once: true }),
             "one-process-alo" => Some(Mode::OneProcess { exactly_once: false }),
-            "1-worker" => Some(Mode::Workers(1)),
             "kafka-streams" => Some(Mode::KafkaStreams { exactly_once: true }),
             "kafka-streams-alo" => Some(Mode::KafkaStreams { exactly_once: false }),
             _ => {
-                let n: usize = name.strip_suffix("-workers")?.parse().ok()?;
-                (n > 0).then_some(Mode::Workers(n))
+                let (name, direct) = match name.strip_suffix("-direct") {
+                    Some(name) => (name, true),
+                    None => (name, false),
+                };
+                let count = match name {
+                    "1-worker" => 1,
+                    _ => name.strip_suffix("-workers")?.parse().ok().filter(|n| *n > 0)?,
+                };
+                Some(Mode::Workers { count, direct })
             }
         }
     }
@@ -450,8 +472,8 @@ impl Mode {
         match self {
             Mode::OneProcess { exactly_once: true } => "one process EO".into(),
             Mode::OneProcess { exactly_once: false } => "one process ALO".into(),
-            Mode::Workers(1) => "1 worker".into(),
-            Mode::Workers(n) => format!("{n} workers"),
+            Mode::Workers { count: 1, direct } => format!("1 worker{}", direct_label(direct)),
+            Mode::Workers { count, direct } => format!("{count} workers{}", direct_label(direct)),
             Mode::KafkaStreams { exactly_once: true } => "Kafka Streams EO".into(),
             Mode::KafkaStreams { exactly_once: false } => "Kafka Streams ALO".into(),
         }
@@ -461,7 +483,7 @@ impl Mode {
         match self {
             Mode::OneProcess { exactly_once: true } => "p1".into(),
             Mode::OneProcess { exactly_once: false } => "p1a".into(),
-            Mode::Workers(n) => format!("w{n}"),
+            Mode::Workers { count, direct } => format!("w{count}{}", if direct { "d" } else { "" }),
             Mode::KafkaStreams { exactly_once: true } => "ks".into(),
             Mode::KafkaStreams { exactly_once: false } => "ksa".into(),
         }
@@ -470,8 +492,26 @@ impl Mode {
     fn exactly_once(self) -> bool {
         match self {
             Mode::OneProcess { exactly_once } | Mode::KafkaStreams { exactly_once } => exactly_once,
-            Mode::Workers(_) => true,
+            Mode::Workers { .. } => true,
         }
+    }
+}
+
+/// The suffix of a direct workers run's name.
+fn direct_suffix(direct: bool) -> &'static str {
+    if direct {
+        "-direct"
+    } else {
+        ""
+    }
+}
+
+/// The suffix of a direct workers run's label.
+fn direct_label(direct: bool) -> &'static str {
+    if direct {
+        ", direct"
+    } else {
+        ""
     }
 }
 
@@ -480,8 +520,9 @@ impl Context<'_> {
         self.warm_up(progress)?;
         let mut ceiling = Ceiling::default();
         let mut runs = Vec::new();
-        // The first run's throughput sets the latency runs' rate.
-        let mut latency_rate = None;
+        // The first run's throughput sets the latency runs' rate, unless
+        // it is given.
+        let mut latency_rate = self.bench.latency_rate;
         for &mode in &self.bench.runs {
             let (report, raw) = self.throughput(mode, &mut latency_rate, progress)?;
             ceiling.produce.push(raw.produce);
@@ -513,6 +554,7 @@ impl Context<'_> {
             partitions: PARTITIONS,
             process_parallelism: self.bench.process_parallelism,
             source_tasks: self.bench.source_tasks,
+            ingest_interval_ms: self.bench.ingest_interval_ms,
             storage: format!("file://{}", self.bench.scratch.join("storage").display()),
             ceiling,
             runs,
@@ -605,7 +647,7 @@ impl Context<'_> {
     /// `output`.
     fn spec(&self, name: &str, input: &str, output: &str, mode: Mode) -> String {
         let (parallelism, source_tasks) = match mode {
-            Mode::Workers(_) => (PARTITIONS, 1),
+            Mode::Workers { .. } => (PARTITIONS, 1),
             _ => (self.bench.process_parallelism, self.bench.source_tasks),
         };
         let wasm = self.bench.functions_dir.join("revenue.wasm");
@@ -620,8 +662,15 @@ impl Context<'_> {
              source:\n  type: kafka\n  bootstrap_servers: {kafka}\n  topics: [{input}]\n  start: earliest\n  parallelism: {source_tasks}\n\
              key: {{ wasm: {wasm:?} }}\nprocess: {{ wasm: {wasm:?} }}\n\
              sink:\n  type: kafka\n  bootstrap_servers: {kafka}\n  topic: {output}\n  {delivery}\
-             checkpoint: {{ interval: 1s, storage: \"file://{}\" }}\n",
+             checkpoint: {{ interval: 1s, storage: \"file://{}\" }}\n{cluster}",
             storage.display(),
+            cluster = match (mode, self.bench.ingest_interval_ms) {
+                (Mode::Workers { direct: true, .. }, _) => {
+                    "cluster: { input_partitioned_by_key: true }\n".to_string()
+                }
+                (Mode::Workers { .. }, Some(ms)) => format!("cluster: {{ ingest_interval: {ms}ms }}\n"),
+                _ => String::new(),
+            },
             kafka = self.bench.kafka,
         )
     }
@@ -640,7 +689,9 @@ impl Context<'_> {
                 command.args(["--latency-log-every", "1s"]);
                 Ok(vec![Proc::spawn("weir run", command, &log, false)?])
             }
-            Mode::Workers(n) => (0..n).map(|i| self.worker(&run.spec, &run.dir, i)).collect(),
+            Mode::Workers { count, .. } => {
+                (0..count).map(|i| self.worker(&run.spec, &run.dir, i)).collect()
+            }
             Mode::KafkaStreams { exactly_once } => Ok(vec![self.kafka_streams(exactly_once, run)?]),
         }
     }
@@ -772,7 +823,7 @@ impl Context<'_> {
             mode: mode.label(),
             processes: match mode {
                 Mode::OneProcess { .. } | Mode::KafkaStreams { .. } => 1,
-                Mode::Workers(n) => n,
+                Mode::Workers { count, .. } => count,
             },
             events_per_second: n as f64 / total.max(1e-9),
             steady_events_per_second: steady,
@@ -861,7 +912,8 @@ impl Context<'_> {
         let name = format!("{}-r{keys}", self.run_id);
         let (input, output) = (format!("{name}-in"), format!("{name}-out"));
         self.kafka.create_topics(&[&input, &output])?;
-        let run = self.run_dir(&name, &input, &output, Mode::Workers(2))?;
+        let run =
+            self.run_dir(&name, &input, &output, Mode::Workers { count: 2, direct: false })?;
         let (dir, spec) = (&run.dir, &run.spec);
         let watcher = Watcher::start(&self.kafka, &output, &[keys])?;
         let mut procs = vec![self.worker(spec, dir, 0)?, self.worker(spec, dir, 1)?];
@@ -1962,13 +2014,14 @@ fn latency_cells(latency: Option<&Latency>) -> [String; 8] {
 pub fn write_table(report: &ClusterReport, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
-        "revenue pipeline, Kafka → key/process (Wasm) → Kafka; {} input partitions; P = {} in one process ({} source task{}), {} tasks in a cluster; checkpoint 1 s to {}",
+        "revenue pipeline, Kafka → key/process (Wasm) → Kafka; {} input partitions; P = {} in one process ({} source task{}), {} tasks in a cluster; checkpoint 1 s to {}{}",
         report.partitions,
         report.process_parallelism,
         report.source_tasks,
         if report.source_tasks == 1 { "" } else { "s" },
         report.partitions,
-        report.storage
+        report.storage,
+        report.ingest_interval_ms.map_or(String::new(), |ms| format!("; ingest units every {ms} ms")),
     )?;
     writeln!(
         out,
@@ -2177,11 +2230,15 @@ mod tests {
         }
         let names = ["1-worker", "one-process", "one-process-alo", "2-workers"];
         assert_eq!(Mode::DEFAULT.map(Mode::name), names.map(String::from));
-        assert_eq!(Mode::parse("3-workers"), Some(Mode::Workers(3)));
+        assert_eq!(Mode::parse("3-workers"), Some(Mode::Workers { count: 3, direct: false }));
+        assert_eq!(Mode::parse("1-worker-direct"), Some(Mode::Workers { count: 1, direct: true }));
+        assert_eq!(Mode::parse("2-workers-direct"), Some(Mode::Workers { count: 2, direct: true }));
+        assert_eq!(Mode::Workers { count: 2, direct: true }.name(), "2-workers-direct");
+        assert_eq!(Mode::parse("0-workers-direct"), None);
         assert_eq!(Mode::parse("0-workers"), None);
         assert_eq!(Mode::parse("one"), None);
         assert!(!Mode::OneProcess { exactly_once: false }.exactly_once());
-        assert!(Mode::Workers(2).exactly_once());
+        assert!(Mode::Workers { count: 2, direct: false }.exactly_once());
         for (name, exactly_once) in [("kafka-streams", true), ("kafka-streams-alo", false)] {
             let mode = Mode::parse(name).unwrap();
             assert_eq!(mode, Mode::KafkaStreams { exactly_once });
@@ -2269,6 +2326,8 @@ mod tests {
             runs: Mode::DEFAULT.to_vec(),
             latency_seconds: 1,
             latency_share: 0.5,
+            latency_rate: None,
+            ingest_interval_ms: None,
             state_keys: vec![],
             steady_rate: 1,
             steady_keys: 1,
@@ -2296,7 +2355,7 @@ mod tests {
             "wb1-w1",
             "wb1-w1-in",
             "wb1-w1-out",
-            Mode::Workers(1),
+            Mode::Workers { count: 1, direct: false },
         ))
         .unwrap();
         assert_eq!(spec.max_parallelism, MAX_PARALLELISM);
@@ -2306,6 +2365,16 @@ mod tests {
         })
         .unwrap();
         assert_eq!(plan.units.len(), 2 * usize::from(PARTITIONS));
+        // Direct: the tasks read the input, no ingest units.
+        let direct = Mode::Workers { count: 1, direct: true };
+        let spec =
+            PipelineSpec::parse(&context.spec("wb1-w1d", "wb1-w1d-in", "wb1-w1d-out", direct))
+                .unwrap();
+        let plan = weir_host::cluster::plan(&spec, &|_| {
+            Ok((0..i32::from(PARTITIONS)).map(|p| ("wb1-w1d-in".to_string(), p)).collect())
+        })
+        .unwrap();
+        assert_eq!(plan.units.len(), usize::from(PARTITIONS));
         assert!((0..100).map(task_of).all(|t| t < PARTITIONS));
         // Customers at the rebalance runs' stride reach every input partition.
         let partitions: HashSet<i32> = (0..2000).map(|i| input_partition(i * 50)).collect();

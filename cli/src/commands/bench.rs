@@ -77,7 +77,9 @@ pub struct ClusterArgs {
     events: u64,
     /// The runs, in order (the first one's throughput sets the latency
     /// runs' rate): one-process (exactly-once), one-process-alo
-    /// (at-least-once), 1-worker, N-workers, kafka-streams (exactly_once_v2),
+    /// (at-least-once), 1-worker, N-workers (their input through an exchange
+    /// topic), 1-worker-direct, N-workers-direct (tasks read the input:
+    /// `input_partitioned_by_key`), kafka-streams (exactly_once_v2),
     /// kafka-streams-alo (at_least_once); comma-separated or
     /// repeatable; default 1-worker,one-process,one-process-alo,2-workers.
     #[arg(long = "runs", value_delimiter = ',')]
@@ -89,6 +91,14 @@ pub struct ClusterArgs {
     /// throughput (events/s from the start).
     #[arg(long, default_value_t = 0.5)]
     latency_share: f64,
+    /// The latency runs' input rate in events/s (instead of
+    /// `--latency-share` of the first run's throughput).
+    #[arg(long)]
+    latency_rate: Option<f64>,
+    /// The workers' `cluster.ingest_interval` in milliseconds (default:
+    /// half of the 1 s checkpoint interval).
+    #[arg(long)]
+    ingest_interval_ms: Option<u64>,
     /// State sizes (keys) of the rebalance runs; repeatable or
     /// comma-separated; 0 for none.
     #[arg(long, value_delimiter = ',', default_values_t = [100_000u64, 1_000_000])]
@@ -227,6 +237,8 @@ fn bench_cluster(
         runs,
         latency_seconds: args.latency_seconds,
         latency_share: args.latency_share,
+        latency_rate: args.latency_rate.filter(|r| *r >= 1.0),
+        ingest_interval_ms: args.ingest_interval_ms,
         state_keys: args.state_keys.iter().copied().filter(|&k| k > 0).collect(),
         steady_rate: args.steady_rate.max(1),
         steady_keys: args.steady_keys.max(1),

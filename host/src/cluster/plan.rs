@@ -757,6 +757,10 @@ impl Planner<'_> {
         spec.side_outputs = BTreeMap::new();
         spec.restart = None;
         spec.operators = nodes;
+        if let (UnitRole::Ingest { .. }, Some(checkpoint)) = (role, spec.checkpoint.as_mut()) {
+            let settings = self.spec.cluster.clone().unwrap_or_default();
+            checkpoint.interval = settings.ingest_interval(checkpoint.interval);
+        }
         let reads_exchange = spec
             .operators
             .values()
@@ -1064,6 +1068,26 @@ mod tests {
             (input.partition, input.exchange.clone()),
             (Some(1), Some(ExchangeInput { producers: units("f-rules", 3) }))
         );
+    }
+
+    #[test]
+    fn ingest_units_commit_more_often_than_the_tasks() {
+        use std::time::Duration;
+        let interval_of = |spec: &PipelineSpec, name: &str| {
+            let planned = plan(spec, &three).unwrap();
+            unit(&planned, name).spec.checkpoint.as_ref().unwrap().interval
+        };
+        let mut spec = line();
+        assert_eq!(interval_of(&spec, "rev-source-0"), Duration::from_millis(500), "half");
+        assert_eq!(interval_of(&spec, "rev-keyed-0"), Duration::from_secs(1), "the spec's");
+        spec.checkpoint.as_mut().unwrap().interval = Duration::from_millis(150);
+        assert_eq!(interval_of(&spec, "rev-source-0"), Duration::from_millis(100), "at least");
+        spec.checkpoint.as_mut().unwrap().interval = Duration::from_millis(50);
+        assert_eq!(interval_of(&spec, "rev-source-0"), Duration::from_millis(50), "at most");
+        let ingest_interval = Some(Duration::from_millis(500));
+        spec.cluster = Some(ClusterSettings { ingest_interval, ..Default::default() });
+        assert_eq!(interval_of(&spec, "rev-source-2"), Duration::from_millis(500), "as set");
+        assert_eq!(interval_of(&spec, "rev-keyed-1"), Duration::from_millis(50));
     }
 
     #[test]

@@ -82,6 +82,10 @@ impl PipelineSpec {
                 .validate()
                 .map_err(|e| SpecError::field(&format!("checkpoint.{}", e.field), e.message))?;
         }
+        let ingest_interval = self.cluster.as_ref().and_then(|c| c.ingest_interval);
+        if ingest_interval.is_some_and(|i| i < Duration::from_millis(10)) {
+            return Err(SpecError::field("cluster.ingest_interval", "must be at least 10ms"));
+        }
         self.limits.to_limits()?;
         self.restart_strategy()?;
         if !(1..=32768).contains(&self.max_parallelism) {
