@@ -1875,6 +1875,10 @@ impl Watcher {
         let (shared, flag, failure) = (Arc::clone(&state), Arc::clone(&stop), Arc::clone(&error));
         let thread = std::thread::spawn(move || {
             let mut expected = check.then(Expected::default);
+            // The next offset of each partition: a record before it is one
+            // read again (the consumer reset after a broker's trouble), not
+            // an output written twice, which has an offset of its own.
+            let mut next_offsets: HashMap<i32, i64> = HashMap::new();
             while !flag.load(Ordering::Relaxed) {
                 let Some(message) = consumer.poll(Duration::from_millis(50)) else { continue };
                 let message = match message {
@@ -1885,6 +1889,11 @@ impl Watcher {
                         continue;
                     }
                 };
+                let next = next_offsets.entry(message.partition()).or_insert(0);
+                if message.offset() < *next {
+                    continue;
+                }
+                *next = message.offset() + 1;
                 let now = Instant::now();
                 let read_ms = now_ms();
                 let value = message.payload().unwrap_or_default();
