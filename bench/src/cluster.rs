@@ -439,8 +439,10 @@ impl Mode {
         match self {
             Mode::OneProcess { exactly_once: true } => "one-process".into(),
             Mode::OneProcess { exactly_once: false } => "one-process-alo".into(),
-            Mode::Workers { count: 1, direct } => format!("1-worker{}", direct_suffix(direct)),
-            Mode::Workers { count, direct } => format!("{count}-workers{}", direct_suffix(direct)),
+            Mode::Workers { count: 1, direct } => format!("1-worker{}", when(direct, "-direct")),
+            Mode::Workers { count, direct } => {
+                format!("{count}-workers{}", when(direct, "-direct"))
+            }
             Mode::KafkaStreams { exactly_once: true } => "kafka-streams".into(),
             Mode::KafkaStreams { exactly_once: false } => "kafka-streams-alo".into(),
         }
@@ -472,8 +474,10 @@ impl Mode {
         match self {
             Mode::OneProcess { exactly_once: true } => "one process EO".into(),
             Mode::OneProcess { exactly_once: false } => "one process ALO".into(),
-            Mode::Workers { count: 1, direct } => format!("1 worker{}", direct_label(direct)),
-            Mode::Workers { count, direct } => format!("{count} workers{}", direct_label(direct)),
+            Mode::Workers { count: 1, direct } => format!("1 worker{}", when(direct, ", direct")),
+            Mode::Workers { count, direct } => {
+                format!("{count} workers{}", when(direct, ", direct"))
+            }
             Mode::KafkaStreams { exactly_once: true } => "Kafka Streams EO".into(),
             Mode::KafkaStreams { exactly_once: false } => "Kafka Streams ALO".into(),
         }
@@ -483,7 +487,7 @@ impl Mode {
         match self {
             Mode::OneProcess { exactly_once: true } => "p1".into(),
             Mode::OneProcess { exactly_once: false } => "p1a".into(),
-            Mode::Workers { count, direct } => format!("w{count}{}", if direct { "d" } else { "" }),
+            Mode::Workers { count, direct } => format!("w{count}{}", when(direct, "d")),
             Mode::KafkaStreams { exactly_once: true } => "ks".into(),
             Mode::KafkaStreams { exactly_once: false } => "ksa".into(),
         }
@@ -497,19 +501,11 @@ impl Mode {
     }
 }
 
-/// The suffix of a direct workers run's name.
-fn direct_suffix(direct: bool) -> &'static str {
+/// `suffix` if `direct` (a direct workers run's name, label or tag), else
+/// nothing.
+fn when(direct: bool, suffix: &'static str) -> &'static str {
     if direct {
-        "-direct"
-    } else {
-        ""
-    }
-}
-
-/// The suffix of a direct workers run's label.
-fn direct_label(direct: bool) -> &'static str {
-    if direct {
-        ", direct"
+        suffix
     } else {
         ""
     }

@@ -31,7 +31,7 @@ pub use metadata::{
     CanonicalFile, OperatorSnapshot, SnapshotKind, SnapshotMetadata, StateFiles, StoredFile,
 };
 pub use reinstate::{restore, RestoreTarget};
-pub use settings::{CheckpointSettings, SettingsError};
+pub use settings::{CheckpointSettings, SettingsError, MIN_INTERVAL};
 pub(crate) use storage::parse_store;
 pub use storage::{
     CheckpointError, CheckpointStorage, LocatedSnapshot, RetainReport, MAX_SNAPSHOT_ID,

@@ -47,6 +47,10 @@ pub struct CheckpointSettings {
     pub storage: Option<String>,
 }
 
+/// The shortest checkpoint interval a spec may ask for (of ingest units
+/// too: `cluster.ingest_interval`).
+pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
+
 fn default_timeout() -> Duration {
     Duration::from_secs(600)
 }
@@ -84,7 +88,7 @@ impl CheckpointSettings {
     /// Check what the types cannot, naming the setting at fault.
     pub fn validate(&self) -> Result<(), SettingsError> {
         let bad = |field, message: &str| Err(SettingsError { field, message: message.into() });
-        if self.interval < Duration::from_millis(10) {
+        if self.interval < MIN_INTERVAL {
             return bad("interval", "must be at least 10ms");
         }
         if self.timeout.is_zero() {

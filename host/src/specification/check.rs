@@ -83,7 +83,7 @@ impl PipelineSpec {
                 .map_err(|e| SpecError::field(&format!("checkpoint.{}", e.field), e.message))?;
         }
         let ingest_interval = self.cluster.as_ref().and_then(|c| c.ingest_interval);
-        if ingest_interval.is_some_and(|i| i < Duration::from_millis(10)) {
+        if ingest_interval.is_some_and(|i| i < crate::checkpoint::MIN_INTERVAL) {
             return Err(SpecError::field("cluster.ingest_interval", "must be at least 10ms"));
         }
         self.limits.to_limits()?;
