@@ -4,8 +4,10 @@
 //!
 //! * [`kafka`]: a real Apache Kafka broker (single-node KRaft) — jars from
 //!   Maven once, started, stopped and killed; [`s3`]: an S3-compatible
-//!   server (moto); [`python_tool`]: pinned PyPI tools in their own
-//!   virtual environments (moto, schemathesis).
+//!   server (moto); [`schema_registry`]: a Confluent-compatible schema
+//!   registry (Apicurio Registry, built once with Maven);
+//!   [`python_tool`]: pinned PyPI tools in their own virtual environments
+//!   (moto, schemathesis).
 //! * [`process`]: how a service is started — detached for later runs, or
 //!   owned, so the kernel kills it when its owner dies however it dies —
 //!   waited for and stopped.
@@ -21,8 +23,9 @@
 //!   `deploy/kubernetes/` (kubeconform, schemas from the Kubernetes API's
 //!   OpenAPI documents).
 //!
-//! The integration tests use [`kafka`], [`s3`] and [`python_tool`]
-//! directly; `scripts/dev` runs the `weir-dev` binary for the rest.
+//! The integration tests use [`kafka`], [`s3`], [`schema_registry`] and
+//! [`python_tool`] directly; `scripts/dev` runs the `weir-dev` binary for
+//! the rest.
 
 pub mod bench_flink;
 pub mod fault_proxy;
@@ -31,6 +34,7 @@ pub mod kubernetes;
 pub mod process;
 pub mod python_tool;
 pub mod s3;
+pub mod schema_registry;
 pub mod summary;
 pub mod test_run;
 pub mod window_diff;

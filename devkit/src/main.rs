@@ -5,6 +5,8 @@
 //! weir-dev kafka start [DIR] [NAME=VALUE...]   print the broker's bootstrap address
 //! weir-dev kafka stop [DIR]
 //! weir-dev s3 start [BUCKET...] | s3 stop       start prints the endpoint
+//! weir-dev schema-registry start                print the registry API's URL
+//! weir-dev schema-registry stop
 //! weir-dev schemathesis                         print the path of `st`
 //! weir-dev kubernetes-lint [DIR]                validate deploy/kubernetes (or DIR)
 //! weir-dev test --functions DIR --weir PATH [--again-with DIR]
@@ -20,7 +22,7 @@ use weir_devkit::bench_flink::BenchFlink;
 use weir_devkit::process::Lifetime;
 use weir_devkit::test_run::TestRun;
 use weir_devkit::window_diff::WindowDiff;
-use weir_devkit::{kafka, kubernetes, python_tool, s3};
+use weir_devkit::{kafka, kubernetes, python_tool, s3, schema_registry};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -59,6 +61,8 @@ fn run(args: &[String]) -> Result<ExitCode> {
             println!("{endpoint}");
         }
         ["s3", "stop"] => s3::stop()?,
+        ["schema-registry", "start"] => println!("{}", schema_registry::start(Lifetime::Detached)?),
+        ["schema-registry", "stop"] => schema_registry::stop()?,
         ["schemathesis"] => println!("{}", python_tool::SCHEMATHESIS.install()?.display()),
         ["kubernetes-lint"] => kubernetes::lint(&root().join("deploy/kubernetes"))?,
         ["kubernetes-lint", dir] => kubernetes::lint(Path::new(dir))?,
@@ -123,7 +127,8 @@ fn run(args: &[String]) -> Result<ExitCode> {
         }
         _ => bail!(
             "usage: weir-dev kafka start [DIR] [NAME=VALUE...] | kafka stop [DIR] | s3 start [BUCKET...] | s3 stop | \
-             schemathesis | kubernetes-lint [DIR] | test --functions DIR --weir PATH [--again-with DIR] | \
+             schema-registry start | schema-registry stop | schemathesis | kubernetes-lint [DIR] | \
+             test --functions DIR --weir PATH [--again-with DIR] | \
              bench-flink --functions DIR --weir PATH [KEYS...] | \
              window-diff --functions DIR --weir PATH [ORDERS [SEED]]"
         ),

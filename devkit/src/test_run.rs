@@ -1,10 +1,10 @@
 //! `scripts/dev test`'s run once the functions are built: start the
-//! services the tests need (the Kafka broker and the S3 server unless
-//! given, schemathesis), run every suite — the Python and TypeScript SDKs'
-//! tests, the console's build check and tests, `cargo test --workspace`,
-//! and the integration tests again on functions built with the other guest
-//! toolchain when there is one — count what passed and failed across all
-//! of them, and stop the services it started.
+//! services the tests need (the Kafka broker, the S3 server and the schema
+//! registry unless given, schemathesis), run every suite — the Python and
+//! TypeScript SDKs' tests, the console's build check and tests, `cargo test
+//! --workspace`, and the integration tests again on functions built with
+//! the other guest toolchain when there is one — count what passed and
+//! failed across all of them, and stop the services it started.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -14,12 +14,15 @@ use anyhow::{Context, Result};
 
 use crate::process::Lifetime;
 use crate::summary::{Counts, Reporter};
-use crate::{kafka, python_tool, s3};
+use crate::{kafka, python_tool, s3, schema_registry};
 
 /// Names the shared broker for the tests.
 pub const KAFKA_ENV: &str = "WEIR_TEST_KAFKA_BOOTSTRAP";
 /// Names the S3 server for the tests.
 pub const S3_ENV: &str = "WEIR_TEST_S3_ENDPOINT";
+/// Names the schema registry for the tests: the base URL of any
+/// Confluent-compatible registry's API.
+pub const SCHEMA_REGISTRY_ENV: &str = "WEIR_TEST_SCHEMA_REGISTRY";
 /// Names schemathesis's `st` command for the API fuzz test.
 pub const SCHEMATHESIS_ENV: &str = "WEIR_TEST_SCHEMATHESIS";
 
@@ -66,6 +69,7 @@ impl Suite {
 enum Started {
     Kafka,
     S3,
+    SchemaRegistry,
 }
 
 impl Drop for Started {
@@ -73,6 +77,7 @@ impl Drop for Started {
         let stopped = match self {
             Started::Kafka => kafka::stop(&kafka::default_dir()),
             Started::S3 => s3::stop(),
+            Started::SchemaRegistry => schema_registry::stop(),
         };
         if let Err(error) = stopped {
             eprintln!("warning: {error:#}");
@@ -204,8 +209,8 @@ struct Services {
 
 /// The services' environment for the suites, and the services this run
 /// started: those named in the environment are used as they are, a
-/// broker or server already running is reused and left running, and any
-/// other is started for this run.
+/// broker, server or registry already running is reused and left running,
+/// and any other is started for this run.
 fn services() -> Result<Services> {
     let mut env = Vec::new();
     let mut started = Vec::new();
@@ -233,6 +238,17 @@ fn services() -> Result<Services> {
         }
     };
     env.push((S3_ENV.to_owned(), s3));
+    let schema_registry = match given(SCHEMA_REGISTRY_ENV) {
+        Some(url) => url,
+        None => {
+            eprintln!("==> starting a schema registry");
+            if !schema_registry::running() {
+                started.push(Started::SchemaRegistry);
+            }
+            schema_registry::start(Lifetime::Owned)?
+        }
+    };
+    env.push((SCHEMA_REGISTRY_ENV.to_owned(), schema_registry));
     let schemathesis = match given(SCHEMATHESIS_ENV) {
         Some(path) => path,
         None => python_tool::SCHEMATHESIS.install()?.display().to_string(),

@@ -23,7 +23,7 @@
 //! engine      runtime
 //! storage     checkpoint   time
 //! state       state
-//! leaves      clock   config   fault   files   names   telemetry   units
+//! leaves      clock   config   fault   files   formats   names   telemetry   units
 //! ```
 //!
 //! * [`api`] — the HTTP API (axum routes, OpenAPI, the console) over
@@ -52,6 +52,8 @@
 //!   (object_store), savepoints and restore;
 //! * [`time`] — watermarks and timers;
 //! * [`state`] — keyed state backends, the state key layout and encodings;
+//! * [`formats`] — record formats of the Kafka connectors (Avro,
+//!   Protobuf, JSON Schema) and the schema registry;
 //! * [`clock`] — the wall clock; [`names`] — the one rule for user-given
 //!   names; [`units`] — sizes; [`config`] — where the host keeps its
 //!   files; [`files`] — writing large ones; [`fault`] — fault injection for
@@ -65,6 +67,7 @@ pub mod config;
 pub mod connectors;
 pub mod fault;
 pub mod files;
+pub mod formats;
 pub mod join;
 pub mod names;
 pub mod observe;

@@ -38,6 +38,7 @@ mod bench;
 mod cli;
 mod cluster;
 mod dataflow;
+mod formats;
 mod graphs;
 mod isolation;
 mod kafka;

@@ -94,6 +94,11 @@ pub struct ServeArgs {
     /// any.
     #[arg(long, value_name = "HOST:PORT,…", value_delimiter = ',')]
     allow_kafka: Option<Vec<String>>,
+    /// The only schema registries pipelines may call: a spec's
+    /// `schema_registry.url` must be this URL or below it; repeatable;
+    /// default any.
+    #[arg(long, value_name = "URL")]
+    allow_schema_registry: Vec<String>,
     /// How long a shutdown (SIGTERM, Ctrl-C) waits for each running
     /// pipeline's final checkpoint before it is cancelled (default 20 s);
     /// the server then exits within about this plus 5 s, non-zero and
@@ -140,6 +145,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
             allow_write: args.allow_write,
             allow_storage: args.allow_storage,
             allow_kafka: args.allow_kafka,
+            allow_schema_registry: args.allow_schema_registry,
         },
         stop_grace: args.stop_grace.unwrap_or(weir_host::pipeline::DEFAULT_STOP_GRACE),
         cluster: match args.cluster.control()? {

@@ -92,7 +92,8 @@ pub struct ServeConfig {
     /// The built-in functions a spec may name with `native:`.
     pub natives: crate::runtime::native::NativeCatalog,
     /// What a deployed spec may touch on the host beyond the files root
-    /// (`--allow-read`, `--allow-write`, `--allow-storage`, `--allow-kafka`).
+    /// (`--allow-read`, `--allow-write`, `--allow-storage`, `--allow-kafka`,
+    /// `--allow-schema-registry`).
     pub grants: crate::serve::grants::GrantsConfig,
     /// How long a shutdown waits for each pipeline's final checkpoint
     /// before it is cancelled (`--stop-grace`).

@@ -119,6 +119,13 @@ pub enum Access {
         /// The properties, by name.
         properties: BTreeMap<String, String>,
     },
+    /// Calls the schema registry at `url`.
+    SchemaRegistry {
+        /// The setting (`schema_registry.url`).
+        field: String,
+        /// The registry's base URL, as the spec gives it.
+        url: String,
+    },
 }
 
 /// What a sink is for in its pipeline.

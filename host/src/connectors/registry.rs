@@ -20,6 +20,9 @@ macro_rules! connectors {
         $($name:literal => $Variant:ident($Config:ty),)*
     }) => {
         $(#[$doc])*
+        // A spec is parsed once and kept: the Kafka configs' size (every
+        // setting inline) costs nothing per event.
+        #[allow(clippy::large_enum_variant)]
         #[derive(Debug, Clone)]
         pub enum $Spec {
             $(

@@ -26,6 +26,9 @@
 //! * **Kafka.** Properties come from the allow-list of
 //!   [`kafka::served_property`](crate::connectors::kafka::served_property);
 //!   with `--allow-kafka host:port,…` every broker of a spec must be listed.
+//! * **Schema registries.** With `--allow-schema-registry URL` a spec's
+//!   `schema_registry.url` must lie under one of the URLs given (same
+//!   scheme, host and port; its path below the given one).
 //!
 //! The server's own records are never under a tenant-writable or -readable
 //! root: [`Grants::new`] refuses a grant that holds the data directory or
@@ -55,6 +58,9 @@ pub struct GrantsConfig {
     pub allow_storage: Vec<String>,
     /// `--allow-kafka host:port,…`: the only brokers a spec may name, if set.
     pub allow_kafka: Option<Vec<String>>,
+    /// `--allow-schema-registry URL`: the only schema registries a spec may
+    /// call (the URL or below it), if any are given.
+    pub allow_schema_registry: Vec<String>,
 }
 
 /// A grant that cannot be made: `weir serve` does not start.
@@ -240,6 +246,8 @@ pub struct Grants {
     write: Vec<Root>,
     storage: Vec<StorageRoot>,
     kafka: Option<Vec<String>>,
+    /// The registries a spec may call (normalized URLs); empty: any.
+    registries: Vec<url::Url>,
 }
 
 impl Grants {
@@ -322,7 +330,16 @@ impl Grants {
             .allow_kafka
             .as_ref()
             .map(|brokers| brokers.iter().flat_map(|b| b.split(',')).filter_map(broker).collect());
-        Ok(Self { files, checkpoints, read, write, storage, kafka })
+        let mut registries = Vec::new();
+        for given in &config.allow_schema_registry {
+            let url = registry_url(given).ok_or_else(|| GrantError {
+                flag: "--allow-schema-registry",
+                value: given.clone(),
+                message: "is not an http:// or https:// URL".into(),
+            })?;
+            registries.push(url);
+        }
+        Ok(Self { files, checkpoints, read, write, storage, kafka, registries })
     }
 
     /// The files root, `<data dir>/files`.
@@ -385,6 +402,30 @@ impl Grants {
                     }
                 }
                 Ok(())
+            }
+            Access::SchemaRegistry { field, url } => {
+                if self.registries.is_empty() {
+                    return Ok(());
+                }
+                let granted = registry_url(&url).is_some_and(|url| {
+                    self.registries.iter().any(|root| {
+                        root.scheme() == url.scheme()
+                            && root.host_str() == url.host_str()
+                            && root.port_or_known_default() == url.port_or_known_default()
+                            && url.path().starts_with(root.path())
+                    })
+                });
+                if granted {
+                    return Ok(());
+                }
+                let allowed: Vec<&str> = self.registries.iter().map(url::Url::as_str).collect();
+                Err(NotGranted::new(
+                    format!("{section}.{field}"),
+                    format!(
+                        "schema registry {url:?} is not one this server may call ({}): name one of them, or start weir serve with --allow-schema-registry giving it",
+                        allowed.join(", ")
+                    ),
+                ))
             }
             Access::KafkaProperties { field, properties } => {
                 for (name, value) in properties {
@@ -596,6 +637,25 @@ fn snapshot_of(parts: &[String]) -> Option<&str> {
 
 /// A broker as `--allow-kafka` and `bootstrap_servers` are compared:
 /// lower case, without a `protocol://`, with the default port 9092.
+/// A registry URL as grants compare it: http or https, no credentials, a
+/// path ending in `/` (so `/api` does not grant `/apis`).
+fn registry_url(text: &str) -> Option<url::Url> {
+    let mut url = url::Url::parse(text.trim()).ok()?;
+    if !matches!(url.scheme(), "http" | "https")
+        || url.host_str().is_none()
+        || !url.username().is_empty()
+    {
+        return None;
+    }
+    if !url.path().ends_with('/') {
+        let path = format!("{}/", url.path());
+        url.set_path(&path);
+    }
+    url.set_query(None);
+    url.set_fragment(None);
+    Some(url)
+}
+
 fn broker(text: &str) -> Option<String> {
     let text = text.trim().to_ascii_lowercase();
     let text = text.rsplit("://").next().unwrap_or_default().trim_end_matches('/');
@@ -931,5 +991,42 @@ mod tests {
             open.files_root(),
         ))
         .unwrap();
+    }
+
+    #[test]
+    fn schema_registries_under_the_granted_urls_only() {
+        let server = server();
+        let grants = grants(
+            &server,
+            GrantsConfig {
+                allow_schema_registry: vec!["http://registry:8080/apis/ccompat/v7".into()],
+                ..Default::default()
+            },
+        );
+        let registry = |url: &str| {
+            check(&grants, &format!("source: {{ type: kafka, bootstrap_servers: k:9092, topics: [t], format: avro, schema_registry: {{ url: {url:?} }} }}\nsink: {{ type: stdout }}\n"))
+        };
+        registry("http://registry:8080/apis/ccompat/v7").unwrap();
+        registry("http://REGISTRY:8080/apis/ccompat/v7/").unwrap();
+        for refused in [
+            "http://registry:8080/apis/ccompat/v7x",
+            "http://registry:8080/apis",
+            "https://registry:8080/apis/ccompat/v7",
+            "http://registry:8081/apis/ccompat/v7",
+            "http://127.0.0.1:8080/apis/ccompat/v7",
+            "http://user:pw@registry:8080/apis/ccompat/v7",
+        ] {
+            let error = registry(refused).unwrap_err();
+            assert!(
+                error.starts_with("source.schema_registry.url: ")
+                    && error.contains("--allow-schema-registry"),
+                "{refused}: {error}"
+            );
+        }
+        let bad = super::Grants::new(
+            &server.data,
+            &GrantsConfig { allow_schema_registry: vec!["ftp://x".into()], ..Default::default() },
+        );
+        assert!(bad.is_err(), "a grant that is not an http URL is refused");
     }
 }

@@ -14,12 +14,16 @@
 //!   [`kafka::TestKafka`], with the Kafka helpers several areas use;
 //! * [`s3`]: the S3-compatible server, [`s3::shared_endpoint`]
 //!   (`$WEIR_TEST_S3_ENDPOINT`, else started with `weir_devkit::s3`), behind
-//!   [`s3::TestS3`].
+//!   [`s3::TestS3`];
+//! * [`schema_registry`]: the schema registry,
+//!   [`schema_registry::shared_url`] (`$WEIR_TEST_SCHEMA_REGISTRY`, else
+//!   started with `weir_devkit::schema_registry`).
 //!
 //! It holds no tests, and nothing here belongs to one area only.
 
 pub mod kafka;
 pub mod s3;
+pub mod schema_registry;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};

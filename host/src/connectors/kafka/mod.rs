@@ -47,14 +47,25 @@ use super::ConnectorError;
 
 /// What a Kafka client with these settings touches on the host: its
 /// brokers and its properties.
-fn host_access(bootstrap_servers: &str, properties: &BTreeMap<String, String>) -> Vec<Access> {
-    vec![
+fn host_access(
+    bootstrap_servers: &str,
+    properties: &BTreeMap<String, String>,
+    registry: Option<&crate::formats::SchemaRegistryConfig>,
+) -> Vec<Access> {
+    let mut accesses = vec![
         Access::KafkaBrokers {
             field: "bootstrap_servers".into(),
             servers: bootstrap_servers.to_string(),
         },
         Access::KafkaProperties { field: "properties".into(), properties: properties.clone() },
-    ]
+    ];
+    if let Some(registry) = registry {
+        accesses.push(Access::SchemaRegistry {
+            field: "schema_registry.url".into(),
+            url: registry.url.clone(),
+        });
+    }
+    accesses
 }
 
 /// How long a metadata, offset or transaction call to the broker may take.

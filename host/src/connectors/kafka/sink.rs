@@ -96,6 +96,7 @@ use super::{client_config, kafka_error, Retry, CALL_TIMEOUT};
 use crate::connectors::config::{Access, ConfigError, SinkConfig, SinkMode, SinkRole};
 use crate::connectors::transactional::{CommitMarker, NotExactlyOnce, TransactionalSink};
 use crate::connectors::{Cancelled, ConnectorError, Sink};
+use crate::formats::{Format, RecordEncoder, SchemaRegistryConfig, SinkSchema, SubjectStrategy};
 use crate::names::{is_valid_name, NAME_RULE};
 use crate::runtime::packed::{EventRef, PackedEvents};
 
@@ -138,6 +139,30 @@ pub struct KafkaSinkConfig {
     /// librdkafka properties passed through (security, tuning).
     #[serde(default)]
     pub properties: BTreeMap<String, String>,
+    /// How events are written: `json` (default) and `raw` as they are;
+    /// `avro`, `protobuf` and `json-schema` encoded from each event's JSON
+    /// against the subject's schema in `schema_registry`, in the
+    /// registry's wire format (see [`crate::formats`]).
+    #[serde(default)]
+    pub format: Format,
+    /// The schema registry of a registry `format`.
+    #[serde(default)]
+    pub schema_registry: Option<SchemaRegistryConfig>,
+    /// The schema's text (Avro JSON, a `.proto` file, a JSON Schema),
+    /// registered under the subject at start — the sink does not start
+    /// when the registry refuses it as incompatible, and says why.
+    /// Without it the sink writes with the subject's latest schema.
+    #[serde(default)]
+    pub schema: Option<String>,
+    /// The subject the schema is under: `topic-name` (`<topic>-value`,
+    /// the default), `record-name` or `topic-record-name`.
+    #[serde(default)]
+    pub subject_name_strategy: SubjectStrategy,
+    /// The record's full name where the schema does not give it (the
+    /// record-name strategies without `schema`; the Protobuf message to
+    /// write when not the schema's first).
+    #[serde(default)]
+    pub record_name: Option<String>,
     /// Set by a cluster plan, never in a spec: the topic is an exchange to
     /// the tasks of a keyed stage (see [`super::exchange`]).
     #[serde(skip)]
@@ -194,6 +219,21 @@ fn default_transaction_timeout() -> Duration {
 impl SinkConfig for KafkaSinkConfig {
     fn validate(&self, role: SinkRole) -> Result<(), ConfigError> {
         super::check_properties(&self.properties)?;
+        super::source::check_format(self.format, self.schema_registry.as_ref())?;
+        if !self.format.uses_registry() {
+            for (field, given) in [
+                ("schema", self.schema.is_some()),
+                ("record_name", self.record_name.is_some()),
+                ("subject_name_strategy", self.subject_name_strategy != SubjectStrategy::default()),
+            ] {
+                if given {
+                    return Err(ConfigError::new(
+                        field,
+                        format!("format {} has no schema: give format avro, protobuf or json-schema, or remove {field}", self.format.name()),
+                    ));
+                }
+            }
+        }
         if self.delivery != Delivery::ExactlyOnce {
             return Ok(());
         }
@@ -217,7 +257,7 @@ impl SinkConfig for KafkaSinkConfig {
     }
 
     fn host_access(&self) -> Vec<Access> {
-        super::host_access(&self.bootstrap_servers, &self.properties)
+        super::host_access(&self.bootstrap_servers, &self.properties, self.schema_registry.as_ref())
     }
 
     fn takes_keys(&self) -> bool {
@@ -504,6 +544,8 @@ const ABORT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Writes events to a Kafka topic.
 pub struct KafkaSink {
     topic: String,
+    /// Encodes a registry format's records, with its reused buffer.
+    encoding: Option<Encoding>,
     mode: Mode,
     retry: Retry,
     /// An exchange topic: where each record goes, and its partitions.
@@ -598,6 +640,8 @@ struct Transactions {
 impl KafkaSink {
     /// Connect; for exactly-once, fence the transactional ids first.
     pub fn open(config: &KafkaSinkConfig) -> Result<Self, ConnectorError> {
+        // The schema first: a sink the registry refuses starts nothing.
+        let encoding = Encoding::open(config)?;
         let mode = match config.delivery {
             Delivery::AtLeastOnce => Mode::AtLeastOnce(AtLeastOnce {
                 producer: config.producer(None)?,
@@ -630,6 +674,7 @@ impl KafkaSink {
         };
         Ok(Self {
             topic: config.topic.clone(),
+            encoding,
             mode,
             retry: Retry::default(),
             exchange,
@@ -657,14 +702,73 @@ fn partition_count(config: &KafkaSinkConfig) -> Result<i32, ConnectorError> {
     Ok(partitions as i32)
 }
 
+/// A sink's encoder of a registry format, and the buffer each record is
+/// encoded into.
+struct Encoding {
+    encoder: RecordEncoder,
+    buffer: Vec<u8>,
+}
+
+impl Encoding {
+    /// The encoder of `config`'s format (none for JSON and raw), its
+    /// schema registered or looked up now.
+    fn open(config: &KafkaSinkConfig) -> Result<Option<Self>, ConnectorError> {
+        let Some(registry) =
+            config.schema_registry.as_ref().filter(|_| config.format.uses_registry())
+        else {
+            return Ok(None);
+        };
+        let sink = SinkSchema {
+            format: config.format,
+            registry,
+            topic: &config.topic,
+            schema: config.schema.as_deref(),
+            strategy: config.subject_name_strategy,
+            record: config.record_name.as_deref(),
+        };
+        let encoder = RecordEncoder::open(&sink).map_err(|message| ConnectorError::Config {
+            what: format!("kafka sink {} format {}", config.topic, config.format.name()),
+            message,
+        })?;
+        tracing::info!(
+            topic = config.topic,
+            format = config.format.name(),
+            schema_id = encoder.schema_id(),
+            "kafka sink writes with the registered schema"
+        );
+        Ok(Some(Self { encoder, buffer: Vec::new() }))
+    }
+
+    /// `event` with its value encoded (into the buffer).
+    fn encode<'a>(
+        &'a mut self,
+        topic: &str,
+        event: EventRef<'a>,
+    ) -> Result<EventRef<'a>, ConnectorError> {
+        if let Err(reason) = self.encoder.encode(event.value, &mut self.buffer) {
+            let shown =
+                String::from_utf8_lossy(&event.value[..event.value.len().min(200)]).into_owned();
+            return Err(ConnectorError::BadRecord {
+                location: format!("output to {topic}"),
+                message: format!(
+                    "an event does not fit the sink's schema ({reason}); the event: {shown}"
+                ),
+            });
+        }
+        Ok(EventRef { value: &self.buffer, ..event })
+    }
+}
+
 /// Send every event of `epoch`, waiting for queue space when librdkafka's
-/// buffer is full.
+/// buffer is full (encoding each first when the sink has a registry
+/// format).
 fn produce(
     producer: &BaseProducer<Deliveries>,
     topic: &str,
     epoch: u64,
     events: &PackedEvents,
     exchange: Option<&(ExchangeOutput, i32)>,
+    mut encoding: Option<&mut Encoding>,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<(), ConnectorError> {
     // The value of the header an exchange record ends with, reused.
@@ -673,6 +777,10 @@ fn produce(
     for (index, event) in events.iter().enumerate() {
         let Some((exchange, partitions)) = exchange else {
             let to = Destination { topic, epoch, partition: None, stamp: None };
+            let event = match encoding.as_deref_mut() {
+                Some(encoding) => encoding.encode(topic, event)?,
+                None => event,
+            };
             send(producer, to, event, event.headers, cancelled)?;
             continue;
         };
@@ -836,7 +944,16 @@ impl Sink for KafkaSink {
         let retry = &self.retry;
         let producer = self.mode.producer_for(epoch, &self.topic, retry)?;
         let cancelled = || retry.is_cancelled();
-        produce(producer, &self.topic, epoch, events, self.exchange.as_ref(), &cancelled)?;
+        let encoding = self.encoding.as_mut();
+        produce(
+            producer,
+            &self.topic,
+            epoch,
+            events,
+            self.exchange.as_ref(),
+            encoding,
+            &cancelled,
+        )?;
         if matches!(self.mode, Mode::ExactlyOnce(_)) {
             crate::fault::point("kafka-after-write");
         }

@@ -33,6 +33,7 @@ use super::{
 use crate::connectors::config::{Access, ConfigError, SourceConfig};
 use crate::connectors::timestamp::{json_timestamp, parse_rfc3339_millis, BadTimestamps};
 use crate::connectors::{decode, encode, ConnectorError, Polled, Source};
+use crate::formats::{Format, RecordDecoder, SchemaRegistryConfig};
 use crate::runtime::packed::PackedEvents;
 use crate::telemetry::Throttle;
 use crate::Event;
@@ -102,6 +103,27 @@ pub struct KafkaSourceConfig {
     /// they were read): `fail` (default) or `skip` to the log start.
     #[serde(default)]
     pub on_data_loss: OnDataLoss,
+    /// How record values are written: `json` (default) and `raw` are
+    /// passed on as they are; `avro`, `protobuf` and `json-schema` (in the
+    /// schema registry's wire format) are decoded into JSON events, their
+    /// schemas read from `schema_registry` by id (see [`crate::formats`]).
+    #[serde(default)]
+    pub format: Format,
+    /// The schema registry of a registry `format`.
+    #[serde(default)]
+    pub schema_registry: Option<SchemaRegistryConfig>,
+    /// Avro: the reader schema (its JSON text) every record is resolved
+    /// to, whatever schema it was written with — fields it lacks take the
+    /// reader's defaults, fields the reader lacks are dropped.
+    #[serde(default)]
+    pub reader_schema: Option<String>,
+    /// A record that cannot be decoded in `format` (not in the wire
+    /// format, an unknown schema id, bytes that do not fit the schema):
+    /// `fail` (default; the error names topic, partition, offset and
+    /// schema id), `drop` (counted) or `{ side-output: name }` (the record
+    /// as it was, with the headers `on_bad_timestamp`'s side output has).
+    #[serde(default)]
+    pub on_undecodable: BadTimestamps,
     /// librdkafka properties passed through (security, tuning); not those
     /// Weir sets itself.
     #[serde(default)]
@@ -160,18 +182,34 @@ impl SourceConfig for KafkaSourceConfig {
                 format!("{} source tasks: give 1 to {MAX_READERS}", self.parallelism),
             ));
         }
+        check_format(self.format, self.schema_registry.as_ref())?;
+        if let Some(schema) = &self.reader_schema {
+            if self.format != Format::Avro {
+                return Err(ConfigError::new(
+                    "reader_schema",
+                    "only an `avro` source has a reader schema",
+                ));
+            }
+            apache_avro::Schema::parse_str(schema).map_err(|e| {
+                ConfigError::new("reader_schema", format!("not an Avro schema: {e}"))
+            })?;
+        }
         super::check_properties(&self.properties)
     }
 
     fn side_outputs(&self) -> Vec<(&'static str, &str)> {
-        match &self.on_bad_timestamp {
-            BadTimestamps::SideOutput(name) => vec![("on_bad_timestamp", name.as_str())],
-            _ => Vec::new(),
+        let mut outputs = Vec::new();
+        if let BadTimestamps::SideOutput(name) = &self.on_bad_timestamp {
+            outputs.push(("on_bad_timestamp", name.as_str()));
         }
+        if let BadTimestamps::SideOutput(name) = &self.on_undecodable {
+            outputs.push(("on_undecodable", name.as_str()));
+        }
+        outputs
     }
 
     fn host_access(&self) -> Vec<Access> {
-        super::host_access(&self.bootstrap_servers, &self.properties)
+        super::host_access(&self.bootstrap_servers, &self.properties, self.schema_registry.as_ref())
     }
 
     fn open(&self, pipeline: &str) -> Result<Box<dyn Source>, ConnectorError> {
@@ -240,6 +278,10 @@ pub struct KafkaSource {
     partitions: Vec<Partition>,
     timestamp_field: Option<String>,
     on_bad_timestamp: BadTimestamps,
+    /// Decodes a registry format's records into JSON (none: values are
+    /// passed on as they are).
+    decoder: Option<RecordDecoder>,
+    on_undecodable: BadTimestamps,
     /// Bad records bound for the `on_bad_timestamp` side output, until the
     /// task takes them.
     rejected: Vec<(String, Event)>,
@@ -282,6 +324,9 @@ enum Unusual {
     /// A record without a usable event time, or a tombstone: handled as
     /// `on_bad_timestamp` says; why it is bad.
     Bad(String),
+    /// A record that cannot be decoded in the source's format: handled as
+    /// `on_undecodable` says; why.
+    Undecodable(String),
 }
 
 /// What the control records of an exchange topic reported.
@@ -443,6 +488,16 @@ impl KafkaSource {
             partitions,
             timestamp_field: config.timestamp_field.clone(),
             on_bad_timestamp: config.on_bad_timestamp.clone(),
+            decoder: RecordDecoder::new(
+                config.format,
+                config.schema_registry.as_ref(),
+                config.reader_schema.as_deref(),
+            )
+            .map_err(|message| ConnectorError::Config {
+                what: format!("kafka source format {}", config.format.name()),
+                message,
+            })?,
+            on_undecodable: config.on_undecodable.clone(),
             rejected: Vec::new(),
             dropped: 0,
             on_data_loss: config.on_data_loss,
@@ -544,20 +599,27 @@ impl KafkaSource {
                 Ok(message) => accept(
                     Fetched::of(&message),
                     &mut self.partitions,
-                    self.timestamp_field.as_deref(),
-                    self.exchange.as_ref().map(|e| e.producers.as_slice()),
+                    Reading {
+                        timestamp_field: self.timestamp_field.as_deref(),
+                        decoder: self.decoder.as_ref(),
+                        producers: self.exchange.as_ref().map(|e| e.producers.as_slice()),
+                    },
                 )?,
                 Err(error) => return self.ride_out(error).map(|()| read),
             }
             read += 1;
         }
         let mut failed = None;
-        let (partitions, field) = (&mut self.partitions, self.timestamp_field.as_deref());
-        let exchange = self.exchange.as_ref().map(|e| e.producers.as_slice());
+        let partitions = &mut self.partitions;
+        let reading = Reading {
+            timestamp_field: self.timestamp_field.as_deref(),
+            decoder: self.decoder.as_ref(),
+            producers: self.exchange.as_ref().map(|e| e.producers.as_slice()),
+        };
         // A fetch error is ridden out after the records read with it.
         let taken = read
             + self.fetched.read(self.max_wait, max, |record| match record {
-                Ok(record) => accept(record, partitions, field, exchange),
+                Ok(record) => accept(record, partitions, reading),
                 Err(error) => {
                     failed.get_or_insert(error);
                     Ok(())
@@ -627,17 +689,26 @@ impl KafkaSource {
     }
 }
 
+/// How a source reads its records: where their event time is, how their
+/// values are decoded, and an exchange topic's producers.
+#[derive(Clone, Copy)]
+struct Reading<'a> {
+    timestamp_field: Option<&'a str>,
+    decoder: Option<&'a RecordDecoder>,
+    producers: Option<&'a [String]>,
+}
+
 /// Buffer `record` as an event of its partition, unless it is before
 /// what is already buffered (a stale fetch) or of no partition read; tell
 /// now whether it is an event: an exchange topic's (of `producers`)
-/// records by [`exchange::classify`], other topics' by their event time
-/// (`timestamp_field`, else the Kafka timestamp) and value (a tombstone is
-/// not an event).
+/// records by [`exchange::classify`], other topics' by their value (a
+/// tombstone is not an event, a registry format's is decoded into JSON)
+/// and event time (`timestamp_field` of the JSON, else the Kafka
+/// timestamp).
 fn accept(
     record: Fetched<'_>,
     partitions: &mut [Partition],
-    timestamp_field: Option<&str>,
-    producers: Option<&[String]>,
+    reading: Reading<'_>,
 ) -> Result<(), ConnectorError> {
     let Some(partition) =
         partitions.iter_mut().find(|p| p.partition == record.partition && p.topic == record.topic)
@@ -646,14 +717,28 @@ fn accept(
     };
     let (topic, id, offset, payload) =
         (record.topic, record.partition, record.offset, record.payload);
+    let mut undecodable = None;
+    let value = match (payload, reading.decoder) {
+        (Some(raw), Some(decoder)) => {
+            let mut json = Vec::with_capacity(raw.len() * 2);
+            match decoder.decode(raw, &mut json) {
+                Ok(()) => json,
+                Err(reason) => {
+                    undecodable = Some(reason);
+                    raw.to_vec()
+                }
+            }
+        }
+        (payload, _) => payload.unwrap_or_default().to_vec(),
+    };
     let mut event = Event {
         key: record.key.map(<[u8]>::to_vec),
-        value: payload.unwrap_or_default().to_vec(),
+        value,
         timestamp: record.timestamp.unwrap_or(0),
         headers: record.headers,
     };
     let mut route = None;
-    let unusual = match (producers, payload, timestamp_field) {
+    let unusual = match (reading.producers, payload, reading.timestamp_field) {
         (Some(producers), _, _) => {
             let location = || format!("{topic}/{id}@{offset}");
             match exchange::classify(&mut event, producers, location)? {
@@ -665,7 +750,8 @@ fn accept(
             }
         }
         (None, None, _) => Some(Unusual::Bad("a tombstone (null value)".into())),
-        (None, Some(value), Some(field)) => match json_timestamp(value, field) {
+        (None, Some(_), _) if undecodable.is_some() => undecodable.map(Unusual::Undecodable),
+        (None, Some(_), Some(field)) => match json_timestamp(&event.value, field) {
             Ok(timestamp) => {
                 event.timestamp = timestamp;
                 None
@@ -683,6 +769,71 @@ fn accept(
         partition.buffered.push_back(Buffered { offset, event, route });
     }
     Ok(())
+}
+
+/// Where a record the source cannot deliver as an event goes, as one of
+/// its options (`policy`, named `option`) says.
+struct Rejecting<'a> {
+    policy: &'a BadTimestamps,
+    option: &'static str,
+    dropped: &'a mut u64,
+    rejected: &'a mut Vec<(String, Event)>,
+}
+
+impl Rejecting<'_> {
+    /// Fail, drop or side-output `event` (at `offset` of `partition`, bad
+    /// for `reason`); its partition's position passes it.
+    fn reject(
+        self,
+        partition: &mut Partition,
+        offset: i64,
+        mut event: Event,
+        reason: &str,
+    ) -> Result<(), ConnectorError> {
+        let (topic, id) = (&partition.topic, partition.partition);
+        let option = self.option;
+        match self.policy {
+            BadTimestamps::Fail => {
+                return Err(ConnectorError::BadRecord {
+                    location: format!("{topic}/{id}@{offset}"),
+                    message: format!("{reason} ({option}: fail; `drop` or `{{ side-output: NAME }}` on the source lets the pipeline go past such records)"),
+                })
+            }
+            BadTimestamps::Drop => *self.dropped += 1,
+            BadTimestamps::SideOutput(name) => {
+                event.timestamp = i64::MIN;
+                event.headers.extend([
+                    (SOURCE_TOPIC_HEADER.to_owned(), topic.as_bytes().to_vec()),
+                    (SOURCE_PARTITION_HEADER.to_owned(), id.to_string().into_bytes()),
+                    (SOURCE_OFFSET_HEADER.to_owned(), offset.to_string().into_bytes()),
+                ]);
+                self.rejected.push((name.clone(), event));
+            }
+        }
+        partition.next = offset + 1;
+        Ok(())
+    }
+}
+
+/// A registry `format` has a valid `schema_registry`; another has none.
+pub(super) fn check_format(
+    format: Format,
+    registry: Option<&SchemaRegistryConfig>,
+) -> Result<(), ConfigError> {
+    match (format.uses_registry(), registry) {
+        (true, None) => Err(ConfigError::new(
+            "schema_registry",
+            format!("format {} needs `schema_registry: {{ url: … }}`", format.name()),
+        )),
+        (true, Some(registry)) => {
+            registry.validate().map_err(|message| ConfigError::new("schema_registry", message))
+        }
+        (false, Some(_)) => Err(ConfigError::new(
+            "schema_registry",
+            format!("format {} reads no schemas: give format avro, protobuf or json-schema, or remove schema_registry", format.name()),
+        )),
+        (false, None) => Ok(()),
+    }
 }
 
 impl KafkaSourceConfig {
@@ -779,8 +930,7 @@ impl Source for KafkaSource {
             // `out` may hold events already: `max` counts what is added.
             let full = out.len() + max;
             while out.len() < full {
-                let Some(Buffered { offset, mut event, route }) = partition.buffered.pop_front()
-                else {
+                let Some(Buffered { offset, event, route }) = partition.buffered.pop_front() else {
                     break;
                 };
                 if partition.end.is_some_and(|end| offset >= end) {
@@ -816,26 +966,22 @@ impl Source for KafkaSource {
                         break;
                     }
                     Some(Unusual::Bad(reason)) => {
-                        let (topic, id) = (&partition.topic, partition.partition);
-                        match &self.on_bad_timestamp {
-                            BadTimestamps::Fail => {
-                                return Err(ConnectorError::BadRecord {
-                                    location: format!("{topic}/{id}@{offset}"),
-                                    message: format!("{reason} (on_bad_timestamp: fail; `drop` or `{{ side-output: NAME }}` on the source lets the pipeline go past such records)"),
-                                })
-                            }
-                            BadTimestamps::Drop => self.dropped += 1,
-                            BadTimestamps::SideOutput(name) => {
-                                event.timestamp = i64::MIN;
-                                event.headers.extend([
-                                    (SOURCE_TOPIC_HEADER.to_owned(), topic.as_bytes().to_vec()),
-                                    (SOURCE_PARTITION_HEADER.to_owned(), id.to_string().into_bytes()),
-                                    (SOURCE_OFFSET_HEADER.to_owned(), offset.to_string().into_bytes()),
-                                ]);
-                                self.rejected.push((name.clone(), event));
-                            }
-                        }
-                        partition.next = offset + 1;
+                        let rejecting = Rejecting {
+                            policy: &self.on_bad_timestamp,
+                            option: "on_bad_timestamp",
+                            dropped: &mut self.dropped,
+                            rejected: &mut self.rejected,
+                        };
+                        rejecting.reject(partition, offset, event, &reason)?;
+                    }
+                    Some(Unusual::Undecodable(reason)) => {
+                        let rejecting = Rejecting {
+                            policy: &self.on_undecodable,
+                            option: "on_undecodable",
+                            dropped: &mut self.dropped,
+                            rejected: &mut self.rejected,
+                        };
+                        rejecting.reject(partition, offset, event, &reason)?;
                     }
                 }
             }
@@ -1043,6 +1189,8 @@ mod tests {
             partitions: Vec::new(),
             timestamp_field: None,
             on_bad_timestamp: BadTimestamps::Fail,
+            decoder: None,
+            on_undecodable: BadTimestamps::Fail,
             rejected: Vec::new(),
             dropped: 0,
             cursor: 0,
@@ -1098,7 +1246,12 @@ mod tests {
                 timestamp: Some(1),
                 headers: headers.clone(),
             };
-            accept(record, &mut source.partitions, field.as_deref(), producers.as_deref()).unwrap();
+            let reading = Reading {
+                timestamp_field: field.as_deref(),
+                decoder: source.decoder.as_ref(),
+                producers: producers.as_deref(),
+            };
+            accept(record, &mut source.partitions, reading).unwrap();
         }
     }
 

@@ -1,0 +1,179 @@
+//! Avro orders in, Avro running totals out.
+
+use apache_avro::types::Value;
+use schema_registry_converter::blocking::avro::{AvroDecoder, AvroEncoder};
+use schema_registry_converter::schema_registry_common::{
+    SchemaType, SubjectNameStrategy, SuppliedSchema,
+};
+
+use super::*;
+use crate::support::kafka::RawRecord;
+use crate::support::schema_registry::set_compatibility;
+
+/// The orders' first writer schema.
+const ORDER_V1: &str = r#"{"type":"record","name":"Order","namespace":"weir.test","fields":[
+    {"name":"order_id","type":"long"},
+    {"name":"customer_id","type":"long"},
+    {"name":"amount","type":"double"},
+    {"name":"event_time","type":{"type":"long","logicalType":"timestamp-millis"}}]}"#;
+
+/// The second: a new optional field, compatible under BACKWARD.
+const ORDER_V2: &str = r#"{"type":"record","name":"Order","namespace":"weir.test","fields":[
+    {"name":"order_id","type":"long"},
+    {"name":"customer_id","type":"long"},
+    {"name":"amount","type":"double"},
+    {"name":"event_time","type":{"type":"long","logicalType":"timestamp-millis"}},
+    {"name":"channel","type":["null","string"],"default":null}]}"#;
+
+/// The running totals the sink writes.
+const TOTAL: &str = r#"{"type":"record","name":"RunningTotal","namespace":"weir.test","fields":[
+    {"name":"order_id","type":"long"},
+    {"name":"customer_id","type":"long"},
+    {"name":"amount","type":"double"},
+    {"name":"total","type":"double"}]}"#;
+
+/// `orders` as Avro records of `topic`, the first half with `ORDER_V1`
+/// and the rest with `ORDER_V2`, keyed by customer, on one partition.
+fn produce(kafka: &TestKafka, topic: &str, orders: &[Order]) -> Vec<RawRecord> {
+    let encoder = AvroEncoder::new(registry());
+    let half = orders.len() / 2;
+    let mut records = Vec::new();
+    for (i, order) in orders.iter().enumerate() {
+        let mut fields = vec![
+            ("order_id", Value::Long(order.order_id as i64)),
+            ("customer_id", Value::Long(order.customer_id as i64)),
+            ("amount", Value::Double(order.amount())),
+            ("event_time", Value::TimestampMillis(order.event_time)),
+        ];
+        let schema = if i < half {
+            ORDER_V1
+        } else {
+            fields.push(("channel", Value::Union(1, Box::new(Value::String("web".into())))));
+            ORDER_V2
+        };
+        let supplied = SuppliedSchema::new(None, SchemaType::Avro, schema.to_string());
+        let strategy =
+            SubjectNameStrategy::TopicNameStrategyWithSchema(topic.to_string(), false, supplied);
+        let value = encoder.encode(fields, &strategy).expect("encoding an order");
+        records.push(RawRecord {
+            partition: Some(0),
+            key: Some(order.customer_id.to_string().into_bytes()),
+            value: Some(value),
+            headers: Vec::new(),
+        });
+    }
+    kafka.produce_raw(topic, &records);
+    records
+}
+
+/// The running totals `topic` holds, decoded with the registry.
+fn totals(kafka: &TestKafka, topic: &str) -> BTreeMap<u64, Vec<Total>> {
+    let decoder = AvroDecoder::new(registry());
+    per_customer(kafka.read_committed(topic).into_iter().map(|(_, _, _, value)| {
+        let decoded = decoder.decode(Some(&value)).expect("an Avro running total");
+        total_of(&serde_json::Value::try_from(decoded.value).expect("JSON of the total"))
+    }))
+}
+
+fn sink_setting(schema: &str) -> String {
+    format!(", format: avro{}, schema: {}", registry_setting(), quoted(schema))
+}
+
+#[test]
+fn avro_orders_give_the_totals_json_orders_give_through_a_schema_change_mid_stream() {
+    let kafka = TestKafka::start();
+    let dir = tempfile::tempdir().unwrap();
+    let orders = orders();
+    let expected = reference(dir.path(), &orders);
+    let (input, output) = (unique("avro-orders"), unique("avro-totals"));
+    kafka.create_topic(&input, 1);
+    kafka.create_topic(&output, 1);
+    set_compatibility(&format!("{input}-value"), "BACKWARD");
+    produce(&kafka, &input, &orders);
+
+    let source = format!(", format: avro{}", registry_setting());
+    let spec = kafka_spec(dir.path(), &kafka, &input, &source, &output, &sink_setting(TOTAL));
+    run_ok(&spec, &dir.path().join("data"), &[]);
+    let got = totals(&kafka, &output);
+    assert_eq!(got.values().map(Vec::len).sum::<usize>(), orders.len());
+    assert_eq!(got, expected, "Avro in and out gives what JSON gives");
+}
+
+#[test]
+fn a_sink_schema_the_registry_refuses_stops_the_run_at_start_naming_why() {
+    let kafka = TestKafka::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (input, output) = (unique("avro-refused-in"), unique("avro-refused-out"));
+    kafka.create_topic(&input, 1);
+    kafka.create_topic(&output, 1);
+    produce(&kafka, &input, &orders()[..10]);
+    let subject = format!("{output}-value");
+    set_compatibility(&subject, "BACKWARD");
+    let source = format!(", format: avro{}", registry_setting());
+    // The first schema registers; the run writes with it.
+    let first = kafka_spec(dir.path(), &kafka, &input, &source, &output, &sink_setting(TOTAL));
+    run_ok(&first, &dir.path().join("first"), &[]);
+
+    // A total that became a string is not a backward-compatible change.
+    let changed =
+        TOTAL.replace(r#"{"name":"total","type":"double"}"#, r#"{"name":"total","type":"string"}"#);
+    assert_ne!(changed, TOTAL);
+    let refused = kafka_spec(dir.path(), &kafka, &input, &source, &output, &sink_setting(&changed));
+    let data = dir.path().join("refused");
+    let run = weir(&["run", refused.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success(), "an incompatible sink schema must stop the run: {stderr}");
+    assert!(stderr.contains(&subject), "names the subject: {stderr}");
+    assert!(stderr.contains("compatib"), "says it is a compatibility refusal: {stderr}");
+    // Nothing more was written.
+    assert_eq!(kafka.read_committed(&output).len(), 10);
+}
+
+#[test]
+fn a_record_that_is_not_avro_stops_the_run_naming_where_or_is_dropped() {
+    let kafka = TestKafka::start();
+    let dir = tempfile::tempdir().unwrap();
+    let orders = orders();
+    let orders = &orders[..40];
+    let expected = reference(dir.path(), orders);
+    let (input, output) = (unique("avro-poison-in"), unique("avro-poison-out"));
+    let untouched = unique("avro-poison-failed");
+    for topic in [&input, &output, &untouched] {
+        kafka.create_topic(topic, 1);
+    }
+    let mut records = produce(&kafka, &unique("avro-scratch"), orders);
+    // A JSON order at offset 3, and a record naming a schema id that does not exist at 10.
+    records.insert(
+        3,
+        RawRecord {
+            partition: Some(0),
+            value: Some(orders[0].json().into_bytes()),
+            ..RawRecord::default()
+        },
+    );
+    records.insert(
+        10,
+        RawRecord {
+            partition: Some(0),
+            value: Some(vec![0, 0x7f, 0xff, 0xff, 0xf0, 2, 4]),
+            ..RawRecord::default()
+        },
+    );
+    kafka.produce_raw(&input, &records);
+
+    let failing = format!(", format: avro{}", registry_setting());
+    let spec = kafka_spec(dir.path(), &kafka, &input, &failing, &untouched, &sink_setting(TOTAL));
+    let data = dir.path().join("failing");
+    let run = weir(&["run", spec.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success(), "an undecodable record must stop the run by default");
+    assert!(stderr.contains(&format!("{input}/0@3")), "names topic, partition, offset: {stderr}");
+    assert!(stderr.contains("on_undecodable"), "says the way out: {stderr}");
+
+    let dropping = format!("{failing}, on_undecodable: drop");
+    let spec = kafka_spec(dir.path(), &kafka, &input, &dropping, &output, &sink_setting(TOTAL));
+    let run = run_ok(&spec, &dir.path().join("dropping"), &[]);
+    assert_eq!(totals(&kafka, &output), expected, "the output of the orders without the two");
+    let summary = String::from_utf8_lossy(&run.stderr);
+    assert!(summary.contains("2 source records dropped"), "counted: {summary}");
+}
