@@ -61,3 +61,11 @@ pub const SCHEMATHESIS: PythonTool =
 /// moto's S3-compatible server.
 pub const MOTO: PythonTool =
     PythonTool { requirement: "moto[server]==5.2.5", home: "moto-5.2.5", command: "moto_server" };
+
+/// Confluent's Python client with its schema-registry serializers (Avro,
+/// Protobuf), the standard client the format tests produce and read with.
+pub const CONFLUENT_KAFKA: PythonTool = PythonTool {
+    requirement: "confluent-kafka[avro,protobuf,schemaregistry]==2.16.2",
+    home: "confluent-kafka-2.16.2",
+    command: "python",
+};

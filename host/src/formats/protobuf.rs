@@ -1,17 +1,30 @@
 //! Protobuf records in Confluent's wire format (schema id, then the
 //! message's indexes in its schema), to JSON and back.
 //!
+//! A schema is `.proto` text, or — as Confluent's own serializers register
+//! it, and registries other than Confluent's keep it — a base64-encoded
+//! `FileDescriptorProto` (its imports the schema's references, or
+//! Protobuf's well-known types); both are read.
+//!
 //! JSON of a message is Protobuf's canonical JSON mapping with two
 //! choices made for functions: fields keep their `.proto` names
 //! (`customer_id`, not `customerId`), and 64-bit integers are numbers,
 //! not strings. Fields at their default value are written too, so a
 //! function sees every field. Output JSON is read with either field name.
 
-use prost_reflect::{DynamicMessage, SerializeOptions};
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use base64::Engine as _;
+use prost::Message as _;
+use prost_reflect::prost_types::FileDescriptorProto;
+use prost_reflect::{DescriptorPool, DynamicMessage, FileDescriptor, SerializeOptions};
 use schema_registry_converter::blocking::proto_decoder::ProtoDecoder;
 use schema_registry_converter::blocking::proto_encoder::ProtoEncoder;
-use schema_registry_converter::blocking::schema_registry::SrSettings;
-use schema_registry_converter::schema_registry_common::{RegisteredSchema, SubjectNameStrategy};
+use schema_registry_converter::blocking::schema_registry::{self, SrSettings};
+use schema_registry_converter::schema_registry_common::{
+    RegisteredSchema, SchemaType, SubjectNameStrategy,
+};
 
 use super::{describe, framed};
 
@@ -26,19 +39,39 @@ fn json_options() -> SerializeOptions {
 /// Decodes Protobuf records into JSON text, their schemas read from the
 /// registry by id once and cached.
 pub struct ProtobufToJson {
+    /// Schemas given as `.proto` text (with their references).
     decoder: ProtoDecoder,
+    client: SrSettings,
+    /// By schema id: its file when the schema is a serialized descriptor,
+    /// none when it is `.proto` text (or why it cannot be read).
+    serialized: Mutex<HashMap<u32, Result<Option<FileDescriptor>, String>>>,
     options: SerializeOptions,
 }
 
 impl ProtobufToJson {
     /// A decoder asking `client`'s registry.
     pub fn new(client: SrSettings) -> Self {
-        Self { decoder: ProtoDecoder::new(client), options: json_options() }
+        Self {
+            decoder: ProtoDecoder::new(client.clone()),
+            client,
+            serialized: Mutex::new(HashMap::new()),
+            options: json_options(),
+        }
     }
 
     /// Append `payload`'s JSON to `out`.
     pub fn decode(&self, payload: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
-        let (id, _) = framed(payload)?;
+        let (id, rest) = framed(payload)?;
+        if let Some(file) = self.serialized_file(id)? {
+            let (indexes, body) =
+                message_indexes(rest).map_err(|e| format!("schema id {id}: {e}"))?;
+            let message =
+                message_at(&file, &indexes).map_err(|e| format!("schema id {id}: {e}"))?;
+            let decoded = DynamicMessage::decode(message, body)
+                .map_err(|e| format!("schema id {id}: cannot decode as Protobuf: {e}"))?;
+            return write_json(&decoded, &self.options, out)
+                .map_err(|e| format!("schema id {id}: {e}"));
+        }
         let decoded = self
             .decoder
             .decode_with_context(Some(payload))
@@ -46,6 +79,135 @@ impl ProtobufToJson {
             .ok_or_else(|| format!("schema id {id}: an empty value"))?;
         write_json(&decoded.value, &self.options, out).map_err(|e| format!("schema id {id}: {e}"))
     }
+}
+
+impl ProtobufToJson {
+    /// The file of schema `id` when the registry holds it as a serialized
+    /// descriptor (looked up once, cached with any error).
+    fn serialized_file(&self, id: u32) -> Result<Option<FileDescriptor>, String> {
+        let mut files = self.serialized.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(known) = files.get(&id) {
+            return known.clone();
+        }
+        let registered =
+            schema_registry::get_schema_by_id_and_type(id, &self.client, SchemaType::Protobuf)
+                .map_err(|e| {
+                    format!("schema id {id}: cannot read it from the registry: {}", describe(&e))
+                });
+        let found = match registered {
+            // A failed call is not kept: the next record asks again.
+            Err(error) => return Err(error),
+            Ok(registered) => serialized_descriptor(&self.client, &registered)
+                .map_err(|e| format!("schema id {id}: {e}")),
+        };
+        files.insert(id, found.clone());
+        found
+    }
+}
+
+/// The file a schema given as a base64 `FileDescriptorProto` describes,
+/// with its references (and Protobuf's well-known types) as its imports;
+/// none when the schema is `.proto` text.
+fn serialized_descriptor(
+    client: &SrSettings,
+    registered: &RegisteredSchema,
+) -> Result<Option<FileDescriptor>, String> {
+    let Some(file) = descriptor_proto(&registered.schema)? else {
+        return Ok(None);
+    };
+    let mut pool = DescriptorPool::global();
+    add_references(client, registered, &mut pool, 0)?;
+    let name = file.name().to_string();
+    pool.add_file_descriptor_proto(file)
+        .map_err(|e| format!("its descriptor does not build: {e}"))?;
+    Ok(pool.get_file_by_name(&name))
+}
+
+/// Add the files `registered` imports through its references, theirs
+/// first.
+fn add_references(
+    client: &SrSettings,
+    registered: &RegisteredSchema,
+    pool: &mut DescriptorPool,
+    depth: usize,
+) -> Result<(), String> {
+    if depth > 32 {
+        return Err("its references nest deeper than 32".into());
+    }
+    for reference in &registered.references {
+        if pool.get_file_by_name(&reference.name).is_some() {
+            continue;
+        }
+        let child = schema_registry::get_referenced_schema(client, reference)
+            .map_err(|e| format!("reference {:?}: {}", reference.name, describe(&e)))?;
+        add_references(client, &child, pool, depth + 1)?;
+        let mut file = descriptor_proto(&child.schema)?.ok_or_else(|| {
+            format!(
+                "reference {:?} is .proto text under a serialized schema: not supported",
+                reference.name
+            )
+        })?;
+        file.name = Some(reference.name.clone());
+        pool.add_file_descriptor_proto(file)
+            .map_err(|e| format!("reference {:?} does not build: {e}", reference.name))?;
+    }
+    Ok(())
+}
+
+/// A schema's serialized descriptor, if it is one (base64 of a
+/// `FileDescriptorProto`); none for `.proto` text.
+fn descriptor_proto(schema: &str) -> Result<Option<FileDescriptorProto>, String> {
+    let text = schema.trim();
+    if protox_parse::parse("schema.proto", text).is_ok() {
+        return Ok(None);
+    }
+    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(text) else {
+        return Err("neither .proto text nor a base64 FileDescriptorProto".into());
+    };
+    FileDescriptorProto::decode(bytes.as_slice())
+        .map(Some)
+        .map_err(|e| format!("not a serialized FileDescriptorProto: {e}"))
+}
+
+/// The message indexes a Confluent Protobuf record starts with (a count,
+/// then the path to the message: zig-zag varints; a lone 0 is the first
+/// message), and the encoded message after them.
+fn message_indexes(mut bytes: &[u8]) -> Result<(Vec<i32>, &[u8]), String> {
+    let next = |bytes: &mut &[u8]| -> Result<i32, String> {
+        let raw = prost::encoding::decode_varint(bytes)
+            .map_err(|e| format!("its message indexes: {e}"))?;
+        let value = ((raw >> 1) as i64) ^ -((raw & 1) as i64);
+        i32::try_from(value).map_err(|_| format!("its message indexes: {value} is out of range"))
+    };
+    let count = next(&mut bytes)?;
+    if count == 0 {
+        return Ok((vec![0], bytes));
+    }
+    if !(1..=64).contains(&count) {
+        return Err(format!("its message indexes: a path of {count} messages"));
+    }
+    let mut indexes = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        indexes.push(next(&mut bytes)?);
+    }
+    Ok((indexes, bytes))
+}
+
+/// The message `indexes` name in `file` (top-level index, then nested).
+fn message_at(
+    file: &FileDescriptor,
+    indexes: &[i32],
+) -> Result<prost_reflect::MessageDescriptor, String> {
+    let missing = || format!("no message at index path {indexes:?}");
+    let (first, nested) = indexes.split_first().ok_or_else(missing)?;
+    let mut message =
+        file.messages().nth(usize::try_from(*first).map_err(|_| missing())?).ok_or_else(missing)?;
+    for index in nested {
+        let index = usize::try_from(*index).map_err(|_| missing())?;
+        let child = message.child_messages().nth(index).ok_or_else(missing)?;
+        message = child;
+    }
+    Ok(message)
 }
 
 fn write_json(
@@ -123,6 +285,32 @@ pub(super) fn first_message(text: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn message_indexes_are_read_as_confluent_writes_them() {
+        assert_eq!(message_indexes(&[0, 9]).unwrap(), (vec![0], &[9u8][..]));
+        // Two indexes, 1 then 0 (zig-zag: 2 is 1, 0 is 0), then the message.
+        assert_eq!(message_indexes(&[4, 2, 0, 7]).unwrap(), (vec![1, 0], &[7u8][..]));
+        assert!(message_indexes(&[]).is_err());
+        assert!(message_indexes(&[1]).unwrap_err().contains("message indexes"));
+    }
+
+    #[test]
+    fn a_serialized_descriptor_is_read_and_proto_text_left_to_the_registry_client() {
+        let schema = "syntax = \"proto3\";\npackage shop;\nmessage Order { string customer = 1; message Line { int64 cents = 1; } }\n";
+        assert!(descriptor_proto(schema).unwrap().is_none());
+        let mut file = protox_parse::parse("shop.proto", schema).unwrap();
+        file.name = Some("shop.proto".into());
+        let encoded = base64::engine::general_purpose::STANDARD.encode(file.encode_to_vec());
+        let decoded = descriptor_proto(&encoded).unwrap().unwrap();
+        let mut pool = DescriptorPool::global();
+        pool.add_file_descriptor_proto(decoded).unwrap();
+        let file = pool.get_file_by_name("shop.proto").unwrap();
+        assert_eq!(message_at(&file, &[0]).unwrap().full_name(), "shop.Order");
+        assert_eq!(message_at(&file, &[0, 0]).unwrap().full_name(), "shop.Order.Line");
+        assert!(message_at(&file, &[1]).is_err());
+        assert!(descriptor_proto("not a schema at all!").is_err());
+    }
 
     #[test]
     fn the_first_message_is_named_with_its_package() {

@@ -1,5 +1,7 @@
 //! Avro orders in, Avro running totals out.
 
+use std::time::{Duration, Instant};
+
 use apache_avro::types::Value;
 use schema_registry_converter::blocking::avro::{AvroDecoder, AvroEncoder};
 use schema_registry_converter::schema_registry_common::{
@@ -176,4 +178,78 @@ fn a_record_that_is_not_avro_stops_the_run_naming_where_or_is_dropped() {
     assert_eq!(totals(&kafka, &output), expected, "the output of the orders without the two");
     let summary = String::from_utf8_lossy(&run.stderr);
     assert!(summary.contains("2 source records dropped"), "counted: {summary}");
+}
+
+#[test]
+fn avro_in_and_out_is_exactly_once_through_kill_9() {
+    let kafka = TestKafka::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut orders = Vec::new();
+    // Enough orders, in batches of 100 into a slowed sink (20 ms per
+    // batch), that a run lasts several seconds.
+    for round in 0..100 {
+        orders.extend(super::orders().into_iter().map(|mut order| {
+            order.order_id += round * 1_000;
+            order.event_time += round as i64 * 1_000_000;
+            order
+        }));
+    }
+    let expected = reference(dir.path(), &orders);
+    let (input, output) = (unique("avro-kills-in"), unique("avro-kills-out"));
+    kafka.create_topic(&input, 1);
+    kafka.create_topic(&output, 1);
+    produce(&kafka, &input, &orders);
+    let source = format!(", format: avro{}", registry_setting());
+    let spec = kafka_spec(dir.path(), &kafka, &input, &source, &output, &sink_setting(TOTAL));
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, format!("batch_size: 100\n{text}")).unwrap();
+    let data = dir.path().join("data");
+
+    let seed = crash_seed();
+    let mut dice = Dice(seed);
+    let log = ("WEIR_LOG", "warn,weir_host::pipeline::restore=info");
+    let mut visible: BTreeMap<u64, Vec<Total>> = BTreeMap::new();
+    let (mut kills, mut mid_work) = (0, 0);
+    while kills < 5 {
+        let mut child = start_weir(&spec, &data, &["--sink-delay-ms", "20"], &[log]);
+        // Each kill lands a random instant after the run committed more,
+        // so it falls between commits, not before the first one.
+        let before = visible.values().map(Vec::len).sum::<usize>();
+        let started = Instant::now();
+        while kafka.read_committed(&output).len() <= before
+            && child.try_wait().unwrap().is_none()
+            && started.elapsed() < Duration::from_secs(60)
+        {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let deadline = Instant::now() + Duration::from_millis(dice.between(0, 1_000));
+        while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        kills += 1;
+        let now = totals(&kafka, &output);
+        for (customer, before) in &visible {
+            assert!(
+                now.get(customer).is_some_and(|after| after.starts_with(before)),
+                "kill {kills} (seed {seed}): customer {customer}'s committed totals were replaced or lost"
+            );
+        }
+        let committed = now.values().map(Vec::len).sum::<usize>();
+        eprintln!("kill {kills}: {committed} of {} totals committed", orders.len());
+        if committed < orders.len() {
+            mid_work += 1;
+        }
+        visible = now;
+    }
+    run_ok(&spec, &data, &[]);
+    assert_eq!(totals(&kafka, &output), expected, "exact after {kills} kills (seed {seed})");
+    assert!(
+        kills >= 3 && mid_work >= 3,
+        "only {mid_work} of {kills} kills landed with work left (seed {seed})"
+    );
 }

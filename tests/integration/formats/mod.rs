@@ -12,6 +12,7 @@
 //! formats::`.
 
 mod avro;
+mod confluent_client;
 mod json_schema;
 mod protobuf;
 
