@@ -3,12 +3,13 @@
 //! JSON of an Avro value: records and maps are objects (a record's fields
 //! in schema order), a union is its branch's value (no `{"type": …}`
 //! wrapper, as Avro's own JSON encoding has), enums and UUIDs are strings,
-//! bytes and fixed are arrays of numbers, decimals are decimal strings,
-//! dates, times and timestamps their numbers (days, milliseconds or
-//! microseconds, as the logical type counts). Output JSON is resolved to
-//! the sink's schema: numbers to `int`/`long`/`float`/`double`, strings to
-//! enums, objects to records (missing fields take their defaults), `null`
-//! or a value to the matching union branch.
+//! bytes, fixed, decimals (their unscaled two's-complement bytes) and
+//! durations are arrays of numbers, dates, times and timestamps their
+//! numbers (days, milliseconds or microseconds, as the logical type
+//! counts). Output JSON is resolved to the sink's schema: numbers to
+//! `int`/`long`/`float`/`double`, strings to enums, objects to records
+//! (missing fields take their defaults), `null` or a value to the matching
+//! union branch.
 
 use std::io::Write as _;
 
@@ -147,11 +148,8 @@ pub(super) fn write_json(value: &Value, out: &mut Vec<u8>) -> Result<(), String>
         Value::String(s) | Value::Enum(_, s) => string(s, out)?,
         Value::Uuid(uuid) => string(&uuid.as_hyphenated().to_string(), out)?,
         Value::Bytes(bytes) | Value::Fixed(_, bytes) => byte_array(bytes, out),
-        Value::Decimal(_) | Value::BigDecimal(_) => {
-            let json = serde_json::Value::try_from(value.clone()).map_err(|e| e.to_string())?;
-            serde_json::to_writer(&mut *out, &json).map_err(|e| e.to_string())?;
-        }
-        Value::Duration(_) => {
+        // As apache-avro writes them: arrays of bytes.
+        Value::Decimal(_) | Value::BigDecimal(_) | Value::Duration(_) => {
             let json = serde_json::Value::try_from(value.clone()).map_err(|e| e.to_string())?;
             serde_json::to_writer(&mut *out, &json).map_err(|e| e.to_string())?;
         }
@@ -166,31 +164,27 @@ pub(super) fn write_json(value: &Value, out: &mut Vec<u8>) -> Result<(), String>
             }
             out.push(b']');
         }
-        Value::Map(entries) => {
-            out.push(b'{');
-            for (i, (key, item)) in entries.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                string(key, out)?;
-                out.push(b':');
-                write_json(item, out)?;
-            }
-            out.push(b'}');
-        }
-        Value::Record(fields) => {
-            out.push(b'{');
-            for (i, (name, item)) in fields.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                string(name, out)?;
-                out.push(b':');
-                write_json(item, out)?;
-            }
-            out.push(b'}');
-        }
+        Value::Map(entries) => write_object(entries.iter(), out)?,
+        Value::Record(fields) => write_object(fields.iter().map(|(name, item)| (name, item)), out)?,
     }
+    Ok(())
+}
+
+/// Append a JSON object of `members` (a map's entries, a record's fields).
+fn write_object<'a>(
+    members: impl Iterator<Item = (&'a String, &'a Value)>,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    out.push(b'{');
+    for (i, (name, item)) in members.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        string(name, out)?;
+        out.push(b':');
+        write_json(item, out)?;
+    }
+    out.push(b'}');
     Ok(())
 }
 

@@ -96,8 +96,18 @@ pub struct SchemaRegistryConfig {
 }
 
 /// The registry client settings this module understands.
-const REGISTRY_PROPERTIES: &[&str] =
-    &["basic.auth.user.info", "bearer.auth.token", "request.timeout.ms"];
+const REGISTRY_PROPERTIES: &[&str] = &[
+    "basic.auth.user.info",
+    "bearer.auth.token",
+    "request.timeout.ms",
+    "ssl.ca.location",
+    "ssl.certificate.location",
+    "ssl.key.location",
+];
+
+/// The registry client settings that name files the client reads.
+const FILE_PROPERTIES: &[&str] =
+    &["ssl.ca.location", "ssl.certificate.location", "ssl.key.location"];
 
 /// How long one registry call may take unless `request.timeout.ms` says.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -125,7 +135,54 @@ impl SchemaRegistryConfig {
                 "properties: give basic.auth.user.info or bearer.auth.token, not both".into()
             );
         }
+        if self.properties.contains_key("ssl.certificate.location")
+            != self.properties.contains_key("ssl.key.location")
+        {
+            return Err("properties: a client certificate needs both ssl.certificate.location and ssl.key.location".into());
+        }
         self.timeout().map(|_| ())
+    }
+
+    /// The files the client reads: `(property, path)`.
+    pub fn files(&self) -> impl Iterator<Item = (&str, &str)> {
+        FILE_PROPERTIES
+            .iter()
+            .filter_map(|name| self.properties.get(*name).map(|path| (*name, path.as_str())))
+    }
+
+    /// The HTTP client: no redirects (a registry answers where it is
+    /// asked, and a redirect must not lead a served pipeline to a host it
+    /// was not granted), the certificates the properties name.
+    fn http_client(&self) -> Result<reqwest::blocking::ClientBuilder, String> {
+        let read = |name: &str| -> Result<Option<Vec<u8>>, String> {
+            self.properties
+                .get(name)
+                .map(|path| {
+                    std::fs::read(path).map_err(|e| format!("properties: {name} {path:?}: {e}"))
+                })
+                .transpose()
+        };
+        let mut builder =
+            reqwest::blocking::Client::builder().redirect(reqwest::redirect::Policy::none());
+        if let Some(pem) = read("ssl.ca.location")? {
+            let certificates = reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| format!("properties: ssl.ca.location: not PEM certificates: {e}"))?;
+            if certificates.is_empty() {
+                return Err("properties: ssl.ca.location: not PEM certificates (none found)".into());
+            }
+            for certificate in certificates {
+                builder = builder.add_root_certificate(certificate);
+            }
+        }
+        if let (Some(certificate), Some(key)) =
+            (read("ssl.certificate.location")?, read("ssl.key.location")?)
+        {
+            let identity = reqwest::Identity::from_pkcs8_pem(&certificate, &key).map_err(|e| {
+                format!("properties: ssl.certificate.location / ssl.key.location: not a PEM certificate and PKCS#8 key: {e}")
+            })?;
+            builder = builder.identity(identity);
+        }
+        Ok(builder)
     }
 
     fn timeout(&self) -> Result<Duration, String> {
@@ -153,7 +210,9 @@ impl SchemaRegistryConfig {
         if let Some(token) = self.properties.get("bearer.auth.token") {
             builder.set_token_authorization(token);
         }
-        builder.build().map_err(|e| format!("schema registry {}: {}", self.url, describe(&e)))
+        builder
+            .build_with(self.http_client()?)
+            .map_err(|e| format!("schema registry {}: {}", self.url, describe(&e)))
     }
 }
 
@@ -439,6 +498,20 @@ mod tests {
         .validate()
         .is_err());
         assert!(registry("http://x", &[("basic.auth.user.info", "u:p")]).client().is_ok());
+        assert!(registry("https://x", &[("ssl.certificate.location", "c.pem")])
+            .validate()
+            .unwrap_err()
+            .contains("both"));
+        let missing = registry("https://x", &[("ssl.ca.location", "/nonexistent/ca.pem")]);
+        assert!(missing.client().unwrap_err().contains("ssl.ca.location \"/nonexistent/ca.pem\""));
+        let dir = tempfile::tempdir().unwrap();
+        let not_pem = dir.path().join("ca.pem");
+        std::fs::write(&not_pem, "not a certificate").unwrap();
+        let path = not_pem.display().to_string();
+        let files =
+            registry("https://x", &[("ssl.ca.location", &path), ("request.timeout.ms", "5")]);
+        assert_eq!(files.files().collect::<Vec<_>>(), [("ssl.ca.location", path.as_str())]);
+        assert!(files.client().unwrap_err().contains("not PEM certificates"));
     }
 
     #[test]

@@ -1023,6 +1023,14 @@ mod tests {
                 "{refused}: {error}"
             );
         }
+        // Its certificate files are read by the same rules as Kafka's.
+        let ca = check(&grants, "source: { type: kafka, bootstrap_servers: k:9092, topics: [t], format: avro, schema_registry: { url: \"http://registry:8080/apis/ccompat/v7\", properties: { ssl.ca.location: /etc/shadow } } }\nsink: { type: stdout }\n").unwrap_err();
+        assert!(
+            ca.starts_with(
+                "source.schema_registry.properties.ssl.ca.location: /etc/shadow is outside"
+            ),
+            "{ca}"
+        );
         let bad = super::Grants::new(
             &server.data,
             &GrantsConfig { allow_schema_registry: vec!["ftp://x".into()], ..Default::default() },

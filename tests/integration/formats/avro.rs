@@ -178,6 +178,23 @@ fn a_record_that_is_not_avro_stops_the_run_naming_where_or_is_dropped() {
     assert_eq!(totals(&kafka, &output), expected, "the output of the orders without the two");
     let summary = String::from_utf8_lossy(&run.stderr);
     assert!(summary.contains("2 source records dropped"), "counted: {summary}");
+
+    // A side output receives the two as they were read.
+    let dead = dir.path().join("dead.out");
+    let side = unique("avro-poison-side");
+    kafka.create_topic(&side, 1);
+    let lettering = format!("{failing}, on_undecodable: {{ side-output: bad }}");
+    let spec = kafka_spec(dir.path(), &kafka, &input, &lettering, &side, &sink_setting(TOTAL));
+    let text = std::fs::read_to_string(&spec).unwrap();
+    let text = format!("{text}side_outputs: {{ bad: {{ type: file, path: {dead:?} }} }}\n");
+    std::fs::write(&spec, text).unwrap();
+    run_ok(&spec, &dir.path().join("lettering"), &[]);
+    assert_eq!(totals(&kafka, &side), expected, "the side output takes nothing from the output");
+    let dead = std::fs::read(&dead).unwrap();
+    let mut expected_dead = orders[0].json().into_bytes();
+    expected_dead.push(b'\n');
+    expected_dead.extend_from_slice(&[0, 0x7f, 0xff, 0xff, 0xf0, 2, 4, b'\n']);
+    assert_eq!(dead, expected_dead, "both records, as they were read");
 }
 
 #[test]
@@ -252,4 +269,40 @@ fn avro_in_and_out_is_exactly_once_through_kill_9() {
         kills >= 3 && mid_work >= 3,
         "only {mid_work} of {kills} kills landed with work left (seed {seed})"
     );
+}
+
+#[test]
+fn rust_python_and_typescript_revenue_over_avro_orders_write_the_same_bytes() {
+    let kafka = TestKafka::start();
+    let dir = tempfile::tempdir().unwrap();
+    let input = unique("avro-twins-in");
+    kafka.create_topic(&input, 1);
+    let orders = orders();
+    produce(&kafka, &input, &orders);
+    let source = format!(
+        "{{ type: kafka, bootstrap_servers: {:?}, topics: [{input}], bounded: true, timestamp_field: event_time, format: avro{} }}",
+        kafka.bootstrap(),
+        registry_setting()
+    );
+    let output_of = |function_name: &str| {
+        let wasm = function(function_name);
+        let out = dir.path().join(format!("{function_name}.jsonl"));
+        let spec = dir.path().join(format!("{function_name}.yaml"));
+        std::fs::write(
+            &spec,
+            format!(
+                "name: {}\nsource: {source}\nkey: {{ wasm: {wasm:?} }}\n\
+                 process: {{ wasm: {wasm:?} }}\nsink: {{ type: file, path: {out:?} }}\n",
+                unique("avro-twins")
+            ),
+        )
+        .unwrap();
+        run_ok(&spec, &dir.path().join(format!("data-{function_name}")), &[]);
+        sorted_lines(&out)
+    };
+    let rust = output_of("revenue");
+    assert_eq!(rust.len(), orders.len());
+    for twin in ["revenue-py", "revenue-js"] {
+        assert_eq!(output_of(twin), rust, "{twin} over Avro orders");
+    }
 }

@@ -64,6 +64,10 @@ fn host_access(
             field: "schema_registry.url".into(),
             url: registry.url.clone(),
         });
+        accesses.extend(registry.files().map(|(name, path)| Access::Read {
+            field: format!("schema_registry.properties.{name}"),
+            path: path.into(),
+        }));
     }
     accesses
 }
