@@ -210,17 +210,7 @@ fn run_locked(
         handle: options.handle.clone(),
         acks: ack_tx.clone(),
     };
-    let sink_shutdown = ack_tx.clone();
-    let sink_thread = spawn("sink", move || {
-        let result = sink_task.run(sink_rx);
-        if result.is_err() {
-            // As for a failing subtask: the coordinator stops waiting for
-            // the sink's acks (a source at its end would otherwise wait
-            // for the checkpoint timeout).
-            let _ = sink_shutdown.send(Ack::Shutdown);
-        }
-        result
-    })?;
+    let sink_thread = spawn("sink", move || sink_task.run(sink_rx))?;
 
     let control = ControlDir::new(config::control_dir(&options.data_dir, &spec.name));
     control
