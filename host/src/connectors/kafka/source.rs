@@ -182,7 +182,7 @@ impl SourceConfig for KafkaSourceConfig {
                 format!("{} source tasks: give 1 to {MAX_READERS}", self.parallelism),
             ));
         }
-        check_format(self.format, self.schema_registry.as_ref())?;
+        super::check_format(self.format, self.schema_registry.as_ref())?;
         if let Some(schema) = &self.reader_schema {
             if self.format != Format::Avro {
                 return Err(ConfigError::new(
@@ -321,12 +321,28 @@ struct Buffered {
 enum Unusual {
     /// An exchange topic's control record: a producer's watermark.
     Control(ExchangeMark),
-    /// A record without a usable event time, or a tombstone: handled as
-    /// `on_bad_timestamp` says; why it is bad.
-    Bad(String),
-    /// A record that cannot be decoded in the source's format: handled as
-    /// `on_undecodable` says; why.
-    Undecodable(String),
+    /// A record the source cannot deliver as an event: handled as the
+    /// option for its kind says; why.
+    Bad(BadKind, String),
+}
+
+/// Why a record is not an event, and so which option handles it.
+#[derive(Clone, Copy)]
+enum BadKind {
+    /// No usable event time, or a tombstone: `on_bad_timestamp`.
+    Timestamp,
+    /// Not decodable in the source's format: `on_undecodable`.
+    Undecodable,
+}
+
+impl BadKind {
+    /// The source option that says what to do with such a record.
+    fn option(self) -> &'static str {
+        match self {
+            BadKind::Timestamp => "on_bad_timestamp",
+            BadKind::Undecodable => "on_undecodable",
+        }
+    }
 }
 
 /// What the control records of an exchange topic reported.
@@ -749,14 +765,18 @@ fn accept(
                 ExchangeRecord::Control(mark) => Some(Unusual::Control(mark)),
             }
         }
-        (None, None, _) => Some(Unusual::Bad("a tombstone (null value)".into())),
-        (None, Some(_), _) if undecodable.is_some() => undecodable.map(Unusual::Undecodable),
+        (None, None, _) => {
+            Some(Unusual::Bad(BadKind::Timestamp, "a tombstone (null value)".into()))
+        }
+        (None, Some(_), _) if undecodable.is_some() => {
+            undecodable.map(|reason| Unusual::Bad(BadKind::Undecodable, reason))
+        }
         (None, Some(_), Some(field)) => match json_timestamp(&event.value, field) {
             Ok(timestamp) => {
                 event.timestamp = timestamp;
                 None
             }
-            Err(reason) => Some(Unusual::Bad(reason)),
+            Err(reason) => Some(Unusual::Bad(BadKind::Timestamp, reason)),
         },
         (None, Some(_), None) => None,
     };
@@ -812,27 +832,6 @@ impl Rejecting<'_> {
         }
         partition.next = offset + 1;
         Ok(())
-    }
-}
-
-/// A registry `format` has a valid `schema_registry`; another has none.
-pub(super) fn check_format(
-    format: Format,
-    registry: Option<&SchemaRegistryConfig>,
-) -> Result<(), ConfigError> {
-    match (format.uses_registry(), registry) {
-        (true, None) => Err(ConfigError::new(
-            "schema_registry",
-            format!("format {} needs `schema_registry: {{ url: … }}`", format.name()),
-        )),
-        (true, Some(registry)) => {
-            registry.validate().map_err(|message| ConfigError::new("schema_registry", message))
-        }
-        (false, Some(_)) => Err(ConfigError::new(
-            "schema_registry",
-            format!("format {} reads no schemas: give format avro, protobuf or json-schema, or remove schema_registry", format.name()),
-        )),
-        (false, None) => Ok(()),
     }
 }
 
@@ -965,19 +964,14 @@ impl Source for KafkaSource {
                         }
                         break;
                     }
-                    Some(Unusual::Bad(reason)) => {
-                        let rejecting = Rejecting {
-                            policy: &self.on_bad_timestamp,
-                            option: "on_bad_timestamp",
-                            dropped: &mut self.dropped,
-                            rejected: &mut self.rejected,
+                    Some(Unusual::Bad(kind, reason)) => {
+                        let policy = match kind {
+                            BadKind::Timestamp => &self.on_bad_timestamp,
+                            BadKind::Undecodable => &self.on_undecodable,
                         };
-                        rejecting.reject(partition, offset, event, &reason)?;
-                    }
-                    Some(Unusual::Undecodable(reason)) => {
                         let rejecting = Rejecting {
-                            policy: &self.on_undecodable,
-                            option: "on_undecodable",
+                            policy,
+                            option: kind.option(),
                             dropped: &mut self.dropped,
                             rejected: &mut self.rejected,
                         };
