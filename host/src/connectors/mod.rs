@@ -15,6 +15,7 @@ pub mod discard;
 pub mod file;
 pub mod generator;
 pub mod kafka;
+mod record_format;
 pub mod registry;
 pub mod secrets;
 mod splits;

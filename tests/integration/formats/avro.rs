@@ -37,35 +37,51 @@ const TOTAL: &str = r#"{"type":"record","name":"RunningTotal","namespace":"weir.
 /// `orders` as Avro records of `topic`, the first half with `ORDER_V1`
 /// and the rest with `ORDER_V2`, keyed by customer, on one partition.
 fn produce(kafka: &TestKafka, topic: &str, orders: &[Order]) -> Vec<RawRecord> {
-    let encoder = AvroEncoder::new(registry());
-    let half = orders.len() / 2;
-    let mut records = Vec::new();
-    for (i, order) in orders.iter().enumerate() {
-        let mut fields = vec![
-            ("order_id", Value::Long(order.order_id as i64)),
-            ("customer_id", Value::Long(order.customer_id as i64)),
-            ("amount", Value::Double(order.amount())),
-            ("event_time", Value::TimestampMillis(order.event_time)),
-        ];
-        let schema = if i < half {
-            ORDER_V1
-        } else {
-            fields.push(("channel", Value::Union(1, Box::new(Value::String("web".into())))));
-            ORDER_V2
-        };
-        let supplied = SuppliedSchema::new(None, SchemaType::Avro, schema.to_string());
-        let strategy =
-            SubjectNameStrategy::TopicNameStrategyWithSchema(topic.to_string(), false, supplied);
-        let value = encoder.encode(fields, &strategy).expect("encoding an order");
-        records.push(RawRecord {
+    let records: Vec<RawRecord> = framed_orders(topic, orders)
+        .into_iter()
+        .zip(orders)
+        .map(|(value, order)| RawRecord {
             partition: Some(0),
             key: Some(order.customer_id.to_string().into_bytes()),
             value: Some(value),
             headers: Vec::new(),
-        });
-    }
+        })
+        .collect();
     kafka.produce_raw(topic, &records);
     records
+}
+
+/// `orders` as framed Avro records (their schemas registered under
+/// `<topic>-value`), the first half written with `ORDER_V1` and the rest
+/// with `ORDER_V2`.
+pub(super) fn framed_orders(topic: &str, orders: &[Order]) -> Vec<Vec<u8>> {
+    let encoder = AvroEncoder::new(registry());
+    let half = orders.len() / 2;
+    orders
+        .iter()
+        .enumerate()
+        .map(|(i, order)| {
+            let mut fields = vec![
+                ("order_id", Value::Long(order.order_id as i64)),
+                ("customer_id", Value::Long(order.customer_id as i64)),
+                ("amount", Value::Double(order.amount())),
+                ("event_time", Value::TimestampMillis(order.event_time)),
+            ];
+            let schema = if i < half {
+                ORDER_V1
+            } else {
+                fields.push(("channel", Value::Union(1, Box::new(Value::String("web".into())))));
+                ORDER_V2
+            };
+            let supplied = SuppliedSchema::new(None, SchemaType::Avro, schema.to_string());
+            let strategy = SubjectNameStrategy::TopicNameStrategyWithSchema(
+                topic.to_string(),
+                false,
+                supplied,
+            );
+            encoder.encode(fields, &strategy).expect("encoding an order")
+        })
+        .collect()
 }
 
 /// The running totals `topic` holds, decoded with the registry.

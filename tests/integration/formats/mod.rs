@@ -13,6 +13,7 @@
 
 mod avro;
 mod confluent_client;
+mod files;
 mod json_schema;
 mod protobuf;
 

@@ -13,6 +13,25 @@ const ORDER: &str = "syntax = \"proto3\";\npackage weir.test;\n\nmessage Order {
 
 const TOTAL: &str = "syntax = \"proto3\";\npackage weir.test;\n\nmessage RunningTotal {\n  int64 order_id = 1;\n  int64 customer_id = 2;\n  double amount = 3;\n  double total = 4;\n}\n";
 
+/// `orders` as framed Protobuf records, their schema registered under
+/// `<topic>-value`.
+pub(super) fn framed_orders(topic: &str, orders: &[Order]) -> Vec<Vec<u8>> {
+    let encoder = ProtoEncoder::new(registry());
+    let supplied = SuppliedSchema::new(None, SchemaType::Protobuf, ORDER.to_string());
+    let strategy =
+        SubjectNameStrategy::TopicNameStrategyWithSchema(topic.to_string(), false, supplied);
+    orders
+        .iter()
+        .map(|order| {
+            let json = serde_json::json!({
+                "order_id": order.order_id, "customer_id": order.customer_id,
+                "amount": order.amount(), "event_time": order.event_time,
+            });
+            encoder.encode_json(&json, "weir.test.Order", &strategy).expect("encoding")
+        })
+        .collect()
+}
+
 #[test]
 fn protobuf_orders_give_the_totals_json_orders_give() {
     let kafka = TestKafka::start();
@@ -23,19 +42,10 @@ fn protobuf_orders_give_the_totals_json_orders_give() {
     kafka.create_topic(&input, 1);
     kafka.create_topic(&output, 1);
 
-    let encoder = ProtoEncoder::new(registry());
-    let supplied = SuppliedSchema::new(None, SchemaType::Protobuf, ORDER.to_string());
-    let strategy = SubjectNameStrategy::TopicNameStrategyWithSchema(input.clone(), false, supplied);
-    let records: Vec<_> = orders
-        .iter()
-        .map(|order| {
-            let json = serde_json::json!({
-                "order_id": order.order_id, "customer_id": order.customer_id,
-                "amount": order.amount(), "event_time": order.event_time,
-            });
-            let value = encoder.encode_json(&json, "weir.test.Order", &strategy).expect("encoding");
-            (Some(0), Some(order.customer_id.to_string().into_bytes()), value)
-        })
+    let records: Vec<_> = framed_orders(&input, &orders)
+        .into_iter()
+        .zip(&orders)
+        .map(|(value, order)| (Some(0), Some(order.customer_id.to_string().into_bytes()), value))
         .collect();
     kafka.produce_many(&input, &records);
 

@@ -1,7 +1,10 @@
-//! The file source: JSON lines, one event per non-blank line.
+//! The file source: JSON lines, one event per non-blank line; or, in a
+//! registry format, length-delimited records each decoded into a JSON
+//! event.
 //!
-//! Its position is `{"offset": <byte offset of the next unread line>,
-//! "line": <lines consumed so far>, "dropped": <records dropped so far>}`.
+//! Its position is `{"offset": <byte offset of the next unread record>,
+//! "line": <lines (records) consumed so far>, "dropped": <records dropped
+//! so far>}`.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
@@ -9,10 +12,16 @@ use std::path::{Path, PathBuf};
 
 use crate::connectors::timestamp::{json_timestamp, BadTimestamps};
 use crate::connectors::{decode, encode, ConnectorError, Polled, Source};
+use crate::formats::RecordDecoder;
 use crate::Event;
 
+/// The longest record a length-delimited file may hold; a longer length
+/// prefix means the file is not one of length-delimited records.
+const MAX_RECORD_BYTES: u64 = 64 << 20;
+
 /// Reads a file of JSON lines; each non-blank line becomes one event whose
-/// value is the line's bytes.
+/// value is the line's bytes. [`FileSource::decoding`] reads a file of
+/// length-delimited records in a registry format instead.
 pub struct FileSource {
     path: PathBuf,
     reader: BufReader<File>,
@@ -24,6 +33,15 @@ pub struct FileSource {
     bad_timestamps: BadTimestamps,
     rejected: Vec<(String, Event)>,
     dropped: u64,
+    decoding: Option<Decoding>,
+}
+
+/// How a file of length-delimited records is decoded.
+struct Decoding {
+    decoder: RecordDecoder,
+    on_undecodable: BadTimestamps,
+    /// The decoded record's JSON.
+    json: Vec<u8>,
 }
 
 impl FileSource {
@@ -46,7 +64,17 @@ impl FileSource {
             bad_timestamps: BadTimestamps::Fail,
             rejected: Vec::new(),
             dropped: 0,
+            decoding: None,
         })
+    }
+
+    /// Read the file as length-delimited records (each an unsigned varint
+    /// length, then the record, as Protobuf's `writeDelimitedTo` frames
+    /// messages) in `decoder`'s format, each decoded into a JSON event; a
+    /// record that cannot be decoded is handled as `on_undecodable` says.
+    pub fn decoding(mut self, decoder: RecordDecoder, on_undecodable: BadTimestamps) -> Self {
+        self.decoding = Some(Decoding { decoder, on_undecodable, json: Vec::new() });
+        self
     }
 
     /// Handle lines without a usable timestamp as `policy` says.
@@ -56,10 +84,7 @@ impl FileSource {
     }
 
     fn bad(&self, message: impl Into<String>) -> ConnectorError {
-        ConnectorError::BadRecord {
-            location: format!("{}:{}", self.path.display(), self.line_number),
-            message: message.into(),
-        }
+        bad_record(&self.path, self.line_number, message)
     }
 
     fn timestamp(&self, line: &[u8]) -> Result<i64, ConnectorError> {
@@ -72,32 +97,116 @@ impl FileSource {
     }
 }
 
+impl FileSource {
+    /// Read the next line into `self.line`: its length in the file, 0 at
+    /// the end.
+    fn read_line(&mut self) -> Result<usize, ConnectorError> {
+        self.line.clear();
+        self.reader.read_until(b'\n', &mut self.line).map_err(|source| self.io_error(source))
+    }
+
+    /// Read the next length-delimited record into `self.line`: its length
+    /// in the file with its prefix, 0 at the end.
+    fn read_record(&mut self) -> Result<usize, ConnectorError> {
+        let mut length = 0u64;
+        let mut prefix = 0;
+        loop {
+            let mut byte = [0u8];
+            match self.reader.read(&mut byte).map_err(|source| self.io_error(source))? {
+                0 if prefix == 0 => return Ok(0),
+                0 => return Err(self.truncated("its length")),
+                _ => {}
+            }
+            length |= u64::from(byte[0] & 0x7f) << (7 * prefix);
+            prefix += 1;
+            if byte[0] & 0x80 == 0 {
+                break;
+            }
+            if prefix == 10 {
+                return Err(self.bad("a record length longer than a varint (is this a file of length-delimited records?)"));
+            }
+        }
+        if length > MAX_RECORD_BYTES {
+            return Err(self.bad(format!(
+                "a record of {length} bytes, more than the {MAX_RECORD_BYTES} a record may have (is this a file of length-delimited records?)"
+            )));
+        }
+        self.line.resize(length as usize, 0);
+        let mut line = std::mem::take(&mut self.line);
+        let read = self.reader.read_exact(&mut line);
+        self.line = line;
+        match read {
+            Ok(()) => Ok(prefix + length as usize),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                Err(self.truncated(&format!("its {length} bytes")))
+            }
+            Err(source) => Err(self.io_error(source)),
+        }
+    }
+
+    fn io_error(&self, source: std::io::Error) -> ConnectorError {
+        ConnectorError::Io { what: format!("reading {}", self.path.display()), source }
+    }
+
+    fn truncated(&self, what: &str) -> ConnectorError {
+        let at = self.bytes_read;
+        ConnectorError::BadRecord {
+            location: format!("{}:{}", self.path.display(), self.line_number + 1),
+            message: format!("the file ends inside the record at byte {at}, before {what}: a file cut short or still being written, or not one of length-delimited records"),
+        }
+    }
+}
+
 impl Source for FileSource {
     fn next_batch(&mut self, max: usize, out: &mut Vec<Event>) -> Result<Polled, ConnectorError> {
         let mut added = 0;
         while added < max {
-            self.line.clear();
-            let read = self.reader.read_until(b'\n', &mut self.line).map_err(|source| {
-                ConnectorError::Io { what: format!("reading {}", self.path.display()), source }
-            })?;
+            let read =
+                if self.decoding.is_some() { self.read_record()? } else { self.read_line()? };
             if read == 0 {
                 return Ok(Polled::single(false));
             }
             self.bytes_read += read as u64;
             self.line_number += 1;
-            let line = self.line.trim_ascii();
-            if line.is_empty() {
+            let line =
+                if self.decoding.is_some() { &self.line[..] } else { self.line.trim_ascii() };
+            if line.is_empty() && self.decoding.is_none() {
                 continue;
             }
-            let event = |timestamp| Event {
+            let event = |value: &[u8], timestamp| Event {
                 key: None,
-                value: line.to_vec(),
+                value: value.to_vec(),
                 timestamp,
                 headers: Vec::new(),
             };
-            match (self.timestamp(line), &self.bad_timestamps) {
+            let (value, stamped) = match &mut self.decoding {
+                Some(decoding) => {
+                    decoding.json.clear();
+                    if let Err(reason) = decoding.decoder.decode(line, &mut decoding.json) {
+                        match &decoding.on_undecodable {
+                            BadTimestamps::Fail => {
+                                return Err(bad_record(&self.path, self.line_number, reason))
+                            }
+                            BadTimestamps::Drop => self.dropped += 1,
+                            BadTimestamps::SideOutput(name) => {
+                                self.rejected.push((name.clone(), event(line, i64::MIN)));
+                            }
+                        }
+                        continue;
+                    }
+                    let json = &decoding.json[..];
+                    let stamped = match &self.timestamp_field {
+                        Some(field) => json_timestamp(json, field)
+                            .map_err(|m| bad_record(&self.path, self.line_number, m)),
+                        None => Ok(0),
+                    };
+                    (json, stamped)
+                }
+                None => (line, self.timestamp(line)),
+            };
+            match (stamped, &self.bad_timestamps) {
                 (Ok(timestamp), _) => {
-                    out.push(event(timestamp));
+                    out.push(event(value, timestamp));
                     added += 1;
                 }
                 (Err(error), BadTimestamps::Fail) => return Err(error),
@@ -105,7 +214,7 @@ impl Source for FileSource {
                 (Err(_), BadTimestamps::Drop) => self.dropped += 1,
                 (Err(_), BadTimestamps::SideOutput(name)) => {
                     let name = name.clone();
-                    self.rejected.push((name, event(i64::MIN)));
+                    self.rejected.push((name, event(value, i64::MIN)));
                 }
             }
         }
@@ -146,12 +255,12 @@ impl Source for FileSource {
                 "offset {offset} is beyond the end of the file ({size} bytes)"
             )));
         }
-        // Each line read takes at least one byte, and all but the last line
-        // of the file end with a newline.
+        // Each line (record) read takes at least one byte, and all but the
+        // last line of the file end with a newline.
         if line > offset {
             return Err(misfit(format!("{line} lines cannot end at byte {offset}")));
         }
-        if offset > 0 && offset < size {
+        if offset > 0 && offset < size && self.decoding.is_none() {
             let mut before = [0u8];
             self.reader
                 .seek(SeekFrom::Start(offset - 1))
@@ -168,6 +277,14 @@ impl Source for FileSource {
         self.size = size;
         self.rejected.clear();
         Ok(())
+    }
+}
+
+/// Record `number` of the file at `path` is malformed.
+fn bad_record(path: &Path, number: u64, message: impl Into<String>) -> ConnectorError {
+    ConnectorError::BadRecord {
+        location: format!("{}:{number}", path.display()),
+        message: message.into(),
     }
 }
 

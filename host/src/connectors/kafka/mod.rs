@@ -41,7 +41,7 @@ use rdkafka::producer::{BaseProducer, Producer as _};
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::ClientConfig;
 
-use super::config::{Access, ConfigError};
+use super::config::Access;
 use super::secrets::{is_secret_property, REDACTED};
 use super::ConnectorError;
 
@@ -59,38 +59,8 @@ fn host_access(
         },
         Access::KafkaProperties { field: "properties".into(), properties: properties.clone() },
     ];
-    if let Some(registry) = registry {
-        accesses.push(Access::SchemaRegistry {
-            field: "schema_registry.url".into(),
-            url: registry.url.clone(),
-        });
-        accesses.extend(registry.files().map(|(name, path)| Access::Read {
-            field: format!("schema_registry.properties.{name}"),
-            path: path.into(),
-        }));
-    }
+    accesses.extend(super::record_format::registry_access(registry));
     accesses
-}
-
-/// A registry `format` has a valid `schema_registry`; another has none.
-pub(super) fn check_format(
-    format: crate::formats::Format,
-    registry: Option<&crate::formats::SchemaRegistryConfig>,
-) -> Result<(), ConfigError> {
-    match (format.uses_registry(), registry) {
-        (true, None) => Err(ConfigError::new(
-            "schema_registry",
-            format!("format {} needs `schema_registry: {{ url: … }}`", format.name()),
-        )),
-        (true, Some(registry)) => {
-            registry.validate().map_err(|message| ConfigError::new("schema_registry", message))
-        }
-        (false, Some(_)) => Err(ConfigError::new(
-            "schema_registry",
-            format!("format {} reads no schemas: give format avro, protobuf or json-schema, or remove schema_registry", format.name()),
-        )),
-        (false, None) => Ok(()),
-    }
 }
 
 /// How long a metadata, offset or transaction call to the broker may take.

@@ -219,7 +219,7 @@ fn default_transaction_timeout() -> Duration {
 impl SinkConfig for KafkaSinkConfig {
     fn validate(&self, role: SinkRole) -> Result<(), ConfigError> {
         super::check_properties(&self.properties)?;
-        super::check_format(self.format, self.schema_registry.as_ref())?;
+        crate::connectors::record_format::check_format(self.format, self.schema_registry.as_ref())?;
         if !self.format.uses_registry() {
             for (field, given) in [
                 ("schema", self.schema.is_some()),

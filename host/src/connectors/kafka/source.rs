@@ -31,6 +31,7 @@ use super::{
     client_config, is_transient_code, kafka_error, outlasted, topic_partitions, Retry, CALL_TIMEOUT,
 };
 use crate::connectors::config::{Access, ConfigError, SourceConfig};
+use crate::connectors::record_format::{check_format, check_reader_schema};
 use crate::connectors::timestamp::{json_timestamp, parse_rfc3339_millis, BadTimestamps};
 use crate::connectors::{decode, encode, ConnectorError, Polled, Source};
 use crate::formats::{Format, RecordDecoder, SchemaRegistryConfig};
@@ -182,18 +183,8 @@ impl SourceConfig for KafkaSourceConfig {
                 format!("{} source tasks: give 1 to {MAX_READERS}", self.parallelism),
             ));
         }
-        super::check_format(self.format, self.schema_registry.as_ref())?;
-        if let Some(schema) = &self.reader_schema {
-            if self.format != Format::Avro {
-                return Err(ConfigError::new(
-                    "reader_schema",
-                    "only an `avro` source has a reader schema",
-                ));
-            }
-            apache_avro::Schema::parse_str(schema).map_err(|e| {
-                ConfigError::new("reader_schema", format!("not an Avro schema: {e}"))
-            })?;
-        }
+        check_format(self.format, self.schema_registry.as_ref())?;
+        check_reader_schema(self.format, self.reader_schema.as_deref())?;
         super::check_properties(&self.properties)
     }
 
