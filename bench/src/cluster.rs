@@ -1400,7 +1400,9 @@ fn io(doing: &'static str) -> impl Fn(std::io::Error) -> BenchError {
     move |e| BenchError::Io(format!("{doing}: {e}"))
 }
 
-fn kafka_fail(doing: impl Into<String>) -> impl FnOnce(rdkafka::error::KafkaError) -> BenchError {
+pub(crate) fn kafka_fail(
+    doing: impl Into<String>,
+) -> impl FnOnce(rdkafka::error::KafkaError) -> BenchError {
     let doing = doing.into();
     move |e| BenchError::Io(format!("kafka: {doing}: {e}"))
 }
@@ -1411,13 +1413,13 @@ fn now_ms() -> i64 {
 }
 
 /// The broker.
-struct Kafka {
+pub(crate) struct Kafka {
     servers: String,
 }
 
 /// Counts deliveries, and failed ones.
 #[derive(Default)]
-struct Deliveries {
+pub(crate) struct Deliveries {
     reports: AtomicU64,
     failed: AtomicU64,
     error: Mutex<Option<String>>,
@@ -1443,10 +1445,10 @@ impl CountsDeliveries for Deliveries {
 }
 
 /// Served by the thread that sends, as Weir's Kafka sink serves its own.
-type OrderProducer = BaseProducer<Deliveries>;
+pub(crate) type OrderProducer = BaseProducer<Deliveries>;
 
 impl Kafka {
-    fn new(servers: &str) -> Result<Self, BenchError> {
+    pub(crate) fn new(servers: &str) -> Result<Self, BenchError> {
         let kafka = Self { servers: servers.to_string() };
         let probe: BaseConsumer =
             kafka.config().create().map_err(kafka_fail("creating a client"))?;
@@ -1462,7 +1464,7 @@ impl Kafka {
         config
     }
 
-    fn producer(&self) -> Result<OrderProducer, BenchError> {
+    pub(crate) fn producer(&self) -> Result<OrderProducer, BenchError> {
         self.config()
             .set("linger.ms", "5")
             .set("batch.size", "1000000")
@@ -1514,7 +1516,7 @@ impl Kafka {
     }
 
     /// Create `topics` with [`PARTITIONS`] partitions each.
-    fn create_topics(&self, topics: &[&str]) -> Result<(), BenchError> {
+    pub(crate) fn create_topics(&self, topics: &[&str]) -> Result<(), BenchError> {
         let admin = self.admin()?;
         let new: Vec<NewTopic<'_>> = topics
             .iter()
@@ -1531,7 +1533,7 @@ impl Kafka {
     }
 
     /// Delete every topic whose name contains `part` (best effort).
-    fn delete_topics_containing(&self, part: &str) {
+    pub(crate) fn delete_topics_containing(&self, part: &str) {
         let Ok(admin) = self.admin() else { return };
         let Ok(probe) = self.config().create::<BaseConsumer>() else { return };
         let Ok(metadata) = probe.fetch_metadata(None, Duration::from_secs(10)) else { return };
@@ -1664,7 +1666,7 @@ fn send(producer: &OrderProducer, topic: &str, id: u64, customer: u64) -> Result
     Ok(())
 }
 
-fn flush(producer: &OrderProducer) -> Result<(), BenchError> {
+pub(crate) fn flush(producer: &OrderProducer) -> Result<(), BenchError> {
     producer.flush(Duration::from_secs(120)).map_err(kafka_fail("flushing the producer"))?;
     let context = producer.context();
     if context.failed.load(Ordering::Relaxed) > 0 {

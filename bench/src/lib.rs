@@ -31,6 +31,7 @@
 //! process and on workers, against the broker's own rate.
 
 pub mod cluster;
+pub mod formats;
 pub mod latency;
 pub mod native;
 
@@ -320,51 +321,89 @@ pub fn measure(
         case.keys,
         case.checkpoints
     );
-    let io = |e: std::io::Error| BenchError::Io(format!("{label}: {e}"));
-    let dir = scratch.join(format!(
+    let dir = format!(
         "{}-{:?}-{}-{}",
         case.workload.name(),
         case.implementation,
         case.keys,
         case.checkpoints
-    ));
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(io)?;
+    );
+    let mut args = Vec::new();
+    if case.load.is_some() {
+        let warm_up = format!("{}ms", latency::LIVE_WARM_UP.as_millis());
+        args.extend(["--latency".to_string(), "--latency-warm-up".to_string(), warm_up]);
     }
-    std::fs::create_dir_all(&dir).map_err(io)?;
-    let spec = dir.join("pipeline.yaml");
-    std::fs::write(&spec, case.spec(functions_dir)).map_err(io)?;
-    let shared_components = scratch.join("components");
-    let components = weir_host::config::component_cache_dir(&dir.join("data"));
-    std::fs::create_dir_all(&shared_components).map_err(io)?;
-    std::fs::create_dir_all(components.parent().unwrap_or(&dir)).map_err(io)?;
-    std::os::unix::fs::symlink(&shared_components, &components).map_err(io)?;
-    let output = Command::new(weir)
-        .arg("run")
-        .arg(&spec)
-        .arg("--data-dir")
-        .arg(dir.join("data"))
-        .args(["--quiet", "--report-json"])
-        .args(case.load.iter().flat_map(|_| {
-            let warm_up = format!("{}ms", latency::LIVE_WARM_UP.as_millis());
-            ["--latency".to_string(), "--latency-warm-up".to_string(), warm_up]
-        }))
-        .env_remove("WEIR_FAULT")
-        .env("WEIR_TASK_METRICS", case.workload.task_metrics())
-        .output()
-        .map_err(io)?;
-    let _ = std::fs::remove_dir_all(&dir);
-    if !output.status.success() {
-        return Err(BenchError::Run {
-            case: label,
-            message: String::from_utf8_lossy(&output.stderr).trim().to_string(),
-        });
+    let run = SpecRun {
+        label: &label,
+        dir: &dir,
+        args: &args,
+        task_metrics: case.workload.task_metrics(),
+    };
+    run.measure(weir, &case.spec(functions_dir), scratch)
+}
+
+/// One `weir run` of a spec, measured.
+pub(crate) struct SpecRun<'a> {
+    /// What the run is, for errors.
+    pub label: &'a str,
+    /// Its directory's name under the scratch space.
+    pub dir: &'a str,
+    /// More `weir run` arguments.
+    pub args: &'a [String],
+    /// `WEIR_TASK_METRICS`.
+    pub task_metrics: &'a str,
+}
+
+impl SpecRun<'_> {
+    /// Run `spec` as a child process of `weir` (the executable at
+    /// `weir`), with a fresh data directory under `scratch`. Compiled
+    /// components are kept in `scratch`'s shared component cache, as a
+    /// server keeps them from upload on: a run measures processing, not
+    /// compiling.
+    pub fn measure(
+        &self,
+        weir: &Path,
+        spec: &str,
+        scratch: &Path,
+    ) -> Result<Measurement, BenchError> {
+        let label = self.label;
+        let io = |e: std::io::Error| BenchError::Io(format!("{label}: {e}"));
+        let dir = scratch.join(self.dir);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(io)?;
+        }
+        std::fs::create_dir_all(&dir).map_err(io)?;
+        let spec_path = dir.join("pipeline.yaml");
+        std::fs::write(&spec_path, spec).map_err(io)?;
+        let shared_components = scratch.join("components");
+        let components = weir_host::config::component_cache_dir(&dir.join("data"));
+        std::fs::create_dir_all(&shared_components).map_err(io)?;
+        std::fs::create_dir_all(components.parent().unwrap_or(&dir)).map_err(io)?;
+        std::os::unix::fs::symlink(&shared_components, &components).map_err(io)?;
+        let output = Command::new(weir)
+            .arg("run")
+            .arg(&spec_path)
+            .arg("--data-dir")
+            .arg(dir.join("data"))
+            .args(["--quiet", "--report-json"])
+            .args(self.args)
+            .env_remove("WEIR_FAULT")
+            .env("WEIR_TASK_METRICS", self.task_metrics)
+            .output()
+            .map_err(io)?;
+        let _ = std::fs::remove_dir_all(&dir);
+        if !output.status.success() {
+            return Err(BenchError::Run {
+                case: label.to_string(),
+                message: String::from_utf8_lossy(&output.stderr).trim().to_string(),
+            });
+        }
+        let text = String::from_utf8_lossy(&output.stdout);
+        serde_json::from_str(text.trim()).map_err(|e| BenchError::Run {
+            case: label.to_string(),
+            message: format!("unreadable report {text:?}: {e}"),
+        })
     }
-    let text = String::from_utf8_lossy(&output.stdout);
-    serde_json::from_str(text.trim()).map_err(|e| BenchError::Run {
-        case: label,
-        message: format!("unreadable report {text:?}: {e}"),
-    })
 }
 
 /// Default directory of the Wasm functions: `target/functions` of the

@@ -7,8 +7,10 @@ use std::path::PathBuf;
 use std::io::Write as _;
 
 use anyhow::Context as _;
+use weir_bench::formats::{run_formats, FormatSuite};
 use weir_bench::latency::{run_latency, LatencySuite};
 use weir_bench::{run_suite, Suite, Workload};
+use weir_host::formats::Format;
 
 /// What `weir bench` takes.
 #[derive(clap::Args)]
@@ -22,10 +24,13 @@ pub struct BenchArgs {
     #[arg(long = "keys", default_values_t = [10_000u64])]
     keys: Vec<u64>,
     /// Workloads (sum, sum-json, window, dedup, filter, two-stage, join,
-    /// sum-py, sum-js, sum-untimed); repeatable or comma-separated
-    /// (`--workloads two-stage,join`); default all. `sum` runs too with a
-    /// graph workload, sum-py, sum-js or sum-untimed, whose ratio to it is
-    /// reported.
+    /// sum-py, sum-js, sum-untimed, sum-avro, sum-protobuf); repeatable or
+    /// comma-separated (`--workloads two-stage,join`); default all but
+    /// sum-avro and sum-protobuf. `sum` runs too with a graph workload,
+    /// sum-py, sum-js or sum-untimed, whose ratio to it is reported;
+    /// sum-avro and sum-protobuf (they need `--schema-registry`) are
+    /// reported against the same orders in JSON, from a file and, with
+    /// `--kafka`, from a topic.
     #[arg(long = "workload", visible_alias = "workloads", value_delimiter = ',')]
     workloads: Vec<String>,
     /// Checkpoints: on (every 1 s), off, or both.
@@ -55,7 +60,19 @@ pub struct BenchArgs {
     /// `--linger 0ms,2ms`); default the spec's default alone.
     #[arg(long = "linger", value_delimiter = ',', value_parser = humantime::parse_duration)]
     lingers: Vec<std::time::Duration>,
+    /// The schema registry of sum-avro and sum-protobuf (its base URL, as
+    /// `scripts/dev schema-registry start` prints it).
+    #[arg(long)]
+    schema_registry: Option<String>,
+    /// A Kafka broker (host:port): sum-avro and sum-protobuf read from
+    /// topics too.
+    #[arg(long)]
+    kafka: Option<String>,
 }
+
+/// The workloads of `weir_bench::formats`: a registry format's name.
+const FORMAT_WORKLOADS: [(&str, Format); 2] =
+    [("sum-avro", Format::Avro), ("sum-protobuf", Format::Protobuf)];
 
 /// `weir bench` subcommands.
 #[derive(clap::Subcommand)]
@@ -143,12 +160,45 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         let functions_dir = cluster.functions_dir.as_ref().or(args.functions_dir.as_ref());
         return bench_cluster(cluster, functions_dir.cloned(), args.json);
     }
-    let workloads: Vec<Workload> = if args.workloads.is_empty() && args.latency {
+    let formats: Vec<Format> = FORMAT_WORKLOADS
+        .iter()
+        .filter(|(name, _)| args.workloads.iter().any(|w| w == name))
+        .map(|(_, format)| *format)
+        .collect();
+    let asked: Vec<&String> =
+        args.workloads.iter().filter(|w| !FORMAT_WORKLOADS.iter().any(|(n, _)| n == w)).collect();
+    if !formats.is_empty() {
+        anyhow::ensure!(
+            !args.latency,
+            "--latency measures the generator workloads, not sum-avro or sum-protobuf"
+        );
+        let registry = args.schema_registry.clone().context(
+            "sum-avro and sum-protobuf need --schema-registry URL (`scripts/dev schema-registry start` starts one and prints its URL)",
+        )?;
+        let temporary = tempfile::tempdir()?;
+        let suite = FormatSuite {
+            events: args.events,
+            keys: args.keys.first().copied().unwrap_or(10_000),
+            formats,
+            registry,
+            kafka: args.kafka.clone(),
+            checkpoints: args.checkpoints != "off",
+            functions_dir: functions_dir(args.functions_dir.clone())?,
+            scratch: args.scratch.clone().unwrap_or_else(|| temporary.path().to_path_buf()),
+            repeat: args.repeat.max(1),
+            json: args.json,
+        };
+        run_formats(&suite, &std::env::current_exe()?, &mut std::io::stdout().lock())?;
+        if asked.is_empty() {
+            return Ok(());
+        }
+    }
+    let workloads: Vec<Workload> = if asked.is_empty() && args.latency {
         vec![Workload::Sum, Workload::Window]
-    } else if args.workloads.is_empty() {
+    } else if asked.is_empty() {
         Workload::ALL.to_vec()
     } else {
-        args.workloads
+        asked
             .iter()
             .map(|w| {
                 Workload::parse(w).ok_or_else(|| {

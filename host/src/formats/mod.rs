@@ -365,7 +365,7 @@ fn record_name(format: Format, schema: &str) -> Result<Option<String>, String> {
 /// Turns the records a source reads into JSON text.
 pub enum RecordDecoder {
     /// Avro.
-    Avro(avro::AvroToJson),
+    Avro(Box<avro::AvroToJson>),
     /// Protobuf.
     Protobuf(protobuf::ProtobufToJson),
     /// JSON Schema.
@@ -389,7 +389,9 @@ impl RecordDecoder {
         })?;
         let client = registry.client()?;
         Ok(Some(match format {
-            Format::Avro => RecordDecoder::Avro(avro::AvroToJson::new(client, reader_schema)?),
+            Format::Avro => {
+                RecordDecoder::Avro(Box::new(avro::AvroToJson::new(client, reader_schema)?))
+            }
             Format::Protobuf => RecordDecoder::Protobuf(protobuf::ProtobufToJson::new(client)),
             _ => RecordDecoder::JsonSchema(json_schema::JsonSchemaToJson::new(client)),
         }))

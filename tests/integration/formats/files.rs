@@ -120,3 +120,39 @@ fn a_file_of_avro_records_is_read_exactly_once_through_kill_9() {
     let mid_work = kills.iter().filter(|&&committed| committed < orders.len()).count();
     assert!(mid_work >= 3, "kills landed mid-work only {mid_work} times: {kills:?}");
 }
+
+#[test]
+fn a_reader_schema_resolves_every_writer_schema_or_names_why_it_cannot() {
+    let dir = tempfile::tempdir().unwrap();
+    let orders = orders();
+    let expected = reference(dir.path(), &orders);
+    let input = dir.path().join("orders.avro");
+    let framed = super::avro::framed_orders(&unique("file-reader"), &orders);
+    std::fs::write(&input, delimited(&framed)).unwrap();
+    let reader = |channel: &str| {
+        quoted(&format!(
+            r#"{{"type":"record","name":"Order","namespace":"weir.test","fields":[
+            {{"name":"order_id","type":"long"}},{{"name":"customer_id","type":"long"}},
+            {{"name":"amount","type":"double"}},
+            {{"name":"event_time","type":{{"type":"long","logicalType":"timestamp-millis"}}}},{channel}]}}"#
+        ))
+    };
+    // The first half's writer lacks `channel`: the reader's default fills it.
+    let defaulted = reader(r#"{"name":"channel","type":"string","default":"store"}"#);
+    let output = dir.path().join("out.jsonl");
+    let spec =
+        file_spec(dir.path(), &input, "avro", &format!(", reader_schema: {defaulted}"), &output);
+    run_ok(&spec, &dir.path().join("defaulted"), &[]);
+    assert_eq!(per_customer(records(&output).iter().map(total_of)), expected);
+
+    // A field neither writer has, without a default, cannot be resolved.
+    let required = reader(r#"{"name":"discount","type":"double"}"#);
+    let spec =
+        file_spec(dir.path(), &input, "avro", &format!(", reader_schema: {required}"), &output);
+    let data = dir.path().join("required");
+    let run = weir(&["run", spec.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success(), "an unresolvable record must stop the run");
+    assert!(stderr.contains("does not resolve to the reader schema"), "{stderr}");
+    assert!(stderr.contains("orders.avro:1"), "names the record: {stderr}");
+}
