@@ -47,6 +47,7 @@ fn main() -> ExitCode {
         Command::Worker(args) => commands::worker::execute(args),
         Command::Cluster(args) => commands::cluster::execute(args),
         Command::Kafka { command } => commands::kafka::execute(command),
+        Command::Schema { command } => commands::schema::execute(command),
         Command::Init(args) => commands::project::init(&args),
         Command::Build(args) => commands::project::build(&args),
         Command::Inspect(args) => commands::wasm::inspect(&args),

@@ -33,6 +33,15 @@ impl Event {
             .map_err(|e| crate::Error::msg(format!("event value is not the expected JSON: {e}")))
     }
 
+    /// The event decoded into `T` with serde, whatever its topic's wire
+    /// format: a source decodes Avro, Protobuf and JSON Schema records
+    /// into JSON events as it reads them, so `T` is the record's type —
+    /// `weir schema types --lang rust` writes it from the schema.
+    #[cfg(feature = "json")]
+    pub fn decode<'a, T: serde::Deserialize<'a>>(&'a self) -> Result<T, crate::Error> {
+        self.json()
+    }
+
     /// An event whose payload is `value` serialized as JSON.
     #[cfg(feature = "json")]
     pub fn from_json<T: serde::Serialize + ?Sized>(
@@ -54,6 +63,11 @@ mod tests {
             .with_header("h", b"v".to_vec());
         let back: serde_json::Value = event.json().unwrap();
         assert_eq!(back["a"], 1);
+        #[derive(serde::Deserialize)]
+        struct A {
+            a: i64,
+        }
+        assert_eq!(event.decode::<A>().unwrap().a, 1);
         assert_eq!(event.header("h"), Some(&b"v"[..]));
         assert_eq!(event.header("x"), None);
         assert!(Event::new(b"not json".to_vec(), 0).json::<serde_json::Value>().is_err());

@@ -12,6 +12,7 @@
 //! * `kafka` creates and lists topics, writes a file to a topic and reads
 //!   one (no Kafka download needed);
 //! * `wasm` (`inspect`, `componentize`) works on `.wasm` files;
+//! * `schema types` writes the types of a schema's events;
 //! * `project` (`init`, `build`) makes and builds function projects;
 //! * `print` holds the tables and summaries.
 
@@ -25,6 +26,7 @@ pub mod pipeline;
 pub mod print;
 pub mod project;
 pub mod run;
+pub mod schema;
 pub mod serve;
 pub mod server;
 pub mod snapshots;
@@ -89,6 +91,12 @@ pub enum Command {
     Kafka {
         #[command(subcommand)]
         command: kafka::KafkaCommand,
+    },
+    /// Schemas of registry formats: the types of their events in Rust,
+    /// Python or TypeScript.
+    Schema {
+        #[command(subcommand)]
+        command: schema::SchemaCommand,
     },
     /// Inspect a pipeline's checkpoints and savepoints.
     Checkpoints {

@@ -18,11 +18,14 @@
 //! * [`SchemaRegistryConfig`] — `schema_registry:`, the registry's URL and
 //!   credentials (in `properties:`, so a shown spec hides them);
 //! * [`avro`], [`protobuf`], [`json_schema`] — each format's decoding to
-//!   JSON and encoding from it.
+//!   JSON and encoding from it;
+//! * [`types`] — the types of a schema's JSON events in Rust, Python and
+//!   TypeScript (`weir schema types`).
 
 pub mod avro;
 pub mod json_schema;
 pub mod protobuf;
+pub mod types;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -213,6 +216,57 @@ impl SchemaRegistryConfig {
         builder
             .build_with(self.http_client()?)
             .map_err(|e| format!("schema registry {}: {}", self.url, describe(&e)))
+    }
+}
+
+impl SchemaRegistryConfig {
+    /// The schema of `subject` at `version` (`latest` or a number) and
+    /// its format, as the registry holds it.
+    pub fn subject_schema(&self, subject: &str, version: &str) -> Result<(Format, String), String> {
+        self.validate()?;
+        let url = format!(
+            "{}/subjects/{}/versions/{}",
+            self.url.trim_end_matches('/'),
+            url::form_urlencoded::byte_serialize(subject.as_bytes()).collect::<String>(),
+            url::form_urlencoded::byte_serialize(version.as_bytes()).collect::<String>()
+        );
+        let client = self
+            .http_client()?
+            .timeout(self.timeout()?)
+            .build()
+            .map_err(|e| format!("schema registry {}: {e}", self.url))?;
+        let mut request = client.get(&url);
+        if let Some(info) = self.properties.get("basic.auth.user.info") {
+            let (user, password) = info.split_once(':').unwrap_or((info, ""));
+            request = request.basic_auth(user, Some(password));
+        }
+        if let Some(token) = self.properties.get("bearer.auth.token") {
+            request = request.bearer_auth(token);
+        }
+        let answer = request.send().map_err(|e| format!("GET {url}: {e}"))?;
+        let status = answer.status();
+        let body = answer.text().map_err(|e| format!("GET {url}: {e}"))?;
+        if !status.is_success() {
+            return Err(format!("GET {url}: {status}: {}", body.trim()));
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Version {
+            schema: String,
+            #[serde(default)]
+            schema_type: Option<String>,
+        }
+        let version: Version = serde_json::from_str(&body)
+            .map_err(|e| format!("GET {url}: not a subject version: {e}"))?;
+        let format = match version.schema_type.as_deref() {
+            None | Some("AVRO") => Format::Avro,
+            Some("PROTOBUF") => Format::Protobuf,
+            Some("JSON") => Format::JsonSchema,
+            Some(other) => {
+                return Err(format!("GET {url}: schema type {other:?} is not one Weir reads"))
+            }
+        };
+        Ok((format, version.schema))
     }
 }
 

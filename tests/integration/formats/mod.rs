@@ -16,6 +16,7 @@ mod confluent_client;
 mod files;
 mod json_schema;
 mod protobuf;
+mod types;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -13,6 +13,15 @@ const ORDER: &str = "syntax = \"proto3\";\npackage weir.test;\n\nmessage Order {
 
 const TOTAL: &str = "syntax = \"proto3\";\npackage weir.test;\n\nmessage RunningTotal {\n  int64 order_id = 1;\n  int64 customer_id = 2;\n  double amount = 3;\n  double total = 4;\n}\n";
 
+/// Register `schema` under `<topic>-value`.
+pub(super) fn register(topic: &str, schema: &str) {
+    let encoder = ProtoEncoder::new(registry());
+    let supplied = SuppliedSchema::new(None, SchemaType::Protobuf, schema.to_string());
+    let strategy =
+        SubjectNameStrategy::TopicNameStrategyWithSchema(topic.to_string(), false, supplied);
+    encoder.get_message_descriptor("weir.test.Order", &strategy).expect("registering the schema");
+}
+
 /// `orders` as framed Protobuf records, their schema registered under
 /// `<topic>-value`.
 pub(super) fn framed_orders(topic: &str, orders: &[Order]) -> Vec<Vec<u8>> {
