@@ -462,6 +462,10 @@ pub struct RunHandle {
     /// Readers of what it writes.
     pub tail: super::tail::TailHub,
     requests: Mutex<Option<Sender<Request>>>,
+    /// The run started its coordinator and has since ended.
+    ended: std::sync::atomic::AtomicBool,
+    /// It ended with an error.
+    failed: std::sync::atomic::AtomicBool,
     cancelled: std::sync::atomic::AtomicBool,
     /// The id of the drained stop's snapshot, once triggered (0: none).
     drain_at: AtomicU64,
@@ -503,15 +507,29 @@ impl RunHandle {
     pub(crate) fn open_requests(&self) -> Receiver<Request> {
         let (tx, rx) = channel();
         *self.requests.lock().unwrap_or_else(PoisonError::into_inner) = Some(tx);
+        self.ended.store(false, Ordering::Relaxed);
+        self.failed.store(false, Ordering::Relaxed);
         rx
     }
 
-    /// Called by the run as it ends: later requests and state queries
-    /// fail at once, and tail readers are let go.
-    pub(crate) fn close_requests(&self) {
-        *self.requests.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    /// Called by the run as it ends (`failed`: with an error): later
+    /// requests and state queries fail at once, and tail readers are let
+    /// go.
+    pub(crate) fn close_requests(&self, failed: bool) {
+        let mut requests = self.requests.lock().unwrap_or_else(PoisonError::into_inner);
+        self.failed.store(failed, Ordering::Relaxed);
+        self.ended.store(
+            requests.take().is_some() || self.ended.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        drop(requests);
         self.state.close();
         self.tail.close();
+    }
+
+    /// Whether the run ended with an error (after its coordinator started).
+    pub fn failed(&self) -> bool {
+        self.failed.load(Ordering::Relaxed)
     }
 
     /// Whether the run takes requests: it has restored its state and
@@ -547,14 +565,15 @@ impl RunHandle {
         answer: &Receiver<Response>,
         timeout: Duration,
     ) -> Result<String, RequestError> {
-        let sent = self
-            .requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .is_some_and(|tx| tx.send(request).is_ok());
-        if !sent {
-            return Err(RequestError::NotListening);
+        {
+            let requests = self.requests.lock().unwrap_or_else(PoisonError::into_inner);
+            match requests.as_ref() {
+                // Its coordinator has ended (the run is ending).
+                Some(tx) if tx.send(request).is_err() => return Err(RequestError::EndedFirst),
+                Some(_) => {}
+                None if self.ended.load(Ordering::Relaxed) => return Err(RequestError::EndedFirst),
+                None => return Err(RequestError::NotListening),
+            }
         }
         match answer.recv_timeout(timeout) {
             Ok(Response { ok: true, location: Some(location), .. }) => Ok(location),
@@ -570,10 +589,12 @@ impl RunHandle {
 /// Why [`RunHandle::request`] got no snapshot.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RequestError {
-    /// No run listens: it has not started its coordinator yet, or it ended.
+    /// No run listens: it has not started its coordinator yet (it is
+    /// restoring).
     #[error("the pipeline is not running")]
     NotListening,
-    /// The run ended before it answered.
+    /// The run ended before it answered (or before it was asked, after it
+    /// had started): see [`RunHandle::failed`] for how.
     #[error("the pipeline stopped before the snapshot was taken")]
     EndedFirst,
     /// No answer within the timeout.

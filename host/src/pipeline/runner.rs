@@ -210,7 +210,17 @@ fn run_locked(
         handle: options.handle.clone(),
         acks: ack_tx.clone(),
     };
-    let sink_thread = spawn("sink", move || sink_task.run(sink_rx))?;
+    let sink_shutdown = ack_tx.clone();
+    let sink_thread = spawn("sink", move || {
+        let result = sink_task.run(sink_rx);
+        if result.is_err() {
+            // As for a failing subtask: the coordinator stops waiting for
+            // the sink's acks (a source at its end would otherwise wait
+            // for the checkpoint timeout).
+            let _ = sink_shutdown.send(Ack::Shutdown);
+        }
+        result
+    })?;
 
     let control = ControlDir::new(config::control_dir(&options.data_dir, &spec.name));
     control
@@ -431,7 +441,7 @@ fn run_locked(
         Err(e) => errors.push(e),
     }
     errors.extend(join(fanout_thread, "triggers").err());
-    options.handle.close_requests();
+    options.handle.close_requests(errors.iter().any(|e| !matches!(e, RunError::Stopped)));
     control.release();
     // A failing subtask or sink makes upstream threads see a closed channel
     // (`Stopped`); report the failure itself.

@@ -149,6 +149,7 @@ fn end_run<T>(
     last: Option<Final>,
 ) -> (Option<String>, Option<std::thread::Result<T>>) {
     let mut unclean = None;
+    let mut ended_first = false;
     if let (false, Some(last)) = (thread.is_finished(), last) {
         let requested = match last {
             Final::Checkpoint(grace) => handle.request(SnapshotKind::Checkpoint, true, grace),
@@ -159,9 +160,11 @@ fn end_run<T>(
                 tracing::info!(run = name, %location, "stopped with a final checkpoint")
             }
             Err(RequestError::NotListening) => {
-                // Restoring (or just ending): nothing to checkpoint yet.
+                // Restoring: nothing to checkpoint yet.
                 tracing::info!(run = name, "stopped while starting: its restore is cancelled");
             }
+            // Ending on its own: judged below by how it ended.
+            Err(RequestError::EndedFirst) => ended_first = true,
             Err(error) => {
                 tracing::warn!(run = name, %error, "stopped without a final checkpoint: the next run restores the last committed one");
                 unclean = Some(format!("{name}: no final checkpoint ({error})"));
@@ -177,6 +180,10 @@ fn end_run<T>(
             return (Some(still), None);
         }
         std::thread::sleep(Duration::from_millis(20));
+    }
+    if ended_first && handle.failed() {
+        tracing::warn!(run = name, "stopped without a final checkpoint: the run failed first; the next run restores the last committed one");
+        unclean = Some(format!("{name}: no final checkpoint (the run failed before it)"));
     }
     (unclean, Some(thread.join()))
 }
