@@ -19,7 +19,6 @@ use base64::Engine as _;
 use prost::Message as _;
 use prost_reflect::prost_types::FileDescriptorProto;
 use prost_reflect::{DescriptorPool, DynamicMessage, FileDescriptor, SerializeOptions};
-use schema_registry_converter::blocking::proto_decoder::ProtoDecoder;
 use schema_registry_converter::blocking::proto_encoder::ProtoEncoder;
 use schema_registry_converter::blocking::schema_registry::{self, SrSettings};
 use schema_registry_converter::schema_registry_common::{
@@ -39,53 +38,34 @@ fn json_options() -> SerializeOptions {
 /// Decodes Protobuf records into JSON text, their schemas read from the
 /// registry by id once and cached.
 pub struct ProtobufToJson {
-    /// Schemas given as `.proto` text (with their references).
-    decoder: ProtoDecoder,
     client: SrSettings,
-    /// By schema id: its file when the schema is a serialized descriptor,
-    /// none when it is `.proto` text (or why it cannot be read).
-    serialized: Mutex<HashMap<u32, Result<Option<FileDescriptor>, String>>>,
+    /// By schema id: its file (or why it cannot be read).
+    files: Mutex<HashMap<u32, Result<FileDescriptor, String>>>,
     options: SerializeOptions,
 }
 
 impl ProtobufToJson {
     /// A decoder asking `client`'s registry.
     pub fn new(client: SrSettings) -> Self {
-        Self {
-            decoder: ProtoDecoder::new(client.clone()),
-            client,
-            serialized: Mutex::new(HashMap::new()),
-            options: json_options(),
-        }
+        Self { client, files: Mutex::new(HashMap::new()), options: json_options() }
     }
 
     /// Append `payload`'s JSON to `out`.
     pub fn decode(&self, payload: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
         let (id, rest) = framed(payload)?;
-        if let Some(file) = self.serialized_file(id)? {
-            let (indexes, body) =
-                message_indexes(rest).map_err(|e| format!("schema id {id}: {e}"))?;
-            let message =
-                message_at(&file, &indexes).map_err(|e| format!("schema id {id}: {e}"))?;
-            let decoded = DynamicMessage::decode(message, body)
-                .map_err(|e| format!("schema id {id}: cannot decode as Protobuf: {e}"))?;
-            return write_json(&decoded, &self.options, out)
-                .map_err(|e| format!("schema id {id}: {e}"));
-        }
-        let decoded = self
-            .decoder
-            .decode_with_context(Some(payload))
-            .map_err(|e| format!("schema id {id}: cannot decode as Protobuf: {}", describe(&e)))?
-            .ok_or_else(|| format!("schema id {id}: an empty value"))?;
-        write_json(&decoded.value, &self.options, out).map_err(|e| format!("schema id {id}: {e}"))
+        let file = self.file(id)?;
+        let (indexes, body) = message_indexes(rest).map_err(|e| format!("schema id {id}: {e}"))?;
+        let message = message_at(&file, &indexes).map_err(|e| format!("schema id {id}: {e}"))?;
+        let decoded = DynamicMessage::decode(message, body)
+            .map_err(|e| format!("schema id {id}: cannot decode as Protobuf: {e}"))?;
+        write_json(&decoded, &self.options, out).map_err(|e| format!("schema id {id}: {e}"))
     }
-}
 
-impl ProtobufToJson {
-    /// The file of schema `id` when the registry holds it as a serialized
-    /// descriptor (looked up once, cached with any error).
-    fn serialized_file(&self, id: u32) -> Result<Option<FileDescriptor>, String> {
-        let mut files = self.serialized.lock().unwrap_or_else(PoisonError::into_inner);
+    /// The file of schema `id`, `.proto` text or a serialized descriptor,
+    /// with its references (looked up once, cached with any error but a
+    /// failed call).
+    fn file(&self, id: u32) -> Result<FileDescriptor, String> {
+        let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(known) = files.get(&id) {
             return known.clone();
         }
@@ -93,34 +73,23 @@ impl ProtobufToJson {
             schema_registry::get_schema_by_id_and_type(id, &self.client, SchemaType::Protobuf)
                 .map_err(|e| {
                     format!("schema id {id}: cannot read it from the registry: {}", describe(&e))
-                });
-        let found = match registered {
-            // A failed call is not kept: the next record asks again.
-            Err(error) => return Err(error),
-            Ok(registered) => serialized_descriptor(&self.client, &registered)
-                .map_err(|e| format!("schema id {id}: {e}")),
-        };
+                })?;
+        let found = file_of(&self.client, &registered).map_err(|e| format!("schema id {id}: {e}"));
         files.insert(id, found.clone());
         found
     }
 }
 
-/// The file a schema given as a base64 `FileDescriptorProto` describes,
-/// with its references (and Protobuf's well-known types) as its imports;
-/// none when the schema is `.proto` text.
-fn serialized_descriptor(
-    client: &SrSettings,
-    registered: &RegisteredSchema,
-) -> Result<Option<FileDescriptor>, String> {
-    let Some(file) = descriptor_proto(&registered.schema)? else {
-        return Ok(None);
-    };
+/// The file a registered schema describes, with its references (and
+/// Protobuf's well-known types) as its imports.
+fn file_of(client: &SrSettings, registered: &RegisteredSchema) -> Result<FileDescriptor, String> {
+    let file = descriptor_proto(&registered.schema)?;
     let mut pool = DescriptorPool::global();
     add_references(client, registered, &mut pool, 0)?;
     let name = file.name().to_string();
     pool.add_file_descriptor_proto(file)
         .map_err(|e| format!("its descriptor does not build: {e}"))?;
-    Ok(pool.get_file_by_name(&name))
+    pool.get_file_by_name(&name).ok_or_else(|| format!("its file {name:?} is not in its pool"))
 }
 
 /// Add the files `registered` imports through its references, theirs
@@ -141,12 +110,8 @@ fn add_references(
         let child = schema_registry::get_referenced_schema(client, reference)
             .map_err(|e| format!("reference {:?}: {}", reference.name, describe(&e)))?;
         add_references(client, &child, pool, depth + 1)?;
-        let mut file = descriptor_proto(&child.schema)?.ok_or_else(|| {
-            format!(
-                "reference {:?} is .proto text under a serialized schema: not supported",
-                reference.name
-            )
-        })?;
+        let mut file = descriptor_proto(&child.schema)
+            .map_err(|e| format!("reference {:?}: {e}", reference.name))?;
         file.name = Some(reference.name.clone());
         pool.add_file_descriptor_proto(file)
             .map_err(|e| format!("reference {:?} does not build: {e}", reference.name))?;
@@ -154,18 +119,20 @@ fn add_references(
     Ok(())
 }
 
-/// A schema's serialized descriptor, if it is one (base64 of a
-/// `FileDescriptorProto`); none for `.proto` text.
-fn descriptor_proto(schema: &str) -> Result<Option<FileDescriptorProto>, String> {
+/// A schema's file descriptor: `.proto` text parsed, or a serialized
+/// one (base64 of a `FileDescriptorProto`) read.
+fn descriptor_proto(schema: &str) -> Result<FileDescriptorProto, String> {
     let text = schema.trim();
-    if protox_parse::parse("schema.proto", text).is_ok() {
-        return Ok(None);
+    if let Ok(mut file) = protox_parse::parse("schema.proto", text) {
+        if file.name().is_empty() {
+            file.name = Some("schema.proto".into());
+        }
+        return Ok(file);
     }
     let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(text) else {
         return Err("neither .proto text nor a base64 FileDescriptorProto".into());
     };
     FileDescriptorProto::decode(bytes.as_slice())
-        .map(Some)
         .map_err(|e| format!("not a serialized FileDescriptorProto: {e}"))
 }
 
@@ -296,13 +263,13 @@ mod tests {
     }
 
     #[test]
-    fn a_serialized_descriptor_is_read_and_proto_text_left_to_the_registry_client() {
+    fn a_serialized_descriptor_and_proto_text_are_both_read() {
         let schema = "syntax = \"proto3\";\npackage shop;\nmessage Order { string customer = 1; message Line { int64 cents = 1; } }\n";
-        assert!(descriptor_proto(schema).unwrap().is_none());
+        assert_eq!(descriptor_proto(schema).unwrap().message_type[0].name(), "Order");
         let mut file = protox_parse::parse("shop.proto", schema).unwrap();
         file.name = Some("shop.proto".into());
         let encoded = base64::engine::general_purpose::STANDARD.encode(file.encode_to_vec());
-        let decoded = descriptor_proto(&encoded).unwrap().unwrap();
+        let decoded = descriptor_proto(&encoded).unwrap();
         let mut pool = DescriptorPool::global();
         pool.add_file_descriptor_proto(decoded).unwrap();
         let file = pool.get_file_by_name("shop.proto").unwrap();
