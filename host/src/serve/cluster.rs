@@ -304,7 +304,9 @@ impl ClusterPipelines {
         let deadline = Instant::now() + STOP_WAIT;
         loop {
             let view = self.get(name)?;
-            if view.deployment.version != version {
+            // A view older than the stop (its write not read back yet) is
+            // waited out; a newer one is another change.
+            if view.deployment.version > version {
                 return Err(ServeError::conflict(
                     "changed",
                     format!(
@@ -313,7 +315,7 @@ impl ClusterPipelines {
                     ),
                 ));
             }
-            if view.units.is_empty() {
+            if view.deployment.version == version && view.units.is_empty() {
                 return Ok(String::new());
             }
             if Instant::now() >= deadline {
