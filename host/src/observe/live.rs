@@ -516,13 +516,10 @@ impl RunHandle {
     /// requests and state queries fail at once, and tail readers are let
     /// go.
     pub(crate) fn close_requests(&self, failed: bool) {
-        let mut requests = self.requests.lock().unwrap_or_else(PoisonError::into_inner);
         self.failed.store(failed, Ordering::Relaxed);
-        self.ended.store(
-            requests.take().is_some() || self.ended.load(Ordering::Relaxed),
-            Ordering::Relaxed,
-        );
-        drop(requests);
+        if self.requests.lock().unwrap_or_else(PoisonError::into_inner).take().is_some() {
+            self.ended.store(true, Ordering::Relaxed);
+        }
         self.state.close();
         self.tail.close();
     }
